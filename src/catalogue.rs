@@ -1,0 +1,91 @@
+//! The gate catalogue (`gates/catalogue.toml`): id, title, what each gate
+//! proves and does not prove, and its prerequisites. Embedded at build time.
+
+use serde::Deserialize;
+use std::sync::OnceLock;
+
+/// The catalogue source, as checked in.
+pub const CATALOGUE_TOML: &str = include_str!("../gates/catalogue.toml");
+
+/// One catalogue entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateInfo {
+    /// Stable kebab-case id (`tree-clean`, `lbp-build`, ...).
+    pub id: String,
+    /// One-line title.
+    pub title: String,
+    /// What a `pass` of this gate proves.
+    pub proves: String,
+    /// What a `pass` of this gate does not prove.
+    pub does_not_prove: String,
+    /// Ids of gates whose `pass` this gate needs.
+    pub requires: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Catalogue {
+    gate: Vec<GateInfo>,
+}
+
+/// Every gate, in run order.
+///
+/// # Panics
+/// If the embedded catalogue does not parse or names an unknown or later
+/// prerequisite (a build defect caught by the unit tests).
+pub fn all() -> &'static [GateInfo] {
+    static GATES: OnceLock<Vec<GateInfo>> = OnceLock::new();
+    GATES.get_or_init(|| {
+        let cat: Catalogue = toml::from_str(CATALOGUE_TOML).expect("gates/catalogue.toml parses");
+        for (i, g) in cat.gate.iter().enumerate() {
+            for r in &g.requires {
+                assert!(
+                    cat.gate[..i].iter().any(|p| &p.id == r),
+                    "gate {} requires {r}, which is not an earlier gate",
+                    g.id
+                );
+            }
+        }
+        cat.gate
+    })
+}
+
+/// The entry for `id`, if any.
+pub fn get(id: &str) -> Option<&'static GateInfo> {
+    all().iter().find(|g| g.id == id)
+}
+
+/// `ids` plus every gate they need, transitively, in run order.
+pub fn with_prerequisites(ids: &[String]) -> Vec<String> {
+    let mut wanted: Vec<String> = ids.to_vec();
+    let mut i = 0;
+    while i < wanted.len() {
+        if let Some(g) = get(&wanted[i]) {
+            for r in &g.requires {
+                if !wanted.contains(r) {
+                    wanted.push(r.clone());
+                }
+            }
+        }
+        i += 1;
+    }
+    all().iter().filter(|g| wanted.contains(&g.id)).map(|g| g.id.clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_parses_and_orders_prerequisites() {
+        assert!(all().len() >= 7);
+        assert_eq!(all()[0].id, "tree-clean");
+    }
+
+    #[test]
+    fn prerequisites_are_added_transitively_in_run_order() {
+        let got = with_prerequisites(&["archive-members".into()]);
+        assert_eq!(got, ["tree-clean", "stage", "sdk-record", "lbp-build", "archive-members"]);
+    }
+}

@@ -1,0 +1,109 @@
+//! The state a run carries from gate to gate.
+//!
+//! Gates read what earlier gates established (the staged tree, the verified
+//! SDK, the built archives) and add their own facts. Paths inside the evidence
+//! directory are derived here, in one place, so the layout in DESIGN.md is
+//! written down once.
+
+use crate::evidence::{CandidateRecord, Sdk, Source};
+use crate::process;
+use crate::profile::{CandidateSpec, LoadedProfile};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The SDK as verified by `sdk-record`.
+#[derive(Debug, Clone)]
+pub struct VerifiedSdk {
+    /// site-packages directory holding the package and its dist-info.
+    pub site_packages: PathBuf,
+    /// The `langbot_plugin` package directory.
+    pub package_dir: PathBuf,
+    /// The dist-info directory.
+    pub dist_info: PathBuf,
+}
+
+/// Everything a gate may read or record.
+#[derive(Debug)]
+pub struct RunContext {
+    /// Top level of the repository under review.
+    pub repo: PathBuf,
+    /// The evidence directory (absolute, fresh, outside the repository).
+    pub evidence_dir: PathBuf,
+    /// The profile in force.
+    pub profile: LoadedProfile,
+    /// The interpreter given by `--python` or `$PYTHON`.
+    pub python: PathBuf,
+    /// Source facts; `commit` and `tree` are known from the start.
+    pub source: Source,
+    /// SDK facts as observed so far.
+    pub sdk: Sdk,
+    /// One record per profile candidate, in profile order.
+    pub candidates: Vec<CandidateRecord>,
+    /// `DIR/staging/source`, once `stage` passed.
+    pub staged_root: Option<PathBuf>,
+    /// The SDK, once `sdk-record` passed.
+    pub verified_sdk: Option<VerifiedSdk>,
+}
+
+impl RunContext {
+    /// The profile's candidates.
+    pub fn candidate_specs(&self) -> &[CandidateSpec] {
+        &self.profile.profile.candidates
+    }
+
+    /// `DIR/staging/source`.
+    pub fn staging_source(&self) -> PathBuf {
+        self.evidence_dir.join("staging").join("source")
+    }
+
+    /// `DIR/staging/source/<candidate path>`.
+    pub fn staged_candidate(&self, c: &CandidateSpec) -> PathBuf {
+        let mut p = self.staging_source();
+        for part in c.path.split('/') {
+            p.push(part);
+        }
+        p
+    }
+
+    /// `DIR/packages/<folder>`.
+    pub fn packages_dir(&self, folder: &str) -> PathBuf {
+        self.evidence_dir.join("packages").join(folder)
+    }
+
+    /// `DIR/extracted`.
+    pub fn extracted_root(&self) -> PathBuf {
+        self.evidence_dir.join("extracted")
+    }
+
+    /// `DIR/logs/<gate>/<name>` (a stem: the runner appends `.stdout` etc.).
+    pub fn log_stem(&self, gate: &str, name: &str) -> PathBuf {
+        self.evidence_dir.join("logs").join(gate).join(name)
+    }
+
+    /// Creates and returns private `(home, tmp)` roots at
+    /// `DIR/roots/<gate>/<name>/{home,tmp}`.
+    ///
+    /// # Errors
+    /// When the directories cannot be created.
+    pub fn private_roots(&self, gate: &str, name: &str) -> std::io::Result<(PathBuf, PathBuf)> {
+        let base = self.evidence_dir.join("roots").join(gate).join(name);
+        let (home, tmp) = (base.join("home"), base.join("tmp"));
+        std::fs::create_dir_all(&home)?;
+        std::fs::create_dir_all(&tmp)?;
+        Ok((home, tmp))
+    }
+
+    /// The allowlisted child environment with private HOME and TMPDIR.
+    pub fn child_env(&self, home: &Path, tmp: &Path) -> BTreeMap<String, String> {
+        let mut env = process::base_env();
+        env.insert("HOME".into(), home.display().to_string());
+        env.insert("TMPDIR".into(), tmp.display().to_string());
+        env.insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
+        env
+    }
+
+    /// Index of the candidate record for `folder`.
+    pub fn record_mut(&mut self, folder: &str) -> Option<&mut CandidateRecord> {
+        self.candidates.iter_mut().find(|c| c.folder == folder)
+    }
+}

@@ -1,0 +1,324 @@
+//! The evidence model: one set of types that `evidence.json`, `junit.xml` and
+//! the terminal summary render, and from which the JSON schema is generated.
+//!
+//! Stable fields of v1 (names and meaning kept; more may be added):
+//! `schema_version`, `tool`, `verdict`, `source`, `sdk`, `gates[]`,
+//! `candidates[]`, `sign_off`.
+
+use crate::manifest::ManifestId;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `evidence.json`, version 1.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Evidence {
+    /// Always `"1"`.
+    pub schema_version: String,
+    /// The harness that wrote this file.
+    pub tool: Tool,
+    /// Overall verdict.
+    pub verdict: Verdict,
+    /// RFC 3339 UTC time the run started.
+    pub started_at: String,
+    /// RFC 3339 UTC time the run finished.
+    pub finished_at: String,
+    /// The profile used.
+    pub profile: ProfileRecord,
+    /// Which gates were asked for.
+    pub selection: Selection,
+    /// The repository and exact commit under review.
+    pub source: Source,
+    /// The interpreter and its SDK, as observed.
+    pub sdk: Sdk,
+    /// Every gate of the catalogue, in run order.
+    pub gates: Vec<GateRecord>,
+    /// Every candidate of the profile, in profile order.
+    pub candidates: Vec<CandidateRecord>,
+    /// The sign-off over everything above.
+    pub sign_off: SignOff,
+}
+
+/// Tool name and version.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Tool {
+    /// `verify-coding-candidates`.
+    pub name: String,
+    /// The crate version.
+    pub version: String,
+}
+
+/// Overall verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Every required gate passed.
+    Pass,
+    /// A required gate failed, was blocked or was skipped.
+    Fail,
+    /// The run was interrupted.
+    Incomplete,
+}
+
+impl Verdict {
+    /// Upper-case word for the terminal.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Incomplete => "INCOMPLETE",
+        }
+    }
+}
+
+/// The profile used for the run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileRecord {
+    /// Profile `name`.
+    pub name: String,
+    /// `built-in` or the file path.
+    pub origin: String,
+    /// sha256 hex of the profile's text.
+    pub sha256: String,
+}
+
+/// The gates requested.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Selection {
+    /// `--only` as given, if any.
+    pub only: Option<Vec<String>>,
+    /// Gates required for the verdict: `--only` plus prerequisites, or all.
+    pub required: Vec<String>,
+}
+
+/// The repository and commit under review.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// Absolute path of the repository's top level.
+    pub repo: String,
+    /// Full commit id of `HEAD`.
+    pub commit: String,
+    /// Full tree id of `HEAD^{tree}`.
+    pub tree: String,
+    /// sha256 hex of `DIR/staging/source.tar`, once staged.
+    pub archive_sha256: Option<String>,
+    /// Ignored files present in the working tree (not judged, listed).
+    pub ignored_files: Vec<String>,
+    /// Paths carrying `export-ignore` or `export-subst`, with the attribute.
+    pub export_attributes: Vec<ExportAttribute>,
+}
+
+/// A path with a git export attribute.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExportAttribute {
+    /// Repository-relative path.
+    pub path: String,
+    /// `export-ignore` or `export-subst`.
+    pub attribute: String,
+}
+
+/// The interpreter and its SDK. Unobserved facts are `null`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sdk {
+    /// The profile's requirement, e.g. `langbot-plugin==0.6.0b5`.
+    pub requirement: String,
+    /// Installed `langbot-plugin` version.
+    pub version: Option<String>,
+    /// The interpreter path given (`--python` or `$PYTHON`).
+    pub python: String,
+    /// `sys.executable` as the interpreter reports it.
+    pub executable: Option<String>,
+    /// `sys.version`.
+    pub python_version: Option<String>,
+    /// The site-packages directory holding the SDK.
+    pub site_packages: Option<String>,
+    /// The SDK's dist-info directory.
+    pub dist_info: Option<String>,
+    /// sha256 hex of the dist-info's RECORD file.
+    pub record_sha256: Option<String>,
+    /// Rows in RECORD.
+    pub record_rows: Option<u64>,
+    /// Rows with a sha256 whose file matched (digest and size).
+    pub hashed_rows_verified: Option<u64>,
+    /// Rows without a hash (RECORD itself and `.pyc` only).
+    pub unhashed_rows: Option<u64>,
+}
+
+/// A gate's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GateResult {
+    /// Every check passed.
+    Pass,
+    /// At least one check failed.
+    Fail,
+    /// Not run; `reason` says why.
+    Skipped,
+    /// Not run because a prerequisite did not pass; `reason` names it.
+    Blocked,
+}
+
+impl GateResult {
+    /// Lower-case word.
+    pub fn word(self) -> &'static str {
+        match self {
+            GateResult::Pass => "pass",
+            GateResult::Fail => "fail",
+            GateResult::Skipped => "skipped",
+            GateResult::Blocked => "blocked",
+        }
+    }
+}
+
+/// One gate of the run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateRecord {
+    /// Stable kebab-case id.
+    pub id: String,
+    /// Result.
+    pub result: GateResult,
+    /// Why a gate was skipped or blocked, or a one-line failure summary.
+    pub reason: Option<String>,
+    /// Catalogue text: what a pass proves.
+    pub proves: String,
+    /// Catalogue text: what a pass does not prove.
+    pub does_not_prove: String,
+    /// Whether the verdict depends on this gate.
+    pub required: bool,
+    /// Wall-clock time, in milliseconds.
+    pub duration_ms: u64,
+    /// The checks, in the order they ran.
+    pub checks: Vec<Check>,
+}
+
+/// A check's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckResult {
+    /// Held.
+    Pass,
+    /// Did not hold: `detail` says what was expected, what was found, what to do.
+    Fail,
+    /// Held, with a finding a reviewer should read; does not fail the gate.
+    Warn,
+}
+
+/// One check of a gate.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// Property checked (`record-rows`, `single-archive`, ...).
+    pub name: String,
+    /// Candidate folder, for per-candidate checks.
+    pub candidate: Option<String>,
+    /// Result.
+    pub result: CheckResult,
+    /// A sentence: what held, or what was expected, found and what to do.
+    pub detail: String,
+    /// Observed values backing the result.
+    pub observed: Option<serde_json::Value>,
+}
+
+impl Check {
+    /// A passing check.
+    pub fn pass(name: &str, candidate: Option<&str>, detail: impl Into<String>) -> Self {
+        Self::new(name, candidate, CheckResult::Pass, detail.into())
+    }
+
+    /// A failing check.
+    pub fn fail(name: &str, candidate: Option<&str>, detail: impl Into<String>) -> Self {
+        Self::new(name, candidate, CheckResult::Fail, detail.into())
+    }
+
+    /// A warning.
+    pub fn warn(name: &str, candidate: Option<&str>, detail: impl Into<String>) -> Self {
+        Self::new(name, candidate, CheckResult::Warn, detail.into())
+    }
+
+    /// Pass when `ok`, else fail, with one detail text.
+    pub fn from_bool(name: &str, candidate: Option<&str>, ok: bool, detail: impl Into<String>) -> Self {
+        let result = if ok { CheckResult::Pass } else { CheckResult::Fail };
+        Self::new(name, candidate, result, detail.into())
+    }
+
+    fn new(name: &str, candidate: Option<&str>, result: CheckResult, detail: String) -> Self {
+        Self { name: name.into(), candidate: candidate.map(Into::into), result, detail, observed: None }
+    }
+
+    /// Attaches observed values.
+    pub fn with_observed(mut self, observed: serde_json::Value) -> Self {
+        self.observed = Some(observed);
+        self
+    }
+}
+
+/// One candidate plugin.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CandidateRecord {
+    /// Folder name (last path component), keys DIR/packages and DIR/extracted.
+    pub folder: String,
+    /// Repository-relative path.
+    pub path: String,
+    /// Manifest identity, once read from the staged source.
+    pub manifest: Option<ManifestId>,
+    /// The built archive, once built and inspected.
+    pub archive: Option<ArchiveRecord>,
+}
+
+/// A built `.lbpkg` archive.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveRecord {
+    /// Path relative to DIR, `/`-separated.
+    pub path: String,
+    /// sha256 hex of the whole file.
+    pub sha256: String,
+    /// File size in bytes.
+    pub size: u64,
+    /// sha256 hex over the sorted lines `name\0size\0sha256\n` of every member:
+    /// stable across rebuilds, unlike the file (the build stamps the clock
+    /// into `manifest.yaml`'s ZIP header).
+    pub content_digest: String,
+    /// Members in archive order.
+    pub members: Vec<MemberRecord>,
+    /// Path of the exact extraction, relative to DIR.
+    pub extracted: Option<String>,
+}
+
+/// One archive member.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemberRecord {
+    /// Member name as stored.
+    pub name: String,
+    /// sha256 hex of the uncompressed bytes.
+    pub sha256: String,
+    /// Uncompressed size in bytes.
+    pub size: u64,
+    /// Unix mode from the external attributes, octal text (`0644`), if any.
+    pub mode: Option<String>,
+}
+
+/// The sign-off block.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignOff {
+    /// Same as the top-level verdict.
+    pub verdict: Verdict,
+    /// sha256 hex of the canonical evidence without `sign_off`: the document
+    /// parsed, `sign_off` removed, keys sorted, serialised compactly
+    /// (see `evidence::canonical_digest`).
+    pub evidence_sha256: String,
+    /// `--sign-off-by NAME`, if given.
+    pub signed_off_by: Option<String>,
+    /// Always false: the harness never signs an archive.
+    pub archives_signed: bool,
+}

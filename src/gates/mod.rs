@@ -1,0 +1,69 @@
+//! The gates: one file each, behind the [`Gate`] trait.
+//!
+//! A gate checks one property and returns [`Check`]s; it never prints. Order
+//! and prerequisites come from the catalogue (`gates/catalogue.toml`); adding
+//! a gate means one file here, one entry in [`all`] and one catalogue entry.
+
+mod archive_members;
+mod lbp_build;
+mod sdk_record;
+mod sdk_shadow;
+mod shared_copies;
+mod stage;
+mod tree_clean;
+
+pub use archive_members::ArchiveMembers;
+pub use lbp_build::LbpBuild;
+pub use sdk_record::SdkRecord;
+pub use sdk_shadow::SdkShadow;
+pub use shared_copies::SharedCopies;
+pub use stage::Stage;
+pub use tree_clean::TreeClean;
+
+use crate::context::RunContext;
+use crate::evidence::Check;
+
+/// One gate.
+pub trait Gate: Sync {
+    /// Stable kebab-case id, as in the catalogue.
+    fn id(&self) -> &'static str;
+
+    /// Runs the gate. `Err` is an error that stopped the gate before it could
+    /// observe (the pipeline records it as a failing check named `gate-error`).
+    ///
+    /// # Errors
+    /// A sentence naming what could not be done and what to do.
+    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String>;
+}
+
+/// Every implemented gate.
+pub fn all() -> Vec<Box<dyn Gate>> {
+    vec![
+        Box::new(TreeClean),
+        Box::new(Stage),
+        Box::new(SdkRecord),
+        Box::new(SharedCopies),
+        Box::new(LbpBuild),
+        Box::new(ArchiveMembers),
+        Box::new(SdkShadow),
+    ]
+}
+
+/// Finds the implementation of gate `id`.
+pub fn by_id(id: &str) -> Option<Box<dyn Gate>> {
+    all().into_iter().find(|g| g.id() == id)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_catalogue_entry_has_exactly_one_implementation() {
+        let ids: Vec<&str> = super::all().iter().map(|g| g.id()).collect();
+        let catalogue: Vec<&str> = crate::catalogue::all().iter().map(|g| g.id.as_str()).collect();
+        let mut a = ids.clone();
+        let mut b = catalogue.clone();
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b);
+    }
+}

@@ -1,0 +1,125 @@
+//! Streaming digests: sha256 (hex and RECORD's urlsafe base64) and git blob ids.
+//!
+//! Every file is hashed through a fixed 64 KiB buffer, so memory does not grow
+//! with the size of an archive or a member.
+
+use sha1::Sha1;
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+const BUFFER: usize = 64 * 1024;
+
+/// A sha256 digest with the number of bytes it covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sha256Digest {
+    /// The 32 digest bytes.
+    pub bytes: [u8; 32],
+    /// Bytes read, in bytes.
+    pub size: u64,
+}
+
+impl Sha256Digest {
+    /// Lower-case hex, 64 characters.
+    pub fn hex(&self) -> String {
+        to_hex(&self.bytes)
+    }
+}
+
+/// Lower-case hex of `bytes`.
+pub fn to_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// sha256 of everything `reader` yields, streamed.
+///
+/// # Errors
+/// Any read error of `reader`.
+pub fn sha256_reader(mut reader: impl Read) -> io::Result<Sha256Digest> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; BUFFER];
+    let mut size = 0u64;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        size += n as u64;
+        hasher.update(&buf[..n]);
+    }
+    Ok(Sha256Digest { bytes: hasher.finalize().into(), size })
+}
+
+/// sha256 of the file at `path`, streamed (symlinks are followed).
+///
+/// # Errors
+/// When the file cannot be opened or read.
+pub fn sha256_file(path: &Path) -> io::Result<Sha256Digest> {
+    sha256_reader(File::open(path)?)
+}
+
+/// sha256 hex of a byte slice.
+pub fn sha256_bytes(bytes: &[u8]) -> String {
+    to_hex(&Sha256::digest(bytes))
+}
+
+/// The git blob id (sha1 of `blob <size>\0<content>`, as `git hash-object`)
+/// of the file at `path`, streamed. Source: git's object format (`gitformat-loose`).
+///
+/// # Errors
+/// When the file cannot be opened or read.
+pub fn git_blob_id(path: &Path) -> io::Result<String> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    let mut hasher = Sha1::new();
+    hasher.update(format!("blob {size}\0").as_bytes());
+    let mut reader = file;
+    let mut buf = vec![0u8; BUFFER];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+    }
+    Ok(to_hex(&hasher.finalize()))
+}
+
+/// The git blob id of a symlink: sha1 over its target bytes.
+pub fn git_blob_id_of_bytes(bytes: &[u8]) -> String {
+    let mut hasher = Sha1::new();
+    hasher.update(format!("blob {}\0", bytes.len()).as_bytes());
+    hasher.update(bytes);
+    to_hex(&hasher.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_of_empty_input_is_the_published_constant() {
+        let d = sha256_reader(&b""[..]).unwrap();
+        assert_eq!(d.hex(), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(d.size, 0);
+    }
+
+    #[test]
+    fn git_blob_id_matches_git_hash_object() {
+        // `printf 'hello\n' | git hash-object --stdin`
+        assert_eq!(git_blob_id_of_bytes(b"hello\n"), "ce013625030ba8dba906f756967f9e9ca394464a");
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"hello\n").unwrap();
+        assert_eq!(git_blob_id(&p).unwrap(), "ce013625030ba8dba906f756967f9e9ca394464a");
+    }
+}

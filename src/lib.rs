@@ -1,0 +1,22 @@
+//! Certification harness for LangBot plugin release candidates.
+//!
+//! The pipeline ([`pipeline`]) runs the gates of [`gates`] in catalogue order
+//! against one exact commit, with the genuine SDK interpreter, and produces one
+//! evidence model ([`evidence`]) that the JSON, JUnit and terminal views render.
+
+pub mod archive;
+pub mod catalogue;
+pub mod cli;
+pub mod context;
+pub mod evidence;
+pub mod exit;
+pub mod gates;
+pub mod git;
+pub mod hash;
+pub mod interrupt;
+pub mod manifest;
+pub mod pipeline;
+pub mod process;
+pub mod profile;
+pub mod python;
+pub mod report;

@@ -1,0 +1,107 @@
+//! Plugin `manifest.yaml`: the fields the build names its archive after.
+//!
+//! Source: the SDK's `langbot_plugin.cli.commands.buildplugin` names the
+//! archive `<author>-<name>-<version>.lbpkg` from `metadata`, and silently
+//! writes nothing when the manifest is invalid (for example a float version).
+
+use serde_yaml_ng::Value;
+use std::path::Path;
+
+/// The identity fields of a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct ManifestId {
+    /// `metadata.author`.
+    pub author: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.version`, a string.
+    pub version: String,
+}
+
+impl ManifestId {
+    /// The archive file name the official build writes.
+    pub fn archive_name(&self) -> String {
+        format!("{}-{}-{}.lbpkg", self.author, self.name, self.version)
+    }
+}
+
+/// Reads `manifest.yaml` at `path` and returns its identity.
+///
+/// # Errors
+/// A sentence naming the file, the field, what was expected and what was found.
+pub fn read_id(path: &Path) -> Result<ManifestId, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}; expected a plugin manifest.yaml", path.display()))?;
+    let value: Value = serde_yaml_ng::from_str(&text)
+        .map_err(|e| format!("{}: not valid YAML: {e}", path.display()))?;
+    let field = |name: &str| -> Result<String, String> {
+        let v = value.get("metadata").and_then(|m| m.get(name));
+        match v {
+            Some(Value::String(s)) if is_safe_component(s) => Ok(s.clone()),
+            Some(Value::String(s)) => Err(format!(
+                "{}: metadata.{name} is {s:?}; expected letters, digits, `.`, `_` or `-` only (the official build puts it in a file name and does not validate it)",
+                path.display()
+            )),
+            Some(other) => Err(format!(
+                "{}: metadata.{name} is {} ({}); expected a string (quote it: \"{}\"); the official build exits 0 and writes nothing for such a manifest",
+                path.display(),
+                type_name(other),
+                serde_yaml_ng::to_string(other).unwrap_or_default().trim(),
+                serde_yaml_ng::to_string(other).unwrap_or_default().trim(),
+            )),
+            None => Err(format!("{}: metadata.{name} is missing; expected a string", path.display())),
+        }
+    };
+    Ok(ManifestId { author: field("author")?, name: field("name")?, version: field("version")? })
+}
+
+fn is_safe_component(s: &str) -> bool {
+    !s.is_empty()
+        && s != "."
+        && s != ".."
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'))
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_f64() => "a float",
+        Value::Number(_) => "an integer",
+        Value::String(_) => "a string",
+        Value::Sequence(_) => "a list",
+        Value::Mapping(_) => "a mapping",
+        Value::Tagged(_) => "a tagged value",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("manifest.yaml");
+        std::fs::write(&p, text).unwrap();
+        (d, p)
+    }
+
+    #[test]
+    fn float_version_is_named() {
+        let (_d, p) = write("metadata:\n  author: acme\n  name: x\n  version: 1.0\n");
+        let err = read_id(&p).unwrap_err();
+        assert!(err.contains("metadata.version is a float"), "{err}");
+    }
+
+    #[test]
+    fn traversal_in_name_is_refused() {
+        let (_d, p) = write("metadata:\n  author: acme\n  name: ../../evil\n  version: '1'\n");
+        assert!(read_id(&p).unwrap_err().contains("../../evil"));
+    }
+
+    #[test]
+    fn archive_name_follows_the_build() {
+        let (_d, p) = write("metadata:\n  author: acme\n  name: x\n  version: '0.1.2'\n");
+        assert_eq!(read_id(&p).unwrap().archive_name(), "acme-x-0.1.2.lbpkg");
+    }
+}

@@ -1,0 +1,344 @@
+//! The pipeline: validates the run's inputs, runs the gates in catalogue
+//! order (blocking a gate whose prerequisite did not pass), and writes the
+//! evidence, also when gates fail or the run is interrupted.
+
+use crate::catalogue;
+use crate::context::RunContext;
+use crate::evidence::{
+    self, CandidateRecord, Check, CheckResult, Evidence, GateRecord, GateResult, ProfileRecord, Sdk,
+    Selection, SignOff, Source, Tool, Verdict,
+};
+use crate::{gates, git, hash, interrupt, profile};
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+/// What a run is asked to do (the CLI's arguments, resolved).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Repository (any path inside it).
+    pub repo: PathBuf,
+    /// Evidence directory.
+    pub evidence: PathBuf,
+    /// Interpreter, if known.
+    pub python: Option<PathBuf>,
+    /// `--profile`.
+    pub profile: Option<PathBuf>,
+    /// `--only`, split on commas.
+    pub only: Option<Vec<String>>,
+    /// `--sign-off-by`.
+    pub sign_off_by: Option<String>,
+}
+
+/// A reason the run could not start (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SetupError(pub String);
+
+/// A finished run.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The evidence as written.
+    pub evidence: Evidence,
+    /// The evidence directory.
+    pub dir: PathBuf,
+}
+
+/// Progress events for the terminal; gates never print.
+pub trait Progress {
+    /// A gate starts (`index` is 1-based among required gates).
+    fn gate_started(&mut self, index: usize, total: usize, id: &str);
+    /// A gate ended.
+    fn gate_finished(&mut self, record: &GateRecord);
+}
+
+/// Checks the inputs, runs the gates and writes the evidence.
+///
+/// # Errors
+/// [`SetupError`] when the run cannot start; nothing is written then.
+pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, SetupError> {
+    let started_at = now_rfc3339();
+    let repo = git::toplevel(&opts.repo).map_err(SetupError)?;
+    let (commit, tree) = git::head(&repo).map_err(SetupError)?;
+    let evidence_dir = check_evidence_dir(&opts.evidence, &repo)?;
+    let python = check_python(opts.python.as_deref())?;
+    let loaded = profile::load(opts.profile.as_deref(), &repo).map_err(|e| SetupError(e.to_string()))?;
+    let required = match &opts.only {
+        Some(ids) => {
+            let known: Vec<&str> = catalogue::all().iter().map(|g| g.id.as_str()).collect();
+            for id in ids {
+                if !known.contains(&id.as_str()) {
+                    return Err(SetupError(format!(
+                        "--only: unknown gate {id:?}; expected one of: {}",
+                        known.join(", ")
+                    )));
+                }
+            }
+            catalogue::with_prerequisites(ids)
+        }
+        None => catalogue::all().iter().map(|g| g.id.clone()).collect(),
+    };
+    std::fs::create_dir_all(&evidence_dir)
+        .map_err(|e| SetupError(format!("evidence dir {}: cannot create: {e}", evidence_dir.display())))?;
+    interrupt::install().map_err(|e| SetupError(format!("cannot install signal handlers: {e}")))?;
+
+    let profile_record = ProfileRecord {
+        name: loaded.profile.name.clone(),
+        origin: match &loaded.source {
+            profile::ProfileSource::Builtin => "built-in".into(),
+            profile::ProfileSource::File(p) => p.display().to_string(),
+        },
+        sha256: hash::sha256_bytes(loaded.text.as_bytes()),
+    };
+    let candidates = loaded
+        .profile
+        .candidates
+        .iter()
+        .map(|c| CandidateRecord { folder: c.folder().into(), path: c.path.clone(), manifest: None, archive: None })
+        .collect();
+    let sdk = Sdk {
+        requirement: loaded.profile.sdk.requirement.clone(),
+        python: python.display().to_string(),
+        ..Sdk::default()
+    };
+    let mut ctx = RunContext {
+        repo: repo.clone(),
+        evidence_dir: evidence_dir.clone(),
+        profile: loaded,
+        python,
+        source: Source {
+            repo: repo.display().to_string(),
+            commit,
+            tree,
+            archive_sha256: None,
+            ignored_files: Vec::new(),
+            export_attributes: Vec::new(),
+        },
+        sdk,
+        candidates,
+        staged_root: None,
+        verified_sdk: None,
+    };
+
+    let records = run_gates(&mut ctx, &required, progress);
+    let interrupted = interrupt::requested();
+    let verdict = if interrupted {
+        Verdict::Incomplete
+    } else if records.iter().filter(|g| g.required).all(|g| g.result == GateResult::Pass) {
+        Verdict::Pass
+    } else {
+        Verdict::Fail
+    };
+    let mut evidence = Evidence {
+        schema_version: "1".into(),
+        tool: Tool { name: env!("CARGO_PKG_NAME").into(), version: env!("CARGO_PKG_VERSION").into() },
+        verdict,
+        started_at,
+        finished_at: now_rfc3339(),
+        profile: profile_record,
+        selection: Selection { only: opts.only.clone(), required },
+        source: ctx.source,
+        sdk: ctx.sdk,
+        gates: records,
+        candidates: ctx.candidates,
+        sign_off: SignOff {
+            verdict,
+            evidence_sha256: String::new(),
+            signed_off_by: None,
+            archives_signed: false,
+        },
+    };
+    evidence::seal(&mut evidence, opts.sign_off_by.clone());
+    evidence::write_all(&evidence_dir, &evidence)
+        .map_err(|e| SetupError(format!("evidence dir {}: cannot write evidence: {e}", evidence_dir.display())))?;
+    Ok(Outcome { evidence, dir: evidence_dir })
+}
+
+fn run_gates(ctx: &mut RunContext, required: &[String], progress: &mut dyn Progress) -> Vec<GateRecord> {
+    let mut records: Vec<GateRecord> = Vec::new();
+    let total = required.len();
+    let mut index = 0;
+    for info in catalogue::all() {
+        let is_required = required.contains(&info.id);
+        let mut record = GateRecord {
+            id: info.id.clone(),
+            result: GateResult::Skipped,
+            reason: None,
+            proves: info.proves.clone(),
+            does_not_prove: info.does_not_prove.clone(),
+            required: is_required,
+            duration_ms: 0,
+            checks: Vec::new(),
+        };
+        if !is_required {
+            record.reason = Some("not selected by --only and not a prerequisite of a selected gate".into());
+            records.push(record);
+            continue;
+        }
+        if interrupt::requested() {
+            record.reason = Some("the run was interrupted before this gate started".into());
+            records.push(record);
+            continue;
+        }
+        let unmet: Vec<String> = info
+            .requires
+            .iter()
+            .filter(|r| records.iter().find(|g| &g.id == *r).map(|g| g.result) != Some(GateResult::Pass))
+            .cloned()
+            .collect();
+        index += 1;
+        if !unmet.is_empty() {
+            record.result = GateResult::Blocked;
+            record.reason = Some(format!("prerequisite gate(s) did not pass: {}", unmet.join(", ")));
+            progress.gate_finished(&record);
+            records.push(record);
+            continue;
+        }
+        progress.gate_started(index, total, &info.id);
+        let started = Instant::now();
+        let gate = gates::by_id(&info.id).expect("every catalogue gate is implemented (unit-tested)");
+        let checks = match gate.run(ctx) {
+            Ok(checks) => checks,
+            Err(message) => vec![Check::fail("gate-error", None, message)],
+        };
+        record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let failed = checks.iter().filter(|c| c.result == CheckResult::Fail).count();
+        record.result = if interrupt::requested() && failed == 0 {
+            record.reason = Some("interrupted while running".into());
+            GateResult::Skipped
+        } else if checks.is_empty() {
+            record.reason = Some("the gate observed nothing to check".into());
+            GateResult::Fail
+        } else if failed > 0 {
+            record.reason = Some(format!("{failed} of {} checks failed", checks.len()));
+            GateResult::Fail
+        } else {
+            GateResult::Pass
+        };
+        record.checks = checks;
+        progress.gate_finished(&record);
+        records.push(record);
+    }
+    records
+}
+
+/// The evidence directory must be absolute, missing or empty, and outside the
+/// repository. Returns it as given (absolute).
+fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
+    if !dir.is_absolute() {
+        return Err(SetupError(format!(
+            "--evidence {}: expected an absolute path, found a relative one; pass e.g. {}",
+            dir.display(),
+            std::env::current_dir().map(|c| c.join(dir).display().to_string()).unwrap_or_default()
+        )));
+    }
+    if dir.exists() {
+        let empty = std::fs::read_dir(dir)
+            .map_err(|e| SetupError(format!("--evidence {}: not a readable directory: {e}", dir.display())))?
+            .next()
+            .is_none();
+        if !empty {
+            return Err(SetupError(format!(
+                "--evidence {}: expected a missing or empty directory, found existing content; \
+                 evidence is never mixed with an earlier run: choose a fresh directory",
+                dir.display()
+            )));
+        }
+    }
+    // Resolve the nearest existing ancestor so symlinks cannot hide the repo.
+    let mut existing = dir.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.file_name().map(|s| s.to_owned()), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    let mut resolved = existing.canonicalize().unwrap_or(existing);
+    for part in rest.iter().rev() {
+        resolved.push(part);
+    }
+    let repo_real = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
+    if resolved.starts_with(&repo_real) {
+        return Err(SetupError(format!(
+            "--evidence {}: expected a directory outside the repository {}, found one inside it; \
+             the repository under review is never written to: choose a directory outside it",
+            dir.display(),
+            repo_real.display()
+        )));
+    }
+    Ok(dir.to_path_buf())
+}
+
+fn check_python(python: Option<&Path>) -> Result<PathBuf, SetupError> {
+    let Some(p) = python else {
+        return Err(SetupError(
+            "no interpreter: pass --python PATH or set PYTHON to the interpreter that has the pinned \
+             langbot-plugin installed (`cargo xtask sdk` creates one and prints its path)"
+                .into(),
+        ));
+    };
+    let meta = std::fs::metadata(p).map_err(|e| {
+        SetupError(format!("--python {}: expected an executable interpreter, found: {e}", p.display()))
+    })?;
+    use std::os::unix::fs::PermissionsExt;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return Err(SetupError(format!(
+            "--python {}: expected an executable file, found a non-executable or non-file path",
+            p.display()
+        )));
+    }
+    if p.is_relative() {
+        return std::path::absolute(p).map_err(|e| SetupError(format!("--python {}: {e}", p.display())));
+    }
+    Ok(p.to_path_buf())
+}
+
+/// Current UTC time as RFC 3339 with seconds (`2026-11-29T18:00:00Z`).
+pub fn now_rfc3339() -> String {
+    let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    rfc3339(secs)
+}
+
+fn rfc3339(secs: u64) -> String {
+    // Civil-from-days (Howard Hinnant's algorithm), proleptic Gregorian, UTC.
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_796_000_000), "2026-11-30T00:53:20Z");
+    }
+
+    #[test]
+    fn evidence_dir_rules() {
+        let repo = tempfile::tempdir().unwrap();
+        assert!(check_evidence_dir(Path::new("rel/dir"), repo.path()).unwrap_err().0.contains("absolute"));
+        let inside = repo.path().join("ev");
+        assert!(check_evidence_dir(&inside, repo.path()).unwrap_err().0.contains("outside the repository"));
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("x"), b"").unwrap();
+        assert!(check_evidence_dir(other.path(), repo.path()).unwrap_err().0.contains("missing or empty"));
+        let fresh = other.path().join("fresh");
+        assert_eq!(check_evidence_dir(&fresh, repo.path()).unwrap(), fresh);
+    }
+}

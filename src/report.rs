@@ -1,0 +1,58 @@
+//! Terminal views of the catalogue and of a finished run's evidence.
+
+use crate::catalogue::GateInfo;
+use crate::evidence::{CheckResult, Evidence, GateResult};
+use std::fmt::Write;
+use std::path::Path;
+
+/// `verify-coding-candidates gates`: every gate with what it proves, what it
+/// does not prove and what it requires.
+pub fn catalogue_text(gates: &[GateInfo]) -> String {
+    let mut out = String::new();
+    for g in gates {
+        let _ = writeln!(out, "{}  {}", g.id, g.title);
+        let _ = writeln!(out, "  proves:         {}", g.proves);
+        let _ = writeln!(out, "  does not prove: {}", g.does_not_prove);
+        let requires = if g.requires.is_empty() { "nothing".to_string() } else { g.requires.join(", ") };
+        let _ = writeln!(out, "  requires:       {requires}\n");
+    }
+    out
+}
+
+/// The final summary: one line per gate, every failing check with its
+/// detail, the verdict and where the evidence is.
+pub fn summary(evidence: &Evidence, dir: &Path) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\ncommit {} ({})", evidence.source.commit, evidence.source.repo);
+    let width = evidence.gates.iter().map(|g| g.id.len()).max().unwrap_or(10);
+    for g in &evidence.gates {
+        let secs = g.duration_ms as f64 / 1000.0;
+        let word = match g.result {
+            GateResult::Pass => "pass",
+            GateResult::Fail => "FAIL",
+            GateResult::Skipped => "skipped",
+            GateResult::Blocked => "blocked",
+        };
+        let _ = write!(out, "  {:width$}  {word:7}  {secs:6.1}s", g.id);
+        if let Some(reason) = g.reason.as_deref().filter(|_| g.result != GateResult::Pass) {
+            let _ = write!(out, "  {reason}");
+        }
+        out.push('\n');
+        for c in g.checks.iter().filter(|c| c.result != CheckResult::Pass) {
+            let who = c.candidate.as_deref().map(|s| format!("{s}: ")).unwrap_or_default();
+            let tag = if c.result == CheckResult::Warn { "warning" } else { "failed" };
+            let _ = writeln!(out, "      {tag} {}{}:", who, c.name);
+            for line in c.detail.lines() {
+                let _ = writeln!(out, "        {line}");
+            }
+        }
+    }
+    for c in &evidence.candidates {
+        if let Some(a) = &c.archive {
+            let _ = writeln!(out, "  {}  {}  sha256 {}", c.folder, a.path, a.sha256);
+        }
+    }
+    let _ = writeln!(out, "\n{}: evidence in {}", evidence.verdict.word(), dir.display());
+    let _ = writeln!(out, "      sign-off evidence_sha256 {} (archives are not signed)", evidence.sign_off.evidence_sha256);
+    out
+}
