@@ -70,7 +70,11 @@ pub fn with_prerequisites(ids: &[String]) -> Vec<String> {
         }
         i += 1;
     }
-    all().iter().filter(|g| wanted.contains(&g.id)).map(|g| g.id.clone()).collect()
+    all()
+        .iter()
+        .filter(|g| wanted.contains(&g.id))
+        .map(|g| g.id.clone())
+        .collect()
 }
 
 #[cfg(test)]
@@ -86,6 +90,15 @@ mod tests {
     #[test]
     fn prerequisites_are_added_transitively_in_run_order() {
         let got = with_prerequisites(&["archive-members".into()]);
-        assert_eq!(got, ["tree-clean", "stage", "sdk-record", "lbp-build", "archive-members"]);
+        assert_eq!(
+            got,
+            [
+                "tree-clean",
+                "stage",
+                "sdk-record",
+                "lbp-build",
+                "archive-members"
+            ]
+        );
     }
 }

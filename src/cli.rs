@@ -76,7 +76,11 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { exit::CANNOT_RUN } else { exit::SUCCESS };
+            let code = if e.use_stderr() {
+                exit::CANNOT_RUN
+            } else {
+                exit::SUCCESS
+            };
             let _ = e.print();
             return ExitCode::from(code);
         }
@@ -100,11 +104,17 @@ pub fn main() -> ExitCode {
             eprintln!(
                 "--only {}: also running prerequisite gate(s) {}",
                 only.join(","),
-                added.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                added
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
     }
-    let mut progress = TerminalProgress { interactive: std::io::stderr().is_terminal() };
+    let mut progress = TerminalProgress {
+        interactive: std::io::stderr().is_terminal(),
+    };
     match pipeline::run(&opts, &mut progress) {
         Ok(outcome) => {
             print!("{}", report::summary(&outcome.evidence, &outcome.dir));

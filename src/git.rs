@@ -26,12 +26,18 @@ fn env() -> std::collections::BTreeMap<String, String> {
 ///
 /// # Errors
 /// A sentence with the command, its status and its stderr tail.
-pub fn run(repo: &Path, args: &[&str], log_stem: Option<&Path>, stdin: Option<Vec<u8>>) -> Result<ChildOutput, String> {
+pub fn run(
+    repo: &Path,
+    args: &[&str],
+    log_stem: Option<&Path>,
+    stdin: Option<Vec<u8>>,
+) -> Result<ChildOutput, String> {
     let tmp;
     let stem = match log_stem {
         Some(s) => s.to_path_buf(),
         None => {
-            tmp = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+            tmp = tempfile::tempdir()
+                .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
             tmp.path().join("git")
         }
     };
@@ -46,7 +52,13 @@ pub fn run(repo: &Path, args: &[&str], log_stem: Option<&Path>, stdin: Option<Ve
     };
     let out = process::run(&spec).map_err(|e| e.to_string())?;
     if !out.success() {
-        return Err(format!("`git {}` in {}: {}: {}", args.join(" "), repo.display(), out.describe(), out.tail(5)));
+        return Err(format!(
+            "`git {}` in {}: {}: {}",
+            args.join(" "),
+            repo.display(),
+            out.describe(),
+            out.tail(5)
+        ));
     }
     Ok(out)
 }
@@ -57,7 +69,10 @@ pub fn run(repo: &Path, args: &[&str], log_stem: Option<&Path>, stdin: Option<Ve
 /// When `path` is not inside a git work tree.
 pub fn toplevel(path: &Path) -> Result<PathBuf, String> {
     if !path.is_dir() {
-        return Err(format!("--repo {}: expected a directory inside a git repository, found no directory", path.display()));
+        return Err(format!(
+            "--repo {}: expected a directory inside a git repository, found no directory",
+            path.display()
+        ));
     }
     let out = run(path, &["rev-parse", "--show-toplevel"], None, None).map_err(|e| {
         format!("--repo {}: expected a git work tree, found none ({e}); pass --repo DIR inside the repository", path.display())
@@ -70,15 +85,17 @@ pub fn toplevel(path: &Path) -> Result<PathBuf, String> {
 /// # Errors
 /// When `HEAD` does not name a commit (an empty repository).
 pub fn head(repo: &Path) -> Result<(String, String), String> {
-    let out = run(repo, &["rev-parse", "--verify", "HEAD^{commit}", "HEAD^{tree}"], None, None).map_err(|e| {
-        format!("{}: expected a commit at HEAD, found none ({e}); commit the candidates first", repo.display())
-    })?;
-    let text = out.stdout_text();
-    let mut lines = text.lines();
-    match (lines.next(), lines.next()) {
-        (Some(c), Some(t)) => Ok((c.trim().to_string(), t.trim().to_string())),
-        _ => Err(format!("{}: `git rev-parse` printed {text:?}; expected a commit and a tree id", repo.display())),
-    }
+    let resolve = |rev: &str| -> Result<String, String> {
+        let out =
+            run(repo, &["rev-parse", "--verify", "--quiet", rev], None, None).map_err(|e| {
+                format!(
+                    "{}: expected a commit at HEAD, found none ({e}); commit the candidates first",
+                    repo.display()
+                )
+            })?;
+        Ok(out.stdout_text().trim().to_string())
+    };
+    Ok((resolve("HEAD^{commit}")?, resolve("HEAD^{tree}")?))
 }
 
 /// One entry of `git status --porcelain=v1 -z`.
@@ -106,11 +123,18 @@ pub fn parse_status_z(bytes: &[u8]) -> Vec<StatusEntry> {
         let worktree = field[1] as char;
         let path = String::from_utf8_lossy(&field[3..]).into_owned();
         let orig = if matches!(index, 'R' | 'C') {
-            fields.next().map(|f| String::from_utf8_lossy(f).into_owned())
+            fields
+                .next()
+                .map(|f| String::from_utf8_lossy(f).into_owned())
         } else {
             None
         };
-        entries.push(StatusEntry { index, worktree, path, orig });
+        entries.push(StatusEntry {
+            index,
+            worktree,
+            path,
+            orig,
+        });
     }
     entries
 }

@@ -30,10 +30,12 @@ impl Sha256Digest {
 /// Lower-case hex of `bytes`.
 pub fn to_hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 /// sha256 of everything `reader` yields, streamed.
@@ -54,7 +56,10 @@ pub fn sha256_reader(mut reader: impl Read) -> io::Result<Sha256Digest> {
         size += n as u64;
         hasher.update(&buf[..n]);
     }
-    Ok(Sha256Digest { bytes: hasher.finalize().into(), size })
+    Ok(Sha256Digest {
+        bytes: hasher.finalize().into(),
+        size,
+    })
 }
 
 /// sha256 of the file at `path`, streamed (symlinks are followed).
@@ -109,17 +114,26 @@ mod tests {
     #[test]
     fn sha256_of_empty_input_is_the_published_constant() {
         let d = sha256_reader(&b""[..]).unwrap();
-        assert_eq!(d.hex(), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(
+            d.hex(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
         assert_eq!(d.size, 0);
     }
 
     #[test]
     fn git_blob_id_matches_git_hash_object() {
         // `printf 'hello\n' | git hash-object --stdin`
-        assert_eq!(git_blob_id_of_bytes(b"hello\n"), "ce013625030ba8dba906f756967f9e9ca394464a");
+        assert_eq!(
+            git_blob_id_of_bytes(b"hello\n"),
+            "ce013625030ba8dba906f756967f9e9ca394464a"
+        );
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
         std::fs::write(&p, b"hello\n").unwrap();
-        assert_eq!(git_blob_id(&p).unwrap(), "ce013625030ba8dba906f756967f9e9ca394464a");
+        assert_eq!(
+            git_blob_id(&p).unwrap(),
+            "ce013625030ba8dba906f756967f9e9ca394464a"
+        );
     }
 }

@@ -8,7 +8,9 @@ use serde_yaml_ng::Value;
 use std::path::Path;
 
 /// The identity fields of a manifest.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct ManifestId {
     /// `metadata.author`.
     pub author: String,
@@ -30,8 +32,12 @@ impl ManifestId {
 /// # Errors
 /// A sentence naming the file, the field, what was expected and what was found.
 pub fn read_id(path: &Path) -> Result<ManifestId, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}; expected a plugin manifest.yaml", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{}: cannot read: {e}; expected a plugin manifest.yaml",
+            path.display()
+        )
+    })?;
     let value: Value = serde_yaml_ng::from_str(&text)
         .map_err(|e| format!("{}: not valid YAML: {e}", path.display()))?;
     let field = |name: &str| -> Result<String, String> {
@@ -52,14 +58,19 @@ pub fn read_id(path: &Path) -> Result<ManifestId, String> {
             None => Err(format!("{}: metadata.{name} is missing; expected a string", path.display())),
         }
     };
-    Ok(ManifestId { author: field("author")?, name: field("name")?, version: field("version")? })
+    Ok(ManifestId {
+        author: field("author")?,
+        name: field("name")?,
+        version: field("version")?,
+    })
 }
 
 fn is_safe_component(s: &str) -> bool {
     !s.is_empty()
         && s != "."
         && s != ".."
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'))
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'))
 }
 
 fn type_name(v: &Value) -> &'static str {

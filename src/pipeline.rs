@@ -5,8 +5,8 @@
 use crate::catalogue;
 use crate::context::RunContext;
 use crate::evidence::{
-    self, CandidateRecord, Check, CheckResult, Evidence, GateRecord, GateResult, ProfileRecord, Sdk,
-    Selection, SignOff, Source, Tool, Verdict,
+    self, CandidateRecord, Check, CheckResult, Evidence, GateRecord, GateResult, ProfileRecord,
+    Sdk, Selection, SignOff, Source, Tool, Verdict,
 };
 use crate::{gates, git, hash, interrupt, profile};
 use std::path::{Path, PathBuf};
@@ -61,7 +61,8 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
     let (commit, tree) = git::head(&repo).map_err(SetupError)?;
     let evidence_dir = check_evidence_dir(&opts.evidence, &repo)?;
     let python = check_python(opts.python.as_deref())?;
-    let loaded = profile::load(opts.profile.as_deref(), &repo).map_err(|e| SetupError(e.to_string()))?;
+    let loaded =
+        profile::load(opts.profile.as_deref(), &repo).map_err(|e| SetupError(e.to_string()))?;
     let required = match &opts.only {
         Some(ids) => {
             let known: Vec<&str> = catalogue::all().iter().map(|g| g.id.as_str()).collect();
@@ -77,8 +78,12 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         }
         None => catalogue::all().iter().map(|g| g.id.clone()).collect(),
     };
-    std::fs::create_dir_all(&evidence_dir)
-        .map_err(|e| SetupError(format!("evidence dir {}: cannot create: {e}", evidence_dir.display())))?;
+    std::fs::create_dir_all(&evidence_dir).map_err(|e| {
+        SetupError(format!(
+            "evidence dir {}: cannot create: {e}",
+            evidence_dir.display()
+        ))
+    })?;
     interrupt::install().map_err(|e| SetupError(format!("cannot install signal handlers: {e}")))?;
 
     let profile_record = ProfileRecord {
@@ -93,7 +98,12 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         .profile
         .candidates
         .iter()
-        .map(|c| CandidateRecord { folder: c.folder().into(), path: c.path.clone(), manifest: None, archive: None })
+        .map(|c| CandidateRecord {
+            folder: c.folder().into(),
+            path: c.path.clone(),
+            manifest: None,
+            archive: None,
+        })
         .collect();
     let sdk = Sdk {
         requirement: loaded.profile.sdk.requirement.clone(),
@@ -123,19 +133,29 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
     let interrupted = interrupt::requested();
     let verdict = if interrupted {
         Verdict::Incomplete
-    } else if records.iter().filter(|g| g.required).all(|g| g.result == GateResult::Pass) {
+    } else if records
+        .iter()
+        .filter(|g| g.required)
+        .all(|g| g.result == GateResult::Pass)
+    {
         Verdict::Pass
     } else {
         Verdict::Fail
     };
     let mut evidence = Evidence {
         schema_version: "1".into(),
-        tool: Tool { name: env!("CARGO_PKG_NAME").into(), version: env!("CARGO_PKG_VERSION").into() },
+        tool: Tool {
+            name: env!("CARGO_PKG_NAME").into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
         verdict,
         started_at,
         finished_at: now_rfc3339(),
         profile: profile_record,
-        selection: Selection { only: opts.only.clone(), required },
+        selection: Selection {
+            only: opts.only.clone(),
+            required,
+        },
         source: ctx.source,
         sdk: ctx.sdk,
         gates: records,
@@ -148,12 +168,23 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         },
     };
     evidence::seal(&mut evidence, opts.sign_off_by.clone());
-    evidence::write_all(&evidence_dir, &evidence)
-        .map_err(|e| SetupError(format!("evidence dir {}: cannot write evidence: {e}", evidence_dir.display())))?;
-    Ok(Outcome { evidence, dir: evidence_dir })
+    evidence::write_all(&evidence_dir, &evidence).map_err(|e| {
+        SetupError(format!(
+            "evidence dir {}: cannot write evidence: {e}",
+            evidence_dir.display()
+        ))
+    })?;
+    Ok(Outcome {
+        evidence,
+        dir: evidence_dir,
+    })
 }
 
-fn run_gates(ctx: &mut RunContext, required: &[String], progress: &mut dyn Progress) -> Vec<GateRecord> {
+fn run_gates(
+    ctx: &mut RunContext,
+    required: &[String],
+    progress: &mut dyn Progress,
+) -> Vec<GateRecord> {
     let mut records: Vec<GateRecord> = Vec::new();
     let total = required.len();
     let mut index = 0;
@@ -170,7 +201,8 @@ fn run_gates(ctx: &mut RunContext, required: &[String], progress: &mut dyn Progr
             checks: Vec::new(),
         };
         if !is_required {
-            record.reason = Some("not selected by --only and not a prerequisite of a selected gate".into());
+            record.reason =
+                Some("not selected by --only and not a prerequisite of a selected gate".into());
             records.push(record);
             continue;
         }
@@ -182,26 +214,35 @@ fn run_gates(ctx: &mut RunContext, required: &[String], progress: &mut dyn Progr
         let unmet: Vec<String> = info
             .requires
             .iter()
-            .filter(|r| records.iter().find(|g| &g.id == *r).map(|g| g.result) != Some(GateResult::Pass))
+            .filter(|r| {
+                records.iter().find(|g| &g.id == *r).map(|g| g.result) != Some(GateResult::Pass)
+            })
             .cloned()
             .collect();
         index += 1;
         if !unmet.is_empty() {
             record.result = GateResult::Blocked;
-            record.reason = Some(format!("prerequisite gate(s) did not pass: {}", unmet.join(", ")));
+            record.reason = Some(format!(
+                "prerequisite gate(s) did not pass: {}",
+                unmet.join(", ")
+            ));
             progress.gate_finished(&record);
             records.push(record);
             continue;
         }
         progress.gate_started(index, total, &info.id);
         let started = Instant::now();
-        let gate = gates::by_id(&info.id).expect("every catalogue gate is implemented (unit-tested)");
+        let gate =
+            gates::by_id(&info.id).expect("every catalogue gate is implemented (unit-tested)");
         let checks = match gate.run(ctx) {
             Ok(checks) => checks,
             Err(message) => vec![Check::fail("gate-error", None, message)],
         };
         record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let failed = checks.iter().filter(|c| c.result == CheckResult::Fail).count();
+        let failed = checks
+            .iter()
+            .filter(|c| c.result == CheckResult::Fail)
+            .count();
         record.result = if interrupt::requested() && failed == 0 {
             record.reason = Some("interrupted while running".into());
             GateResult::Skipped
@@ -228,12 +269,19 @@ fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
         return Err(SetupError(format!(
             "--evidence {}: expected an absolute path, found a relative one; pass e.g. {}",
             dir.display(),
-            std::env::current_dir().map(|c| c.join(dir).display().to_string()).unwrap_or_default()
+            std::env::current_dir()
+                .map(|c| c.join(dir).display().to_string())
+                .unwrap_or_default()
         )));
     }
     if dir.exists() {
         let empty = std::fs::read_dir(dir)
-            .map_err(|e| SetupError(format!("--evidence {}: not a readable directory: {e}", dir.display())))?
+            .map_err(|e| {
+                SetupError(format!(
+                    "--evidence {}: not a readable directory: {e}",
+                    dir.display()
+                ))
+            })?
             .next()
             .is_none();
         if !empty {
@@ -248,7 +296,10 @@ fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
     let mut existing = dir.to_path_buf();
     let mut rest = Vec::new();
     while !existing.exists() {
-        match (existing.file_name().map(|s| s.to_owned()), existing.parent()) {
+        match (
+            existing.file_name().map(|s| s.to_owned()),
+            existing.parent(),
+        ) {
             (Some(name), Some(parent)) => {
                 rest.push(name);
                 existing = parent.to_path_buf();
@@ -281,7 +332,10 @@ fn check_python(python: Option<&Path>) -> Result<PathBuf, SetupError> {
         ));
     };
     let meta = std::fs::metadata(p).map_err(|e| {
-        SetupError(format!("--python {}: expected an executable interpreter, found: {e}", p.display()))
+        SetupError(format!(
+            "--python {}: expected an executable interpreter, found: {e}",
+            p.display()
+        ))
     })?;
     use std::os::unix::fs::PermissionsExt;
     if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
@@ -291,14 +345,18 @@ fn check_python(python: Option<&Path>) -> Result<PathBuf, SetupError> {
         )));
     }
     if p.is_relative() {
-        return std::path::absolute(p).map_err(|e| SetupError(format!("--python {}: {e}", p.display())));
+        return std::path::absolute(p)
+            .map_err(|e| SetupError(format!("--python {}: {e}", p.display())));
     }
     Ok(p.to_path_buf())
 }
 
 /// Current UTC time as RFC 3339 with seconds (`2026-11-29T18:00:00Z`).
 pub fn now_rfc3339() -> String {
-    let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     rfc3339(secs)
 }
 
@@ -316,7 +374,12 @@ fn rfc3339(secs: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 #[cfg(test)]
@@ -332,12 +395,21 @@ mod tests {
     #[test]
     fn evidence_dir_rules() {
         let repo = tempfile::tempdir().unwrap();
-        assert!(check_evidence_dir(Path::new("rel/dir"), repo.path()).unwrap_err().0.contains("absolute"));
+        assert!(check_evidence_dir(Path::new("rel/dir"), repo.path())
+            .unwrap_err()
+            .0
+            .contains("absolute"));
         let inside = repo.path().join("ev");
-        assert!(check_evidence_dir(&inside, repo.path()).unwrap_err().0.contains("outside the repository"));
+        assert!(check_evidence_dir(&inside, repo.path())
+            .unwrap_err()
+            .0
+            .contains("outside the repository"));
         let other = tempfile::tempdir().unwrap();
         std::fs::write(other.path().join("x"), b"").unwrap();
-        assert!(check_evidence_dir(other.path(), repo.path()).unwrap_err().0.contains("missing or empty"));
+        assert!(check_evidence_dir(other.path(), repo.path())
+            .unwrap_err()
+            .0
+            .contains("missing or empty"));
         let fresh = other.path().join("fresh");
         assert_eq!(check_evidence_dir(&fresh, repo.path()).unwrap(), fresh);
     }

@@ -148,7 +148,8 @@ pub fn base_env() -> BTreeMap<String, String> {
             env.insert((*name).to_string(), value);
         }
     }
-    env.entry("PATH".into()).or_insert_with(|| "/usr/bin:/bin".into());
+    env.entry("PATH".into())
+        .or_insert_with(|| "/usr/bin:/bin".into());
     env.entry("LANG".into()).or_insert_with(|| "C.UTF-8".into());
     env.insert("TZ".into(), "UTC".into());
     env
@@ -169,7 +170,10 @@ pub fn run(spec: &ChildSpec) -> Result<ChildOutput, RunError> {
     let out_path = with_ext(&spec.log_stem, "stdout");
     let err_path = with_ext(&spec.log_stem, "stderr");
     let create = |p: &Path| {
-        File::create(p).map_err(|source| RunError::Log { path: p.display().to_string(), source })
+        File::create(p).map_err(|source| RunError::Log {
+            path: p.display().to_string(),
+            source,
+        })
     };
     let out_file = create(&out_path)?;
     let err_file = create(&err_path)?;
@@ -181,7 +185,11 @@ pub fn run(spec: &ChildSpec) -> Result<ChildOutput, RunError> {
         .envs(&spec.env)
         .stdout(Stdio::from(out_file))
         .stderr(Stdio::from(err_file))
-        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .process_group(0);
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
@@ -219,7 +227,11 @@ pub fn run(spec: &ChildSpec) -> Result<ChildOutput, RunError> {
     }
     let duration = started.elapsed();
 
-    let mut cmd_log = format!("cwd: {}\nprogram: {}\n", spec.cwd.display(), spec.program.display());
+    let mut cmd_log = format!(
+        "cwd: {}\nprogram: {}\n",
+        spec.cwd.display(),
+        spec.program.display()
+    );
     for a in &spec.args {
         cmd_log.push_str(&format!("arg: {a}\n"));
     }
@@ -233,7 +245,9 @@ pub fn run(spec: &ChildSpec) -> Result<ChildOutput, RunError> {
     let _ = fs::write(with_ext(&spec.log_stem, "cmd"), cmd_log);
 
     if interrupted {
-        return Err(RunError::Interrupted { program: spec.program.display().to_string() });
+        return Err(RunError::Interrupted {
+            program: spec.program.display().to_string(),
+        });
     }
     Ok(ChildOutput {
         status,
@@ -315,11 +329,19 @@ mod tests {
     fn timeout_stops_the_whole_group_including_grandchildren() {
         let dir = tempfile::tempdir().unwrap();
         // The grandchild writes its pid, then sleeps; the leader waits.
-        let out = run(&spec(dir.path(), "sleep 600 & echo $! > gc.pid; wait", Duration::from_millis(300)))
-            .unwrap();
+        let out = run(&spec(
+            dir.path(),
+            "sleep 600 & echo $! > gc.pid; wait",
+            Duration::from_millis(300),
+        ))
+        .unwrap();
         assert!(out.timed_out);
         assert!(!out.success());
-        let pid: i32 = fs::read_to_string(dir.path().join("gc.pid")).unwrap().trim().parse().unwrap();
+        let pid: i32 = fs::read_to_string(dir.path().join("gc.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         assert!(
             rustix::process::test_kill_process(Pid::from_raw(pid).unwrap()).is_err(),
             "grandchild {pid} survived the timeout"
@@ -329,12 +351,23 @@ mod tests {
     #[test]
     fn stragglers_left_by_an_exited_leader_are_stopped() {
         let dir = tempfile::tempdir().unwrap();
-        let out = run(&spec(dir.path(), "sleep 600 & echo $! > gc.pid", Duration::from_secs(30))).unwrap();
+        let out = run(&spec(
+            dir.path(),
+            "sleep 600 & echo $! > gc.pid",
+            Duration::from_secs(30),
+        ))
+        .unwrap();
         assert!(out.stragglers_killed);
-        let pid: i32 = fs::read_to_string(dir.path().join("gc.pid")).unwrap().trim().parse().unwrap();
+        let pid: i32 = fs::read_to_string(dir.path().join("gc.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         // Reaped by init or killed: either way it must not answer signal 0 for long.
         let deadline = Instant::now() + Duration::from_secs(10);
-        while rustix::process::test_kill_process(Pid::from_raw(pid).unwrap()).is_ok() && Instant::now() < deadline {
+        while rustix::process::test_kill_process(Pid::from_raw(pid).unwrap()).is_ok()
+            && Instant::now() < deadline
+        {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(rustix::process::test_kill_process(Pid::from_raw(pid).unwrap()).is_err());

@@ -44,7 +44,10 @@ pub struct SdkPin {
 impl SdkPin {
     /// The pinned version (the text after `==`).
     pub fn version(&self) -> &str {
-        self.requirement.split_once("==").map(|(_, v)| v.trim()).unwrap_or("")
+        self.requirement
+            .split_once("==")
+            .map(|(_, v)| v.trim())
+            .unwrap_or("")
     }
 }
 
@@ -85,7 +88,9 @@ pub struct BuildOptions {
 
 impl Default for BuildOptions {
     fn default() -> Self {
-        Self { timeout_secs: default_build_timeout() }
+        Self {
+            timeout_secs: default_build_timeout(),
+        }
     }
 }
 
@@ -160,11 +165,18 @@ pub fn load(explicit: Option<&Path>, repo: &Path) -> Result<LoadedProfile, Profi
         ProfileSource::File(p) => p.display().to_string(),
     };
     let profile = parse(&text, &label)?;
-    Ok(LoadedProfile { profile, source, text })
+    Ok(LoadedProfile {
+        profile,
+        source,
+        text,
+    })
 }
 
 fn read(p: &Path) -> Result<String, ProfileError> {
-    std::fs::read_to_string(p).map_err(|source| ProfileError::Read { path: p.display().to_string(), source })
+    std::fs::read_to_string(p).map_err(|source| ProfileError::Read {
+        path: p.display().to_string(),
+        source,
+    })
 }
 
 /// Parses and validates profile `text`; `label` names it in errors.
@@ -172,9 +184,14 @@ fn read(p: &Path) -> Result<String, ProfileError> {
 /// # Errors
 /// [`ProfileError::Parse`] or [`ProfileError::Invalid`].
 pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
-    let profile: Profile =
-        toml::from_str(text).map_err(|e| ProfileError::Parse { path: label.into(), message: e.to_string() })?;
-    let invalid = |message: String| ProfileError::Invalid { path: label.into(), message };
+    let profile: Profile = toml::from_str(text).map_err(|e| ProfileError::Parse {
+        path: label.into(),
+        message: e.to_string(),
+    })?;
+    let invalid = |message: String| ProfileError::Invalid {
+        path: label.into(),
+        message,
+    };
     let req = &profile.sdk.requirement;
     if !req.starts_with("langbot-plugin==") || profile.sdk.version().is_empty() {
         return Err(invalid(format!(
@@ -182,7 +199,9 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
         )));
     }
     if profile.candidates.is_empty() {
-        return Err(invalid("no [[candidate]] entries; expected at least one candidate path".into()));
+        return Err(invalid(
+            "no [[candidate]] entries; expected at least one candidate path".into(),
+        ));
     }
     let mut folders = std::collections::BTreeSet::new();
     for c in &profile.candidates {
@@ -204,7 +223,10 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
     }
     if let Some(shared) = &profile.shared {
         if !profile.candidates.iter().any(|c| c.path == shared.owner) {
-            return Err(invalid(format!("shared.owner {:?} is not one of the candidates", shared.owner)));
+            return Err(invalid(format!(
+                "shared.owner {:?} is not one of the candidates",
+                shared.owner
+            )));
         }
     }
     Ok(profile)
@@ -218,11 +240,21 @@ mod tests {
     fn builtin_profile_matches_the_real_repository() {
         let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
         let paths: Vec<_> = p.candidates.iter().map(|c| c.path.as_str()).collect();
-        assert_eq!(paths, ["Runner/acp-agent-runner", "Runner/claude-code-agent", "Runner/codex-agent"]);
+        assert_eq!(
+            paths,
+            [
+                "Runner/acp-agent-runner",
+                "Runner/claude-code-agent",
+                "Runner/codex-agent"
+            ]
+        );
         assert_eq!(p.sdk.version(), "0.6.0b5");
         let shared = p.shared.unwrap();
         assert_eq!(shared.owner, "Runner/acp-agent-runner");
-        assert_eq!(shared.files, ["pkg/daemon_relay.py", "pkg/runtime_support.py"]);
+        assert_eq!(
+            shared.files,
+            ["pkg/daemon_relay.py", "pkg/runtime_support.py"]
+        );
     }
 
     #[test]

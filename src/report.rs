@@ -13,7 +13,11 @@ pub fn catalogue_text(gates: &[GateInfo]) -> String {
         let _ = writeln!(out, "{}  {}", g.id, g.title);
         let _ = writeln!(out, "  proves:         {}", g.proves);
         let _ = writeln!(out, "  does not prove: {}", g.does_not_prove);
-        let requires = if g.requires.is_empty() { "nothing".to_string() } else { g.requires.join(", ") };
+        let requires = if g.requires.is_empty() {
+            "nothing".to_string()
+        } else {
+            g.requires.join(", ")
+        };
         let _ = writeln!(out, "  requires:       {requires}\n");
     }
     out
@@ -23,8 +27,17 @@ pub fn catalogue_text(gates: &[GateInfo]) -> String {
 /// detail, the verdict and where the evidence is.
 pub fn summary(evidence: &Evidence, dir: &Path) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "\ncommit {} ({})", evidence.source.commit, evidence.source.repo);
-    let width = evidence.gates.iter().map(|g| g.id.len()).max().unwrap_or(10);
+    let _ = writeln!(
+        out,
+        "\ncommit {} ({})",
+        evidence.source.commit, evidence.source.repo
+    );
+    let width = evidence
+        .gates
+        .iter()
+        .map(|g| g.id.len())
+        .max()
+        .unwrap_or(10);
     for g in &evidence.gates {
         let secs = g.duration_ms as f64 / 1000.0;
         let word = match g.result {
@@ -39,8 +52,16 @@ pub fn summary(evidence: &Evidence, dir: &Path) -> String {
         }
         out.push('\n');
         for c in g.checks.iter().filter(|c| c.result != CheckResult::Pass) {
-            let who = c.candidate.as_deref().map(|s| format!("{s}: ")).unwrap_or_default();
-            let tag = if c.result == CheckResult::Warn { "warning" } else { "failed" };
+            let who = c
+                .candidate
+                .as_deref()
+                .map(|s| format!("{s}: "))
+                .unwrap_or_default();
+            let tag = if c.result == CheckResult::Warn {
+                "warning"
+            } else {
+                "failed"
+            };
             let _ = writeln!(out, "      {tag} {}{}:", who, c.name);
             for line in c.detail.lines() {
                 let _ = writeln!(out, "        {line}");
@@ -52,7 +73,16 @@ pub fn summary(evidence: &Evidence, dir: &Path) -> String {
             let _ = writeln!(out, "  {}  {}  sha256 {}", c.folder, a.path, a.sha256);
         }
     }
-    let _ = writeln!(out, "\n{}: evidence in {}", evidence.verdict.word(), dir.display());
-    let _ = writeln!(out, "      sign-off evidence_sha256 {} (archives are not signed)", evidence.sign_off.evidence_sha256);
+    let _ = writeln!(
+        out,
+        "\n{}: evidence in {}",
+        evidence.verdict.word(),
+        dir.display()
+    );
+    let _ = writeln!(
+        out,
+        "      sign-off evidence_sha256 {} (archives are not signed)",
+        evidence.sign_off.evidence_sha256
+    );
     out
 }

@@ -17,7 +17,10 @@ pub fn render(evidence: &Evidence) -> std::io::Result<String> {
         let mut suite = TestSuite::new(gate.id.as_str());
         suite.set_time(Duration::from_millis(gate.duration_ms));
         suite.add_property(quick_junit::Property::new("result", gate.result.word()));
-        suite.add_property(quick_junit::Property::new("commit", evidence.source.commit.as_str()));
+        suite.add_property(quick_junit::Property::new(
+            "commit",
+            evidence.source.commit.as_str(),
+        ));
         if gate.checks.is_empty() {
             let reason = gate.reason.clone().unwrap_or_default();
             let status = match gate.result {

@@ -71,7 +71,9 @@ pub fn seal(evidence: &mut Evidence, signed_off_by: Option<String>) {
 /// # Errors
 /// Any I/O error; the target is then untouched.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
-    let mut tmp = tempfile::Builder::new().prefix(&format!(".{name}.")).tempfile_in(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(dir.join(name)).map_err(|e| e.error)?;
@@ -129,7 +131,8 @@ mod tests {
 
     #[test]
     fn canonical_digest_ignores_key_order_and_sign_off() {
-        let a: serde_json::Value = serde_json::from_str(r#"{"b":1,"a":{"y":2,"x":3},"sign_off":{"v":1}}"#).unwrap();
+        let a: serde_json::Value =
+            serde_json::from_str(r#"{"b":1,"a":{"y":2,"x":3},"sign_off":{"v":1}}"#).unwrap();
         let b: serde_json::Value = serde_json::from_str(r#"{"a":{"x":3,"y":2},"b":1}"#).unwrap();
         assert_eq!(canonical_digest(&a), canonical_digest(&b));
         let c: serde_json::Value = serde_json::from_str(r#"{"a":{"x":3,"y":2},"b":2}"#).unwrap();

@@ -243,13 +243,28 @@ impl Check {
     }
 
     /// Pass when `ok`, else fail, with one detail text.
-    pub fn from_bool(name: &str, candidate: Option<&str>, ok: bool, detail: impl Into<String>) -> Self {
-        let result = if ok { CheckResult::Pass } else { CheckResult::Fail };
+    pub fn from_bool(
+        name: &str,
+        candidate: Option<&str>,
+        ok: bool,
+        detail: impl Into<String>,
+    ) -> Self {
+        let result = if ok {
+            CheckResult::Pass
+        } else {
+            CheckResult::Fail
+        };
         Self::new(name, candidate, result, detail.into())
     }
 
     fn new(name: &str, candidate: Option<&str>, result: CheckResult, detail: String) -> Self {
-        Self { name: name.into(), candidate: candidate.map(Into::into), result, detail, observed: None }
+        Self {
+            name: name.into(),
+            candidate: candidate.map(Into::into),
+            result,
+            detail,
+            observed: None,
+        }
     }
 
     /// Attaches observed values.

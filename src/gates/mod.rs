@@ -59,7 +59,10 @@ mod tests {
     #[test]
     fn every_catalogue_entry_has_exactly_one_implementation() {
         let ids: Vec<&str> = super::all().iter().map(|g| g.id()).collect();
-        let catalogue: Vec<&str> = crate::catalogue::all().iter().map(|g| g.id.as_str()).collect();
+        let catalogue: Vec<&str> = crate::catalogue::all()
+            .iter()
+            .map(|g| g.id.as_str())
+            .collect();
         let mut a = ids.clone();
         let mut b = catalogue.clone();
         a.sort_unstable();

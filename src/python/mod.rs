@@ -32,7 +32,12 @@ pub fn run_probe<T: DeserializeOwned>(
     env: BTreeMap<String, String>,
     log_stem: &Path,
 ) -> Result<T, String> {
-    let mut full_args = vec!["-I".to_string(), "-B".to_string(), "-c".to_string(), source.to_string()];
+    let mut full_args = vec![
+        "-I".to_string(),
+        "-B".to_string(),
+        "-c".to_string(),
+        source.to_string(),
+    ];
     full_args.extend(args.iter().cloned());
     let spec = ChildSpec {
         program: python.to_path_buf(),
