@@ -33,7 +33,7 @@ Examples:
 /// evidence directory, every candidate is built there with the official
 /// `lbp build`, and every archive and member is hashed. Nothing is signed.
 #[derive(Debug, Parser)]
-#[command(name = "verify-coding-candidates", version, after_help = AFTER_HELP)]
+#[command(name = "verify-coding-candidates", version, after_help = AFTER_HELP, subcommand_negates_reqs = true)]
 pub struct Cli {
     /// Repository under review (any path inside it).
     #[arg(long, value_name = "DIR", default_value = ".")]

@@ -19,4 +19,5 @@ pub mod pipeline;
 pub mod process;
 pub mod profile;
 pub mod python;
+pub mod replay;
 pub mod report;

@@ -160,6 +160,12 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         sdk: ctx.sdk,
         gates: records,
         candidates: ctx.candidates,
+        attestation: evidence::Attestation {
+            statement: evidence::statement::STATEMENT_JSON.into(),
+            statement_type: evidence::statement::STATEMENT_TYPE.into(),
+            predicate_type: evidence::statement::PREDICATE_TYPE.into(),
+            signed: false,
+        },
         sign_off: SignOff {
             verdict,
             evidence_sha256: String::new(),

@@ -3,6 +3,7 @@
 
 pub mod junit;
 pub mod model;
+pub mod statement;
 
 pub use model::*;
 
@@ -80,7 +81,7 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Writes `evidence.json`, `junit.xml` and last `SHA256SUMS` (every regular
+/// Writes `evidence.json`, `junit.xml`, `statement.intoto.json` and last `SHA256SUMS` (every regular
 /// file under `dir` but itself, `sha256sum -c` format, sorted by path).
 ///
 /// # Errors
@@ -90,6 +91,9 @@ pub fn write_all(dir: &Path, evidence: &Evidence) -> io::Result<()> {
     json.push('\n');
     write_atomic(dir, EVIDENCE_JSON, json.as_bytes())?;
     write_atomic(dir, JUNIT_XML, junit::render(evidence)?.as_bytes())?;
+    let mut statement = serde_json::to_string_pretty(&statement::render(evidence)).map_err(io::Error::other)?;
+    statement.push('\n');
+    write_atomic(dir, statement::STATEMENT_JSON, statement.as_bytes())?;
     write_atomic(dir, SHA256SUMS, sha256sums(dir)?.as_bytes())
 }
 

@@ -35,8 +35,24 @@ pub struct Evidence {
     pub gates: Vec<GateRecord>,
     /// Every candidate of the profile, in profile order.
     pub candidates: Vec<CandidateRecord>,
+    /// The in-toto statement written beside this file.
+    pub attestation: Attestation,
     /// The sign-off over everything above.
     pub sign_off: SignOff,
+}
+
+/// The in-toto statement written with the evidence.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Attestation {
+    /// Path relative to DIR: `statement.intoto.json`.
+    pub statement: String,
+    /// `https://in-toto.io/Statement/v1`.
+    pub statement_type: String,
+    /// `https://in-toto.io/attestation/test-result/v0.1`.
+    pub predicate_type: String,
+    /// Always false: no DSSE envelope, no signature.
+    pub signed: bool,
 }
 
 /// Tool name and version.

@@ -1,0 +1,398 @@
+//! `verify-coding-candidates replay`: re-derive every recorded digest of an
+//! evidence directory and report each item as recorded / observed / match.
+//!
+//! Without `--repo` it checks the directory itself: `SHA256SUMS`, the
+//! sign-off's evidence digest, every archive's sha256, every member's digest
+//! and every content digest. With `--repo` it also confirms the commit exists,
+//! re-creates the `git archive` and rebuilds every candidate with the official
+//! build in a fresh temporary directory, comparing content digests and whole
+//! archive digests. A whole-archive difference confined to the bytes of
+//! `manifest.yaml`'s ZIP timestamp (the build stamps the wall clock) is
+//! verified byte by byte and reported as the known build-clock difference.
+
+use crate::evidence::{self, Evidence, SHA256SUMS};
+use crate::process::{self, ChildSpec};
+use crate::{archive, git, hash};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The outcome of one replayed item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Match {
+    /// Recorded and observed agree.
+    Yes,
+    /// They differ only in the ZIP timestamp of `manifest.yaml`, verified byte by byte.
+    BuildClock,
+    /// They differ.
+    No,
+}
+
+/// One row of the replay table.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Row {
+    /// What was compared.
+    pub item: String,
+    /// The recorded value.
+    pub recorded: String,
+    /// The observed value.
+    pub observed: String,
+    /// Whether they agree.
+    pub matches: Match,
+}
+
+impl Row {
+    fn new(item: impl Into<String>, recorded: impl Into<String>, observed: impl Into<String>) -> Self {
+        let (recorded, observed) = (recorded.into(), observed.into());
+        let matches = if recorded == observed { Match::Yes } else { Match::No };
+        Self { item: item.into(), recorded, observed, matches }
+    }
+}
+
+/// What to replay.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    /// The evidence directory.
+    pub evidence: PathBuf,
+    /// The repository, for the commit, `git archive` and rebuild checks.
+    pub repo: Option<PathBuf>,
+    /// Interpreter for the rebuild (default: `$PYTHON`, then the recorded one).
+    pub python: Option<PathBuf>,
+}
+
+/// Replays `opts`. Returns every row; the caller decides the exit code
+/// (0 only when no row is [`Match::No`]).
+///
+/// # Errors
+/// When the evidence directory or its `evidence.json` cannot be read at all.
+pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
+    let dir = &opts.evidence;
+    if !dir.join(evidence::EVIDENCE_JSON).is_file() {
+        return Err(format!(
+            "--evidence {}: expected an evidence directory with evidence.json, found none",
+            dir.display()
+        ));
+    }
+    let mut rows = Vec::new();
+    check_sums(dir, &mut rows);
+    let text = fs::read_to_string(dir.join(evidence::EVIDENCE_JSON))
+        .map_err(|e| format!("{}/evidence.json: {e}", dir.display()))?;
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            rows.push(Row::new("evidence.json parses", "JSON", format!("invalid: {e}")));
+            return Ok(rows);
+        }
+    };
+    let recorded_digest = value
+        .pointer("/sign_off/evidence_sha256")
+        .and_then(|v| v.as_str())
+        .unwrap_or("(missing)")
+        .to_string();
+    rows.push(Row::new("sign-off evidence_sha256", recorded_digest, evidence::canonical_digest(&value)));
+    let ev: Evidence = match serde_json::from_value(value) {
+        Ok(e) => e,
+        Err(e) => {
+            rows.push(Row::new("evidence.json schema v1", "valid", format!("invalid: {e}")));
+            return Ok(rows);
+        }
+    };
+    for c in &ev.candidates {
+        let Some(a) = &c.archive else { continue };
+        let path = dir.join(&a.path);
+        match hash::sha256_file(&path) {
+            Ok(d) => {
+                rows.push(Row::new(format!("{} sha256", a.path), &a.sha256, d.hex()));
+                rows.push(Row::new(format!("{} size", a.path), a.size.to_string(), d.size.to_string()));
+            }
+            Err(e) => rows.push(Row::new(format!("{} sha256", a.path), &a.sha256, format!("unreadable: {e}"))),
+        }
+        match member_digests(&path) {
+            Ok(members) => {
+                let observed: BTreeMap<&str, (&str, u64)> =
+                    members.iter().map(|m| (m.name.as_str(), (m.sha256.as_str(), m.size))).collect();
+                let mut bad = 0;
+                for m in &a.members {
+                    match observed.get(m.name.as_str()) {
+                        Some((sha, size)) if *sha == m.sha256 && *size == m.size => {}
+                        Some((sha, _)) => {
+                            bad += 1;
+                            rows.push(Row::new(format!("{} member {}", a.path, m.name), &m.sha256, *sha));
+                        }
+                        None => {
+                            bad += 1;
+                            rows.push(Row::new(format!("{} member {}", a.path, m.name), &m.sha256, "missing"));
+                        }
+                    }
+                }
+                for m in &members {
+                    if !a.members.iter().any(|r| r.name == m.name) {
+                        bad += 1;
+                        rows.push(Row::new(format!("{} member {}", a.path, m.name), "absent", &m.sha256));
+                    }
+                }
+                if bad == 0 {
+                    rows.push(Row::new(
+                        format!("{} members", a.path),
+                        format!("{} digests", a.members.len()),
+                        format!("{} digests", members.len()),
+                    ));
+                }
+                rows.push(Row::new(
+                    format!("{} content digest", a.path),
+                    &a.content_digest,
+                    content_digest(&members),
+                ));
+            }
+            Err(e) => rows.push(Row::new(format!("{} members", a.path), "readable ZIP", format!("unreadable: {e}"))),
+        }
+    }
+    if let Some(repo) = &opts.repo {
+        replay_against_repo(opts, repo, &ev, &mut rows);
+    }
+    Ok(rows)
+}
+
+fn check_sums(dir: &Path, rows: &mut Vec<Row>) {
+    let sums = match fs::read_to_string(dir.join(SHA256SUMS)) {
+        Ok(s) => s,
+        Err(e) => {
+            rows.push(Row::new("SHA256SUMS", "present", format!("unreadable: {e}")));
+            return;
+        }
+    };
+    let mut listed = BTreeSet::new();
+    let mut bad = 0usize;
+    for line in sums.lines() {
+        let Some((digest, path)) = line.split_once("  ") else {
+            bad += 1;
+            rows.push(Row::new("SHA256SUMS line", "`<sha256>  <path>`", line));
+            continue;
+        };
+        listed.insert(path.to_string());
+        match hash::sha256_file(&dir.join(path)) {
+            Ok(d) if d.hex() == digest => {}
+            Ok(d) => {
+                bad += 1;
+                rows.push(Row::new(format!("file {path}"), digest, d.hex()));
+            }
+            Err(_) => {
+                bad += 1;
+                rows.push(Row::new(format!("file {path}"), digest, "removed"));
+            }
+        }
+    }
+    match evidence::sha256sums(dir) {
+        Ok(current) => {
+            for line in current.lines() {
+                if let Some((digest, path)) = line.split_once("  ") {
+                    if !listed.contains(path) {
+                        bad += 1;
+                        rows.push(Row::new(format!("file {path}"), "absent", digest));
+                    }
+                }
+            }
+        }
+        Err(e) => rows.push(Row::new("evidence directory", "readable", format!("unreadable: {e}"))),
+    }
+    if bad == 0 {
+        rows.push(Row::new("SHA256SUMS", format!("{} files", listed.len()), format!("{} files", listed.len())));
+    }
+}
+
+fn replay_against_repo(opts: &ReplayOptions, repo: &Path, ev: &Evidence, rows: &mut Vec<Row>) {
+    let commit = &ev.source.commit;
+    let exists = git::run(repo, &["cat-file", "-e", &format!("{commit}^{{commit}}")], None, None).is_ok();
+    rows.push(Row::new("commit exists", commit.clone(), if exists { commit.clone() } else { "not found".into() }));
+    if !exists {
+        return;
+    }
+    let work = match tempfile::Builder::new().prefix("vcc-replay-").tempdir() {
+        Ok(w) => w,
+        Err(e) => {
+            rows.push(Row::new("temporary directory", "created", format!("failed: {e}")));
+            return;
+        }
+    };
+    let tar = work.path().join("source.tar");
+    let tar_arg = tar.display().to_string();
+    let archived = git::run(repo, &["archive", "--format=tar", "-o", &tar_arg, commit], None, None)
+        .and_then(|_| hash::sha256_file(&tar).map_err(|e| e.to_string()));
+    let recorded = ev.source.archive_sha256.clone().unwrap_or_else(|| "(not recorded)".into());
+    match archived {
+        Ok(d) => rows.push(Row::new("git archive sha256", recorded, d.hex())),
+        Err(e) => {
+            rows.push(Row::new("git archive sha256", recorded, format!("failed: {e}")));
+            return;
+        }
+    }
+    let source = work.path().join("source");
+    if let Err(e) = archive::extract_tar(&tar, &source) {
+        rows.push(Row::new("git archive extraction", "safe", e.to_string()));
+        return;
+    }
+    let python = opts
+        .python
+        .clone()
+        .or_else(|| std::env::var_os("PYTHON").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from(&ev.sdk.python));
+    for c in &ev.candidates {
+        let Some(a) = &c.archive else { continue };
+        let label = format!("rebuild {}", c.folder);
+        let out = work.path().join("out").join(&c.folder);
+        match rebuild(&python, &source.join(&c.path), &out, work.path(), &c.folder) {
+            Ok(file) => {
+                match member_digests(&file) {
+                    Ok(m) => rows.push(Row::new(
+                        format!("{label} content digest"),
+                        &a.content_digest,
+                        content_digest(&m),
+                    )),
+                    Err(e) => rows.push(Row::new(format!("{label} content digest"), &a.content_digest, e)),
+                }
+                let recorded_file = opts.evidence.join(&a.path);
+                let observed = hash::sha256_file(&file).map(|d| d.hex()).unwrap_or_else(|e| e.to_string());
+                let mut row = Row::new(format!("{label} archive sha256"), &a.sha256, observed);
+                if row.matches == Match::No && clock_only_difference(&recorded_file, &file).is_ok() {
+                    row.matches = Match::BuildClock;
+                }
+                rows.push(row);
+            }
+            Err(e) => rows.push(Row::new(format!("{label}"), "one archive", e)),
+        }
+    }
+}
+
+/// Runs the official build of the candidate at `source` into `out` and
+/// returns the single archive it wrote.
+fn rebuild(python: &Path, source: &Path, out: &Path, work: &Path, folder: &str) -> Result<PathBuf, String> {
+    let roots = work.join("roots").join(folder);
+    let (home, tmp) = (roots.join("home"), roots.join("tmp"));
+    for d in [&home, &tmp, &out.to_path_buf()] {
+        fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let mut env = process::base_env();
+    env.insert("HOME".into(), home.display().to_string());
+    env.insert("TMPDIR".into(), tmp.display().to_string());
+    env.insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
+    let spec = ChildSpec {
+        program: python.to_path_buf(),
+        args: vec!["-I".into(), "-B".into(), "-m".into(), "langbot_plugin.cli".into(), "build".into(), "-o".into(), out.display().to_string()],
+        cwd: source.to_path_buf(),
+        env,
+        timeout: Duration::from_secs(300),
+        log_stem: roots.join("build"),
+        stdin: None,
+    };
+    let output = process::run(&spec).map_err(|e| e.to_string())?;
+    if !output.success() {
+        return Err(format!("official build {}: {}", output.describe(), output.tail(5)));
+    }
+    let files: Vec<PathBuf> = fs::read_dir(out)
+        .map_err(|e| e.to_string())?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    match files.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(format!("expected one archive, the build wrote {}: {}", files.len(), output.tail(5))),
+    }
+}
+
+/// Ok when `a` and `b` have the same length and every differing byte lies in
+/// the DOS time/date fields of `manifest.yaml`'s local header (offsets 10..14)
+/// or central directory entry (offsets 12..16) — the clock the build stamps.
+/// Source: PKWARE APPNOTE 4.3.7 (local file header), 4.3.12 (central directory).
+///
+/// # Errors
+/// A sentence naming the first byte that differs outside those fields.
+pub fn clock_only_difference(a: &Path, b: &Path) -> Result<(), String> {
+    let (la, lb) = (
+        fs::metadata(a).map_err(|e| e.to_string())?.len(),
+        fs::metadata(b).map_err(|e| e.to_string())?.len(),
+    );
+    if la != lb {
+        return Err(format!("sizes differ: {la} and {lb} bytes"));
+    }
+    let file = fs::File::open(a).map_err(|e| e.to_string())?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| e.to_string())?;
+    let manifest = zip.by_name("manifest.yaml").map_err(|e| e.to_string())?;
+    let local = manifest.header_start();
+    let central = manifest.central_header_start();
+    let allowed = |off: u64| (local + 10..local + 14).contains(&off) || (central + 12..central + 16).contains(&off);
+    let mut ra = BufReader::new(fs::File::open(a).map_err(|e| e.to_string())?);
+    let mut rb = BufReader::new(fs::File::open(b).map_err(|e| e.to_string())?);
+    let (mut ba, mut bb) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    let mut offset = 0u64;
+    let mut differing = 0u64;
+    loop {
+        let n = ra.read(&mut ba).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        rb.read_exact(&mut bb[..n]).map_err(|e| e.to_string())?;
+        for i in 0..n {
+            if ba[i] != bb[i] {
+                let off = offset + i as u64;
+                if !allowed(off) {
+                    return Err(format!("byte {off} differs outside manifest.yaml's timestamp fields"));
+                }
+                differing += 1;
+            }
+        }
+        offset += n as u64;
+    }
+    if differing == 0 {
+        return Err("the files are identical".into());
+    }
+    Ok(())
+}
+
+/// Renders the table: item, recorded, observed, match.
+pub fn render_table(rows: &[Row]) -> String {
+    let short = |s: &str| if s.len() > 20 && s.chars().all(|c| c.is_ascii_hexdigit()) { format!("{}…", &s[..16]) } else { s.to_string() };
+    let w_item = rows.iter().map(|r| r.item.chars().count()).max().unwrap_or(4).max(4);
+    let w_rec = rows.iter().map(|r| short(&r.recorded).chars().count()).max().unwrap_or(8).max(8);
+    let w_obs = rows.iter().map(|r| short(&r.observed).chars().count()).max().unwrap_or(8).max(8);
+    let mut out = String::new();
+    let _ = writeln!(out, "{:w_item$}  {:w_rec$}  {:w_obs$}  match", "item", "recorded", "observed");
+    for r in rows {
+        let m = match r.matches {
+            Match::Yes => "yes",
+            Match::BuildClock => "yes (build clock: manifest.yaml timestamp only, verified)",
+            Match::No => "NO",
+        };
+        let _ = writeln!(out, "{:w_item$}  {:w_rec$}  {:w_obs$}  {m}", r.item, short(&r.recorded), short(&r.observed));
+    }
+    out
+}
+
+/// A member's digest as observed.
+#[derive(Debug, Clone)]
+struct MemberDigest {
+    name: String,
+    sha256: String,
+    size: u64,
+}
+
+/// Every member's sha256 and size, streamed.
+fn member_digests(path: &Path) -> Result<Vec<MemberDigest>, String> {
+    let file = fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::with_capacity(zip.len());
+    for i in 0..zip.len() {
+        let member = zip.by_index(i).map_err(|e| format!("{}: member {i}: {e}", path.display()))?;
+        let name = member.name().to_string();
+        let d = hash::sha256_reader(member).map_err(|e| format!("{}: {name}: {e}", path.display()))?;
+        out.push(MemberDigest { name, sha256: d.hex(), size: d.size });
+    }
+    Ok(out)
+}
+
+fn content_digest(members: &[MemberDigest]) -> String {
+    hash::content_digest(members.iter().map(|m| (m.name.as_str(), m.size, m.sha256.as_str())))
+}

@@ -1,0 +1,174 @@
+//! Command-line behaviour that needs no gate result: help, the gate list, and
+//! every reason the run cannot start (exit code 2). Each test asserts that the
+//! repository under review is byte-for-byte unchanged (`.git/` included) and
+//! that nothing was written where evidence would go.
+
+mod common;
+
+use common::{
+    assert_unchanged, evidence_dir, fixture_repo, python, stderr_text, stdout_text, tree_snapshot, verifier,
+    verifier_without_python,
+};
+use verify_coding_candidates::{catalogue, exit};
+
+/// Runs `cmd` against a fresh fixture repository and returns its output,
+/// asserting the repository did not change.
+fn run_on_fixture(
+    repo: &common::FixtureRepo,
+    cmd: &mut assert_cmd::Command,
+) -> std::process::Output {
+    let before = tree_snapshot(&repo.root);
+    let output = cmd.output().expect("run the verifier");
+    assert_unchanged(&before, &tree_snapshot(&repo.root), "the repository under review");
+    output
+}
+
+fn code(output: &std::process::Output) -> i32 {
+    output.status.code().expect("the verifier exited (not killed by a signal)")
+}
+
+#[test]
+fn help_documents_the_exit_code_table() {
+    let repo = fixture_repo(&[]);
+    let out = run_on_fixture(&repo, verifier_without_python().current_dir(&repo.root).arg("--help"));
+    assert_eq!(code(&out), i32::from(exit::SUCCESS), "{}", stderr_text(&out));
+    let text = stdout_text(&out);
+    assert!(text.contains("Exit codes:"), "{text}");
+    for (code, meaning) in [
+        (exit::SUCCESS, "every required gate passed"),
+        (exit::GATE_FAILED, "at least one gate failed"),
+        (exit::CANNOT_RUN, "could not run"),
+        (exit::INTERRUPTED, "interrupted"),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{code} ")))
+            .unwrap_or_else(|| panic!("--help has no line for exit code {code}:\n{text}"));
+        assert!(line.contains(meaning), "exit code {code}: expected {meaning:?} in {line:?}");
+    }
+}
+
+#[test]
+fn gates_lists_every_catalogue_gate_with_what_it_proves_and_does_not_prove() {
+    let repo = fixture_repo(&[]);
+    let out = run_on_fixture(&repo, verifier_without_python().current_dir(&repo.root).arg("gates"));
+    assert_eq!(code(&out), i32::from(exit::SUCCESS), "{}", stderr_text(&out));
+    let text = stdout_text(&out);
+    let blocks: Vec<&str> = text.split("\n\n").filter(|b| !b.trim().is_empty()).collect();
+    let all = catalogue::all();
+    assert_eq!(blocks.len(), all.len(), "one block per catalogue gate:\n{text}");
+    for (gate, block) in all.iter().zip(&blocks) {
+        let first = block.lines().next().unwrap_or_default();
+        assert!(first.starts_with(&format!("{}  ", gate.id)), "expected gate {} first in block:\n{block}", gate.id);
+        let proves = block.lines().find(|l| l.trim_start().starts_with("proves:"));
+        let not = block.lines().find(|l| l.trim_start().starts_with("does not prove:"));
+        assert!(proves.is_some_and(|l| l.contains(&gate.proves)), "{}: proves text missing:\n{block}", gate.id);
+        assert!(not.is_some_and(|l| l.contains(&gate.does_not_prove)), "{}: does-not-prove text missing:\n{block}", gate.id);
+    }
+}
+
+#[test]
+fn missing_evidence_argument_cannot_run() {
+    let repo = fixture_repo(&[]);
+    let out = run_on_fixture(&repo, verifier().arg("--repo").arg(&repo.root));
+    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
+    assert!(stderr_text(&out).contains("--evidence"), "{}", stderr_text(&out));
+}
+
+#[test]
+fn relative_evidence_dir_cannot_run() {
+    let repo = fixture_repo(&[]);
+    let cwd = tempfile::tempdir().unwrap();
+    let out = run_on_fixture(
+        &repo,
+        verifier().current_dir(cwd.path()).arg("--repo").arg(&repo.root).args(["--evidence", "relative/evidence"]),
+    );
+    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
+    assert!(stderr_text(&out).contains("absolute"), "{}", stderr_text(&out));
+    assert!(!cwd.path().join("relative").exists(), "a relative evidence dir must not be created");
+}
+
+#[test]
+fn non_empty_evidence_dir_cannot_run() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("earlier-run.txt"), b"an earlier run's evidence\n").unwrap();
+    let dir_before = tree_snapshot(&dir);
+    let out = run_on_fixture(&repo, verifier().arg("--repo").arg(&repo.root).arg("--evidence").arg(&dir));
+    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
+    assert!(stderr_text(&out).contains("missing or empty"), "{}", stderr_text(&out));
+    assert_unchanged(&dir_before, &tree_snapshot(&dir), "the non-empty evidence dir");
+}
+
+#[test]
+fn evidence_dir_inside_the_repository_cannot_run() {
+    let repo = fixture_repo(&[]);
+    let inside = repo.root.join("evidence");
+    let out = run_on_fixture(&repo, verifier().arg("--repo").arg(&repo.root).arg("--evidence").arg(&inside));
+    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
+    assert!(stderr_text(&out).contains("outside the repository"), "{}", stderr_text(&out));
+    assert!(!inside.exists());
+}
+
+#[test]
+fn directory_that_is_not_a_git_repository_cannot_run() {
+    let plain = tempfile::tempdir().unwrap();
+    common::copy_tree(&common::fixtures_dir().join("candidate-repo"), plain.path());
+    let before = tree_snapshot(plain.path());
+    let (_keep, dir) = evidence_dir();
+    let out = verifier().arg("--repo").arg(plain.path()).arg("--evidence").arg(&dir).output().unwrap();
+    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
+    assert!(stderr_text(&out).contains("expected a git work tree"), "{}", stderr_text(&out));
+    assert_unchanged(&before, &tree_snapshot(plain.path()), "the plain directory");
+    assert!(!dir.exists(), "nothing is written when the run cannot start");
+}
+
+#[test]
+fn no_interpreter_cannot_run() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = run_on_fixture(
+        &repo,
+        verifier_without_python().arg("--repo").arg(&repo.root).arg("--evidence").arg(&dir),
+    );
+    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
+    let err = stderr_text(&out);
+    assert!(err.contains("no interpreter") && err.contains("--python"), "{err}");
+    assert!(!dir.exists(), "nothing is written when the run cannot start");
+}
+
+#[test]
+fn unknown_gate_in_only_cannot_run_and_names_the_known_gates() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = run_on_fixture(
+        &repo,
+        verifier().arg("--repo").arg(&repo.root).arg("--evidence").arg(&dir).arg("--python").arg(python()).args(["--only", "bogus"]),
+    );
+    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
+    let err = stderr_text(&out);
+    assert!(err.contains("\"bogus\""), "{err}");
+    for gate in catalogue::all() {
+        assert!(err.contains(&gate.id), "expected known gate {} named in: {err}", gate.id);
+    }
+    assert!(!dir.exists(), "nothing is written when the run cannot start");
+}
+
+#[test]
+fn unknown_profile_key_cannot_run_and_names_the_key() {
+    let repo = fixture_repo(&[]);
+    let (keep, dir) = evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    let text = format!("{}\nsurprise_key = true\n", verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS);
+    std::fs::write(&profile, text).unwrap();
+    let out = run_on_fixture(
+        &repo,
+        verifier().arg("--repo").arg(&repo.root).arg("--evidence").arg(&dir).arg("--profile").arg(&profile),
+    );
+    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
+    let err = stderr_text(&out);
+    assert!(err.contains("surprise_key"), "{err}");
+    assert!(err.contains(&profile.display().to_string()), "the error names the profile file: {err}");
+    assert!(!dir.exists(), "nothing is written when the run cannot start");
+}

@@ -1,0 +1,309 @@
+//! Support shared by the integration tests: the genuine SDK interpreter from
+//! `$PYTHON`, fixture repositories built from `fixtures/`, fresh evidence
+//! directories, the verifier binary, byte-for-byte tree snapshots and
+//! evidence readers.
+//!
+//! Every integration test file declares `mod common;`; not every file uses
+//! every helper.
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+
+/// The binary under test.
+pub const BIN: &str = "verify-coding-candidates";
+
+/// Fixed author and committer date of fixture commits, so that a fixture's
+/// commit id depends only on its content.
+const FIXTURE_DATE: &str = "2026-01-01T00:00:00Z";
+
+/// Variables that would point git at another repository (they are set, for
+/// example, when tests run inside a git hook).
+const GIT_REPO_VARS: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_PREFIX",
+];
+
+/// `fixtures/` of this crate.
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// The interpreter with the genuine, pinned `langbot-plugin` installed, from
+/// `$PYTHON`.
+///
+/// # Panics
+/// When `PYTHON` is unset or empty: tests never silently skip the SDK.
+pub fn python() -> PathBuf {
+    match std::env::var_os("PYTHON") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => panic!("PYTHON is not set: run `cargo xtask test` (it provisions the SDK venv and sets PYTHON)"),
+    }
+}
+
+/// The virtual environment holding [`python`] (`$PYTHON/../..`), without
+/// resolving symlinks (a venv's `bin/python` links to the base interpreter).
+pub fn sdk_venv() -> PathBuf {
+    let py = python();
+    py.parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| panic!("PYTHON={}: expected <venv>/bin/python", py.display()))
+        .to_path_buf()
+}
+
+/// A fixture repository: a git repository with one commit on `main`.
+pub struct FixtureRepo {
+    /// Owns the temporary directory; the repository is removed on drop.
+    pub dir: TempDir,
+    /// The repository's top level (absolute).
+    pub root: PathBuf,
+}
+
+/// Copies `fixtures/candidate-repo` into a fresh temporary directory, copies
+/// each overlay `fixtures/hostile/<name>` over it (same relative paths), then
+/// makes it a git repository with one commit (`git init -q -b main`, local
+/// identity, `git add -A`, `git commit -q -m fixture`, fixed dates).
+///
+/// # Panics
+/// On a missing overlay or any failing copy or git command.
+pub fn fixture_repo(overlays: &[&str]) -> FixtureRepo {
+    let dir = tempfile::Builder::new().prefix("vcc-repo-").tempdir().expect("create temp dir");
+    let root = dir.path().join("langbot-plugins");
+    copy_tree(&fixtures_dir().join("candidate-repo"), &root);
+    for name in overlays {
+        let overlay = fixtures_dir().join("hostile").join(name);
+        assert!(overlay.is_dir(), "overlay {name:?}: expected directory {}", overlay.display());
+        copy_tree(&overlay, &root);
+    }
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["config", "user.name", "Fixture Author"]);
+    git(&root, &["config", "user.email", "fixture@example.invalid"]);
+    git(&root, &["config", "commit.gpgsign", "false"]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-m", "fixture"]);
+    FixtureRepo { dir, root }
+}
+
+/// Runs `git <args>` in `dir` with no global or system configuration and
+/// fixed dates; panics with git's stderr on failure. Returns stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let mut cmd = std::process::Command::new("git");
+    cmd.args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_DATE", FIXTURE_DATE)
+        .env("GIT_COMMITTER_DATE", FIXTURE_DATE)
+        .env("LC_ALL", "C");
+    for var in GIT_REPO_VARS {
+        cmd.env_remove(var);
+    }
+    let out = cmd.output().unwrap_or_else(|e| panic!("git {args:?}: cannot run git: {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}\n{}",
+        dir.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("git output is UTF-8")
+}
+
+/// Copies every file and directory under `src` into `dst` (created as
+/// needed), overwriting files. `__pycache__` folders are skipped: they are
+/// never part of a fixture (each plugin's `.gitignore` ignores them).
+///
+/// # Panics
+/// On I/O errors, and on symlinks (fixtures hold none; a test that needs one
+/// creates it explicitly).
+pub fn copy_tree(src: &Path, dst: &Path) {
+    let walker = walkdir::WalkDir::new(src)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.file_name() != "__pycache__");
+    for entry in walker {
+        let entry = entry.unwrap_or_else(|e| panic!("walk {}: {e}", src.display()));
+        let rel = entry.path().strip_prefix(src).expect("walked path is under src");
+        let target = dst.join(rel);
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            std::fs::create_dir_all(&target).unwrap_or_else(|e| panic!("mkdir {}: {e}", target.display()));
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)
+                .unwrap_or_else(|e| panic!("copy {} -> {}: {e}", entry.path().display(), target.display()));
+        } else {
+            panic!("{}: fixtures hold only files and directories", entry.path().display());
+        }
+    }
+}
+
+/// A fresh evidence directory: an absolute path that does not exist yet,
+/// inside a temporary directory the caller keeps alive.
+pub fn evidence_dir() -> (TempDir, PathBuf) {
+    let dir = tempfile::Builder::new().prefix("vcc-evidence-").tempdir().expect("create temp dir");
+    let path = std::path::absolute(dir.path().join("evidence")).expect("absolute evidence path");
+    (dir, path)
+}
+
+/// The verifier binary with `PYTHON` set to [`python`].
+pub fn verifier() -> Command {
+    let mut cmd = Command::cargo_bin(BIN).expect("the verifier binary is built");
+    cmd.env("PYTHON", python());
+    cmd
+}
+
+/// The verifier binary without `PYTHON` in its environment, for commands
+/// that need no interpreter or that test its absence.
+pub fn verifier_without_python() -> Command {
+    let mut cmd = Command::cargo_bin(BIN).expect("the verifier binary is built");
+    cmd.env_remove("PYTHON");
+    cmd
+}
+
+/// Every entry under `root`, `.git/` included, keyed by `/`-separated
+/// relative path: files map to their sha256 hex, directories to `"dir"`,
+/// symlinks to `"symlink -> <target>"`. Two equal snapshots mean the tree is
+/// byte-for-byte unchanged (modes and timestamps aside).
+pub fn tree_snapshot(root: &Path) -> BTreeMap<String, String> {
+    let mut snapshot = BTreeMap::new();
+    for entry in walkdir::WalkDir::new(root).sort_by_file_name().min_depth(1) {
+        let entry = entry.unwrap_or_else(|e| panic!("walk {}: {e}", root.display()));
+        let rel = entry.path().strip_prefix(root).expect("under root").to_string_lossy().replace('\\', "/");
+        let kind = entry.file_type();
+        let value = if kind.is_dir() {
+            "dir".to_string()
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(entry.path()).expect("read symlink");
+            format!("symlink -> {}", target.display())
+        } else {
+            verify_coding_candidates::hash::sha256_file(entry.path())
+                .unwrap_or_else(|e| panic!("hash {}: {e}", entry.path().display()))
+                .hex()
+        };
+        snapshot.insert(rel, value);
+    }
+    snapshot
+}
+
+/// Asserts two snapshots are equal, listing what was added, removed or
+/// changed.
+pub fn assert_unchanged(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>, what: &str) {
+    if before == after {
+        return;
+    }
+    let mut diff = Vec::new();
+    for (k, v) in before {
+        match after.get(k) {
+            None => diff.push(format!("removed {k}")),
+            Some(w) if w != v => diff.push(format!("changed {k}")),
+            _ => {}
+        }
+    }
+    for k in after.keys().filter(|k| !before.contains_key(*k)) {
+        diff.push(format!("added {k}"));
+    }
+    panic!("{what} was modified:\n  {}", diff.join("\n  "));
+}
+
+/// `dir/evidence.json`, parsed.
+///
+/// # Panics
+/// When the file is missing or not JSON.
+pub fn read_evidence(dir: &Path) -> Value {
+    let path = dir.join("evidence.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()))
+}
+
+/// The gate record `id` of an evidence document.
+///
+/// # Panics
+/// When there is no such gate (the message lists the gates present).
+pub fn gate<'a>(evidence: &'a Value, id: &str) -> &'a Value {
+    let gates = evidence["gates"].as_array().expect("evidence.gates is an array");
+    gates.iter().find(|g| g["id"] == id).unwrap_or_else(|| {
+        let ids: Vec<&str> = gates.iter().filter_map(|g| g["id"].as_str()).collect();
+        panic!("no gate {id:?} in evidence; gates: {ids:?}")
+    })
+}
+
+/// The result word of gate `id` (`pass`, `fail`, `skipped`, `blocked`).
+pub fn gate_result<'a>(evidence: &'a Value, id: &str) -> &'a str {
+    gate(evidence, id)["result"].as_str().expect("gate.result is a string")
+}
+
+/// The checks of gate `id`.
+pub fn checks<'a>(evidence: &'a Value, id: &str) -> &'a [Value] {
+    gate(evidence, id)["checks"].as_array().expect("gate.checks is an array")
+}
+
+/// The check `name` of gate `id` for `candidate` (`None`: a check without
+/// candidate).
+///
+/// # Panics
+/// When there is no such check (the message lists the gate's checks).
+pub fn check<'a>(evidence: &'a Value, id: &str, name: &str, candidate: Option<&str>) -> &'a Value {
+    let all = checks(evidence, id);
+    all.iter()
+        .find(|c| c["name"] == name && c["candidate"].as_str() == candidate)
+        .unwrap_or_else(|| {
+            let have: Vec<String> = all
+                .iter()
+                .map(|c| format!("{}/{}", c["name"].as_str().unwrap_or("?"), c["candidate"].as_str().unwrap_or("-")))
+                .collect();
+            panic!("gate {id}: no check {name:?} for {candidate:?}; checks: {have:?}")
+        })
+}
+
+/// The checks of gate `id` whose result is `fail`.
+pub fn failed_checks<'a>(evidence: &'a Value, id: &str) -> Vec<&'a Value> {
+    checks(evidence, id).iter().filter(|c| c["result"] == "fail").collect()
+}
+
+/// Copies the virtual environment at `src_venv` (`cp -a SRC/. DST`) into a
+/// fresh temporary directory, for tests that tamper with an SDK install. The
+/// returned directory is the copy's root: its interpreter is
+/// `<dir>/bin/python`, see [`venv_python`].
+///
+/// # Panics
+/// When the copy fails.
+pub fn copy_venv(src_venv: &Path) -> TempDir {
+    let dir = tempfile::Builder::new().prefix("vcc-venv-").tempdir().expect("create temp dir");
+    let out = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(src_venv.join("."))
+        .arg(dir.path())
+        .output()
+        .expect("run cp");
+    assert!(
+        out.status.success(),
+        "cp -a {} {}: {}",
+        src_venv.display(),
+        dir.path().display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+/// The interpreter of a venv copied by [`copy_venv`].
+pub fn venv_python(venv: &TempDir) -> PathBuf {
+    venv.path().join("bin").join("python")
+}
+
+/// Stdout of a finished command as text.
+pub fn stdout_text(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Stderr of a finished command as text.
+pub fn stderr_text(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
