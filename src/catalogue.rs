@@ -21,6 +21,21 @@ pub struct GateInfo {
     pub does_not_prove: String,
     /// Ids of gates whose `pass` this gate needs.
     pub requires: Vec<String>,
+    /// `global` (runs once per run, in every partition) or `candidate`
+    /// (checks each candidate; `--partition` splits these).
+    #[serde(default)]
+    pub scope: Scope,
+}
+
+/// Whether a gate checks the run as a whole or each candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Runs in every partition; partitions must agree on its result.
+    #[default]
+    Global,
+    /// Checks each candidate of the run's partition.
+    Candidate,
 }
 
 #[derive(Deserialize)]

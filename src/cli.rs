@@ -2,7 +2,7 @@
 
 use crate::evidence::{GateRecord, GateResult, Verdict};
 use crate::pipeline::{self, Progress, RunOptions};
-use crate::{catalogue, exit, report};
+use crate::{catalogue, exit, merge, replay, report};
 use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -55,9 +55,22 @@ pub struct Cli {
     #[arg(long, value_name = "GATE,...", value_delimiter = ',')]
     pub only: Option<Vec<String>>,
 
+    /// Check only the K-th of N stable shares of the candidates (global gates run in every share);
+    /// combine the shares with `merge`.
+    #[arg(long, value_name = "K/N")]
+    pub partition: Option<crate::profile::Partition>,
+
     /// Name recorded in the sign-off block (the archives are never signed).
     #[arg(long, value_name = "NAME")]
     pub sign_off_by: Option<String>,
+
+    /// No progress lines (they are also off when stderr is not a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
+
+    /// Summary format on stdout: a table (`text`) or one JSON document (`json`).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 
     /// Subcommand; without one, runs the gates.
     #[command(subcommand)]
@@ -69,6 +82,54 @@ pub struct Cli {
 pub enum Command {
     /// List every gate: what it proves, what it does not prove, what it needs.
     Gates,
+    /// Re-derive every recorded digest of an evidence directory and compare.
+    ///
+    /// Checks SHA256SUMS, the sign-off's evidence digest, every archive's
+    /// sha256 and every member's digest. With --repo, also confirms the commit
+    /// exists, re-creates the `git archive`, and rebuilds every candidate with
+    /// the official build, comparing content digests and whole-archive digests
+    /// (a difference confined to manifest.yaml's ZIP timestamp is verified byte
+    /// by byte and reported as the known build-clock difference). Exit 0 when
+    /// everything matches, 1 on any mismatch, 2 when it cannot run.
+    Replay {
+        /// The evidence directory to replay.
+        #[arg(long, value_name = "DIR")]
+        evidence: PathBuf,
+        /// Repository holding the recorded commit (enables the rebuild checks).
+        #[arg(long, value_name = "DIR")]
+        repo: Option<PathBuf>,
+        /// Interpreter for the rebuild (default: $PYTHON, then the recorded one).
+        #[arg(long, value_name = "PATH")]
+        python: Option<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Combine the evidence directories of `--partition K/N` runs into one.
+    ///
+    /// Checks that they share commit, profile, SDK and RECORD digest, cover
+    /// every share once and agree on every global gate; copies the archives;
+    /// writes one evidence.json, junit.xml, statement and SHA256SUMS.
+    Merge {
+        /// The merged evidence directory: absolute, missing or empty.
+        #[arg(long, value_name = "OUT")]
+        into: PathBuf,
+        /// Name recorded in the merged sign-off block.
+        #[arg(long, value_name = "NAME")]
+        sign_off_by: Option<String>,
+        /// The partitions' evidence directories.
+        #[arg(value_name = "DIR", required = true)]
+        dirs: Vec<PathBuf>,
+    },
+}
+
+/// Output format of a summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A table for people.
+    Text,
+    /// One JSON document on stdout.
+    Json,
 }
 
 /// Parses the command line, runs, and maps the outcome to an exit code.
@@ -85,9 +146,27 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    if let Some(Command::Gates) = cli.command {
-        print!("{}", report::catalogue_text(catalogue::all()));
-        return ExitCode::from(exit::SUCCESS);
+    match cli.command {
+        Some(Command::Gates) => {
+            print!("{}", report::catalogue_text(catalogue::all()));
+            return ExitCode::from(exit::SUCCESS);
+        }
+        Some(Command::Replay { evidence, repo, python, format }) => {
+            return run_replay(replay::ReplayOptions { evidence, repo, python }, format);
+        }
+        Some(Command::Merge { into, sign_off_by, dirs }) => {
+            return match merge::merge(&into, &dirs, sign_off_by) {
+                Ok(ev) => {
+                    print!("{}", report::summary(&ev, &into, false));
+                    ExitCode::from(if ev.verdict == Verdict::Pass { exit::SUCCESS } else { exit::GATE_FAILED })
+                }
+                Err(e) => {
+                    eprintln!("error: merge: {e}");
+                    ExitCode::from(exit::CANNOT_RUN)
+                }
+            };
+        }
+        None => {}
     }
     let opts = RunOptions {
         repo: cli.repo,
@@ -96,6 +175,7 @@ pub fn main() -> ExitCode {
         profile: cli.profile,
         only: cli.only,
         sign_off_by: cli.sign_off_by,
+        partition: cli.partition,
     };
     if let Some(only) = &opts.only {
         let with = catalogue::with_prerequisites(only);
@@ -113,11 +193,17 @@ pub fn main() -> ExitCode {
         }
     }
     let mut progress = TerminalProgress {
-        interactive: std::io::stderr().is_terminal(),
+        enabled: std::io::stderr().is_terminal() && !cli.quiet,
     };
     match pipeline::run(&opts, &mut progress) {
         Ok(outcome) => {
-            print!("{}", report::summary(&outcome.evidence, &outcome.dir));
+            match cli.format {
+                Format::Text => {
+                    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+                    print!("{}", report::summary(&outcome.evidence, &outcome.dir, color));
+                }
+                Format::Json => println!("{}", report::summary_json(&outcome.evidence, &outcome.dir)),
+            }
             ExitCode::from(match outcome.evidence.verdict {
                 Verdict::Pass => exit::SUCCESS,
                 Verdict::Fail => exit::GATE_FAILED,
@@ -131,20 +217,22 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// One progress line per gate on stderr, only on a terminal and without `--quiet`.
 struct TerminalProgress {
-    interactive: bool,
+    enabled: bool,
 }
 
 impl Progress for TerminalProgress {
     fn gate_started(&mut self, index: usize, total: usize, id: &str) {
-        if self.interactive {
+        if self.enabled {
             eprintln!("[{index}/{total}] {id} ...");
-        } else {
-            eprintln!("[{index}/{total}] {id}");
         }
     }
 
     fn gate_finished(&mut self, record: &GateRecord) {
+        if !self.enabled {
+            return;
+        }
         let secs = record.duration_ms as f64 / 1000.0;
         match record.result {
             GateResult::Pass => eprintln!("      {} pass ({secs:.1}s)", record.id),
@@ -154,6 +242,39 @@ impl Progress for TerminalProgress {
                 record.result.word(),
                 record.reason.as_deref().unwrap_or("")
             ),
+        }
+    }
+}
+
+fn run_replay(opts: replay::ReplayOptions, format: Format) -> ExitCode {
+    if format == Format::Text {
+        eprintln!("replaying {}{}", opts.evidence.display(), if opts.repo.is_some() { " (with rebuild)" } else { "" });
+    }
+    match replay::replay(&opts) {
+        Ok(rows) => {
+            let mismatches = rows.iter().filter(|r| r.matches == replay::Match::No).count();
+            match format {
+                Format::Text => {
+                    print!("{}", replay::render_table(&rows));
+                    if mismatches == 0 {
+                        println!("\nREPLAY OK: {} items match", rows.len());
+                    } else {
+                        println!("\nREPLAY MISMATCH: {mismatches} of {} items differ:", rows.len());
+                        for r in rows.iter().filter(|r| r.matches == replay::Match::No) {
+                            println!("  {}: recorded {}, observed {}", r.item, r.recorded, r.observed);
+                        }
+                    }
+                }
+                Format::Json => {
+                    let doc = serde_json::json!({ "ok": mismatches == 0, "mismatches": mismatches, "rows": rows });
+                    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+                }
+            }
+            ExitCode::from(if mismatches == 0 { exit::SUCCESS } else { exit::GATE_FAILED })
+        }
+        Err(e) => {
+            eprintln!("error: replay: {e}");
+            ExitCode::from(exit::CANNOT_RUN)
         }
     }
 }

@@ -43,12 +43,17 @@ pub struct RunContext {
     pub staged_root: Option<PathBuf>,
     /// The SDK, once `sdk-record` passed.
     pub verified_sdk: Option<VerifiedSdk>,
+    /// The candidates this run checks: the profile's, or the share of
+    /// `--partition K/N` (see [`crate::profile::partition_share`]).
+    pub selected: Vec<CandidateSpec>,
 }
 
 impl RunContext {
-    /// The profile's candidates.
+    /// The candidates this run checks (all, or this partition's share).
+    /// Global gates that compare candidates with each other use
+    /// `profile.profile.candidates` instead.
     pub fn candidate_specs(&self) -> &[CandidateSpec] {
-        &self.profile.profile.candidates
+        &self.selected
     }
 
     /// `DIR/staging/source`.

@@ -5,6 +5,7 @@
 //! evidence model ([`evidence`]) that the JSON, JUnit and terminal views render.
 
 pub mod archive;
+pub mod build_rules;
 pub mod catalogue;
 pub mod cli;
 pub mod context;
@@ -14,7 +15,9 @@ pub mod gates;
 pub mod git;
 pub mod hash;
 pub mod interrupt;
+pub mod lbpkg;
 pub mod manifest;
+pub mod merge;
 pub mod pipeline;
 pub mod process;
 pub mod profile;

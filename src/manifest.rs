@@ -65,7 +65,9 @@ pub fn read_id(path: &Path) -> Result<ManifestId, String> {
     })
 }
 
-fn is_safe_component(s: &str) -> bool {
+/// True when `s` is safe as a part of a file name: non-empty, not `.` or
+/// `..`, only ASCII letters, digits, `.`, `_`, `-`, `+`.
+pub fn is_safe_component(s: &str) -> bool {
     !s.is_empty()
         && s != "."
         && s != ".."

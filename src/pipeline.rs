@@ -27,6 +27,8 @@ pub struct RunOptions {
     pub only: Option<Vec<String>>,
     /// `--sign-off-by`.
     pub sign_off_by: Option<String>,
+    /// `--partition K/N`: per-candidate gates check only this share.
+    pub partition: Option<profile::Partition>,
 }
 
 /// A reason the run could not start (exit code 2).
@@ -94,15 +96,16 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         },
         sha256: hash::sha256_bytes(loaded.text.as_bytes()),
     };
-    let candidates = loaded
-        .profile
-        .candidates
+    let selected = profile::partition_share(&loaded.profile.candidates, opts.partition);
+    let candidates = selected
         .iter()
         .map(|c| CandidateRecord {
             folder: c.folder().into(),
             path: c.path.clone(),
             manifest: None,
             archive: None,
+            admission: None,
+            dependencies: None,
         })
         .collect();
     let sdk = Sdk {
@@ -127,6 +130,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         candidates,
         staged_root: None,
         verified_sdk: None,
+        selected,
     };
 
     let records = run_gates(&mut ctx, &required, progress);
@@ -155,11 +159,13 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         selection: Selection {
             only: opts.only.clone(),
             required,
+            partition: opts.partition,
         },
         source: ctx.source,
         sdk: ctx.sdk,
         gates: records,
         candidates: ctx.candidates,
+        merged_from: None,
         attestation: evidence::Attestation {
             statement: evidence::statement::STATEMENT_JSON.into(),
             statement_type: evidence::statement::STATEMENT_TYPE.into(),

@@ -260,6 +260,210 @@ pub fn run(spec: &ChildSpec) -> Result<ChildOutput, RunError> {
     })
 }
 
+/// A long-running child started by [`spawn`]: a server the caller talks to
+/// (for example the SDK runtime of the `discovery-rpc` gate) rather than a
+/// step that runs to completion.
+///
+/// Same discipline as [`run`]: its own process group, exactly the given
+/// environment, output in `<stem>.stdout`/`<stem>.stderr`, the command line
+/// and result in `<stem>.cmd` (written by [`Running::stop`]). The spec's
+/// `timeout` is not enforced by a thread: the caller polls
+/// [`Running::timed_out`] and must end the child with [`Running::stop`].
+/// Dropping a `Running` that was not stopped stops its group (TERM, grace,
+/// KILL), so an early return never leaves it running.
+#[derive(Debug)]
+pub struct Running {
+    child: Option<std::process::Child>,
+    pgid: Pid,
+    started: Instant,
+    spec: ChildSpec,
+    logs: (PathBuf, PathBuf),
+}
+
+/// How a [`Running`] child ended.
+#[derive(Debug, Clone)]
+pub struct Stopped {
+    /// Exit status of the group leader.
+    pub status: ExitStatus,
+    /// The leader had already exited before `stop` was called.
+    pub exited_on_its_own: bool,
+    /// SIGTERM was not enough within [`GRACE`]: SIGKILL was sent to the group.
+    pub needed_kill: bool,
+    /// After stopping, no process of the group answered signal 0 (checked
+    /// with the operating system for up to [`GRACE`]).
+    pub group_empty: bool,
+    /// Wall-clock lifetime.
+    pub duration: Duration,
+}
+
+/// Starts `spec` in its own process group and returns at once.
+///
+/// # Errors
+/// [`RunError`] when the child cannot be started or its logs created.
+pub fn spawn(spec: &ChildSpec) -> Result<Running, RunError> {
+    let (out_file, err_file, logs) = open_logs(&spec.log_stem)?;
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(&spec.env)
+        .stdout(Stdio::from(out_file))
+        .stderr(Stdio::from(err_file))
+        .stdin(Stdio::null())
+        .process_group(0);
+    let child = cmd.spawn().map_err(|source| RunError::Spawn {
+        program: spec.program.display().to_string(),
+        cwd: spec.cwd.display().to_string(),
+        source,
+    })?;
+    let pgid = Pid::from_child(&child);
+    Ok(Running {
+        child: Some(child),
+        pgid,
+        started: Instant::now(),
+        spec: spec.clone(),
+        logs,
+    })
+}
+
+impl Running {
+    /// Process id of the leader (also the process group id).
+    pub fn pid(&self) -> u32 {
+        self.pgid.as_raw_nonzero().get() as u32
+    }
+
+    /// The process group id.
+    pub fn pgid(&self) -> Pid {
+        self.pgid
+    }
+
+    /// Time since [`spawn`].
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// True once the spec's `timeout` has elapsed.
+    pub fn timed_out(&self) -> bool {
+        self.elapsed() >= self.spec.timeout
+    }
+
+    /// The leader's exit status if it has exited (the group may still hold
+    /// other processes).
+    pub fn try_status(&mut self) -> Option<ExitStatus> {
+        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    /// `<stem>.stdout`, `<stem>.stderr`.
+    pub fn logs(&self) -> &(PathBuf, PathBuf) {
+        &self.logs
+    }
+
+    /// The last `lines` lines of the stderr log, else of the stdout log.
+    pub fn tail(&self, lines: usize) -> String {
+        log_tail(&self.logs, lines)
+    }
+
+    /// Stops the whole group (SIGTERM, up to [`GRACE`], SIGKILL), reaps the
+    /// leader, checks that the group is empty and writes `<stem>.cmd`.
+    pub fn stop(mut self) -> Stopped {
+        self.stop_inner()
+    }
+
+    fn stop_inner(&mut self) -> Stopped {
+        let Some(mut child) = self.child.take() else {
+            return Stopped {
+                status: ExitStatus::from_raw(0),
+                exited_on_its_own: true,
+                needed_kill: false,
+                group_empty: !group_alive(self.pgid),
+                duration: self.elapsed(),
+            };
+        };
+        let exited_on_its_own = matches!(child.try_wait(), Ok(Some(_)));
+        let needed_kill = if group_alive(self.pgid) {
+            stop_group(self.pgid)
+        } else {
+            false
+        };
+        let status = child.wait().unwrap_or_else(|_| ExitStatus::from_raw(9));
+        // Members reparented after the leader died are reaped by init; give
+        // that a moment before judging the group.
+        let deadline = Instant::now() + GRACE;
+        while group_alive(self.pgid) && Instant::now() < deadline {
+            let _ = kill_process_group(self.pgid, Signal::KILL);
+            std::thread::sleep(POLL);
+        }
+        let group_empty = !group_alive(self.pgid);
+        let duration = self.elapsed();
+        write_cmd_log(
+            &self.spec,
+            &format!(
+                "status: {status:?}\nexited_on_its_own: {exited_on_its_own}\nneeded_kill: {needed_kill}\ngroup_empty: {group_empty}\nduration_ms: {}\n",
+                duration.as_millis()
+            ),
+        );
+        Stopped {
+            status,
+            exited_on_its_own,
+            needed_kill,
+            group_empty,
+            duration,
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.stop_inner();
+        }
+    }
+}
+
+fn open_logs(stem: &Path) -> Result<(File, File, (PathBuf, PathBuf)), RunError> {
+    if let Some(parent) = stem.parent() {
+        fs::create_dir_all(parent).map_err(|source| RunError::Log {
+            path: parent.display().to_string(),
+            source,
+        })?;
+    }
+    let out_path = with_ext(stem, "stdout");
+    let err_path = with_ext(stem, "stderr");
+    let create = |p: &Path| {
+        File::create(p).map_err(|source| RunError::Log {
+            path: p.display().to_string(),
+            source,
+        })
+    };
+    Ok((create(&out_path)?, create(&err_path)?, (out_path, err_path)))
+}
+
+fn write_cmd_log(spec: &ChildSpec, result: &str) {
+    let mut cmd_log = format!(
+        "cwd: {}\nprogram: {}\n",
+        spec.cwd.display(),
+        spec.program.display()
+    );
+    for a in &spec.args {
+        cmd_log.push_str(&format!("arg: {a}\n"));
+    }
+    for k in spec.env.keys() {
+        cmd_log.push_str(&format!("env: {k}\n"));
+    }
+    cmd_log.push_str(result);
+    let _ = fs::write(with_ext(&spec.log_stem, "cmd"), cmd_log);
+}
+
+fn log_tail(logs: &(PathBuf, PathBuf), lines: usize) -> String {
+    let read = |p: &Path| String::from_utf8_lossy(&read_capped(p)).into_owned();
+    let mut text = read(&logs.1);
+    if text.trim().is_empty() {
+        text = read(&logs.0);
+    }
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
 fn with_ext(stem: &Path, ext: &str) -> PathBuf {
     let mut s = stem.as_os_str().to_owned();
     s.push(".");
@@ -295,6 +499,291 @@ pub fn stop_group(pgid: Pid) -> bool {
     }
     let _ = kill_process_group(pgid, Signal::KILL);
     true
+}
+
+/// A long-running child spoken to over its stdin/stdout (JSON lines, for
+/// example): same discipline as [`run`] (own process group, the whole
+/// environment given, logs under `log_stem`), but the caller drives it and
+/// stops it. Used for the `worker-isolation` gate's workers.
+#[derive(Debug, Clone)]
+pub struct LongSpec {
+    /// Program path or name (looked up on the child's `PATH`).
+    pub program: PathBuf,
+    /// Arguments, without the program.
+    pub args: Vec<String>,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// The child's whole environment.
+    pub env: BTreeMap<String, String>,
+    /// Log file stem: `<stem>.stdout` (every line the child printed),
+    /// `<stem>.stderr`, `<stem>.stdin` (every line sent), `<stem>.cmd`.
+    pub log_stem: PathBuf,
+    /// Values replaced by `<redacted>` in `<stem>.cmd` (a token passed on the
+    /// command line, for example).
+    pub redact: Vec<String>,
+}
+
+/// Longest stdout line kept, in bytes; the rest of a longer line is dropped.
+const LONG_LINE_LIMIT: u64 = 1024 * 1024;
+
+/// How a [`LongChild`] ended, from [`LongChild::stop`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StopReport {
+    /// The leader had already exited when the stop began.
+    pub already_exited: bool,
+    /// SIGTERM was sent to the group.
+    pub term_sent: bool,
+    /// The group was still alive after [`GRACE`], so SIGKILL was sent.
+    pub kill_needed: bool,
+    /// The leader's exit status, as text (`exit status 0`, `killed by signal 9`).
+    pub leader_status: Option<String>,
+}
+
+/// A running [`LongSpec`] child. Dropping it stops its process group.
+#[derive(Debug)]
+pub struct LongChild {
+    child: std::process::Child,
+    pgid: Pid,
+    stdin: Option<std::process::ChildStdin>,
+    stdin_log: Option<File>,
+    lines: std::sync::mpsc::Receiver<String>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    cmd_log: PathBuf,
+    cmd_text: String,
+    started: Instant,
+    status: Option<ExitStatus>,
+    stop_report: Option<StopReport>,
+}
+
+/// Starts `spec` in its own process group with piped stdin and stdout.
+///
+/// # Errors
+/// [`RunError`] when the child cannot be started or its logs created.
+pub fn spawn_long(spec: &LongSpec) -> Result<LongChild, RunError> {
+    if let Some(parent) = spec.log_stem.parent() {
+        fs::create_dir_all(parent).map_err(|source| RunError::Log {
+            path: parent.display().to_string(),
+            source,
+        })?;
+    }
+    let create = |p: &Path| {
+        File::create(p).map_err(|source| RunError::Log {
+            path: p.display().to_string(),
+            source,
+        })
+    };
+    let err_file = create(&with_ext(&spec.log_stem, "stderr"))?;
+    let mut out_log = create(&with_ext(&spec.log_stem, "stdout"))?;
+    let stdin_log = create(&with_ext(&spec.log_stem, "stdin"))?;
+
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(&spec.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(err_file))
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
+        program: spec.program.display().to_string(),
+        cwd: spec.cwd.display().to_string(),
+        source,
+    })?;
+    let pgid = Pid::from_child(&child);
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (tx, lines) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut reader = io::BufReader::new(stdout);
+        loop {
+            let mut buf = Vec::new();
+            match io::BufRead::read_until(
+                &mut Read::take(&mut reader, LONG_LINE_LIMIT),
+                b'\n',
+                &mut buf,
+            ) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if !buf.ends_with(b"\n") {
+                // Over-long line: drop the rest of it.
+                let mut rest = Vec::new();
+                let _ = io::BufRead::read_until(&mut reader, b'\n', &mut rest);
+                buf.push(b'\n');
+            }
+            let _ = out_log.write_all(&buf);
+            let line = String::from_utf8_lossy(&buf).trim_end().to_string();
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut cmd_text = format!(
+        "cwd: {}\nprogram: {}\n",
+        spec.cwd.display(),
+        spec.program.display()
+    );
+    for a in &spec.args {
+        let mut a = a.clone();
+        for secret in spec.redact.iter().filter(|s| !s.is_empty()) {
+            a = a.replace(secret.as_str(), "<redacted>");
+        }
+        cmd_text.push_str(&format!("arg: {a}\n"));
+    }
+    for k in spec.env.keys() {
+        cmd_text.push_str(&format!("env: {k}\n"));
+    }
+    cmd_text.push_str(&format!("pid: {}\n", child.id()));
+    Ok(LongChild {
+        stdin: child.stdin.take(),
+        child,
+        pgid,
+        stdin_log: Some(stdin_log),
+        lines,
+        reader: Some(reader),
+        cmd_log: with_ext(&spec.log_stem, "cmd"),
+        cmd_text,
+        started: Instant::now(),
+        status: None,
+        stop_report: None,
+    })
+}
+
+impl LongChild {
+    /// The child's process id (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The child's process group.
+    pub fn pgid(&self) -> Pid {
+        self.pgid
+    }
+
+    /// Writes `line` and a newline to the child's stdin (and to `<stem>.stdin`).
+    ///
+    /// # Errors
+    /// When stdin is closed or the write fails (the child exited, typically).
+    pub fn send_line(&mut self, line: &str) -> io::Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "stdin closed"))?;
+        stdin.write_all(line.as_bytes())?;
+        stdin.write_all(b"\n")?;
+        stdin.flush()?;
+        if let Some(log) = self.stdin_log.as_mut() {
+            let _ = writeln!(log, "{line}");
+        }
+        Ok(())
+    }
+
+    /// Closes the child's stdin (end of input).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The next stdout line, waiting up to `timeout`.
+    ///
+    /// # Errors
+    /// `Timeout` when no line came in time; `Disconnected` once stdout closed.
+    pub fn recv_line(
+        &self,
+        timeout: Duration,
+    ) -> Result<String, std::sync::mpsc::RecvTimeoutError> {
+        self.lines.recv_timeout(timeout)
+    }
+
+    /// The leader's exit status if it exited (reaping it).
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                self.status = Some(s);
+            }
+        }
+        self.status
+    }
+
+    /// Waits up to `timeout` for the leader to exit.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(s) = self.try_wait() {
+                return Some(s);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Stops the child's process group: SIGTERM, up to [`GRACE`] for the
+    /// leader to exit and the group to empty, then SIGKILL. Idempotent: a
+    /// second call returns the first report.
+    pub fn stop(&mut self) -> StopReport {
+        if let Some(r) = &self.stop_report {
+            return r.clone();
+        }
+        self.stdin = None;
+        let mut report = StopReport {
+            already_exited: self.try_wait().is_some(),
+            ..StopReport::default()
+        };
+        if !report.already_exited || group_alive(self.pgid) {
+            report.term_sent = kill_process_group(self.pgid, Signal::TERM).is_ok();
+            let deadline = Instant::now() + GRACE;
+            while Instant::now() < deadline {
+                if self.try_wait().is_some() && !group_alive(self.pgid) {
+                    break;
+                }
+                std::thread::sleep(POLL);
+            }
+            if self.try_wait().is_none() || group_alive(self.pgid) {
+                report.kill_needed = true;
+                let _ = kill_process_group(self.pgid, Signal::KILL);
+            }
+        }
+        if self.status.is_none() {
+            self.status = self.child.wait().ok();
+        }
+        report.leader_status = self.status.map(describe_status);
+        if let Some(reader) = self.reader.take() {
+            // stdout closes when the last holder of the pipe exits.
+            let deadline = Instant::now() + GRACE;
+            while !reader.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(POLL);
+            }
+            if reader.is_finished() {
+                let _ = reader.join();
+            }
+        }
+        self.cmd_text.push_str(&format!(
+            "status: {}\nterm_sent: {}\nkill_needed: {}\nduration_ms: {}\n",
+            report.leader_status.as_deref().unwrap_or("unknown"),
+            report.term_sent,
+            report.kill_needed,
+            self.started.elapsed().as_millis()
+        ));
+        let _ = fs::write(&self.cmd_log, &self.cmd_text);
+        self.stop_report = Some(report.clone());
+        report
+    }
+}
+
+impl Drop for LongChild {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// "exit status 3" or "killed by signal 9".
+fn describe_status(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => "unknown status".into(),
+    }
 }
 
 #[cfg(test)]

@@ -232,8 +232,65 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
     Ok(profile)
 }
 
+/// `--partition K/N`: the K-th of N shares (1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Partition {
+    /// This share, 1..=count.
+    pub index: u32,
+    /// Number of shares.
+    pub count: u32,
+}
+
+impl std::str::FromStr for Partition {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || format!("expected K/N with 1 <= K <= N (e.g. 1/2), found {s:?}");
+        let (k, n) = s.split_once('/').ok_or_else(err)?;
+        let (index, count): (u32, u32) = (k.trim().parse().map_err(|_| err())?, n.trim().parse().map_err(|_| err())?);
+        if index == 0 || count == 0 || index > count {
+            return Err(err());
+        }
+        Ok(Self { index, count })
+    }
+}
+
+/// The candidates of `partition`: candidates sorted by path, the i-th
+/// (0-based) belonging to share `i % count + 1`. Stable for a given profile,
+/// whatever the order of its entries; every candidate is in exactly one share.
+pub fn partition_share(candidates: &[CandidateSpec], partition: Option<Partition>) -> Vec<CandidateSpec> {
+    let Some(p) = partition else { return candidates.to_vec() };
+    let mut sorted: Vec<&CandidateSpec> = candidates.iter().collect();
+    sorted.sort_by(|a, b| a.path.cmp(&b.path));
+    let chosen: Vec<&str> = sorted
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| (*i as u32) % p.count + 1 == p.index)
+        .map(|(_, c)| c.path.as_str())
+        .collect();
+    candidates.iter().filter(|c| chosen.contains(&c.path.as_str())).cloned().collect()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn partitions_cover_every_candidate_exactly_once() {
+        let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
+        let mut seen = Vec::new();
+        for k in 1..=2 {
+            let share = partition_share(&p.candidates, Some(Partition { index: k, count: 2 }));
+            assert!(!share.is_empty());
+            seen.extend(share.into_iter().map(|c| c.path));
+        }
+        seen.sort();
+        let mut all: Vec<String> = p.candidates.iter().map(|c| c.path.clone()).collect();
+        all.sort();
+        assert_eq!(seen, all);
+        assert!("0/2".parse::<Partition>().is_err());
+        assert!("3/2".parse::<Partition>().is_err());
+        assert_eq!("2/3".parse::<Partition>().unwrap(), Partition { index: 2, count: 3 });
+    }
+
     use super::*;
 
     #[test]

@@ -25,7 +25,11 @@ pub fn catalogue_text(gates: &[GateInfo]) -> String {
 
 /// The final summary: one line per gate, every failing check with its
 /// detail, the verdict and where the evidence is.
-pub fn summary(evidence: &Evidence, dir: &Path) -> String {
+///
+/// `color` adds ANSI colour to the result words (callers pass false when
+/// stdout is not a terminal or `NO_COLOR` is set).
+pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
+    let paint = |word: &str, code: &str| if color { format!("\x1b[{code}m{word}\x1b[0m") } else { word.to_string() };
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -46,7 +50,12 @@ pub fn summary(evidence: &Evidence, dir: &Path) -> String {
             GateResult::Skipped => "skipped",
             GateResult::Blocked => "blocked",
         };
-        let _ = write!(out, "  {:width$}  {word:7}  {secs:6.1}s", g.id);
+        let painted = match g.result {
+            GateResult::Pass => paint(&format!("{word:7}"), "32"),
+            GateResult::Fail => paint(&format!("{word:7}"), "1;31"),
+            _ => paint(&format!("{word:7}"), "33"),
+        };
+        let _ = write!(out, "  {:width$}  {painted}  {secs:6.1}s", g.id);
         if let Some(reason) = g.reason.as_deref().filter(|_| g.result != GateResult::Pass) {
             let _ = write!(out, "  {reason}");
         }
@@ -85,4 +94,34 @@ pub fn summary(evidence: &Evidence, dir: &Path) -> String {
         evidence.sign_off.evidence_sha256
     );
     out
+}
+
+/// `--format json`: the summary as one JSON document (verdict, evidence
+/// directory, sign-off digest, and per gate its result, reason, time and
+/// failing checks), from the same evidence as the table.
+pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
+    let gates: Vec<serde_json::Value> = evidence
+        .gates
+        .iter()
+        .map(|g| {
+            serde_json::json!({
+                "id": g.id,
+                "result": g.result,
+                "required": g.required,
+                "reason": g.reason,
+                "duration_ms": g.duration_ms,
+                "failed_checks": g.checks.iter().filter(|c| c.result == CheckResult::Fail).map(|c| serde_json::json!({
+                    "name": c.name, "candidate": c.candidate, "detail": c.detail
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "verdict": evidence.verdict,
+        "evidence_dir": dir.display().to_string(),
+        "commit": evidence.source.commit,
+        "evidence_sha256": evidence.sign_off.evidence_sha256,
+        "gates": gates,
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_default()
 }

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{
-    assert_unchanged, evidence_dir, fixture_repo, python, stderr_text, stdout_text, tree_snapshot, verifier,
-    verifier_without_python,
+    assert_unchanged, evidence_dir, fixture_repo, python, stderr_text, stdout_text, tree_snapshot,
+    verifier, verifier_without_python,
 };
 use verify_coding_candidates::{catalogue, exit};
 
@@ -19,19 +19,36 @@ fn run_on_fixture(
 ) -> std::process::Output {
     let before = tree_snapshot(&repo.root);
     let output = cmd.output().expect("run the verifier");
-    assert_unchanged(&before, &tree_snapshot(&repo.root), "the repository under review");
+    assert_unchanged(
+        &before,
+        &tree_snapshot(&repo.root),
+        "the repository under review",
+    );
     output
 }
 
 fn code(output: &std::process::Output) -> i32 {
-    output.status.code().expect("the verifier exited (not killed by a signal)")
+    output
+        .status
+        .code()
+        .expect("the verifier exited (not killed by a signal)")
 }
 
 #[test]
 fn help_documents_the_exit_code_table() {
     let repo = fixture_repo(&[]);
-    let out = run_on_fixture(&repo, verifier_without_python().current_dir(&repo.root).arg("--help"));
-    assert_eq!(code(&out), i32::from(exit::SUCCESS), "{}", stderr_text(&out));
+    let out = run_on_fixture(
+        &repo,
+        verifier_without_python()
+            .current_dir(&repo.root)
+            .arg("--help"),
+    );
+    assert_eq!(
+        code(&out),
+        i32::from(exit::SUCCESS),
+        "{}",
+        stderr_text(&out)
+    );
     let text = stdout_text(&out);
     assert!(text.contains("Exit codes:"), "{text}");
     for (code, meaning) in [
@@ -44,26 +61,62 @@ fn help_documents_the_exit_code_table() {
             .lines()
             .find(|l| l.trim_start().starts_with(&format!("{code} ")))
             .unwrap_or_else(|| panic!("--help has no line for exit code {code}:\n{text}"));
-        assert!(line.contains(meaning), "exit code {code}: expected {meaning:?} in {line:?}");
+        assert!(
+            line.contains(meaning),
+            "exit code {code}: expected {meaning:?} in {line:?}"
+        );
     }
 }
 
 #[test]
 fn gates_lists_every_catalogue_gate_with_what_it_proves_and_does_not_prove() {
     let repo = fixture_repo(&[]);
-    let out = run_on_fixture(&repo, verifier_without_python().current_dir(&repo.root).arg("gates"));
-    assert_eq!(code(&out), i32::from(exit::SUCCESS), "{}", stderr_text(&out));
+    let out = run_on_fixture(
+        &repo,
+        verifier_without_python()
+            .current_dir(&repo.root)
+            .arg("gates"),
+    );
+    assert_eq!(
+        code(&out),
+        i32::from(exit::SUCCESS),
+        "{}",
+        stderr_text(&out)
+    );
     let text = stdout_text(&out);
-    let blocks: Vec<&str> = text.split("\n\n").filter(|b| !b.trim().is_empty()).collect();
+    let blocks: Vec<&str> = text
+        .split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .collect();
     let all = catalogue::all();
-    assert_eq!(blocks.len(), all.len(), "one block per catalogue gate:\n{text}");
+    assert_eq!(
+        blocks.len(),
+        all.len(),
+        "one block per catalogue gate:\n{text}"
+    );
     for (gate, block) in all.iter().zip(&blocks) {
         let first = block.lines().next().unwrap_or_default();
-        assert!(first.starts_with(&format!("{}  ", gate.id)), "expected gate {} first in block:\n{block}", gate.id);
-        let proves = block.lines().find(|l| l.trim_start().starts_with("proves:"));
-        let not = block.lines().find(|l| l.trim_start().starts_with("does not prove:"));
-        assert!(proves.is_some_and(|l| l.contains(&gate.proves)), "{}: proves text missing:\n{block}", gate.id);
-        assert!(not.is_some_and(|l| l.contains(&gate.does_not_prove)), "{}: does-not-prove text missing:\n{block}", gate.id);
+        assert!(
+            first.starts_with(&format!("{}  ", gate.id)),
+            "expected gate {} first in block:\n{block}",
+            gate.id
+        );
+        let proves = block
+            .lines()
+            .find(|l| l.trim_start().starts_with("proves:"));
+        let not = block
+            .lines()
+            .find(|l| l.trim_start().starts_with("does not prove:"));
+        assert!(
+            proves.is_some_and(|l| l.contains(&gate.proves)),
+            "{}: proves text missing:\n{block}",
+            gate.id
+        );
+        assert!(
+            not.is_some_and(|l| l.contains(&gate.does_not_prove)),
+            "{}: does-not-prove text missing:\n{block}",
+            gate.id
+        );
     }
 }
 
@@ -71,8 +124,17 @@ fn gates_lists_every_catalogue_gate_with_what_it_proves_and_does_not_prove() {
 fn missing_evidence_argument_cannot_run() {
     let repo = fixture_repo(&[]);
     let out = run_on_fixture(&repo, verifier().arg("--repo").arg(&repo.root));
-    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
-    assert!(stderr_text(&out).contains("--evidence"), "{}", stderr_text(&out));
+    assert_eq!(
+        code(&out),
+        i32::from(exit::CANNOT_RUN),
+        "{}",
+        stderr_text(&out)
+    );
+    assert!(
+        stderr_text(&out).contains("--evidence"),
+        "{}",
+        stderr_text(&out)
+    );
 }
 
 #[test]
@@ -81,11 +143,27 @@ fn relative_evidence_dir_cannot_run() {
     let cwd = tempfile::tempdir().unwrap();
     let out = run_on_fixture(
         &repo,
-        verifier().current_dir(cwd.path()).arg("--repo").arg(&repo.root).args(["--evidence", "relative/evidence"]),
+        verifier()
+            .current_dir(cwd.path())
+            .arg("--repo")
+            .arg(&repo.root)
+            .args(["--evidence", "relative/evidence"]),
     );
-    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
-    assert!(stderr_text(&out).contains("absolute"), "{}", stderr_text(&out));
-    assert!(!cwd.path().join("relative").exists(), "a relative evidence dir must not be created");
+    assert_eq!(
+        code(&out),
+        i32::from(exit::CANNOT_RUN),
+        "{}",
+        stderr_text(&out)
+    );
+    assert!(
+        stderr_text(&out).contains("absolute"),
+        "{}",
+        stderr_text(&out)
+    );
+    assert!(
+        !cwd.path().join("relative").exists(),
+        "a relative evidence dir must not be created"
+    );
 }
 
 #[test]
@@ -95,19 +173,55 @@ fn non_empty_evidence_dir_cannot_run() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("earlier-run.txt"), b"an earlier run's evidence\n").unwrap();
     let dir_before = tree_snapshot(&dir);
-    let out = run_on_fixture(&repo, verifier().arg("--repo").arg(&repo.root).arg("--evidence").arg(&dir));
-    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
-    assert!(stderr_text(&out).contains("missing or empty"), "{}", stderr_text(&out));
-    assert_unchanged(&dir_before, &tree_snapshot(&dir), "the non-empty evidence dir");
+    let out = run_on_fixture(
+        &repo,
+        verifier()
+            .arg("--repo")
+            .arg(&repo.root)
+            .arg("--evidence")
+            .arg(&dir),
+    );
+    assert_eq!(
+        code(&out),
+        i32::from(exit::CANNOT_RUN),
+        "{}",
+        stderr_text(&out)
+    );
+    assert!(
+        stderr_text(&out).contains("missing or empty"),
+        "{}",
+        stderr_text(&out)
+    );
+    assert_unchanged(
+        &dir_before,
+        &tree_snapshot(&dir),
+        "the non-empty evidence dir",
+    );
 }
 
 #[test]
 fn evidence_dir_inside_the_repository_cannot_run() {
     let repo = fixture_repo(&[]);
     let inside = repo.root.join("evidence");
-    let out = run_on_fixture(&repo, verifier().arg("--repo").arg(&repo.root).arg("--evidence").arg(&inside));
-    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
-    assert!(stderr_text(&out).contains("outside the repository"), "{}", stderr_text(&out));
+    let out = run_on_fixture(
+        &repo,
+        verifier()
+            .arg("--repo")
+            .arg(&repo.root)
+            .arg("--evidence")
+            .arg(&inside),
+    );
+    assert_eq!(
+        code(&out),
+        i32::from(exit::CANNOT_RUN),
+        "{}",
+        stderr_text(&out)
+    );
+    assert!(
+        stderr_text(&out).contains("outside the repository"),
+        "{}",
+        stderr_text(&out)
+    );
     assert!(!inside.exists());
 }
 
@@ -117,11 +231,29 @@ fn directory_that_is_not_a_git_repository_cannot_run() {
     common::copy_tree(&common::fixtures_dir().join("candidate-repo"), plain.path());
     let before = tree_snapshot(plain.path());
     let (_keep, dir) = evidence_dir();
-    let out = verifier().arg("--repo").arg(plain.path()).arg("--evidence").arg(&dir).output().unwrap();
-    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
-    assert!(stderr_text(&out).contains("expected a git work tree"), "{}", stderr_text(&out));
+    let out = verifier()
+        .arg("--repo")
+        .arg(plain.path())
+        .arg("--evidence")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        code(&out),
+        i32::from(exit::CANNOT_RUN),
+        "{}",
+        stderr_text(&out)
+    );
+    assert!(
+        stderr_text(&out).contains("expected a git work tree"),
+        "{}",
+        stderr_text(&out)
+    );
     assert_unchanged(&before, &tree_snapshot(plain.path()), "the plain directory");
-    assert!(!dir.exists(), "nothing is written when the run cannot start");
+    assert!(
+        !dir.exists(),
+        "nothing is written when the run cannot start"
+    );
 }
 
 #[test]
@@ -130,12 +262,27 @@ fn no_interpreter_cannot_run() {
     let (_keep, dir) = evidence_dir();
     let out = run_on_fixture(
         &repo,
-        verifier_without_python().arg("--repo").arg(&repo.root).arg("--evidence").arg(&dir),
+        verifier_without_python()
+            .arg("--repo")
+            .arg(&repo.root)
+            .arg("--evidence")
+            .arg(&dir),
     );
-    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
+    assert_eq!(
+        code(&out),
+        i32::from(exit::CANNOT_RUN),
+        "{}",
+        stderr_text(&out)
+    );
     let err = stderr_text(&out);
-    assert!(err.contains("no interpreter") && err.contains("--python"), "{err}");
-    assert!(!dir.exists(), "nothing is written when the run cannot start");
+    assert!(
+        err.contains("no interpreter") && err.contains("--python"),
+        "{err}"
+    );
+    assert!(
+        !dir.exists(),
+        "nothing is written when the run cannot start"
+    );
 }
 
 #[test]
@@ -144,15 +291,34 @@ fn unknown_gate_in_only_cannot_run_and_names_the_known_gates() {
     let (_keep, dir) = evidence_dir();
     let out = run_on_fixture(
         &repo,
-        verifier().arg("--repo").arg(&repo.root).arg("--evidence").arg(&dir).arg("--python").arg(python()).args(["--only", "bogus"]),
+        verifier()
+            .arg("--repo")
+            .arg(&repo.root)
+            .arg("--evidence")
+            .arg(&dir)
+            .arg("--python")
+            .arg(python())
+            .args(["--only", "bogus"]),
     );
-    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
+    assert_eq!(
+        code(&out),
+        i32::from(exit::CANNOT_RUN),
+        "{}",
+        stderr_text(&out)
+    );
     let err = stderr_text(&out);
     assert!(err.contains("\"bogus\""), "{err}");
     for gate in catalogue::all() {
-        assert!(err.contains(&gate.id), "expected known gate {} named in: {err}", gate.id);
+        assert!(
+            err.contains(&gate.id),
+            "expected known gate {} named in: {err}",
+            gate.id
+        );
     }
-    assert!(!dir.exists(), "nothing is written when the run cannot start");
+    assert!(
+        !dir.exists(),
+        "nothing is written when the run cannot start"
+    );
 }
 
 #[test]
@@ -160,15 +326,67 @@ fn unknown_profile_key_cannot_run_and_names_the_key() {
     let repo = fixture_repo(&[]);
     let (keep, dir) = evidence_dir();
     let profile = keep.path().join("profile.toml");
-    let text = format!("{}\nsurprise_key = true\n", verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS);
+    let text = format!(
+        "{}\nsurprise_key = true\n",
+        verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS
+    );
     std::fs::write(&profile, text).unwrap();
     let out = run_on_fixture(
         &repo,
-        verifier().arg("--repo").arg(&repo.root).arg("--evidence").arg(&dir).arg("--profile").arg(&profile),
+        verifier()
+            .arg("--repo")
+            .arg(&repo.root)
+            .arg("--evidence")
+            .arg(&dir)
+            .arg("--profile")
+            .arg(&profile),
     );
-    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{}", stderr_text(&out));
+    assert_eq!(
+        code(&out),
+        i32::from(exit::CANNOT_RUN),
+        "{}",
+        stderr_text(&out)
+    );
     let err = stderr_text(&out);
     assert!(err.contains("surprise_key"), "{err}");
-    assert!(err.contains(&profile.display().to_string()), "the error names the profile file: {err}");
-    assert!(!dir.exists(), "nothing is written when the run cannot start");
+    assert!(
+        err.contains(&profile.display().to_string()),
+        "the error names the profile file: {err}"
+    );
+    assert!(
+        !dir.exists(),
+        "nothing is written when the run cannot start"
+    );
+}
+
+#[test]
+fn readme_gives_the_two_setup_commands_and_names_every_gate() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).expect("README.md");
+    let setup = readme
+        .split("## Set up")
+        .nth(1)
+        .expect("README has a `## Set up` section");
+    let block = setup
+        .split("```")
+        .nth(1)
+        .expect("the Set up section opens with a code block");
+    let commands: Vec<&str> = block
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(commands, ["cargo xtask demo", "cargo xtask test"]);
+    let ci = std::fs::read_to_string(path.with_file_name(".ci").join("run")).expect(".ci/run");
+    assert!(
+        ci.lines().any(|l| l.trim() == "cargo xtask test"),
+        ".ci/run must call the README's test command"
+    );
+    for gate in catalogue::all() {
+        assert!(
+            readme.contains(&format!("| `{}` |", gate.id)),
+            "README.md's gate table has no row for `{}`: add one (see `verify-coding-candidates gates`)",
+            gate.id
+        );
+    }
 }

@@ -37,8 +37,23 @@ pub struct Evidence {
     pub candidates: Vec<CandidateRecord>,
     /// The in-toto statement written beside this file.
     pub attestation: Attestation,
+    /// For evidence written by `merge`: the partition directories combined.
+    #[serde(default)]
+    pub merged_from: Option<Vec<MergedPart>>,
     /// The sign-off over everything above.
     pub sign_off: SignOff,
+}
+
+/// One partition combined by `merge`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergedPart {
+    /// The partition's evidence directory.
+    pub dir: String,
+    /// Its `--partition K/N`.
+    pub partition: crate::profile::Partition,
+    /// Its sign-off evidence digest, verified before merging.
+    pub evidence_sha256: String,
 }
 
 /// The in-toto statement written with the evidence.
@@ -108,6 +123,9 @@ pub struct Selection {
     pub only: Option<Vec<String>>,
     /// Gates required for the verdict: `--only` plus prerequisites, or all.
     pub required: Vec<String>,
+    /// `--partition K/N`, if given: `candidates[]` then holds this share only.
+    #[serde(default)]
+    pub partition: Option<crate::profile::Partition>,
 }
 
 /// The repository and commit under review.
@@ -302,6 +320,97 @@ pub struct CandidateRecord {
     pub manifest: Option<ManifestId>,
     /// The built archive, once built and inspected.
     pub archive: Option<ArchiveRecord>,
+    /// Host admission of the archive by the SDK (`admission` gate), once run.
+    #[serde(default)]
+    pub admission: Option<AdmissionRecord>,
+    /// The SDK's dependency environment for the archive (`dependencies`
+    /// gate), once run.
+    #[serde(default)]
+    pub dependencies: Option<DependencyRecord>,
+}
+
+/// What the SDK's host-side admission did with one archive
+/// (`langbot_plugin.runtime.plugin.artifact.PluginArtifactStore.install_package`
+/// and the `langbot-plugin` requirement check of
+/// `dependency_environment.PluginDependencyEnvironmentStore`).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdmissionRecord {
+    /// Whether the artifact store accepted the exact archive bytes.
+    pub accepted: bool,
+    /// The SDK's refusal (`ExceptionType: message`), when it refused.
+    pub refusal: Option<String>,
+    /// Contents of the artifact's `.verified-sha256` marker, when accepted.
+    pub marker: Option<String>,
+    /// The artifact store's read-only code directory, relative to DIR
+    /// (`roots/admission/<folder>/data/artifacts/sha256/<sha256>/code`).
+    pub code_dir: Option<String>,
+    /// The installed SDK version both decisions were taken against.
+    pub installed_sdk_version: String,
+    /// Every `langbot-plugin` line of the archive's `requirements.txt`.
+    pub sdk_requirements: Vec<SdkRequirementRecord>,
+}
+
+/// One `langbot-plugin` requirement line and the two decisions on it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SdkRequirementRecord {
+    /// 1-based line number in `requirements.txt`.
+    pub line: u64,
+    /// The line, stripped, as the SDK reads it.
+    pub requirement: String,
+    /// The harness's decision (PEP 508/440 in Rust, pre-releases allowed).
+    pub decision: RequirementDecision,
+    /// The SDK's decision: `accepted`, or `refused: <ExceptionType: message>`.
+    pub sdk_decision: String,
+}
+
+/// The harness's decision on a `langbot-plugin` requirement against the
+/// installed SDK version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RequirementDecision {
+    /// The PEP 440 specifier contains the installed version (or is empty).
+    Satisfied,
+    /// The specifier excludes the installed version.
+    NotSatisfied,
+    /// Its environment marker is false here, so it does not apply.
+    MarkerExcludes,
+    /// A direct URL, which the runtime-provided SDK cannot be.
+    DirectUrl,
+}
+
+/// The SDK's dependency environment for one archive, prepared twice.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DependencyRecord {
+    /// The environment digest each preparation returned, in run order.
+    pub digests: Vec<String>,
+    /// The environment directory, relative to DIR.
+    pub environment: Option<String>,
+    /// The runtime profile of the preparation (`oss_dev`).
+    pub runtime_profile: String,
+    /// The SDK's runtime fingerprint (Python tag and version, profile, SDK
+    /// version, installer schema), sha256 hex.
+    pub runtime_fingerprint: Option<String>,
+    /// sha256 hex of the archive's `requirements.txt` bytes, as the SDK computed it.
+    pub requirements_digest: Option<String>,
+    /// Requirements left for the installer after the SDK dropped its own pin.
+    pub requirements: Vec<String>,
+    /// Distributions found in the environment (from their dist-info `METADATA`).
+    pub installed: Vec<InstalledDistribution>,
+    /// True when the environment holds no distribution at all.
+    pub nothing_installed: bool,
+}
+
+/// One distribution in a dependency environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstalledDistribution {
+    /// `Name` from METADATA.
+    pub name: String,
+    /// `Version` from METADATA.
+    pub version: String,
 }
 
 /// A built `.lbpkg` archive.

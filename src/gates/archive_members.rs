@@ -1,17 +1,493 @@
-//! The `archive-members` gate (being written).
+//! The `archive-members` gate: each built archive is recorded (sha256, size,
+//! every member's sha256, size and mode, a content digest), judged by the SDK
+//! host's rules and more (no comment, duplicate, traversal, link, encryption;
+//! the host's limits), compared with the staged source member by member and
+//! with the build's inclusion rules, and extracted exactly to
+//! DIR/extracted/<folder>.
+//!
+//! Checks per candidate, in order: `archive-digest`, `zip-structure`,
+//! `zip-comment`, `member-names`, `member-types`, `encryption`, `host-limits`,
+//! `expected-members`, `members-equal-source`, `manifest-equal-source`,
+//! `extraction-exact`. The last three read member data; they run only when
+//! the structure, names, types, encryption and limits checks passed (they
+//! then fail saying they were not examined).
 
+use crate::build_rules;
 use crate::context::RunContext;
-use crate::evidence::Check;
+use crate::evidence::{ArchiveRecord, Check, CheckResult, MemberRecord};
+use crate::hash;
+use crate::lbpkg::{self, CentralDirectory, MemberDigest};
+use serde_json::json;
+use serde_yaml_ng::Value;
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 
 /// The `archive-members` gate.
 pub struct ArchiveMembers;
+
+/// What one candidate's inspection needs.
+struct Input {
+    folder: String,
+    staged: PathBuf,
+    /// Archive path relative to DIR, or why there is none.
+    archive: Result<(PathBuf, String), String>,
+    extract_abs: PathBuf,
+    extract_rel: String,
+}
 
 impl super::Gate for ArchiveMembers {
     fn id(&self) -> &'static str {
         "archive-members"
     }
 
-    fn run(&self, _ctx: &mut RunContext) -> Result<Vec<Check>, String> {
-        Err("gate archive-members is not built yet".into())
+    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+        if ctx.staged_root.is_none() {
+            return Err("the staged source is missing (the `stage` gate did not record DIR/staging/source); run `stage` first".into());
+        }
+        let inputs: Vec<Input> = ctx
+            .candidate_specs()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let folder = c.folder().to_string();
+                let archive = match ctx.candidates.get(i).and_then(|r| r.manifest.as_ref()) {
+                    Some(id) => {
+                        let name = id.archive_name();
+                        Ok((ctx.packages_dir(&folder).join(&name), format!("packages/{folder}/{name}")))
+                    }
+                    None => Err("no manifest identity was recorded by `lbp-build`, so the archive name is unknown; \
+                                 run `lbp-build` first"
+                        .to_string()),
+                };
+                Input {
+                    staged: ctx.staged_candidate(c),
+                    archive,
+                    extract_abs: ctx.extracted_root().join(&folder),
+                    extract_rel: format!("extracted/{folder}"),
+                    folder,
+                }
+            })
+            .collect();
+        let results: Vec<(Vec<Check>, Option<ArchiveRecord>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = inputs.iter().map(|input| s.spawn(move || inspect(input))).collect();
+            handles
+                .into_iter()
+                .zip(&inputs)
+                .map(|(h, input)| {
+                    h.join().unwrap_or_else(|_| {
+                        (
+                            vec![Check::fail(
+                                "archive-digest",
+                                Some(&input.folder),
+                                "the harness thread inspecting this archive panicked; this is a harness defect: report it",
+                            )],
+                            None,
+                        )
+                    })
+                })
+                .collect()
+        });
+        let mut checks = Vec::new();
+        for (i, (c, record)) in results.into_iter().enumerate() {
+            if let Some(slot) = ctx.candidates.get_mut(i) {
+                slot.archive = record;
+            }
+            checks.extend(c);
+        }
+        Ok(checks)
+    }
+}
+
+/// A check from a list of findings: pass with `ok` when empty, else fail
+/// listing them followed by `advice`.
+fn findings_check(name: &str, folder: &str, archive: &str, findings: &[String], ok: &str, advice: &str) -> Check {
+    if findings.is_empty() {
+        Check::pass(name, Some(folder), format!("{archive}: {ok}"))
+    } else {
+        Check::fail(name, Some(folder), format!("{archive}: {}; {advice}", findings.join("; ")))
+            .with_observed(json!({ "findings": findings }))
+    }
+}
+
+fn inspect(input: &Input) -> (Vec<Check>, Option<ArchiveRecord>) {
+    let folder = input.folder.as_str();
+    let f = Some(folder);
+    let mut checks = Vec::new();
+    let (path, rel) = match &input.archive {
+        Ok(a) => a,
+        Err(m) => return (vec![Check::fail("archive-digest", f, m.clone())], None),
+    };
+    let digest = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => hash::sha256_file(path).map_err(|e| e.to_string()),
+        Ok(_) => Err("not a regular file".into()),
+        Err(e) => Err(e.to_string()),
+    };
+    let digest = match digest {
+        Ok(d) => d,
+        Err(e) => {
+            checks.push(Check::fail(
+                "archive-digest",
+                f,
+                format!("{rel}: cannot be read ({e}); expected the archive `lbp-build` moved there"),
+            ));
+            return (checks, None);
+        }
+    };
+    checks.push(
+        Check::pass("archive-digest", f, format!("{rel}: sha256 {}, {} bytes", digest.hex(), digest.size))
+            .with_observed(json!({"path": rel, "sha256": digest.hex(), "size": digest.size})),
+    );
+
+    let cd = match File::open(path).map_err(|e| e.to_string()).and_then(|mut file| lbpkg::read_central_directory(&mut file)) {
+        Ok(cd) => cd,
+        Err(m) => {
+            checks.push(Check::fail(
+                "zip-structure",
+                f,
+                format!("{rel}: Python's zipfile (which the SDK host uses) would refuse it: {m}; rebuild it with `lbp build`"),
+            ));
+            return (checks, None);
+        }
+    };
+    let mut structure = match File::open(path) {
+        Ok(mut file) => lbpkg::structure_findings(&mut file, &cd),
+        Err(e) => vec![format!("cannot open: {e}")],
+    };
+    structure.extend(lbpkg::zip_crate_disagreements(path, &cd));
+    checks.push(findings_check(
+        "zip-structure",
+        folder,
+        rel,
+        &structure,
+        &format!("{} entries; the central directory, every local header and both ZIP readers agree", cd.entries.len()),
+        "the archive is not a plain `lbp build` output: rebuild it",
+    ));
+    checks.push(comment_check(folder, rel, &cd));
+    checks.push(findings_check(
+        "member-names",
+        folder,
+        rel,
+        &lbpkg::name_findings(&cd),
+        "every member name is relative, canonical and unique; no file/directory conflicts",
+        "the host refuses or misplaces such members: rebuild from a clean tree",
+    ));
+    checks.push(findings_check(
+        "member-types",
+        folder,
+        rel,
+        &lbpkg::type_findings(&cd),
+        "every member is a regular file or a directory; no links",
+        "the host refuses links and special files: remove them from the plugin",
+    ));
+    checks.push(findings_check(
+        "encryption",
+        folder,
+        rel,
+        &lbpkg::encryption_findings(&cd),
+        "no member is encrypted",
+        "the host cannot read encrypted members: rebuild without encryption",
+    ));
+    checks.push(
+        findings_check(
+            "host-limits",
+            folder,
+            rel,
+            &lbpkg::host_limit_findings(&cd),
+            &format!(
+                "within the host's limits ({} of {} entries, {} of {} bytes uncompressed, ratio <= {})",
+                cd.entries.len(),
+                lbpkg::HOST_MAX_ENTRIES,
+                cd.entries.iter().filter(|e| !e.is_dir()).map(|e| e.size).sum::<u64>(),
+                lbpkg::HOST_MAX_TOTAL_BYTES,
+                lbpkg::HOST_MAX_RATIO
+            ),
+            "the SDK host (langbot_plugin.runtime.plugin.artifact) refuses such an archive: shrink the plugin",
+        ),
+    );
+    checks.push(expected_members_check(folder, rel, &input.staged, &cd));
+
+    let gate_names = ["zip-structure", "member-names", "member-types", "encryption", "host-limits"];
+    let blocking: Vec<&str> = checks
+        .iter()
+        .filter(|c| c.result == CheckResult::Fail && gate_names.contains(&c.name.as_str()))
+        .map(|c| c.name.as_str())
+        .collect();
+    if !blocking.is_empty() {
+        let why = format!("{rel}: not examined because {} failed; fix those first", blocking.join(", "));
+        for name in ["members-equal-source", "manifest-equal-source", "extraction-exact"] {
+            checks.push(Check::fail(name, f, why.clone()));
+        }
+        return (checks, None);
+    }
+
+    let members = match lbpkg::hash_members(path, &cd, Some(&input.extract_abs)) {
+        Ok(m) => m,
+        Err(e) => {
+            let why = format!("{rel}: reading the members failed: {e}");
+            checks.push(Check::fail("members-equal-source", f, why.clone()));
+            checks.push(Check::fail("manifest-equal-source", f, why.clone()));
+            checks.push(Check::fail(
+                "extraction-exact",
+                f,
+                format!("{why}; {} is incomplete", input.extract_rel),
+            ));
+            return (checks, None);
+        }
+    };
+    checks.push(members_equal_source(folder, rel, &input.staged, &members));
+    checks.push(manifest_equal_source(folder, rel, &input.staged, &input.extract_abs));
+    let findings = lbpkg::extraction_findings(&input.extract_abs, &members);
+    checks.push(findings_check(
+        "extraction-exact",
+        folder,
+        &input.extract_rel,
+        &findings,
+        &format!("exactly the archive's {} members, each re-read from disk with the member's sha256", members.len()),
+        "the extraction is not the archive: this is a harness or file-system defect",
+    ));
+
+    let content_digest = lbpkg::content_digest(members.iter().map(|m| (m.name.as_str(), m.size, m.sha256.as_str())));
+    let record = ArchiveRecord {
+        path: rel.clone(),
+        sha256: digest.hex(),
+        size: digest.size,
+        content_digest,
+        members: members
+            .iter()
+            .map(|m| MemberRecord { name: m.name.clone(), sha256: m.sha256.clone(), size: m.size, mode: m.mode.clone() })
+            .collect(),
+        extracted: Some(input.extract_rel.clone()),
+    };
+    (checks, Some(record))
+}
+
+fn comment_check(folder: &str, rel: &str, cd: &CentralDirectory) -> Check {
+    if cd.comment.is_empty() {
+        return Check::pass("zip-comment", Some(folder), format!("{rel}: no ZIP comment (an unsigned archive)"));
+    }
+    let preview: String = String::from_utf8_lossy(&cd.comment).chars().take(60).collect();
+    Check::fail(
+        "zip-comment",
+        Some(folder),
+        format!(
+            "{rel}: carries a {}-byte ZIP comment ({preview:?}); expected none: the SDK keeps a signed envelope \
+             there (langbot_plugin certification), and neither `lbp build` nor this harness writes one, so the \
+             archive was altered after the build",
+            cd.comment.len()
+        ),
+    )
+    .with_observed(json!({"comment_bytes": cd.comment.len()}))
+}
+
+fn expected_members_check(folder: &str, rel: &str, staged: &Path, cd: &CentralDirectory) -> Check {
+    let expected = match build_rules::expected_members(staged) {
+        Ok(e) => e,
+        Err(m) => {
+            return Check::fail(
+                "expected-members",
+                Some(folder),
+                format!("cannot apply the build's inclusion rules to the staged source: {m}"),
+            )
+        }
+    };
+    let present: BTreeSet<String> = cd.entries.iter().map(|e| e.name.clone()).collect();
+    let missing: Vec<&String> = expected.iter().filter(|n| !present.contains(*n)).collect();
+    let unexpected: Vec<&String> = present.iter().filter(|n| !expected.contains(*n)).collect();
+    if missing.is_empty() && unexpected.is_empty() {
+        return Check::pass(
+            "expected-members",
+            Some(folder),
+            format!(
+                "{rel}: exactly the {} files the build's rules select from the staged source \
+                 (root .gitignore as the SDK reads it, plus its fixed exclusions)",
+                expected.len()
+            ),
+        );
+    }
+    let mut parts = Vec::new();
+    if !missing.is_empty() {
+        parts.push(format!("source files the build should include but the archive lacks: {missing:?}"));
+    }
+    if !unexpected.is_empty() {
+        parts.push(format!("members with no selected source file: {unexpected:?}"));
+    }
+    Check::fail(
+        "expected-members",
+        Some(folder),
+        format!("{rel}: {}; expected the archive to hold exactly what `lbp build` selects: rebuild it from the staged commit", parts.join("; ")),
+    )
+    .with_observed(json!({"missing": missing, "unexpected": unexpected}))
+}
+
+fn members_equal_source(folder: &str, rel: &str, staged: &Path, members: &[MemberDigest]) -> Check {
+    let mut diffs = Vec::new();
+    let mut compared = 0usize;
+    for m in members.iter().filter(|m| !m.is_dir && m.name != build_rules::MANIFEST) {
+        let mut p = staged.to_path_buf();
+        p.extend(m.name.split('/'));
+        match std::fs::symlink_metadata(&p) {
+            Ok(meta) if meta.file_type().is_file() => match hash::sha256_file(&p) {
+                Ok(d) if d.hex() == m.sha256 => compared += 1,
+                Ok(d) => diffs.push(format!("{} (member sha256 {}, source sha256 {})", m.name, m.sha256, d.hex())),
+                Err(e) => diffs.push(format!("{} (source unreadable: {e})", m.name)),
+            },
+            Ok(_) => diffs.push(format!("{} (the source is not a regular file)", m.name)),
+            Err(_) => diffs.push(format!("{} (no such file in the staged source)", m.name)),
+        }
+    }
+    if diffs.is_empty() {
+        Check::pass(
+            "members-equal-source",
+            Some(folder),
+            format!("{rel}: all {compared} members other than manifest.yaml are byte-identical (sha256) to the staged source"),
+        )
+    } else {
+        Check::fail(
+            "members-equal-source",
+            Some(folder),
+            format!(
+                "{rel}: members differ from the staged source: {}; expected byte-identical copies: rebuild from the staged commit",
+                diffs.join(", ")
+            ),
+        )
+        .with_observed(json!({"differences": diffs}))
+    }
+}
+
+fn manifest_equal_source(folder: &str, rel: &str, staged: &Path, extracted: &Path) -> Check {
+    let read = |p: &Path| -> Result<Value, String> {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: not valid YAML: {e}", p.display()))
+    };
+    let (source, member) = match (read(&staged.join("manifest.yaml")), read(&extracted.join("manifest.yaml"))) {
+        (Ok(s), Ok(m)) => (s, m),
+        (Err(e), _) | (_, Err(e)) => {
+            return Check::fail("manifest-equal-source", Some(folder), format!("{rel}: cannot compare manifest.yaml: {e}"))
+        }
+    };
+    let diffs = manifest_differences(&source, &member);
+    if diffs.is_empty() {
+        Check::pass(
+            "manifest-equal-source",
+            Some(folder),
+            format!("{rel}: manifest.yaml parses to the source's manifest (the build's only addition, `spec.pages: []`, aside)"),
+        )
+    } else {
+        Check::fail(
+            "manifest-equal-source",
+            Some(folder),
+            format!(
+                "{rel}: manifest.yaml differs from the staged source as parsed YAML: {}; expected only the build's \
+                 `spec.pages: []` addition",
+                diffs.join("; ")
+            ),
+        )
+        .with_observed(json!({"differences": diffs}))
+    }
+}
+
+/// Differences between the source manifest and the archived one, as parsed
+/// YAML, by dotted key path. The build's re-serialisation
+/// (`yaml.safe_dump(..., sort_keys=False)` in the SDK's `buildplugin.py`)
+/// keeps values and adds `spec.pages` (`populate_plugin_pages`); when the
+/// source has no `spec.pages`, a member `spec.pages: []` is accepted, nothing
+/// else.
+pub fn manifest_differences(source: &Value, member: &Value) -> Vec<String> {
+    let mut member = member.clone();
+    let source_has_pages = source.get("spec").and_then(|s| s.get("pages")).is_some();
+    if !source_has_pages {
+        if let Some(Value::Mapping(spec)) = member.get_mut("spec") {
+            if matches!(spec.get("pages"), Some(Value::Sequence(s)) if s.is_empty()) {
+                spec.remove("pages");
+            }
+        }
+    }
+    let mut out = Vec::new();
+    diff_values(source, &member, "", &mut out);
+    out
+}
+
+fn key_text(k: &Value) -> String {
+    match k {
+        Value::String(s) => s.clone(),
+        other => serde_yaml_ng::to_string(other).unwrap_or_default().trim().to_string(),
+    }
+}
+
+fn value_text(v: &Value) -> String {
+    let t = serde_yaml_ng::to_string(v).unwrap_or_default();
+    let t = t.trim();
+    if t.len() > 80 {
+        format!("{}...", &t[..t.char_indices().nth(77).map(|(i, _)| i).unwrap_or(t.len())])
+    } else {
+        t.to_string()
+    }
+}
+
+fn diff_values(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
+    let at = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    let shown = if path.is_empty() { "(document)" } else { path };
+    match (a, b) {
+        (Value::Mapping(ma), Value::Mapping(mb)) => {
+            for (k, va) in ma {
+                match mb.get(k) {
+                    Some(vb) => diff_values(va, vb, &at(&key_text(k)), out),
+                    None => out.push(format!("{}: in the source, missing from the archive", at(&key_text(k)))),
+                }
+            }
+            for (k, vb) in mb {
+                if !ma.contains_key(k) {
+                    out.push(format!("{}: added by the build ({})", at(&key_text(k)), value_text(vb)));
+                }
+            }
+        }
+        (Value::Sequence(sa), Value::Sequence(sb)) if sa.len() == sb.len() => {
+            for (i, (va, vb)) in sa.iter().zip(sb).enumerate() {
+                diff_values(va, vb, &format!("{shown}[{i}]"), out);
+            }
+        }
+        _ if a == b => {}
+        _ => out.push(format!("{shown}: source {}, archive {}", value_text(a), value_text(b))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn y(s: &str) -> Value {
+        serde_yaml_ng::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn the_builds_pages_addition_is_the_only_accepted_difference() {
+        let src = y("metadata:\n  name: x\n  version: '0.1.0'\nspec:\n  config: []\n");
+        let built = y("metadata:\n  name: x\n  version: 0.1.0\nspec:\n  config: []\n  pages: []\n");
+        assert!(manifest_differences(&src, &built).is_empty());
+    }
+
+    #[test]
+    fn other_differences_name_the_key() {
+        let src = y("metadata:\n  name: x\nspec:\n  config: []\n");
+        let built = y("metadata:\n  name: y\n  extra: 1\nspec:\n  config: []\n  pages: [a]\n");
+        let d = manifest_differences(&src, &built);
+        assert!(d.iter().any(|m| m.starts_with("metadata.name: source x, archive y")), "{d:?}");
+        assert!(d.iter().any(|m| m.starts_with("metadata.extra: added by the build")), "{d:?}");
+        assert!(d.iter().any(|m| m.starts_with("spec.pages: added by the build")), "{d:?}");
+    }
+
+    #[test]
+    fn a_removed_key_is_named() {
+        let d = manifest_differences(&y("a:\n  b: 1\n  c: 2\n"), &y("a:\n  b: 1\n"));
+        assert_eq!(d, ["a.c: in the source, missing from the archive"]);
+    }
+
+    #[test]
+    fn comment_check_fails_with_the_comment_length() {
+        let cd = CentralDirectory { comment: b"envelope".to_vec(), entries: vec![], prepended: 0, zip64: false };
+        let c = comment_check("f", "packages/f/a.lbpkg", &cd);
+        assert_eq!(c.result, CheckResult::Fail);
+        assert!(c.detail.contains("8-byte ZIP comment"), "{}", c.detail);
     }
 }

@@ -4,7 +4,9 @@
 //! and prerequisites come from the catalogue (`gates/catalogue.toml`); adding
 //! a gate means one file here, one entry in [`all`] and one catalogue entry.
 
+pub mod admission;
 mod archive_members;
+pub mod dependencies;
 mod lbp_build;
 mod sdk_record;
 mod sdk_shadow;
@@ -12,7 +14,9 @@ mod shared_copies;
 mod stage;
 mod tree_clean;
 
+pub use admission::Admission;
 pub use archive_members::ArchiveMembers;
+pub use dependencies::Dependencies;
 pub use lbp_build::LbpBuild;
 pub use sdk_record::SdkRecord;
 pub use sdk_shadow::SdkShadow;
@@ -46,6 +50,8 @@ pub fn all() -> Vec<Box<dyn Gate>> {
         Box::new(LbpBuild),
         Box::new(ArchiveMembers),
         Box::new(SdkShadow),
+        Box::new(Admission),
+        Box::new(Dependencies),
     ]
 }
 

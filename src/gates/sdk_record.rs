@@ -47,8 +47,6 @@ pub struct SdkProbe {
     pub dist_info: Option<String>,
     /// The dist-info's parent.
     pub site_packages: Option<String>,
-    /// `<dist_info>/RECORD`, when it is a file.
-    pub record: Option<String>,
     /// Names of the distribution's `console_scripts` entry points.
     pub console_scripts: Vec<String>,
     /// `importlib.util.find_spec(PACKAGE)`'s first search location.
@@ -88,7 +86,10 @@ pub struct ParsedRecord {
 /// for that, because it takes the *first* row's length as the norm: a malformed
 /// first row would mislabel every other row. The count is checked per row instead.
 pub fn parse_record(reader: impl Read, dist_info_name: &str) -> ParsedRecord {
-    let mut csv = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(reader);
+    let mut csv = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(reader);
     let own_record = format!("{dist_info_name}/RECORD");
     let mut parsed = ParsedRecord::default();
     let mut seen = BTreeSet::new();
@@ -98,7 +99,9 @@ pub fn parse_record(reader: impl Read, dist_info_name: &str) -> ParsedRecord {
         let record = match result {
             Ok(r) => r,
             Err(e) => {
-                parsed.malformed.push(format!("row {row}: not a readable CSV row ({e})"));
+                parsed
+                    .malformed
+                    .push(format!("row {row}: not a readable CSV row ({e})"));
                 continue;
             }
         };
@@ -116,7 +119,9 @@ pub fn parse_record(reader: impl Read, dist_info_name: &str) -> ParsedRecord {
             continue;
         }
         if !seen.insert(path.to_string()) {
-            parsed.malformed.push(format!("row {row} ({path}): path listed twice"));
+            parsed
+                .malformed
+                .push(format!("row {row} ({path}): path listed twice"));
             continue;
         }
         match parse_hash_and_size(hash_field, size_field) {
@@ -136,7 +141,10 @@ pub fn parse_record(reader: impl Read, dist_info_name: &str) -> ParsedRecord {
 }
 
 /// Parses the hash and size fields of one row: `Ok(None)` when both are empty.
-fn parse_hash_and_size(hash_field: &str, size_field: &str) -> Result<Option<([u8; 32], u64)>, String> {
+fn parse_hash_and_size(
+    hash_field: &str,
+    size_field: &str,
+) -> Result<Option<([u8; 32], u64)>, String> {
     match (hash_field.is_empty(), size_field.is_empty()) {
         (true, true) => return Ok(None),
         (true, false) => return Err(format!("size {size_field:?} without a hash")),
@@ -144,7 +152,9 @@ fn parse_hash_and_size(hash_field: &str, size_field: &str) -> Result<Option<([u8
         (false, false) => {}
     }
     let Some((algorithm, value)) = hash_field.split_once('=') else {
-        return Err(format!("hash {hash_field:?} is not `<algorithm>=<digest>`; expected sha256=<urlsafe base64>"));
+        return Err(format!(
+            "hash {hash_field:?} is not `<algorithm>=<digest>`; expected sha256=<urlsafe base64>"
+        ));
     };
     if algorithm != "sha256" {
         return Err(format!(
@@ -160,12 +170,17 @@ fn parse_hash_and_size(hash_field: &str, size_field: &str) -> Result<Option<([u8
         .decode(value)
         .map_err(|e| format!("digest {value:?} is not urlsafe base64 without padding ({e})"))?;
     let digest: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
-        format!("digest {value:?} decodes to {} bytes; a sha256 digest has 32", bytes.len())
+        format!(
+            "digest {value:?} decodes to {} bytes; a sha256 digest has 32",
+            bytes.len()
+        )
     })?;
     let size = match size_field.parse::<u64>() {
         Ok(size) => size,
         Err(_) if size_field.parse::<i64>().is_ok_and(|s| s < 0) => {
-            return Err(format!("negative size {size_field}; expected a non-negative integer"))
+            return Err(format!(
+                "negative size {size_field}; expected a non-negative integer"
+            ))
         }
         Err(_) => return Err(format!("size {size_field:?} is not a non-negative integer")),
     };
@@ -261,7 +276,9 @@ pub fn verify_rows(layout: &RecordLayout, rows: &[RecordRow]) -> RowsReport {
         let resolved = match resolve_row_path(layout, &row.path) {
             Ok(p) => p,
             Err(why) => {
-                report.escaping.push(format!("row {} ({}): {why}", row.row, row.path));
+                report
+                    .escaping
+                    .push(format!("row {} ({}): {why}", row.row, row.path));
                 continue;
             }
         };
@@ -277,7 +294,9 @@ pub fn verify_rows(layout: &RecordLayout, rows: &[RecordRow]) -> RowsReport {
                 row.path,
                 resolved.display()
             )),
-            Ok(found) if found.bytes == *digest && found.size == *size => report.hashed_verified += 1,
+            Ok(found) if found.bytes == *digest && found.size == *size => {
+                report.hashed_verified += 1
+            }
             Ok(found) => {
                 let what = match (found.bytes == *digest, found.size == *size) {
                     (false, false) => "digest and size differ",
@@ -320,7 +339,9 @@ pub fn unlisted_files(roots: &[PathBuf], listed: &BTreeSet<PathBuf>) -> Vec<Stri
                 }
                 Err(e) => out.push(format!(
                     "{} (unreadable: {e})",
-                    e.path().map(|p| p.display().to_string()).unwrap_or_else(|| root.display().to_string())
+                    e.path()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| root.display().to_string())
                 )),
             }
         }
@@ -351,14 +372,19 @@ fn parse_pep440(text: &str) -> Option<String> {
     // Release: N(.N)*
     let release_end = rest
         .char_indices()
-        .find(|&(i, c)| !(c.is_ascii_digit() || (c == '.' && rest[i + 1..].starts_with(|d: char| d.is_ascii_digit()))))
+        .find(|&(i, c)| {
+            !(c.is_ascii_digit()
+                || (c == '.' && rest[i + 1..].starts_with(|d: char| d.is_ascii_digit())))
+        })
         .map_or(rest.len(), |(i, _)| i);
     let release = &rest[..release_end];
     if release.is_empty() {
         return None;
     }
-    let parts: Option<Vec<String>> =
-        release.split('.').map(|p| p.parse::<u64>().ok().map(|n| n.to_string())).collect();
+    let parts: Option<Vec<String>> = release
+        .split('.')
+        .map(|p| p.parse::<u64>().ok().map(|n| n.to_string()))
+        .collect();
     out.push_str(&parts?.join("."));
     rest = &rest[release_end..];
 
@@ -376,9 +402,16 @@ fn parse_pep440(text: &str) -> Option<String> {
     }
     // Pre-release.
     let after_sep = sep(rest);
-    for (spelling, normal) in
-        [("alpha", "a"), ("beta", "b"), ("preview", "rc"), ("pre", "rc"), ("rc", "rc"), ("a", "a"), ("b", "b"), ("c", "rc")]
-    {
+    for (spelling, normal) in [
+        ("alpha", "a"),
+        ("beta", "b"),
+        ("preview", "rc"),
+        ("pre", "rc"),
+        ("rc", "rc"),
+        ("a", "a"),
+        ("b", "b"),
+        ("c", "rc"),
+    ] {
         if let Some(tail) = after_sep.strip_prefix(spelling) {
             let (n, tail) = number(tail);
             out.push_str(&format!("{normal}{}", n.unwrap_or(0)));
@@ -387,7 +420,10 @@ fn parse_pep440(text: &str) -> Option<String> {
         }
     }
     // Post-release: `-N` or [sep](post|rev|r)[sep][N].
-    if let Some(tail) = rest.strip_prefix('-').filter(|t| t.starts_with(|c: char| c.is_ascii_digit())) {
+    if let Some(tail) = rest
+        .strip_prefix('-')
+        .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))
+    {
         let (n, tail) = number(tail);
         out.push_str(&format!(".post{}", n?));
         rest = tail;
@@ -413,7 +449,10 @@ fn parse_pep440(text: &str) -> Option<String> {
     }
     if let Some(local) = local {
         let segments: Vec<&str> = local.split(['-', '_', '.']).collect();
-        if segments.iter().any(|s| s.is_empty() || !s.bytes().all(|b| b.is_ascii_alphanumeric())) {
+        if segments
+            .iter()
+            .any(|s| s.is_empty() || !s.bytes().all(|b| b.is_ascii_alphanumeric()))
+        {
             return None;
         }
         out.push('+');
@@ -428,9 +467,12 @@ impl super::Gate for SdkRecord {
     }
 
     fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
-        let (home, tmp) = ctx
-            .private_roots("sdk-record", "probe")
-            .map_err(|e| format!("sdk-record: cannot create private roots under {}: {e}", ctx.evidence_dir.display()))?;
+        let (home, tmp) = ctx.private_roots("sdk-record", "probe").map_err(|e| {
+            format!(
+                "sdk-record: cannot create private roots under {}: {e}",
+                ctx.evidence_dir.display()
+            )
+        })?;
         let probe: SdkProbe = python::run_probe(
             &ctx.python,
             "sdk_probe",
@@ -450,7 +492,8 @@ impl super::Gate for SdkRecord {
         let pinned = ctx.profile.profile.sdk.version().to_string();
         let mut checks = vec![version_check(&probe, &pinned, &python)];
 
-        let (Some(site_packages), Some(dist_info)) = (&probe.site_packages, &probe.dist_info) else {
+        let (Some(site_packages), Some(dist_info)) = (&probe.site_packages, &probe.dist_info)
+        else {
             let why = probe.error.clone().unwrap_or_else(|| {
                 format!("{DISTRIBUTION} has no dist-info directory this gate can read")
             });
@@ -471,7 +514,10 @@ impl super::Gate for SdkRecord {
         checks.push(package_location_check(&probe, &package_dir));
 
         let record_path = dist_info.join("RECORD");
-        let dist_info_name = dist_info.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let dist_info_name = dist_info
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let record_digest = hash::sha256_file(&record_path);
         let file = std::fs::File::open(&record_path);
         let (record_digest, file) = match (record_digest, file) {
@@ -504,9 +550,20 @@ impl super::Gate for SdkRecord {
         ctx.sdk.record_rows = Some(parsed.total_rows as u64);
         ctx.sdk.hashed_rows_verified = Some(report.hashed_verified);
         ctx.sdk.unhashed_rows = Some(report.unhashed);
-        checks.push(rows_check(&record_path, &record_digest.hex(), &parsed, &report));
+        checks.push(rows_check(
+            &record_path,
+            &record_digest.hex(),
+            &parsed,
+            &report,
+        ));
 
-        let unlisted = unlisted_files(&[layout.site_packages.join(PACKAGE), normalize_join(&dist_info, ".")], &report.listed);
+        let unlisted = unlisted_files(
+            &[
+                layout.site_packages.join(PACKAGE),
+                normalize_join(&dist_info, "."),
+            ],
+            &report.listed,
+        );
         let unlisted_check = if unlisted.is_empty() {
             Check::pass(
                 "unlisted-files",
@@ -532,8 +589,15 @@ impl super::Gate for SdkRecord {
         .with_observed(json!({ "unlisted": unlisted }));
         checks.push(unlisted_check);
 
-        if checks.iter().all(|c| c.result != crate::evidence::CheckResult::Fail) {
-            ctx.verified_sdk = Some(VerifiedSdk { site_packages, package_dir, dist_info });
+        if checks
+            .iter()
+            .all(|c| c.result != crate::evidence::CheckResult::Fail)
+        {
+            ctx.verified_sdk = Some(VerifiedSdk {
+                site_packages,
+                package_dir,
+                dist_info,
+            });
         }
         Ok(checks)
     }
@@ -570,20 +634,22 @@ fn version_check(probe: &SdkProbe, pinned: &str, python: &str) -> Check {
 fn package_location_check(probe: &SdkProbe, expected: &Path) -> Check {
     let found = probe.package_dir.as_deref().map(PathBuf::from);
     let same = |p: &Path| {
-        p == expected || matches!((p.canonicalize(), expected.canonicalize()), (Ok(a), Ok(b)) if a == b)
+        p == expected
+            || matches!((p.canonicalize(), expected.canonicalize()), (Ok(a), Ok(b)) if a == b)
     };
-    let observed = json!({ "expected": expected.display().to_string(), "found": probe.package_dir });
+    let observed =
+        json!({ "expected": expected.display().to_string(), "found": probe.package_dir });
     match found {
         Some(p) if same(&p) => Check::pass(
             "package-location",
             None,
-            format!("`import {PACKAGE}` resolves to {}, next to the dist-info RECORD describes", p.display()),
+            format!("`find_spec('{PACKAGE}')` resolves to {}, the package next to the dist-info whose RECORD is verified", p.display()),
         ),
         Some(p) => Check::fail(
             "package-location",
             None,
             format!(
-                "`import {PACKAGE}` resolves to {}, expected {} (the directory RECORD describes); another copy shadows the installed SDK: remove it",
+                "`find_spec('{PACKAGE}')` resolves to {}, expected {} (the directory RECORD describes); another copy shadows the installed SDK: remove it",
                 p.display(),
                 expected.display()
             ),
@@ -592,7 +658,7 @@ fn package_location_check(probe: &SdkProbe, expected: &Path) -> Check {
             "package-location",
             None,
             format!(
-                "`import {PACKAGE}` does not resolve to a package, expected {}; reinstall {DISTRIBUTION}",
+                "`find_spec('{PACKAGE}')` does not resolve to a package, expected {}; reinstall {DISTRIBUTION}",
                 expected.display()
             ),
         ),
@@ -600,7 +666,12 @@ fn package_location_check(probe: &SdkProbe, expected: &Path) -> Check {
     .with_observed(observed)
 }
 
-fn rows_check(record_path: &Path, record_sha256: &str, parsed: &ParsedRecord, report: &RowsReport) -> Check {
+fn rows_check(
+    record_path: &Path,
+    record_sha256: &str,
+    parsed: &ParsedRecord,
+    report: &RowsReport,
+) -> Check {
     let hashed_rows = parsed.rows.iter().filter(|r| r.hashed.is_some()).count();
     let observed = json!({
         "record": record_path.display().to_string(),
@@ -688,7 +759,10 @@ mod tests {
             scripts_dir: Some(root.path().join("bin")),
             console_scripts: vec!["demo".into()],
         };
-        Site { _root: root, layout }
+        Site {
+            _root: root,
+            layout,
+        }
     }
 
     fn good_record() -> String {
@@ -709,26 +783,56 @@ mod tests {
         let report = verify_rows(&s.layout, &parsed.rows);
         assert_eq!(report.hashed_verified, 3);
         assert_eq!(report.unhashed, 2);
-        assert!(report.escaping.is_empty() && report.mismatches.is_empty() && report.missing.is_empty());
-        let roots = [s.layout.site_packages.join("pkg"), s.layout.site_packages.join(DIST)];
+        assert!(
+            report.escaping.is_empty() && report.mismatches.is_empty() && report.missing.is_empty()
+        );
+        let roots = [
+            s.layout.site_packages.join("pkg"),
+            s.layout.site_packages.join(DIST),
+        ];
         assert!(unlisted_files(&roots, &report.listed).is_empty());
     }
 
     #[test]
     fn wrong_field_counts_are_malformed_with_their_row() {
-        let p = parse(&format!("pkg/a.py,sha256={}\npkg/b.py,sha256={},6,extra\n", b64(b"x"), b64(b"y")));
+        let p = parse(&format!(
+            "pkg/a.py,sha256={}\npkg/b.py,sha256={},6,extra\n",
+            b64(b"x"),
+            b64(b"y")
+        ));
         assert_eq!(p.malformed.len(), 2, "{:?}", p.malformed);
-        assert!(p.malformed[0].starts_with("row 1 (pkg/a.py): expected 3 fields"), "{}", p.malformed[0]);
-        assert!(p.malformed[1].starts_with("row 2 (pkg/b.py): expected 3 fields"), "{}", p.malformed[1]);
+        assert!(
+            p.malformed[0].starts_with("row 1 (pkg/a.py): expected 3 fields"),
+            "{}",
+            p.malformed[0]
+        );
+        assert!(
+            p.malformed[1].starts_with("row 2 (pkg/b.py): expected 3 fields"),
+            "{}",
+            p.malformed[1]
+        );
     }
 
     #[test]
     fn unknown_algorithms_are_malformed() {
-        let p = parse("pkg/a.py,sha=abc,3\npkg/b.py,md5=XUFAKrxLKna5cZ2REBfFkg,3\npkg/c.py,abc,3\n");
+        let p =
+            parse("pkg/a.py,sha=abc,3\npkg/b.py,md5=XUFAKrxLKna5cZ2REBfFkg,3\npkg/c.py,abc,3\n");
         assert_eq!(p.malformed.len(), 3);
-        assert!(p.malformed[0].contains("row 1 (pkg/a.py): unknown hash algorithm \"sha\""), "{}", p.malformed[0]);
-        assert!(p.malformed[1].contains("row 2 (pkg/b.py): unknown hash algorithm \"md5\""), "{}", p.malformed[1]);
-        assert!(p.malformed[2].contains("row 3 (pkg/c.py): hash \"abc\" is not"), "{}", p.malformed[2]);
+        assert!(
+            p.malformed[0].contains("row 1 (pkg/a.py): unknown hash algorithm \"sha\""),
+            "{}",
+            p.malformed[0]
+        );
+        assert!(
+            p.malformed[1].contains("row 2 (pkg/b.py): unknown hash algorithm \"md5\""),
+            "{}",
+            p.malformed[1]
+        );
+        assert!(
+            p.malformed[2].contains("row 3 (pkg/c.py): hash \"abc\" is not"),
+            "{}",
+            p.malformed[2]
+        );
         assert!(p.rows.is_empty());
     }
 
@@ -737,8 +841,16 @@ mod tests {
         let hex = crate::hash::sha256_bytes(b"x");
         let p = parse(&format!("pkg/a.py,sha256={hex},1\n"));
         assert_eq!(p.malformed.len(), 1);
-        assert!(p.malformed[0].contains("row 1 (pkg/a.py): hex digest"), "{}", p.malformed[0]);
-        assert!(p.malformed[0].contains("expected urlsafe base64"), "{}", p.malformed[0]);
+        assert!(
+            p.malformed[0].contains("row 1 (pkg/a.py): hex digest"),
+            "{}",
+            p.malformed[0]
+        );
+        assert!(
+            p.malformed[0].contains("expected urlsafe base64"),
+            "{}",
+            p.malformed[0]
+        );
     }
 
     #[test]
@@ -749,28 +861,64 @@ mod tests {
             &b64(b"x")[4..]
         ));
         assert_eq!(p.malformed.len(), 3, "{:?}", p.malformed);
-        assert!(p.malformed[0].starts_with("row 1 (pkg/a.py): digest"), "{}", p.malformed[0]);
-        assert!(p.malformed[1].contains("decodes to 3 bytes"), "{}", p.malformed[1]);
-        assert!(p.malformed[2].starts_with("row 3 (pkg/c.py): digest"), "{}", p.malformed[2]);
+        assert!(
+            p.malformed[0].starts_with("row 1 (pkg/a.py): digest"),
+            "{}",
+            p.malformed[0]
+        );
+        assert!(
+            p.malformed[1].contains("decodes to 3 bytes"),
+            "{}",
+            p.malformed[1]
+        );
+        assert!(
+            p.malformed[2].starts_with("row 3 (pkg/c.py): digest"),
+            "{}",
+            p.malformed[2]
+        );
     }
 
     #[test]
     fn negative_and_non_numeric_sizes_are_malformed() {
         let d = b64(b"x");
-        let p = parse(&format!("pkg/a.py,sha256={d},-1\npkg/b.py,sha256={d},1.5\npkg/c.py,sha256={d},\n"));
+        let p = parse(&format!(
+            "pkg/a.py,sha256={d},-1\npkg/b.py,sha256={d},1.5\npkg/c.py,sha256={d},\n"
+        ));
         assert_eq!(p.malformed.len(), 3);
-        assert!(p.malformed[0].contains("row 1 (pkg/a.py): negative size -1"), "{}", p.malformed[0]);
-        assert!(p.malformed[1].contains("row 2 (pkg/b.py): size \"1.5\""), "{}", p.malformed[1]);
-        assert!(p.malformed[2].contains("row 3 (pkg/c.py): hash"), "{}", p.malformed[2]);
+        assert!(
+            p.malformed[0].contains("row 1 (pkg/a.py): negative size -1"),
+            "{}",
+            p.malformed[0]
+        );
+        assert!(
+            p.malformed[1].contains("row 2 (pkg/b.py): size \"1.5\""),
+            "{}",
+            p.malformed[1]
+        );
+        assert!(
+            p.malformed[2].contains("row 3 (pkg/c.py): hash"),
+            "{}",
+            p.malformed[2]
+        );
     }
 
     #[test]
     fn only_record_and_pyc_rows_may_omit_the_hash() {
-        let p = parse(&format!("{DIST}/RECORD,,\npkg/x.pyc,,\npkg/a.py,,\nother/RECORD,,\n"));
+        let p = parse(&format!(
+            "{DIST}/RECORD,,\npkg/x.pyc,,\npkg/a.py,,\nother/RECORD,,\n"
+        ));
         assert_eq!(p.rows.len(), 2);
         assert_eq!(p.malformed.len(), 2);
-        assert!(p.malformed[0].starts_with("row 3 (pkg/a.py): no hash"), "{}", p.malformed[0]);
-        assert!(p.malformed[1].starts_with("row 4 (other/RECORD): no hash"), "{}", p.malformed[1]);
+        assert!(
+            p.malformed[0].starts_with("row 3 (pkg/a.py): no hash"),
+            "{}",
+            p.malformed[0]
+        );
+        assert!(
+            p.malformed[1].starts_with("row 4 (other/RECORD): no hash"),
+            "{}",
+            p.malformed[1]
+        );
     }
 
     #[test]
@@ -801,9 +949,21 @@ mod tests {
         let report = verify_rows(&s.layout, &parsed.rows);
         assert_eq!(report.hashed_verified, 1);
         assert_eq!(report.escaping.len(), 3, "{:?}", report.escaping);
-        assert!(report.escaping[0].starts_with("row 2 (../../../bin/other): path"), "{}", report.escaping[0]);
-        assert!(report.escaping[1].starts_with("row 3 (pkg/../../escape.py)"), "{}", report.escaping[1]);
-        assert!(report.escaping[2].starts_with("row 4 (/etc/passwd)"), "{}", report.escaping[2]);
+        assert!(
+            report.escaping[0].starts_with("row 2 (../../../bin/other): path"),
+            "{}",
+            report.escaping[0]
+        );
+        assert!(
+            report.escaping[1].starts_with("row 3 (pkg/../../escape.py)"),
+            "{}",
+            report.escaping[1]
+        );
+        assert!(
+            report.escaping[2].starts_with("row 4 (/etc/passwd)"),
+            "{}",
+            report.escaping[2]
+        );
         // A `..` that stays inside site-packages is fine.
         assert!(resolve_row_path(&s.layout, "pkg/../pkg/a.py").is_ok());
     }
@@ -816,8 +976,14 @@ mod tests {
         assert_eq!(report.mismatches.len(), 1, "{:?}", report.mismatches);
         let m = &report.mismatches[0];
         assert!(m.starts_with("row 1 (pkg/a.py): digest differs"), "{m}");
-        assert!(m.contains(&format!("expected sha256={} size 11", b64(b"print('a')\n"))), "{m}");
-        assert!(m.contains(&format!("found sha256={} size 11", b64(b"print('b')\n"))), "{m}");
+        assert!(
+            m.contains(&format!("expected sha256={} size 11", b64(b"print('a')\n"))),
+            "{m}"
+        );
+        assert!(
+            m.contains(&format!("found sha256={} size 11", b64(b"print('b')\n"))),
+            "{m}"
+        );
         assert_eq!(report.hashed_verified, 2);
     }
 
@@ -828,10 +994,22 @@ mod tests {
         std::fs::remove_file(s.layout.site_packages.join("pkg/a.py")).unwrap();
         let report = verify_rows(&s.layout, &parse(&good_record()).rows);
         assert_eq!(report.mismatches.len(), 1);
-        assert!(report.mismatches[0].starts_with("row 2 (pkg/b.py): digest and size differ"), "{:?}", report.mismatches);
-        assert!(report.mismatches[0].contains("size 6, found"), "{:?}", report.mismatches);
+        assert!(
+            report.mismatches[0].starts_with("row 2 (pkg/b.py): digest and size differ"),
+            "{:?}",
+            report.mismatches
+        );
+        assert!(
+            report.mismatches[0].contains("size 6, found"),
+            "{:?}",
+            report.mismatches
+        );
         assert_eq!(report.missing.len(), 1);
-        assert!(report.missing[0].starts_with("row 1 (pkg/a.py): expected a file of 11 bytes"), "{:?}", report.missing);
+        assert!(
+            report.missing[0].starts_with("row 1 (pkg/a.py): expected a file of 11 bytes"),
+            "{:?}",
+            report.missing
+        );
     }
 
     #[test]
@@ -840,7 +1018,11 @@ mod tests {
         // Same digest, wrong declared size.
         let record = format!("pkg/b.py,sha256={},7\n", b64(b"b = 2\n"));
         let report = verify_rows(&s.layout, &parse(&record).rows);
-        assert!(report.mismatches[0].starts_with("row 1 (pkg/b.py): size differs"), "{:?}", report.mismatches);
+        assert!(
+            report.mismatches[0].starts_with("row 1 (pkg/b.py): size differs"),
+            "{:?}",
+            report.mismatches
+        );
     }
 
     #[test]
@@ -854,7 +1036,10 @@ mod tests {
         let unlisted = unlisted_files(&[sp.join("pkg"), sp.join(DIST)], &report.listed);
         assert_eq!(
             unlisted,
-            [sp.join("pkg/extra.py").display().to_string(), sp.join(DIST).join("direct_url.json").display().to_string()]
+            [
+                sp.join("pkg/extra.py").display().to_string(),
+                sp.join(DIST).join("direct_url.json").display().to_string()
+            ]
         );
     }
 

@@ -15,6 +15,18 @@ use std::time::Duration;
 /// Asks for the interpreter's facts and the SDK's dist-info (see `sdk_probe.py`).
 pub const SDK_PROBE: &str = include_str!("sdk_probe.py");
 
+/// Asks where `langbot_plugin` resolves, as the interpreter is and on a
+/// worker's sys.path, and lists every other copy in reach (see `shadow_probe.py`).
+pub const SHADOW_PROBE: &str = include_str!("shadow_probe.py");
+
+/// Admits one archive through the SDK's artifact store and reports the SDK's
+/// requirement decisions, line by line (see `admission_probe.py`).
+pub const ADMISSION_PROBE: &str = include_str!("admission_probe.py");
+
+/// Prepares one archive's dependency environment through the SDK's worker
+/// launcher and environment store (see `dependencies_probe.py`).
+pub const DEPENDENCIES_PROBE: &str = include_str!("dependencies_probe.py");
+
 /// Time limit of one probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -32,6 +44,35 @@ pub fn run_probe<T: DeserializeOwned>(
     env: BTreeMap<String, String>,
     log_stem: &Path,
 ) -> Result<T, String> {
+    run_probe_with_timeout(
+        python,
+        probe_name,
+        source,
+        args,
+        cwd,
+        env,
+        log_stem,
+        PROBE_TIMEOUT,
+    )
+}
+
+/// [`run_probe`] with an explicit time limit, for probes that wait on a
+/// bounded child of their own (the SDK's dependency installer may run for up
+/// to 600 s).
+///
+/// # Errors
+/// As [`run_probe`].
+#[allow(clippy::too_many_arguments)]
+pub fn run_probe_with_timeout<T: DeserializeOwned>(
+    python: &Path,
+    probe_name: &str,
+    source: &str,
+    args: &[String],
+    cwd: &Path,
+    env: BTreeMap<String, String>,
+    log_stem: &Path,
+    timeout: Duration,
+) -> Result<T, String> {
     let mut full_args = vec![
         "-I".to_string(),
         "-B".to_string(),
@@ -44,7 +85,7 @@ pub fn run_probe<T: DeserializeOwned>(
         args: full_args,
         cwd: cwd.to_path_buf(),
         env,
-        timeout: PROBE_TIMEOUT,
+        timeout,
         log_stem: log_stem.to_path_buf(),
         stdin: None,
     };

@@ -75,12 +75,19 @@ pub struct FixtureRepo {
 /// # Panics
 /// On a missing overlay or any failing copy or git command.
 pub fn fixture_repo(overlays: &[&str]) -> FixtureRepo {
-    let dir = tempfile::Builder::new().prefix("vcc-repo-").tempdir().expect("create temp dir");
+    let dir = tempfile::Builder::new()
+        .prefix("vcc-repo-")
+        .tempdir()
+        .expect("create temp dir");
     let root = dir.path().join("langbot-plugins");
     copy_tree(&fixtures_dir().join("candidate-repo"), &root);
     for name in overlays {
         let overlay = fixtures_dir().join("hostile").join(name);
-        assert!(overlay.is_dir(), "overlay {name:?}: expected directory {}", overlay.display());
+        assert!(
+            overlay.is_dir(),
+            "overlay {name:?}: expected directory {}",
+            overlay.display()
+        );
         copy_tree(&overlay, &root);
     }
     git(&root, &["init", "-q", "-b", "main"]);
@@ -106,7 +113,9 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     for var in GIT_REPO_VARS {
         cmd.env_remove(var);
     }
-    let out = cmd.output().unwrap_or_else(|e| panic!("git {args:?}: cannot run git: {e}"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("git {args:?}: cannot run git: {e}"));
     assert!(
         out.status.success(),
         "git {args:?} in {}: {}\n{}",
@@ -131,16 +140,28 @@ pub fn copy_tree(src: &Path, dst: &Path) {
         .filter_entry(|e| e.file_name() != "__pycache__");
     for entry in walker {
         let entry = entry.unwrap_or_else(|e| panic!("walk {}: {e}", src.display()));
-        let rel = entry.path().strip_prefix(src).expect("walked path is under src");
+        let rel = entry
+            .path()
+            .strip_prefix(src)
+            .expect("walked path is under src");
         let target = dst.join(rel);
         let kind = entry.file_type();
         if kind.is_dir() {
-            std::fs::create_dir_all(&target).unwrap_or_else(|e| panic!("mkdir {}: {e}", target.display()));
+            std::fs::create_dir_all(&target)
+                .unwrap_or_else(|e| panic!("mkdir {}: {e}", target.display()));
         } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target)
-                .unwrap_or_else(|e| panic!("copy {} -> {}: {e}", entry.path().display(), target.display()));
+            std::fs::copy(entry.path(), &target).unwrap_or_else(|e| {
+                panic!(
+                    "copy {} -> {}: {e}",
+                    entry.path().display(),
+                    target.display()
+                )
+            });
         } else {
-            panic!("{}: fixtures hold only files and directories", entry.path().display());
+            panic!(
+                "{}: fixtures hold only files and directories",
+                entry.path().display()
+            );
         }
     }
 }
@@ -148,7 +169,10 @@ pub fn copy_tree(src: &Path, dst: &Path) {
 /// A fresh evidence directory: an absolute path that does not exist yet,
 /// inside a temporary directory the caller keeps alive.
 pub fn evidence_dir() -> (TempDir, PathBuf) {
-    let dir = tempfile::Builder::new().prefix("vcc-evidence-").tempdir().expect("create temp dir");
+    let dir = tempfile::Builder::new()
+        .prefix("vcc-evidence-")
+        .tempdir()
+        .expect("create temp dir");
     let path = std::path::absolute(dir.path().join("evidence")).expect("absolute evidence path");
     (dir, path)
 }
@@ -176,7 +200,12 @@ pub fn tree_snapshot(root: &Path) -> BTreeMap<String, String> {
     let mut snapshot = BTreeMap::new();
     for entry in walkdir::WalkDir::new(root).sort_by_file_name().min_depth(1) {
         let entry = entry.unwrap_or_else(|e| panic!("walk {}: {e}", root.display()));
-        let rel = entry.path().strip_prefix(root).expect("under root").to_string_lossy().replace('\\', "/");
+        let rel = entry
+            .path()
+            .strip_prefix(root)
+            .expect("under root")
+            .to_string_lossy()
+            .replace('\\', "/");
         let kind = entry.file_type();
         let value = if kind.is_dir() {
             "dir".to_string()
@@ -195,7 +224,11 @@ pub fn tree_snapshot(root: &Path) -> BTreeMap<String, String> {
 
 /// Asserts two snapshots are equal, listing what was added, removed or
 /// changed.
-pub fn assert_unchanged(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>, what: &str) {
+pub fn assert_unchanged(
+    before: &BTreeMap<String, String>,
+    after: &BTreeMap<String, String>,
+    what: &str,
+) {
     if before == after {
         return;
     }
@@ -228,7 +261,9 @@ pub fn read_evidence(dir: &Path) -> Value {
 /// # Panics
 /// When there is no such gate (the message lists the gates present).
 pub fn gate<'a>(evidence: &'a Value, id: &str) -> &'a Value {
-    let gates = evidence["gates"].as_array().expect("evidence.gates is an array");
+    let gates = evidence["gates"]
+        .as_array()
+        .expect("evidence.gates is an array");
     gates.iter().find(|g| g["id"] == id).unwrap_or_else(|| {
         let ids: Vec<&str> = gates.iter().filter_map(|g| g["id"].as_str()).collect();
         panic!("no gate {id:?} in evidence; gates: {ids:?}")
@@ -237,12 +272,16 @@ pub fn gate<'a>(evidence: &'a Value, id: &str) -> &'a Value {
 
 /// The result word of gate `id` (`pass`, `fail`, `skipped`, `blocked`).
 pub fn gate_result<'a>(evidence: &'a Value, id: &str) -> &'a str {
-    gate(evidence, id)["result"].as_str().expect("gate.result is a string")
+    gate(evidence, id)["result"]
+        .as_str()
+        .expect("gate.result is a string")
 }
 
 /// The checks of gate `id`.
 pub fn checks<'a>(evidence: &'a Value, id: &str) -> &'a [Value] {
-    gate(evidence, id)["checks"].as_array().expect("gate.checks is an array")
+    gate(evidence, id)["checks"]
+        .as_array()
+        .expect("gate.checks is an array")
 }
 
 /// The check `name` of gate `id` for `candidate` (`None`: a check without
@@ -257,7 +296,13 @@ pub fn check<'a>(evidence: &'a Value, id: &str, name: &str, candidate: Option<&s
         .unwrap_or_else(|| {
             let have: Vec<String> = all
                 .iter()
-                .map(|c| format!("{}/{}", c["name"].as_str().unwrap_or("?"), c["candidate"].as_str().unwrap_or("-")))
+                .map(|c| {
+                    format!(
+                        "{}/{}",
+                        c["name"].as_str().unwrap_or("?"),
+                        c["candidate"].as_str().unwrap_or("-")
+                    )
+                })
                 .collect();
             panic!("gate {id}: no check {name:?} for {candidate:?}; checks: {have:?}")
         })
@@ -265,7 +310,10 @@ pub fn check<'a>(evidence: &'a Value, id: &str, name: &str, candidate: Option<&s
 
 /// The checks of gate `id` whose result is `fail`.
 pub fn failed_checks<'a>(evidence: &'a Value, id: &str) -> Vec<&'a Value> {
-    checks(evidence, id).iter().filter(|c| c["result"] == "fail").collect()
+    checks(evidence, id)
+        .iter()
+        .filter(|c| c["result"] == "fail")
+        .collect()
 }
 
 /// Copies the virtual environment at `src_venv` (`cp -a SRC/. DST`) into a
@@ -276,7 +324,10 @@ pub fn failed_checks<'a>(evidence: &'a Value, id: &str) -> Vec<&'a Value> {
 /// # Panics
 /// When the copy fails.
 pub fn copy_venv(src_venv: &Path) -> TempDir {
-    let dir = tempfile::Builder::new().prefix("vcc-venv-").tempdir().expect("create temp dir");
+    let dir = tempfile::Builder::new()
+        .prefix("vcc-venv-")
+        .tempdir()
+        .expect("create temp dir");
     let out = std::process::Command::new("cp")
         .arg("-a")
         .arg(src_venv.join("."))

@@ -1,1 +1,379 @@
-fn main() {}
+//! `cargo xtask sdk | demo | test | schema`: developer tasks.
+//!
+//! - `sdk`: provisions the genuine SDK interpreter (`target/sdk-venv`) from the
+//!   package index, once, and prints its path (last line of stdout).
+//! - `demo`: certifies a copy of `fixtures/candidate-repo` end to end.
+//! - `test`: provisions the SDK, then `cargo test --workspace` with `PYTHON` set.
+//! - `schema`: regenerates `evidence-schema/v1/evidence.schema.json`.
+//!
+//! Progress goes to stderr; a subcommand's result (a path, the demo's
+//! verdict) goes to stdout.
+
+use anyhow::{bail, Context, Result};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+/// The exact SDK requirement (the built-in profile's `sdk.requirement`).
+const SDK_REQUIREMENT: &str = "langbot-plugin==0.6.0b5";
+/// The version `SDK_REQUIREMENT` pins.
+const SDK_VERSION: &str = "0.6.0b5";
+/// Everything `pip install` is asked for, in order.
+const SDK_PACKAGES: &[&str] = &[SDK_REQUIREMENT, "pytest", "pytest-asyncio"];
+/// Written into the venv once provisioning finished; its content is the
+/// package list, so a changed list re-provisions.
+const STAMP: &str = ".vcc-sdk-stamp";
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  sdk      create target/sdk-venv with the genuine langbot-plugin==0.6.0b5 (cached); print its python
+  demo     build the verifier and certify a copy of fixtures/candidate-repo; keep and print the paths
+  test     provision the SDK, then `cargo test --workspace` with PYTHON set (extra args go to cargo test)
+  schema   write evidence-schema/v1/evidence.schema.json from the evidence types
+
+environment:
+  VCC_BASE_PYTHON  interpreter used to create the venv (default: python3 on PATH)
+  CARGO_TARGET_DIR honoured for target/sdk-venv and the demo binary";
+
+fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    let command = args.next().and_then(|a| a.into_string().ok());
+    let rest: Vec<OsString> = args.collect();
+    let result = match command.as_deref() {
+        Some("sdk") => sdk().map(|python| {
+            println!("{}", python.display());
+            0
+        }),
+        Some("demo") => demo(),
+        Some("test") => test(&rest),
+        Some("schema") => schema().map(|_| 0),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Ok(0)
+        }
+        other => {
+            if let Some(other) = other {
+                eprintln!("unknown command {other:?}\n");
+            }
+            eprintln!("{USAGE}");
+            Ok(2)
+        }
+    };
+    match result {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("xtask: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate's manifest directory).
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits inside the workspace")
+        .to_path_buf()
+}
+
+/// `$CARGO_TARGET_DIR` (made absolute) or `<workspace>/target`.
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                workspace_root().join(dir)
+            }
+        }
+        None => workspace_root().join("target"),
+    }
+}
+
+/// The cargo that runs us (`$CARGO`), else `cargo` on PATH.
+fn cargo() -> OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// Runs `cmd` with its stdout sent to our stderr (stdout is reserved for
+/// results), failing on a non-zero exit.
+fn run_to_stderr(cmd: &mut Command, what: &str) -> Result<()> {
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(std::io::stderr())
+        .status()
+        .with_context(|| format!("{what}: cannot start {:?}", cmd.get_program()))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    Ok(())
+}
+
+/// Creates or reuses `target/sdk-venv` and returns its interpreter's
+/// absolute path (`<venv>/bin/python`, not resolved through symlinks).
+fn sdk() -> Result<PathBuf> {
+    let venv = target_dir().join("sdk-venv");
+    let python = venv.join("bin").join("python");
+    let stamp_text = format!("{}\n", SDK_PACKAGES.join("\n"));
+    if sdk_ready(&venv, &python, &stamp_text) {
+        eprintln!("sdk: {} already has {SDK_REQUIREMENT}", venv.display());
+        return Ok(python);
+    }
+    if venv.exists() {
+        eprintln!("sdk: removing incomplete or outdated {}", venv.display());
+        std::fs::remove_dir_all(&venv).with_context(|| format!("remove {}", venv.display()))?;
+    }
+    let base = base_python()?;
+    eprintln!(
+        "sdk: creating {} with {}",
+        venv.display(),
+        base.to_string_lossy()
+    );
+    std::fs::create_dir_all(target_dir())
+        .with_context(|| format!("create {}", target_dir().display()))?;
+    run_to_stderr(clean_python_env(Command::new(&base).arg("-m").arg("venv").arg(&venv)), "python3 -m venv").context(
+        "cannot create a virtual environment; on Debian/Ubuntu install it with \
+         `apt-get install python3-venv`, or set VCC_BASE_PYTHON to a python3 that has the venv module",
+    )?;
+    eprintln!(
+        "sdk: pip install {} (from the package index)",
+        SDK_PACKAGES.join(" ")
+    );
+    run_to_stderr(
+        clean_python_env(
+            Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                ])
+                .args(SDK_PACKAGES),
+        ),
+        "pip install",
+    )?;
+    if probe_sdk(&python).as_deref() != Some(SDK_VERSION) {
+        bail!(
+            "{}: after pip install, langbot-plugin is not {SDK_VERSION} or pytest/pytest-asyncio is missing; \
+             see pip's output above",
+            python.display()
+        );
+    }
+    std::fs::write(venv.join(STAMP), stamp_text)
+        .with_context(|| format!("write {}", venv.join(STAMP).display()))?;
+    eprintln!("sdk: ready: {}", python.display());
+    Ok(python)
+}
+
+/// True when the venv finished provisioning for the current package list and
+/// still imports the pinned SDK, pytest and pytest-asyncio.
+fn sdk_ready(venv: &Path, python: &Path, stamp_text: &str) -> bool {
+    let stamped = std::fs::read_to_string(venv.join(STAMP)).is_ok_and(|s| s == stamp_text);
+    stamped && python.is_file() && probe_sdk(python).as_deref() == Some(SDK_VERSION)
+}
+
+/// The installed `langbot-plugin` version, if pytest and pytest-asyncio are
+/// importable too; `None` otherwise.
+fn probe_sdk(python: &Path) -> Option<String> {
+    const PROBE: &str = "import importlib.metadata as m, importlib.util as u\n\
+        assert u.find_spec('pytest') and u.find_spec('pytest_asyncio')\n\
+        print(m.version('langbot-plugin'))";
+    let out = clean_python_env(Command::new(python).args(["-I", "-c", PROBE]))
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Keeps the caller's Python settings out of the SDK interpreter.
+fn clean_python_env(cmd: &mut Command) -> &mut Command {
+    for var in [
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONSTARTUP",
+        "PYTHONUSERBASE",
+        "VIRTUAL_ENV",
+        "PIP_USER",
+        "PIP_TARGET",
+        "PIP_PREFIX",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+}
+
+/// `$VCC_BASE_PYTHON`, else `python3` on PATH.
+fn base_python() -> Result<OsString> {
+    let base = std::env::var_os("VCC_BASE_PYTHON")
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    let out = Command::new(&base)
+        .args(["-c", "import sys; assert sys.version_info >= (3, 10), sys.version; print(sys.version.split()[0])"])
+        .stderr(Stdio::null())
+        .output();
+    match out {
+        Ok(out) if out.status.success() => Ok(base),
+        Ok(_) => bail!(
+            "{}: expected Python >= 3.10 (langbot-plugin requires it), found an older or broken interpreter; \
+             set VCC_BASE_PYTHON to a newer python3",
+            base.to_string_lossy()
+        ),
+        Err(e) => bail!(
+            "{}: cannot run it ({e}); install python3 with venv and pip (Debian: \
+             `apt-get install python3 python3-venv python3-pip`) or set VCC_BASE_PYTHON",
+            base.to_string_lossy()
+        ),
+    }
+}
+
+/// `cargo xtask test [ARGS]`: SDK, then `cargo test --workspace ARGS` with `PYTHON`.
+fn test(extra: &[OsString]) -> Result<i32> {
+    let python = sdk()?;
+    eprintln!("test: PYTHON={} cargo test --workspace", python.display());
+    let status = Command::new(cargo())
+        .current_dir(workspace_root())
+        .args(["test", "--workspace"])
+        .args(extra)
+        .env("PYTHON", &python)
+        .status()
+        .context("cannot start cargo test")?;
+    Ok(status.code().unwrap_or(1))
+}
+
+/// `cargo xtask demo`: certifies a fresh git copy of the fixture repository.
+fn demo() -> Result<i32> {
+    let root = workspace_root();
+    eprintln!("demo: cargo build --bin verify-coding-candidates");
+    run_to_stderr(
+        Command::new(cargo()).current_dir(&root).args([
+            "build",
+            "--bin",
+            "verify-coding-candidates",
+        ]),
+        "cargo build",
+    )?;
+    let verifier = target_dir().join("debug").join("verify-coding-candidates");
+    let python = sdk()?;
+
+    let base = unique_temp_dir("vcc-demo")?;
+    let repo = base.join("langbot-plugins");
+    let evidence = base.join("evidence");
+    copy_tree(&root.join("fixtures").join("candidate-repo"), &repo)?;
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["config", "user.name", "verify-coding-candidates demo"],
+        &["config", "user.email", "demo@example.invalid"],
+        &["config", "commit.gpgsign", "false"],
+        &["add", "-A"],
+        &["commit", "-q", "-m", "fixture: candidate repository"],
+    ] {
+        run_to_stderr(
+            Command::new("git")
+                .args(args)
+                .current_dir(&repo)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env_remove("GIT_DIR")
+                .env_remove("GIT_WORK_TREE")
+                .env_remove("GIT_INDEX_FILE"),
+            &format!("git {}", args.join(" ")),
+        )?;
+    }
+    eprintln!("demo: repository {}", repo.display());
+    eprintln!(
+        "demo: verify-coding-candidates --repo {} --evidence {}\n",
+        repo.display(),
+        evidence.display()
+    );
+    let status = Command::new(&verifier)
+        .arg("--repo")
+        .arg(&repo)
+        .arg("--evidence")
+        .arg(&evidence)
+        .arg("--python")
+        .arg(&python)
+        .status()
+        .with_context(|| format!("cannot start {}", verifier.display()))?;
+    let code = status.code().unwrap_or(1);
+    match verify_coding_candidates::evidence::read(&evidence) {
+        Ok(ev) => println!("\ndemo: verdict {} (exit code {code})", ev.verdict.word()),
+        Err(e) => println!("\ndemo: no evidence.json ({e}); exit code {code}"),
+    }
+    println!("demo: evidence   {}", evidence.display());
+    println!("demo: repository {}", repo.display());
+    println!("demo: both are kept; remove {} when done", base.display());
+    Ok(code)
+}
+
+/// A new directory under the system temporary directory (outside the
+/// workspace), named `<prefix>-<seconds>-<pid>[-n]`.
+fn unique_temp_dir(prefix: &str) -> Result<PathBuf> {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let tmp =
+        std::path::absolute(std::env::temp_dir()).context("resolve the temporary directory")?;
+    for n in 0..100 {
+        let dir = tmp.join(format!("{prefix}-{secs}-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("create {}", dir.display())),
+        }
+    }
+    bail!(
+        "cannot create a fresh {prefix} directory under {}",
+        tmp.display()
+    )
+}
+
+/// Copies files and directories under `src` to `dst`, skipping `__pycache__`;
+/// refuses anything else (fixtures hold no links).
+fn copy_tree(src: &Path, dst: &Path) -> Result<()> {
+    std::fs::create_dir_all(dst).with_context(|| format!("create {}", dst.display()))?;
+    let mut entries: Vec<_> = std::fs::read_dir(src)
+        .with_context(|| format!("read {}", src.display()))?
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("read {}", src.display()))?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let kind = entry.file_type()?;
+        let from = entry.path();
+        let to = dst.join(entry.file_name());
+        if kind.is_dir() {
+            if entry.file_name() != "__pycache__" {
+                copy_tree(&from, &to)?;
+            }
+        } else if kind.is_file() {
+            std::fs::copy(&from, &to)
+                .with_context(|| format!("copy {} to {}", from.display(), to.display()))?;
+        } else {
+            bail!(
+                "{}: fixtures hold only files and directories",
+                from.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `cargo xtask schema`: writes the evidence schema generated from the types.
+fn schema() -> Result<()> {
+    let path = workspace_root()
+        .join("evidence-schema")
+        .join("v1")
+        .join("evidence.schema.json");
+    std::fs::create_dir_all(path.parent().expect("has a parent"))?;
+    std::fs::write(&path, verify_coding_candidates::evidence::schema_json())
+        .with_context(|| format!("write {}", path.display()))?;
+    eprintln!("schema: wrote {}", path.display());
+    println!("{}", path.display());
+    Ok(())
+}

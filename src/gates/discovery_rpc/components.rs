@@ -1,0 +1,143 @@
+//! The components a plugin archive declares, read from the archive itself
+//! (what ships), the way the SDK discovers them.
+//!
+//! Source: `langbot_plugin.utils.discover.engine.ComponentDiscoveryEngine`:
+//! for each kind under `spec.components`, `fromFiles` names component
+//! manifests and `fromDirs` (`path`, `maxDepth` default 1) names folders whose
+//! `*.yaml`/`*.yml` files (at most `maxDepth` levels deep) are component
+//! manifests when they hold `apiVersion`, `kind`, `metadata` and `spec`.
+
+use super::spec::ComponentId;
+use serde_yaml_ng::Value;
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::Path;
+
+/// Largest YAML member read (component manifests are a few KiB).
+const MAX_YAML_BYTES: u64 = 1 << 20;
+
+/// The components `archive` declares, sorted.
+///
+/// # Errors
+/// A sentence naming the archive and the member when the archive or a
+/// manifest cannot be read.
+pub fn declared(archive: &Path) -> Result<Vec<ComponentId>, String> {
+    let file = std::fs::File::open(archive)
+        .map_err(|e| format!("{}: cannot open: {e}", archive.display()))?;
+    let mut zip = zip::ZipArchive::new(file)
+        .map_err(|e| format!("{}: not a readable ZIP archive: {e}", archive.display()))?;
+    let names: Vec<String> = zip.file_names().map(str::to_string).collect();
+    let mut read_yaml = |name: &str| -> Result<Value, String> {
+        let member = zip
+            .by_name(name)
+            .map_err(|e| format!("{}: member {name}: {e}", archive.display()))?;
+        let mut text = String::new();
+        member
+            .take(MAX_YAML_BYTES)
+            .read_to_string(&mut text)
+            .map_err(|e| format!("{}: member {name}: {e}", archive.display()))?;
+        serde_yaml_ng::from_str(&text)
+            .map_err(|e| format!("{}: member {name}: not valid YAML: {e}", archive.display()))
+    };
+    let manifest = read_yaml("manifest.yaml")?;
+    let mut files: BTreeSet<String> = BTreeSet::new();
+    if let Some(Value::Mapping(groups)) = manifest.get("spec").and_then(|s| s.get("components")) {
+        for (_kind, group) in groups {
+            if let Some(Value::Sequence(list)) = group.get("fromFiles") {
+                for f in list.iter().filter_map(Value::as_str) {
+                    files.insert(normalise(f));
+                }
+            }
+            if let Some(Value::Sequence(dirs)) = group.get("fromDirs") {
+                for d in dirs {
+                    let Some(path) = d.get("path").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    let depth = d.get("maxDepth").and_then(Value::as_u64).unwrap_or(1) as usize;
+                    let dir = normalise(path);
+                    let prefix = if dir.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{dir}/")
+                    };
+                    for name in &names {
+                        let Some(rest) = name.strip_prefix(&prefix) else {
+                            continue;
+                        };
+                        let is_yaml = rest.ends_with(".yaml") || rest.ends_with(".yml");
+                        if is_yaml && !rest.is_empty() && rest.split('/').count() <= depth {
+                            files.insert(name.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    for f in files {
+        let doc = read_yaml(&f)?;
+        let has = |k: &str| doc.get(k).is_some();
+        if !(has("apiVersion") && has("kind") && has("metadata") && has("spec")) {
+            continue;
+        }
+        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let name = doc
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        out.insert(ComponentId {
+            kind: kind.to_string(),
+            name: name.to_string(),
+        });
+    }
+    Ok(out.into_iter().collect())
+}
+
+fn normalise(p: &str) -> String {
+    let p = p.trim();
+    let p = p.strip_prefix("./").unwrap_or(p);
+    p.trim_end_matches('/').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn archive(members: &[(&str, &str)]) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let mut zip = zip::ZipWriter::new(f.reopen().unwrap());
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        for (name, text) in members {
+            zip.start_file(*name, opts).unwrap();
+            zip.write_all(text.as_bytes()).unwrap();
+        }
+        zip.finish().unwrap();
+        f
+    }
+
+    #[test]
+    fn lists_components_from_dirs_within_depth_and_from_files() {
+        let comp = |kind: &str, name: &str| {
+            format!("apiVersion: langbot/v1\nkind: {kind}\nmetadata:\n  name: {name}\nspec: {{}}\n")
+        };
+        let manifest = "apiVersion: v1\nkind: Plugin\nmetadata: {name: p, author: a}\nspec:\n  components:\n    Runner:\n      fromDirs:\n        - path: components/runner/\n    Tool:\n      fromFiles: [./tools/t.yaml]\n";
+        let a = archive(&[
+            ("manifest.yaml", manifest),
+            ("components/runner/default.yaml", &comp("Runner", "default")),
+            ("components/runner/deep/other.yaml", &comp("Runner", "deep")),
+            ("components/runner/notes.yaml", "just: text\n"),
+            ("tools/t.yaml", &comp("Tool", "t")),
+        ]);
+        let got = declared(a.path()).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                ComponentId { kind: "Runner".into(), name: "default".into() },
+                ComponentId { kind: "Tool".into(), name: "t".into() },
+            ]
+        );
+    }
+}

@@ -1,0 +1,754 @@
+//! The host process: `verify-coding-candidates __discovery-host --spec FILE`.
+//!
+//! Runs inside the private network namespace (when there is one), so the
+//! runtime it starts and the WebSocket client it drives share one loopback.
+//! It starts the genuine runtime (`python -I -B -m langbot_plugin.cli rt`)
+//! in its own process group, acts as the LangBot host over the control
+//! connection, stops the runtime's group and writes one [`HostResult`].
+//!
+//! Protocol sequence (observed with `langbot-plugin` 0.6.0b5, see
+//! `SDK-FACTS.md`): `/healthz`; `__ping`; `set_runtime_config` (before it every
+//! tenant action is refused); per archive `__file_chunk`s then
+//! `apply_plugin_installation`, each carrying a complete InstallationBinding
+//! context; the runtime starts a worker, which registers and makes the
+//! runtime call `get_plugin_settings` on the host; `list_plugins` with the
+//! binding then shows the plugin `initialized`; `list_runners` and
+//! `run_runner` reach the plugin's Runner components.
+
+use super::spec::{
+    CandidateOutcome, ComponentId, HostCandidate, HostResult, HostSpec, RunnerProbe, Step,
+    Teardown, TokenControl,
+};
+use super::survey;
+use crate::process::{self, ChildSpec, Running};
+use crate::rpc::{self, ConnectError, HostClient, Transcript};
+use crate::{hash, interrupt, netns};
+use base64::Engine as _;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Environment variable the runtime reads its control token from
+/// (`langbot_plugin.runtime.security.PLUGIN_RUNTIME_CONTROL_TOKEN_ENV`).
+pub const TOKEN_ENV: &str = "LANGBOT_PLUGIN_RUNTIME_CONTROL_TOKEN";
+
+/// The prompt of every Runner probe.
+pub const PROBE_PROMPT: &str = "verify-coding-candidates discovery probe";
+
+/// How often the host polls `/healthz` and `list_plugins`.
+const POLL: Duration = Duration::from_millis(250);
+
+/// Runs the host described by the spec file and writes its result.
+/// Exit status 0 when the result was written (whatever it says), 2 when the
+/// spec cannot be read, 1 when the result cannot be written.
+pub fn main(spec_path: &Path) -> ExitCode {
+    let spec: HostSpec = match std::fs::read(spec_path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("__discovery-host: {}: {e}", spec_path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let _ = interrupt::install();
+    let mut result = HostResult {
+        transcript: spec.log_dir.join("transcript.jsonl"),
+        ..HostResult::default()
+    };
+    run(&spec, &mut result);
+    let text = serde_json::to_vec_pretty(&result).unwrap_or_default();
+    match std::fs::write(&spec.result_path, text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!(
+                "__discovery-host: cannot write {}: {e}",
+                spec.result_path.display()
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(spec: &HostSpec, result: &mut HostResult) {
+    if let Some(ip) = &spec.ip {
+        if let Err(e) = loopback_up(ip, &spec.log_dir) {
+            result.loopback_error = Some(e);
+        }
+    }
+    result.interfaces = netns::interfaces();
+    let (token, wrong_token) = match (random_token(), random_token()) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            result.fatal = Some(e);
+            return;
+        }
+    };
+    let (control_port, debug_port) = match free_ports() {
+        Ok(p) => p,
+        Err(e) => {
+            result.fatal = Some(e);
+            return;
+        }
+    };
+    let mut env = spec.env.clone();
+    env.insert(TOKEN_ENV.into(), token.clone());
+    let args = vec![
+        "-I".to_string(),
+        "-B".into(),
+        "-m".into(),
+        "langbot_plugin.cli".into(),
+        "rt".into(),
+        "--ws-control-port".into(),
+        control_port.to_string(),
+        "--ws-debug-port".into(),
+        debug_port.to_string(),
+    ];
+    let child = ChildSpec {
+        program: spec.python.clone(),
+        args: args.clone(),
+        cwd: spec.data_root.clone(),
+        env,
+        timeout: Duration::from_secs(24 * 3600),
+        log_stem: spec.log_dir.join("runtime"),
+        stdin: None,
+    };
+    let facts = &mut result.runtime;
+    facts.command = std::iter::once(spec.python.display().to_string())
+        .chain(args)
+        .collect();
+    facts.control_port = control_port;
+    facts.debug_port = debug_port;
+    facts.health_port = spec.health_port_override.unwrap_or(control_port);
+    let mut rt = match process::spawn(&child) {
+        Ok(rt) => rt,
+        Err(e) => {
+            result.fatal = Some(e.to_string());
+            return;
+        }
+    };
+    facts.pid = Some(rt.pid());
+    facts.log = rt.logs().1.clone();
+
+    wait_healthy(&mut rt, spec, result);
+    if result.runtime.healthy {
+        if let Err(e) = drive(spec, &token, &wrong_token, control_port, &mut rt, result) {
+            result.fatal = Some(e);
+        }
+    }
+    result.runtime.log_tail = rt.tail(40);
+    teardown(rt, spec, result);
+}
+
+fn loopback_up(ip: &Path, log_dir: &Path) -> Result<(), String> {
+    let out = process::run(&ChildSpec {
+        program: ip.to_path_buf(),
+        args: ["link", "set", "lo", "up"].map(String::from).to_vec(),
+        cwd: log_dir.to_path_buf(),
+        env: process::base_env(),
+        timeout: Duration::from_secs(20),
+        log_stem: log_dir.join("loopback-up"),
+        stdin: None,
+    })
+    .map_err(|e| e.to_string())?;
+    if out.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{} link set lo up`: {}: {}",
+            ip.display(),
+            out.describe(),
+            out.tail(3)
+        ))
+    }
+}
+
+fn wait_healthy(rt: &mut Running, spec: &HostSpec, result: &mut HostResult) {
+    let facts = &mut result.runtime;
+    let deadline = Instant::now() + Duration::from_millis(spec.health_timeout_ms);
+    loop {
+        if interrupt::requested() {
+            facts.health_error = Some("interrupted".into());
+            return;
+        }
+        if let Some(status) = rt.try_status() {
+            facts.exited_early = Some(status.to_string());
+            return;
+        }
+        match rpc::healthz(facts.health_port, Duration::from_secs(2)) {
+            Ok((200, body)) => match serde_json::from_str::<Value>(&body) {
+                Ok(doc) if doc["live"] == Value::Bool(true) => {
+                    facts.healthy = true;
+                    facts.health_ms = Some(rt.elapsed().as_millis() as u64);
+                    facts.health = Some(doc);
+                    return;
+                }
+                Ok(doc) => facts.health_error = Some(format!("HTTP 200 without \"live\": true: {doc}")),
+                Err(e) => facts.health_error = Some(format!("HTTP 200, body not JSON: {e}")),
+            },
+            Ok((status, body)) => {
+                facts.health_error = Some(format!("HTTP {status}: {}", truncate(&body, 200)))
+            }
+            Err(e) => facts.health_error = Some(e),
+        }
+        if Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn drive(
+    spec: &HostSpec,
+    token: &str,
+    wrong_token: &str,
+    port: u16,
+    rt: &mut Running,
+    result: &mut HostResult,
+) -> Result<(), String> {
+    let call_timeout = Duration::from_millis(spec.call_timeout_ms);
+    // Positive control first: a different token must not open a connection.
+    result.token_control = Some(match rpc::connect(port, wrong_token, call_timeout) {
+        Err(ConnectError::Refused { status, body }) => TokenControl {
+            refused: true,
+            status: Some(status),
+            detail: format!("upgrade with a different random token refused with HTTP {status} ({body})"),
+        },
+        Err(ConnectError::Failed(e)) => TokenControl {
+            refused: false,
+            status: None,
+            detail: format!("the connection with a different token failed without an HTTP refusal: {e}"),
+        },
+        Ok(mut ws) => {
+            let _ = ws.close(None);
+            TokenControl {
+                refused: false,
+                status: Some(101),
+                detail: "a WebSocket with a different random token was accepted (HTTP 101)".into(),
+            }
+        }
+    });
+
+    let ws = rpc::connect(port, token, call_timeout)
+        .map_err(|e| format!("control connection with the runtime's own token: {e}"))?;
+    let transcript = Transcript::create(&result.transcript)
+        .map_err(|e| format!("{}: {e}", result.transcript.display()))?;
+    let handler: rpc::InboundHandler = Box::new(|action, _data, context| match action {
+        // The settings a freshly installed plugin gets from LangBot: enabled,
+        // default priority, empty configuration, bound to the installation.
+        "get_plugin_settings" => Ok(json!({
+            "enabled": true,
+            "priority": 0,
+            "plugin_config": {},
+            "install_source": "local",
+            "install_info": {},
+            "installation_uuid": context.and_then(|c| c.get("installation_uuid")).cloned().unwrap_or(Value::Null),
+        })),
+        other => Err(format!(
+            "the certification host does not serve {other}"
+        )),
+    });
+    let mut client = HostClient::new(ws, transcript, handler)?;
+
+    let ping = client.call("__ping", json!({}), None, call_timeout)?;
+    result.ping = Some(step(&ping));
+    let instance_uuid = random_uuid()?;
+    let config = client.call(
+        "set_runtime_config",
+        json!({
+            "runtime_identity": {"instance_uuid": instance_uuid, "runtime_id": random_uuid()?},
+            "worker_policy": {
+                "max_cpus": 1, "max_memory_mb": 1024, "max_pids": 256,
+                "max_open_files": 1024, "max_file_size_mb": 64
+            },
+            "runtime_profile": "oss_dev"
+        }),
+        None,
+        call_timeout,
+    )?;
+    result.runtime_config = Some(step(&config));
+    if !config.ok() {
+        client.close();
+        return Ok(());
+    }
+    let workspace_uuid = random_uuid()?;
+    for cand in &spec.candidates {
+        if interrupt::requested() {
+            break;
+        }
+        let outcome = install_one(
+            &mut client,
+            spec,
+            cand,
+            rt,
+            &instance_uuid,
+            &workspace_uuid,
+            port,
+        )?;
+        result.candidates.push(outcome);
+    }
+    result.inbound = client.inbound.clone();
+    client.close();
+    Ok(())
+}
+
+fn step(r: &rpc::Response) -> Step {
+    Step {
+        ok: r.ok(),
+        message: r.message.clone(),
+        data: r.data.clone(),
+    }
+}
+
+/// Installs one archive and waits for its plugin; errors only when the
+/// control connection itself fails.
+fn install_one(
+    client: &mut HostClient,
+    spec: &HostSpec,
+    cand: &HostCandidate,
+    rt: &mut Running,
+    instance_uuid: &str,
+    workspace_uuid: &str,
+    port: u16,
+) -> Result<CandidateOutcome, String> {
+    let call_timeout = Duration::from_millis(spec.call_timeout_ms);
+    let installation_uuid = random_uuid()?;
+    let binding = json!({
+        "instance_uuid": instance_uuid,
+        "workspace_uuid": workspace_uuid,
+        "placement_generation": 1,
+        "installation_uuid": installation_uuid,
+        "runtime_revision": 1,
+        "artifact_digest": cand.sha256,
+    });
+    let mut out = CandidateOutcome {
+        folder: cand.folder.clone(),
+        binding: binding.clone(),
+        ..CandidateOutcome::default()
+    };
+    client.note("candidate", json!({"folder": cand.folder, "archive": cand.archive}));
+
+    let file_key = match upload(client, cand, &binding, &installation_uuid, call_timeout, &mut out)? {
+        Some(k) => k,
+        None => return Ok(out),
+    };
+
+    let log_mark = log_sizes(rt);
+    let failures_before = restart_failures(port);
+    let apply = client.call(
+        "apply_plugin_installation",
+        json!({"artifact_file_key": file_key, "enabled": true}),
+        Some(&binding),
+        call_timeout,
+    )?;
+    out.apply = Some(step(&apply));
+    if !apply.ok() {
+        out.failure = Some(format!(
+            "apply_plugin_installation was refused: {}",
+            apply.message
+        ));
+        out.runtime_messages = runtime_messages(rt, log_mark);
+        return Ok(out);
+    }
+    let state = apply.data["state"].as_str().unwrap_or("");
+    if state == "failed" {
+        out.failure = Some(format!(
+            "apply_plugin_installation answered state \"failed\": {} {}",
+            apply.data["error_code"].as_str().unwrap_or(""),
+            apply.data["message"].as_str().unwrap_or("")
+        ));
+    }
+
+    let started = Instant::now();
+    let plugin_timeout = Duration::from_millis(spec.plugin_timeout_ms);
+    while out.failure.is_none() {
+        if interrupt::requested() {
+            out.failure = Some("interrupted while waiting for the plugin".into());
+            break;
+        }
+        client.pump(POLL)?;
+        let listed = client.call("list_plugins", json!({}), Some(&binding), call_timeout)?;
+        if !listed.ok() {
+            out.failure = Some(format!("list_plugins was refused: {}", listed.message));
+            break;
+        }
+        if let Some(plugin) = listed.data["plugins"].as_array().and_then(|p| p.first()) {
+            out.status = plugin["status"].as_str().map(str::to_string);
+            if out.status.as_deref() == Some("initialized") {
+                out.init_ms = Some(started.elapsed().as_millis() as u64);
+                out.listed_components = listed_components(plugin);
+                break;
+            }
+        }
+        let failures = restart_failures(port)
+            .zip(failures_before)
+            .map(|(now, before)| now.saturating_sub(before))
+            .unwrap_or(0);
+        out.worker_failures = failures;
+        if failures >= spec.failure_restarts {
+            out.failure = Some(format!(
+                "the runtime reported {failures} failed start(s) of the plugin's worker and never listed it as initialized"
+            ));
+        } else if let Some(status) = rt.try_status() {
+            out.failure = Some(format!("the runtime exited ({status}) while the plugin was starting"));
+        } else if started.elapsed() >= plugin_timeout {
+            out.failure = Some(format!(
+                "not listed as initialized within {} s (last status: {})",
+                plugin_timeout.as_secs(),
+                out.status.as_deref().unwrap_or("not listed")
+            ));
+        }
+    }
+    if out.failure.is_some() {
+        out.runtime_messages = runtime_messages(rt, log_mark);
+        // Stop the runtime's restart loop for this installation, as LangBot
+        // does when it removes a plugin.
+        if rt.try_status().is_none() {
+            let removed = client.call(
+                "remove_plugin_installation",
+                json!({}),
+                Some(&binding),
+                call_timeout,
+            )?;
+            out.removed = Some(step(&removed));
+        }
+        return Ok(out);
+    }
+
+    let runners = client.call("list_runners", json!({}), Some(&binding), call_timeout)?;
+    out.runners_listed = runners.data["runners"]
+        .as_array()
+        .map(|rs| {
+            rs.iter()
+                .filter_map(|r| r["runner_name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    for comp in cand.declared.iter().filter(|c| c.kind == "Runner") {
+        out.runner_probes
+            .push(probe_runner(client, spec, cand, &comp.name, &binding)?);
+    }
+    Ok(out)
+}
+
+/// Streams the archive in `__file_chunk`s, hashing as it goes. Returns the
+/// file key, or `None` when the upload failed (recorded in `out`).
+fn upload(
+    client: &mut HostClient,
+    cand: &HostCandidate,
+    binding: &Value,
+    installation_uuid: &str,
+    timeout: Duration,
+    out: &mut CandidateOutcome,
+) -> Result<Option<String>, String> {
+    let mut file = match std::fs::File::open(&cand.archive) {
+        Ok(f) => f,
+        Err(e) => {
+            out.upload_error = Some(format!("{}: cannot open: {e}", cand.archive.display()));
+            return Ok(None);
+        }
+    };
+    let length = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let chunk_len = rpc::FILE_CHUNK_LENGTH as u64;
+    let amount = length.div_ceil(chunk_len).max(1);
+    let file_key = format!(
+        "{}-{}.lbpkg",
+        &cand.sha256[..16.min(cand.sha256.len())],
+        installation_uuid.replace('-', "")
+    );
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; rpc::FILE_CHUNK_LENGTH];
+    for index in 0..amount {
+        let n = read_full(&mut file, &mut buf).map_err(|e| {
+            format!("{}: read failed during upload: {e}", cand.archive.display())
+        })?;
+        hasher.update(&buf[..n]);
+        let r = client.call(
+            "__file_chunk",
+            json!({
+                "file_key": file_key,
+                "file_length": length,
+                "chunk_base64": base64::engine::general_purpose::STANDARD.encode(&buf[..n]),
+                "chunk_index": index,
+                "chunk_amount": amount,
+                "chunk_size": n,
+            }),
+            Some(binding),
+            timeout,
+        )?;
+        if !r.ok() {
+            out.upload_error = Some(format!("__file_chunk {index} of {amount} refused: {}", r.message));
+            return Ok(None);
+        }
+        out.chunks += 1;
+        out.uploaded_bytes += n as u64;
+    }
+    let digest = hash::to_hex(&hasher.finalize());
+    out.uploaded_sha256 = Some(digest.clone());
+    if digest != cand.sha256 {
+        out.upload_error = Some(format!(
+            "the archive's bytes hash to {digest} while archive-members recorded {}; the file changed after it was certified",
+            cand.sha256
+        ));
+        return Ok(None);
+    }
+    Ok(Some(file_key))
+}
+
+fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+fn probe_runner(
+    client: &mut HostClient,
+    spec: &HostSpec,
+    cand: &HostCandidate,
+    runner: &str,
+    binding: &Value,
+) -> Result<RunnerProbe, String> {
+    let context = json!({
+        "run_id": format!("vcc-probe-{}-{runner}", cand.folder),
+        "trigger": {"type": "message.received", "source": "api"},
+        "event": {
+            "event_id": format!("vcc-event-{}", cand.folder),
+            "event_type": "message.received",
+            "source": "verify-coding-candidates"
+        },
+        "input": {"text": PROBE_PROMPT},
+        "delivery": {"surface": "api"},
+        "resources": {},
+        "runtime": {"metadata": {"component_kind": "Runner"}}
+    });
+    let chunks = client.call_stream(
+        "run_runner",
+        json!({
+            "plugin_author": cand.author,
+            "plugin_name": cand.name,
+            "runner_name": runner,
+            "context": context,
+        }),
+        Some(binding),
+        Duration::from_millis(spec.runner_timeout_ms),
+    );
+    let mut probe = RunnerProbe {
+        runner: runner.to_string(),
+        result_types: Vec::new(),
+        reply: None,
+        error: None,
+    };
+    match chunks {
+        Err(e) => probe.error = Some(e),
+        Ok(chunks) => {
+            for c in &chunks {
+                if !c.ok() {
+                    probe.error = Some(c.message.clone());
+                    continue;
+                }
+                let Some(kind) = c.data["type"].as_str() else {
+                    continue;
+                };
+                probe.result_types.push(kind.to_string());
+                match kind {
+                    "run.completed" => {
+                        probe.reply = c.data["data"]["message"]["content"]
+                            .as_str()
+                            .map(str::to_string)
+                            .or_else(|| Some(c.data["data"]["message"]["content"].to_string()));
+                    }
+                    "run.failed" => {
+                        probe.error = Some(format!(
+                            "{}: {}",
+                            c.data["data"]["code"].as_str().unwrap_or("run.failed"),
+                            c.data["data"]["error"].as_str().unwrap_or("")
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(probe)
+}
+
+fn listed_components(plugin: &Value) -> Vec<ComponentId> {
+    let mut out: Vec<ComponentId> = plugin["components"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| ComponentId {
+                    kind: c["manifest"]["manifest"]["kind"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                    name: c["manifest"]["manifest"]["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// `restart_coordinator.restart_failures_total` from `/healthz`: worker
+/// start attempts that ended before the plugin was ready.
+fn restart_failures(port: u16) -> Option<u64> {
+    let (status, body) = rpc::healthz(port, Duration::from_secs(2)).ok()?;
+    if status != 200 {
+        return None;
+    }
+    let doc: Value = serde_json::from_str(&body).ok()?;
+    doc["resources"]["restart_coordinator"]["restart_failures_total"].as_u64()
+}
+
+fn log_sizes(rt: &Running) -> (u64, u64) {
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    (size(&rt.logs().0), size(&rt.logs().1))
+}
+
+/// The runtime's own words about what went wrong since `mark`: its warning
+/// and error lines, and the last line of each traceback its workers printed
+/// (worker stderr is the runtime's stderr), without repeats, at most 12.
+fn runtime_messages(rt: &Running, mark: (u64, u64)) -> Vec<String> {
+    let mut text = String::new();
+    for (path, from) in [(&rt.logs().1, mark.1), (&rt.logs().0, mark.0)] {
+        text.push_str(&read_from(path, from));
+    }
+    select_messages(&text)
+}
+
+fn select_messages(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_end();
+        let is_log = t.starts_with('[') && (t.contains("[WARNING]") || t.contains("[ERROR]"));
+        let is_exception = !t.starts_with(char::is_whitespace)
+            && t.split_once(": ").is_some_and(|(head, _)| {
+                !head.contains(' ')
+                    && (head.ends_with("Error") || head.ends_with("Exception"))
+            });
+        let line = t.to_string();
+        if (is_log || is_exception) && !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    let skip = out.len().saturating_sub(12);
+    out.split_off(skip)
+}
+
+fn read_from(path: &Path, from: u64) -> String {
+    use std::io::{Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    if f.seek(SeekFrom::Start(from)).is_err() {
+        return String::new();
+    }
+    let mut buf = Vec::new();
+    let _ = f.take(4 << 20).read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn teardown(rt: Running, spec: &HostSpec, result: &mut HostResult) {
+    let stopped = rt.stop();
+    let mut survivors = survey::scan(&spec.roots, &[]);
+    if !survivors.is_empty() {
+        survey::kill_all(&survivors, Duration::from_secs(5));
+    } else {
+        survivors = Vec::new();
+    }
+    result.teardown = Some(Teardown {
+        exited_on_its_own: stopped.exited_on_its_own,
+        needed_kill: stopped.needed_kill,
+        group_empty: stopped.group_empty,
+        status: stopped.status.to_string(),
+        survivors,
+    });
+}
+
+/// Two ports free on this namespace's loopback, for the control and debug
+/// servers (bound together, then released for the runtime).
+fn free_ports() -> Result<(u16, u16), String> {
+    let a = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
+    let b = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
+    let ports = (
+        a.local_addr().map_err(|e| e.to_string())?.port(),
+        b.local_addr().map_err(|e| e.to_string())?.port(),
+    );
+    Ok(ports)
+}
+
+fn random_bytes<const N: usize>() -> Result<[u8; N], String> {
+    let mut buf = [0u8; N];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .map_err(|e| format!("/dev/urandom: {e}"))?;
+    Ok(buf)
+}
+
+/// 64 hex characters from `/dev/urandom` (the runtime wants at least 32
+/// non-space characters: `runtime.security.validate_runtime_secret`).
+fn random_token() -> Result<String, String> {
+    Ok(hash::to_hex(&random_bytes::<32>()?))
+}
+
+/// A random (version 4) UUID in its 8-4-4-4-12 form.
+fn random_uuid() -> Result<String, String> {
+    let mut b = random_bytes::<16>()?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = hash::to_hex(&b);
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    ))
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_and_tokens_have_the_expected_shape() {
+        let u = random_uuid().unwrap();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        let t = random_token().unwrap();
+        assert_eq!(t.len(), 64);
+        assert_ne!(t, random_token().unwrap());
+    }
+
+    #[test]
+    fn runtime_messages_keep_warnings_and_exception_lines() {
+        let log = "[11-29 18:10:28.255] handler.py (453) - [WARNING] : Runtime action initialize_plugin failed with AttributeError\n\
+Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n    raise X\n\
+langbot_plugin.entities.io.errors.ActionCallError: ActionCallError: AttributeError: module 'main' has no attribute 'Missing'\n\
+[11-29 18:10:28.300] controller.py (1) - [INFO] : Mounting plugin a/b...\n\
+[11-29 18:10:28.255] handler.py (453) - [WARNING] : Runtime action initialize_plugin failed with AttributeError\n";
+        let got = select_messages(log);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[1].ends_with("has no attribute 'Missing'"));
+    }
+}

@@ -1,0 +1,244 @@
+//! The typed hand-over between the gate and its host process.
+//!
+//! The gate writes a [`HostSpec`] to `DIR/logs/discovery-rpc/host-spec.json`
+//! and starts `verify-coding-candidates __discovery-host --spec FILE`
+//! (inside the private network namespace when there is one). The host
+//! writes one [`HostResult`] to `spec.result_path` and exits; the gate
+//! parses it with serde. Neither file holds the control token: the host
+//! generates it and gives it only to the runtime's environment.
+
+use crate::netns::NetKind;
+use crate::rpc::InboundCall;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// A component as the manifest declares it and the runtime lists it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ComponentId {
+    /// `kind` (`Runner`, `Tool`, ...).
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+}
+
+impl std::fmt::Display for ComponentId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.kind, self.name)
+    }
+}
+
+/// What the host must do.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HostSpec {
+    /// The verified interpreter.
+    pub python: PathBuf,
+    /// The runtime's working directory; it keeps `data/` (artifacts,
+    /// dependency environments, transfer files) under it.
+    pub data_root: PathBuf,
+    /// `DIR/roots/discovery-rpc`: every private root of the run, for the
+    /// survivor survey.
+    pub roots: PathBuf,
+    /// The runtime's whole environment, without the control token.
+    pub env: BTreeMap<String, String>,
+    /// `DIR/logs/discovery-rpc`.
+    pub log_dir: PathBuf,
+    /// Where the host writes its [`HostResult`].
+    pub result_path: PathBuf,
+    /// The network isolation the host runs under.
+    pub net: NetKind,
+    /// `ip` program to bring the namespace's loopback up (`None`: no namespace).
+    pub ip: Option<PathBuf>,
+    /// Milliseconds the runtime has to answer `/healthz`.
+    pub health_timeout_ms: u64,
+    /// Milliseconds one plugin has to reach `initialized`.
+    pub plugin_timeout_ms: u64,
+    /// Milliseconds one request has to be answered.
+    pub call_timeout_ms: u64,
+    /// Milliseconds one Runner probe may stream.
+    pub runner_timeout_ms: u64,
+    /// Worker start failures the runtime may report for one installation
+    /// before the host stops waiting and calls it failed.
+    pub failure_restarts: u64,
+    /// Test hook: probe `/healthz` on this port instead of the control port
+    /// (set from `VCC_DISCOVERY_TEST_HEALTH_PORT`; a port where nothing
+    /// answers makes the runtime look never healthy).
+    pub health_port_override: Option<u16>,
+    /// Candidates, installed one after the other in this order.
+    pub candidates: Vec<HostCandidate>,
+}
+
+/// One candidate archive to install.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HostCandidate {
+    /// Candidate folder.
+    pub folder: String,
+    /// Absolute path of the `.lbpkg` archive.
+    pub archive: PathBuf,
+    /// Its sha256 as recorded by `archive-members` (the installation
+    /// binding's `artifact_digest`).
+    pub sha256: String,
+    /// `metadata.author`.
+    pub author: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// Components the archive's manifest declares.
+    pub declared: Vec<ComponentId>,
+}
+
+/// The outcome of one request.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Step {
+    /// Response code 0.
+    pub ok: bool,
+    /// The runtime's message, or the client's error sentence.
+    pub message: String,
+    /// Response data.
+    pub data: Value,
+}
+
+/// The wrong-token positive control.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TokenControl {
+    /// The upgrade was refused.
+    pub refused: bool,
+    /// HTTP status of the refusal.
+    pub status: Option<u16>,
+    /// What happened, in words.
+    pub detail: String,
+}
+
+/// Facts about the runtime process.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RuntimeFacts {
+    /// Program and arguments.
+    pub command: Vec<String>,
+    /// Leader pid (= process group id).
+    pub pid: Option<u32>,
+    /// `--ws-control-port`.
+    pub control_port: u16,
+    /// `--ws-debug-port`.
+    pub debug_port: u16,
+    /// Port `/healthz` was probed on.
+    pub health_port: u16,
+    /// `/healthz` answered 200 with `"live": true`.
+    pub healthy: bool,
+    /// Milliseconds from start to healthy.
+    pub health_ms: Option<u64>,
+    /// The health document.
+    pub health: Option<Value>,
+    /// The last probe error when not healthy.
+    pub health_error: Option<String>,
+    /// The runtime exited before it became healthy: its status.
+    pub exited_early: Option<String>,
+    /// Last lines of the runtime's log at the end.
+    pub log_tail: String,
+    /// The runtime's stderr log.
+    pub log: PathBuf,
+}
+
+/// One Runner request and its streamed reply.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunnerProbe {
+    /// `runner_name`.
+    pub runner: String,
+    /// The `type` of every streamed result (`run.completed`, ...).
+    pub result_types: Vec<String>,
+    /// The assistant message content of `run.completed`, if any.
+    pub reply: Option<String>,
+    /// The request's error or the run's failure.
+    pub error: Option<String>,
+}
+
+/// What happened to one candidate.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CandidateOutcome {
+    /// Candidate folder.
+    pub folder: String,
+    /// The installation binding sent with every request for this candidate.
+    pub binding: Value,
+    /// Bytes uploaded with `__file_chunk`.
+    pub uploaded_bytes: u64,
+    /// Chunks uploaded.
+    pub chunks: u64,
+    /// sha256 of the bytes uploaded, computed while streaming them.
+    pub uploaded_sha256: Option<String>,
+    /// Why the upload did not complete.
+    pub upload_error: Option<String>,
+    /// `apply_plugin_installation`.
+    pub apply: Option<Step>,
+    /// `status` of the plugin in `list_plugins` (`initialized`, ...).
+    pub status: Option<String>,
+    /// Milliseconds from `apply_plugin_installation` to `initialized`.
+    pub init_ms: Option<u64>,
+    /// Components `list_plugins` reports.
+    pub listed_components: Vec<ComponentId>,
+    /// Worker start failures the runtime reported (`/healthz`
+    /// `restart_coordinator.restart_failures_total` delta).
+    pub worker_failures: u64,
+    /// Why the plugin did not initialize, in words.
+    pub failure: Option<String>,
+    /// The runtime's own messages about this installation (its log lines).
+    pub runtime_messages: Vec<String>,
+    /// Runner names `list_runners` reports.
+    pub runners_listed: Vec<String>,
+    /// One probe per declared Runner component.
+    pub runner_probes: Vec<RunnerProbe>,
+    /// `remove_plugin_installation`, sent when the plugin failed (stops the
+    /// runtime's restart loop).
+    pub removed: Option<Step>,
+}
+
+/// A process that outlived teardown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Survivor {
+    /// Process id.
+    pub pid: u32,
+    /// Why it is tied to the run (`cwd under ...`, `environment names ...`).
+    pub reason: String,
+    /// Its command line, space-joined.
+    pub cmdline: String,
+}
+
+/// How the runtime was stopped.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Teardown {
+    /// The runtime had exited before teardown.
+    pub exited_on_its_own: bool,
+    /// SIGTERM was not enough: SIGKILL was sent to the group.
+    pub needed_kill: bool,
+    /// The runtime's process group was empty afterwards.
+    pub group_empty: bool,
+    /// Leader exit status.
+    pub status: String,
+    /// Processes tied to the private roots still alive after the group stop.
+    pub survivors: Vec<Survivor>,
+}
+
+/// Everything the host observed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HostResult {
+    /// Network interfaces the host saw.
+    pub interfaces: Vec<String>,
+    /// Bringing the namespace's loopback up failed: why.
+    pub loopback_error: Option<String>,
+    /// The runtime.
+    pub runtime: RuntimeFacts,
+    /// Wrong-token control.
+    pub token_control: Option<TokenControl>,
+    /// `__ping`.
+    pub ping: Option<Step>,
+    /// `set_runtime_config`.
+    pub runtime_config: Option<Step>,
+    /// Per candidate, in spec order.
+    pub candidates: Vec<CandidateOutcome>,
+    /// Requests the runtime sent to the host.
+    pub inbound: Vec<InboundCall>,
+    /// Teardown.
+    pub teardown: Option<Teardown>,
+    /// An error that stopped the host early.
+    pub fatal: Option<String>,
+    /// The RPC transcript (JSON lines).
+    pub transcript: PathBuf,
+}

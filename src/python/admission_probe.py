@@ -1,0 +1,116 @@
+# Host-side admission of one .lbpkg archive, decided by the genuine SDK.
+#
+# Usage: python -I -B -c <this> ARCHIVE SHA256 DATA_ROOT REQUIREMENTS LINES_ROOT
+#
+#   ARCHIVE       the exact .lbpkg file (DIR/packages/<folder>/<file>.lbpkg)
+#   SHA256        its sha256, lower-case hex, as the harness computed it
+#   DATA_ROOT     a fresh private directory: the artifact store's base path
+#   REQUIREMENTS  the archive's requirements.txt as extracted by the harness
+#                 (DIR/extracted/<folder>/requirements.txt; may be missing)
+#   LINES_ROOT    a fresh private directory for one-line requirement files
+#
+# Nothing is decided here: every verdict is the SDK's own code
+# (langbot_plugin.runtime.plugin.artifact.PluginArtifactStore.install_package
+# and dependency_environment.PluginDependencyEnvironmentStore._read_requirements,
+# the check `prepare` runs before any install). This file only reports, as one
+# JSON document on stdout, what the SDK did.
+import importlib.metadata
+import json
+import pathlib
+import sys
+
+from packaging.markers import default_environment
+
+from langbot_plugin.runtime.plugin.artifact import PluginArtifact, PluginArtifactStore
+from langbot_plugin.runtime.plugin.dependency_environment import (
+    PluginDependencyEnvironmentStore,
+)
+
+
+def error_text(exc):
+    return f"{type(exc).__name__}: {exc}"
+
+
+def read_requirements(code_path):
+    """The SDK's requirement check for the requirements.txt under code_path."""
+    artifact = PluginArtifact(
+        digest="0" * 64,
+        root_path=code_path,
+        code_path=code_path,
+        plugin_author="",
+        plugin_name="",
+        plugin_version="",
+    )
+    try:
+        kept, digest = PluginDependencyEnvironmentStore._read_requirements(artifact)
+    except Exception as exc:  # the SDK's refusal is the finding
+        return {"accepted": False, "kept": [], "digest": None, "error": error_text(exc)}
+    return {"accepted": True, "kept": list(kept), "digest": digest, "error": None}
+
+
+def main():
+    archive, expected, data_root, requirements, lines_root = sys.argv[1:6]
+    result = {
+        "installed_sdk_version": importlib.metadata.version("langbot-plugin"),
+        "marker_environment": default_environment(),
+        "artifact": None,
+        "artifact_error": None,
+        "artifact_requirements": None,
+        "file_requirements": None,
+        "lines": [],
+    }
+
+    store = PluginArtifactStore(data_root)
+    try:
+        with open(archive, "rb") as handle:
+            package = handle.read()
+        artifact = store.install_package(package, expected)
+    except Exception as exc:  # the SDK's refusal is the finding
+        result["artifact_error"] = error_text(exc)
+    else:
+        marker_path = artifact.root_path / ".verified-sha256"
+        result["artifact"] = {
+            "digest": artifact.digest,
+            "root_path": str(artifact.root_path),
+            "code_path": str(artifact.code_path),
+            "marker": marker_path.read_text(encoding="ascii"),
+            "plugin_author": artifact.plugin_author,
+            "plugin_name": artifact.plugin_name,
+            "plugin_version": artifact.plugin_version,
+        }
+        result["artifact_requirements"] = read_requirements(artifact.code_path)
+
+    # The same check on the harness's own extraction, so the requirement
+    # verdict exists even when the artifact store refused the archive.
+    source = pathlib.Path(requirements)
+    source_dir = pathlib.Path(lines_root) / "file"
+    source_dir.mkdir(parents=True)
+    if source.is_file():
+        content = source.read_bytes()
+        (source_dir / "requirements.txt").write_bytes(content)
+    else:
+        content = b""
+    result["file_requirements"] = read_requirements(source_dir)
+
+    # Line by line, as the SDK splits them (str.splitlines, strip, skip blank
+    # and '#' lines): the SDK stops at the first refusal, these show them all.
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None:
+        for number, raw in enumerate(text.splitlines(), start=1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            line_dir = pathlib.Path(lines_root) / f"line-{number}"
+            line_dir.mkdir()
+            (line_dir / "requirements.txt").write_text(line + "\n", encoding="utf-8")
+            verdict = read_requirements(line_dir)
+            verdict.pop("digest")
+            result["lines"].append({"number": number, "text": line, **verdict})
+
+    json.dump(result, sys.stdout)
+
+
+main()

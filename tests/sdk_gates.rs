@@ -1,0 +1,370 @@
+//! The `sdk-record` and `sdk-shadow` gates, run through the built binary on
+//! fixture repositories with the genuine SDK interpreter from `$PYTHON`.
+//!
+//! Tampering always happens in a temporary copy of the SDK's virtual
+//! environment (`cp -a`), never in the original; the copy's `bin/python`
+//! still links to the base interpreter and its `pyvenv.cfg` makes it the
+//! copy's own environment.
+
+mod common;
+
+use common::{
+    check, copy_venv, evidence_dir, fixture_repo, python, read_evidence, sdk_venv, stderr_text,
+    stdout_text, venv_python, verifier,
+};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use verify_coding_candidates::exit;
+
+const PIN: &str = "0.6.0b5";
+
+fn code(output: &std::process::Output) -> i32 {
+    output
+        .status
+        .code()
+        .expect("the verifier exited (not killed by a signal)")
+}
+
+/// Runs the verifier with `args` on `repo`, writing evidence to a fresh
+/// directory; returns the exit code, the evidence and the output text.
+fn run(repo: &Path, python: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, Value, String) {
+    let (_keep, dir) = evidence_dir();
+    let mut cmd = verifier();
+    cmd.current_dir(repo)
+        .arg("--evidence")
+        .arg(&dir)
+        .arg("--python")
+        .arg(python)
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run the verifier");
+    let text = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        stdout_text(&out),
+        stderr_text(&out)
+    );
+    assert!(
+        dir.join("evidence.json").is_file(),
+        "no evidence written; {text}"
+    );
+    (code(&out), read_evidence(&dir), text)
+}
+
+/// The site-packages and dist-info of the venv rooted at `venv`.
+fn sdk_paths(venv: &Path) -> (PathBuf, PathBuf) {
+    let lib = venv.join("lib");
+    let pyver = std::fs::read_dir(&lib)
+        .unwrap_or_else(|e| panic!("{}: {e}", lib.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("python"))
+        })
+        .unwrap_or_else(|| panic!("{}: expected a pythonX.Y folder", lib.display()));
+    let sp = pyver.join("site-packages");
+    let dist_info = sp.join(format!("langbot_plugin-{PIN}.dist-info"));
+    assert!(
+        dist_info.is_dir(),
+        "{}: expected the pinned SDK's dist-info",
+        dist_info.display()
+    );
+    (sp, dist_info)
+}
+
+fn detail(check: &Value) -> &str {
+    check["detail"].as_str().expect("check.detail is a string")
+}
+
+#[test]
+fn sdk_record_passes_with_the_genuine_sdk_and_records_its_counts() {
+    let repo = fixture_repo(&[]);
+    let (code, ev, text) = run(&repo.root, &python(), &["--only", "sdk-record"], &[]);
+    assert_eq!(code, i32::from(exit::SUCCESS), "{text}");
+    assert_eq!(
+        ev["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["id"] == "sdk-record")
+            .unwrap()["result"],
+        "pass"
+    );
+    for name in [
+        "sdk-version",
+        "package-location",
+        "record-rows",
+        "unlisted-files",
+    ] {
+        let c = check(&ev, "sdk-record", name, None);
+        assert_eq!(c["result"], "pass", "{name}: {}", detail(c));
+    }
+
+    let (_, dist_info) = sdk_paths(&sdk_venv());
+    let record = std::fs::read_to_string(dist_info.join("RECORD")).unwrap();
+    let rows = record.lines().filter(|l| !l.is_empty()).count() as u64;
+    let hashed = record.lines().filter(|l| l.contains(",sha256=")).count() as u64;
+    let sdk = &ev["sdk"];
+    assert_eq!(sdk["version"], PIN);
+    assert_eq!(sdk["record_rows"], rows);
+    assert_eq!(sdk["hashed_rows_verified"], hashed);
+    assert_eq!(sdk["unhashed_rows"], rows - hashed);
+    let digest = verify_coding_candidates::hash::sha256_file(&dist_info.join("RECORD"))
+        .unwrap()
+        .hex();
+    assert_eq!(sdk["record_sha256"], digest);
+    assert!(
+        sdk["dist_info"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("langbot_plugin-{PIN}.dist-info")),
+        "{sdk}"
+    );
+}
+
+#[test]
+fn a_tampered_record_row_fails_naming_the_row() {
+    let repo = fixture_repo(&[]);
+    let venv = copy_venv(&sdk_venv());
+    let (_, dist_info) = sdk_paths(venv.path());
+    let record_path = dist_info.join("RECORD");
+    let record = std::fs::read_to_string(&record_path).unwrap();
+    let mut lines: Vec<String> = record.lines().map(str::to_string).collect();
+    let index = lines
+        .iter()
+        .position(|l| l.starts_with("langbot_plugin/version.py,sha256="))
+        .expect("RECORD lists langbot_plugin/version.py with a hash");
+    // Change the digest's first character: still 43 urlsafe base64 characters.
+    let line = &lines[index];
+    let at = line.find("sha256=").unwrap() + "sha256=".len();
+    let first = line.as_bytes()[at];
+    let replacement = if first == b'A' { 'B' } else { 'A' };
+    lines[index] = format!("{}{}{}", &line[..at], replacement, &line[at + 1..]);
+    std::fs::write(&record_path, lines.join("\n") + "\n").unwrap();
+
+    let (code, ev, text) = run(
+        &repo.root,
+        &venv_python(&venv),
+        &["--only", "sdk-record"],
+        &[],
+    );
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    let c = check(&ev, "sdk-record", "record-rows", None);
+    assert_eq!(c["result"], "fail");
+    let row = index + 1;
+    assert!(
+        detail(c).contains(&format!(
+            "row {row} (langbot_plugin/version.py): digest differs"
+        )),
+        "row {row}: {}",
+        detail(c)
+    );
+    assert_eq!(
+        c["observed"]["mismatches"].as_array().unwrap().len(),
+        1,
+        "{}",
+        detail(c)
+    );
+}
+
+#[test]
+fn a_tampered_sdk_file_fails_naming_the_file() {
+    let repo = fixture_repo(&[]);
+    let venv = copy_venv(&sdk_venv());
+    let (sp, _) = sdk_paths(venv.path());
+    let file = sp.join("langbot_plugin").join("version.py");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let original = bytes.len();
+    bytes.push(b'\n');
+    std::fs::write(&file, &bytes).unwrap();
+
+    let (code, ev, text) = run(
+        &repo.root,
+        &venv_python(&venv),
+        &["--only", "sdk-record"],
+        &[],
+    );
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    let c = check(&ev, "sdk-record", "record-rows", None);
+    assert_eq!(c["result"], "fail");
+    let d = detail(c);
+    assert!(
+        d.contains("(langbot_plugin/version.py): digest and size differ"),
+        "{d}"
+    );
+    assert!(
+        d.contains(&format!("size {original}, found sha256=")),
+        "{d}"
+    );
+    assert!(d.contains(&format!("size {}", original + 1)), "{d}");
+    assert!(ev["sdk"]["hashed_rows_verified"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn an_unlisted_file_in_the_sdk_package_fails_naming_it() {
+    let repo = fixture_repo(&[]);
+    let venv = copy_venv(&sdk_venv());
+    let (sp, _) = sdk_paths(venv.path());
+    let extra = sp
+        .join("langbot_plugin")
+        .join("api")
+        .join("unlisted_extra.py");
+    std::fs::write(&extra, b"# not part of the wheel\n").unwrap();
+
+    let (code, ev, text) = run(
+        &repo.root,
+        &venv_python(&venv),
+        &["--only", "sdk-record"],
+        &[],
+    );
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    let c = check(&ev, "sdk-record", "unlisted-files", None);
+    assert_eq!(c["result"], "fail");
+    assert!(
+        detail(c).contains("langbot_plugin/api/unlisted_extra.py"),
+        "{}",
+        detail(c)
+    );
+    assert_eq!(
+        check(&ev, "sdk-record", "record-rows", None)["result"],
+        "pass"
+    );
+}
+
+#[test]
+fn a_different_pin_fails_naming_both_versions() {
+    let repo = fixture_repo(&[]);
+    let profile_dir = tempfile::tempdir().unwrap();
+    let profile = profile_dir.path().join("b4.toml");
+    let text = verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS
+        .replace("langbot-plugin==0.6.0b5", "langbot-plugin==0.6.0b4");
+    assert!(text.contains("langbot-plugin==0.6.0b4"));
+    std::fs::write(&profile, text).unwrap();
+
+    let profile_arg = profile.display().to_string();
+    let (code, ev, out) = run(
+        &repo.root,
+        &python(),
+        &["--only", "sdk-record", "--profile", &profile_arg],
+        &[],
+    );
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{out}");
+    let c = check(&ev, "sdk-record", "sdk-version", None);
+    assert_eq!(c["result"], "fail");
+    let d = detail(c);
+    assert!(d.contains("is 0.6.0b5, required 0.6.0b4"), "{d}");
+    assert!(d.contains("pip install langbot-plugin==0.6.0b4"), "{d}");
+    assert_eq!(c["observed"]["installed"], PIN);
+}
+
+#[test]
+fn a_shadow_package_in_a_candidate_fails_sdk_shadow_naming_the_file() {
+    let repo = fixture_repo(&["shadow-sdk"]);
+    let (code, ev, text) = run(&repo.root, &python(), &["--only", "sdk-shadow"], &[]);
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(common::gate_result(&ev, "sdk-shadow"), "fail", "{text}");
+
+    let c = check(
+        &ev,
+        "sdk-shadow",
+        "no-shadow-in-candidates",
+        Some("codex-agent"),
+    );
+    assert_eq!(c["result"], "fail");
+    assert!(
+        detail(c).contains("codex-agent/langbot_plugin/__init__.py"),
+        "{}",
+        detail(c)
+    );
+    let spec = check(&ev, "sdk-shadow", "find-spec", Some("codex-agent"));
+    assert_eq!(spec["result"], "fail");
+    assert!(
+        detail(spec).contains("extracted/codex-agent/langbot_plugin/__init__.py"),
+        "{}",
+        detail(spec)
+    );
+    for other in ["acp-agent-runner", "claude-code-agent"] {
+        assert_eq!(
+            check(&ev, "sdk-shadow", "no-shadow-in-candidates", Some(other))["result"],
+            "pass"
+        );
+        assert_eq!(
+            check(&ev, "sdk-shadow", "find-spec", Some(other))["result"],
+            "pass"
+        );
+    }
+}
+
+#[test]
+fn clean_candidates_pass_sdk_shadow_and_a_harness_pythonpath_only_warns() {
+    let repo = fixture_repo(&[]);
+    let (code, ev, text) = run(
+        &repo.root,
+        &python(),
+        &["--only", "sdk-shadow"],
+        &[("PYTHONPATH", "/nonexistent/vcc-pythonpath")],
+    );
+    assert_eq!(code, i32::from(exit::SUCCESS), "{text}");
+    assert_eq!(common::gate_result(&ev, "sdk-shadow"), "pass");
+    let warn = check(&ev, "sdk-shadow", "env-leak", None);
+    assert_eq!(warn["result"], "warn");
+    assert!(
+        detail(warn).starts_with("PYTHONPATH set in the harness"),
+        "{}",
+        detail(warn)
+    );
+    for folder in ["acp-agent-runner", "claude-code-agent", "codex-agent"] {
+        for name in [
+            "find-spec",
+            "sys-path-scan",
+            "pth-and-finders",
+            "env-leak",
+            "no-shadow-in-candidates",
+        ] {
+            let c = check(&ev, "sdk-shadow", name, Some(folder));
+            assert_eq!(c["result"], "pass", "{name}/{folder}: {}", detail(c));
+        }
+    }
+}
+
+#[test]
+fn a_pth_file_adding_a_second_copy_fails_sdk_shadow() {
+    let repo = fixture_repo(&[]);
+    let venv = copy_venv(&sdk_venv());
+    let (sp, _) = sdk_paths(venv.path());
+    let elsewhere = tempfile::tempdir().unwrap();
+    let shadow = elsewhere.path().join("langbot_plugin");
+    std::fs::create_dir_all(&shadow).unwrap();
+    std::fs::write(
+        shadow.join("__init__.py"),
+        b"# HOSTILE SHADOW FIXTURE, not the SDK.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        sp.join("zz-shadow.pth"),
+        format!("{}\n", elsewhere.path().display()),
+    )
+    .unwrap();
+
+    let (code, ev, text) = run(
+        &repo.root,
+        &venv_python(&venv),
+        &["--only", "sdk-shadow"],
+        &[],
+    );
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(common::gate_result(&ev, "sdk-record"), "pass", "{text}");
+    let real_shadow = shadow.canonicalize().unwrap().display().to_string();
+    let scan = check(&ev, "sdk-shadow", "sys-path-scan", Some("codex-agent"));
+    assert_eq!(scan["result"], "fail");
+    assert!(detail(scan).contains(&real_shadow), "{}", detail(scan));
+    let pth = check(&ev, "sdk-shadow", "pth-and-finders", Some("codex-agent"));
+    assert_eq!(pth["result"], "fail");
+    assert!(
+        detail(pth).contains("zz-shadow.pth adds"),
+        "{}",
+        detail(pth)
+    );
+}
