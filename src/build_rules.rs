@@ -20,8 +20,17 @@ use std::path::Path;
 
 /// Base-name patterns the build always excludes, files and directories
 /// alike (`always_exclude` in `build_plugin_process`).
-pub const ALWAYS_EXCLUDE: [&str; 9] =
-    [".git", "*.lbpkg", ".env", "__pycache__", ".pytest_cache", ".coverage", "*.pyc", "*.pyo", "*.pyd"];
+pub const ALWAYS_EXCLUDE: [&str; 9] = [
+    ".git",
+    "*.lbpkg",
+    ".env",
+    "__pycache__",
+    ".pytest_cache",
+    ".coverage",
+    "*.pyc",
+    "*.pyo",
+    "*.pyd",
+];
 
 /// The member the build writes first from the parsed manifest, never from
 /// the walk.
@@ -57,10 +66,16 @@ pub fn read_gitignore(root: &Path) -> Result<Vec<String>, String> {
         return Ok(Vec::new());
     }
     let bytes = std::fs::read(&path).map_err(|e| {
-        format!("{}: the build opens this file and would fail: {e}; make it a readable file", path.display())
+        format!(
+            "{}: the build opens this file and would fail: {e}; make it a readable file",
+            path.display()
+        )
     })?;
     let text = String::from_utf8(bytes).map_err(|e| {
-        format!("{}: not UTF-8 ({e}); the build reads it as UTF-8 and would fail", path.display())
+        format!(
+            "{}: not UTF-8 ({e}); the build reads it as UTF-8 and would fail",
+            path.display()
+        )
     })?;
     Ok(parse_gitignore_text(&text))
 }
@@ -75,7 +90,10 @@ fn pure_posix(path: &str) -> String {
     } else {
         ""
     };
-    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
     let s = format!("{root}{}", parts.join("/"));
     if s.is_empty() {
         ".".into()
@@ -135,7 +153,10 @@ enum Token {
     /// One literal character.
     Literal(char),
     /// A bracket class.
-    Class { negated: bool, items: Vec<(char, char)> },
+    Class {
+        negated: bool,
+        items: Vec<(char, char)>,
+    },
     /// An empty class: matches nothing.
     Never,
 }
@@ -146,7 +167,9 @@ impl Token {
             Token::Star => true,
             Token::Any => true,
             Token::Literal(l) => *l == c,
-            Token::Class { negated, items } => items.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c)) != *negated,
+            Token::Class { negated, items } => {
+                items.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c)) != *negated
+            }
             Token::Never => false,
         }
     }
@@ -254,7 +277,11 @@ fn class_stuff(pat: &[char], start: usize, j: usize) -> Vec<char> {
         let mut k = if pat[i] == '!' { i + 2 } else { i + 1 };
         loop {
             // pat.find('-', k, j)
-            let found = if k < j { pat[k..j].iter().position(|&c| c == '-').map(|p| p + k) } else { None };
+            let found = if k < j {
+                pat[k..j].iter().position(|&c| c == '-').map(|p| p + k)
+            } else {
+                None
+            };
             let Some(h) = found else { break };
             chunks.push(pat[i..h].to_vec());
             i = h + 1;
@@ -372,8 +399,14 @@ fn excluded_name(name: &str) -> bool {
     ALWAYS_EXCLUDE.iter().any(|p| fnmatch(name, p))
 }
 
-fn walk(dir: &Path, rel: &str, patterns: &[String], out: &mut BTreeSet<String>) -> Result<(), String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
+fn walk(
+    dir: &Path,
+    rel: &str,
+    patterns: &[String],
+    out: &mut BTreeSet<String>,
+) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
     for entry in entries {
         let entry = entry.map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
         let name = entry
@@ -381,7 +414,11 @@ fn walk(dir: &Path, rel: &str, patterns: &[String], out: &mut BTreeSet<String>) 
             .into_string()
             .map_err(|n| format!("{}: file name {n:?} is not UTF-8", dir.display()))?;
         let path = entry.path();
-        let relative = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+        let relative = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
         // os.walk's is_dir() follows symlinks.
         let followed = std::fs::metadata(&path);
         let is_dir = followed.as_ref().map(|m| m.is_dir()).unwrap_or(false);
@@ -389,7 +426,9 @@ fn walk(dir: &Path, rel: &str, patterns: &[String], out: &mut BTreeSet<String>) 
             if should_ignore(&relative, patterns) || excluded_name(&name) {
                 continue;
             }
-            let is_link = std::fs::symlink_metadata(&path).map(|m| m.file_type().is_symlink()).unwrap_or(false);
+            let is_link = std::fs::symlink_metadata(&path)
+                .map(|m| m.file_type().is_symlink())
+                .unwrap_or(false);
             if !is_link {
                 walk(&path, &relative, patterns, out)?;
             }
@@ -432,9 +471,18 @@ mod tests {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start the interpreter in $PYTHON");
-        child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
         let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "python failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice(&out.stdout).expect("python printed JSON")
     }
 
@@ -461,20 +509,100 @@ mod tests {
 
     #[test]
     fn gitignore_lines_are_stripped_like_python() {
-        let text = "  *.log \r\n# comment\n\n\x1c/build/\x1f\r!keep\n  # not a comment? \n";
-        assert_eq!(parse_gitignore_text(text), ["*.log", "/build/", "!keep", "# not a comment?"]);
+        // An indented `#` line is a comment too: the line is stripped first.
+        let text = "  *.log \r\n# comment\n\n\x1c/build/\x1f\r!keep\n  # indented comment \n";
+        assert_eq!(parse_gitignore_text(text), ["*.log", "/build/", "!keep"]);
     }
 
     const PATTERNS: &[&str] = &[
-        "*", "?", "*.py", "a*", "*a", "a*b*c", "[abc]", "[!abc]", "[]]", "[!]]", "[]a]", "[a-c]", "[c-a]", "[a-]",
-        "[-a]", "[!-a]", "[a-c-e]", "[b-a-z]", "[a-cb-a]", "[\\]", "[\\-x]", "[&~|]", "[^a]", "[[]", "[!]", "[",
-        "a[", "a[b", "[!a-c]x", "*[0-9]*", "**", "a?c", "?*?", "*/*", "[z-a]", "[a--]", "[--/]", "[!--0]", "x[y-]",
-        ".*", "*.*", "[.]*", "[*]", "[?]", "a\\b", "[a-a]", "[ab-cd-ef]", "[!a-b-c]", "é*", "[à-ÿ]",
+        "*",
+        "?",
+        "*.py",
+        "a*",
+        "*a",
+        "a*b*c",
+        "[abc]",
+        "[!abc]",
+        "[]]",
+        "[!]]",
+        "[]a]",
+        "[a-c]",
+        "[c-a]",
+        "[a-]",
+        "[-a]",
+        "[!-a]",
+        "[a-c-e]",
+        "[b-a-z]",
+        "[a-cb-a]",
+        "[\\]",
+        "[\\-x]",
+        "[&~|]",
+        "[^a]",
+        "[[]",
+        "[!]",
+        "[",
+        "a[",
+        "a[b",
+        "[!a-c]x",
+        "*[0-9]*",
+        "**",
+        "a?c",
+        "?*?",
+        "*/*",
+        "[z-a]",
+        "[a--]",
+        "[--/]",
+        "[!--0]",
+        "x[y-]",
+        ".*",
+        "*.*",
+        "[.]*",
+        "[*]",
+        "[?]",
+        "a\\b",
+        "[a-a]",
+        "[ab-cd-ef]",
+        "[!a-b-c]",
+        "é*",
+        "[à-ÿ]",
     ];
     const NAMES: &[&str] = &[
-        "", "a", "b", "c", "x", "]", "-", "!", "^", "[", "\\", "&", "ab", "abc", "aXbYc", "a/b", "a/b/c", "x.py",
-        "a.b", ".hidden", "0", "a1b", "z", "a\nb", "a-", "/", ".", "é", "ü", "a[", "a[b", "*", "?", "abc/def.py",
-        "e", "d",
+        "",
+        "a",
+        "b",
+        "c",
+        "x",
+        "]",
+        "-",
+        "!",
+        "^",
+        "[",
+        "\\",
+        "&",
+        "ab",
+        "abc",
+        "aXbYc",
+        "a/b",
+        "a/b/c",
+        "x.py",
+        "a.b",
+        ".hidden",
+        "0",
+        "a1b",
+        "z",
+        "a\nb",
+        "a-",
+        "/",
+        ".",
+        "é",
+        "ü",
+        "a[",
+        "a[b",
+        "*",
+        "?",
+        "abc/def.py",
+        "e",
+        "d",
     ];
 
     #[test]
@@ -494,7 +622,56 @@ mod tests {
                 wrong.push(format!("fnmatch({name:?}, {pat:?}) python={want}"));
             }
         }
-        assert!(wrong.is_empty(), "{} disagreements:\n{}", wrong.len(), wrong.join("\n"));
+        assert!(
+            wrong.is_empty(),
+            "{} disagreements:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
+    }
+
+    /// Thousands of generated patterns over the characters that matter to
+    /// `translate` (a fixed-seed generator, so failures reproduce).
+    #[test]
+    fn fnmatch_agrees_with_python_on_generated_patterns() {
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let pat_chars = [
+            'a', 'b', 'c', '-', '!', ']', '[', '*', '?', '\\', '^', '/', 'z',
+        ];
+        let name_chars = ['a', 'b', 'c', '-', '!', ']', '[', '\\', '^', '/', 'z', 'y'];
+        let mut cases = Vec::new();
+        for _ in 0..4000 {
+            let pl = next(8);
+            let pat: String = (0..pl).map(|_| pat_chars[next(pat_chars.len())]).collect();
+            let nl = next(6);
+            let name: String = (0..nl)
+                .map(|_| name_chars[next(name_chars.len())])
+                .collect();
+            cases.push((name, pat));
+        }
+        let script = "import sys, json, fnmatch\n\
+                      cases = json.load(sys.stdin)\n\
+                      print(json.dumps([fnmatch.fnmatch(n, p) for n, p in cases]))";
+        let dir = tempfile::tempdir().unwrap();
+        let expected = py_json(script, &serde_json::json!(cases), dir.path());
+        let wrong: Vec<String> = cases
+            .iter()
+            .zip(expected.as_array().unwrap())
+            .filter(|((n, p), want)| fnmatch(n, p) != want.as_bool().unwrap())
+            .map(|((n, p), want)| format!("fnmatch({n:?}, {p:?}) python={want}"))
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "{} disagreements:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
     }
 
     #[test]
@@ -525,11 +702,52 @@ mod tests {
             vec!["\\#x"],
         ];
         let paths = [
-            "site", "site_utils", "site_utils/x.py", "website", "data", "data/x", "a/data", "lib", "a/lib",
-            "a/lib/x.py", "library", "x.log", "a/x.log", "a/b", "a/b/c", "x/a/b", "a", "foo", "!foo", "x/foo",
-            "foo/x", "x.py", "a/x.py", "ab", "bb", "build", "build/out", "src/build", "builds", "docs/a.md",
-            "docs/x/a.md", "readme.md", "tests", "tests/test_x.py", "a/tests", "pkg/sub", "pkg/sub/x", "x/pkg/sub",
-            ".venv", ".venv/lib", "node_modules", "a/node_modules/b", "./a/b", "a//b", "#x", "\\#x",
+            "site",
+            "site_utils",
+            "site_utils/x.py",
+            "website",
+            "data",
+            "data/x",
+            "a/data",
+            "lib",
+            "a/lib",
+            "a/lib/x.py",
+            "library",
+            "x.log",
+            "a/x.log",
+            "a/b",
+            "a/b/c",
+            "x/a/b",
+            "a",
+            "foo",
+            "!foo",
+            "x/foo",
+            "foo/x",
+            "x.py",
+            "a/x.py",
+            "ab",
+            "bb",
+            "build",
+            "build/out",
+            "src/build",
+            "builds",
+            "docs/a.md",
+            "docs/x/a.md",
+            "readme.md",
+            "tests",
+            "tests/test_x.py",
+            "a/tests",
+            "pkg/sub",
+            "pkg/sub/x",
+            "x/pkg/sub",
+            ".venv",
+            ".venv/lib",
+            "node_modules",
+            "a/node_modules/b",
+            "./a/b",
+            "a//b",
+            "#x",
+            "\\#x",
         ];
         let cases: Vec<(String, Vec<String>)> = pattern_sets
             .iter()
@@ -547,7 +765,12 @@ mod tests {
                 wrong.push(format!("should_ignore({path:?}, {pats:?}) sdk={want}"));
             }
         }
-        assert!(wrong.is_empty(), "{} disagreements:\n{}", wrong.len(), wrong.join("\n"));
+        assert!(
+            wrong.is_empty(),
+            "{} disagreements:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
     }
 
     #[test]
@@ -614,7 +837,11 @@ mod tests {
             "# rules\n/site\n/data/\nlib/\n*.log\ntests\n!keep.py\n/build\n",
         )
         .unwrap();
-        std::fs::write(root.join("nested/.gitignore"), "ignored-by-nested-only.txt\n").unwrap();
+        std::fs::write(
+            root.join("nested/.gitignore"),
+            "ignored-by-nested-only.txt\n",
+        )
+        .unwrap();
         std::os::unix::fs::symlink(root.join("pkg"), root.join("pkg-link")).unwrap();
         std::os::unix::fs::symlink(root.join("missing"), root.join("dangling")).unwrap();
 
@@ -636,7 +863,10 @@ mod tests {
             dir.path(),
         );
         let names: Vec<String> = serde_json::from_value(names).unwrap();
-        assert_eq!(names[0], "manifest.yaml", "the build writes the manifest first");
+        assert_eq!(
+            names[0], "manifest.yaml",
+            "the build writes the manifest first"
+        );
         let built: BTreeSet<String> = names.into_iter().collect();
         let predicted = expected_members(&root).unwrap();
         assert_eq!(predicted, built);

@@ -64,6 +64,14 @@ pub struct Cli {
     #[arg(long, value_name = "NAME")]
     pub sign_off_by: Option<String>,
 
+    /// Worker sandbox of the `worker-isolation` gate: `bwrap` (bubblewrap: new pid/mount/IPC
+    /// namespaces, only the worker's own root writable), `process` (separate process groups,
+    /// private roots by environment), or `auto` (bwrap when its preflight succeeds, else process;
+    /// both recorded). A requested backend that is unavailable fails the gate, never falls back.
+    /// bwrap is looked up on PATH, or named by VCC_BWRAP.
+    #[arg(long, value_enum, value_name = "BACKEND", default_value = "auto")]
+    pub isolation: crate::isolation::IsolationChoice,
+
     /// No progress lines (they are also off when stderr is not a terminal).
     #[arg(long, short)]
     pub quiet: bool,
@@ -121,6 +129,15 @@ pub enum Command {
         #[arg(value_name = "DIR", required = true)]
         dirs: Vec<PathBuf>,
     },
+    /// Internal: the `discovery-rpc` gate's host process (runs the SDK runtime
+    /// and drives its WebSocket inside the gate's network namespace). Not for
+    /// direct use; hidden from --help.
+    #[command(name = "__discovery-host", hide = true)]
+    DiscoveryHost {
+        /// The host spec the gate wrote.
+        #[arg(long, value_name = "FILE")]
+        spec: PathBuf,
+    },
 }
 
 /// Output format of a summary.
@@ -147,18 +164,41 @@ pub fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Some(Command::DiscoveryHost { spec }) => {
+            return crate::gates::discovery_rpc::host_main(&spec);
+        }
         Some(Command::Gates) => {
             print!("{}", report::catalogue_text(catalogue::all()));
             return ExitCode::from(exit::SUCCESS);
         }
-        Some(Command::Replay { evidence, repo, python, format }) => {
-            return run_replay(replay::ReplayOptions { evidence, repo, python }, format);
+        Some(Command::Replay {
+            evidence,
+            repo,
+            python,
+            format,
+        }) => {
+            return run_replay(
+                replay::ReplayOptions {
+                    evidence,
+                    repo,
+                    python,
+                },
+                format,
+            );
         }
-        Some(Command::Merge { into, sign_off_by, dirs }) => {
+        Some(Command::Merge {
+            into,
+            sign_off_by,
+            dirs,
+        }) => {
             return match merge::merge(&into, &dirs, sign_off_by) {
                 Ok(ev) => {
                     print!("{}", report::summary(&ev, &into, false));
-                    ExitCode::from(if ev.verdict == Verdict::Pass { exit::SUCCESS } else { exit::GATE_FAILED })
+                    ExitCode::from(if ev.verdict == Verdict::Pass {
+                        exit::SUCCESS
+                    } else {
+                        exit::GATE_FAILED
+                    })
                 }
                 Err(e) => {
                     eprintln!("error: merge: {e}");
@@ -176,6 +216,7 @@ pub fn main() -> ExitCode {
         only: cli.only,
         sign_off_by: cli.sign_off_by,
         partition: cli.partition,
+        isolation: cli.isolation,
     };
     if let Some(only) = &opts.only {
         let with = catalogue::with_prerequisites(only);
@@ -199,10 +240,16 @@ pub fn main() -> ExitCode {
         Ok(outcome) => {
             match cli.format {
                 Format::Text => {
-                    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-                    print!("{}", report::summary(&outcome.evidence, &outcome.dir, color));
+                    let color = std::io::stdout().is_terminal()
+                        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+                    print!(
+                        "{}",
+                        report::summary(&outcome.evidence, &outcome.dir, color)
+                    );
                 }
-                Format::Json => println!("{}", report::summary_json(&outcome.evidence, &outcome.dir)),
+                Format::Json => {
+                    println!("{}", report::summary_json(&outcome.evidence, &outcome.dir))
+                }
             }
             ExitCode::from(match outcome.evidence.verdict {
                 Verdict::Pass => exit::SUCCESS,
@@ -248,20 +295,37 @@ impl Progress for TerminalProgress {
 
 fn run_replay(opts: replay::ReplayOptions, format: Format) -> ExitCode {
     if format == Format::Text {
-        eprintln!("replaying {}{}", opts.evidence.display(), if opts.repo.is_some() { " (with rebuild)" } else { "" });
+        eprintln!(
+            "replaying {}{}",
+            opts.evidence.display(),
+            if opts.repo.is_some() {
+                " (with rebuild)"
+            } else {
+                ""
+            }
+        );
     }
     match replay::replay(&opts) {
         Ok(rows) => {
-            let mismatches = rows.iter().filter(|r| r.matches == replay::Match::No).count();
+            let mismatches = rows
+                .iter()
+                .filter(|r| r.matches == replay::Match::No)
+                .count();
             match format {
                 Format::Text => {
                     print!("{}", replay::render_table(&rows));
                     if mismatches == 0 {
                         println!("\nREPLAY OK: {} items match", rows.len());
                     } else {
-                        println!("\nREPLAY MISMATCH: {mismatches} of {} items differ:", rows.len());
+                        println!(
+                            "\nREPLAY MISMATCH: {mismatches} of {} items differ:",
+                            rows.len()
+                        );
                         for r in rows.iter().filter(|r| r.matches == replay::Match::No) {
-                            println!("  {}: recorded {}, observed {}", r.item, r.recorded, r.observed);
+                            println!(
+                                "  {}: recorded {}, observed {}",
+                                r.item, r.recorded, r.observed
+                            );
                         }
                     }
                 }
@@ -270,7 +334,11 @@ fn run_replay(opts: replay::ReplayOptions, format: Format) -> ExitCode {
                     println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
                 }
             }
-            ExitCode::from(if mismatches == 0 { exit::SUCCESS } else { exit::GATE_FAILED })
+            ExitCode::from(if mismatches == 0 {
+                exit::SUCCESS
+            } else {
+                exit::GATE_FAILED
+            })
         }
         Err(e) => {
             eprintln!("error: replay: {e}");

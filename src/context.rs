@@ -46,6 +46,11 @@ pub struct RunContext {
     /// The candidates this run checks: the profile's, or the share of
     /// `--partition K/N` (see [`crate::profile::partition_share`]).
     pub selected: Vec<CandidateSpec>,
+    /// `--isolation`: the backend the `worker-isolation` gate must use
+    /// (`auto` picks bwrap when its preflight succeeds).
+    pub isolation: crate::isolation::IsolationChoice,
+    /// The `suites` gate's runs, once it ran.
+    pub suites: Option<crate::evidence::SuitesRecord>,
 }
 
 impl RunContext {

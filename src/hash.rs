@@ -143,7 +143,10 @@ mod tests {
 /// Stable across rebuilds, unlike the file, whose `manifest.yaml` ZIP header
 /// carries the build's clock. Source: DESIGN.md, "Evidence directory".
 pub fn content_digest<'a>(members: impl IntoIterator<Item = (&'a str, u64, &'a str)>) -> String {
-    let mut lines: Vec<String> = members.into_iter().map(|(n, s, d)| format!("{n}\0{s}\0{d}\n")).collect();
+    let mut lines: Vec<String> = members
+        .into_iter()
+        .map(|(n, s, d)| format!("{n}\0{s}\0{d}\n"))
+        .collect();
     lines.sort_unstable();
     sha256_bytes(lines.concat().as_bytes())
 }

@@ -162,25 +162,42 @@ const CP437_HIGH: &str = "ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ
 /// Invalid UTF-8 under the UTF-8 flag (Python raises `UnicodeDecodeError`).
 pub fn decode_name(raw: &[u8], utf8: bool) -> Result<String, String> {
     if utf8 {
-        return String::from_utf8(raw.to_vec())
-            .map_err(|e| format!("name bytes {raw:?} are flagged UTF-8 but are not valid UTF-8 ({e})"));
+        return String::from_utf8(raw.to_vec()).map_err(|e| {
+            format!("name bytes {raw:?} are flagged UTF-8 but are not valid UTF-8 ({e})")
+        });
     }
     let high: Vec<char> = CP437_HIGH.chars().collect();
-    Ok(raw.iter().map(|&b| if b < 0x80 { b as char } else { high[(b - 0x80) as usize] }).collect())
+    Ok(raw
+        .iter()
+        .map(|&b| {
+            if b < 0x80 {
+                b as char
+            } else {
+                high[(b - 0x80) as usize]
+            }
+        })
+        .collect())
 }
 
 /// Finds the end-of-central-directory record like `zipfile._EndRecData`
 /// (then `_EndRecData64`): returns `(entries_size, entries_offset, comment,
 /// record_location, zip64)`.
 fn end_record<R: Read + Seek>(r: &mut R) -> Result<(u64, u64, Vec<u8>, u64, bool), String> {
-    let file_size = r.seek(SeekFrom::End(0)).map_err(|e| format!("cannot seek: {e}"))?;
+    let file_size = r
+        .seek(SeekFrom::End(0))
+        .map_err(|e| format!("cannot seek: {e}"))?;
     if file_size < EOCD_LEN {
-        return Err(format!("{file_size} bytes is too short for a ZIP archive (File is not a zip file)"));
+        return Err(format!(
+            "{file_size} bytes is too short for a ZIP archive (File is not a zip file)"
+        ));
     }
     let read_at = |r: &mut R, at: u64, len: u64| -> Result<Vec<u8>, String> {
-        r.seek(SeekFrom::Start(at)).map_err(|e| format!("cannot seek: {e}"))?;
+        r.seek(SeekFrom::Start(at))
+            .map_err(|e| format!("cannot seek: {e}"))?;
         let mut buf = Vec::new();
-        r.take(len).read_to_end(&mut buf).map_err(|e| format!("cannot read: {e}"))?;
+        r.take(len)
+            .read_to_end(&mut buf)
+            .map_err(|e| format!("cannot read: {e}"))?;
         Ok(buf)
     };
     let tail = read_at(r, file_size - EOCD_LEN, EOCD_LEN)?;
@@ -192,9 +209,13 @@ fn end_record<R: Read + Seek>(r: &mut R) -> Result<(u64, u64, Vec<u8>, u64, bool
         let start = data
             .windows(4)
             .rposition(|w| w == EOCD_SIG)
-            .ok_or_else(|| "no end-of-central-directory record (File is not a zip file)".to_string())?;
+            .ok_or_else(|| {
+                "no end-of-central-directory record (File is not a zip file)".to_string()
+            })?;
         if data.len() - start < EOCD_LEN as usize {
-            return Err("truncated end-of-central-directory record (File is not a zip file)".into());
+            return Err(
+                "truncated end-of-central-directory record (File is not a zip file)".into(),
+            );
         }
         let record = data[start..start + EOCD_LEN as usize].to_vec();
         let comment_len = u16le(&record, 20) as usize;
@@ -214,13 +235,19 @@ fn end_record<R: Read + Seek>(r: &mut R) -> Result<(u64, u64, Vec<u8>, u64, bool
             if disk != 0 || disks > 1 {
                 return Err("the archive spans multiple disks (not supported)".into());
             }
-            if location >= EOCD64_LOCATOR_LEN + EOCD64_LEN {
-                let rec = read_at(r, location - EOCD64_LOCATOR_LEN - EOCD64_LEN, EOCD64_LEN)?;
-                if rec.len() == EOCD64_LEN as usize && &rec[..4] == EOCD64_SIG {
-                    size = u64le(&rec, 40);
-                    offset = u64le(&rec, 48);
-                    zip64 = true;
-                }
+            // zipfile's seek to the ZIP64 record is unguarded: before the
+            // start of the file it raises, and the archive is refused.
+            if location < EOCD64_LOCATOR_LEN + EOCD64_LEN {
+                return Err(
+                    "a ZIP64 locator points before the start of the file (File is not a zip file)"
+                        .into(),
+                );
+            }
+            let rec = read_at(r, location - EOCD64_LOCATOR_LEN - EOCD64_LEN, EOCD64_LEN)?;
+            if rec.len() == EOCD64_LEN as usize && &rec[..4] == EOCD64_SIG {
+                size = u64le(&rec, 40);
+                offset = u64le(&rec, 48);
+                zip64 = true;
             }
         }
     }
@@ -243,7 +270,8 @@ pub fn read_central_directory<R: Read + Seek>(r: &mut R) -> Result<CentralDirect
     if start_dir < 0 {
         return Err("bad offset for the central directory".into());
     }
-    r.seek(SeekFrom::Start(start_dir as u64)).map_err(|e| format!("cannot seek: {e}"))?;
+    r.seek(SeekFrom::Start(start_dir as u64))
+        .map_err(|e| format!("cannot seek: {e}"))?;
     let mut cd = BufReader::new(r.take(size_cd));
     let mut entries = Vec::new();
     let mut total: u64 = 0;
@@ -287,7 +315,8 @@ pub fn read_central_directory<R: Read + Seek>(r: &mut R) -> Result<CentralDirect
         };
         decode_zip64_extra(&mut entry, &extra)?;
         let adjusted = entry.header_offset as i128 + concat;
-        entry.header_offset = u64::try_from(adjusted).map_err(|_| format!("entry {:?}: bad header offset", entry.name))?;
+        entry.header_offset = u64::try_from(adjusted)
+            .map_err(|_| format!("entry {:?}: bad header offset", entry.name))?;
         entries.push(entry);
         if entries.len() > READER_MAX_ENTRIES {
             return Err(format!(
@@ -296,7 +325,12 @@ pub fn read_central_directory<R: Read + Seek>(r: &mut R) -> Result<CentralDirect
         }
         total += (CENTRAL_LEN + name_len + extra_len + comment_len) as u64;
     }
-    Ok(CentralDirectory { comment, entries, prepended: concat as i64, zip64 })
+    Ok(CentralDirectory {
+        comment,
+        entries,
+        prepended: concat as i64,
+        zip64,
+    })
 }
 
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<()> {
@@ -305,7 +339,9 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<()> {
 
 fn read_up_to(r: &mut impl Read, len: usize) -> Result<Vec<u8>, String> {
     let mut buf = Vec::with_capacity(len);
-    r.take(len as u64).read_to_end(&mut buf).map_err(|e| format!("cannot read the central directory: {e}"))?;
+    r.take(len as u64)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("cannot read the central directory: {e}"))?;
     Ok(buf)
 }
 
@@ -316,13 +352,19 @@ fn decode_zip64_extra(entry: &mut CentralEntry, mut extra: &[u8]) -> Result<(), 
         let tp = u16le(extra, 0);
         let ln = u16le(extra, 2) as usize;
         if ln + 4 > extra.len() {
-            return Err(format!("entry {:?}: corrupt extra field {tp:04x} (size={ln})", entry.name));
+            return Err(format!(
+                "entry {:?}: corrupt extra field {tp:04x} (size={ln})",
+                entry.name
+            ));
         }
         if tp == 1 {
             let mut data = &extra[4..ln + 4];
             let mut take = |field: &str| -> Result<u64, String> {
                 if data.len() < 8 {
-                    return Err(format!("entry {:?}: corrupt zip64 extra field; {field} not found", entry.name));
+                    return Err(format!(
+                        "entry {:?}: corrupt zip64 extra field; {field} not found",
+                        entry.name
+                    ));
                 }
                 let v = u64le(data, 0);
                 data = &data[8..];
@@ -350,24 +392,38 @@ fn decode_zip64_extra(entry: &mut CentralEntry, mut extra: &[u8]) -> Result<(), 
 /// # Errors
 /// A sentence naming the entry and what `zipfile` would raise.
 pub fn local_data_offset<R: Read + Seek>(r: &mut R, e: &CentralEntry) -> Result<u64, String> {
-    r.seek(SeekFrom::Start(e.header_offset)).map_err(|err| format!("entry {:?}: cannot seek: {err}", e.name))?;
+    r.seek(SeekFrom::Start(e.header_offset))
+        .map_err(|err| format!("entry {:?}: cannot seek: {err}", e.name))?;
     let mut h = [0u8; LOCAL_LEN];
-    r.read_exact(&mut h).map_err(|_| format!("entry {:?}: truncated local file header", e.name))?;
+    r.read_exact(&mut h)
+        .map_err(|_| format!("entry {:?}: truncated local file header", e.name))?;
     if &h[..4] != LOCAL_SIG {
-        return Err(format!("entry {:?}: bad magic number for its local file header", e.name));
+        return Err(format!(
+            "entry {:?}: bad magic number for its local file header",
+            e.name
+        ));
     }
     let flags = u16le(&h, 6);
     let name_len = u16le(&h, 26) as u64;
     let extra_len = u16le(&h, 28) as u64;
     let mut raw = Vec::new();
-    r.take(name_len).read_to_end(&mut raw).map_err(|err| format!("entry {:?}: {err}", e.name))?;
+    r.take(name_len)
+        .read_to_end(&mut raw)
+        .map_err(|err| format!("entry {:?}: {err}", e.name))?;
     if e.flags & FLAG_COMPRESSED_PATCH != 0 {
-        return Err(format!("entry {:?}: compressed patched data (flag bit 5) is not supported", e.name));
+        return Err(format!(
+            "entry {:?}: compressed patched data (flag bit 5) is not supported",
+            e.name
+        ));
     }
     if e.flags & FLAG_STRONG_ENCRYPTION != 0 {
-        return Err(format!("entry {:?}: strong encryption (flag bit 6) is not supported", e.name));
+        return Err(format!(
+            "entry {:?}: strong encryption (flag bit 6) is not supported",
+            e.name
+        ));
     }
-    let local = decode_name(&raw, flags & FLAG_UTF8 != 0).map_err(|m| format!("entry {:?}: local header {m}", e.name))?;
+    let local = decode_name(&raw, flags & FLAG_UTF8 != 0)
+        .map_err(|m| format!("entry {:?}: local header {m}", e.name))?;
     if local != e.orig_name {
         return Err(format!(
             "entry {:?}: the central directory and the local header name it differently ({:?} vs {local:?})",
@@ -393,7 +449,10 @@ pub fn structure_findings<R: Read + Seek>(r: &mut R, cd: &CentralDirectory) -> V
             out.push(m);
         }
         if !matches!(e.compression, 0 | 8) && !e.encrypted() {
-            out.push(format!("entry {:?}: compression method {} (expected 0 stored or 8 deflate)", e.name, e.compression));
+            out.push(format!(
+                "entry {:?}: compression method {} (expected 0 stored or 8 deflate)",
+                e.name, e.compression
+            ));
         }
     }
     out
@@ -427,7 +486,9 @@ pub fn zip_crate_disagreements(path: &Path, cd: &CentralDirectory) -> Vec<String
     for e in &cd.entries {
         match za.by_index_raw(e.index) {
             Ok(f) => {
-                if f.name() != e.name || f.header_start() != e.header_offset || f.size() != e.size
+                if f.name() != e.name
+                    || f.header_start() != e.header_offset
+                    || f.size() != e.size
                     || f.compressed_size() != e.compressed_size
                 {
                     out.push(format!(
@@ -442,7 +503,10 @@ pub fn zip_crate_disagreements(path: &Path, cd: &CentralDirectory) -> Vec<String
                     ));
                 }
             }
-            Err(err) => out.push(format!("entry {:?}: the zip crate cannot read it: {err}", e.name)),
+            Err(err) => out.push(format!(
+                "entry {:?}: the zip crate cannot read it: {err}",
+                e.name
+            )),
         }
     }
     out
@@ -503,11 +567,16 @@ pub fn name_findings(cd: &CentralDirectory) -> Vec<String> {
     for e in &cd.entries {
         let shown = &e.orig_name;
         if e.orig_name.is_empty() || e.orig_name.contains('\0') {
-            out.push(format!("entry {} has an empty name or a NUL byte in its name ({shown:?})", e.index));
+            out.push(format!(
+                "entry {} has an empty name or a NUL byte in its name ({shown:?})",
+                e.index
+            ));
             continue;
         }
         if host_unsafe(&e.name) {
-            out.push(format!("{shown:?} is absolute, climbs out with `..` or names a drive"));
+            out.push(format!(
+                "{shown:?} is absolute, climbs out with `..` or names a drive"
+            ));
             continue;
         }
         if e.name.contains('\\') {
@@ -519,7 +588,9 @@ pub fn name_findings(cd: &CentralDirectory) -> Vec<String> {
         }
         let normalized = posix_normpath(&e.name.replace('\\', "/"));
         if !seen_set.insert(normalized.clone()) {
-            out.push(format!("{shown:?} is a duplicate of an earlier member (both name {normalized:?})"));
+            out.push(format!(
+                "{shown:?} is a duplicate of an earlier member (both name {normalized:?})"
+            ));
             continue;
         }
         seen.push(normalized.clone());
@@ -533,7 +604,9 @@ pub fn name_findings(cd: &CentralDirectory) -> Vec<String> {
         if !e.is_dir() {
             let prefix = format!("{normalized}/");
             if seen.iter().any(|s| s.starts_with(&prefix)) {
-                out.push(format!("{shown:?} is a file where an earlier member needs a directory"));
+                out.push(format!(
+                    "{shown:?} is a file where an earlier member needs a directory"
+                ));
             }
             regular.insert(normalized);
         }
@@ -550,18 +623,30 @@ pub fn type_findings(cd: &CentralDirectory) -> Vec<String> {
         let ft = e.file_type();
         let n = &e.orig_name;
         if ft == S_IFLNK {
-            out.push(format!("{n:?} is a symbolic link (mode {:06o})", e.unix_mode()));
+            out.push(format!(
+                "{n:?} is a symbolic link (mode {:06o})",
+                e.unix_mode()
+            ));
             continue;
         }
         if ![0, S_IFREG, S_IFDIR].contains(&ft) {
-            out.push(format!("{n:?} is neither a regular file nor a directory (mode {:06o})", e.unix_mode()));
+            out.push(format!(
+                "{n:?} is neither a regular file nor a directory (mode {:06o})",
+                e.unix_mode()
+            ));
             continue;
         }
         if e.is_dir() && ![0, S_IFDIR].contains(&ft) {
-            out.push(format!("{n:?} is named like a directory but has file type {:06o}", ft));
+            out.push(format!(
+                "{n:?} is named like a directory but has file type {:06o}",
+                ft
+            ));
         }
         if !e.is_dir() && ![0, S_IFREG].contains(&ft) {
-            out.push(format!("{n:?} is named like a file but has file type {:06o}", ft));
+            out.push(format!(
+                "{n:?} is named like a file but has file type {:06o}",
+                ft
+            ));
         }
         if e.is_dir() && e.size != 0 {
             out.push(format!("directory {n:?} has {} bytes of content", e.size));
@@ -575,7 +660,12 @@ pub fn encryption_findings(cd: &CentralDirectory) -> Vec<String> {
     cd.entries
         .iter()
         .filter(|e| e.encrypted())
-        .map(|e| format!("{:?} is encrypted (flags {:#06x}, method {})", e.orig_name, e.flags, e.compression))
+        .map(|e| {
+            format!(
+                "{:?} is encrypted (flags {:#06x}, method {})",
+                e.orig_name, e.flags, e.compression
+            )
+        })
         .collect()
 }
 
@@ -587,7 +677,10 @@ pub fn encryption_findings(cd: &CentralDirectory) -> Vec<String> {
 pub fn host_limit_findings(cd: &CentralDirectory) -> Vec<String> {
     let mut out = Vec::new();
     if cd.entries.len() > HOST_MAX_ENTRIES {
-        out.push(format!("{} entries (maximum {HOST_MAX_ENTRIES})", cd.entries.len()));
+        out.push(format!(
+            "{} entries (maximum {HOST_MAX_ENTRIES})",
+            cd.entries.len()
+        ));
     }
     let mut total_compressed: u64 = 0;
     let mut total_uncompressed: u64 = 0;
@@ -597,9 +690,14 @@ pub fn host_limit_findings(cd: &CentralDirectory) -> Vec<String> {
             continue;
         }
         if e.size > HOST_MAX_ENTRY_BYTES {
-            out.push(format!("{:?}: {} bytes uncompressed (maximum {HOST_MAX_ENTRY_BYTES} per entry)", e.name, e.size));
+            out.push(format!(
+                "{:?}: {} bytes uncompressed (maximum {HOST_MAX_ENTRY_BYTES} per entry)",
+                e.name, e.size
+            ));
         }
-        if e.size != 0 && (e.compressed_size == 0 || e.size as f64 / e.compressed_size as f64 > HOST_MAX_RATIO) {
+        if e.size != 0
+            && (e.compressed_size == 0 || e.size as f64 / e.compressed_size as f64 > HOST_MAX_RATIO)
+        {
             out.push(format!(
                 "{:?}: compression ratio {} / {} exceeds {HOST_MAX_RATIO}",
                 e.name, e.size, e.compressed_size
@@ -608,15 +706,21 @@ pub fn host_limit_findings(cd: &CentralDirectory) -> Vec<String> {
         total_compressed = total_compressed.saturating_add(e.compressed_size);
         total_uncompressed = total_uncompressed.saturating_add(e.size);
         if total_uncompressed > HOST_MAX_TOTAL_BYTES && !total_reported {
-            out.push(format!("more than {HOST_MAX_TOTAL_BYTES} bytes uncompressed in total"));
+            out.push(format!(
+                "more than {HOST_MAX_TOTAL_BYTES} bytes uncompressed in total"
+            ));
             total_reported = true;
         }
         if e.name == "manifest.yaml" && e.size > HOST_MAX_MANIFEST_BYTES {
-            out.push(format!("manifest.yaml: {} bytes (the host reads at most {HOST_MAX_MANIFEST_BYTES})", e.size));
+            out.push(format!(
+                "manifest.yaml: {} bytes (the host reads at most {HOST_MAX_MANIFEST_BYTES})",
+                e.size
+            ));
         }
     }
     if total_uncompressed != 0
-        && (total_compressed == 0 || total_uncompressed as f64 / total_compressed as f64 > HOST_MAX_RATIO)
+        && (total_compressed == 0
+            || total_uncompressed as f64 / total_compressed as f64 > HOST_MAX_RATIO)
     {
         out.push(format!(
             "aggregate compression ratio {total_uncompressed} / {total_compressed} exceeds {HOST_MAX_RATIO}"
@@ -660,16 +764,22 @@ pub fn hash_members(
     extract_to: Option<&Path>,
 ) -> Result<Vec<MemberDigest>, String> {
     let file = File::open(path).map_err(|e| format!("{}: cannot open: {e}", path.display()))?;
-    let mut za = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut za = zip::ZipArchive::new(BufReader::new(file))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(root) = extract_to {
         if fs::symlink_metadata(root).is_ok() {
-            return Err(format!("{}: already exists; extraction needs a fresh directory", root.display()));
+            return Err(format!(
+                "{}: already exists; extraction needs a fresh directory",
+                root.display()
+            ));
         }
         fs::create_dir_all(root).map_err(|e| format!("{}: cannot create: {e}", root.display()))?;
     }
     let mut out = Vec::with_capacity(cd.entries.len());
     for e in &cd.entries {
-        let mut member = za.by_index(e.index).map_err(|err| format!("member {:?}: cannot read: {err}", e.name))?;
+        let mut member = za
+            .by_index(e.index)
+            .map_err(|err| format!("member {:?}: cannot read: {err}", e.name))?;
         let target = match extract_to {
             Some(root) => Some(prepare_target(root, &e.name, e.is_dir())?),
             None => None,
@@ -683,8 +793,11 @@ pub fn hash_members(
                     .mode(0o600)
                     .open(t)
                     .map_err(|err| format!("{}: cannot create: {err}", t.display()))?;
-                let d = hash::sha256_reader(Tee { inner: limited, out: &mut f })
-                    .map_err(|err| format!("member {:?}: {err}", e.name))?;
+                let d = hash::sha256_reader(Tee {
+                    inner: limited,
+                    out: &mut f,
+                })
+                .map_err(|err| format!("member {:?}: {err}", e.name))?;
                 f.flush().map_err(|err| format!("{}: {err}", t.display()))?;
                 drop(f);
                 let mode = match e.unix_mode() & 0o777 {
@@ -695,13 +808,19 @@ pub fn hash_members(
                     .map_err(|err| format!("{}: cannot set mode: {err}", t.display()))?;
                 d
             }
-            _ => hash::sha256_reader(limited).map_err(|err| format!("member {:?}: {err}", e.name))?,
+            _ => {
+                hash::sha256_reader(limited).map_err(|err| format!("member {:?}: {err}", e.name))?
+            }
         };
         if digest.size != e.size {
             return Err(format!(
                 "member {:?}: yields {}{} bytes, the central directory says {}",
                 e.name,
-                if digest.size > e.size { "more than " } else { "" },
+                if digest.size > e.size {
+                    "more than "
+                } else {
+                    ""
+                },
                 digest.size.min(e.size.saturating_add(1)),
                 e.size
             ));
@@ -712,7 +831,13 @@ pub fn hash_members(
 }
 
 fn member_digest(e: &CentralEntry, d: &Sha256Digest) -> MemberDigest {
-    MemberDigest { name: e.name.clone(), sha256: d.hex(), size: d.size, mode: e.mode_text(), is_dir: e.is_dir() }
+    MemberDigest {
+        name: e.name.clone(),
+        sha256: d.hex(),
+        size: d.size,
+        mode: e.mode_text(),
+        is_dir: e.is_dir(),
+    }
 }
 
 /// Creates the directories leading to member `name` under `root` (one at a
@@ -722,10 +847,17 @@ fn member_digest(e: &CentralEntry, d: &Sha256Digest) -> MemberDigest {
 fn prepare_target(root: &Path, name: &str, is_dir: bool) -> Result<std::path::PathBuf, String> {
     let body = name.strip_suffix('/').unwrap_or(name);
     let parts: Vec<&str> = body.split('/').collect();
-    if parts.iter().any(|p| p.is_empty() || *p == "." || *p == ".." || p.contains('\\') || p.contains('\0')) {
+    if parts
+        .iter()
+        .any(|p| p.is_empty() || *p == "." || *p == ".." || p.contains('\\') || p.contains('\0'))
+    {
         return Err(format!("member {name:?}: unsafe name, not extracted"));
     }
-    let dirs = if is_dir { &parts[..] } else { &parts[..parts.len() - 1] };
+    let dirs = if is_dir {
+        &parts[..]
+    } else {
+        &parts[..parts.len() - 1]
+    };
     let mut cur = root.to_path_buf();
     for d in dirs {
         cur.push(d);
@@ -733,12 +865,17 @@ fn prepare_target(root: &Path, name: &str, is_dir: bool) -> Result<std::path::Pa
             Ok(m) if m.file_type().is_dir() => {}
             Ok(_) => return Err(format!("{}: exists and is not a directory", cur.display())),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                fs::create_dir(&cur).map_err(|err| format!("{}: cannot create: {err}", cur.display()))?;
+                fs::create_dir(&cur)
+                    .map_err(|err| format!("{}: cannot create: {err}", cur.display()))?;
             }
             Err(e) => return Err(format!("{}: {e}", cur.display())),
         }
     }
-    Ok(if is_dir { cur } else { cur.join(parts[parts.len() - 1]) })
+    Ok(if is_dir {
+        cur
+    } else {
+        cur.join(parts[parts.len() - 1])
+    })
 }
 
 /// A reader that copies everything it yields into `out`.
@@ -795,11 +932,18 @@ pub fn extraction_findings(root: &Path, members: &[MemberDigest]) -> Vec<String>
                 continue;
             }
         };
-        let rel = entry.path().strip_prefix(root).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        let rel = entry
+            .path()
+            .strip_prefix(root)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let kind = entry.file_type();
         if kind.is_dir() {
             let needed = expected_dirs.contains(&rel)
-                || expected_files.iter().chain(expected_dirs.iter()).any(|f| f.starts_with(&format!("{rel}/")));
+                || expected_files
+                    .iter()
+                    .chain(expected_dirs.iter())
+                    .any(|f| f.starts_with(&format!("{rel}/")));
             if !needed {
                 out.push(format!("{rel}/: a directory no member needs"));
             }
@@ -845,7 +989,9 @@ mod tests {
     use zip::write::SimpleFileOptions;
 
     fn stored() -> SimpleFileOptions {
-        SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored).unix_permissions(0o644)
+        SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored)
+            .unix_permissions(0o644)
     }
 
     /// A ZIP written with the zip crate: `(name, bytes)` stored files.
@@ -896,7 +1042,13 @@ mod tests {
 
     #[test]
     fn clean_archive_has_no_findings() {
-        let z = zip_of(&[("manifest.yaml", b"kind: Plugin\n"), ("pkg/a.py", b"print(1)\n")], None);
+        let z = zip_of(
+            &[
+                ("manifest.yaml", b"kind: Plugin\n"),
+                ("pkg/a.py", b"print(1)\n"),
+            ],
+            None,
+        );
         let cd = cd_of(&z);
         assert_eq!(cd.entries.len(), 2);
         assert!(cd.comment.is_empty());
@@ -909,7 +1061,7 @@ mod tests {
     }
 
     #[test]
-    fn comment_is_read_even_when_it_contains_a_fake_record_start() {
+    fn archive_comment_is_read() {
         let z = zip_of(&[("a", b"x")], Some("signed envelope"));
         assert_eq!(cd_of(&z).comment, b"signed envelope");
     }
@@ -921,25 +1073,50 @@ mod tests {
         let cd = cd_of(&z);
         assert_eq!(cd.entries.len(), 2, "both entries are seen");
         let f = name_findings(&cd);
-        assert!(f.iter().any(|m| m.contains("\"a.py\" is a duplicate")), "{f:?}");
+        assert!(
+            f.iter().any(|m| m.contains("\"a.py\" is a duplicate")),
+            "{f:?}"
+        );
         // The zip crate collapses them: the disagreement is reported too.
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("d.zip");
         fs::write(&p, &z).unwrap();
         let d = zip_crate_disagreements(&p, &cd);
-        assert!(d.iter().any(|m| m.contains("2 entries") && m.contains("sees 1")), "{d:?}");
+        assert!(
+            d.iter()
+                .any(|m| m.contains("2 entries") && m.contains("sees 1")),
+            "{d:?}"
+        );
     }
 
     #[test]
     fn traversal_absolute_backslash_and_drive_names_are_refused() {
-        let mut z = zip_of(&[("xx/y", b"1"), ("abs_", b"2"), ("a_b", b"3"), ("C_x", b"4"), ("p//q", b"5")], None);
+        let mut z = zip_of(
+            &[
+                ("xx/y", b"1"),
+                ("abs_", b"2"),
+                ("a_b", b"3"),
+                ("C_x", b"4"),
+                ("p//q", b"5"),
+            ],
+            None,
+        );
         patch(&mut z, b"xx/y", b"../y");
         patch(&mut z, b"abs_", b"/abs");
         patch(&mut z, b"a_b", b"a\\b");
         patch(&mut z, b"C_x", b"C:x");
         let f = name_findings(&cd_of(&z));
-        for needle in ["\"../y\" is absolute", "\"/abs\" is absolute", "\"a\\\\b\" contains a backslash", "\"C:x\" is absolute", "\"p//q\" has an empty"] {
-            assert!(f.iter().any(|m| m.contains(needle)), "{needle} not in {f:?}");
+        for needle in [
+            "\"../y\" is absolute",
+            "\"/abs\" is absolute",
+            "\"a\\\\b\" contains a backslash",
+            "\"C:x\" is absolute",
+            "\"p//q\" has an empty",
+        ] {
+            assert!(
+                f.iter().any(|m| m.contains(needle)),
+                "{needle} not in {f:?}"
+            );
         }
     }
 
@@ -955,17 +1132,25 @@ mod tests {
     #[test]
     fn symlink_member_is_refused() {
         let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
-        w.add_symlink("link", "/etc/passwd", SimpleFileOptions::default()).unwrap();
+        w.add_symlink("link", "/etc/passwd", SimpleFileOptions::default())
+            .unwrap();
         let z = w.finish().unwrap().into_inner();
         let f = type_findings(&cd_of(&z));
-        assert!(f.iter().any(|m| m.contains("\"link\" is a symbolic link")), "{f:?}");
+        assert!(
+            f.iter().any(|m| m.contains("\"link\" is a symbolic link")),
+            "{f:?}"
+        );
     }
 
     #[test]
     fn file_and_directory_conflicts_are_refused() {
         let z = zip_of(&[("a", b"1"), ("a/b", b"2")], None);
         let f = name_findings(&cd_of(&z));
-        assert!(f.iter().any(|m| m.contains("needs \"a\" to be a directory")), "{f:?}");
+        assert!(
+            f.iter()
+                .any(|m| m.contains("needs \"a\" to be a directory")),
+            "{f:?}"
+        );
     }
 
     #[test]
@@ -981,23 +1166,43 @@ mod tests {
         let names: Vec<String> = (0..513).map(|i| format!("f{i}")).collect();
         let files: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b"x"[..])).collect();
         let f = host_limit_findings(&cd_of(&zip_of(&files, None)));
-        assert!(f.iter().any(|m| m.contains("513 entries (maximum 512)")), "{f:?}");
+        assert!(
+            f.iter().any(|m| m.contains("513 entries (maximum 512)")),
+            "{f:?}"
+        );
     }
 
     #[test]
     fn compression_ratio_over_100_breaks_the_host_limit() {
         let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
-        w.start_file("zeros", SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated))
-            .unwrap();
+        w.start_file(
+            "zeros",
+            SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated),
+        )
+        .unwrap();
         w.write_all(&vec![0u8; 1 << 20]).unwrap();
         let f = host_limit_findings(&cd_of(&w.finish().unwrap().into_inner()));
-        assert!(f.iter().any(|m| m.contains("\"zeros\": compression ratio")), "{f:?}");
-        assert!(f.iter().any(|m| m.contains("aggregate compression ratio")), "{f:?}");
+        assert!(
+            f.iter().any(|m| m.contains("\"zeros\": compression ratio")),
+            "{f:?}"
+        );
+        assert!(
+            f.iter().any(|m| m.contains("aggregate compression ratio")),
+            "{f:?}"
+        );
     }
 
     #[test]
     fn normpath_matches_posixpath() {
-        for (i, o) in [("", "."), ("a/./b", "a/b"), ("a/../..", ".."), ("/../a", "/a"), ("//a", "//a"), ("///a", "/a"), ("a/", "a")] {
+        for (i, o) in [
+            ("", "."),
+            ("a/./b", "a/b"),
+            ("a/../..", ".."),
+            ("/../a", "/a"),
+            ("//a", "//a"),
+            ("///a", "/a"),
+            ("a/", "a"),
+        ] {
             assert_eq!(posix_normpath(i), o, "{i}");
         }
     }
@@ -1013,7 +1218,8 @@ mod tests {
     #[test]
     fn members_are_hashed_and_extracted_exactly_with_modes() {
         let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
-        w.start_file("run.sh", stored().unix_permissions(0o755)).unwrap();
+        w.start_file("run.sh", stored().unix_permissions(0o755))
+            .unwrap();
         w.write_all(b"#!/bin/sh\n").unwrap();
         w.start_file("pkg/a.py", stored()).unwrap();
         w.write_all(b"x = 1\n").unwrap();
@@ -1027,14 +1233,22 @@ mod tests {
         let members = hash_members(&p, &cd, Some(&out)).unwrap();
         assert_eq!(members[0].sha256, hash::sha256_bytes(b"#!/bin/sh\n"));
         assert_eq!(members[0].mode.as_deref(), Some("0755"));
-        let mode = fs::metadata(out.join("run.sh")).unwrap().permissions().mode() & 0o777;
+        let mode = fs::metadata(out.join("run.sh"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
         assert_eq!(mode, 0o755);
         assert!(extraction_findings(&out, &members).is_empty());
         // A stray file in the extraction is found.
         fs::write(out.join("stray"), b"").unwrap();
-        assert!(extraction_findings(&out, &members).iter().any(|m| m.contains("stray")));
+        assert!(extraction_findings(&out, &members)
+            .iter()
+            .any(|m| m.contains("stray")));
         // A fresh directory is required.
-        assert!(hash_members(&p, &cd, Some(&out)).unwrap_err().contains("already exists"));
+        assert!(hash_members(&p, &cd, Some(&out))
+            .unwrap_err()
+            .contains("already exists"));
     }
 
     #[test]
@@ -1049,7 +1263,82 @@ mod tests {
             .unwrap();
         assert!(out.status.success());
         let bytes: Vec<u8> = (128u8..=255).collect();
-        assert_eq!(decode_name(&bytes, false).unwrap(), String::from_utf8(out.stdout).unwrap());
+        assert_eq!(
+            decode_name(&bytes, false).unwrap(),
+            String::from_utf8(out.stdout).unwrap()
+        );
+    }
+
+    /// The reader lists what CPython's `zipfile` lists: names, sizes,
+    /// attributes, offsets and comment, also for duplicates, a comment, data
+    /// prepended to the archive, and a ZIP64 entry.
+    #[test]
+    fn central_directory_agrees_with_python_zipfile() {
+        let python = match std::env::var_os("PYTHON") {
+            Some(p) if !p.is_empty() => p,
+            _ => panic!("PYTHON is not set: run `cargo xtask test` (it provisions the SDK venv and sets PYTHON)"),
+        };
+        let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
+        cases.push((
+            "clean",
+            zip_of(
+                &[("manifest.yaml", b"kind: Plugin\n"), ("pkg/a.py", b"1")],
+                None,
+            ),
+        ));
+        cases.push((
+            "comment",
+            zip_of(&[("a", b"1")], Some("PK\x05\x06 inside a comment")),
+        ));
+        let mut dup = zip_of(&[("a.py", b"one"), ("b.py", b"two")], None);
+        patch(&mut dup, b"b.py", b"a.py");
+        cases.push(("duplicate", dup));
+        let mut prepended = b"#!/bin/sh\nexit 0\n".to_vec();
+        prepended.extend(zip_of(&[("a", b"1"), ("b", b"22")], None));
+        cases.push(("prepended", prepended));
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        w.start_file("big", stored().large_file(true)).unwrap();
+        w.write_all(b"small but zip64").unwrap();
+        cases.push(("zip64", w.finish().unwrap().into_inner()));
+        cases.push(("utf8", zip_of(&[("caf\u{e9}.txt", b"1")], None)));
+
+        let dir = tempfile::tempdir().unwrap();
+        let script = "import sys, json, zipfile\n\
+            try:\n    z = zipfile.ZipFile(sys.argv[1])\n\
+            except zipfile.BadZipFile as e:\n    print(json.dumps({'refused': str(e)}))\n    sys.exit(0)\n\
+            print(json.dumps({'comment': list(z.comment), 'entries': [[i.orig_filename, i.filename, i.file_size, \
+            i.compress_size, i.external_attr, i.header_offset, i.flag_bits] for i in z.infolist()]}))";
+        for (label, bytes) in &cases {
+            let p = dir.path().join(format!("{label}.zip"));
+            fs::write(&p, bytes).unwrap();
+            let out = std::process::Command::new(&python)
+                .args(["-I", "-B", "-c", script])
+                .arg(&p)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{label}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let want: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let ours = match read_central_directory(&mut Cursor::new(bytes)) {
+                Err(e) => {
+                    assert!(
+                        want.get("refused").is_some(),
+                        "{label}: we refuse ({e}), zipfile reads {want}"
+                    );
+                    continue;
+                }
+                Ok(cd) => serde_json::json!({
+                    "comment": cd.comment,
+                    "entries": cd.entries.iter().map(|e| serde_json::json!([
+                        e.orig_name, e.name, e.size, e.compressed_size, e.external_attr, e.header_offset, e.flags
+                    ])).collect::<Vec<_>>(),
+                }),
+            };
+            assert_eq!(ours, want, "{label}");
+        }
     }
 
     /// Every hostile archive above is also refused by the SDK host's own
@@ -1062,7 +1351,13 @@ mod tests {
             _ => panic!("PYTHON is not set: run `cargo xtask test` (it provisions the SDK venv and sets PYTHON)"),
         };
         let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
-        cases.push(("clean", zip_of(&[("manifest.yaml", b"kind: Plugin\n"), ("a.py", b"1")], None)));
+        cases.push((
+            "clean",
+            zip_of(
+                &[("manifest.yaml", b"kind: Plugin\n"), ("a.py", b"1")],
+                None,
+            ),
+        ));
         let mut dup = zip_of(&[("a.py", b"one"), ("b.py", b"two")], None);
         patch(&mut dup, b"b.py", b"a.py");
         cases.push(("duplicate", dup));
@@ -1070,14 +1365,18 @@ mod tests {
         patch(&mut up, b"xx/y", b"../y");
         cases.push(("traversal", up));
         let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
-        w.add_symlink("link", "/etc/passwd", SimpleFileOptions::default()).unwrap();
+        w.add_symlink("link", "/etc/passwd", SimpleFileOptions::default())
+            .unwrap();
         cases.push(("symlink", w.finish().unwrap().into_inner()));
         let names: Vec<String> = (0..513).map(|i| format!("f{i}")).collect();
         let files: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b"x"[..])).collect();
         cases.push(("entries", zip_of(&files, None)));
         let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
-        w.start_file("zeros", SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated))
-            .unwrap();
+        w.start_file(
+            "zeros",
+            SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated),
+        )
+        .unwrap();
         w.write_all(&vec![0u8; 1 << 20]).unwrap();
         cases.push(("ratio", w.finish().unwrap().into_inner()));
         cases.push(("conflict", zip_of(&[("a", b"1"), ("a/b", b"2")], None)));
@@ -1102,9 +1401,16 @@ mod tests {
                 .output()
                 .unwrap();
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            assert!(out.status.success(), "{label}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{label}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let host_refused = text.starts_with("refused");
-            assert_eq!(ours, host_refused, "{label}: ours refused={ours}, host said {text}");
+            assert_eq!(
+                ours, host_refused,
+                "{label}: ours refused={ours}, host said {text}"
+            );
         }
     }
 }

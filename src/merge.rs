@@ -16,12 +16,26 @@ use std::path::{Path, PathBuf};
 ///
 /// # Errors
 /// A sentence naming the partition and the disagreement; nothing is written then.
-pub fn merge(into: &Path, parts: &[PathBuf], signed_off_by: Option<String>) -> Result<Evidence, String> {
+pub fn merge(
+    into: &Path,
+    parts: &[PathBuf],
+    signed_off_by: Option<String>,
+) -> Result<Evidence, String> {
     if !into.is_absolute() {
-        return Err(format!("--into {}: expected an absolute path", into.display()));
+        return Err(format!(
+            "--into {}: expected an absolute path",
+            into.display()
+        ));
     }
-    if into.exists() && fs::read_dir(into).map(|mut d| d.next().is_some()).unwrap_or(true) {
-        return Err(format!("--into {}: expected a missing or empty directory, found existing content", into.display()));
+    if into.exists()
+        && fs::read_dir(into)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        return Err(format!(
+            "--into {}: expected a missing or empty directory, found existing content",
+            into.display()
+        ));
     }
     if parts.is_empty() {
         return Err("merge: expected at least one partition evidence directory".into());
@@ -30,10 +44,10 @@ pub fn merge(into: &Path, parts: &[PathBuf], signed_off_by: Option<String>) -> R
     for dir in parts {
         let text = fs::read_to_string(dir.join(evidence::EVIDENCE_JSON))
             .map_err(|e| format!("{}: cannot read evidence.json: {e}", dir.display()))?;
-        let value: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| format!("{}/evidence.json: {e}", dir.display()))?;
-        let ev: Evidence =
-            serde_json::from_value(value.clone()).map_err(|e| format!("{}/evidence.json: {e}", dir.display()))?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}/evidence.json: {e}", dir.display()))?;
+        let ev: Evidence = serde_json::from_value(value.clone())
+            .map_err(|e| format!("{}/evidence.json: {e}", dir.display()))?;
         let digest = evidence::canonical_digest(&value);
         if digest != ev.sign_off.evidence_sha256 {
             return Err(format!(
@@ -63,13 +77,21 @@ pub fn merge(into: &Path, parts: &[PathBuf], signed_off_by: Option<String>) -> R
         same("commit", &first.source.commit, &ev.source.commit)?;
         same("tree", &first.source.tree, &ev.source.tree)?;
         same("profile digest", &first.profile.sha256, &ev.profile.sha256)?;
-        same("SDK version", first.sdk.version.as_deref().unwrap_or("-"), ev.sdk.version.as_deref().unwrap_or("-"))?;
+        same(
+            "SDK version",
+            first.sdk.version.as_deref().unwrap_or("-"),
+            ev.sdk.version.as_deref().unwrap_or("-"),
+        )?;
         same(
             "SDK RECORD digest",
             first.sdk.record_sha256.as_deref().unwrap_or("-"),
             ev.sdk.record_sha256.as_deref().unwrap_or("-"),
         )?;
-        same("required gates", &first.selection.required.join(","), &ev.selection.required.join(","))?;
+        same(
+            "required gates",
+            &first.selection.required.join(","),
+            &ev.selection.required.join(","),
+        )?;
         if ev.selection.partition.map(|p| p.count) != count || count.is_none() {
             return Err(format!(
                 "{}: expected evidence from `--partition K/N` runs with one N, found {:?}",
@@ -79,24 +101,48 @@ pub fn merge(into: &Path, parts: &[PathBuf], signed_off_by: Option<String>) -> R
         }
     }
     let n = count.unwrap_or(0);
-    let indices: Vec<u32> = evidences.iter().filter_map(|(_, e)| e.selection.partition.map(|p| p.index)).collect();
+    let indices: Vec<u32> = evidences
+        .iter()
+        .filter_map(|(_, e)| e.selection.partition.map(|p| p.index))
+        .collect();
     if indices != (1..=n).collect::<Vec<_>>() {
-        return Err(format!("expected each of the partitions 1..={n} exactly once, found {indices:?}"));
+        return Err(format!(
+            "expected each of the partitions 1..={n} exactly once, found {indices:?}"
+        ));
     }
 
     let mut merged = first.clone();
     merged.selection.partition = None;
-    merged.started_at = evidences.iter().map(|(_, e)| e.started_at.clone()).min().unwrap_or_default();
-    merged.finished_at = evidences.iter().map(|(_, e)| e.finished_at.clone()).max().unwrap_or_default();
-    merged.candidates = evidences.iter().flat_map(|(_, e)| e.candidates.clone()).collect();
+    merged.started_at = evidences
+        .iter()
+        .map(|(_, e)| e.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    merged.finished_at = evidences
+        .iter()
+        .map(|(_, e)| e.finished_at.clone())
+        .max()
+        .unwrap_or_default();
+    merged.candidates = evidences
+        .iter()
+        .flat_map(|(_, e)| e.candidates.clone())
+        .collect();
     merged.candidates.sort_by(|a, b| a.path.cmp(&b.path));
     merged.gates = Vec::new();
     for (i, gate) in first.gates.iter().enumerate() {
-        let records: Vec<&GateRecord> = evidences.iter().filter_map(|(_, e)| e.gates.get(i)).collect();
+        let records: Vec<&GateRecord> = evidences
+            .iter()
+            .filter_map(|(_, e)| e.gates.get(i))
+            .collect();
         if records.iter().any(|r| r.id != gate.id) {
-            return Err(format!("partitions list different gates at position {i} (expected {})", gate.id));
+            return Err(format!(
+                "partitions list different gates at position {i} (expected {})",
+                gate.id
+            ));
         }
-        let scope = catalogue::get(&gate.id).map(|g| g.scope).unwrap_or(Scope::Global);
+        let scope = catalogue::get(&gate.id)
+            .map(|g| g.scope)
+            .unwrap_or(Scope::Global);
         if scope == Scope::Global {
             if let Some(other) = records.iter().find(|r| r.result != gate.result) {
                 return Err(format!(
@@ -120,10 +166,19 @@ pub fn merge(into: &Path, parts: &[PathBuf], signed_off_by: Option<String>) -> R
             .unwrap_or(GateResult::Pass);
         let mut reasons: Vec<String> = records.iter().filter_map(|r| r.reason.clone()).collect();
         reasons.dedup();
-        combined.reason = if reasons.is_empty() { None } else { Some(reasons.join("; ")) };
+        combined.reason = if reasons.is_empty() {
+            None
+        } else {
+            Some(reasons.join("; "))
+        };
         merged.gates.push(combined);
     }
-    merged.verdict = if merged.gates.iter().filter(|g| g.required).all(|g| g.result == GateResult::Pass) {
+    merged.verdict = if merged
+        .gates
+        .iter()
+        .filter(|g| g.required)
+        .all(|g| g.result == GateResult::Pass)
+    {
         Verdict::Pass
     } else {
         Verdict::Fail
@@ -147,10 +202,12 @@ pub fn merge(into: &Path, parts: &[PathBuf], signed_off_by: Option<String>) -> R
             if let Some(parent) = dst.parent() {
                 fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
             }
-            fs::copy(&src, &dst).map_err(|e| format!("copy {} -> {}: {e}", src.display(), dst.display()))?;
+            fs::copy(&src, &dst)
+                .map_err(|e| format!("copy {} -> {}: {e}", src.display(), dst.display()))?;
         }
     }
     evidence::seal(&mut merged, signed_off_by);
-    evidence::write_all(into, &merged).map_err(|e| format!("{}: cannot write evidence: {e}", into.display()))?;
+    evidence::write_all(into, &merged)
+        .map_err(|e| format!("{}: cannot write evidence: {e}", into.display()))?;
     Ok(merged)
 }

@@ -29,6 +29,8 @@ pub struct RunOptions {
     pub sign_off_by: Option<String>,
     /// `--partition K/N`: per-candidate gates check only this share.
     pub partition: Option<profile::Partition>,
+    /// `--isolation`: the `worker-isolation` gate's backend.
+    pub isolation: crate::isolation::IsolationChoice,
 }
 
 /// A reason the run could not start (exit code 2).
@@ -131,6 +133,8 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         staged_root: None,
         verified_sdk: None,
         selected,
+        isolation: opts.isolation,
+        suites: None,
     };
 
     let records = run_gates(&mut ctx, &required, progress);
@@ -166,6 +170,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         gates: records,
         candidates: ctx.candidates,
         merged_from: None,
+        suites: ctx.suites,
         attestation: evidence::Attestation {
             statement: evidence::statement::STATEMENT_JSON.into(),
             statement_type: evidence::statement::STATEMENT_TYPE.into(),

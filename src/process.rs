@@ -350,7 +350,9 @@ impl Running {
     /// The leader's exit status if it has exited (the group may still hold
     /// other processes).
     pub fn try_status(&mut self) -> Option<ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// `<stem>.stdout`, `<stem>.stderr`.
@@ -375,25 +377,41 @@ impl Running {
                 status: ExitStatus::from_raw(0),
                 exited_on_its_own: true,
                 needed_kill: false,
-                group_empty: !group_alive(self.pgid),
+                group_empty: live_group_members(self.pgid).is_empty(),
                 duration: self.elapsed(),
             };
         };
-        let exited_on_its_own = matches!(child.try_wait(), Ok(Some(_)));
-        let needed_kill = if group_alive(self.pgid) {
-            stop_group(self.pgid)
-        } else {
-            false
-        };
-        let status = child.wait().unwrap_or_else(|_| ExitStatus::from_raw(9));
-        // Members reparented after the leader died are reaped by init; give
-        // that a moment before judging the group.
+        let mut status = child.try_wait().ok().flatten();
+        let exited_on_its_own = status.is_some();
+        // TERM the group, then reap the leader while waiting for the group to
+        // empty: an unreaped leader is a zombie that still "belongs" to it.
+        let _ = kill_process_group(self.pgid, Signal::TERM);
         let deadline = Instant::now() + GRACE;
-        while group_alive(self.pgid) && Instant::now() < deadline {
+        let mut needed_kill = false;
+        loop {
+            if status.is_none() {
+                status = child.try_wait().ok().flatten();
+            }
+            if status.is_some() && live_group_members(self.pgid).is_empty() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                needed_kill = true;
+                let _ = kill_process_group(self.pgid, Signal::KILL);
+                break;
+            }
+            std::thread::sleep(POLL);
+        }
+        let status = match status {
+            Some(s) => s,
+            None => child.wait().unwrap_or_else(|_| ExitStatus::from_raw(9)),
+        };
+        let deadline = Instant::now() + GRACE;
+        while !live_group_members(self.pgid).is_empty() && Instant::now() < deadline {
             let _ = kill_process_group(self.pgid, Signal::KILL);
             std::thread::sleep(POLL);
         }
-        let group_empty = !group_alive(self.pgid);
+        let group_empty = live_group_members(self.pgid).is_empty();
         let duration = self.elapsed();
         write_cmd_log(
             &self.spec,
@@ -410,6 +428,41 @@ impl Running {
             duration,
         }
     }
+}
+
+/// Live (not zombie) members of process group `pgid`, from `/proc/<pid>/stat`
+/// (field 5 is the process group, field 3 the state; a zombie is `Z`). Unlike
+/// signal 0, this does not count zombies that only wait to be reaped.
+pub fn live_group_members(pgid: Pid) -> Vec<u32> {
+    let want = pgid.as_raw_nonzero().get();
+    let mut out = Vec::new();
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // The command name may hold spaces and parentheses: split after the last ')'.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(state), Some(pgrp)) = (fields.first(), fields.get(2)) else {
+            continue;
+        };
+        if *state != "Z" && pgrp.parse::<i32>().ok() == Some(want) {
+            out.push(pid);
+        }
+    }
+    out
 }
 
 impl Drop for Running {
@@ -835,6 +888,39 @@ mod tests {
             rustix::process::test_kill_process(Pid::from_raw(pid).unwrap()).is_err(),
             "grandchild {pid} survived the timeout"
         );
+    }
+
+    #[test]
+    fn a_spawned_group_is_stopped_with_its_grandchildren() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut running = spawn(&spec(
+            dir.path(),
+            "sleep 600 & echo $! > gc.pid; wait",
+            Duration::from_secs(600),
+        ))
+        .unwrap();
+        let pid_file = dir.path().join("gc.pid");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !pid_file.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(running.try_status().is_none());
+        assert!(!running.timed_out());
+        let members = live_group_members(running.pgid());
+        assert!(members.contains(&running.pid()), "{members:?}");
+        let pgid = running.pgid();
+        let stopped = running.stop();
+        assert!(!stopped.exited_on_its_own);
+        assert!(stopped.group_empty);
+        let pid: i32 = fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(!live_group_members(pgid).contains(&(pid as u32)));
+        assert!(live_group_members(pgid).is_empty());
+        let cmd = fs::read_to_string(dir.path().join("logs/child.cmd")).unwrap();
+        assert!(cmd.contains("group_empty: true"), "{cmd}");
     }
 
     #[test]

@@ -31,6 +31,13 @@ pub struct Profile {
     /// Options of the `lbp-build` gate.
     #[serde(default)]
     pub build: BuildOptions,
+    /// Options of the `discovery-rpc` gate.
+    #[serde(default)]
+    pub discovery: DiscoveryOptions,
+    /// The repository's own pytest suites (`[suites]`), run by the `suites`
+    /// gate; none: the gate runs nothing and says so.
+    #[serde(default)]
+    pub suites: Option<SuitesOptions>,
 }
 
 /// The exact SDK requirement.
@@ -94,8 +101,133 @@ impl Default for BuildOptions {
     }
 }
 
+/// Options of the `discovery-rpc` gate (`[discovery]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoveryOptions {
+    /// Seconds the runtime has to answer `GET /healthz` after it starts.
+    #[serde(default = "default_health_timeout")]
+    pub health_timeout_secs: u64,
+    /// Seconds one plugin has to be listed `initialized` after
+    /// `apply_plugin_installation` (the SDK's own worker ready timeout is 30).
+    #[serde(default = "default_plugin_timeout")]
+    pub plugin_timeout_secs: u64,
+    /// Programs standing in for a vendor CLI (`[[discovery.vendor_fixture]]`):
+    /// each is copied from the staged commit into a private `bin/` folder put
+    /// first on the runtime's `PATH` under the name `command`.
+    #[serde(default, rename = "vendor_fixture")]
+    pub vendor_fixtures: Vec<VendorFixture>,
+}
+
+impl Default for DiscoveryOptions {
+    fn default() -> Self {
+        Self {
+            health_timeout_secs: default_health_timeout(),
+            plugin_timeout_secs: default_plugin_timeout(),
+            vendor_fixtures: Vec::new(),
+        }
+    }
+}
+
+fn default_health_timeout() -> u64 {
+    60
+}
+
+fn default_plugin_timeout() -> u64 {
+    60
+}
+
+/// A fixture program standing in for a candidate's vendor CLI. Its replies
+/// are a local protocol fixture, never a vendor call.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VendorFixture {
+    /// The candidate's path, as in `[[candidate]]`.
+    pub candidate: String,
+    /// File name the plugin looks up on `PATH` (`codex`, `claude`).
+    pub command: String,
+    /// The fixture program, relative to the repository root, `/`-separated
+    /// (read from the staged commit, not the working tree).
+    pub program: String,
+}
+
 fn default_build_timeout() -> u64 {
     120
+}
+
+/// Options of the `suites` gate (`[suites]`): which pytest suites of the
+/// repository to run, twice (on a private copy of the committed tree, then
+/// with `source_root_env` pointing at DIR/extracted).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuitesOptions {
+    /// pytest paths (files or folders) relative to the repository root,
+    /// `/`-separated, passed to pytest explicitly and in this order.
+    pub paths: Vec<String>,
+    /// Files relative to the repository root kept for the record but excluded
+    /// from discovery: the gate fails when any of their tests is collected.
+    #[serde(default)]
+    pub historical: Vec<String>,
+    /// Environment variable that points the suites at a folder whose children
+    /// are the candidate folders (unset in the tree run).
+    #[serde(default = "default_source_root_env")]
+    pub source_root_env: String,
+    /// pytest configuration file relative to the repository root (passed with
+    /// `-c`); none: an empty private one, so no file outside the committed tree
+    /// configures pytest.
+    #[serde(default)]
+    pub config: Option<String>,
+    /// Seconds one pytest run (and, separately, its collection) may take
+    /// before its process group is stopped.
+    #[serde(default = "default_suites_timeout")]
+    pub timeout_secs: u64,
+}
+
+fn default_source_root_env() -> String {
+    "CODING_RUNNER_SOURCE_ROOT".into()
+}
+
+fn default_suites_timeout() -> u64 {
+    600
+}
+
+/// True for a `/`-separated relative path without empty, `.` or `..` parts.
+fn relative_in_repo(p: &str) -> bool {
+    !p.is_empty() && !p.starts_with('/') && p.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
+}
+
+/// Checks `[suites]`; the message names the key, the value and what is expected.
+fn check_suites(s: &SuitesOptions) -> Result<(), String> {
+    if s.paths.is_empty() {
+        return Err("suites.paths is empty; expected at least one pytest file or folder relative to the repository root, \
+                    or no [suites] table"
+            .into());
+    }
+    let named = s.paths.iter().map(|p| ("suites.paths", p)).chain(s.historical.iter().map(|p| ("suites.historical", p)));
+    for (key, p) in named.chain(s.config.iter().map(|p| ("suites.config", p))) {
+        if !relative_in_repo(p) {
+            return Err(format!(
+                "{key} entry {p:?} must be relative to the repository, `/`-separated, without `.`, `..` or empty components"
+            ));
+        }
+    }
+    let env = &s.source_root_env;
+    let reserved = ["PATH", "HOME", "TMPDIR", "LANG", "TZ"];
+    if env.is_empty()
+        || env.starts_with(|c: char| c.is_ascii_digit())
+        || !env.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        || env.starts_with("PYTHON")
+        || reserved.contains(&env.as_str())
+    {
+        return Err(format!(
+            "suites.source_root_env {env:?} must be a variable name of letters, digits and `_`, not PYTHON* \
+             nor one of {reserved:?}; expected e.g. \"CODING_RUNNER_SOURCE_ROOT\""
+        ));
+    }
+    if s.timeout_secs == 0 {
+        return Err("suites.timeout_secs is 0; expected a positive number of seconds".into());
+    }
+    Ok(())
 }
 
 /// Where the profile came from.
@@ -221,6 +353,32 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
             )));
         }
     }
+    for f in &profile.discovery.vendor_fixtures {
+        if !profile.candidates.iter().any(|c| c.path == f.candidate) {
+            return Err(invalid(format!(
+                "discovery.vendor_fixture candidate {:?} is not one of the candidates",
+                f.candidate
+            )));
+        }
+        if f.command.is_empty() || f.command.contains('/') || f.command.starts_with('.') {
+            return Err(invalid(format!(
+                "discovery.vendor_fixture command {:?} must be a plain file name such as \"codex\"",
+                f.command
+            )));
+        }
+        let p = &f.program;
+        if p.is_empty()
+            || p.starts_with('/')
+            || p.split('/').any(|s| s.is_empty() || s == "." || s == "..")
+        {
+            return Err(invalid(format!(
+                "discovery.vendor_fixture program {p:?} must be relative to the repository, `/`-separated, without `.`, `..` or empty components"
+            )));
+        }
+    }
+    if let Some(suites) = &profile.suites {
+        check_suites(suites).map_err(invalid)?;
+    }
     if let Some(shared) = &profile.shared {
         if !profile.candidates.iter().any(|c| c.path == shared.owner) {
             return Err(invalid(format!(
@@ -233,7 +391,9 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
 }
 
 /// `--partition K/N`: the K-th of N shares (1-based).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Partition {
     /// This share, 1..=count.
     pub index: u32,
@@ -247,7 +407,10 @@ impl std::str::FromStr for Partition {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = || format!("expected K/N with 1 <= K <= N (e.g. 1/2), found {s:?}");
         let (k, n) = s.split_once('/').ok_or_else(err)?;
-        let (index, count): (u32, u32) = (k.trim().parse().map_err(|_| err())?, n.trim().parse().map_err(|_| err())?);
+        let (index, count): (u32, u32) = (
+            k.trim().parse().map_err(|_| err())?,
+            n.trim().parse().map_err(|_| err())?,
+        );
         if index == 0 || count == 0 || index > count {
             return Err(err());
         }
@@ -258,8 +421,13 @@ impl std::str::FromStr for Partition {
 /// The candidates of `partition`: candidates sorted by path, the i-th
 /// (0-based) belonging to share `i % count + 1`. Stable for a given profile,
 /// whatever the order of its entries; every candidate is in exactly one share.
-pub fn partition_share(candidates: &[CandidateSpec], partition: Option<Partition>) -> Vec<CandidateSpec> {
-    let Some(p) = partition else { return candidates.to_vec() };
+pub fn partition_share(
+    candidates: &[CandidateSpec],
+    partition: Option<Partition>,
+) -> Vec<CandidateSpec> {
+    let Some(p) = partition else {
+        return candidates.to_vec();
+    };
     let mut sorted: Vec<&CandidateSpec> = candidates.iter().collect();
     sorted.sort_by(|a, b| a.path.cmp(&b.path));
     let chosen: Vec<&str> = sorted
@@ -268,7 +436,11 @@ pub fn partition_share(candidates: &[CandidateSpec], partition: Option<Partition
         .filter(|(i, _)| (*i as u32) % p.count + 1 == p.index)
         .map(|(_, c)| c.path.as_str())
         .collect();
-    candidates.iter().filter(|c| chosen.contains(&c.path.as_str())).cloned().collect()
+    candidates
+        .iter()
+        .filter(|c| chosen.contains(&c.path.as_str()))
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -288,7 +460,10 @@ mod tests {
         assert_eq!(seen, all);
         assert!("0/2".parse::<Partition>().is_err());
         assert!("3/2".parse::<Partition>().is_err());
-        assert_eq!("2/3".parse::<Partition>().unwrap(), Partition { index: 2, count: 3 });
+        assert_eq!(
+            "2/3".parse::<Partition>().unwrap(),
+            Partition { index: 2, count: 3 }
+        );
     }
 
     use super::*;
@@ -312,6 +487,60 @@ mod tests {
             shared.files,
             ["pkg/daemon_relay.py", "pkg/runtime_support.py"]
         );
+    }
+
+    #[test]
+    fn discovery_options_default_and_vendor_fixtures_are_checked() {
+        let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
+        assert_eq!(p.discovery.health_timeout_secs, 60);
+        assert!(p.discovery.vendor_fixtures.is_empty());
+        let good = format!(
+            "{BUILTIN_CODING_RUNNERS}\n[discovery]\nhealth_timeout_secs = 5\n[[discovery.vendor_fixture]]\ncandidate = \"Runner/codex-agent\"\ncommand = \"codex\"\nprogram = \"Runner/certification-tests/bin/codex\"\n"
+        );
+        let p = parse(&good, "x.toml").unwrap();
+        assert_eq!(p.discovery.health_timeout_secs, 5);
+        assert_eq!(p.discovery.vendor_fixtures[0].command, "codex");
+        let bad = good.replace("program = \"Runner/", "program = \"../");
+        assert!(parse(&bad, "x.toml")
+            .unwrap_err()
+            .to_string()
+            .contains("program"));
+    }
+
+    #[test]
+    fn builtin_suites_name_the_two_suites_and_the_historical_reproducer() {
+        let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
+        let s = p.suites.expect("the built-in profile has [suites]");
+        assert_eq!(
+            s.paths,
+            [
+                "Runner/certification-tests/test_coding_relay_v1.py",
+                "Runner/certification-tests/test_coding_native_lifecycle.py"
+            ]
+        );
+        assert_eq!(s.historical, ["Runner/certification-tests/historical_coding_runner_shared_blockers.py"]);
+        assert_eq!(s.source_root_env, "CODING_RUNNER_SOURCE_ROOT");
+        assert_eq!(s.config, None);
+    }
+
+    #[test]
+    fn suites_options_are_checked() {
+        let base = "name = \"x\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n[[candidate]]\npath = \"R/a\"\n";
+        let p = parse(&format!("{base}[suites]\npaths = [\"t/test_a.py\"]\n"), "x.toml").unwrap();
+        let s = p.suites.unwrap();
+        assert_eq!((s.source_root_env.as_str(), s.timeout_secs, s.config), ("CODING_RUNNER_SOURCE_ROOT", 600, None));
+        assert!(parse(base, "x.toml").unwrap().suites.is_none());
+        for (bad, needle) in [
+            ("paths = []", "suites.paths is empty"),
+            ("paths = [\"../t.py\"]", "\"../t.py\""),
+            ("paths = [\"t.py\"]\nhistorical = [\"/abs.py\"]", "suites.historical"),
+            ("paths = [\"t.py\"]\nsource_root_env = \"PYTHONPATH\"", "PYTHONPATH"),
+            ("paths = [\"t.py\"]\nsource_root_env = \"A-B\"", "A-B"),
+            ("paths = [\"t.py\"]\ntimeout_secs = 0", "timeout_secs"),
+        ] {
+            let err = parse(&format!("{base}[suites]\n{bad}\n"), "x.toml").unwrap_err().to_string();
+            assert!(err.contains(needle), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -46,10 +46,23 @@ pub struct Row {
 }
 
 impl Row {
-    fn new(item: impl Into<String>, recorded: impl Into<String>, observed: impl Into<String>) -> Self {
+    fn new(
+        item: impl Into<String>,
+        recorded: impl Into<String>,
+        observed: impl Into<String>,
+    ) -> Self {
         let (recorded, observed) = (recorded.into(), observed.into());
-        let matches = if recorded == observed { Match::Yes } else { Match::No };
-        Self { item: item.into(), recorded, observed, matches }
+        let matches = if recorded == observed {
+            Match::Yes
+        } else {
+            Match::No
+        };
+        Self {
+            item: item.into(),
+            recorded,
+            observed,
+            matches,
+        }
     }
 }
 
@@ -84,7 +97,11 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
     let value: serde_json::Value = match serde_json::from_str(&text) {
         Ok(v) => v,
         Err(e) => {
-            rows.push(Row::new("evidence.json parses", "JSON", format!("invalid: {e}")));
+            rows.push(Row::new(
+                "evidence.json parses",
+                "JSON",
+                format!("invalid: {e}"),
+            ));
             return Ok(rows);
         }
     };
@@ -93,11 +110,19 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
         .and_then(|v| v.as_str())
         .unwrap_or("(missing)")
         .to_string();
-    rows.push(Row::new("sign-off evidence_sha256", recorded_digest, evidence::canonical_digest(&value)));
+    rows.push(Row::new(
+        "sign-off evidence_sha256",
+        recorded_digest,
+        evidence::canonical_digest(&value),
+    ));
     let ev: Evidence = match serde_json::from_value(value) {
         Ok(e) => e,
         Err(e) => {
-            rows.push(Row::new("evidence.json schema v1", "valid", format!("invalid: {e}")));
+            rows.push(Row::new(
+                "evidence.json schema v1",
+                "valid",
+                format!("invalid: {e}"),
+            ));
             return Ok(rows);
         }
     };
@@ -107,32 +132,54 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
         match hash::sha256_file(&path) {
             Ok(d) => {
                 rows.push(Row::new(format!("{} sha256", a.path), &a.sha256, d.hex()));
-                rows.push(Row::new(format!("{} size", a.path), a.size.to_string(), d.size.to_string()));
+                rows.push(Row::new(
+                    format!("{} size", a.path),
+                    a.size.to_string(),
+                    d.size.to_string(),
+                ));
             }
-            Err(e) => rows.push(Row::new(format!("{} sha256", a.path), &a.sha256, format!("unreadable: {e}"))),
+            Err(e) => rows.push(Row::new(
+                format!("{} sha256", a.path),
+                &a.sha256,
+                format!("unreadable: {e}"),
+            )),
         }
         match member_digests(&path) {
             Ok(members) => {
-                let observed: BTreeMap<&str, (&str, u64)> =
-                    members.iter().map(|m| (m.name.as_str(), (m.sha256.as_str(), m.size))).collect();
+                let observed: BTreeMap<&str, (&str, u64)> = members
+                    .iter()
+                    .map(|m| (m.name.as_str(), (m.sha256.as_str(), m.size)))
+                    .collect();
                 let mut bad = 0;
                 for m in &a.members {
                     match observed.get(m.name.as_str()) {
                         Some((sha, size)) if *sha == m.sha256 && *size == m.size => {}
                         Some((sha, _)) => {
                             bad += 1;
-                            rows.push(Row::new(format!("{} member {}", a.path, m.name), &m.sha256, *sha));
+                            rows.push(Row::new(
+                                format!("{} member {}", a.path, m.name),
+                                &m.sha256,
+                                *sha,
+                            ));
                         }
                         None => {
                             bad += 1;
-                            rows.push(Row::new(format!("{} member {}", a.path, m.name), &m.sha256, "missing"));
+                            rows.push(Row::new(
+                                format!("{} member {}", a.path, m.name),
+                                &m.sha256,
+                                "missing",
+                            ));
                         }
                     }
                 }
                 for m in &members {
                     if !a.members.iter().any(|r| r.name == m.name) {
                         bad += 1;
-                        rows.push(Row::new(format!("{} member {}", a.path, m.name), "absent", &m.sha256));
+                        rows.push(Row::new(
+                            format!("{} member {}", a.path, m.name),
+                            "absent",
+                            &m.sha256,
+                        ));
                     }
                 }
                 if bad == 0 {
@@ -148,7 +195,11 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
                     content_digest(&members),
                 ));
             }
-            Err(e) => rows.push(Row::new(format!("{} members", a.path), "readable ZIP", format!("unreadable: {e}"))),
+            Err(e) => rows.push(Row::new(
+                format!("{} members", a.path),
+                "readable ZIP",
+                format!("unreadable: {e}"),
+            )),
         }
     }
     if let Some(repo) = &opts.repo {
@@ -161,7 +212,11 @@ fn check_sums(dir: &Path, rows: &mut Vec<Row>) {
     let sums = match fs::read_to_string(dir.join(SHA256SUMS)) {
         Ok(s) => s,
         Err(e) => {
-            rows.push(Row::new("SHA256SUMS", "present", format!("unreadable: {e}")));
+            rows.push(Row::new(
+                "SHA256SUMS",
+                "present",
+                format!("unreadable: {e}"),
+            ));
             return;
         }
     };
@@ -197,36 +252,75 @@ fn check_sums(dir: &Path, rows: &mut Vec<Row>) {
                 }
             }
         }
-        Err(e) => rows.push(Row::new("evidence directory", "readable", format!("unreadable: {e}"))),
+        Err(e) => rows.push(Row::new(
+            "evidence directory",
+            "readable",
+            format!("unreadable: {e}"),
+        )),
     }
     if bad == 0 {
-        rows.push(Row::new("SHA256SUMS", format!("{} files", listed.len()), format!("{} files", listed.len())));
+        rows.push(Row::new(
+            "SHA256SUMS",
+            format!("{} files", listed.len()),
+            format!("{} files", listed.len()),
+        ));
     }
 }
 
 fn replay_against_repo(opts: &ReplayOptions, repo: &Path, ev: &Evidence, rows: &mut Vec<Row>) {
     let commit = &ev.source.commit;
-    let exists = git::run(repo, &["cat-file", "-e", &format!("{commit}^{{commit}}")], None, None).is_ok();
-    rows.push(Row::new("commit exists", commit.clone(), if exists { commit.clone() } else { "not found".into() }));
+    let exists = git::run(
+        repo,
+        &["cat-file", "-e", &format!("{commit}^{{commit}}")],
+        None,
+        None,
+    )
+    .is_ok();
+    rows.push(Row::new(
+        "commit exists",
+        commit.clone(),
+        if exists {
+            commit.clone()
+        } else {
+            "not found".into()
+        },
+    ));
     if !exists {
         return;
     }
     let work = match tempfile::Builder::new().prefix("vcc-replay-").tempdir() {
         Ok(w) => w,
         Err(e) => {
-            rows.push(Row::new("temporary directory", "created", format!("failed: {e}")));
+            rows.push(Row::new(
+                "temporary directory",
+                "created",
+                format!("failed: {e}"),
+            ));
             return;
         }
     };
     let tar = work.path().join("source.tar");
     let tar_arg = tar.display().to_string();
-    let archived = git::run(repo, &["archive", "--format=tar", "-o", &tar_arg, commit], None, None)
-        .and_then(|_| hash::sha256_file(&tar).map_err(|e| e.to_string()));
-    let recorded = ev.source.archive_sha256.clone().unwrap_or_else(|| "(not recorded)".into());
+    let archived = git::run(
+        repo,
+        &["archive", "--format=tar", "-o", &tar_arg, commit],
+        None,
+        None,
+    )
+    .and_then(|_| hash::sha256_file(&tar).map_err(|e| e.to_string()));
+    let recorded = ev
+        .source
+        .archive_sha256
+        .clone()
+        .unwrap_or_else(|| "(not recorded)".into());
     match archived {
         Ok(d) => rows.push(Row::new("git archive sha256", recorded, d.hex())),
         Err(e) => {
-            rows.push(Row::new("git archive sha256", recorded, format!("failed: {e}")));
+            rows.push(Row::new(
+                "git archive sha256",
+                recorded,
+                format!("failed: {e}"),
+            ));
             return;
         }
     }
@@ -252,12 +346,19 @@ fn replay_against_repo(opts: &ReplayOptions, repo: &Path, ev: &Evidence, rows: &
                         &a.content_digest,
                         content_digest(&m),
                     )),
-                    Err(e) => rows.push(Row::new(format!("{label} content digest"), &a.content_digest, e)),
+                    Err(e) => rows.push(Row::new(
+                        format!("{label} content digest"),
+                        &a.content_digest,
+                        e,
+                    )),
                 }
                 let recorded_file = opts.evidence.join(&a.path);
-                let observed = hash::sha256_file(&file).map(|d| d.hex()).unwrap_or_else(|e| e.to_string());
+                let observed = hash::sha256_file(&file)
+                    .map(|d| d.hex())
+                    .unwrap_or_else(|e| e.to_string());
                 let mut row = Row::new(format!("{label} archive sha256"), &a.sha256, observed);
-                if row.matches == Match::No && clock_only_difference(&recorded_file, &file).is_ok() {
+                if row.matches == Match::No && clock_only_difference(&recorded_file, &file).is_ok()
+                {
                     row.matches = Match::BuildClock;
                 }
                 rows.push(row);
@@ -269,7 +370,13 @@ fn replay_against_repo(opts: &ReplayOptions, repo: &Path, ev: &Evidence, rows: &
 
 /// Runs the official build of the candidate at `source` into `out` and
 /// returns the single archive it wrote.
-fn rebuild(python: &Path, source: &Path, out: &Path, work: &Path, folder: &str) -> Result<PathBuf, String> {
+fn rebuild(
+    python: &Path,
+    source: &Path,
+    out: &Path,
+    work: &Path,
+    folder: &str,
+) -> Result<PathBuf, String> {
     let roots = work.join("roots").join(folder);
     let (home, tmp) = (roots.join("home"), roots.join("tmp"));
     for d in [&home, &tmp, &out.to_path_buf()] {
@@ -281,7 +388,15 @@ fn rebuild(python: &Path, source: &Path, out: &Path, work: &Path, folder: &str) 
     env.insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
     let spec = ChildSpec {
         program: python.to_path_buf(),
-        args: vec!["-I".into(), "-B".into(), "-m".into(), "langbot_plugin.cli".into(), "build".into(), "-o".into(), out.display().to_string()],
+        args: vec![
+            "-I".into(),
+            "-B".into(),
+            "-m".into(),
+            "langbot_plugin.cli".into(),
+            "build".into(),
+            "-o".into(),
+            out.display().to_string(),
+        ],
         cwd: source.to_path_buf(),
         env,
         timeout: Duration::from_secs(300),
@@ -290,7 +405,11 @@ fn rebuild(python: &Path, source: &Path, out: &Path, work: &Path, folder: &str) 
     };
     let output = process::run(&spec).map_err(|e| e.to_string())?;
     if !output.success() {
-        return Err(format!("official build {}: {}", output.describe(), output.tail(5)));
+        return Err(format!(
+            "official build {}: {}",
+            output.describe(),
+            output.tail(5)
+        ));
     }
     let files: Vec<PathBuf> = fs::read_dir(out)
         .map_err(|e| e.to_string())?
@@ -299,7 +418,11 @@ fn rebuild(python: &Path, source: &Path, out: &Path, work: &Path, folder: &str) 
         .collect();
     match files.as_slice() {
         [one] => Ok(one.clone()),
-        _ => Err(format!("expected one archive, the build wrote {}: {}", files.len(), output.tail(5))),
+        _ => Err(format!(
+            "expected one archive, the build wrote {}: {}",
+            files.len(),
+            output.tail(5)
+        )),
     }
 }
 
@@ -323,7 +446,9 @@ pub fn clock_only_difference(a: &Path, b: &Path) -> Result<(), String> {
     let manifest = zip.by_name("manifest.yaml").map_err(|e| e.to_string())?;
     let local = manifest.header_start();
     let central = manifest.central_header_start();
-    let allowed = |off: u64| (local + 10..local + 14).contains(&off) || (central + 12..central + 16).contains(&off);
+    let allowed = |off: u64| {
+        (local + 10..local + 14).contains(&off) || (central + 12..central + 16).contains(&off)
+    };
     let mut ra = BufReader::new(fs::File::open(a).map_err(|e| e.to_string())?);
     let mut rb = BufReader::new(fs::File::open(b).map_err(|e| e.to_string())?);
     let (mut ba, mut bb) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
@@ -339,7 +464,9 @@ pub fn clock_only_difference(a: &Path, b: &Path) -> Result<(), String> {
             if ba[i] != bb[i] {
                 let off = offset + i as u64;
                 if !allowed(off) {
-                    return Err(format!("byte {off} differs outside manifest.yaml's timestamp fields"));
+                    return Err(format!(
+                        "byte {off} differs outside manifest.yaml's timestamp fields"
+                    ));
                 }
                 differing += 1;
             }
@@ -354,19 +481,50 @@ pub fn clock_only_difference(a: &Path, b: &Path) -> Result<(), String> {
 
 /// Renders the table: item, recorded, observed, match.
 pub fn render_table(rows: &[Row]) -> String {
-    let short = |s: &str| if s.len() > 20 && s.chars().all(|c| c.is_ascii_hexdigit()) { format!("{}…", &s[..16]) } else { s.to_string() };
-    let w_item = rows.iter().map(|r| r.item.chars().count()).max().unwrap_or(4).max(4);
-    let w_rec = rows.iter().map(|r| short(&r.recorded).chars().count()).max().unwrap_or(8).max(8);
-    let w_obs = rows.iter().map(|r| short(&r.observed).chars().count()).max().unwrap_or(8).max(8);
+    let short = |s: &str| {
+        if s.len() > 20 && s.chars().all(|c| c.is_ascii_hexdigit()) {
+            format!("{}…", &s[..16])
+        } else {
+            s.to_string()
+        }
+    };
+    let w_item = rows
+        .iter()
+        .map(|r| r.item.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let w_rec = rows
+        .iter()
+        .map(|r| short(&r.recorded).chars().count())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let w_obs = rows
+        .iter()
+        .map(|r| short(&r.observed).chars().count())
+        .max()
+        .unwrap_or(8)
+        .max(8);
     let mut out = String::new();
-    let _ = writeln!(out, "{:w_item$}  {:w_rec$}  {:w_obs$}  match", "item", "recorded", "observed");
+    let _ = writeln!(
+        out,
+        "{:w_item$}  {:w_rec$}  {:w_obs$}  match",
+        "item", "recorded", "observed"
+    );
     for r in rows {
         let m = match r.matches {
             Match::Yes => "yes",
             Match::BuildClock => "yes (build clock: manifest.yaml timestamp only, verified)",
             Match::No => "NO",
         };
-        let _ = writeln!(out, "{:w_item$}  {:w_rec$}  {:w_obs$}  {m}", r.item, short(&r.recorded), short(&r.observed));
+        let _ = writeln!(
+            out,
+            "{:w_item$}  {:w_rec$}  {:w_obs$}  {m}",
+            r.item,
+            short(&r.recorded),
+            short(&r.observed)
+        );
     }
     out
 }
@@ -385,14 +543,25 @@ fn member_digests(path: &Path) -> Result<Vec<MemberDigest>, String> {
     let mut zip = zip::ZipArchive::new(file).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::with_capacity(zip.len());
     for i in 0..zip.len() {
-        let member = zip.by_index(i).map_err(|e| format!("{}: member {i}: {e}", path.display()))?;
+        let member = zip
+            .by_index(i)
+            .map_err(|e| format!("{}: member {i}: {e}", path.display()))?;
         let name = member.name().to_string();
-        let d = hash::sha256_reader(member).map_err(|e| format!("{}: {name}: {e}", path.display()))?;
-        out.push(MemberDigest { name, sha256: d.hex(), size: d.size });
+        let d =
+            hash::sha256_reader(member).map_err(|e| format!("{}: {name}: {e}", path.display()))?;
+        out.push(MemberDigest {
+            name,
+            sha256: d.hex(),
+            size: d.size,
+        });
     }
     Ok(out)
 }
 
 fn content_digest(members: &[MemberDigest]) -> String {
-    hash::content_digest(members.iter().map(|m| (m.name.as_str(), m.size, m.sha256.as_str())))
+    hash::content_digest(
+        members
+            .iter()
+            .map(|m| (m.name.as_str(), m.size, m.sha256.as_str())),
+    )
 }

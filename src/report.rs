@@ -29,7 +29,13 @@ pub fn catalogue_text(gates: &[GateInfo]) -> String {
 /// `color` adds ANSI colour to the result words (callers pass false when
 /// stdout is not a terminal or `NO_COLOR` is set).
 pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
-    let paint = |word: &str, code: &str| if color { format!("\x1b[{code}m{word}\x1b[0m") } else { word.to_string() };
+    let paint = |word: &str, code: &str| {
+        if color {
+            format!("\x1b[{code}m{word}\x1b[0m")
+        } else {
+            word.to_string()
+        }
+    };
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -235,7 +235,10 @@ pub fn healthz(port: u16, timeout: Duration) -> Result<(u16, String), String> {
                 }
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return Err(format!("no complete answer within {} ms", timeout.as_millis()))
+                return Err(format!(
+                    "no complete answer within {} ms",
+                    timeout.as_millis()
+                ))
             }
             Err(e) => return Err(format!("read: {e}")),
         }
@@ -446,8 +449,12 @@ impl HostClient {
             answered_ok: outcome.is_ok(),
         });
         let response = match outcome {
-            Ok(data) => json!({"seq_id": msg["seq_id"], "code": 0, "message": "success", "data": data, "chunk_status": "continue"}),
-            Err(message) => json!({"seq_id": msg["seq_id"], "code": 1, "message": message, "data": {}, "chunk_status": "continue"}),
+            Ok(data) => {
+                json!({"seq_id": msg["seq_id"], "code": 0, "message": "success", "data": data, "chunk_status": "continue"})
+            }
+            Err(message) => {
+                json!({"seq_id": msg["seq_id"], "code": 1, "message": message, "data": {}, "chunk_status": "continue"})
+            }
         };
         self.transcript.record("host->runtime", &response);
         self.ws
@@ -492,17 +499,18 @@ mod tests {
         let msg = json!({"seq_id": 3, "action": "__file_chunk",
             "data": {"file_key": "k", "chunk_base64": "QUJD", "chunk_index": 0}});
         let out = elide(&msg);
-        assert_eq!(
-            out["data"]["chunk_base64"],
-            "<elided: 4 base64 characters>"
-        );
+        assert_eq!(out["data"]["chunk_base64"], "<elided: 4 base64 characters>");
         assert_eq!(out["data"]["file_key"], "k");
     }
 
     #[test]
     fn http_completeness_follows_content_length() {
-        assert!(!response_complete(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab"));
-        assert!(response_complete(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nab"));
+        assert!(!response_complete(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab"
+        ));
+        assert!(response_complete(
+            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nab"
+        ));
     }
 
     #[test]

@@ -91,7 +91,8 @@ pub fn write_all(dir: &Path, evidence: &Evidence) -> io::Result<()> {
     json.push('\n');
     write_atomic(dir, EVIDENCE_JSON, json.as_bytes())?;
     write_atomic(dir, JUNIT_XML, junit::render(evidence)?.as_bytes())?;
-    let mut statement = serde_json::to_string_pretty(&statement::render(evidence)).map_err(io::Error::other)?;
+    let mut statement =
+        serde_json::to_string_pretty(&statement::render(evidence)).map_err(io::Error::other)?;
     statement.push('\n');
     write_atomic(dir, statement::STATEMENT_JSON, statement.as_bytes())?;
     write_atomic(dir, SHA256SUMS, sha256sums(dir)?.as_bytes())

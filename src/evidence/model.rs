@@ -40,6 +40,10 @@ pub struct Evidence {
     /// For evidence written by `merge`: the partition directories combined.
     #[serde(default)]
     pub merged_from: Option<Vec<MergedPart>>,
+    /// The repository's own pytest suites as the `suites` gate ran them, once
+    /// it ran.
+    #[serde(default)]
+    pub suites: Option<SuitesRecord>,
     /// The sign-off over everything above.
     pub sign_off: SignOff,
 }
@@ -461,4 +465,115 @@ pub struct SignOff {
     pub signed_off_by: Option<String>,
     /// Always false: the harness never signs an archive.
     pub archives_signed: bool,
+}
+
+/// The `suites` gate: the repository's own pytest suites, run with the
+/// genuine interpreter (`python -I -B -m pytest`) once per [`SuiteRun`].
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuitesRecord {
+    /// pytest paths as the profile names them (`[suites] paths`), relative to
+    /// the repository root.
+    pub paths: Vec<String>,
+    /// Files the profile marks historical: excluded from discovery, never collected.
+    pub historical: Vec<String>,
+    /// The variable pointing the suites at the candidates' extractions
+    /// (`CODING_RUNNER_SOURCE_ROOT`).
+    pub source_root_env: String,
+    /// The pytest configuration file passed with `-c`, relative to the
+    /// repository root; `null`: an empty private one.
+    pub config: Option<String>,
+    /// `pytest.__version__`, as the collection probe reported it.
+    pub pytest_version: Option<String>,
+    /// The runs, in run order: `tree`, then `extracted`.
+    pub runs: Vec<SuiteRun>,
+}
+
+/// One pytest run of the suites.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteRun {
+    /// `tree` (a private copy of the committed tree) or `extracted` (the same,
+    /// with the source-root variable set to DIR/extracted).
+    pub name: String,
+    /// Working directory and pytest rootdir, relative to DIR
+    /// (`roots/suites/<name>/source`, a copy of DIR/staging/source).
+    pub cwd: String,
+    /// Value given to the source-root variable, relative to DIR
+    /// (`extracted`); `null`: the variable was unset.
+    pub source_root: Option<String>,
+    /// Test items pytest collected before the run (`--collect-only`).
+    pub collected: u64,
+    /// pytest's exit status; `null` when it was stopped (timeout, signal).
+    pub exit_code: Option<i32>,
+    /// The time limit elapsed and the run's process group was stopped.
+    pub timed_out: bool,
+    /// The run's JUnit report, relative to DIR (`logs/suites/<name>.xml`),
+    /// when pytest wrote one.
+    pub junit: Option<String>,
+    /// Outcomes counted from the JUnit report.
+    pub counts: SuiteCounts,
+    /// Every testcase of the JUnit report, in report order.
+    pub testcases: Vec<SuiteTestCase>,
+}
+
+/// Outcome counts of one run. `tests` is the sum of the others; a strict
+/// xfail is counted in `xfailed`, never in `passed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteCounts {
+    /// Testcases in the JUnit report.
+    pub tests: u64,
+    /// Passed, and not an xfail that passed.
+    pub passed: u64,
+    /// Failed (a strict XPASS is counted in `xpassed_strict` instead).
+    pub failed: u64,
+    /// Errors in setup, teardown or collection.
+    pub errors: u64,
+    /// Skipped (not xfail).
+    pub skipped: u64,
+    /// Expected failures (`xfail`): reported by pytest as skipped with type `pytest.xfail`.
+    pub xfailed: u64,
+    /// Non-strict xfail tests that passed (reported by pytest as plain passes).
+    pub xpassed: u64,
+    /// Strict xfail tests that passed (`[XPASS(strict)]`): failures.
+    pub xpassed_strict: u64,
+}
+
+/// The outcome of one pytest testcase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SuiteOutcome {
+    /// Passed.
+    Passed,
+    /// Failed.
+    Failed,
+    /// Error in setup, teardown or collection.
+    Error,
+    /// Skipped.
+    Skipped,
+    /// Expected failure (xfail), never a pass.
+    Xfailed,
+    /// A non-strict xfail test that passed.
+    Xpassed,
+    /// A strict xfail test that passed: a failure.
+    XpassedStrict,
+}
+
+/// One pytest testcase, as its JUnit report recorded it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteTestCase {
+    /// pytest's `classname` (the test file as a dotted path, plus any class).
+    pub classname: String,
+    /// pytest's `name` (the test function, with parameters).
+    pub name: String,
+    /// The outcome.
+    pub outcome: SuiteOutcome,
+    /// The `message` of the failure, error or skip element.
+    pub message: Option<String>,
+    /// The element's text (traceback, skip location), first 8 KiB.
+    pub text: Option<String>,
+    /// pytest's `time`, in milliseconds.
+    pub duration_ms: Option<u64>,
 }

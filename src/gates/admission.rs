@@ -192,7 +192,14 @@ pub fn python_splitlines(text: &str) -> Vec<&str> {
     while let Some((i, c)) = chars.next() {
         let boundary = matches!(
             c,
-            '\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}'
+            '\n' | '\r'
+                | '\x0b'
+                | '\x0c'
+                | '\x1c'
+                | '\x1d'
+                | '\x1e'
+                | '\u{85}'
+                | '\u{2028}'
                 | '\u{2029}'
         );
         if !boundary {
@@ -235,8 +242,8 @@ pub fn analyse_requirements(
     installed: &Version,
     markers: &MarkerEnvironment,
 ) -> Result<Vec<RequirementLine>, String> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| format!("requirements.txt is not UTF-8 ({e})"))?;
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| format!("requirements.txt is not UTF-8 ({e})"))?;
     let mut out = Vec::new();
     for (index, raw) in python_splitlines(text).into_iter().enumerate() {
         let line = python_strip(raw);
@@ -677,16 +684,16 @@ fn requirement_checks(
             ))
         }
     };
-    let markers: MarkerEnvironment =
-        match serde_json::from_value(report.marker_environment.clone()) {
-            Ok(m) => m,
-            Err(e) => {
-                return not_observed(format!(
-                    "the interpreter's marker environment could not be read ({e}); see the \
+    let markers: MarkerEnvironment = match serde_json::from_value(report.marker_environment.clone())
+    {
+        Ok(m) => m,
+        Err(e) => {
+            return not_observed(format!(
+                "the interpreter's marker environment could not be read ({e}); see the \
                      admission probe log"
-                ))
-            }
-        };
+            ))
+        }
+    };
     let bytes = if req_path.is_file() {
         match std::fs::read(&req_path) {
             Ok(b) => b,
@@ -786,7 +793,10 @@ fn requirement_checks(
     if let Err(e) = &ours {
         sdk_failures.push(format!(
             "{req_rel}: {e}; the SDK refuses it too ({}): save it as UTF-8",
-            sdk_file.error.clone().unwrap_or_else(|| "it accepted it".into())
+            sdk_file
+                .error
+                .clone()
+                .unwrap_or_else(|| "it accepted it".into())
         ));
     } else if !split_agrees {
         sdk_failures.push(format!(
@@ -836,7 +846,7 @@ fn requirement_checks(
             }
             let sdk_says = s.error.clone().unwrap_or_else(|| "accepted it".into());
             let agree = o.kind.accepted() == s.accepted
-                && (!s.accepted || o.kind.kept() == !s.kept.is_empty());
+                && (!s.accepted || o.kind.kept() != s.kept.is_empty());
             match (&o.kind, agree) {
                 (_, false) => line_failures.push(format!(
                     "line {} `{}`: the harness reads it as {}, but the SDK {sdk_says} (kept {:?}); \
@@ -983,9 +993,9 @@ impl super::Gate for Admission {
                 ));
                 continue;
             };
-            let (home, tmp) = ctx.private_roots(GATE, folder).map_err(|e| {
-                format!("admission: cannot create private roots for {folder}: {e}")
-            })?;
+            let (home, tmp) = ctx
+                .private_roots(GATE, folder)
+                .map_err(|e| format!("admission: cannot create private roots for {folder}: {e}"))?;
             let root = home
                 .parent()
                 .map(Path::to_path_buf)
@@ -1105,7 +1115,10 @@ mod tests {
              not a requirement !!\n",
             "0.6.0b5",
         );
-        assert_eq!(got[0], (1, LineKind::Sdk(RequirementDecision::MarkerExcludes)));
+        assert_eq!(
+            got[0],
+            (1, LineKind::Sdk(RequirementDecision::MarkerExcludes))
+        );
         assert_eq!(got[1], (2, LineKind::Sdk(RequirementDecision::DirectUrl)));
         assert_eq!(got[2], (3, LineKind::PipOption));
         assert_eq!(got[3], (4, LineKind::PipOption));

@@ -70,7 +70,10 @@ impl super::Gate for ArchiveMembers {
             })
             .collect();
         let results: Vec<(Vec<Check>, Option<ArchiveRecord>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = inputs.iter().map(|input| s.spawn(move || inspect(input))).collect();
+            let handles: Vec<_> = inputs
+                .iter()
+                .map(|input| s.spawn(move || inspect(input)))
+                .collect();
             handles
                 .into_iter()
                 .zip(&inputs)
@@ -101,12 +104,23 @@ impl super::Gate for ArchiveMembers {
 
 /// A check from a list of findings: pass with `ok` when empty, else fail
 /// listing them followed by `advice`.
-fn findings_check(name: &str, folder: &str, archive: &str, findings: &[String], ok: &str, advice: &str) -> Check {
+fn findings_check(
+    name: &str,
+    folder: &str,
+    archive: &str,
+    findings: &[String],
+    ok: &str,
+    advice: &str,
+) -> Check {
     if findings.is_empty() {
         Check::pass(name, Some(folder), format!("{archive}: {ok}"))
     } else {
-        Check::fail(name, Some(folder), format!("{archive}: {}; {advice}", findings.join("; ")))
-            .with_observed(json!({ "findings": findings }))
+        Check::fail(
+            name,
+            Some(folder),
+            format!("{archive}: {}; {advice}", findings.join("; ")),
+        )
+        .with_observed(json!({ "findings": findings }))
     }
 }
 
@@ -129,17 +143,26 @@ fn inspect(input: &Input) -> (Vec<Check>, Option<ArchiveRecord>) {
             checks.push(Check::fail(
                 "archive-digest",
                 f,
-                format!("{rel}: cannot be read ({e}); expected the archive `lbp-build` moved there"),
+                format!(
+                    "{rel}: cannot be read ({e}); expected the archive `lbp-build` moved there"
+                ),
             ));
             return (checks, None);
         }
     };
     checks.push(
-        Check::pass("archive-digest", f, format!("{rel}: sha256 {}, {} bytes", digest.hex(), digest.size))
-            .with_observed(json!({"path": rel, "sha256": digest.hex(), "size": digest.size})),
+        Check::pass(
+            "archive-digest",
+            f,
+            format!("{rel}: sha256 {}, {} bytes", digest.hex(), digest.size),
+        )
+        .with_observed(json!({"path": rel, "sha256": digest.hex(), "size": digest.size})),
     );
 
-    let cd = match File::open(path).map_err(|e| e.to_string()).and_then(|mut file| lbpkg::read_central_directory(&mut file)) {
+    let cd = match File::open(path)
+        .map_err(|e| e.to_string())
+        .and_then(|mut file| lbpkg::read_central_directory(&mut file))
+    {
         Ok(cd) => cd,
         Err(m) => {
             checks.push(Check::fail(
@@ -160,7 +183,10 @@ fn inspect(input: &Input) -> (Vec<Check>, Option<ArchiveRecord>) {
         folder,
         rel,
         &structure,
-        &format!("{} entries; the central directory, every local header and both ZIP readers agree", cd.entries.len()),
+        &format!(
+            "{} entries; the central directory, every local header and both ZIP readers agree",
+            cd.entries.len()
+        ),
         "the archive is not a plain `lbp build` output: rebuild it",
     ));
     checks.push(comment_check(folder, rel, &cd));
@@ -207,15 +233,28 @@ fn inspect(input: &Input) -> (Vec<Check>, Option<ArchiveRecord>) {
     );
     checks.push(expected_members_check(folder, rel, &input.staged, &cd));
 
-    let gate_names = ["zip-structure", "member-names", "member-types", "encryption", "host-limits"];
+    let gate_names = [
+        "zip-structure",
+        "member-names",
+        "member-types",
+        "encryption",
+        "host-limits",
+    ];
     let blocking: Vec<&str> = checks
         .iter()
         .filter(|c| c.result == CheckResult::Fail && gate_names.contains(&c.name.as_str()))
         .map(|c| c.name.as_str())
         .collect();
     if !blocking.is_empty() {
-        let why = format!("{rel}: not examined because {} failed; fix those first", blocking.join(", "));
-        for name in ["members-equal-source", "manifest-equal-source", "extraction-exact"] {
+        let why = format!(
+            "{rel}: not examined because {} failed; fix those first",
+            blocking.join(", ")
+        );
+        for name in [
+            "members-equal-source",
+            "manifest-equal-source",
+            "extraction-exact",
+        ] {
             checks.push(Check::fail(name, f, why.clone()));
         }
         return (checks, None);
@@ -236,18 +275,30 @@ fn inspect(input: &Input) -> (Vec<Check>, Option<ArchiveRecord>) {
         }
     };
     checks.push(members_equal_source(folder, rel, &input.staged, &members));
-    checks.push(manifest_equal_source(folder, rel, &input.staged, &input.extract_abs));
+    checks.push(manifest_equal_source(
+        folder,
+        rel,
+        &input.staged,
+        &input.extract_abs,
+    ));
     let findings = lbpkg::extraction_findings(&input.extract_abs, &members);
     checks.push(findings_check(
         "extraction-exact",
         folder,
         &input.extract_rel,
         &findings,
-        &format!("exactly the archive's {} members, each re-read from disk with the member's sha256", members.len()),
+        &format!(
+            "exactly the archive's {} members, each re-read from disk with the member's sha256",
+            members.len()
+        ),
         "the extraction is not the archive: this is a harness or file-system defect",
     ));
 
-    let content_digest = lbpkg::content_digest(members.iter().map(|m| (m.name.as_str(), m.size, m.sha256.as_str())));
+    let content_digest = lbpkg::content_digest(
+        members
+            .iter()
+            .map(|m| (m.name.as_str(), m.size, m.sha256.as_str())),
+    );
     let record = ArchiveRecord {
         path: rel.clone(),
         sha256: digest.hex(),
@@ -255,7 +306,12 @@ fn inspect(input: &Input) -> (Vec<Check>, Option<ArchiveRecord>) {
         content_digest,
         members: members
             .iter()
-            .map(|m| MemberRecord { name: m.name.clone(), sha256: m.sha256.clone(), size: m.size, mode: m.mode.clone() })
+            .map(|m| MemberRecord {
+                name: m.name.clone(),
+                sha256: m.sha256.clone(),
+                size: m.size,
+                mode: m.mode.clone(),
+            })
             .collect(),
         extracted: Some(input.extract_rel.clone()),
     };
@@ -264,9 +320,16 @@ fn inspect(input: &Input) -> (Vec<Check>, Option<ArchiveRecord>) {
 
 fn comment_check(folder: &str, rel: &str, cd: &CentralDirectory) -> Check {
     if cd.comment.is_empty() {
-        return Check::pass("zip-comment", Some(folder), format!("{rel}: no ZIP comment (an unsigned archive)"));
+        return Check::pass(
+            "zip-comment",
+            Some(folder),
+            format!("{rel}: no ZIP comment (an unsigned archive)"),
+        );
     }
-    let preview: String = String::from_utf8_lossy(&cd.comment).chars().take(60).collect();
+    let preview: String = String::from_utf8_lossy(&cd.comment)
+        .chars()
+        .take(60)
+        .collect();
     Check::fail(
         "zip-comment",
         Some(folder),
@@ -307,10 +370,14 @@ fn expected_members_check(folder: &str, rel: &str, staged: &Path, cd: &CentralDi
     }
     let mut parts = Vec::new();
     if !missing.is_empty() {
-        parts.push(format!("source files the build should include but the archive lacks: {missing:?}"));
+        parts.push(format!(
+            "source files the build should include but the archive lacks: {missing:?}"
+        ));
     }
     if !unexpected.is_empty() {
-        parts.push(format!("members with no selected source file: {unexpected:?}"));
+        parts.push(format!(
+            "members with no selected source file: {unexpected:?}"
+        ));
     }
     Check::fail(
         "expected-members",
@@ -323,13 +390,21 @@ fn expected_members_check(folder: &str, rel: &str, staged: &Path, cd: &CentralDi
 fn members_equal_source(folder: &str, rel: &str, staged: &Path, members: &[MemberDigest]) -> Check {
     let mut diffs = Vec::new();
     let mut compared = 0usize;
-    for m in members.iter().filter(|m| !m.is_dir && m.name != build_rules::MANIFEST) {
+    for m in members
+        .iter()
+        .filter(|m| !m.is_dir && m.name != build_rules::MANIFEST)
+    {
         let mut p = staged.to_path_buf();
         p.extend(m.name.split('/'));
         match std::fs::symlink_metadata(&p) {
             Ok(meta) if meta.file_type().is_file() => match hash::sha256_file(&p) {
                 Ok(d) if d.hex() == m.sha256 => compared += 1,
-                Ok(d) => diffs.push(format!("{} (member sha256 {}, source sha256 {})", m.name, m.sha256, d.hex())),
+                Ok(d) => diffs.push(format!(
+                    "{} (member sha256 {}, source sha256 {})",
+                    m.name,
+                    m.sha256,
+                    d.hex()
+                )),
                 Err(e) => diffs.push(format!("{} (source unreadable: {e})", m.name)),
             },
             Ok(_) => diffs.push(format!("{} (the source is not a regular file)", m.name)),
@@ -360,10 +435,17 @@ fn manifest_equal_source(folder: &str, rel: &str, staged: &Path, extracted: &Pat
         let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
         serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: not valid YAML: {e}", p.display()))
     };
-    let (source, member) = match (read(&staged.join("manifest.yaml")), read(&extracted.join("manifest.yaml"))) {
+    let (source, member) = match (
+        read(&staged.join("manifest.yaml")),
+        read(&extracted.join("manifest.yaml")),
+    ) {
         (Ok(s), Ok(m)) => (s, m),
         (Err(e), _) | (_, Err(e)) => {
-            return Check::fail("manifest-equal-source", Some(folder), format!("{rel}: cannot compare manifest.yaml: {e}"))
+            return Check::fail(
+                "manifest-equal-source",
+                Some(folder),
+                format!("{rel}: cannot compare manifest.yaml: {e}"),
+            )
         }
     };
     let diffs = manifest_differences(&source, &member);
@@ -411,7 +493,10 @@ pub fn manifest_differences(source: &Value, member: &Value) -> Vec<String> {
 fn key_text(k: &Value) -> String {
     match k {
         Value::String(s) => s.clone(),
-        other => serde_yaml_ng::to_string(other).unwrap_or_default().trim().to_string(),
+        other => serde_yaml_ng::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
     }
 }
 
@@ -419,26 +504,42 @@ fn value_text(v: &Value) -> String {
     let t = serde_yaml_ng::to_string(v).unwrap_or_default();
     let t = t.trim();
     if t.len() > 80 {
-        format!("{}...", &t[..t.char_indices().nth(77).map(|(i, _)| i).unwrap_or(t.len())])
+        format!(
+            "{}...",
+            &t[..t.char_indices().nth(77).map(|(i, _)| i).unwrap_or(t.len())]
+        )
     } else {
         t.to_string()
     }
 }
 
 fn diff_values(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
-    let at = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    let at = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
     let shown = if path.is_empty() { "(document)" } else { path };
     match (a, b) {
         (Value::Mapping(ma), Value::Mapping(mb)) => {
             for (k, va) in ma {
                 match mb.get(k) {
                     Some(vb) => diff_values(va, vb, &at(&key_text(k)), out),
-                    None => out.push(format!("{}: in the source, missing from the archive", at(&key_text(k)))),
+                    None => out.push(format!(
+                        "{}: in the source, missing from the archive",
+                        at(&key_text(k))
+                    )),
                 }
             }
             for (k, vb) in mb {
                 if !ma.contains_key(k) {
-                    out.push(format!("{}: added by the build ({})", at(&key_text(k)), value_text(vb)));
+                    out.push(format!(
+                        "{}: added by the build ({})",
+                        at(&key_text(k)),
+                        value_text(vb)
+                    ));
                 }
             }
         }
@@ -448,7 +549,11 @@ fn diff_values(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
             }
         }
         _ if a == b => {}
-        _ => out.push(format!("{shown}: source {}, archive {}", value_text(a), value_text(b))),
+        _ => out.push(format!(
+            "{shown}: source {}, archive {}",
+            value_text(a),
+            value_text(b)
+        )),
     }
 }
 
@@ -472,9 +577,21 @@ mod tests {
         let src = y("metadata:\n  name: x\nspec:\n  config: []\n");
         let built = y("metadata:\n  name: y\n  extra: 1\nspec:\n  config: []\n  pages: [a]\n");
         let d = manifest_differences(&src, &built);
-        assert!(d.iter().any(|m| m.starts_with("metadata.name: source x, archive y")), "{d:?}");
-        assert!(d.iter().any(|m| m.starts_with("metadata.extra: added by the build")), "{d:?}");
-        assert!(d.iter().any(|m| m.starts_with("spec.pages: added by the build")), "{d:?}");
+        assert!(
+            d.iter()
+                .any(|m| m.starts_with("metadata.name: source x, archive y")),
+            "{d:?}"
+        );
+        assert!(
+            d.iter()
+                .any(|m| m.starts_with("metadata.extra: added by the build")),
+            "{d:?}"
+        );
+        assert!(
+            d.iter()
+                .any(|m| m.starts_with("spec.pages: added by the build")),
+            "{d:?}"
+        );
     }
 
     #[test]
@@ -483,9 +600,155 @@ mod tests {
         assert_eq!(d, ["a.c: in the source, missing from the archive"]);
     }
 
+    /// A staged candidate and an archive of it written with the zip crate
+    /// (`comment` added, `extra` members appended), in a temp dir.
+    fn staged_and_archive(
+        comment: Option<&str>,
+        extra: &[(&str, &[u8])],
+    ) -> (tempfile::TempDir, Input) {
+        use std::io::Write;
+        let d = tempfile::tempdir().unwrap();
+        let staged = d.path().join("staged");
+        std::fs::create_dir_all(staged.join("pkg")).unwrap();
+        std::fs::write(
+            staged.join("manifest.yaml"),
+            "kind: Plugin\nspec:\n  config: []\n",
+        )
+        .unwrap();
+        std::fs::write(staged.join("pkg/a.py"), "x = 1\n").unwrap();
+        let archive = d.path().join("a.lbpkg");
+        let mut w = zip::ZipWriter::new(File::create(&archive).unwrap());
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored)
+            .unix_permissions(0o644);
+        let mut files: Vec<(&str, &[u8])> = vec![
+            (
+                "manifest.yaml",
+                b"kind: Plugin\nspec:\n  config: []\n  pages: []\n",
+            ),
+            ("pkg/a.py", b"x = 1\n"),
+        ];
+        files.extend_from_slice(extra);
+        for (n, b) in files {
+            w.start_file(n, opts).unwrap();
+            w.write_all(b).unwrap();
+        }
+        if let Some(c) = comment {
+            w.set_comment(c);
+        }
+        w.finish().unwrap();
+        let input = Input {
+            folder: "c".into(),
+            staged,
+            archive: Ok((archive, "packages/c/a.lbpkg".into())),
+            extract_abs: d.path().join("extracted/c"),
+            extract_rel: "extracted/c".into(),
+        };
+        (d, input)
+    }
+
+    fn result_of<'a>(checks: &'a [Check], name: &str) -> &'a Check {
+        checks
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no check {name}: {checks:?}"))
+    }
+
+    #[test]
+    fn a_faithful_archive_passes_every_check_and_is_recorded() {
+        let (_d, input) = staged_and_archive(None, &[]);
+        let (checks, record) = inspect(&input);
+        let failed: Vec<_> = checks
+            .iter()
+            .filter(|c| c.result != CheckResult::Pass)
+            .collect();
+        assert!(failed.is_empty(), "{failed:#?}");
+        assert_eq!(checks.len(), 11);
+        let record = record.unwrap();
+        assert_eq!(record.members.len(), 2);
+        assert_eq!(record.members[1].sha256, hash::sha256_bytes(b"x = 1\n"));
+        assert_eq!(record.extracted.as_deref(), Some("extracted/c"));
+        assert!(input.extract_abs.join("pkg/a.py").is_file());
+    }
+
+    #[test]
+    fn a_comment_fails_only_the_comment_check() {
+        let (_d, input) = staged_and_archive(Some("envelope"), &[]);
+        let (checks, record) = inspect(&input);
+        assert_eq!(result_of(&checks, "zip-comment").result, CheckResult::Fail);
+        let others: Vec<_> = checks
+            .iter()
+            .filter(|c| c.name != "zip-comment" && c.result != CheckResult::Pass)
+            .collect();
+        assert!(others.is_empty(), "{others:#?}");
+        assert!(record.is_some());
+    }
+
+    #[test]
+    fn an_unexpected_member_and_a_changed_byte_are_named() {
+        let (_d, input) = staged_and_archive(None, &[("notes.txt", b"extra\n")]);
+        std::fs::write(input.staged.join("pkg/a.py"), "x = 2\n").unwrap();
+        let (checks, _) = inspect(&input);
+        let expected = result_of(&checks, "expected-members");
+        assert_eq!(expected.result, CheckResult::Fail);
+        assert!(expected.detail.contains("notes.txt"), "{}", expected.detail);
+        let equal = result_of(&checks, "members-equal-source");
+        assert_eq!(equal.result, CheckResult::Fail);
+        assert!(
+            equal.detail.contains("pkg/a.py (member sha256"),
+            "{}",
+            equal.detail
+        );
+    }
+
+    #[test]
+    fn unsafe_members_stop_reading_and_say_so() {
+        let (dir, input) = staged_and_archive(None, &[("pkg/b.py", b"y\n")]);
+        // Rename pkg/b.py to pkg/a.py in place: a duplicate the zip crate hides.
+        let (path, _) = input.archive.as_ref().unwrap().clone();
+        let mut bytes = std::fs::read(&path).unwrap();
+        for i in 0..bytes.len() - 8 {
+            if &bytes[i..i + 8] == b"pkg/b.py" {
+                bytes[i..i + 8].copy_from_slice(b"pkg/a.py");
+            }
+        }
+        std::fs::write(&path, bytes).unwrap();
+        let (checks, record) = inspect(&input);
+        assert_eq!(result_of(&checks, "member-names").result, CheckResult::Fail);
+        assert_eq!(
+            result_of(&checks, "zip-structure").result,
+            CheckResult::Fail
+        );
+        for name in [
+            "members-equal-source",
+            "manifest-equal-source",
+            "extraction-exact",
+        ] {
+            let c = result_of(&checks, name);
+            assert_eq!(c.result, CheckResult::Fail);
+            assert!(
+                c.detail
+                    .contains("not examined because zip-structure, member-names failed"),
+                "{}",
+                c.detail
+            );
+        }
+        assert!(record.is_none());
+        assert!(
+            !input.extract_abs.exists(),
+            "nothing is extracted from an unsafe archive"
+        );
+        dir.close().unwrap();
+    }
+
     #[test]
     fn comment_check_fails_with_the_comment_length() {
-        let cd = CentralDirectory { comment: b"envelope".to_vec(), entries: vec![], prepended: 0, zip64: false };
+        let cd = CentralDirectory {
+            comment: b"envelope".to_vec(),
+            entries: vec![],
+            prepended: 0,
+            zip64: false,
+        };
         let c = comment_check("f", "packages/f/a.lbpkg", &cd);
         assert_eq!(c.result, CheckResult::Fail);
         assert!(c.detail.contains("8-byte ZIP comment"), "{}", c.detail);

@@ -350,10 +350,7 @@ pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyR
                 relative(&input.evidence_dir, dir),
                 m.permissions().mode() & 0o7777
             )),
-            Err(e) => not_ready.push(format!(
-                "{}: {e}",
-                relative(&input.evidence_dir, dir)
-            )),
+            Err(e) => not_ready.push(format!("{}: {e}", relative(&input.evidence_dir, dir))),
         }
     }
     checks.push(
@@ -550,7 +547,10 @@ mod tests {
     #[test]
     fn names_are_normalised_as_pep_503() {
         assert_eq!(normalise("LangBot_Plugin"), "langbot-plugin");
-        assert_eq!(normalise("langbot.plugin-0.6.0b5.dist-info"), "langbot-plugin-0-6-0b5-dist-info");
+        assert_eq!(
+            normalise("langbot.plugin-0.6.0b5.dist-info"),
+            "langbot-plugin-0-6-0b5-dist-info"
+        );
         assert_eq!(normalise("__init__.py"), "init-py");
     }
 
@@ -558,11 +558,18 @@ mod tests {
     fn shadow_copies_are_found_at_any_depth_and_spelling() {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("site-packages/langbot_plugin")).unwrap();
-        std::fs::create_dir_all(d.path().join("site-packages/LangBot_Plugin-0.6.0b3.dist-info"))
-            .unwrap();
+        std::fs::create_dir_all(
+            d.path()
+                .join("site-packages/LangBot_Plugin-0.6.0b3.dist-info"),
+        )
+        .unwrap();
         std::fs::create_dir_all(d.path().join("site-packages/requests")).unwrap();
-        std::fs::write(d.path().join("site-packages/requests/langbot_plugin_compat.py"), b"")
-            .unwrap();
+        std::fs::write(
+            d.path()
+                .join("site-packages/requests/langbot_plugin_compat.py"),
+            b"",
+        )
+        .unwrap();
         let mut found = shadow_copies(d.path()).unwrap();
         found.sort();
         assert_eq!(

@@ -71,7 +71,12 @@ impl super::Gate for LbpBuild {
                 let out = base.join("out");
                 let spec = ctx
                     .private_roots(GATE, &folder)
-                    .map_err(|e| format!("cannot create private HOME/TMP under {}: {e}", base.display()))
+                    .map_err(|e| {
+                        format!(
+                            "cannot create private HOME/TMP under {}: {e}",
+                            base.display()
+                        )
+                    })
                     .map(|(home, tmp)| {
                         let mut env = ctx.child_env(&home, &tmp);
                         env.insert("LANG".into(), "C.UTF-8".into());
@@ -93,11 +98,20 @@ impl super::Gate for LbpBuild {
                             stdin: None,
                         }
                     });
-                BuildInput { staged: ctx.staged_candidate(c), packages: ctx.packages_dir(&folder), folder, out, spec }
+                BuildInput {
+                    staged: ctx.staged_candidate(c),
+                    packages: ctx.packages_dir(&folder),
+                    folder,
+                    out,
+                    spec,
+                }
             })
             .collect();
         let outputs: Vec<BuildOutput> = std::thread::scope(|s| {
-            let handles: Vec<_> = inputs.iter().map(|input| s.spawn(move || build_one(input))).collect();
+            let handles: Vec<_> = inputs
+                .iter()
+                .map(|input| s.spawn(move || build_one(input)))
+                .collect();
             handles
                 .into_iter()
                 .zip(&inputs)
@@ -127,12 +141,18 @@ impl super::Gate for LbpBuild {
 /// The identity fields of `manifest.yaml` that are strings unsafe in a file
 /// name (empty when none is, or when the file cannot be parsed).
 fn unsafe_identity_fields(path: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
-    let Ok(value) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text) else { return Vec::new() };
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let Ok(value) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text) else {
+        return Vec::new();
+    };
     ["author", "name", "version"]
         .iter()
         .filter_map(|f| match value.get("metadata").and_then(|m| m.get(*f)) {
-            Some(serde_yaml_ng::Value::String(s)) if !manifest::is_safe_component(s) => Some(format!("metadata.{f} = {s:?}")),
+            Some(serde_yaml_ng::Value::String(s)) if !manifest::is_safe_component(s) => {
+                Some(format!("metadata.{f} = {s:?}"))
+            }
             _ => None,
         })
         .collect()
@@ -179,28 +199,55 @@ fn build_one(input: &BuildInput) -> BuildOutput {
         Ok(spec) => spec,
         Err(m) => {
             checks.push(Check::fail("build-exit", folder, m.clone()));
-            return BuildOutput { checks, manifest: identity.ok() };
+            return BuildOutput {
+                checks,
+                manifest: identity.ok(),
+            };
         }
     };
     let before = match tree_digests(&input.staged) {
         Ok(t) => t,
         Err(m) => {
-            checks.push(Check::fail("source-untouched", folder, format!("cannot read the staged candidate before the build: {m}")));
-            return BuildOutput { checks, manifest: identity.ok() };
+            checks.push(Check::fail(
+                "source-untouched",
+                folder,
+                format!("cannot read the staged candidate before the build: {m}"),
+            ));
+            return BuildOutput {
+                checks,
+                manifest: identity.ok(),
+            };
         }
     };
     if let Err(e) = std::fs::create_dir_all(&input.out) {
-        checks.push(Check::fail("build-exit", folder, format!("cannot create the output directory {}: {e}", input.out.display())));
-        return BuildOutput { checks, manifest: identity.ok() };
+        checks.push(Check::fail(
+            "build-exit",
+            folder,
+            format!(
+                "cannot create the output directory {}: {e}",
+                input.out.display()
+            ),
+        ));
+        return BuildOutput {
+            checks,
+            manifest: identity.ok(),
+        };
     }
     let output = match process::run(spec) {
         Ok(o) => o,
         Err(e) => {
             checks.push(Check::fail("build-exit", folder, e.to_string()));
-            return BuildOutput { checks, manifest: identity.ok() };
+            return BuildOutput {
+                checks,
+                manifest: identity.ok(),
+            };
         }
     };
-    let logs = format!("{} and {}", output.logs.0.display(), output.logs.1.display());
+    let logs = format!(
+        "{} and {}",
+        output.logs.0.display(),
+        output.logs.1.display()
+    );
     let build_ok = output.success() && !output.stragglers_killed;
     checks.push(
         Check::from_bool(
@@ -224,17 +271,34 @@ fn build_one(input: &BuildInput) -> BuildOutput {
 
     let said_not_found = output.stdout_text().contains("Plugin manifest not found")
         || output.stderr_text().contains("Plugin manifest not found");
-    checks.push(single_archive(input, identity.as_ref(), said_not_found, &output.describe()));
+    checks.push(single_archive(
+        input,
+        identity.as_ref(),
+        said_not_found,
+        &output.describe(),
+    ));
 
     checks.push(match tree_digests(&input.staged) {
         Ok(after) => source_untouched(folder, &before, &after),
-        Err(m) => Check::fail("source-untouched", folder, format!("cannot read the staged candidate after the build: {m}")),
+        Err(m) => Check::fail(
+            "source-untouched",
+            folder,
+            format!("cannot read the staged candidate after the build: {m}"),
+        ),
     });
-    BuildOutput { checks, manifest: identity.ok() }
+    BuildOutput {
+        checks,
+        manifest: identity.ok(),
+    }
 }
 
 /// Judges the output directory and moves the archive to DIR/packages/<folder>/.
-fn single_archive(input: &BuildInput, identity: Result<&ManifestId, &String>, said_not_found: bool, status: &str) -> Check {
+fn single_archive(
+    input: &BuildInput,
+    identity: Result<&ManifestId, &String>,
+    said_not_found: bool,
+    status: &str,
+) -> Check {
     let folder = Some(input.folder.as_str());
     let mut entries: Vec<(String, bool)> = Vec::new();
     match std::fs::read_dir(&input.out) {
@@ -244,11 +308,21 @@ fn single_archive(input: &BuildInput, identity: Result<&ManifestId, &String>, sa
                 entries.push((e.file_name().to_string_lossy().into_owned(), is_file));
             }
         }
-        Err(e) => return Check::fail("single-archive", folder, format!("cannot list {}: {e}", input.out.display())),
+        Err(e) => {
+            return Check::fail(
+                "single-archive",
+                folder,
+                format!("cannot list {}: {e}", input.out.display()),
+            )
+        }
     }
     entries.sort();
     let expected = identity.map(|id| id.archive_name());
-    let not_found = if said_not_found { " The build printed \"Plugin manifest not found\"." } else { "" };
+    let not_found = if said_not_found {
+        " The build printed \"Plugin manifest not found\"."
+    } else {
+        ""
+    };
     if entries.is_empty() {
         let diagnosis = match identity {
             Err(m) => format!(" Manifest diagnosis: {m}."),
@@ -272,15 +346,11 @@ fn single_archive(input: &BuildInput, identity: Result<&ManifestId, &String>, sa
     let expected = match expected {
         Ok(e) => e,
         Err(m) => {
-            return Check::fail(
-                "single-archive",
-                folder,
-                format!(
-                    "the build wrote {names:?} but the manifest's identity could not be read ({m}); \
-                     the archive name cannot be confirmed: fix manifest.yaml"
-                ),
-            )
-            .with_observed(observed)
+            let detail = format!(
+                "the build wrote {names:?} but the manifest's identity could not be read ({m}); \
+                 the archive name cannot be confirmed: fix manifest.yaml"
+            );
+            return Check::fail("single-archive", folder, detail).with_observed(observed);
         }
     };
     if entries.len() != 1 || entries[0].0 != expected || !entries[0].1 {
@@ -322,14 +392,25 @@ fn tree_digests(root: &Path) -> Result<BTreeMap<String, String>, String> {
     let mut map = BTreeMap::new();
     for entry in walkdir::WalkDir::new(root).min_depth(1).sort_by_file_name() {
         let entry = entry.map_err(|e| e.to_string())?;
-        let rel = entry.path().strip_prefix(root).map_err(|e| e.to_string())?.to_string_lossy().into_owned();
+        let rel = entry
+            .path()
+            .strip_prefix(root)
+            .map_err(|e| e.to_string())?
+            .to_string_lossy()
+            .into_owned();
         let kind = entry.file_type();
         let value = if kind.is_dir() {
             "dir".to_string()
         } else if kind.is_symlink() {
-            format!("-> {}", std::fs::read_link(entry.path()).map(|t| t.display().to_string()).unwrap_or_default())
+            format!(
+                "-> {}",
+                std::fs::read_link(entry.path())
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_default()
+            )
         } else {
-            let d = crate::hash::sha256_file(entry.path()).map_err(|e| format!("{}: {e}", entry.path().display()))?;
+            let d = crate::hash::sha256_file(entry.path())
+                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
             format!("{}:{}", d.hex(), d.size)
         };
         map.insert(rel, value);
@@ -337,7 +418,11 @@ fn tree_digests(root: &Path) -> Result<BTreeMap<String, String>, String> {
     Ok(map)
 }
 
-fn source_untouched(folder: Option<&str>, before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> Check {
+fn source_untouched(
+    folder: Option<&str>,
+    before: &BTreeMap<String, String>,
+    after: &BTreeMap<String, String>,
+) -> Check {
     let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
     let mut changes = Vec::new();
     for k in keys {
@@ -377,8 +462,15 @@ mod tests {
     fn unsafe_names_are_detected_but_floats_are_not_unsafe() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("manifest.yaml");
-        std::fs::write(&p, "metadata:\n  author: a\n  name: ../../evil\n  version: '1'\n").unwrap();
-        assert_eq!(unsafe_identity_fields(&p), ["metadata.name = \"../../evil\""]);
+        std::fs::write(
+            &p,
+            "metadata:\n  author: a\n  name: ../../evil\n  version: '1'\n",
+        )
+        .unwrap();
+        assert_eq!(
+            unsafe_identity_fields(&p),
+            ["metadata.name = \"../../evil\""]
+        );
         std::fs::write(&p, "metadata:\n  author: a\n  name: x\n  version: 1.0\n").unwrap();
         assert!(unsafe_identity_fields(&p).is_empty());
     }
@@ -394,7 +486,11 @@ mod tests {
         b.remove("x");
         let c = source_untouched(Some("f"), &a, &b);
         assert_eq!(c.result, CheckResult::Fail);
-        assert!(c.detail.contains("removed x, changed y, added z"), "{}", c.detail);
+        assert!(
+            c.detail.contains("removed x, changed y, added z"),
+            "{}",
+            c.detail
+        );
         assert_eq!(source_untouched(None, &a, &a).result, CheckResult::Pass);
     }
 
@@ -417,8 +513,16 @@ mod tests {
         let c = single_archive(&inp, Err(&diag), true, "exit status 0");
         assert_eq!(c.result, CheckResult::Fail);
         assert!(c.detail.contains("wrote no archive"), "{}", c.detail);
-        assert!(c.detail.contains("metadata.version is a float"), "{}", c.detail);
-        assert!(c.detail.contains("Plugin manifest not found"), "{}", c.detail);
+        assert!(
+            c.detail.contains("metadata.version is a float"),
+            "{}",
+            c.detail
+        );
+        assert!(
+            c.detail.contains("Plugin manifest not found"),
+            "{}",
+            c.detail
+        );
     }
 
     #[test]
@@ -426,7 +530,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let inp = input(d.path());
         std::fs::create_dir_all(&inp.out).unwrap();
-        let id = ManifestId { author: "a".into(), name: "n".into(), version: "1".into() };
+        let id = ManifestId {
+            author: "a".into(),
+            name: "n".into(),
+            version: "1".into(),
+        };
         std::fs::write(inp.out.join("a-n-2.lbpkg"), b"x").unwrap();
         let c = single_archive(&inp, Ok(&id), false, "exit status 0");
         assert_eq!(c.result, CheckResult::Fail);

@@ -7,22 +7,28 @@
 pub mod admission;
 mod archive_members;
 pub mod dependencies;
+pub mod discovery_rpc;
 mod lbp_build;
 mod sdk_record;
 mod sdk_shadow;
 mod shared_copies;
 mod stage;
+mod suites;
 mod tree_clean;
+pub mod worker_isolation;
 
 pub use admission::Admission;
 pub use archive_members::ArchiveMembers;
 pub use dependencies::Dependencies;
+pub use discovery_rpc::DiscoveryRpc;
 pub use lbp_build::LbpBuild;
 pub use sdk_record::SdkRecord;
 pub use sdk_shadow::SdkShadow;
 pub use shared_copies::SharedCopies;
 pub use stage::Stage;
+pub use suites::Suites;
 pub use tree_clean::TreeClean;
+pub use worker_isolation::WorkerIsolation;
 
 use crate::context::RunContext;
 use crate::evidence::Check;
@@ -52,6 +58,9 @@ pub fn all() -> Vec<Box<dyn Gate>> {
         Box::new(SdkShadow),
         Box::new(Admission),
         Box::new(Dependencies),
+        Box::new(DiscoveryRpc),
+        Box::new(WorkerIsolation),
+        Box::new(Suites),
     ]
 }
 

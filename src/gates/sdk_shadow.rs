@@ -539,7 +539,7 @@ pub fn no_shadow_check(folder: &str, staged: &Path, record: Option<&CandidateRec
         Ok(entries) => found.extend(
             shadow_paths(entries.iter().map(String::as_str))
                 .into_iter()
-                .map(|p| format!("staged file {}", staged.join(p).display())),
+                .map(|p| format!("staged path {}", staged.join(p).display())),
         ),
         Err(e) => not_observed.push(e),
     }

@@ -26,7 +26,13 @@ impl super::Gate for SharedCopies {
             .staged_root
             .clone()
             .ok_or("the staged source is missing (the `stage` gate did not record DIR/staging/source); run `stage` first")?;
-        let Some(shared) = ctx.profile.profile.shared.as_ref().filter(|s| !s.files.is_empty()) else {
+        let Some(shared) = ctx
+            .profile
+            .profile
+            .shared
+            .as_ref()
+            .filter(|s| !s.files.is_empty())
+        else {
             return Ok(vec![Check::warn(
                 "canonical-files",
                 None,
@@ -34,8 +40,11 @@ impl super::Gate for SharedCopies {
                  to the profile if candidates carry copies of one file",
             )]);
         };
-        let candidates: Vec<(String, String)> =
-            ctx.candidate_specs().iter().map(|c| (c.path.clone(), c.folder().to_string())).collect();
+        let candidates: Vec<(String, String)> = ctx
+            .candidate_specs()
+            .iter()
+            .map(|c| (c.path.clone(), c.folder().to_string()))
+            .collect();
         Ok(compare(&root, &shared.owner, &shared.files, &candidates))
     }
 }
@@ -62,12 +71,19 @@ fn read_copy(root: &Path, rel: &str) -> Copy {
 
 /// True for a `/`-separated relative path without empty, `.` or `..` parts.
 fn safe_relative(p: &str) -> bool {
-    !p.is_empty() && !p.starts_with('/') && p.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
+    !p.is_empty()
+        && !p.starts_with('/')
+        && p.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
 }
 
 /// Compares every `files` entry of every candidate (`(path, folder)`) under
 /// `root` with the owner's copy.
-fn compare(root: &Path, owner: &str, files: &[String], candidates: &[(String, String)]) -> Vec<Check> {
+fn compare(
+    root: &Path,
+    owner: &str,
+    files: &[String],
+    candidates: &[(String, String)],
+) -> Vec<Check> {
     let mut checks = Vec::new();
     for file in files {
         if !safe_relative(file) {
@@ -169,26 +185,48 @@ mod tests {
     }
 
     fn cands() -> Vec<(String, String)> {
-        ["R/a", "R/b", "R/c"].iter().map(|p| (p.to_string(), p.rsplit('/').next().unwrap().to_string())).collect()
+        ["R/a", "R/b", "R/c"]
+            .iter()
+            .map(|p| (p.to_string(), p.rsplit('/').next().unwrap().to_string()))
+            .collect()
     }
 
     #[test]
     fn identical_copies_pass_one_check_per_file_and_candidate() {
-        let d = tree(&[("R/a/pkg/x.py", "1"), ("R/b/pkg/x.py", "1"), ("R/c/pkg/x.py", "1")]);
+        let d = tree(&[
+            ("R/a/pkg/x.py", "1"),
+            ("R/b/pkg/x.py", "1"),
+            ("R/c/pkg/x.py", "1"),
+        ]);
         let checks = compare(d.path(), "R/a", &["pkg/x.py".into()], &cands());
         assert_eq!(checks.len(), 3);
-        assert!(checks.iter().all(|c| c.result == CheckResult::Pass), "{checks:?}");
+        assert!(
+            checks.iter().all(|c| c.result == CheckResult::Pass),
+            "{checks:?}"
+        );
     }
 
     #[test]
     fn drift_names_both_files_and_both_digests() {
-        let d = tree(&[("R/a/pkg/x.py", "1"), ("R/b/pkg/x.py", "1"), ("R/c/pkg/x.py", "2")]);
+        let d = tree(&[
+            ("R/a/pkg/x.py", "1"),
+            ("R/b/pkg/x.py", "1"),
+            ("R/c/pkg/x.py", "2"),
+        ]);
         let checks = compare(d.path(), "R/a", &["pkg/x.py".into()], &cands());
-        let bad: Vec<_> = checks.iter().filter(|c| c.result == CheckResult::Fail).collect();
+        let bad: Vec<_> = checks
+            .iter()
+            .filter(|c| c.result == CheckResult::Fail)
+            .collect();
         assert_eq!(bad.len(), 1);
         let detail = &bad[0].detail;
         assert_eq!(bad[0].candidate.as_deref(), Some("c"));
-        for needle in ["R/c/pkg/x.py", "R/a/pkg/x.py", &hash::sha256_bytes(b"1"), &hash::sha256_bytes(b"2")] {
+        for needle in [
+            "R/c/pkg/x.py",
+            "R/a/pkg/x.py",
+            &hash::sha256_bytes(b"1"),
+            &hash::sha256_bytes(b"2"),
+        ] {
             assert!(detail.contains(needle), "{needle} missing from {detail}");
         }
     }
@@ -197,8 +235,18 @@ mod tests {
     fn missing_copies_fail_naming_the_file() {
         let d = tree(&[("R/b/pkg/x.py", "1")]);
         let checks = compare(d.path(), "R/a", &["pkg/x.py".into()], &cands());
-        assert!(checks[0].detail.contains("canonical copy R/a/pkg/x.py does not exist"), "{}", checks[0].detail);
-        assert!(checks[2].detail.contains("R/c/pkg/x.py does not exist"), "{}", checks[2].detail);
+        assert!(
+            checks[0]
+                .detail
+                .contains("canonical copy R/a/pkg/x.py does not exist"),
+            "{}",
+            checks[0].detail
+        );
+        assert!(
+            checks[2].detail.contains("R/c/pkg/x.py does not exist"),
+            "{}",
+            checks[2].detail
+        );
         assert!(checks.iter().all(|c| c.result == CheckResult::Fail));
     }
 
@@ -206,6 +254,8 @@ mod tests {
     fn escaping_file_names_fail() {
         let d = tree(&[]);
         let checks = compare(d.path(), "R/a", &["../x".into()], &cands());
-        assert!(checks.iter().all(|c| c.result == CheckResult::Fail && c.detail.contains("\"../x\"")));
+        assert!(checks
+            .iter()
+            .all(|c| c.result == CheckResult::Fail && c.detail.contains("\"../x\"")));
     }
 }

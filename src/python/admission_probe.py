@@ -94,6 +94,9 @@ def main():
 
     # Line by line, as the SDK splits them (str.splitlines, strip, skip blank
     # and '#' lines): the SDK stops at the first refusal, these show them all.
+    # Each line is judged alone, which is faithful because the SDK judges
+    # lines independently (only its size and count limits span lines, and
+    # those show in the whole-file verdict above).
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
@@ -105,7 +108,10 @@ def main():
                 continue
             line_dir = pathlib.Path(lines_root) / f"line-{number}"
             line_dir.mkdir()
-            (line_dir / "requirements.txt").write_text(line + "\n", encoding="utf-8")
+            # Blank lines first, which the SDK skips, so its messages carry
+            # the line's number in the real file.
+            padded = "\n" * (number - 1) + line + "\n"
+            (line_dir / "requirements.txt").write_text(padded, encoding="utf-8")
             verdict = read_requirements(line_dir)
             verdict.pop("digest")
             result["lines"].append({"number": number, "text": line, **verdict})

@@ -27,6 +27,20 @@ pub const ADMISSION_PROBE: &str = include_str!("admission_probe.py");
 /// launcher and environment store (see `dependencies_probe.py`).
 pub const DEPENDENCIES_PROBE: &str = include_str!("dependencies_probe.py");
 
+/// The `worker-isolation` gate's worker (see `worker.py`): a daemon hub and
+/// the SDK's daemon client driven by JSON lines on stdin. Not a probe: the
+/// gate appends a launcher line (`main(Hooks())`) and keeps it running.
+pub const WORKER: &str = include_str!("worker.py");
+
+/// The worker interpreter's prefixes, SDK package and pid namespace (see
+/// `worker_paths.py`): the bwrap backend's read-only binds and preflight.
+pub const WORKER_PATHS_PROBE: &str = include_str!("worker_paths.py");
+
+/// Collects the `suites` gate's pytest suites without running them and
+/// reports every item: file, source file, JUnit names, applicable xfail
+/// (see `suites_collect.py`).
+pub const SUITES_COLLECT_PROBE: &str = include_str!("suites_collect.py");
+
 /// Time limit of one probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
 

@@ -32,6 +32,9 @@ const GIT_REPO_VARS: &[&str] = &[
     "GIT_PREFIX",
 ];
 
+/// Folders [`copy_tree`] never copies.
+const SKIPPED_DIRS: &[&str] = &["__pycache__", ".pytest_cache"];
+
 /// `fixtures/` of this crate.
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
@@ -127,8 +130,9 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// Copies every file and directory under `src` into `dst` (created as
-/// needed), overwriting files. `__pycache__` folders are skipped: they are
-/// never part of a fixture (each plugin's `.gitignore` ignores them).
+/// needed), overwriting files. `__pycache__` and `.pytest_cache` folders are
+/// skipped: they are never part of a fixture (the fixture's `.gitignore`
+/// files ignore them), but appear when someone runs Python in `fixtures/`.
 ///
 /// # Panics
 /// On I/O errors, and on symlinks (fixtures hold none; a test that needs one
@@ -137,7 +141,7 @@ pub fn copy_tree(src: &Path, dst: &Path) {
     let walker = walkdir::WalkDir::new(src)
         .sort_by_file_name()
         .into_iter()
-        .filter_entry(|e| e.file_name() != "__pycache__");
+        .filter_entry(|e| !SKIPPED_DIRS.iter().any(|d| e.file_name() == *d));
     for entry in walker {
         let entry = entry.unwrap_or_else(|e| panic!("walk {}: {e}", src.display()));
         let rel = entry

@@ -13,6 +13,7 @@ use anyhow::{bail, Context, Result};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use verify_coding_candidates::exit;
 
 /// The exact SDK requirement (the built-in profile's `sdk.requirement`).
 const SDK_REQUIREMENT: &str = "langbot-plugin==0.6.0b5";
@@ -301,10 +302,16 @@ fn demo() -> Result<i32> {
         .status()
         .with_context(|| format!("cannot start {}", verifier.display()))?;
     let code = status.code().unwrap_or(1);
-    match verify_coding_candidates::evidence::read(&evidence) {
-        Ok(ev) => println!("\ndemo: verdict {} (exit code {code})", ev.verdict.word()),
-        Err(e) => println!("\ndemo: no evidence.json ({e}); exit code {code}"),
-    }
+    // The exit code is the verdict (the verifier's documented table), so the
+    // demo need not parse evidence.json.
+    let verdict = match u8::try_from(code) {
+        Ok(exit::SUCCESS) => "PASS",
+        Ok(exit::GATE_FAILED) => "FAIL",
+        Ok(exit::INTERRUPTED) => "INCOMPLETE",
+        Ok(exit::CANNOT_RUN) => "none: the verifier could not run",
+        _ => "unknown: unexpected exit code",
+    };
+    println!("\ndemo: verdict {verdict} (exit code {code})");
     println!("demo: evidence   {}", evidence.display());
     println!("demo: repository {}", repo.display());
     println!("demo: both are kept; remove {} when done", base.display());
@@ -334,7 +341,8 @@ fn unique_temp_dir(prefix: &str) -> Result<PathBuf> {
     )
 }
 
-/// Copies files and directories under `src` to `dst`, skipping `__pycache__`;
+/// Copies files and directories under `src` to `dst`, skipping `__pycache__`
+/// and `.pytest_cache` (never part of a fixture);
 /// refuses anything else (fixtures hold no links).
 fn copy_tree(src: &Path, dst: &Path) -> Result<()> {
     std::fs::create_dir_all(dst).with_context(|| format!("create {}", dst.display()))?;
@@ -348,7 +356,7 @@ fn copy_tree(src: &Path, dst: &Path) -> Result<()> {
         let from = entry.path();
         let to = dst.join(entry.file_name());
         if kind.is_dir() {
-            if entry.file_name() != "__pycache__" {
+            if entry.file_name() != "__pycache__" && entry.file_name() != ".pytest_cache" {
                 copy_tree(&from, &to)?;
             }
         } else if kind.is_file() {

@@ -16,12 +16,23 @@ use std::path::Path;
 /// Largest YAML member read (component manifests are a few KiB).
 const MAX_YAML_BYTES: u64 = 1 << 20;
 
-/// The components `archive` declares, sorted.
+/// A plugin's identity and declared components, from its archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declared {
+    /// `metadata.author`.
+    pub author: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// The components the manifest declares, sorted.
+    pub components: Vec<ComponentId>,
+}
+
+/// Reads `archive`'s `manifest.yaml` and the component manifests it names.
 ///
 /// # Errors
 /// A sentence naming the archive and the member when the archive or a
-/// manifest cannot be read.
-pub fn declared(archive: &Path) -> Result<Vec<ComponentId>, String> {
+/// manifest cannot be read, or the manifest lacks `metadata.author`/`name`.
+pub fn read(archive: &Path) -> Result<Declared, String> {
     let file = std::fs::File::open(archive)
         .map_err(|e| format!("{}: cannot open: {e}", archive.display()))?;
     let mut zip = zip::ZipArchive::new(file)
@@ -40,6 +51,20 @@ pub fn declared(archive: &Path) -> Result<Vec<ComponentId>, String> {
             .map_err(|e| format!("{}: member {name}: not valid YAML: {e}", archive.display()))
     };
     let manifest = read_yaml("manifest.yaml")?;
+    let meta = |k: &str| -> Result<String, String> {
+        manifest
+            .get("metadata")
+            .and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| {
+                format!(
+                    "{}: manifest.yaml has no metadata.{k} string",
+                    archive.display()
+                )
+            })
+    };
+    let (author, name) = (meta("author")?, meta("name")?);
     let mut files: BTreeSet<String> = BTreeSet::new();
     if let Some(Value::Mapping(groups)) = manifest.get("spec").and_then(|s| s.get("components")) {
         for (_kind, group) in groups {
@@ -91,7 +116,11 @@ pub fn declared(archive: &Path) -> Result<Vec<ComponentId>, String> {
             name: name.to_string(),
         });
     }
-    Ok(out.into_iter().collect())
+    Ok(Declared {
+        author,
+        name,
+        components: out.into_iter().collect(),
+    })
 }
 
 fn normalise(p: &str) -> String {
@@ -131,12 +160,20 @@ mod tests {
             ("components/runner/notes.yaml", "just: text\n"),
             ("tools/t.yaml", &comp("Tool", "t")),
         ]);
-        let got = declared(a.path()).unwrap();
+        let got = read(a.path()).unwrap();
+        assert_eq!((got.author.as_str(), got.name.as_str()), ("a", "p"));
+        let got = got.components;
         assert_eq!(
             got,
             vec![
-                ComponentId { kind: "Runner".into(), name: "default".into() },
-                ComponentId { kind: "Tool".into(), name: "t".into() },
+                ComponentId {
+                    kind: "Runner".into(),
+                    name: "default".into()
+                },
+                ComponentId {
+                    kind: "Tool".into(),
+                    name: "t".into()
+                },
             ]
         );
     }

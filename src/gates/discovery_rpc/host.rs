@@ -188,7 +188,9 @@ fn wait_healthy(rt: &mut Running, spec: &HostSpec, result: &mut HostResult) {
                     facts.health = Some(doc);
                     return;
                 }
-                Ok(doc) => facts.health_error = Some(format!("HTTP 200 without \"live\": true: {doc}")),
+                Ok(doc) => {
+                    facts.health_error = Some(format!("HTTP 200 without \"live\": true: {doc}"))
+                }
                 Err(e) => facts.health_error = Some(format!("HTTP 200, body not JSON: {e}")),
             },
             Ok((status, body)) => {
@@ -217,12 +219,16 @@ fn drive(
         Err(ConnectError::Refused { status, body }) => TokenControl {
             refused: true,
             status: Some(status),
-            detail: format!("upgrade with a different random token refused with HTTP {status} ({body})"),
+            detail: format!(
+                "upgrade with a different random token refused with HTTP {status} ({body})"
+            ),
         },
         Err(ConnectError::Failed(e)) => TokenControl {
             refused: false,
             status: None,
-            detail: format!("the connection with a different token failed without an HTTP refusal: {e}"),
+            detail: format!(
+                "the connection with a different token failed without an HTTP refusal: {e}"
+            ),
         },
         Ok(mut ws) => {
             let _ = ws.close(None);
@@ -249,9 +255,7 @@ fn drive(
             "install_info": {},
             "installation_uuid": context.and_then(|c| c.get("installation_uuid")).cloned().unwrap_or(Value::Null),
         })),
-        other => Err(format!(
-            "the certification host does not serve {other}"
-        )),
+        other => Err(format!("the certification host does not serve {other}")),
     });
     let mut client = HostClient::new(ws, transcript, handler)?;
 
@@ -331,9 +335,19 @@ fn install_one(
         binding: binding.clone(),
         ..CandidateOutcome::default()
     };
-    client.note("candidate", json!({"folder": cand.folder, "archive": cand.archive}));
+    client.note(
+        "candidate",
+        json!({"folder": cand.folder, "archive": cand.archive}),
+    );
 
-    let file_key = match upload(client, cand, &binding, &installation_uuid, call_timeout, &mut out)? {
+    let file_key = match upload(
+        client,
+        cand,
+        &binding,
+        &installation_uuid,
+        call_timeout,
+        &mut out,
+    )? {
         Some(k) => k,
         None => return Ok(out),
     };
@@ -395,7 +409,9 @@ fn install_one(
                 "the runtime reported {failures} failed start(s) of the plugin's worker and never listed it as initialized"
             ));
         } else if let Some(status) = rt.try_status() {
-            out.failure = Some(format!("the runtime exited ({status}) while the plugin was starting"));
+            out.failure = Some(format!(
+                "the runtime exited ({status}) while the plugin was starting"
+            ));
         } else if started.elapsed() >= plugin_timeout {
             out.failure = Some(format!(
                 "not listed as initialized within {} s (last status: {})",
@@ -464,9 +480,8 @@ fn upload(
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; rpc::FILE_CHUNK_LENGTH];
     for index in 0..amount {
-        let n = read_full(&mut file, &mut buf).map_err(|e| {
-            format!("{}: read failed during upload: {e}", cand.archive.display())
-        })?;
+        let n = read_full(&mut file, &mut buf)
+            .map_err(|e| format!("{}: read failed during upload: {e}", cand.archive.display()))?;
         hasher.update(&buf[..n]);
         let r = client.call(
             "__file_chunk",
@@ -482,7 +497,10 @@ fn upload(
             timeout,
         )?;
         if !r.ok() {
-            out.upload_error = Some(format!("__file_chunk {index} of {amount} refused: {}", r.message));
+            out.upload_error = Some(format!(
+                "__file_chunk {index} of {amount} refused: {}",
+                r.message
+            ));
             return Ok(None);
         }
         out.chunks += 1;
@@ -638,8 +656,7 @@ fn select_messages(text: &str) -> Vec<String> {
         let is_log = t.starts_with('[') && (t.contains("[WARNING]") || t.contains("[ERROR]"));
         let is_exception = !t.starts_with(char::is_whitespace)
             && t.split_once(": ").is_some_and(|(head, _)| {
-                !head.contains(' ')
-                    && (head.ends_with("Error") || head.ends_with("Exception"))
+                !head.contains(' ') && (head.ends_with("Error") || head.ends_with("Exception"))
             });
         let line = t.to_string();
         if (is_log || is_exception) && !out.contains(&line) {

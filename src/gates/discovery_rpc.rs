@@ -1,0 +1,714 @@
+//! The `discovery-rpc` gate: the genuine SDK runtime, over a real loopback
+//! WebSocket, installs every candidate archive, initializes its plugin and
+//! lists its components; each Runner component answers one request from a
+//! local protocol fixture.
+//!
+//! The runtime's control server binds all interfaces, so the gate runs the
+//! runtime and the host client together in a private network namespace when
+//! the machine allows one ([`crate::netns`]): it re-executes this binary as
+//! the hidden `__discovery-host` subcommand under `unshare`, hands it a
+//! [`spec::HostSpec`] and reads back a [`spec::HostResult`]. Without a
+//! namespace the same host runs directly and the exposure is a warning.
+//!
+//! Files: `DIR/logs/discovery-rpc/` holds `host-spec.json`,
+//! `host-result.json`, `transcript.jsonl` (every message, archive bytes
+//! elided), `runtime.{stdout,stderr,cmd}`, `host.*` and the namespace
+//! preflights; `DIR/roots/discovery-rpc/` holds the runtime's private HOME,
+//! TMPDIR and data root, and the vendor-fixture `bin/`.
+
+mod components;
+mod host;
+pub mod spec;
+mod survey;
+
+pub use host::main as host_main;
+
+use crate::context::RunContext;
+use crate::evidence::Check;
+use crate::netns::{self, NetKind, NetPlan};
+use crate::process::{self, ChildSpec};
+use crate::{hash, interrupt};
+use serde_json::json;
+use spec::{CandidateOutcome, ComponentId, HostCandidate, HostResult, HostSpec};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Gate id.
+pub const ID: &str = "discovery-rpc";
+
+/// Name of the hidden subcommand the gate re-executes this binary with.
+pub const HOST_SUBCOMMAND: &str = "__discovery-host";
+
+/// Test hook: when set to a port number, the host probes `/healthz` there
+/// instead of on the runtime's control port. Pointing it at a port where
+/// nothing listens makes the runtime look never healthy (the gate then fails
+/// with the runtime's log tail). It can only make the gate fail, and its use
+/// is stated in the `runtime-healthy` check.
+pub const TEST_HEALTH_PORT_ENV: &str = "VCC_DISCOVERY_TEST_HEALTH_PORT";
+
+/// Label of every Runner reply: what the evidence may and may not claim.
+pub const FIXTURE_LABEL: &str = "local protocol fixture, not a vendor call";
+
+/// Milliseconds one control request may take.
+const CALL_TIMEOUT_MS: u64 = 30_000;
+
+/// Milliseconds one Runner probe may stream.
+const RUNNER_TIMEOUT_MS: u64 = 60_000;
+
+/// Failed worker starts of one installation after which the host stops
+/// waiting (the runtime restarts a failed worker after about 1 s, then 2 s).
+const FAILURE_RESTARTS: u64 = 2;
+
+/// The `discovery-rpc` gate.
+pub struct DiscoveryRpc;
+
+impl super::Gate for DiscoveryRpc {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+        let log_dir = ctx.evidence_dir.join("logs").join(ID);
+        let roots = ctx.evidence_dir.join("roots").join(ID);
+        std::fs::create_dir_all(&log_dir)
+            .map_err(|e| format!("{}: cannot create: {e}", log_dir.display()))?;
+        let (home, tmp) = ctx
+            .private_roots(ID, "runtime")
+            .map_err(|e| format!("{}: cannot create private roots: {e}", roots.display()))?;
+        let data_root = roots.join("runtime").join("data");
+        std::fs::create_dir_all(&data_root)
+            .map_err(|e| format!("{}: cannot create: {e}", data_root.display()))?;
+
+        let mut checks = Vec::new();
+        let candidates = host_candidates(ctx, &mut checks);
+        if candidates.is_empty() {
+            return Ok(checks);
+        }
+        let mut env = ctx.child_env(&home, &tmp);
+        install_vendor_fixtures(ctx, &roots, &mut env, &mut checks);
+
+        let opts = &ctx.profile.profile.discovery;
+        let plan = netns::plan(&log_dir, &process::base_env());
+        let health_port_override = std::env::var(TEST_HEALTH_PORT_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u16>().ok());
+        let host_spec = HostSpec {
+            python: ctx.python.clone(),
+            data_root,
+            roots: roots.clone(),
+            env,
+            log_dir: log_dir.clone(),
+            result_path: log_dir.join("host-result.json"),
+            net: plan.kind.clone(),
+            ip: plan.ip.clone(),
+            health_timeout_ms: opts.health_timeout_secs * 1000,
+            plugin_timeout_ms: opts.plugin_timeout_secs * 1000,
+            call_timeout_ms: CALL_TIMEOUT_MS,
+            runner_timeout_ms: RUNNER_TIMEOUT_MS,
+            failure_restarts: FAILURE_RESTARTS,
+            health_port_override,
+            candidates,
+        };
+        let spec_path = log_dir.join("host-spec.json");
+        let text = serde_json::to_vec_pretty(&host_spec).map_err(|e| e.to_string())?;
+        std::fs::write(&spec_path, text)
+            .map_err(|e| format!("{}: cannot write: {e}", spec_path.display()))?;
+
+        let outcome = run_host(&plan, &spec_path, &host_spec);
+        // Whatever happened, nothing of the run may outlive the gate.
+        let survivors = survey::scan(&roots, &[]);
+        let still_alive = survey::kill_all(&survivors, Duration::from_secs(5));
+        let host_out = match outcome {
+            Err(e) if interrupt::requested() => {
+                let _ = e;
+                return Ok(Vec::new());
+            }
+            Err(e) => return Err(format!("{ID}: could not run the host process: {e}")),
+            Ok(out) => out,
+        };
+        let result: Option<HostResult> = std::fs::read(&host_spec.result_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let Some(result) = result else {
+            checks.push(Check::fail(
+                "host",
+                None,
+                format!(
+                    "the discovery host (`{} {HOST_SUBCOMMAND}`) {} without writing {}; expected a result document; its output tail:\n{}\nsee {}",
+                    std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+                    host_out.describe(),
+                    host_spec.result_path.display(),
+                    host_out.tail(20),
+                    host_out.logs.1.display()
+                ),
+            ));
+            checks.push(teardown_check(None, &survivors, &still_alive));
+            return Ok(checks);
+        };
+        checks.extend(result_checks(&plan, &host_spec, &result));
+        checks.push(teardown_check(Some(&result), &survivors, &still_alive));
+        Ok(checks)
+    }
+}
+
+/// The host's whole time limit: health, then per candidate its start, one
+/// probe per Runner and a few requests, plus teardown margin.
+fn host_timeout(spec: &HostSpec) -> Duration {
+    let per_candidate: u64 = spec
+        .candidates
+        .iter()
+        .map(|c| {
+            let runners = c.declared.iter().filter(|d| d.kind == "Runner").count() as u64;
+            spec.plugin_timeout_ms + runners * spec.runner_timeout_ms + 6 * spec.call_timeout_ms
+        })
+        .sum();
+    Duration::from_millis(spec.health_timeout_ms + per_candidate + 120_000)
+}
+
+fn run_host(
+    plan: &NetPlan,
+    spec_path: &Path,
+    spec: &HostSpec,
+) -> Result<process::ChildOutput, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate this binary: {e}"))?;
+    let host_args = vec![
+        HOST_SUBCOMMAND.to_string(),
+        "--spec".into(),
+        spec_path.display().to_string(),
+    ];
+    let (program, args) = match plan.wrapper.split_first() {
+        Some((first, rest)) => {
+            let mut args = rest.to_vec();
+            args.push(exe.display().to_string());
+            args.extend(host_args);
+            (PathBuf::from(first), args)
+        }
+        None => (exe, host_args),
+    };
+    process::run(&ChildSpec {
+        program,
+        args,
+        cwd: spec.log_dir.clone(),
+        env: process::base_env(),
+        timeout: host_timeout(spec),
+        log_stem: spec.log_dir.join("host"),
+        stdin: None,
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// One [`HostCandidate`] per selected candidate with a recorded archive;
+/// candidates without one, or whose manifest cannot be read, fail here.
+fn host_candidates(ctx: &RunContext, checks: &mut Vec<Check>) -> Vec<HostCandidate> {
+    let mut out = Vec::new();
+    for c in ctx.candidate_specs() {
+        let folder = c.folder();
+        let archive = ctx
+            .candidates
+            .iter()
+            .find(|r| r.folder == folder)
+            .and_then(|r| r.archive.as_ref());
+        let Some(archive) = archive else {
+            checks.push(Check::fail(
+                "installation",
+                Some(folder),
+                format!(
+                    "{folder}: no archive is recorded for this candidate; expected archive-members to record DIR/packages/{folder}/*.lbpkg; run the lbp-build and archive-members gates first"
+                ),
+            ));
+            continue;
+        };
+        let path = ctx.evidence_dir.join(&archive.path);
+        match components::read(&path) {
+            Ok(declared) => out.push(HostCandidate {
+                folder: folder.to_string(),
+                archive: path,
+                sha256: archive.sha256.clone(),
+                author: declared.author,
+                name: declared.name,
+                declared: declared.components,
+            }),
+            Err(e) => checks.push(Check::fail(
+                "components",
+                Some(folder),
+                format!("{e}; expected a manifest.yaml whose spec.components the SDK can discover; fix the manifest"),
+            )),
+        }
+    }
+    out
+}
+
+/// Copies each profile vendor fixture into `roots/bin/<command>` and puts
+/// that folder first on the runtime's `PATH`.
+fn install_vendor_fixtures(
+    ctx: &RunContext,
+    roots: &Path,
+    env: &mut BTreeMap<String, String>,
+    checks: &mut Vec<Check>,
+) {
+    let fixtures = &ctx.profile.profile.discovery.vendor_fixtures;
+    if fixtures.is_empty() {
+        return;
+    }
+    let bin = roots.join("bin");
+    let _ = std::fs::create_dir_all(&bin);
+    let selected: Vec<&str> = ctx
+        .candidate_specs()
+        .iter()
+        .map(|c| c.path.as_str())
+        .collect();
+    for f in fixtures
+        .iter()
+        .filter(|f| selected.contains(&f.candidate.as_str()))
+    {
+        let folder = f.candidate.rsplit('/').next().unwrap_or(&f.candidate);
+        let mut source = ctx.staging_source();
+        for part in f.program.split('/') {
+            source.push(part);
+        }
+        let target = bin.join(&f.command);
+        let copied = std::fs::copy(&source, &target).and_then(|_| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+        });
+        match copied {
+            Ok(()) => {
+                let sha = hash::sha256_file(&target).map(|d| d.hex()).unwrap_or_default();
+                checks.push(
+                    Check::pass(
+                        "vendor-fixture",
+                        Some(folder),
+                        format!(
+                            "{} from the staged commit is `{}` first on the runtime's PATH ({}); whatever it answers is a {FIXTURE_LABEL}",
+                            f.program, f.command, FIXTURE_LABEL
+                        ),
+                    )
+                    .with_observed(json!({"command": f.command, "program": f.program, "sha256": sha, "bin": bin})),
+                );
+            }
+            Err(e) => checks.push(Check::fail(
+                "vendor-fixture",
+                Some(folder),
+                format!(
+                    "{}: cannot install the vendor fixture `{}` from the staged commit: {e}; expected the profile's discovery.vendor_fixture program to exist in the commit",
+                    source.display(),
+                    f.command
+                ),
+            )),
+        }
+    }
+    let path = env.get("PATH").cloned().unwrap_or_default();
+    env.insert("PATH".into(), format!("{}:{path}", bin.display()));
+}
+
+fn result_checks(plan: &NetPlan, spec: &HostSpec, r: &HostResult) -> Vec<Check> {
+    let mut checks = vec![network_check(plan, r)];
+    let rt = &r.runtime;
+    let log_tail = indent(&rt.log_tail);
+    let override_note = match spec.health_port_override {
+        Some(p) => format!(
+            " (test override {TEST_HEALTH_PORT_ENV}: probed port {p} instead of the control port)"
+        ),
+        None => String::new(),
+    };
+    let runtime_observed = json!({
+        "command": rt.command, "pid": rt.pid, "control_port": rt.control_port,
+        "debug_port": rt.debug_port, "health_port": rt.health_port, "health_ms": rt.health_ms,
+        "health": rt.health, "log": rt.log,
+    });
+    if !rt.healthy {
+        let why = match (&rt.exited_early, &rt.health_error) {
+            (Some(status), _) => format!("the runtime exited ({status}) before answering"),
+            (None, Some(e)) => format!(
+                "no healthy answer within {} s (last probe: {e})",
+                spec.health_timeout_ms / 1000
+            ),
+            (None, None) => "it was never probed".into(),
+        };
+        let detail = match &r.fatal {
+            Some(f) => format!("the runtime could not be started: {f}"),
+            None => format!(
+                "`{}` did not become healthy on 127.0.0.1:{}{override_note}: {why}; expected GET /healthz to answer HTTP 200 with \"live\": true; runtime log tail:\n{log_tail}\nsee {}; check that the interpreter runs `lbp rt` and raise [discovery] health_timeout_secs on a slow machine",
+                rt.command.join(" "),
+                rt.health_port,
+                rt.log.display()
+            ),
+        };
+        checks.push(Check::fail("runtime-healthy", None, detail).with_observed(runtime_observed));
+        for c in &spec.candidates {
+            checks.push(Check::fail(
+                "initialized",
+                Some(&c.folder),
+                format!("{}: not installed: the runtime never became healthy (see the runtime-healthy check)", c.folder),
+            ));
+        }
+        return checks;
+    }
+    checks.push(
+        Check::pass(
+            "runtime-healthy",
+            None,
+            format!(
+                "`{}` answered GET /healthz with \"live\": true after {} ms{override_note}",
+                rt.command.join(" "),
+                rt.health_ms.unwrap_or(0)
+            ),
+        )
+        .with_observed(runtime_observed),
+    );
+    if let Some(t) = &r.token_control {
+        checks.push(
+            Check::from_bool(
+                "control-token",
+                None,
+                t.refused,
+                if t.refused {
+                    format!("positive control: {}; the control token is enforced", t.detail)
+                } else {
+                    format!(
+                        "positive control failed: {}; expected the runtime (LANGBOT_PLUGIN_RUNTIME_CONTROL_TOKEN set) to refuse any other token with HTTP 401; the control server is not protected by its token",
+                        t.detail
+                    )
+                },
+            )
+            .with_observed(json!({"refused": t.refused, "status": t.status, "header": crate::rpc::TOKEN_HEADER})),
+        );
+    }
+    let ping_ok = r
+        .ping
+        .as_ref()
+        .is_some_and(|p| p.ok && p.data["message"] == "pong");
+    let config_ok = r.runtime_config.as_ref().is_some_and(|c| c.ok);
+    let handshake_detail = if ping_ok && config_ok {
+        "__ping answered pong and set_runtime_config (runtime_profile oss_dev) was accepted over the token-authenticated WebSocket".to_string()
+    } else {
+        format!(
+            "expected __ping to answer pong and set_runtime_config to be accepted; found __ping: {}, set_runtime_config: {}{}; see {}",
+            r.ping.as_ref().map(|p| format!("code ok={} {:?}", p.ok, p.message)).unwrap_or_else(|| "not answered".into()),
+            r.runtime_config.as_ref().map(|c| format!("code ok={} {:?}", c.ok, c.message)).unwrap_or_else(|| "not answered".into()),
+            r.fatal.as_ref().map(|f| format!("; host error: {f}")).unwrap_or_default(),
+            r.transcript.display()
+        )
+    };
+    checks.push(
+        Check::from_bool("control-handshake", None, ping_ok && config_ok, handshake_detail)
+            .with_observed(json!({"ping": r.ping, "set_runtime_config": r.runtime_config, "transcript": r.transcript})),
+    );
+    for c in &spec.candidates {
+        match r.candidates.iter().find(|o| o.folder == c.folder) {
+            Some(o) => checks.extend(candidate_checks(c, o, r)),
+            None => checks.push(Check::fail(
+                "initialized",
+                Some(&c.folder),
+                format!(
+                    "{}: the host did not reach this candidate{}; see {}",
+                    c.folder,
+                    r.fatal
+                        .as_ref()
+                        .map(|f| format!(" ({f})"))
+                        .unwrap_or_default(),
+                    r.transcript.display()
+                ),
+            )),
+        }
+    }
+    checks
+}
+
+fn network_check(plan: &NetPlan, r: &HostResult) -> Check {
+    let observed = json!({
+        "isolation": plan.kind, "label": plan.label(), "attempts": plan.attempts,
+        "interfaces": r.interfaces, "loopback_error": r.loopback_error,
+    });
+    match plan.kind {
+        NetKind::None => Check::warn(
+            "network-isolation",
+            None,
+            format!(
+                "no private network namespace could be created ({}); the runtime's control server bound 0.0.0.0:{} and its debug server 0.0.0.0:{} on this machine's network while the gate ran (the control server required the token; see control-token); run as root or allow unprivileged user namespaces to keep them on a private loopback",
+                plan.attempts.join("; "),
+                r.runtime.control_port,
+                r.runtime.debug_port
+            ),
+        )
+        .with_observed(observed),
+        _ => {
+            let only_lo = r.interfaces.iter().all(|i| i == "lo") && !r.interfaces.is_empty();
+            let ok = only_lo && r.loopback_error.is_none();
+            Check::from_bool(
+                "network-isolation",
+                None,
+                ok,
+                if ok {
+                    format!(
+                        "runtime and host ran in {}; the only interface was lo, so the 0.0.0.0 listeners were reachable over that loopback alone",
+                        plan.label()
+                    )
+                } else {
+                    format!(
+                        "expected the namespace from {} to hold only an up loopback; found interfaces {:?}{}",
+                        plan.label(),
+                        r.interfaces,
+                        r.loopback_error.as_ref().map(|e| format!(" and loopback error: {e}")).unwrap_or_default()
+                    )
+                },
+            )
+            .with_observed(observed)
+        }
+    }
+}
+
+fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> Vec<Check> {
+    let folder = c.folder.as_str();
+    let plugin = format!("{}/{}", c.author, c.name);
+    let mut checks = Vec::new();
+    let apply_ok = o.apply.as_ref().is_some_and(|a| a.ok);
+    let install_ok = o.upload_error.is_none() && apply_ok;
+    let install_detail = if install_ok {
+        format!(
+            "{} ({} bytes, sha256 {}) uploaded in {} __file_chunk request(s) and applied with an InstallationBinding whose artifact_digest is that sha256",
+            c.archive.display(),
+            o.uploaded_bytes,
+            c.sha256,
+            o.chunks
+        )
+    } else {
+        format!(
+            "{}: expected the runtime to accept the upload and apply_plugin_installation; found: {}; see {}",
+            c.archive.display(),
+            o.upload_error
+                .clone()
+                .or_else(|| o.apply.as_ref().map(|a| format!("apply_plugin_installation: {}", a.message)))
+                .unwrap_or_else(|| "no apply response".into()),
+            r.transcript.display()
+        )
+    };
+    checks.push(
+        Check::from_bool("installation", Some(folder), install_ok, install_detail).with_observed(
+            json!({
+                "archive": c.archive, "sha256": c.sha256, "uploaded_sha256": o.uploaded_sha256,
+                "uploaded_bytes": o.uploaded_bytes, "chunks": o.chunks, "binding": o.binding,
+                "apply": o.apply,
+            }),
+        ),
+    );
+    if !install_ok {
+        return checks;
+    }
+    let settings_calls = r
+        .inbound
+        .iter()
+        .filter(|i| {
+            i.action == "get_plugin_settings"
+                && i.installation_uuid.as_deref() == o.binding["installation_uuid"].as_str()
+        })
+        .count();
+    let initialized = o.status.as_deref() == Some("initialized") && o.failure.is_none();
+    let init_observed = json!({
+        "plugin": plugin, "status": o.status, "init_ms": o.init_ms,
+        "worker_failures": o.worker_failures, "get_plugin_settings_answered": settings_calls,
+        "runtime_messages": o.runtime_messages, "removed": o.removed,
+    });
+    if !initialized {
+        let message = o
+            .runtime_messages
+            .iter()
+            .rev()
+            .find(|m| !m.starts_with('['))
+            .or_else(|| o.runtime_messages.last())
+            .cloned()
+            .unwrap_or_else(|| "(the runtime logged nothing about it)".into());
+        checks.push(
+            Check::fail(
+                "initialized",
+                Some(folder),
+                format!(
+                    "plugin {plugin} ({folder}) was not initialized by the runtime: {}; the runtime's message: {message}; expected list_plugins to show it `initialized`; fix the plugin (for example its manifest's execution.python path/attr) and see {} for the runtime's log",
+                    o.failure.as_deref().unwrap_or("unknown reason"),
+                    r.runtime.log.display()
+                ),
+            )
+            .with_observed(init_observed),
+        );
+        return checks;
+    }
+    checks.push(
+        Check::pass(
+            "initialized",
+            Some(folder),
+            format!(
+                "list_plugins shows {plugin} `initialized` {} ms after apply_plugin_installation; the runtime asked the host for its settings (get_plugin_settings) {settings_calls} time(s)",
+                o.init_ms.unwrap_or(0)
+            ),
+        )
+        .with_observed(init_observed),
+    );
+    let declared: Vec<String> = c.declared.iter().map(ComponentId::to_string).collect();
+    let listed: Vec<String> = o
+        .listed_components
+        .iter()
+        .map(ComponentId::to_string)
+        .collect();
+    checks.push(
+        Check::from_bool(
+            "components",
+            Some(folder),
+            declared == listed,
+            if declared == listed {
+                format!("the runtime lists exactly the components the manifest declares: {}", declared.join(", "))
+            } else {
+                format!(
+                    "{plugin}: expected the runtime to list the manifest's components [{}]; found [{}]; check spec.components and each component manifest's kind and metadata.name",
+                    declared.join(", "),
+                    listed.join(", ")
+                )
+            },
+        )
+        .with_observed(json!({"declared": declared, "listed": listed})),
+    );
+    checks.push(runner_check(c, o, &plugin));
+    checks
+}
+
+fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check {
+    let folder = c.folder.as_str();
+    let runners: Vec<&ComponentId> = c.declared.iter().filter(|d| d.kind == "Runner").collect();
+    let observed = json!({
+        "label": FIXTURE_LABEL, "prompt": host::PROBE_PROMPT, "runners_listed": o.runners_listed,
+        "probes": o.runner_probes,
+    });
+    if runners.is_empty() {
+        return Check::pass(
+            "runner-probe",
+            Some(folder),
+            format!("{plugin} declares no Runner component; nothing to probe"),
+        )
+        .with_observed(observed);
+    }
+    let mut problems = Vec::new();
+    for r in &runners {
+        if !o.runners_listed.contains(&r.name) {
+            problems.push(format!("list_runners does not list `{}`", r.name));
+        }
+        match o.runner_probes.iter().find(|p| p.runner == r.name) {
+            None => problems.push(format!("`{}` was not probed", r.name)),
+            Some(p) if p.error.is_some() => problems.push(format!(
+                "`{}` answered with an error: {}",
+                r.name,
+                p.error.as_deref().unwrap_or("")
+            )),
+            Some(p)
+                if !p.result_types.iter().any(|t| t == "run.completed") || p.reply.is_none() =>
+            {
+                problems.push(format!(
+                    "`{}` streamed {:?} without a run.completed message",
+                    r.name, p.result_types
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    if problems.is_empty() {
+        let replies: Vec<String> = o
+            .runner_probes
+            .iter()
+            .map(|p| format!("`{}` → {:?}", p.runner, p.reply.as_deref().unwrap_or("")))
+            .collect();
+        Check::pass(
+            "runner-probe",
+            Some(folder),
+            format!(
+                "run_runner over the runtime reached every Runner and each completed: {} ({FIXTURE_LABEL}: the reply comes from the plugin's local fixture; no vendor CLI, model or account was contacted)",
+                replies.join("; ")
+            ),
+        )
+        .with_observed(observed)
+    } else {
+        Check::fail(
+            "runner-probe",
+            Some(folder),
+            format!(
+                "{plugin}: expected each Runner to complete one request through run_runner; found: {}; see the transcript",
+                problems.join("; ")
+            ),
+        )
+        .with_observed(observed)
+    }
+}
+
+fn teardown_check(
+    r: Option<&HostResult>,
+    gate_survivors: &[spec::Survivor],
+    still_alive: &[u32],
+) -> Check {
+    let t = r.and_then(|r| r.teardown.as_ref());
+    let mut problems = Vec::new();
+    match t {
+        None => problems.push("the host did not report stopping the runtime".to_string()),
+        Some(t) => {
+            if !t.group_empty {
+                problems.push(
+                    "the runtime's process group still had members after TERM, grace and KILL"
+                        .into(),
+                );
+            }
+            if !t.survivors.is_empty() {
+                problems.push(format!(
+                    "after the group stop, processes tied to the private roots were still alive and were killed: {}",
+                    describe(&t.survivors)
+                ));
+            }
+        }
+    }
+    if !gate_survivors.is_empty() {
+        problems.push(format!(
+            "after the host exited, processes tied to the private roots were still alive and were killed: {}",
+            describe(gate_survivors)
+        ));
+    }
+    if !still_alive.is_empty() {
+        problems.push(format!("RESIDUE: pids {still_alive:?} survived SIGKILL"));
+    }
+    let observed = json!({
+        "teardown": t, "gate_survey": gate_survivors, "residue": still_alive,
+    });
+    if problems.is_empty() {
+        let t = t.cloned().unwrap_or_default();
+        Check::pass(
+            "teardown",
+            None,
+            format!(
+                "the runtime and its workers were stopped as one process group ({}; {}), the group was empty afterwards, and a survey of /proc found no process whose cwd or environment points into the run's private roots",
+                t.status,
+                if t.needed_kill { "SIGKILL was needed" } else { "SIGTERM sufficed" }
+            ),
+        )
+        .with_observed(observed)
+    } else {
+        Check::fail(
+            "teardown",
+            None,
+            format!(
+                "expected nothing of the run to survive its teardown; found: {}; a runtime or worker that ignores SIGTERM or leaves its process group must be fixed",
+                problems.join("; ")
+            ),
+        )
+        .with_observed(observed)
+    }
+}
+
+fn describe(survivors: &[spec::Survivor]) -> String {
+    survivors
+        .iter()
+        .map(|s| format!("pid {} ({}; {})", s.pid, s.cmdline, s.reason))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

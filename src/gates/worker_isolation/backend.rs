@@ -1,0 +1,213 @@
+//! Choosing the isolation backend for `--isolation auto|process|bwrap`, with
+//! the bwrap preflight.
+
+use super::GATE;
+use crate::context::RunContext;
+use crate::evidence::Check;
+use crate::isolation::{bwrap, Backend, Confinement, IsolationChoice};
+use crate::process::{self, ChildSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Time limit of the bwrap preflight.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `worker_paths.py`'s answer.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct InterpreterPaths {
+    /// `sys.executable`.
+    pub executable: String,
+    /// Its real path.
+    pub realpath: String,
+    /// `sys.prefix` (the venv).
+    pub prefix: String,
+    /// `sys.base_prefix` (the base interpreter).
+    pub base_prefix: String,
+    /// `sys.exec_prefix`.
+    pub exec_prefix: String,
+    /// `sys.base_exec_prefix`.
+    pub base_exec_prefix: String,
+    /// The imported `langbot_plugin` package directory.
+    pub sdk_package: String,
+    /// `os.getpid()`.
+    pub pid: i32,
+    /// `readlink /proc/self/ns/pid`.
+    pub pid_namespace: String,
+}
+
+/// The paths a confined interpreter must read: its prefixes, the directory of
+/// the given interpreter path and of its real path, and the SDK package.
+pub fn read_only_paths(python: &Path, p: &InterpreterPaths) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = [
+        &p.prefix,
+        &p.base_prefix,
+        &p.exec_prefix,
+        &p.base_exec_prefix,
+        &p.sdk_package,
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    for exe in [python, Path::new(&p.realpath), Path::new(&p.executable)] {
+        if let Some(dir) = exe.parent() {
+            v.push(dir.to_path_buf());
+        }
+    }
+    bwrap::minimal_cover(&v)
+}
+
+/// The selected backend (none when a requested one is unavailable) and the
+/// `backend` check recording the choice and the preflight.
+pub fn select(
+    ctx: &RunContext,
+    choice: IsolationChoice,
+    base: &Path,
+    host: &InterpreterPaths,
+    read_only: &[PathBuf],
+) -> (Option<Backend>, Check) {
+    let process_note = "separate processes, each in its own process group, private HOME/TMPDIR/data \
+                        roots named by an allowlisted environment; no namespaces";
+    if choice == IsolationChoice::Process {
+        return (
+            Some(Backend::Process),
+            Check::pass(
+                "backend",
+                None,
+                format!("--isolation process: {process_note}"),
+            )
+            .with_observed(json!({"requested": "process", "selected": "process", "preflight": null})),
+        );
+    }
+    let preflight = preflight(ctx, base, host, read_only);
+    let observed = |selected: &str, pf: serde_json::Value| {
+        json!({"requested": choice.word(), "selected": selected, "preflight": pf})
+    };
+    match (choice, preflight) {
+        (_, Ok((b, pf))) => {
+            let detail = format!(
+                "--isolation {}: bwrap preflight succeeded ({}); each worker runs in new pid, mount, IPC \
+                 and UTS namespaces with a cleared environment, read-only system/interpreter/SDK binds \
+                 and only its own root writable",
+                choice.word(),
+                b.version
+            );
+            (
+                Some(Backend::Bwrap(b)),
+                Check::pass("backend", None, detail).with_observed(observed("bwrap", pf)),
+            )
+        }
+        (IsolationChoice::Bwrap, Err((why, pf))) => (
+            None,
+            Check::fail(
+                "backend",
+                None,
+                format!(
+                    "--isolation bwrap was requested, but bubblewrap is unavailable: {why}; the gate \
+                     does not fall back to another backend. Install Debian's `bubblewrap` \
+                     (`apt-get install bubblewrap`; `.ci/run` does) or pass `--isolation process` \
+                     or `--isolation auto`"
+                ),
+            )
+            .with_observed(observed("none", pf)),
+        ),
+        (_, Err((why, pf))) => (
+            Some(Backend::Process),
+            Check::warn(
+                "backend",
+                None,
+                format!(
+                    "--isolation auto: the bwrap preflight failed ({why}), so the workers ran with the \
+                     process backend ({process_note}); install `bubblewrap` for namespace isolation"
+                ),
+            )
+            .with_observed(observed("process", pf)),
+        ),
+    }
+}
+
+type PreflightError = (String, serde_json::Value);
+
+/// Locates bwrap, reads its version, and runs `worker_paths.py` inside it:
+/// it must start, import the same SDK package, and see a new pid namespace.
+fn preflight(
+    ctx: &RunContext,
+    base: &Path,
+    host: &InterpreterPaths,
+    read_only: &[PathBuf],
+) -> Result<(bwrap::Bwrap, serde_json::Value), PreflightError> {
+    let program = bwrap::locate().map_err(|e| (e.clone(), json!({"ok": false, "error": e})))?;
+    let fail = |e: String| {
+        let v = json!({"ok": false, "program": program.display().to_string(), "error": e});
+        (e, v)
+    };
+    let root = base.join("preflight");
+    let (home, tmp) = ctx
+        .private_roots(GATE, "preflight")
+        .map_err(|e| fail(format!("cannot create {}: {e}", root.display())))?;
+    let version = bwrap::version(&program, &root, &ctx.log_stem(GATE, "bwrap-version")).map_err(fail)?;
+    let b = bwrap::Bwrap {
+        program: program.clone(),
+        version: version.clone(),
+    };
+    let confinement = Confinement {
+        root: root.clone(),
+        cwd: root.clone(),
+        env: ctx.child_env(&home, &tmp),
+        read_only: read_only.to_vec(),
+    };
+    let args = vec![
+        "-I".to_string(),
+        "-B".to_string(),
+        "-c".to_string(),
+        crate::python::WORKER_PATHS_PROBE.to_string(),
+    ];
+    let cmd = b.command(&confinement, &ctx.python, &args);
+    let out = process::run(&ChildSpec {
+        program: cmd.program,
+        args: cmd.args,
+        cwd: root.clone(),
+        env: cmd.env,
+        timeout: PREFLIGHT_TIMEOUT,
+        log_stem: ctx.log_stem(GATE, "bwrap-preflight"),
+        stdin: None,
+    })
+    .map_err(|e| fail(e.to_string()))?;
+    if !out.success() {
+        return Err(fail(format!(
+            "the interpreter did not run inside bwrap: {}: {}",
+            out.describe(),
+            out.tail(5)
+        )));
+    }
+    let inside: InterpreterPaths = serde_json::from_slice(&out.stdout).map_err(|e| {
+        fail(format!(
+            "the probe inside bwrap printed no JSON ({e}); see {}",
+            out.logs.0.display()
+        ))
+    })?;
+    if inside.sdk_package != host.sdk_package {
+        return Err(fail(format!(
+            "inside bwrap `langbot_plugin` resolved to {}, expected {}",
+            inside.sdk_package, host.sdk_package
+        )));
+    }
+    if inside.pid_namespace == host.pid_namespace {
+        return Err(fail(format!(
+            "the probe inside bwrap ran in the harness's pid namespace {}",
+            inside.pid_namespace
+        )));
+    }
+    Ok((
+        b,
+        json!({
+            "ok": true,
+            "program": program.display().to_string(),
+            "version": version,
+            "inside": inside,
+            "host_pid_namespace": host.pid_namespace,
+            "read_only_binds": read_only.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        }),
+    ))
+}

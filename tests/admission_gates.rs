@@ -1,0 +1,365 @@
+//! The `admission` and `dependencies` gates with the genuine SDK interpreter
+//! from `$PYTHON`: through the built binary on the fixture repository and its
+//! `b3-pin` and `pip-option` overlays (`--only`, to stay fast), and at the
+//! function level for archives our own `archive-members` gate would refuse
+//! before admission ever saw them.
+
+mod common;
+
+use common::{
+    check, evidence_dir, fixture_repo, gate_result, python, read_evidence, stderr_text, verifier,
+};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use verify_coding_candidates::evidence::CheckResult;
+use verify_coding_candidates::gates::admission::{admit, AdmissionInput};
+use verify_coding_candidates::{hash, process};
+
+const INSTALLED: &str = "0.6.0b5";
+const CANDIDATES: [&str; 3] = ["acp-agent-runner", "claude-code-agent", "codex-agent"];
+
+/// Restores write permission under `root`: the SDK publishes artifacts and
+/// environments read-only, which would stop a non-root user's temporary
+/// directory cleanup.
+fn make_writable(root: &Path) {
+    for entry in walkdir::WalkDir::new(root)
+        .contents_first(false)
+        .into_iter()
+        .flatten()
+    {
+        if entry.file_type().is_symlink() {
+            continue;
+        }
+        if let Ok(meta) = entry.metadata() {
+            let mut perms = meta.permissions();
+            perms.set_mode(perms.mode() | 0o700);
+            let _ = std::fs::set_permissions(entry.path(), perms);
+        }
+    }
+}
+
+/// Runs the verifier with `--only <only>` on a fixture repository with
+/// `overlays`; returns the exit code and the evidence.
+fn run(overlays: &[&str], only: &str) -> (i32, Value) {
+    let repo = fixture_repo(overlays);
+    let (keep, dir) = evidence_dir();
+    let out = verifier()
+        .current_dir(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .arg("--python")
+        .arg(python())
+        .args(["--only", only])
+        .output()
+        .expect("run the verifier");
+    assert!(
+        dir.join("evidence.json").is_file(),
+        "no evidence written: {}",
+        stderr_text(&out)
+    );
+    let evidence = read_evidence(&dir);
+    make_writable(keep.path());
+    (out.status.code().expect("exited, not signalled"), evidence)
+}
+
+fn detail(c: &Value) -> &str {
+    c["detail"].as_str().expect("check.detail is a string")
+}
+
+fn candidate<'a>(evidence: &'a Value, folder: &str) -> &'a Value {
+    evidence["candidates"]
+        .as_array()
+        .expect("candidates[]")
+        .iter()
+        .find(|c| c["folder"] == folder)
+        .unwrap_or_else(|| panic!("no candidate {folder} in evidence"))
+}
+
+#[test]
+fn fixture_archives_are_admitted_and_their_environment_prepares_twice_with_one_digest() {
+    let (code, ev) = run(&[], "dependencies");
+    assert_eq!(gate_result(&ev, "admission"), "pass", "{ev:#}");
+    assert_eq!(gate_result(&ev, "dependencies"), "pass", "{ev:#}");
+    assert_eq!(code, 0);
+    for folder in CANDIDATES {
+        let c = candidate(&ev, folder);
+        let sha = c["archive"]["sha256"].as_str().expect("archive sha256");
+        let admission = &c["admission"];
+        assert_eq!(admission["accepted"], true);
+        assert_eq!(admission["marker"], sha, "marker names the archive");
+        assert_eq!(
+            admission["code_dir"],
+            format!("roots/admission/{folder}/data/artifacts/sha256/{sha}/code")
+        );
+        assert_eq!(admission["installed_sdk_version"], INSTALLED);
+        assert_eq!(
+            admission["sdk_requirements"],
+            serde_json::json!([{
+                "line": 1,
+                "requirement": "langbot-plugin==0.6.0b5",
+                "decision": "satisfied",
+                "sdk_decision": "accepted"
+            }])
+        );
+        let agrees = check(&ev, "admission", "extraction-agrees", Some(folder));
+        assert_eq!(agrees["result"], "pass", "{}", detail(agrees));
+        assert!(agrees["observed"]["files"].as_u64().unwrap() > 5);
+
+        let deps = &c["dependencies"];
+        let digests = deps["digests"].as_array().expect("digests[]");
+        assert_eq!(digests.len(), 2, "prepared twice");
+        assert_eq!(digests[0], digests[1], "one environment digest");
+        assert_eq!(digests[0].as_str().unwrap().len(), 64);
+        assert_eq!(deps["nothing_installed"], true);
+        assert_eq!(deps["requirements"], serde_json::json!([]));
+        assert_eq!(deps["runtime_profile"], "oss_dev");
+        let installed = check(&ev, "dependencies", "installed", Some(folder));
+        assert_eq!(
+            detail(installed),
+            "the requirements name nothing beyond the SDK, and nothing was installed"
+        );
+        for name in ["same-digest", "ready", "no-shadow-sdk"] {
+            let c = check(&ev, "dependencies", name, Some(folder));
+            assert_eq!(c["result"], "pass", "{name}: {}", detail(c));
+        }
+    }
+}
+
+#[test]
+fn b3_pin_fails_admission_naming_line_version_and_the_pin_only_trap() {
+    let (code, ev) = run(&["b3-pin"], "dependencies");
+    assert_eq!(code, 1);
+    assert_eq!(gate_result(&ev, "admission"), "fail");
+    assert_eq!(gate_result(&ev, "dependencies"), "blocked");
+    let c = check(
+        &ev,
+        "admission",
+        "sdk-requirement",
+        Some("acp-agent-runner"),
+    );
+    assert_eq!(c["result"], "fail");
+    let text = detail(c);
+    for part in [
+        "acp-agent-runner",
+        "line 1 `langbot-plugin==0.6.0b3`",
+        "installed langbot-plugin 0.6.0b5",
+        "A pin-only change would hide the admission failure",
+        "Plugin requires langbot-plugin==0.6.0b3, but the Runtime provides langbot-plugin==0.6.0b5",
+    ] {
+        assert!(text.contains(part), "missing {part:?} in: {text}");
+    }
+    let record = &candidate(&ev, "acp-agent-runner")["admission"]["sdk_requirements"][0];
+    assert_eq!(record["decision"], "not-satisfied");
+    assert!(record["sdk_decision"]
+        .as_str()
+        .unwrap()
+        .starts_with("refused: DependencyEnvironmentPreparationError"));
+    // The artifact store itself accepts the bytes: only the pin is refused.
+    let store = check(&ev, "admission", "artifact-store", Some("acp-agent-runner"));
+    assert_eq!(store["result"], "pass");
+    for folder in ["claude-code-agent", "codex-agent"] {
+        let c = check(&ev, "admission", "sdk-requirement", Some(folder));
+        assert_eq!(c["result"], "pass", "{}", detail(c));
+    }
+}
+
+#[test]
+fn pip_option_fails_admission_with_its_line_number() {
+    let (code, ev) = run(&["pip-option"], "admission");
+    assert_eq!(code, 1);
+    assert_eq!(gate_result(&ev, "admission"), "fail");
+    let c = check(
+        &ev,
+        "admission",
+        "requirement-lines",
+        Some("claude-code-agent"),
+    );
+    assert_eq!(c["result"], "fail");
+    let text = detail(c);
+    for part in [
+        "line 2 `--index-url https://packages.example.invalid/simple` is a pip option",
+        "Artifact requirements.txt cannot contain pip options (line 2)",
+    ] {
+        assert!(text.contains(part), "missing {part:?} in: {text}");
+    }
+    // The SDK pin on line 1 is still judged on its own, and holds.
+    let pin = check(
+        &ev,
+        "admission",
+        "sdk-requirement",
+        Some("claude-code-agent"),
+    );
+    assert_eq!(pin["result"], "pass", "{}", detail(pin));
+    let ok = check(&ev, "admission", "requirement-lines", Some("codex-agent"));
+    assert_eq!(ok["result"], "pass", "{}", detail(ok));
+}
+
+/// A STORED zip with `members` (name, bytes), in order.
+fn write_zip(path: &Path, members: &[(&str, &[u8])]) {
+    let file = std::fs::File::create(path).expect("create zip");
+    let mut zip = zip::ZipWriter::new(file);
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .unix_permissions(0o644);
+    for (name, bytes) in members {
+        zip.start_file(*name, options).expect("start member");
+        zip.write_all(bytes).expect("write member");
+    }
+    zip.finish().expect("finish zip");
+}
+
+const MANIFEST: &[u8] = b"apiVersion: v1\nkind: Plugin\nmetadata:\n  author: tests\n  name: hand-built\n  version: 0.0.1\n  label:\n    en_US: Hand built\n";
+
+/// A hand-built admission in a fresh evidence directory: the archive at
+/// `packages/hand/hand.lbpkg` and `extracted/hand` holding `extracted`.
+struct Hand {
+    _dir: tempfile::TempDir,
+    input: AdmissionInput,
+}
+
+fn hand_built(members: &[(&str, &[u8])], extracted: &[(&str, &[u8])]) -> Hand {
+    let dir = tempfile::Builder::new()
+        .prefix("vcc-admission-")
+        .tempdir()
+        .expect("temp dir");
+    let ev = dir.path().join("evidence");
+    let archive = ev.join("packages/hand/hand.lbpkg");
+    std::fs::create_dir_all(archive.parent().unwrap()).unwrap();
+    write_zip(&archive, members);
+    let out = ev.join("extracted/hand");
+    for (name, bytes) in extracted {
+        let p = out.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+    let root = ev.join("roots/admission/hand");
+    let (home, tmp) = (root.join("home"), root.join("tmp"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut env: BTreeMap<String, String> = process::base_env();
+    env.insert("HOME".into(), home.display().to_string());
+    env.insert("TMPDIR".into(), tmp.display().to_string());
+    env.insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
+    let sha = hash::sha256_file(&archive).unwrap().hex();
+    Hand {
+        input: AdmissionInput {
+            python: python(),
+            evidence_dir: ev.clone(),
+            folder: "hand".into(),
+            archive,
+            archive_sha256: sha,
+            extracted: out,
+            sdk_version: INSTALLED.into(),
+            root,
+            env,
+            log_stem: ev.join("logs/admission/hand"),
+        },
+        _dir: dir,
+    }
+}
+
+impl Drop for Hand {
+    fn drop(&mut self) {
+        make_writable(&self.input.evidence_dir);
+    }
+}
+
+fn outcome_check<'a>(
+    checks: &'a [verify_coding_candidates::evidence::Check],
+    name: &str,
+) -> &'a verify_coding_candidates::evidence::Check {
+    checks
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no check {name}: {checks:#?}"))
+}
+
+#[test]
+fn artifact_store_refusal_of_a_traversal_member_names_the_sdk_message() {
+    let requirements: &[u8] = b"langbot-plugin==0.6.0b5\n";
+    let hand = hand_built(
+        &[
+            ("manifest.yaml", MANIFEST),
+            ("requirements.txt", requirements),
+            ("../evil.py", b"print('outside')\n"),
+        ],
+        &[
+            ("manifest.yaml", MANIFEST),
+            ("requirements.txt", requirements),
+        ],
+    );
+    let outcome = admit(&hand.input);
+    let store = outcome_check(&outcome.checks, "artifact-store");
+    assert_eq!(store.result, CheckResult::Fail, "{}", store.detail);
+    assert!(
+        store
+            .detail
+            .contains("Plugin artifact contains an unsafe path: ../evil.py"),
+        "{}",
+        store.detail
+    );
+    assert!(
+        store.detail.contains("packages/hand/hand.lbpkg"),
+        "{}",
+        store.detail
+    );
+    let record = outcome.record.expect("the probe reported");
+    assert!(!record.accepted);
+    assert!(record.marker.is_none());
+    assert!(!hand
+        .input
+        .root
+        .join("data/artifacts/sha256")
+        .join(&hand.input.archive_sha256)
+        .exists());
+    // Nothing was published, so there is no marker or extraction to judge.
+    assert!(outcome.checks.iter().all(|c| c.name != "marker"));
+    // The requirement verdicts still come from the harness's own extraction.
+    let pin = outcome_check(&outcome.checks, "sdk-requirement");
+    assert_eq!(pin.result, CheckResult::Pass, "{}", pin.detail);
+}
+
+#[test]
+fn extraction_disagreement_lists_the_differing_paths() {
+    let requirements: &[u8] = b"langbot-plugin==0.6.0b5\n";
+    let hand = hand_built(
+        &[
+            ("manifest.yaml", MANIFEST),
+            ("requirements.txt", requirements),
+            ("main.py", b"VALUE = 1\n"),
+        ],
+        &[
+            ("manifest.yaml", MANIFEST),
+            ("requirements.txt", requirements),
+            ("main.py", b"VALUE = 2\n"),
+            ("extra.py", b""),
+        ],
+    );
+    let outcome = admit(&hand.input);
+    let store = outcome_check(&outcome.checks, "artifact-store");
+    assert_eq!(store.result, CheckResult::Pass, "{}", store.detail);
+    let marker = outcome_check(&outcome.checks, "marker");
+    assert_eq!(marker.result, CheckResult::Pass, "{}", marker.detail);
+    let agrees = outcome_check(&outcome.checks, "extraction-agrees");
+    assert_eq!(agrees.result, CheckResult::Fail);
+    assert!(
+        agrees.detail.contains("only in extracted/hand: `extra.py`"),
+        "{}",
+        agrees.detail
+    );
+    assert!(
+        agrees.detail.contains("different bytes: `main.py`"),
+        "{}",
+        agrees.detail
+    );
+    let record = outcome.record.expect("recorded");
+    assert_eq!(
+        record.marker.as_deref(),
+        Some(hand.input.archive_sha256.as_str())
+    );
+    let code_dir: PathBuf = hand.input.evidence_dir.join(record.code_dir.unwrap());
+    assert!(code_dir.join("main.py").is_file());
+}
