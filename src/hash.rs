@@ -137,16 +137,3 @@ mod tests {
         );
     }
 }
-
-/// The content digest of an archive: sha256 hex over the lines
-/// `name\0size\0sha256\n` of every member, sorted by name (bytewise).
-/// Stable across rebuilds, unlike the file, whose `manifest.yaml` ZIP header
-/// carries the build's clock. Source: DESIGN.md, "Evidence directory".
-pub fn content_digest<'a>(members: impl IntoIterator<Item = (&'a str, u64, &'a str)>) -> String {
-    let mut lines: Vec<String> = members
-        .into_iter()
-        .map(|(n, s, d)| format!("{n}\0{s}\0{d}\n"))
-        .collect();
-    lines.sort_unstable();
-    sha256_bytes(lines.concat().as_bytes())
-}

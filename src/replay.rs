@@ -11,8 +11,9 @@
 //! verified byte by byte and reported as the known build-clock difference.
 
 use crate::evidence::{self, Evidence, SHA256SUMS};
-use crate::process::{self, ChildSpec};
-use crate::{archive, git, hash};
+use crate::gates::lbp_build::official_build_spec;
+use crate::process;
+use crate::{archive, git, hash, lbpkg};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
@@ -386,23 +387,7 @@ fn rebuild(
     env.insert("HOME".into(), home.display().to_string());
     env.insert("TMPDIR".into(), tmp.display().to_string());
     env.insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
-    let spec = ChildSpec {
-        program: python.to_path_buf(),
-        args: vec![
-            "-I".into(),
-            "-B".into(),
-            "-m".into(),
-            "langbot_plugin.cli".into(),
-            "build".into(),
-            "-o".into(),
-            out.display().to_string(),
-        ],
-        cwd: source.to_path_buf(),
-        env,
-        timeout: Duration::from_secs(300),
-        log_stem: roots.join("build"),
-        stdin: None,
-    };
+    let spec = official_build_spec(python, source, out, env, Duration::from_secs(300), roots.join("build"));
     let output = process::run(&spec).map_err(|e| e.to_string())?;
     if !output.success() {
         return Err(format!(
@@ -529,39 +514,13 @@ pub fn render_table(rows: &[Row]) -> String {
     out
 }
 
-/// A member's digest as observed.
-#[derive(Debug, Clone)]
-struct MemberDigest {
-    name: String,
-    sha256: String,
-    size: u64,
+/// Every member's sha256 and size, streamed, in central-directory order.
+fn member_digests(path: &Path) -> Result<Vec<lbpkg::MemberDigest>, String> {
+    let mut file = fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let cd = lbpkg::read_central_directory(&mut file)?;
+    lbpkg::hash_members(path, &cd, None)
 }
 
-/// Every member's sha256 and size, streamed.
-fn member_digests(path: &Path) -> Result<Vec<MemberDigest>, String> {
-    let file = fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut zip = zip::ZipArchive::new(file).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut out = Vec::with_capacity(zip.len());
-    for i in 0..zip.len() {
-        let member = zip
-            .by_index(i)
-            .map_err(|e| format!("{}: member {i}: {e}", path.display()))?;
-        let name = member.name().to_string();
-        let d =
-            hash::sha256_reader(member).map_err(|e| format!("{}: {name}: {e}", path.display()))?;
-        out.push(MemberDigest {
-            name,
-            sha256: d.hex(),
-            size: d.size,
-        });
-    }
-    Ok(out)
-}
-
-fn content_digest(members: &[MemberDigest]) -> String {
-    hash::content_digest(
-        members
-            .iter()
-            .map(|m| (m.name.as_str(), m.size, m.sha256.as_str())),
-    )
+fn content_digest(members: &[lbpkg::MemberDigest]) -> String {
+    lbpkg::content_digest(members.iter().map(|m| (m.name.as_str(), m.size, m.sha256.as_str())))
 }

@@ -311,7 +311,7 @@ fn clean_candidates_pass_sdk_shadow_and_a_harness_pythonpath_only_warns() {
     let warn = check(&ev, "sdk-shadow", "env-leak", None);
     assert_eq!(warn["result"], "warn");
     assert!(
-        detail(warn).starts_with("PYTHONPATH set in the harness"),
+        detail(warn).starts_with("PYTHONPATH is set in the harness"),
         "{}",
         detail(warn)
     );

@@ -78,25 +78,14 @@ impl super::Gate for LbpBuild {
                         )
                     })
                     .map(|(home, tmp)| {
-                        let mut env = ctx.child_env(&home, &tmp);
-                        env.insert("LANG".into(), "C.UTF-8".into());
-                        ChildSpec {
-                            program: ctx.python.clone(),
-                            args: vec![
-                                "-I".into(),
-                                "-B".into(),
-                                "-m".into(),
-                                "langbot_plugin.cli".into(),
-                                "build".into(),
-                                "-o".into(),
-                                out.display().to_string(),
-                            ],
-                            cwd: ctx.staged_candidate(c),
-                            env,
+                        official_build_spec(
+                            &ctx.python,
+                            &ctx.staged_candidate(c),
+                            &out,
+                            ctx.child_env(&home, &tmp),
                             timeout,
-                            log_stem: ctx.log_stem(GATE, &folder),
-                            stdin: None,
-                        }
+                            ctx.log_stem(GATE, &folder),
+                        )
                     });
                 BuildInput {
                     staged: ctx.staged_candidate(c),
@@ -140,6 +129,40 @@ impl super::Gate for LbpBuild {
 
 /// The identity fields of `manifest.yaml` that are strings unsafe in a file
 /// name (empty when none is, or when the file cannot be parsed).
+/// The official build of the candidate at `source` into `out`:
+/// `<python> -I -B -m langbot_plugin.cli build -o <out>` run from `source`
+/// (the SDK's `langbot_plugin.cli.commands.buildplugin` needs `./manifest.yaml`),
+/// with `env` plus `LANG=C.UTF-8` (so the SDK's messages, such as "Plugin
+/// manifest not found", are in English). `-I` keeps the plugin folder off
+/// `sys.path`. Used by this gate and by `replay`'s rebuild.
+pub fn official_build_spec(
+    python: &Path,
+    source: &Path,
+    out: &Path,
+    mut env: BTreeMap<String, String>,
+    timeout: Duration,
+    log_stem: PathBuf,
+) -> ChildSpec {
+    env.insert("LANG".into(), "C.UTF-8".into());
+    ChildSpec {
+        program: python.to_path_buf(),
+        args: vec![
+            "-I".into(),
+            "-B".into(),
+            "-m".into(),
+            "langbot_plugin.cli".into(),
+            "build".into(),
+            "-o".into(),
+            out.display().to_string(),
+        ],
+        cwd: source.to_path_buf(),
+        env,
+        timeout,
+        log_stem,
+        stdin: None,
+    }
+}
+
 fn unsafe_identity_fields(path: &Path) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();

@@ -8,7 +8,7 @@ pub mod admission;
 mod archive_members;
 pub mod dependencies;
 pub mod discovery_rpc;
-mod lbp_build;
+pub mod lbp_build;
 mod sdk_record;
 mod sdk_shadow;
 mod shared_copies;

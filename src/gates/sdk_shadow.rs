@@ -478,8 +478,12 @@ pub fn harness_env_warning(set_in_harness: &[&str]) -> Option<Check> {
             "env-leak",
             None,
             format!(
-                "{} set in the harness's own environment and was not passed on to any child (children get an allowlisted environment); a worker started by hand from this shell would see it",
-                set_in_harness.join(", ")
+                "{} {} set in the harness's own environment and {} not passed on to any child (children get an allowlisted environment); a worker started by hand from this shell would see {}: unset {} there",
+                set_in_harness.join(", "),
+                if set_in_harness.len() == 1 { "is" } else { "are" },
+                if set_in_harness.len() == 1 { "was" } else { "were" },
+                if set_in_harness.len() == 1 { "it" } else { "them" },
+                if set_in_harness.len() == 1 { "it" } else { "them" },
             ),
         )
         .with_observed(json!({ "set_in_harness": set_in_harness })),
@@ -960,7 +964,7 @@ mod tests {
         let w = harness_env_warning(&["PYTHONPATH"]).unwrap();
         assert_eq!(w.result, CheckResult::Warn);
         assert!(
-            w.detail.starts_with("PYTHONPATH set in the harness"),
+            w.detail.starts_with("PYTHONPATH is set in the harness"),
             "{}",
             w.detail
         );

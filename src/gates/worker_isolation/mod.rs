@@ -652,15 +652,17 @@ impl<'a> Run<'a> {
             })
             .collect();
         let leaks_in = |env: &[Vec<u8>]| -> Vec<String> {
-            let mut names = Vec::new();
-            if procfs::env_contains(env, CANARY_NAME, &self.canary) {
-                names.push(CANARY_NAME.to_string());
-            }
-            for e in env.iter().filter(|e| harness.contains(*e)) {
-                names.extend(procfs::env_keys(std::slice::from_ref(e)));
-            }
+            let mut names: Vec<String> = env
+                .iter()
+                .filter(|e| harness.contains(*e))
+                .flat_map(|e| procfs::env_keys(std::slice::from_ref(e)))
+                .filter(|n| n != CANARY_NAME)
+                .collect();
             names.sort();
             names.dedup();
+            if procfs::env_contains(env, CANARY_NAME, &self.canary) {
+                names.insert(0, CANARY_NAME.to_string());
+            }
             names
         };
         let mut rows = Vec::new();
