@@ -125,6 +125,13 @@ pub fn extract_tar(tar_path: &Path, dest: &Path) -> Result<TarExtraction, TarErr
                 .open(&target)
                 .map_err(io_err(&target))?;
             io::copy(&mut entry, &mut f).map_err(io_err(&target))?;
+            // The official build packs each file's mtime into the ZIP header:
+            // keep the commit time `git archive` recorded, so a rebuild from a
+            // fresh staging differs only by the build's own clock.
+            if let Ok(mtime) = entry.header().mtime() {
+                let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(mtime);
+                f.set_modified(when).map_err(io_err(&target))?;
+            }
             fs::set_permissions(&target, fs::Permissions::from_mode(mode))
                 .map_err(io_err(&target))?;
             out.files.push((rel, mode));

@@ -193,7 +193,9 @@ fn default_suites_timeout() -> u64 {
 
 /// True for a `/`-separated relative path without empty, `.` or `..` parts.
 fn relative_in_repo(p: &str) -> bool {
-    !p.is_empty() && !p.starts_with('/') && p.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
+    !p.is_empty()
+        && !p.starts_with('/')
+        && p.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
 }
 
 /// Checks `[suites]`; the message names the key, the value and what is expected.
@@ -203,7 +205,11 @@ fn check_suites(s: &SuitesOptions) -> Result<(), String> {
                     or no [suites] table"
             .into());
     }
-    let named = s.paths.iter().map(|p| ("suites.paths", p)).chain(s.historical.iter().map(|p| ("suites.historical", p)));
+    let named = s
+        .paths
+        .iter()
+        .map(|p| ("suites.paths", p))
+        .chain(s.historical.iter().map(|p| ("suites.historical", p)));
     for (key, p) in named.chain(s.config.iter().map(|p| ("suites.config", p))) {
         if !relative_in_repo(p) {
             return Err(format!(
@@ -518,7 +524,10 @@ mod tests {
                 "Runner/certification-tests/test_coding_native_lifecycle.py"
             ]
         );
-        assert_eq!(s.historical, ["Runner/certification-tests/historical_coding_runner_shared_blockers.py"]);
+        assert_eq!(
+            s.historical,
+            ["Runner/certification-tests/historical_coding_runner_shared_blockers.py"]
+        );
         assert_eq!(s.source_root_env, "CODING_RUNNER_SOURCE_ROOT");
         assert_eq!(s.config, None);
     }
@@ -526,19 +535,34 @@ mod tests {
     #[test]
     fn suites_options_are_checked() {
         let base = "name = \"x\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n[[candidate]]\npath = \"R/a\"\n";
-        let p = parse(&format!("{base}[suites]\npaths = [\"t/test_a.py\"]\n"), "x.toml").unwrap();
+        let p = parse(
+            &format!("{base}[suites]\npaths = [\"t/test_a.py\"]\n"),
+            "x.toml",
+        )
+        .unwrap();
         let s = p.suites.unwrap();
-        assert_eq!((s.source_root_env.as_str(), s.timeout_secs, s.config), ("CODING_RUNNER_SOURCE_ROOT", 600, None));
+        assert_eq!(
+            (s.source_root_env.as_str(), s.timeout_secs, s.config),
+            ("CODING_RUNNER_SOURCE_ROOT", 600, None)
+        );
         assert!(parse(base, "x.toml").unwrap().suites.is_none());
         for (bad, needle) in [
             ("paths = []", "suites.paths is empty"),
             ("paths = [\"../t.py\"]", "\"../t.py\""),
-            ("paths = [\"t.py\"]\nhistorical = [\"/abs.py\"]", "suites.historical"),
-            ("paths = [\"t.py\"]\nsource_root_env = \"PYTHONPATH\"", "PYTHONPATH"),
+            (
+                "paths = [\"t.py\"]\nhistorical = [\"/abs.py\"]",
+                "suites.historical",
+            ),
+            (
+                "paths = [\"t.py\"]\nsource_root_env = \"PYTHONPATH\"",
+                "PYTHONPATH",
+            ),
             ("paths = [\"t.py\"]\nsource_root_env = \"A-B\"", "A-B"),
             ("paths = [\"t.py\"]\ntimeout_secs = 0", "timeout_secs"),
         ] {
-            let err = parse(&format!("{base}[suites]\n{bad}\n"), "x.toml").unwrap_err().to_string();
+            let err = parse(&format!("{base}[suites]\n{bad}\n"), "x.toml")
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(needle), "{bad}: {err}");
         }
     }

@@ -387,7 +387,14 @@ fn rebuild(
     env.insert("HOME".into(), home.display().to_string());
     env.insert("TMPDIR".into(), tmp.display().to_string());
     env.insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
-    let spec = official_build_spec(python, source, out, env, Duration::from_secs(300), roots.join("build"));
+    let spec = official_build_spec(
+        python,
+        source,
+        out,
+        env,
+        Duration::from_secs(300),
+        roots.join("build"),
+    );
     let output = process::run(&spec).map_err(|e| e.to_string())?;
     if !output.success() {
         return Err(format!(
@@ -522,5 +529,9 @@ fn member_digests(path: &Path) -> Result<Vec<lbpkg::MemberDigest>, String> {
 }
 
 fn content_digest(members: &[lbpkg::MemberDigest]) -> String {
-    lbpkg::content_digest(members.iter().map(|m| (m.name.as_str(), m.size, m.sha256.as_str())))
+    lbpkg::content_digest(
+        members
+            .iter()
+            .map(|m| (m.name.as_str(), m.size, m.sha256.as_str())),
+    )
 }

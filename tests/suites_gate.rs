@@ -32,19 +32,35 @@ const XFAIL_TESTS: &[&str] = &[
 /// (written next to the evidence directory, outside the repository).
 /// Returns the exit code, the evidence, the evidence directory (kept alive by
 /// the returned guard) and the output text.
-fn run_suites(repo: &Path, profile: Option<&str>) -> (i32, Value, tempfile::TempDir, std::path::PathBuf, String) {
+fn run_suites(
+    repo: &Path,
+    profile: Option<&str>,
+) -> (i32, Value, tempfile::TempDir, std::path::PathBuf, String) {
     let (keep, dir) = evidence_dir();
     let mut cmd = verifier();
-    cmd.current_dir(repo).arg("--evidence").arg(&dir).args(["--only", "suites"]);
+    cmd.current_dir(repo)
+        .arg("--evidence")
+        .arg(&dir)
+        .args(["--only", "suites"]);
     if let Some(text) = profile {
         let path = keep.path().join("profile.toml");
         std::fs::write(&path, text).expect("write the profile");
         cmd.arg("--profile").arg(&path);
     }
     let out = cmd.output().expect("run the verifier");
-    let text = format!("stdout:\n{}\nstderr:\n{}", stdout_text(&out), stderr_text(&out));
-    assert!(dir.join("evidence.json").is_file(), "no evidence written; {text}");
-    let code = out.status.code().expect("the verifier exited (not killed by a signal)");
+    let text = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        stdout_text(&out),
+        stderr_text(&out)
+    );
+    assert!(
+        dir.join("evidence.json").is_file(),
+        "no evidence written; {text}"
+    );
+    let code = out
+        .status
+        .code()
+        .expect("the verifier exited (not killed by a signal)");
     (code, read_evidence(&dir), keep, dir, text)
 }
 
@@ -76,8 +92,17 @@ fn suite_run<'a>(evidence: &'a Value, name: &str) -> &'a Value {
 
 fn counts(run: &Value) -> [u64; 8] {
     let c = &run["counts"];
-    ["tests", "passed", "failed", "errors", "skipped", "xfailed", "xpassed", "xpassed_strict"]
-        .map(|k| c[k].as_u64().unwrap_or_else(|| panic!("counts.{k} in {c}")))
+    [
+        "tests",
+        "passed",
+        "failed",
+        "errors",
+        "skipped",
+        "xfailed",
+        "xpassed",
+        "xpassed_strict",
+    ]
+    .map(|k| c[k].as_u64().unwrap_or_else(|| panic!("counts.{k} in {c}")))
 }
 
 /// Names of the run's testcases whose outcome is `outcome`.
@@ -94,24 +119,30 @@ fn with_outcome<'a>(run: &'a Value, outcome: &str) -> Vec<&'a str> {
 /// The `<testsuite name="suite">` element of `junit`, as text.
 fn junit_suite<'a>(junit: &'a str, suite: &str) -> &'a str {
     let open = format!("<testsuite name=\"{suite}\"");
-    let start = junit.find(&open).unwrap_or_else(|| panic!("junit.xml has no testsuite {suite}"));
-    let end = start + junit[start..].find("</testsuite>").expect("testsuite is closed");
+    let start = junit
+        .find(&open)
+        .unwrap_or_else(|| panic!("junit.xml has no testsuite {suite}"));
+    let end = start
+        + junit[start..]
+            .find("</testsuite>")
+            .expect("testsuite is closed");
     &junit[start..end]
 }
 
 /// The `<testcase ... name="name" ...>...</testcase>` element of `suite`.
 fn junit_case<'a>(suite: &'a str, name: &str) -> &'a str {
     let needle = format!("name=\"{name}\"");
-    let at = suite.find(&needle).unwrap_or_else(|| panic!("no testcase {name} in {suite}"));
+    let at = suite
+        .find(&needle)
+        .unwrap_or_else(|| panic!("no testcase {name} in {suite}"));
     let start = suite[..at].rfind("<testcase").expect("testcase element");
     let rest = &suite[start..];
-    let self_closed = rest.find("/>").unwrap_or(usize::MAX);
-    let closed = rest.find("</testcase>").map(|i| i + "</testcase>".len()).unwrap_or(usize::MAX);
-    let first_gt = rest.find('>').expect("element ends");
-    if self_closed < first_gt + 1 && self_closed == first_gt - 1 {
-        &rest[..=first_gt]
+    let open_end = rest.find('>').expect("the start tag ends");
+    if rest[..open_end].ends_with('/') {
+        &rest[..=open_end]
     } else {
-        &rest[..closed.min(rest.len())]
+        let close = rest.find("</testcase>").expect("testcase is closed");
+        &rest[..close + "</testcase>".len()]
     }
 }
 
@@ -122,11 +153,20 @@ fn fixture_suites_pass_on_the_tree_and_the_extractions_with_xfail_counted_apart(
     let (code, ev, _keep, dir, text) = run_suites(&repo.root, None);
     assert_eq!(code, i32::from(exit::SUCCESS), "{text}");
     assert_eq!(gate_result(&ev, "suites"), "pass", "{text}");
-    assert_unchanged(&before, &tree_snapshot(&repo.root), "the repository under review");
+    assert_unchanged(
+        &before,
+        &tree_snapshot(&repo.root),
+        "the repository under review",
+    );
 
     assert_eq!(ev["suites"]["paths"], serde_json::json!([RELAY, LIFECYCLE]));
     assert_eq!(ev["suites"]["source_root_env"], "CODING_RUNNER_SOURCE_ROOT");
-    let runs: Vec<&str> = ev["suites"]["runs"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    let runs: Vec<&str> = ev["suites"]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
     assert_eq!(runs, ["tree", "extracted"]);
     assert_eq!(suite_run(&ev, "tree")["source_root"], Value::Null);
     assert_eq!(suite_run(&ev, "extracted")["source_root"], "extracted");
@@ -135,11 +175,23 @@ fn fixture_suites_pass_on_the_tree_and_the_extractions_with_xfail_counted_apart(
     for name in ["tree", "extracted"] {
         let run = suite_run(&ev, name);
         assert_eq!(run["exit_code"], 0, "{name}: {run}");
-        let [tests, passed, failed, errors, skipped, xfailed, xpassed, xpassed_strict] = counts(run);
-        assert!(xfailed >= 1, "{name}: expected the strict xfails to be counted, found {xfailed}");
+        let [tests, passed, failed, errors, skipped, xfailed, xpassed, xpassed_strict] =
+            counts(run);
+        assert!(
+            xfailed >= 1,
+            "{name}: expected the strict xfails to be counted, found {xfailed}"
+        );
         assert_eq!(xfailed, XFAIL_TESTS.len() as u64, "{name}");
-        assert_eq!((failed, errors, skipped, xpassed, xpassed_strict), (0, 0, 0, 0, 0), "{name}");
-        assert_eq!(tests, passed + xfailed, "{name}: an xfail was counted as a pass");
+        assert_eq!(
+            (failed, errors, skipped, xpassed, xpassed_strict),
+            (0, 0, 0, 0, 0),
+            "{name}"
+        );
+        assert_eq!(
+            tests,
+            passed + xfailed,
+            "{name}: an xfail was counted as a pass"
+        );
         assert_eq!(run["collected"].as_u64(), Some(tests), "{name}");
         let mut expected_xfail = with_outcome(run, "xfailed");
         expected_xfail.sort_unstable();
@@ -147,26 +199,54 @@ fn fixture_suites_pass_on_the_tree_and_the_extractions_with_xfail_counted_apart(
         known.sort_unstable();
         assert_eq!(expected_xfail, known, "{name}");
         let passed_names = with_outcome(run, "passed");
-        assert!(XFAIL_TESTS.iter().all(|x| !passed_names.contains(x)), "{name}: {passed_names:?}");
-        assert!(passed_names.contains(&"test_relay_completes_a_job_with_the_genuine_hub[codex-agent]"));
+        assert!(
+            XFAIL_TESTS.iter().all(|x| !passed_names.contains(x)),
+            "{name}: {passed_names:?}"
+        );
+        assert!(
+            passed_names.contains(&"test_relay_completes_a_job_with_the_genuine_hub[codex-agent]")
+        );
 
-        for check_name in ["collected", "historical-not-collected", "outcomes", "strict-xfail"] {
+        for check_name in [
+            "collected",
+            "historical-not-collected",
+            "outcomes",
+            "strict-xfail",
+        ] {
             let c = check(&ev, "suites", &format!("{name}/{check_name}"), None);
             assert_eq!(c["result"], "pass", "{name}/{check_name}: {c}");
         }
         assert!(dir.join(format!("logs/suites/{name}.xml")).is_file());
     }
-    assert_eq!(check(&ev, "suites", "extracted/source-root", None)["result"], "pass");
-    assert_eq!(check(&ev, "suites", "extracted/extraction-unchanged", None)["result"], "pass");
+    assert_eq!(
+        check(&ev, "suites", "extracted/source-root", None)["result"],
+        "pass"
+    );
+    assert_eq!(
+        check(&ev, "suites", "extracted/extraction-unchanged", None)["result"],
+        "pass"
+    );
 
     let junit = std::fs::read_to_string(dir.join("junit.xml")).expect("junit.xml");
     for suite in ["suites:tree", "suites:extracted"] {
         let s = junit_suite(&junit, suite);
         let xfail = junit_case(s, "test_relay_decodes_run_cancel");
-        assert!(xfail.contains("<skipped") && xfail.contains("pytest.xfail"), "{suite}: {xfail}");
-        assert!(xfail.contains("classname=\"Runner.certification-tests.test_coding_relay_v1\""), "{xfail}");
-        let pass = junit_case(s, "test_shared_files_are_byte_identical[pkg/daemon_relay.py]");
-        assert!(!pass.contains("<skipped") && !pass.contains("<failure"), "{suite}: {pass}");
+        assert!(
+            xfail.contains("<skipped") && xfail.contains("pytest.xfail"),
+            "{suite}: {xfail}"
+        );
+        assert!(
+            xfail.contains("classname=\"Runner.certification-tests.test_coding_relay_v1\""),
+            "{xfail}"
+        );
+        let pass = junit_case(
+            s,
+            "test_shared_files_are_byte_identical[pkg/daemon_relay.py]",
+        );
+        assert!(
+            !pass.contains("<skipped") && !pass.contains("<failure"),
+            "{suite}: {pass}"
+        );
     }
 }
 
@@ -174,14 +254,18 @@ fn fixture_suites_pass_on_the_tree_and_the_extractions_with_xfail_counted_apart(
 fn a_strict_xfail_that_passes_fails_the_gate_and_is_not_counted_as_a_pass() {
     let repo = fixture_repo(&["suite-xpass-strict"]);
     let xpass = "Runner/certification-tests/test_strict_xpass.py";
-    let (code, ev, _keep, _dir, text) = run_suites(&repo.root, Some(&profile_with_paths(&[RELAY, xpass])));
+    let (code, ev, _keep, _dir, text) =
+        run_suites(&repo.root, Some(&profile_with_paths(&[RELAY, xpass])));
     assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
     assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
     for name in ["tree", "extracted"] {
         let run = suite_run(&ev, name);
         let [tests, passed, _, _, _, xfailed, _, xpassed_strict] = counts(run);
         assert_eq!(xpassed_strict, 1, "{name}: {run}");
-        assert_eq!(with_outcome(run, "xpassed-strict"), ["test_relay_decodes_run_cleanup"]);
+        assert_eq!(
+            with_outcome(run, "xpassed-strict"),
+            ["test_relay_decodes_run_cleanup"]
+        );
         assert!(!with_outcome(run, "passed").contains(&"test_relay_decodes_run_cleanup"));
         assert_eq!(tests, passed + xfailed + xpassed_strict, "{name}");
         assert_eq!(run["exit_code"], 1, "{name}");
@@ -190,10 +274,15 @@ fn a_strict_xfail_that_passes_fails_the_gate_and_is_not_counted_as_a_pass() {
         let detail = strict["detail"].as_str().unwrap();
         assert!(detail.contains("XPASS(strict)"), "{detail}");
         assert!(
-            detail.contains("Runner.certification-tests.test_strict_xpass::test_relay_decodes_run_cleanup"),
+            detail.contains(
+                "Runner.certification-tests.test_strict_xpass::test_relay_decodes_run_cleanup"
+            ),
             "{detail}"
         );
-        assert_eq!(check(&ev, "suites", &format!("{name}/outcomes"), None)["result"], "fail");
+        assert_eq!(
+            check(&ev, "suites", &format!("{name}/outcomes"), None)["result"],
+            "fail"
+        );
     }
 }
 
@@ -212,27 +301,44 @@ fn a_suite_that_collects_nothing_fails_the_gate() {
         let collected = check(&ev, "suites", &format!("{name}/collected"), None);
         assert_eq!(collected["result"], "fail", "{collected}");
         let detail = collected["detail"].as_str().unwrap();
-        assert!(detail.contains("collected nothing") && detail.contains("exit status 5"), "{detail}");
+        assert!(
+            detail.contains("collected nothing") && detail.contains("exit status 5"),
+            "{detail}"
+        );
         assert!(detail.contains(empty), "{detail}");
         let outcomes = check(&ev, "suites", &format!("{name}/outcomes"), None);
         assert_eq!(outcomes["result"], "fail", "{outcomes}");
-        assert!(outcomes["detail"].as_str().unwrap().contains("exit status 5"), "{outcomes}");
+        assert!(
+            outcomes["detail"]
+                .as_str()
+                .unwrap()
+                .contains("exit status 5"),
+            "{outcomes}"
+        );
     }
 }
 
 #[test]
 fn naming_the_historical_file_as_a_suite_fails_the_historical_check() {
     let repo = fixture_repo(&[]);
-    let (code, ev, _keep, _dir, text) = run_suites(&repo.root, Some(&profile_with_paths(&[RELAY, HISTORICAL])));
+    let (code, ev, _keep, _dir, text) =
+        run_suites(&repo.root, Some(&profile_with_paths(&[RELAY, HISTORICAL])));
     assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
     assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
     for name in ["tree", "extracted"] {
-        let historical = check(&ev, "suites", &format!("{name}/historical-not-collected"), None);
+        let historical = check(
+            &ev,
+            "suites",
+            &format!("{name}/historical-not-collected"),
+            None,
+        );
         assert_eq!(historical["result"], "fail", "{historical}");
         let detail = historical["detail"].as_str().unwrap();
         assert!(detail.contains(HISTORICAL), "{detail}");
         assert!(
-            detail.contains("historical_coding_runner_shared_blockers.py::test_candidates_share_one_version"),
+            detail.contains(
+                "historical_coding_runner_shared_blockers.py::test_candidates_share_one_version"
+            ),
             "{detail}"
         );
         assert!(
@@ -243,9 +349,16 @@ fn naming_the_historical_file_as_a_suite_fails_the_historical_check() {
         );
         // Its tests are strict xfail, so pytest itself passes: only the
         // historical check catches the collection.
-        assert_eq!(check(&ev, "suites", &format!("{name}/outcomes"), None)["result"], "pass");
+        assert_eq!(
+            check(&ev, "suites", &format!("{name}/outcomes"), None)["result"],
+            "pass"
+        );
         let run = suite_run(&ev, name);
         assert_eq!(run["exit_code"], 0, "{name}");
-        assert_eq!(counts(run)[5], 6, "{name}: 1 relay xfail + 5 historical xfails");
+        assert_eq!(
+            counts(run)[5],
+            6,
+            "{name}: 1 relay xfail + 5 historical xfails"
+        );
     }
 }

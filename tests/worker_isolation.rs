@@ -10,7 +10,9 @@
 
 mod common;
 
-use common::{check, evidence_dir, fixture_repo, gate, gate_result, read_evidence, stderr_text, verifier};
+use common::{
+    check, evidence_dir, fixture_repo, gate, gate_result, read_evidence, stderr_text, verifier,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use verify_coding_candidates::gates::worker_isolation::{CANARY_NAME, MARKER_NAME, VARIANT_VAR};
@@ -40,7 +42,10 @@ fn run_gate(backend: &str, env: &[(&str, &str)]) -> GateRun {
         cmd.env(k, v);
     }
     let out = cmd.output().expect("run the verifier");
-    let code = out.status.code().expect("the verifier exited (not killed by a signal)");
+    let code = out
+        .status
+        .code()
+        .expect("the verifier exited (not killed by a signal)");
     assert!(
         dir.join("evidence.json").is_file(),
         "exit {code}, no evidence written: {}",
@@ -68,11 +73,18 @@ fn assert_no_survivors(dir: &Path, evidence: &Value) {
     let real_dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let mut survivors = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("read /proc").flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')) {
+        if stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        {
             continue;
         }
         let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
@@ -80,15 +92,22 @@ fn assert_no_survivors(dir: &Path, evidence: &Value) {
             .split(|b| *b == 0)
             .map(|e| String::from_utf8_lossy(e).into_owned())
             .collect();
-        let by_marker = marker.as_ref().is_some_and(|m| entries.iter().any(|e| e == m));
+        let by_marker = marker
+            .as_ref()
+            .is_some_and(|m| entries.iter().any(|e| e == m));
         let by_home = entries.iter().any(|e| e.starts_with(&home_prefix));
         let by_cwd = std::fs::read_link(format!("/proc/{pid}/cwd"))
             .is_ok_and(|c| c.starts_with(dir) || c.starts_with(&real_dir));
         if by_marker || by_home || by_cwd {
-            survivors.push(format!("pid {pid} (marker {by_marker}, home {by_home}, cwd {by_cwd})"));
+            survivors.push(format!(
+                "pid {pid} (marker {by_marker}, home {by_home}, cwd {by_cwd})"
+            ));
         }
     }
-    assert!(survivors.is_empty(), "processes of the run survived it: {survivors:?}");
+    assert!(
+        survivors.is_empty(),
+        "processes of the run survived it: {survivors:?}"
+    );
 }
 
 fn observed<'a>(run: &'a GateRun, name: &str) -> &'a Value {
@@ -96,16 +115,25 @@ fn observed<'a>(run: &'a GateRun, name: &str) -> &'a Value {
 }
 
 fn result<'a>(run: &'a GateRun, name: &str) -> &'a str {
-    check(&run.evidence, GATE, name, None)["result"].as_str().expect("check result")
+    check(&run.evidence, GATE, name, None)["result"]
+        .as_str()
+        .expect("check result")
 }
 
 fn detail<'a>(run: &'a GateRun, name: &str) -> &'a str {
-    check(&run.evidence, GATE, name, None)["detail"].as_str().expect("check detail")
+    check(&run.evidence, GATE, name, None)["detail"]
+        .as_str()
+        .expect("check detail")
 }
 
 /// The checks every genuine run passes, with their key observed values.
 fn assert_genuine_pass(run: &GateRun) {
-    assert_eq!(gate_result(&run.evidence, GATE), "pass", "{:#}", gate(&run.evidence, GATE));
+    assert_eq!(
+        gate_result(&run.evidence, GATE),
+        "pass",
+        "{:#}",
+        gate(&run.evidence, GATE)
+    );
     assert_eq!(run.code, 0);
     for name in [
         "backend",
@@ -123,17 +151,26 @@ fn assert_genuine_pass(run: &GateRun) {
         assert_eq!(result(run, name), "pass", "{name}: {}", detail(run, name));
     }
     // Cross tokens refused with close code 1008; own tokens accepted.
-    let cross = observed(run, "listener-token-separation")["probes"].as_array().unwrap();
+    let cross = observed(run, "listener-token-separation")["probes"]
+        .as_array()
+        .unwrap();
     assert_eq!(cross.len(), 4);
     for p in cross {
         assert_eq!(p["result"]["outcome"], "refused", "{p}");
         assert_eq!(p["result"]["close_code"], 1008, "{p}");
     }
-    let own = observed(run, "listener-own-token")["probes"].as_array().unwrap();
+    let own = observed(run, "listener-own-token")["probes"]
+        .as_array()
+        .unwrap();
     assert_eq!(own.len(), 2);
-    assert!(own.iter().all(|p| p["result"]["outcome"] == "accepted"), "{own:?}");
+    assert!(
+        own.iter().all(|p| p["result"]["outcome"] == "accepted"),
+        "{own:?}"
+    );
     // Same display and conversation id, different child processes.
-    let routing = observed(run, "same-ids-separate-routing")["workers"].as_array().unwrap();
+    let routing = observed(run, "same-ids-separate-routing")["workers"]
+        .as_array()
+        .unwrap();
     assert_eq!(routing[0]["daemon_id"], routing[1]["daemon_id"]);
     assert_eq!(routing[0]["conversation_id"], routing[1]["conversation_id"]);
     assert_ne!(routing[0]["child_host_pid"], routing[1]["child_host_pid"]);
@@ -151,20 +188,31 @@ fn assert_genuine_pass(run: &GateRun) {
     let indep = observed(run, "independent-cancellation");
     assert_eq!(indep["b"]["running_at_cancel"], true);
     assert_eq!(indep["b"]["outputs_total"], indep["b"]["expected_outputs"]);
-    assert_eq!(indep["b"]["completion"][0], indep["b"]["expected_completion"]);
+    assert_eq!(
+        indep["b"]["completion"][0],
+        indep["b"]["expected_completion"]
+    );
     assert_eq!(indep["a"]["completed"], false);
     // Nothing left, nothing leaked.
     assert_eq!(observed(run, "teardown")["verdict"], "CLEAN");
-    for p in observed(run, "environment-allowlist")["processes"].as_array().unwrap() {
+    for p in observed(run, "environment-allowlist")["processes"]
+        .as_array()
+        .unwrap()
+    {
         assert_eq!(p["leaked_from_harness"].as_array().unwrap().len(), 0, "{p}");
     }
     // Each worker's tags are where its HOME, TMPDIR and data root point.
-    for w in observed(run, "private-roots")["workers"].as_array().unwrap() {
+    for w in observed(run, "private-roots")["workers"]
+        .as_array()
+        .unwrap()
+    {
         assert_eq!(w["missing_tags"].as_array().unwrap().len(), 0, "{w}");
         assert!(w["job_child_files"].as_u64().unwrap() >= 1, "{w}");
     }
     // The not-proven list comes from the catalogue.
-    let not = gate(&run.evidence, GATE)["does_not_prove"].as_str().unwrap();
+    let not = gate(&run.evidence, GATE)["does_not_prove"]
+        .as_str()
+        .unwrap();
     for item in [
         "nsjail mounts",
         "cgroups",
@@ -176,7 +224,13 @@ fn assert_genuine_pass(run: &GateRun) {
     }
     // Worker tokens never reach the logs: an environment value is not logged,
     // and under bwrap the `--setenv` argument is redacted.
-    let cmd = std::fs::read_to_string(run.evidence_dir.join("logs").join(GATE).join("worker-a.cmd")).unwrap();
+    let cmd = std::fs::read_to_string(
+        run.evidence_dir
+            .join("logs")
+            .join(GATE)
+            .join("worker-a.cmd"),
+    )
+    .unwrap();
     let lines: Vec<&str> = cmd.lines().collect();
     for (i, l) in lines.iter().enumerate() {
         if *l == "arg: VCC_WORKER_TOKEN" {
@@ -197,10 +251,22 @@ fn process_backend_passes_and_records_what_it_cannot_hide() {
     assert_eq!(backend["requested"], "process");
     assert_eq!(backend["selected"], "process");
     // Same user, same mount namespace: the other root is readable, and said so.
-    assert_eq!(result(&run, "root-visibility"), "warn", "{}", detail(&run, "root-visibility"));
-    let peeks = observed(&run, "root-visibility")["peeks"].as_array().unwrap();
-    assert!(peeks.iter().all(|p| p["answer"]["readable"] == true), "{peeks:?}");
-    let procs = observed(&run, "separate-processes")["workers"].as_array().unwrap();
+    assert_eq!(
+        result(&run, "root-visibility"),
+        "warn",
+        "{}",
+        detail(&run, "root-visibility")
+    );
+    let peeks = observed(&run, "root-visibility")["peeks"]
+        .as_array()
+        .unwrap();
+    assert!(
+        peeks.iter().all(|p| p["answer"]["readable"] == true),
+        "{peeks:?}"
+    );
+    let procs = observed(&run, "separate-processes")["workers"]
+        .as_array()
+        .unwrap();
     assert_ne!(procs[0]["worker_pgid"], procs[1]["worker_pgid"]);
     assert_eq!(procs[0]["spawned_pgid"], procs[0]["spawned_pid"]);
 }
@@ -212,14 +278,33 @@ fn bwrap_backend_passes_and_hides_each_root_from_the_other_worker() {
     let backend = observed(&run, "backend");
     assert_eq!(backend["selected"], "bwrap");
     assert_eq!(backend["preflight"]["ok"], true, "{backend}");
-    assert_eq!(result(&run, "root-visibility"), "pass", "{}", detail(&run, "root-visibility"));
-    for p in observed(&run, "root-visibility")["peeks"].as_array().unwrap() {
+    assert_eq!(
+        result(&run, "root-visibility"),
+        "pass",
+        "{}",
+        detail(&run, "root-visibility")
+    );
+    for p in observed(&run, "root-visibility")["peeks"]
+        .as_array()
+        .unwrap()
+    {
         assert_eq!(p["answer"]["readable"], false, "{p}");
-        assert!(p["answer"]["error"].as_str().unwrap().contains("FileNotFoundError"), "{p}");
+        assert!(
+            p["answer"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("FileNotFoundError"),
+            "{p}"
+        );
     }
-    let procs = observed(&run, "separate-processes")["workers"].as_array().unwrap();
+    let procs = observed(&run, "separate-processes")["workers"]
+        .as_array()
+        .unwrap();
     assert_ne!(procs[0]["pid_namespace"], procs[1]["pid_namespace"]);
-    assert_ne!(procs[0]["worker_host_pid"], procs[0]["worker_pid_in_namespace"]);
+    assert_ne!(
+        procs[0]["worker_host_pid"],
+        procs[0]["worker_pid_in_namespace"]
+    );
 }
 
 #[test]
@@ -238,16 +323,30 @@ fn requested_bwrap_that_is_unavailable_fails_without_falling_back() {
     assert_eq!(run.code, 1);
     assert_eq!(gate_result(&run.evidence, GATE), "fail");
     assert_eq!(result(&run, "backend"), "fail");
-    assert!(detail(&run, "backend").contains("does not fall back"), "{}", detail(&run, "backend"));
+    assert!(
+        detail(&run, "backend").contains("does not fall back"),
+        "{}",
+        detail(&run, "backend")
+    );
     assert_eq!(observed(&run, "backend")["selected"], "none");
     // No worker was started.
-    assert!(!run.evidence_dir.join("logs").join(GATE).join("worker-a.cmd").exists());
+    assert!(!run
+        .evidence_dir
+        .join("logs")
+        .join(GATE)
+        .join("worker-a.cmd")
+        .exists());
 }
 
 #[test]
 fn auto_without_bwrap_runs_the_process_backend_and_says_why() {
     let run = run_gate("auto", &[("VCC_BWRAP", "/nonexistent/bwrap")]);
-    assert_eq!(result(&run, "backend"), "warn", "{}", detail(&run, "backend"));
+    assert_eq!(
+        result(&run, "backend"),
+        "warn",
+        "{}",
+        detail(&run, "backend")
+    );
     assert_eq!(observed(&run, "backend")["selected"], "process");
     assert_eq!(observed(&run, "backend")["preflight"]["ok"], false);
     assert_eq!(gate_result(&run.evidence, GATE), "pass");
@@ -257,12 +356,18 @@ fn auto_without_bwrap_runs_the_process_backend_and_says_why() {
 #[test]
 fn a_worker_leaking_the_harness_environment_fails_the_allowlist() {
     let canary = format!("test-canary-{}", std::process::id());
-    let run = run_gate("process", &[(VARIANT_VAR, "leak-env"), (CANARY_NAME, &canary)]);
+    let run = run_gate(
+        "process",
+        &[(VARIANT_VAR, "leak-env"), (CANARY_NAME, &canary)],
+    );
     assert_eq!(run.code, 1);
     assert_eq!(result(&run, "test-hook"), "warn");
     assert_eq!(result(&run, "environment-allowlist"), "fail");
     let d = detail(&run, "environment-allowlist");
-    assert!(d.contains(CANARY_NAME) && d.contains("worker a") && d.contains("job child"), "{d}");
+    assert!(
+        d.contains(CANARY_NAME) && d.contains("worker a") && d.contains("job child"),
+        "{d}"
+    );
     let leaked: Vec<&Value> = observed(&run, "environment-allowlist")["processes"]
         .as_array()
         .unwrap()
@@ -270,7 +375,10 @@ fn a_worker_leaking_the_harness_environment_fails_the_allowlist() {
         .filter(|p| !p["leaked_from_harness"].as_array().unwrap().is_empty())
         .collect();
     assert!(leaked.iter().all(|p| p["worker"] == "a"), "{leaked:?}");
-    assert!(leaked.iter().any(|p| p["role"] == "job child"), "{leaked:?}");
+    assert!(
+        leaked.iter().any(|p| p["role"] == "job child"),
+        "{leaked:?}"
+    );
     // The genuine worker b is unaffected.
     assert_eq!(result(&run, "independent-cancellation"), "pass");
 }
@@ -284,13 +392,29 @@ fn a_daemon_ignoring_cancellation_is_killed_and_fails_quiescence() {
     assert_eq!(o["quiescent"], false);
     let child = o["child"]["host_pid"].as_i64().unwrap();
     let grandchild = o["grandchild"]["host_pid"].as_i64().unwrap();
-    let needed_kill: Vec<i64> = o["needed_kill"].as_array().unwrap().iter().filter_map(Value::as_i64).collect();
-    assert!(needed_kill.contains(&child) && needed_kill.contains(&grandchild), "{o}");
+    let needed_kill: Vec<i64> = o["needed_kill"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_i64)
+        .collect();
+    assert!(
+        needed_kill.contains(&child) && needed_kill.contains(&grandchild),
+        "{o}"
+    );
     let d = detail(&run, "cancel-quiescence");
-    assert!(d.contains("needed KILL") && d.contains(&child.to_string()), "{d}");
+    assert!(
+        d.contains("needed KILL") && d.contains(&child.to_string()),
+        "{d}"
+    );
     // B still completed; the gate cleaned up, so teardown finds nothing left.
     assert_eq!(result(&run, "independent-cancellation"), "pass");
-    assert_eq!(result(&run, "teardown"), "pass", "{}", detail(&run, "teardown"));
+    assert_eq!(
+        result(&run, "teardown"),
+        "pass",
+        "{}",
+        detail(&run, "teardown")
+    );
 }
 
 #[test]
@@ -308,9 +432,23 @@ fn a_grandchild_escaping_with_setsid_is_found_as_residue() {
     assert_eq!(found[0]["pid"], grandchild);
     // Its own session: not found by process group, but by marker and cwd.
     assert_eq!(found[0]["sid"], found[0]["pid"]);
-    let by: Vec<&str> = found[0]["matched_by"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    assert!(by.contains(&"env-marker") && by.contains(&"cwd") && !by.contains(&"pgid"), "{by:?}");
-    assert_eq!(o["survey"]["remaining_after_kill"].as_array().unwrap().len(), 0);
+    let by: Vec<&str> = found[0]["matched_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        by.contains(&"env-marker") && by.contains(&"cwd") && !by.contains(&"pgid"),
+        "{by:?}"
+    );
+    assert_eq!(
+        o["survey"]["remaining_after_kill"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
     assert!(d.contains(&format!("pid {grandchild}")), "{d}");
 }
 
@@ -327,7 +465,10 @@ fn a_listener_accepting_any_token_fails_token_separation() {
         .iter()
         .filter(|p| p["result"]["outcome"] == "accepted")
         .collect();
-    assert!(!accepted.is_empty() && accepted.iter().all(|p| p["listener"] == "a"), "{accepted:?}");
+    assert!(
+        !accepted.is_empty() && accepted.iter().all(|p| p["listener"] == "a"),
+        "{accepted:?}"
+    );
     // Worker b's listener still refuses a's token; the positive control holds.
     assert_eq!(result(&run, "listener-own-token"), "pass");
 }
@@ -337,7 +478,10 @@ fn an_unknown_test_variant_is_a_gate_error() {
     let run = run_gate("process", &[(VARIANT_VAR, "no-such-variant")]);
     assert_eq!(run.code, 1);
     let d = detail(&run, "gate-error");
-    assert!(d.contains("no-such-variant") && d.contains("leak-env"), "{d}");
+    assert!(
+        d.contains("no-such-variant") && d.contains("leak-env"),
+        "{d}"
+    );
 }
 
 #[test]

@@ -84,7 +84,9 @@ fn pytest_suite(run: &SuiteRun, commit: &str) -> TestSuite {
     if let Some(root) = &run.source_root {
         suite.add_property(quick_junit::Property::new("source_root", root.as_str()));
     }
-    let exit = run.exit_code.map_or_else(|| "none".to_string(), |c| c.to_string());
+    let exit = run
+        .exit_code
+        .map_or_else(|| "none".to_string(), |c| c.to_string());
     suite.add_property(quick_junit::Property::new("pytest_exit_code", exit));
     for case in &run.testcases {
         let detail = |s: &mut TestCaseStatus| {

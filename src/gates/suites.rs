@@ -32,9 +32,7 @@
 //! processes behind, which were stopped).
 
 use crate::context::RunContext;
-use crate::evidence::{
-    Check, SuiteCounts, SuiteOutcome, SuiteRun, SuiteTestCase, SuitesRecord,
-};
+use crate::evidence::{Check, SuiteCounts, SuiteOutcome, SuiteRun, SuiteTestCase, SuitesRecord};
 use crate::process::{self, ChildSpec, RunError};
 use crate::profile::SuitesOptions;
 use crate::python;
@@ -122,7 +120,11 @@ impl super::Gate for Suites {
             runs: Vec::new(),
         };
 
-        let missing: Vec<&String> = opts.paths.iter().filter(|p| !staged.join(p).exists()).collect();
+        let missing: Vec<&String> = opts
+            .paths
+            .iter()
+            .filter(|p| !staged.join(p).exists())
+            .collect();
         checks.push(
             Check::from_bool(
                 "suite-paths",
@@ -140,8 +142,11 @@ impl super::Gate for Suites {
             )
             .with_observed(json!({ "paths": opts.paths, "missing": missing })),
         );
-        let missing_historical: Vec<&String> =
-            opts.historical.iter().filter(|p| !staged.join(p).is_file()).collect();
+        let missing_historical: Vec<&String> = opts
+            .historical
+            .iter()
+            .filter(|p| !staged.join(p).is_file())
+            .collect();
         if !missing_historical.is_empty() {
             checks.push(Check::warn(
                 "historical-files",
@@ -179,7 +184,11 @@ impl super::Gate for Suites {
             return Ok(checks);
         }
 
-        let private_config = ctx.evidence_dir.join("roots").join("suites").join("pytest.ini");
+        let private_config = ctx
+            .evidence_dir
+            .join("roots")
+            .join("suites")
+            .join("pytest.ini");
         if opts.config.is_none() {
             std::fs::create_dir_all(private_config.parent().unwrap_or(&ctx.evidence_dir))
                 .and_then(|()| {
@@ -213,8 +222,13 @@ impl super::Gate for Suites {
         for plan in &plans {
             let mut before = None;
             if let Some(root) = &plan.source_root {
-                let folders: Vec<String> =
-                    ctx.profile.profile.candidates.iter().map(|c| c.folder().to_string()).collect();
+                let folders: Vec<String> = ctx
+                    .profile
+                    .profile
+                    .candidates
+                    .iter()
+                    .map(|c| c.folder().to_string())
+                    .collect();
                 checks.push(source_root_check(root, &folders));
                 before = Some(tree_digests(root)?);
             }
@@ -281,7 +295,11 @@ fn run_once(
     );
     checks.push(collected_check(name, &opts.paths, &collection));
 
-    let junit_abs = ctx.evidence_dir.join("logs").join("suites").join(format!("{name}.xml"));
+    let junit_abs = ctx
+        .evidence_dir
+        .join("logs")
+        .join("suites")
+        .join(format!("{name}.xml"));
     let junit_rel = format!("logs/suites/{name}.xml");
     let mut args: Vec<String> = ["-I", "-B", "-m", "pytest"].map(String::from).to_vec();
     args.extend(common.iter().cloned());
@@ -300,7 +318,11 @@ fn run_once(
         Ok(out) => Some(out),
         Err(e @ RunError::Interrupted { .. }) => return Err(e.to_string()),
         Err(e) => {
-            checks.push(Check::fail(&format!("{name}/outcomes"), None, format!("pytest could not be run: {e}")));
+            checks.push(Check::fail(
+                &format!("{name}/outcomes"),
+                None,
+                format!("pytest could not be run: {e}"),
+            ));
             None
         }
     };
@@ -310,9 +332,12 @@ fn run_once(
             c.items
                 .iter()
                 .filter_map(|i| {
-                    i.xfail
-                        .as_ref()
-                        .map(|x| ((i.classname.clone(), i.name.clone()), x.strict.filter(|_| x.error.is_none())))
+                    i.xfail.as_ref().map(|x| {
+                        (
+                            (i.classname.clone(), i.name.clone()),
+                            x.strict.filter(|_| x.error.is_none()),
+                        )
+                    })
                 })
                 .collect()
         })
@@ -331,10 +356,14 @@ fn run_once(
     if !opts.historical.is_empty() {
         checks.push(historical.check(name, collection.as_ref().ok(), parsed.as_ref().ok()));
     }
-    let exit_code = output.as_ref().and_then(|o| if o.timed_out { None } else { o.status.code() });
+    let exit_code = output
+        .as_ref()
+        .and_then(|o| if o.timed_out { None } else { o.status.code() });
     let timed_out = output.as_ref().is_some_and(|o| o.timed_out);
     if let Some(out) = &output {
-        checks.push(outcomes_check(name, out, &parsed, &counts, &junit_rel, timeout));
+        checks.push(outcomes_check(
+            name, out, &parsed, &counts, &junit_rel, timeout,
+        ));
         if out.stragglers_killed {
             checks.push(Check::warn(
                 &format!("{name}/stragglers"),
@@ -378,7 +407,10 @@ fn run_once(
         name: name.to_string(),
         cwd: rel(&tree),
         source_root: plan.source_root.as_deref().map(rel),
-        collected: collection.as_ref().map(|c| c.items.len() as u64).unwrap_or(0),
+        collected: collection
+            .as_ref()
+            .map(|c| c.items.len() as u64)
+            .unwrap_or(0),
         exit_code,
         timed_out,
         junit: junit_abs.is_file().then_some(junit_rel),
@@ -446,8 +478,16 @@ fn collected_check(run: &str, paths: &[String], collection: &Result<Collection, 
         )
         .with_observed(observed);
     }
-    Check::pass(&name, None, format!("pytest collected {} test(s) from {}", c.items.len(), paths.join(", ")))
-        .with_observed(observed)
+    Check::pass(
+        &name,
+        None,
+        format!(
+            "pytest collected {} test(s) from {}",
+            c.items.len(),
+            paths.join(", ")
+        ),
+    )
+    .with_observed(observed)
 }
 
 fn outcomes_check(
@@ -459,7 +499,8 @@ fn outcomes_check(
     timeout: Duration,
 ) -> Check {
     let name = format!("{run}/outcomes");
-    let observed = json!({ "exit_code": out.status.code(), "timed_out": out.timed_out, "counts": counts });
+    let observed =
+        json!({ "exit_code": out.status.code(), "timed_out": out.timed_out, "counts": counts });
     let log = out.logs.0.display();
     if out.timed_out {
         return Check::fail(
@@ -479,14 +520,22 @@ fn outcomes_check(
             return Check::fail(
                 &name,
                 None,
-                format!("pytest {}, and its JUnit report could not be read: {e}; see {log}", out.describe()),
+                format!(
+                    "pytest {}, and its JUnit report could not be read: {e}; see {log}",
+                    out.describe()
+                ),
             )
             .with_observed(observed)
         }
     };
     let bad: Vec<String> = parsed
         .iter()
-        .filter(|t| matches!(t.outcome, SuiteOutcome::Failed | SuiteOutcome::Error | SuiteOutcome::XpassedStrict))
+        .filter(|t| {
+            matches!(
+                t.outcome,
+                SuiteOutcome::Failed | SuiteOutcome::Error | SuiteOutcome::XpassedStrict
+            )
+        })
         .take(10)
         .map(|t| {
             format!(
@@ -494,7 +543,12 @@ fn outcomes_check(
                 t.classname,
                 t.name,
                 t.outcome,
-                t.message.as_deref().unwrap_or("").chars().take(200).collect::<String>()
+                t.message
+                    .as_deref()
+                    .unwrap_or("")
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
             )
         })
         .collect();
@@ -615,11 +669,18 @@ impl HistoricalFiles {
         let canonical = p.canonicalize().ok();
         self.files
             .iter()
-            .find(|(_, abs, canon, _)| p == abs || (canonical.is_some() && canonical.as_ref() == canon.as_ref()))
+            .find(|(_, abs, canon, _)| {
+                p == abs || (canonical.is_some() && canonical.as_ref() == canon.as_ref())
+            })
             .map(|(rel, ..)| rel.as_str())
     }
 
-    fn check(&self, run: &str, collection: Option<&Collection>, parsed: Option<&Vec<SuiteTestCase>>) -> Check {
+    fn check(
+        &self,
+        run: &str,
+        collection: Option<&Collection>,
+        parsed: Option<&Vec<SuiteTestCase>>,
+    ) -> Check {
         let name = format!("{run}/historical-not-collected");
         let mut found: BTreeSet<String> = BTreeSet::new();
         if let Some(c) = collection {
@@ -635,8 +696,13 @@ impl HistoricalFiles {
         if let Some(cases) = parsed {
             for t in cases {
                 for (rel, _, _, classname) in &self.files {
-                    if t.classname == *classname || t.classname.starts_with(&format!("{classname}.")) {
-                        found.insert(format!("{}::{} (JUnit testcase of {rel})", t.classname, t.name));
+                    if t.classname == *classname
+                        || t.classname.starts_with(&format!("{classname}."))
+                    {
+                        found.insert(format!(
+                            "{}::{} (JUnit testcase of {rel})",
+                            t.classname, t.name
+                        ));
                     }
                 }
             }
@@ -691,7 +757,10 @@ impl HistoricalFiles {
 /// from the rootdir): `Runner/x/test_a.py` is `Runner.x.test_a`.
 fn module_classname(rel: &str) -> String {
     let dotted = rel.replace('/', ".");
-    dotted.strip_suffix(".py").map(str::to_string).unwrap_or(dotted)
+    dotted
+        .strip_suffix(".py")
+        .map(str::to_string)
+        .unwrap_or(dotted)
 }
 
 fn source_root_check(root: &Path, folders: &[String]) -> Check {
@@ -732,7 +801,11 @@ fn source_root_check(root: &Path, folders: &[String]) -> Check {
     Check::pass(
         name,
         None,
-        format!("{} holds exactly the candidate folders {}", root.display(), folders.join(", ")),
+        format!(
+            "{} holds exactly the candidate folders {}",
+            root.display(),
+            folders.join(", ")
+        ),
     )
     .with_observed(observed)
 }
@@ -758,7 +831,11 @@ fn unchanged_check(
         return Check::pass(
             &name,
             None,
-            format!("all {} entries of {} are unchanged after the run (sha256 and size)", before.len(), root.display()),
+            format!(
+                "all {} entries of {} are unchanged after the run (sha256 and size)",
+                before.len(),
+                root.display()
+            ),
         );
     }
     Check::fail(
@@ -834,9 +911,12 @@ fn parse_junit(
         Ok(None)
     };
     loop {
-        let event = reader
-            .read_event()
-            .map_err(|e| format!("malformed JUnit XML at byte {}: {e}", reader.buffer_position()))?;
+        let event = reader.read_event().map_err(|e| {
+            format!(
+                "malformed JUnit XML at byte {}: {e}",
+                reader.buffer_position()
+            )
+        })?;
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let empty = matches!(event, Event::Empty(_));
@@ -880,18 +960,25 @@ fn parse_junit(
             }
             Event::Text(t) => {
                 if let Some(p) = current.as_mut().filter(|p| p.in_result) {
-                    p.text.push_str(&t.decode().map_err(|e| format!("malformed JUnit text: {e}"))?);
+                    p.text.push_str(
+                        &t.decode()
+                            .map_err(|e| format!("malformed JUnit text: {e}"))?,
+                    );
                 }
             }
             Event::CData(t) => {
                 if let Some(p) = current.as_mut().filter(|p| p.in_result) {
-                    let raw = t.decode().map_err(|e| format!("malformed JUnit CDATA: {e}"))?;
+                    let raw = t
+                        .decode()
+                        .map_err(|e| format!("malformed JUnit CDATA: {e}"))?;
                     p.text.push_str(&quick_xml::escape::escape(raw.as_ref()));
                 }
             }
             Event::GeneralRef(r) => {
                 if let Some(p) = current.as_mut().filter(|p| p.in_result) {
-                    let raw = r.decode().map_err(|e| format!("malformed JUnit reference: {e}"))?;
+                    let raw = r
+                        .decode()
+                        .map_err(|e| format!("malformed JUnit reference: {e}"))?;
                     p.text.push('&');
                     p.text.push_str(&raw);
                     p.text.push(';');
@@ -941,7 +1028,11 @@ fn finish(p: Pending, xfails: &HashMap<(String, String), Option<bool>>) -> Suite
         Some((_, kind, ty, message)) => {
             let outcome = match kind.as_str() {
                 "error" => SuiteOutcome::Error,
-                "failure" if message.as_deref().is_some_and(|m| m.starts_with("[XPASS(strict)]")) => {
+                "failure"
+                    if message
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with("[XPASS(strict)]")) =>
+                {
                     SuiteOutcome::XpassedStrict
                 }
                 "failure" => SuiteOutcome::Failed,
@@ -991,7 +1082,8 @@ fn copy_tree(src: &Path, dst: &Path) -> Result<(), String> {
         let result = if kind.is_dir() {
             std::fs::create_dir_all(&target)
         } else if kind.is_symlink() {
-            std::fs::read_link(entry.path()).and_then(|link| std::os::unix::fs::symlink(link, &target))
+            std::fs::read_link(entry.path())
+                .and_then(|link| std::os::unix::fs::symlink(link, &target))
         } else {
             std::fs::copy(entry.path(), &target).map(|_| ())
         };
@@ -1054,15 +1146,22 @@ mod tests {
 
     fn xfails() -> HashMap<(String, String), Option<bool>> {
         HashMap::from([
-            (("test_shapes".into(), "test_xpass_strict".into()), Some(true)),
-            (("test_shapes".into(), "test_xpass_loose".into()), Some(false)),
+            (
+                ("test_shapes".into(), "test_xpass_strict".into()),
+                Some(true),
+            ),
+            (
+                ("test_shapes".into(), "test_xpass_loose".into()),
+                Some(false),
+            ),
         ])
     }
 
     #[test]
     fn every_pytest_shape_is_classified() {
         let cases = parse_junit(SHAPES, &xfails()).unwrap();
-        let outcomes: Vec<(&str, SuiteOutcome)> = cases.iter().map(|c| (c.name.as_str(), c.outcome)).collect();
+        let outcomes: Vec<(&str, SuiteOutcome)> =
+            cases.iter().map(|c| (c.name.as_str(), c.outcome)).collect();
         assert_eq!(
             outcomes,
             [
@@ -1075,8 +1174,14 @@ mod tests {
                 ("test_ok[p-1]", SuiteOutcome::Passed),
             ]
         );
-        assert_eq!(cases[3].message.as_deref(), Some("failed on setup with \"RuntimeError: fixture boom\""));
-        assert_eq!(cases[3].text.as_deref(), Some("E       RuntimeError: fixture boom\n> x"));
+        assert_eq!(
+            cases[3].message.as_deref(),
+            Some("failed on setup with \"RuntimeError: fixture boom\"")
+        );
+        assert_eq!(
+            cases[3].text.as_deref(),
+            Some("E       RuntimeError: fixture boom\n> x")
+        );
         assert_eq!(cases[4].text.as_deref(), Some(">       assert 1 == 2"));
         assert_eq!(cases[6].duration_ms, Some(1019));
         assert_eq!(cases[6].classname, "Runner.certification-tests.test_a");
@@ -1102,23 +1207,34 @@ mod tests {
 
     #[test]
     fn a_plain_pass_of_a_strict_xfail_item_is_a_strict_xpass() {
-        let map = HashMap::from([(("test_shapes".to_string(), "test_xpass_loose".to_string()), Some(true))]);
+        let map = HashMap::from([(
+            ("test_shapes".to_string(), "test_xpass_loose".to_string()),
+            Some(true),
+        )]);
         let cases = parse_junit(SHAPES, &map).unwrap();
         assert_eq!(cases[1].outcome, SuiteOutcome::XpassedStrict);
     }
 
     #[test]
     fn malformed_reports_are_errors() {
-        assert!(parse_junit("<testsuites><testcase name=\"a\">", &HashMap::new())
-            .unwrap_err()
-            .contains("not closed"));
-        assert!(parse_junit("<testsuites><testcase name=\"a\"></testsuite>", &HashMap::new()).is_err());
+        assert!(
+            parse_junit("<testsuites><testcase name=\"a\">", &HashMap::new())
+                .unwrap_err()
+                .contains("not closed")
+        );
+        assert!(parse_junit(
+            "<testsuites><testcase name=\"a\"></testsuite>",
+            &HashMap::new()
+        )
+        .is_err());
     }
 
     #[test]
     fn module_classname_is_pytests_dotted_path() {
         assert_eq!(
-            module_classname("Runner/certification-tests/historical_coding_runner_shared_blockers.py"),
+            module_classname(
+                "Runner/certification-tests/historical_coding_runner_shared_blockers.py"
+            ),
             "Runner.certification-tests.historical_coding_runner_shared_blockers"
         );
     }
@@ -1141,11 +1257,19 @@ mod tests {
         let clean = Collection {
             exit_code: 0,
             pytest_version: "9".into(),
-            items: vec![item(d.path().join("R/t/test_a.py").display().to_string(), None)],
+            items: vec![item(
+                d.path().join("R/t/test_a.py").display().to_string(),
+                None,
+            )],
             errors: vec![],
         };
         let check = h.check("tree", Some(&clean), Some(&vec![]));
-        assert_eq!(check.result, crate::evidence::CheckResult::Pass, "{}", check.detail);
+        assert_eq!(
+            check.result,
+            crate::evidence::CheckResult::Pass,
+            "{}",
+            check.detail
+        );
 
         let imported = Collection {
             items: vec![item(
@@ -1156,7 +1280,13 @@ mod tests {
         };
         let check = h.check("tree", Some(&imported), None);
         assert_eq!(check.result, crate::evidence::CheckResult::Fail);
-        assert!(check.detail.contains("R/t/test_a.py::test_x (collected item from R/t/historical_x.py)"), "{}", check.detail);
+        assert!(
+            check
+                .detail
+                .contains("R/t/test_a.py::test_x (collected item from R/t/historical_x.py)"),
+            "{}",
+            check.detail
+        );
 
         let junit = vec![SuiteTestCase {
             classname: "R.t.historical_x".into(),
@@ -1168,7 +1298,11 @@ mod tests {
         }];
         let check = h.check("extracted", None, Some(&junit));
         assert_eq!(check.result, crate::evidence::CheckResult::Fail);
-        assert!(check.detail.contains("R.t.historical_x::test_y"), "{}", check.detail);
+        assert!(
+            check.detail.contains("R.t.historical_x::test_y"),
+            "{}",
+            check.detail
+        );
 
         let check = h.check("extracted", None, None);
         assert_eq!(check.result, crate::evidence::CheckResult::Fail);
@@ -1182,11 +1316,18 @@ mod tests {
             std::fs::create_dir(d.path().join(f)).unwrap();
         }
         let folders = vec!["a".to_string(), "b".to_string()];
-        assert_eq!(source_root_check(d.path(), &folders).result, crate::evidence::CheckResult::Pass);
+        assert_eq!(
+            source_root_check(d.path(), &folders).result,
+            crate::evidence::CheckResult::Pass
+        );
         std::fs::create_dir(d.path().join("c")).unwrap();
         let check = source_root_check(d.path(), &folders[..1]);
         assert_eq!(check.result, crate::evidence::CheckResult::Fail);
-        assert!(check.detail.contains("unexpected [\"b\", \"c\"]"), "{}", check.detail);
+        assert!(
+            check.detail.contains("unexpected [\"b\", \"c\"]"),
+            "{}",
+            check.detail
+        );
     }
 
     #[test]
@@ -1202,8 +1343,17 @@ mod tests {
         assert_eq!(tree_digests(&target).unwrap(), before);
         assert_eq!(before["a/link"], "-> b/f.py");
         std::fs::write(target.join("a/b/f.py"), "x = 2\n").unwrap();
-        let check = unchanged_check("extracted", &target, &before, &tree_digests(&target).unwrap());
+        let check = unchanged_check(
+            "extracted",
+            &target,
+            &before,
+            &tree_digests(&target).unwrap(),
+        );
         assert_eq!(check.result, crate::evidence::CheckResult::Fail);
-        assert!(check.detail.contains("changed a/b/f.py"), "{}", check.detail);
+        assert!(
+            check.detail.contains("changed a/b/f.py"),
+            "{}",
+            check.detail
+        );
     }
 }

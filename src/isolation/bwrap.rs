@@ -86,7 +86,13 @@ pub fn version(program: &Path, cwd: &Path, log_stem: &Path) -> Result<String, St
             out.tail(5)
         ));
     }
-    Ok(out.stdout_text().lines().next().unwrap_or("").trim().to_string())
+    Ok(out
+        .stdout_text()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string())
 }
 
 impl Bwrap {
@@ -217,7 +223,10 @@ mod tests {
         ] {
             assert!(args.iter().any(|a| a == flag), "{flag} missing: {joined}");
         }
-        assert!(joined.contains("--setenv HOME /ev/roots/a/home"), "{joined}");
+        assert!(
+            joined.contains("--setenv HOME /ev/roots/a/home"),
+            "{joined}"
+        );
         assert!(joined.contains("--ro-bind /opt/venv /opt/venv"), "{joined}");
         let writable: Vec<&String> = args
             .iter()

@@ -15,8 +15,8 @@
 //! [`procfs`] reads `/proc`; [`survey`] finds and stops processes tied to a run.
 
 pub mod bwrap;
-pub mod procfs;
 pub mod process;
+pub mod procfs;
 pub mod survey;
 
 use serde::Serialize;

@@ -54,7 +54,11 @@ pub fn read(pid: i32) -> Option<ProcInfo> {
     let ns_pids = status
         .lines()
         .find_map(|l| l.strip_prefix("NSpid:"))
-        .map(|v| v.split_whitespace().filter_map(|p| p.parse().ok()).collect())
+        .map(|v| {
+            v.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
         .unwrap_or_else(|| vec![pid]);
     Some(ProcInfo {
         pid,
@@ -194,7 +198,11 @@ mod tests {
         assert_eq!(me.pid, std::process::id() as i32);
         assert!(!me.exited());
         assert!(me.start_time > 0);
-        assert_eq!(me.inner_pid(), me.pid, "tests run in the host pid namespace");
+        assert_eq!(
+            me.inner_pid(),
+            me.pid,
+            "tests run in the host pid namespace"
+        );
         let env = environ(me.pid).expect("own environ");
         assert!(env_keys(&env).iter().any(|k| k == "PATH"));
     }

@@ -67,7 +67,8 @@ pub fn select(
     host: &InterpreterPaths,
     read_only: &[PathBuf],
 ) -> (Option<Backend>, Check) {
-    let process_note = "separate processes, each in its own process group, private HOME/TMPDIR/data \
+    let process_note =
+        "separate processes, each in its own process group, private HOME/TMPDIR/data \
                         roots named by an allowlisted environment; no namespaces";
     if choice == IsolationChoice::Process {
         return (
@@ -77,13 +78,13 @@ pub fn select(
                 None,
                 format!("--isolation process: {process_note}"),
             )
-            .with_observed(json!({"requested": "process", "selected": "process", "preflight": null})),
+            .with_observed(
+                json!({"requested": "process", "selected": "process", "preflight": null}),
+            ),
         );
     }
     let preflight = preflight(ctx, base, host, read_only);
-    let observed = |selected: &str, pf: serde_json::Value| {
-        json!({"requested": choice.word(), "selected": selected, "preflight": pf})
-    };
+    let observed = |selected: &str, pf: serde_json::Value| json!({"requested": choice.word(), "selected": selected, "preflight": pf});
     match (choice, preflight) {
         (_, Ok((b, pf))) => {
             let detail = format!(
@@ -146,7 +147,8 @@ fn preflight(
     let (home, tmp) = ctx
         .private_roots(GATE, "preflight")
         .map_err(|e| fail(format!("cannot create {}: {e}", root.display())))?;
-    let version = bwrap::version(&program, &root, &ctx.log_stem(GATE, "bwrap-version")).map_err(fail)?;
+    let version =
+        bwrap::version(&program, &root, &ctx.log_stem(GATE, "bwrap-version")).map_err(fail)?;
     let b = bwrap::Bwrap {
         program: program.clone(),
         version: version.clone(),

@@ -55,17 +55,19 @@ pub const VARIANTS: &[Variant] = &[
 /// When the variable names no known variant.
 pub fn from_env() -> Result<Option<Variant>, String> {
     match std::env::var(VARIANT_VAR) {
-        Ok(name) if !name.is_empty() => VARIANTS
-            .iter()
-            .find(|v| v.name == name)
-            .copied()
-            .map(Some)
-            .ok_or_else(|| {
-                format!(
+        Ok(name) if !name.is_empty() => {
+            VARIANTS
+                .iter()
+                .find(|v| v.name == name)
+                .copied()
+                .map(Some)
+                .ok_or_else(|| {
+                    format!(
                     "{VARIANT_VAR}={name}: unknown test-only worker variant; expected one of: {}",
                     VARIANTS.iter().map(|v| v.name).collect::<Vec<_>>().join(", ")
                 )
-            }),
+                })
+        }
         _ => Ok(None),
     }
 }

@@ -254,9 +254,12 @@ impl<'a> Run<'a> {
 
     fn exercise(&mut self) -> Result<(), String> {
         self.spawn_workers()?;
-        wait_for(&mut self.workers, READY_TIMEOUT, "both workers' `ready`", |ws| {
-            ws.iter().all(|w| w.ready.is_some())
-        })?;
+        wait_for(
+            &mut self.workers,
+            READY_TIMEOUT,
+            "both workers' `ready`",
+            |ws| ws.iter().all(|w| w.ready.is_some()),
+        )?;
         self.resolve_workers()?;
         self.check_processes();
         self.check_tokens();
@@ -413,10 +416,16 @@ impl<'a> Run<'a> {
                 ));
             }
             if Some(worker.pgid) == harness_pgid {
-                problems.push(format!("worker {} shares the harness's process group", w.name));
+                problems.push(format!(
+                    "worker {} shares the harness's process group",
+                    w.name
+                ));
             }
             if self.backend.new_pid_namespace() && ns == harness_ns {
-                problems.push(format!("worker {} runs in the harness's pid namespace", w.name));
+                problems.push(format!(
+                    "worker {} runs in the harness's pid namespace",
+                    w.name
+                ));
             }
         }
         let (a, b) = (
@@ -429,7 +438,11 @@ impl<'a> Run<'a> {
         if a.pgid == b.pgid {
             problems.push(format!("both workers are in process group {}", a.pgid));
         }
-        let ports: Vec<u16> = self.workers.iter().filter_map(|w| w.ready.as_ref().map(|r| r.port)).collect();
+        let ports: Vec<u16> = self
+            .workers
+            .iter()
+            .filter_map(|w| w.ready.as_ref().map(|r| r.port))
+            .collect();
         if ports.first() == ports.get(1) {
             problems.push("both hubs report the same port".into());
         }
@@ -576,7 +589,13 @@ impl<'a> Run<'a> {
                     }
                     own.push(row);
                 } else {
-                    let refused = matches!(outcome, HelloOutcome::Refused { close_code: 1008, .. });
+                    let refused = matches!(
+                        outcome,
+                        HelloOutcome::Refused {
+                            close_code: 1008,
+                            ..
+                        }
+                    );
                     if !refused {
                         cross_problems.push(format!(
                             "{} at worker {listener}'s listener (port {}): expected refusal with close code 1008, found {}",
@@ -811,9 +830,12 @@ impl<'a> Run<'a> {
             self.workers[1].finished.is_none() && (b_outputs_at_cancel as u64) < JOB_EVENTS;
         self.workers[0].send(&json!({"cmd": "cancel", "job": "job-a"}))?;
         let cancel_sent = Instant::now();
-        wait_for(&mut self.workers, JOB_TIMEOUT, "worker a's `job.cancelled`", |ws| {
-            ws[0].cancelled.is_some()
-        })?;
+        wait_for(
+            &mut self.workers,
+            JOB_TIMEOUT,
+            "worker a's `job.cancelled`",
+            |ws| ws[0].cancelled.is_some(),
+        )?;
         let acknowledged_ms = cancel_sent.elapsed().as_millis() as u64;
 
         // A's job: the OS, not the worker, says whether it stopped.
@@ -903,9 +925,12 @@ impl<'a> Run<'a> {
         );
 
         // B runs on to its expected output.
-        let b_result = wait_for(&mut self.workers, JOB_TIMEOUT, "worker b's `job.finished`", |ws| {
-            ws[1].finished.is_some() || ws[1].failed.is_some()
-        });
+        let b_result = wait_for(
+            &mut self.workers,
+            JOB_TIMEOUT,
+            "worker b's `job.finished`",
+            |ws| ws[1].finished.is_some() || ws[1].failed.is_some(),
+        );
         let b = self.observed[1].clone();
         let (bchild, bgc) = (b.child.expect("resolved"), b.grandchild.expect("resolved"));
         let bq = quiesce(&bchild, &bgc, QUIESCE_TIMEOUT, &mut self.workers);
@@ -917,14 +942,20 @@ impl<'a> Run<'a> {
         let bw = &self.workers[1];
         let seqs: Vec<u64> = bw.outputs().filter_map(|e| e.data.seq).collect();
         let expected_seqs: Vec<u64> = (0..JOB_EVENTS).collect();
-        let expected_output = format!("fixture reply {} after {JOB_EVENTS} events", self.specs[1].nonce);
+        let expected_output = format!(
+            "fixture reply {} after {JOB_EVENTS} events",
+            self.specs[1].nonce
+        );
         let completed: Vec<Option<String>> = bw
             .events
             .iter()
             .filter(|e| e.kind == "run.completed")
             .map(|e| e.data.output.clone())
             .collect();
-        let a_completed = self.workers[0].events.iter().any(|e| e.kind == "run.completed");
+        let a_completed = self.workers[0]
+            .events
+            .iter()
+            .any(|e| e.kind == "run.completed");
         let mut problems = Vec::new();
         if let Err(e) = &b_result {
             problems.push(format!("worker b's job did not finish: {e}"));
@@ -999,9 +1030,12 @@ impl<'a> Run<'a> {
         for w in self.workers.iter_mut() {
             w.send(&json!({"cmd": "status"}))?;
         }
-        wait_for(&mut self.workers, JOB_TIMEOUT, "both workers' `status`", |ws| {
-            ws.iter().all(|w| !w.statuses.is_empty())
-        })?;
+        wait_for(
+            &mut self.workers,
+            JOB_TIMEOUT,
+            "both workers' `status`",
+            |ws| ws.iter().all(|w| !w.statuses.is_empty()),
+        )?;
         Ok(())
     }
 
@@ -1043,9 +1077,12 @@ impl<'a> Run<'a> {
                                 || e.data.pid != w.child_pid()))
                 })
                 .count();
-            let labelled = fixture
-                .iter()
-                .all(|e| e.data.label.as_deref().is_some_and(|l| l.contains("local protocol fixture")));
+            let labelled = fixture.iter().all(|e| {
+                e.data
+                    .label
+                    .as_deref()
+                    .is_some_and(|l| l.contains("local protocol fixture"))
+            });
             if foreign > 0 {
                 problems.push(format!(
                     "worker {} received {foreign} event(s) of worker {}'s job",
@@ -1059,7 +1096,10 @@ impl<'a> Run<'a> {
                 ));
             }
             if !labelled {
-                problems.push(format!("worker {}'s fixture events are not all labelled as a local protocol fixture", w.name));
+                problems.push(format!(
+                    "worker {}'s fixture events are not all labelled as a local protocol fixture",
+                    w.name
+                ));
             }
             rows.push(json!({
                 "worker": w.name,
@@ -1091,7 +1131,9 @@ impl<'a> Run<'a> {
             self.observed[1].grandchild.as_ref().map(|p| p.pid),
         );
         if ga == gb {
-            problems.push(format!("both jobs report the same grandchild process {ga:?}"));
+            problems.push(format!(
+                "both jobs report the same grandchild process {ga:?}"
+            ));
         }
         self.checks.push(
             if problems.is_empty() {
@@ -1126,9 +1168,12 @@ impl<'a> Run<'a> {
             let target = self.specs[1 - i].data.display().to_string();
             self.workers[i].send(&json!({"cmd": "peek", "path": target}))?;
         }
-        wait_for(&mut self.workers, JOB_TIMEOUT, "both workers' `peek`", |ws| {
-            ws.iter().all(|w| !w.peeks.is_empty())
-        })?;
+        wait_for(
+            &mut self.workers,
+            JOB_TIMEOUT,
+            "both workers' `peek`",
+            |ws| ws.iter().all(|w| !w.peeks.is_empty()),
+        )?;
         let peeks: Vec<Value> = self
             .workers
             .iter()
@@ -1175,9 +1220,12 @@ impl<'a> Run<'a> {
         for w in self.workers.iter_mut() {
             let _ = w.send(&json!({"cmd": "stop"}));
         }
-        let _ = wait_for(&mut self.workers, STOP_TIMEOUT, "both workers' `stopped`", |ws| {
-            ws.iter().all(|w| w.stopped || w.closed)
-        });
+        let _ = wait_for(
+            &mut self.workers,
+            STOP_TIMEOUT,
+            "both workers' `stopped`",
+            |ws| ws.iter().all(|w| w.stopped || w.closed),
+        );
         let deadline = Instant::now() + STOP_TIMEOUT;
         let mut stops = Vec::new();
         let mut problems = Vec::new();
@@ -1357,7 +1405,10 @@ impl<'a> Run<'a> {
                 ));
             }
             if child_files == 0 {
-                problems.push(format!("worker {}'s job child wrote nothing under its data root", spec.name));
+                problems.push(format!(
+                    "worker {}'s job child wrote nothing under its data root",
+                    spec.name
+                ));
             }
             rows.push(json!({
                 "worker": spec.name,
