@@ -232,12 +232,12 @@ impl super::Gate for Suites {
                 checks.push(source_root_check(root, &folders));
                 before = Some(tree_digests(root)?);
             }
-            let (run, run_checks) = run_once(ctx, &opts, &staged, &private_config, plan)?;
+            let outcome = run_once(ctx, &opts, &staged, &private_config, plan)?;
             if record.pytest_version.is_none() {
-                record.pytest_version = run.1;
+                record.pytest_version = outcome.pytest_version;
             }
-            checks.extend(run_checks);
-            record.runs.push(run.0);
+            checks.extend(outcome.checks);
+            record.runs.push(outcome.run);
             if let (Some(root), Some(before)) = (&plan.source_root, before) {
                 let after = tree_digests(root)?;
                 checks.push(unchanged_check(plan.name, root, &before, &after));
@@ -248,15 +248,24 @@ impl super::Gate for Suites {
     }
 }
 
+/// What one run produced.
+struct RunOutcome {
+    /// The run as recorded in the evidence.
+    run: SuiteRun,
+    /// `pytest.__version__`, when the collection probe answered.
+    pytest_version: Option<String>,
+    /// The run's checks, in order.
+    checks: Vec<Check>,
+}
+
 /// Copies the staged tree, collects, runs pytest and judges one run.
-/// Returns the run record with the probe's pytest version, and the checks.
 fn run_once(
     ctx: &RunContext,
     opts: &SuitesOptions,
     staged: &Path,
     private_config: &Path,
     plan: &RunPlan,
-) -> Result<((SuiteRun, Option<String>), Vec<Check>), String> {
+) -> Result<RunOutcome, String> {
     let name = plan.name;
     let base = ctx.evidence_dir.join("roots").join("suites").join(name);
     let tree = base.join("source");
@@ -417,8 +426,11 @@ fn run_once(
         counts,
         testcases,
     };
-    let version = collection.ok().map(|c| c.pytest_version);
-    Ok(((run, version), checks))
+    Ok(RunOutcome {
+        run,
+        pytest_version: collection.ok().map(|c| c.pytest_version),
+        checks,
+    })
 }
 
 fn collected_check(run: &str, paths: &[String], collection: &Result<Collection, String>) -> Check {
@@ -943,7 +955,7 @@ fn parse_junit(
                                 b"failure" => 2,
                                 _ => 1,
                             };
-                            if p.result.as_ref().map_or(true, |r| r.0 < rank) {
+                            if !matches!(&p.result, Some(r) if r.0 >= rank) {
                                 p.result = Some((
                                     rank,
                                     String::from_utf8_lossy(kind).into_owned(),

@@ -78,3 +78,26 @@ pub fn worker_source(variant: Option<&Variant>) -> String {
     let tail = variant.map_or(GENUINE_LAUNCHER, |v| v.source);
     format!("{}\n\n{}", crate::python::WORKER, tail)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn genuine_source_ends_with_the_genuine_launcher() {
+        let src = worker_source(None);
+        assert!(src.starts_with(crate::python::WORKER));
+        assert!(src.ends_with(GENUINE_LAUNCHER));
+    }
+
+    #[test]
+    fn each_variant_subclasses_the_hooks_and_launches_itself() {
+        for v in VARIANTS {
+            let src = worker_source(Some(v));
+            assert!(v.source.contains("(Hooks):"), "{}", v.name);
+            assert!(v.source.trim_end().ends_with("Hooks())"), "{}", v.name);
+            assert!(v.source.contains("TEST-ONLY"), "{}", v.name);
+            assert!(!src.contains(GENUINE_LAUNCHER), "{}", v.name);
+        }
+    }
+}

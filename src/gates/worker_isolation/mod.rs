@@ -868,6 +868,7 @@ impl<'a> Run<'a> {
             "worker_state": self.workers[0].cancelled.clone().flatten(),
             "quiescent": q.quiet,
             "waited_ms": q.waited_ms,
+            "group_answers_signal_0": group_answers_signal_0(child.pgid),
             "live_after_wait": q.live,
             "escalation": escalation,
             "needed_kill": needed_kill,
@@ -1101,8 +1102,18 @@ impl<'a> Run<'a> {
                     w.name
                 ));
             }
+            let status = w.statuses.last();
+            if let Some(st) = status {
+                if st.daemons != [DISPLAY_ID] {
+                    problems.push(format!(
+                        "worker {}'s hub listed daemons {:?} after the jobs, expected exactly [{DISPLAY_ID}]",
+                        w.name, st.daemons
+                    ));
+                }
+            }
             rows.push(json!({
                 "worker": w.name,
+                "status_after_jobs": status,
                 "daemon_id": ready.daemon_id,
                 "hub_daemons": ready.daemons,
                 "conversation_id": CONVERSATION_ID,
@@ -1524,6 +1535,13 @@ fn role_of(o: &Observed, p: &ProcInfo, bwrap: bool) -> &'static str {
     } else {
         "other descendant"
     }
+}
+
+/// `kill(-pgid, 0)` succeeds: some member, zombies included, still exists.
+/// Recorded next to the `/proc` reading, which does not count zombies.
+fn group_answers_signal_0(pgid: i32) -> bool {
+    rustix::process::Pid::from_raw(pgid)
+        .is_some_and(|p| rustix::process::test_kill_process_group(p).is_ok())
 }
 
 fn proc_json(p: &ProcInfo) -> Value {

@@ -1,0 +1,352 @@
+//! Release reviewers and CI: `replay`, the in-toto statement, `--partition`
+//! and `merge`, and JUnit read back by a real JUnit consumer.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// Gates fast enough to run several times per test: everything up to the
+/// archives (tree-clean, stage, sdk-record, lbp-build, archive-members).
+const ONLY: &str = "archive-members";
+
+fn run_ok(repo: &Path, evidence: &Path, extra: &[&str]) -> Value {
+    let mut cmd = verifier();
+    cmd.arg("--repo")
+        .arg(repo)
+        .arg("--evidence")
+        .arg(evidence)
+        .args(["--only", ONLY])
+        .args(extra);
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout_text(&out),
+        stderr_text(&out)
+    );
+    read_evidence(evidence)
+}
+
+fn replay(evidence: &Path, extra: &[&str]) -> (i32, String) {
+    let out = verifier()
+        .arg("replay")
+        .arg("--evidence")
+        .arg(evidence)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        format!("{}{}", stdout_text(&out), stderr_text(&out)),
+    )
+}
+
+fn archive_paths(ev: &Value) -> Vec<String> {
+    ev["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["archive"]["path"].as_str().map(String::from))
+        .collect()
+}
+
+#[test]
+fn replay_matches_a_fresh_run_and_names_each_kind_of_tampering() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let ev = run_ok(&repo.root, &dir, &[]);
+    let archives = archive_paths(&ev);
+    assert_eq!(archives.len(), 3);
+
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("REPLAY OK"), "{text}");
+
+    // One flipped byte in one archive: named, by its digest row.
+    let target = dir.join(&archives[1]);
+    let original = std::fs::read(&target).unwrap();
+    let mut flipped = original.clone();
+    let at = flipped.len() / 2;
+    flipped[at] ^= 0x01;
+    std::fs::write(&target, &flipped).unwrap();
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains(&format!("{} sha256", archives[1])), "{text}");
+    assert!(
+        !text.contains(&format!("{} sha256: recorded", archives[0])),
+        "only the flipped archive differs: {text}"
+    );
+    std::fs::write(&target, &original).unwrap();
+    assert_eq!(replay(&dir, &[]).0, 0);
+
+    // An edited evidence.json: the sign-off digest no longer matches.
+    let json_path = dir.join("evidence.json");
+    let json = std::fs::read_to_string(&json_path).unwrap();
+    let edited = json.replacen("\"duration_ms\": ", "\"duration_ms\": 1", 1);
+    assert_ne!(edited, json);
+    std::fs::write(&json_path, &edited).unwrap();
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("sign-off evidence_sha256: recorded"),
+        "{text}"
+    );
+    std::fs::write(&json_path, &json).unwrap();
+
+    // A removed file is named as removed.
+    let log = dir.join("staging/source.tar");
+    let tar = std::fs::read(&log).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("file staging/source.tar: recorded"), "{text}");
+    assert!(text.contains("removed"), "{text}");
+    std::fs::write(&log, tar).unwrap();
+}
+
+#[test]
+fn replay_with_the_repository_rebuilds_and_accepts_only_the_build_clock_difference() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    run_ok(&repo.root, &dir, &[]);
+    let before = tree_snapshot(&repo.root);
+    // Cross a second boundary so the rebuild's clock differs from the build's.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let out = verifier()
+        .arg("replay")
+        .arg("--evidence")
+        .arg(&dir)
+        .arg("--repo")
+        .arg(&repo.root)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout_text(&out),
+        stderr_text(&out)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = doc["rows"].as_array().unwrap();
+    let row = |item: &str| {
+        rows.iter()
+            .find(|r| r["item"] == item)
+            .unwrap_or_else(|| panic!("no row {item}: {doc}"))
+    };
+    assert_eq!(row("commit exists")["matches"], "yes");
+    assert_eq!(row("git archive sha256")["matches"], "yes");
+    for folder in ["acp-agent-runner", "claude-code-agent", "codex-agent"] {
+        assert_eq!(
+            row(&format!("rebuild {folder} content digest"))["matches"],
+            "yes"
+        );
+        // 2.1 s apart, the manifest's ZIP timestamp differs: verified as the build clock.
+        assert_eq!(
+            row(&format!("rebuild {folder} archive sha256"))["matches"],
+            "build-clock",
+            "{doc}"
+        );
+    }
+    assert_eq!(
+        tree_snapshot(&repo.root),
+        before,
+        "replay must not touch the repository"
+    );
+}
+
+#[test]
+fn statement_is_an_unsigned_in_toto_v1_test_result_naming_every_archive() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let ev = run_ok(&repo.root, &dir, &[]);
+    let text = std::fs::read_to_string(dir.join("statement.intoto.json")).unwrap();
+    let st: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(st["_type"], "https://in-toto.io/Statement/v1");
+    assert_eq!(
+        st["predicateType"],
+        "https://in-toto.io/attestation/test-result/v0.1"
+    );
+    assert!(
+        st.get("payloadType").is_none() && st.get("signatures").is_none(),
+        "no DSSE envelope: {st}"
+    );
+    let subjects = st["subject"].as_array().unwrap();
+    for c in ev["candidates"].as_array().unwrap() {
+        let path = c["archive"]["path"].as_str().unwrap();
+        let name = path.rsplit('/').next().unwrap();
+        let s = subjects
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not a subject: {st}"));
+        assert_eq!(s["digest"]["sha256"], c["archive"]["sha256"]);
+    }
+    assert!(
+        subjects
+            .iter()
+            .any(|s| s["digest"]["gitCommit"] == ev["source"]["commit"]),
+        "{st}"
+    );
+    assert_eq!(st["predicate"]["result"], "PASSED");
+    assert!(st["predicate"]["failedTests"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert!(
+        st["predicate"]["passedTests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "stage/blob-ids"),
+        "{st}"
+    );
+    assert_eq!(ev["attestation"]["signed"], false);
+    assert_eq!(ev["sign_off"]["archives_signed"], false);
+    let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).unwrap();
+    assert!(sums.contains("  statement.intoto.json\n"), "{sums}");
+}
+
+#[test]
+fn partitions_merged_equal_an_unpartitioned_run() {
+    let repo = fixture_repo(&[]);
+    let (_k0, whole) = evidence_dir();
+    let (_k1, p1) = evidence_dir();
+    let (_k2, p2) = evidence_dir();
+    let (_k3, merged) = evidence_dir();
+    let full = run_ok(&repo.root, &whole, &[]);
+    let e1 = run_ok(&repo.root, &p1, &["--partition", "1/2"]);
+    let e2 = run_ok(&repo.root, &p2, &["--partition", "2/2"]);
+    let n1 = e1["candidates"].as_array().unwrap().len();
+    let n2 = e2["candidates"].as_array().unwrap().len();
+    assert_eq!(
+        (n1 + n2, n1 > 0, n2 > 0),
+        (3, true, true),
+        "every candidate in exactly one share"
+    );
+
+    let out = verifier()
+        .arg("merge")
+        .arg("--into")
+        .arg(&merged)
+        .arg(&p1)
+        .arg(&p2)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout_text(&out),
+        stderr_text(&out)
+    );
+    let m = read_evidence(&merged);
+    assert_eq!(m["verdict"], full["verdict"]);
+    let digests = |ev: &Value| -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = ev["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["folder"].as_str().unwrap().to_string(),
+                    c["archive"]["content_digest"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(digests(&m), digests(&full));
+    assert_eq!(m["merged_from"].as_array().unwrap().len(), 2);
+    for g in m["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["required"] == true)
+    {
+        let f = gate(&full, g["id"].as_str().unwrap());
+        assert_eq!(g["result"], f["result"], "gate {}", g["id"]);
+    }
+    // The merged directory replays on its own.
+    let (code, text) = replay(&merged, &[]);
+    assert_eq!(code, 0, "{text}");
+
+    // The same share twice is refused, and nothing is written.
+    let (_k4, bad) = evidence_dir();
+    let out = verifier()
+        .arg("merge")
+        .arg("--into")
+        .arg(&bad)
+        .arg(&p1)
+        .arg(&p1)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_text(&out).contains("exactly once"),
+        "{}",
+        stderr_text(&out)
+    );
+    assert!(!bad.exists());
+}
+
+#[test]
+fn junit_is_read_back_by_a_real_junit_consumer() {
+    let repo = fixture_repo(&["drifted-shared-copy"]);
+    let (_keep, dir) = evidence_dir();
+    let out = verifier()
+        .arg("--repo")
+        .arg(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .args(["--only", "shared-copies"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let ev = read_evidence(&dir);
+    let expected_cases: usize = ev["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["checks"].as_array().unwrap().len().max(1))
+        .sum();
+    let expected_failures: usize = ev["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["checks"].as_array().unwrap())
+        .filter(|c| c["result"] == "fail")
+        .count();
+    // junitparser (PyPI), installed into the test venv by `cargo xtask sdk`.
+    let script = r#"
+import sys
+from junitparser import JUnitXml, Failure
+xml = JUnitXml.fromfile(sys.argv[1])
+cases = failures = 0
+for suite in xml:
+    for case in suite:
+        cases += 1
+        if any(isinstance(r, Failure) for r in case.result):
+            failures += 1
+            assert case.classname == suite.name, (case.classname, suite.name)
+            assert case.result[0].text, "failure detail must be in the element body"
+print(cases, failures)
+"#;
+    let out = std::process::Command::new(python())
+        .args(["-I", "-c", script])
+        .arg(dir.join("junit.xml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.trim(), format!("{expected_cases} {expected_failures}"));
+    assert!(expected_failures >= 1);
+}
