@@ -783,16 +783,17 @@ impl LongChild {
             already_exited: self.try_wait().is_some(),
             ..StopReport::default()
         };
-        if !report.already_exited || group_alive(self.pgid) {
+        // Zombies waiting for init are not counted (see `live_group_members`).
+        if !report.already_exited || !live_group_members(self.pgid).is_empty() {
             report.term_sent = kill_process_group(self.pgid, Signal::TERM).is_ok();
             let deadline = Instant::now() + GRACE;
             while Instant::now() < deadline {
-                if self.try_wait().is_some() && !group_alive(self.pgid) {
+                if self.try_wait().is_some() && live_group_members(self.pgid).is_empty() {
                     break;
                 }
                 std::thread::sleep(POLL);
             }
-            if self.try_wait().is_none() || group_alive(self.pgid) {
+            if self.try_wait().is_none() || !live_group_members(self.pgid).is_empty() {
                 report.kill_needed = true;
                 let _ = kill_process_group(self.pgid, Signal::KILL);
             }
@@ -853,6 +854,51 @@ mod tests {
             log_stem: dir.join("logs/child"),
             stdin: None,
         }
+    }
+
+    #[test]
+    fn long_child_exchanges_lines_and_stop_ends_its_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = spawn_long(&LongSpec {
+            program: "/bin/sh".into(),
+            args: vec![
+                "-c".into(),
+                "sleep 600 & echo $! > gc.pid; while read l; do echo got-$l; done".into(),
+                "s3cret-arg".into(),
+            ],
+            cwd: dir.path().to_path_buf(),
+            env: base_env(),
+            log_stem: dir.path().join("logs/long"),
+            redact: vec!["s3cret".into()],
+        })
+        .unwrap();
+        child.send_line("one").unwrap();
+        assert_eq!(child.recv_line(Duration::from_secs(10)).unwrap(), "got-one");
+        let report = child.stop();
+        assert!(!report.already_exited && report.term_sent, "{report:?}");
+        assert!(!report.kill_needed, "{report:?}");
+        let pid: i32 = fs::read_to_string(dir.path().join("gc.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            !crate::isolation::procfs::read(pid).is_some_and(|p| !p.exited()),
+            "the group's other member {pid} survived stop"
+        );
+        let logs = dir.path().join("logs");
+        assert_eq!(
+            fs::read_to_string(logs.join("long.stdin")).unwrap(),
+            "one\n"
+        );
+        assert!(fs::read_to_string(logs.join("long.stdout"))
+            .unwrap()
+            .contains("got-one"));
+        let cmd = fs::read_to_string(logs.join("long.cmd")).unwrap();
+        assert!(
+            !cmd.contains("s3cret") && cmd.contains("<redacted>-arg"),
+            "{cmd}"
+        );
     }
 
     #[test]

@@ -390,3 +390,21 @@ fn readme_gives_the_two_setup_commands_and_names_every_gate() {
         );
     }
 }
+
+#[test]
+fn readme_profile_example_is_a_valid_profile() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).expect("README.md");
+    let section = readme
+        .split("## Profiles")
+        .nth(1)
+        .expect("README has a `## Profiles` section");
+    let example = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("the Profiles section has a ```toml example");
+    let profile = verify_coding_candidates::profile::parse(example, "README.md example")
+        .unwrap_or_else(|e| panic!("README.md's profile example is not a valid profile: {e}"));
+    assert_eq!(profile.sdk.version(), "0.6.0b5");
+}

@@ -474,6 +474,45 @@ fn a_listener_accepting_any_token_fails_token_separation() {
 }
 
 #[test]
+fn under_bwrap_the_pid_namespace_contains_a_setsid_escape_at_teardown() {
+    // The escaped grandchild still outlives its job's cancellation (that is
+    // a finding), but it dies with its worker's pid namespace: no residue.
+    let run = run_gate("bwrap", &[(VARIANT_VAR, "setsid-escape")]);
+    assert_eq!(run.code, 1);
+    assert_eq!(result(&run, "cancel-quiescence"), "fail");
+    let escaped = observed(&run, "cancel-quiescence")["escaped_group"]
+        .as_array()
+        .unwrap();
+    assert_eq!(escaped.len(), 1, "{escaped:?}");
+    assert_eq!(
+        result(&run, "teardown"),
+        "pass",
+        "{}",
+        detail(&run, "teardown")
+    );
+    assert_eq!(observed(&run, "teardown")["verdict"], "CLEAN");
+}
+
+#[test]
+fn under_bwrap_a_leaking_worker_finds_no_harness_environment_to_leak() {
+    // Its parent is bwrap's own init in a new pid namespace, whose
+    // environment bwrap already cleared.
+    let canary = format!("test-canary-{}", std::process::id());
+    let run = run_gate(
+        "bwrap",
+        &[(VARIANT_VAR, "leak-env"), (CANARY_NAME, &canary)],
+    );
+    assert_eq!(
+        result(&run, "environment-allowlist"),
+        "pass",
+        "{}",
+        detail(&run, "environment-allowlist")
+    );
+    assert_eq!(result(&run, "test-hook"), "warn");
+    assert_eq!(gate_result(&run.evidence, GATE), "pass");
+}
+
+#[test]
 fn an_unknown_test_variant_is_a_gate_error() {
     let run = run_gate("process", &[(VARIANT_VAR, "no-such-variant")]);
     assert_eq!(run.code, 1);

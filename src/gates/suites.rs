@@ -74,8 +74,6 @@ struct CollectedItem {
 #[derive(Debug, Deserialize)]
 struct XfailMark {
     strict: Option<bool>,
-    #[allow(dead_code)]
-    reason: Option<String>,
     error: Option<String>,
 }
 

@@ -769,7 +769,7 @@ impl<'a> Run<'a> {
                     None,
                     format!(
                         "neither the harness canary {CANARY_NAME} nor any other variable of the harness's own \
-                         environment (PATH, LANG, TZ aside) is in any of the {} processes of the two workers' \
+                         environment (other than the allowlisted names) is in any of the {} processes of the two workers' \
                          trees (workers, job children, grandchildren); each worker's environment holds only \
                          allowlisted variables",
                         rows.len()
