@@ -20,7 +20,8 @@ const SDK_REQUIREMENT: &str = "langbot-plugin==0.6.0b5";
 /// The version `SDK_REQUIREMENT` pins.
 const SDK_VERSION: &str = "0.6.0b5";
 /// Everything `pip install` is asked for, in order.
-const SDK_PACKAGES: &[&str] = &[SDK_REQUIREMENT, "pytest", "pytest-asyncio"];
+/// `junitparser` is the JUnit consumer the tests read `junit.xml` back with.
+const SDK_PACKAGES: &[&str] = &[SDK_REQUIREMENT, "pytest", "pytest-asyncio", "junitparser"];
 /// Written into the venv once provisioning finished; its content is the
 /// package list, so a changed list re-provisions.
 const STAMP: &str = ".vcc-sdk-stamp";
@@ -33,6 +34,8 @@ commands:
   demo     build the verifier and certify a copy of fixtures/candidate-repo; keep and print the paths
   test     provision the SDK, then `cargo test --workspace` with PYTHON set (extra args go to cargo test)
   schema   write evidence-schema/v1/evidence.schema.json from the evidence types
+  man      write the man page to target/man/verify-coding-candidates.1
+  completions  write shell completions (bash, zsh, fish, elvish, powershell) to target/completions/
 
 environment:
   VCC_BASE_PYTHON  interpreter used to create the venv (default: python3 on PATH)
@@ -50,6 +53,16 @@ fn main() -> ExitCode {
         Some("demo") => demo(),
         Some("test") => test(&rest),
         Some("schema") => schema().map(|_| 0),
+        Some("man") => man(&target_dir().join("man")).map(|p| {
+            println!("{}", p.display());
+            0
+        }),
+        Some("completions") => completions(&target_dir().join("completions")).map(|paths| {
+            for p in paths {
+                println!("{}", p.display());
+            }
+            0
+        }),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(0)
@@ -384,4 +397,51 @@ fn schema() -> Result<()> {
     eprintln!("schema: wrote {}", path.display());
     println!("{}", path.display());
     Ok(())
+}
+
+/// `cargo xtask man`: renders the CLI's man page (roff) into `dir`.
+fn man(dir: &Path) -> Result<PathBuf> {
+    use clap::CommandFactory;
+    std::fs::create_dir_all(dir)?;
+    let cmd = verify_coding_candidates::cli::Cli::command();
+    let path = dir.join("verify-coding-candidates.1");
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut out)?;
+    std::fs::write(&path, out).with_context(|| format!("write {}", path.display()))?;
+    eprintln!("man: wrote {} (view with `man -l {}`)", path.display(), path.display());
+    Ok(path)
+}
+
+/// `cargo xtask completions`: writes one completion script per shell into `dir`.
+fn completions(dir: &Path) -> Result<Vec<PathBuf>> {
+    use clap::CommandFactory;
+    use clap_complete::Shell;
+    std::fs::create_dir_all(dir)?;
+    let mut paths = Vec::new();
+    for shell in [Shell::Bash, Shell::Zsh, Shell::Fish, Shell::Elvish, Shell::PowerShell] {
+        let mut cmd = verify_coding_candidates::cli::Cli::command();
+        let path = clap_complete::generate_to(shell, &mut cmd, "verify-coding-candidates", dir)
+            .with_context(|| format!("write {shell} completions into {}", dir.display()))?;
+        eprintln!("completions: wrote {}", path.display());
+        paths.push(path);
+    }
+    Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn man_page_and_completions_cover_the_subcommands() {
+        let dir = std::env::temp_dir().join(format!("vcc-xtask-test-{}", std::process::id()));
+        let page = std::fs::read_to_string(man(&dir.join("man")).unwrap()).unwrap();
+        assert!(page.contains(".TH verify-coding-candidates"), "{page}");
+        assert!(page.contains("replay") && page.contains("merge") && page.contains("\\-\\-evidence"), "{page}");
+        let paths = completions(&dir.join("completions")).unwrap();
+        assert_eq!(paths.len(), 5);
+        let bash = std::fs::read_to_string(dir.join("completions/verify-coding-candidates.bash")).unwrap();
+        assert!(bash.contains("--partition") && bash.contains("replay"), "bash completion lacks flags");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
