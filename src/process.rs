@@ -778,11 +778,11 @@ impl LongChild {
         if let Some(r) = &self.stop_report {
             return r.clone();
         }
-        self.stdin = None;
         let mut report = StopReport {
             already_exited: self.try_wait().is_some(),
             ..StopReport::default()
         };
+        self.stdin = None;
         // Zombies waiting for init are not counted (see `live_group_members`).
         if !report.already_exited || !live_group_members(self.pgid).is_empty() {
             report.term_sent = kill_process_group(self.pgid, Signal::TERM).is_ok();
@@ -883,7 +883,7 @@ mod tests {
             .parse()
             .unwrap();
         assert!(
-            !crate::isolation::procfs::read(pid).is_some_and(|p| !p.exited()),
+            crate::isolation::procfs::read(pid).is_none_or(|p| p.exited()),
             "the group's other member {pid} survived stop"
         );
         let logs = dir.path().join("logs");
