@@ -108,6 +108,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             archive: None,
             admission: None,
             dependencies: None,
+            discovery: None,
         })
         .collect();
     let sdk = Sdk {

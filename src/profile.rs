@@ -500,8 +500,10 @@ mod tests {
         let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
         assert_eq!(p.discovery.health_timeout_secs, 60);
         assert!(p.discovery.vendor_fixtures.is_empty());
+        // `[discovery]` is the built-in profile's last table.
         let good = format!(
-            "{BUILTIN_CODING_RUNNERS}\n[discovery]\nhealth_timeout_secs = 5\n[[discovery.vendor_fixture]]\ncandidate = \"Runner/codex-agent\"\ncommand = \"codex\"\nprogram = \"Runner/certification-tests/bin/codex\"\n"
+            "{}\n[[discovery.vendor_fixture]]\ncandidate = \"Runner/codex-agent\"\ncommand = \"codex\"\nprogram = \"Runner/certification-tests/bin/codex\"\n",
+            BUILTIN_CODING_RUNNERS.replace("health_timeout_secs = 60", "health_timeout_secs = 5")
         );
         let p = parse(&good, "x.toml").unwrap();
         assert_eq!(p.discovery.health_timeout_secs, 5);

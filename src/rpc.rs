@@ -367,7 +367,7 @@ impl HostClient {
     /// When the connection fails.
     pub fn pump(&mut self, duration: Duration) -> Result<(), String> {
         let deadline = Instant::now() + duration;
-        while Instant::now() < deadline {
+        while Instant::now() < deadline && !crate::interrupt::requested() {
             if let Some(msg) = self.read_message()? {
                 self.dispatch(msg, None)?;
             }
@@ -410,6 +410,11 @@ impl HostClient {
         action: &str,
     ) -> Result<Option<Response>, String> {
         loop {
+            if crate::interrupt::requested() {
+                return Err(format!(
+                    "{action}: interrupted while waiting for the runtime"
+                ));
+            }
             if Instant::now() >= deadline {
                 return Err(format!(
                     "{action}: no response from the runtime before the deadline"

@@ -331,6 +331,50 @@ pub struct CandidateRecord {
     /// gate), once run.
     #[serde(default)]
     pub dependencies: Option<DependencyRecord>,
+    /// What the SDK runtime did with the archive over RPC (`discovery-rpc`
+    /// gate), once run.
+    #[serde(default)]
+    pub discovery: Option<DiscoveryRecord>,
+}
+
+/// What the genuine SDK runtime (`python -m langbot_plugin.cli rt`) did with
+/// one archive over its WebSocket control protocol (`discovery-rpc` gate).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoveryRecord {
+    /// The installation binding's `installation_uuid` (random per run).
+    pub installation_uuid: String,
+    /// The binding's `artifact_digest`: the archive's sha256, as sent.
+    pub artifact_digest: String,
+    /// sha256 hex of the bytes uploaded in `__file_chunk`s, computed while
+    /// streaming them; `null` when the upload did not complete.
+    pub uploaded_sha256: Option<String>,
+    /// The plugin's `status` in `list_plugins` (`initialized` on success);
+    /// `null` when the runtime never listed it.
+    pub status: Option<String>,
+    /// Components `list_plugins` reports, as `Kind/name`, sorted.
+    pub components: Vec<String>,
+    /// One entry per Runner component probed with `run_runner`.
+    pub runners: Vec<RunnerReplyRecord>,
+    /// Why the plugin did not initialize, with the runtime's message.
+    pub failure: Option<String>,
+}
+
+/// One `run_runner` probe. The reply is a local protocol fixture, never a
+/// vendor call.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerReplyRecord {
+    /// `runner_name`.
+    pub runner: String,
+    /// The `type` of every streamed result, in order (`run.completed`, ...).
+    pub result_types: Vec<String>,
+    /// The assistant message of `run.completed`, if any.
+    pub reply: Option<String>,
+    /// The request's error or the run's failure, if any.
+    pub error: Option<String>,
+    /// Always `local protocol fixture, not a vendor call`.
+    pub label: String,
 }
 
 /// What the SDK's host-side admission did with one archive

@@ -24,7 +24,7 @@ mod survey;
 pub use host::main as host_main;
 
 use crate::context::RunContext;
-use crate::evidence::Check;
+use crate::evidence::{Check, DiscoveryRecord, RunnerReplyRecord};
 use crate::netns::{self, NetKind, NetPlan};
 use crate::process::{self, ChildSpec};
 use crate::{hash, interrupt};
@@ -85,8 +85,10 @@ impl super::Gate for DiscoveryRpc {
         if candidates.is_empty() {
             return Ok(checks);
         }
+        let marker = host::random_token()?;
         let mut env = ctx.child_env(&home, &tmp);
-        install_vendor_fixtures(ctx, &roots, &mut env, &mut checks);
+        env.insert(survey::MARKER_NAME.into(), marker.clone());
+        let vendor = install_vendor_fixtures(ctx, &roots, &mut env);
 
         let opts = &ctx.profile.profile.discovery;
         let plan = netns::plan(&log_dir, &process::base_env());
@@ -98,6 +100,7 @@ impl super::Gate for DiscoveryRpc {
             data_root,
             roots: roots.clone(),
             env,
+            marker,
             log_dir: log_dir.clone(),
             result_path: log_dir.join("host-result.json"),
             net: plan.kind.clone(),
@@ -116,9 +119,18 @@ impl super::Gate for DiscoveryRpc {
             .map_err(|e| format!("{}: cannot write: {e}", spec_path.display()))?;
 
         let outcome = run_host(&plan, &spec_path, &host_spec);
-        // Whatever happened, nothing of the run may outlive the gate.
-        let survivors = survey::scan(&roots, &[]);
-        let still_alive = survey::kill_all(&survivors, Duration::from_secs(5));
+        let result: Option<HostResult> = std::fs::read(&host_spec.result_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        // Whatever happened, nothing of the run may outlive the gate: the
+        // runtime's group (if the host reported it), the marker, the roots.
+        let pgids: Vec<i32> = result
+            .as_ref()
+            .and_then(|r| r.runtime.pid)
+            .map(|p| p as i32)
+            .into_iter()
+            .collect();
+        let survivors = survey::survey_and_stop(&roots, &pgids, &host_spec.marker, process::GRACE);
         let host_out = match outcome {
             Err(e) if interrupt::requested() => {
                 let _ = e;
@@ -127,9 +139,6 @@ impl super::Gate for DiscoveryRpc {
             Err(e) => return Err(format!("{ID}: could not run the host process: {e}")),
             Ok(out) => out,
         };
-        let result: Option<HostResult> = std::fs::read(&host_spec.result_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
         let Some(result) = result else {
             checks.push(Check::fail(
                 "host",
@@ -143,11 +152,18 @@ impl super::Gate for DiscoveryRpc {
                     host_out.logs.1.display()
                 ),
             ));
-            checks.push(teardown_check(None, &survivors, &still_alive));
+            checks.extend(vendor_checks(&vendor, None));
+            checks.push(teardown_check(None, &survivors));
             return Ok(checks);
         };
+        checks.extend(vendor_checks(&vendor, Some(&result)));
         checks.extend(result_checks(&plan, &host_spec, &result));
-        checks.push(teardown_check(Some(&result), &survivors, &still_alive));
+        for o in &result.candidates {
+            if let Some(record) = ctx.record_mut(&o.folder) {
+                record.discovery = Some(discovery_record(o));
+            }
+        }
+        checks.push(teardown_check(Some(&result), &survivors));
         Ok(checks)
     }
 }
@@ -239,67 +255,165 @@ fn host_candidates(ctx: &RunContext, checks: &mut Vec<Check>) -> Vec<HostCandida
     out
 }
 
-/// Copies each profile vendor fixture into `roots/bin/<command>` and puts
-/// that folder first on the runtime's `PATH`.
+/// A vendor fixture as installed for the run.
+struct VendorInstall {
+    folder: String,
+    command: String,
+    program: String,
+    /// sha256 of the installed copy, or why it could not be installed.
+    installed: Result<String, String>,
+}
+
+/// Copies each profile vendor fixture of a selected candidate into
+/// `roots/bin/<command>` and puts that folder first on the runtime's `PATH`.
 fn install_vendor_fixtures(
     ctx: &RunContext,
     roots: &Path,
     env: &mut BTreeMap<String, String>,
-    checks: &mut Vec<Check>,
-) {
-    let fixtures = &ctx.profile.profile.discovery.vendor_fixtures;
-    if fixtures.is_empty() {
-        return;
-    }
-    let bin = roots.join("bin");
-    let _ = std::fs::create_dir_all(&bin);
+) -> Vec<VendorInstall> {
     let selected: Vec<&str> = ctx
         .candidate_specs()
         .iter()
         .map(|c| c.path.as_str())
         .collect();
-    for f in fixtures
+    let fixtures: Vec<_> = ctx
+        .profile
+        .profile
+        .discovery
+        .vendor_fixtures
         .iter()
         .filter(|f| selected.contains(&f.candidate.as_str()))
-    {
-        let folder = f.candidate.rsplit('/').next().unwrap_or(&f.candidate);
+        .collect();
+    if fixtures.is_empty() {
+        return Vec::new();
+    }
+    let bin = roots.join("bin");
+    let mut out = Vec::new();
+    for f in fixtures {
         let mut source = ctx.staging_source();
         for part in f.program.split('/') {
             source.push(part);
         }
         let target = bin.join(&f.command);
-        let copied = std::fs::copy(&source, &target).and_then(|_| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+        let installed = std::fs::create_dir_all(&bin)
+            .and_then(|()| std::fs::copy(&source, &target))
+            .and_then(|_| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+            })
+            .and_then(|()| hash::sha256_file(&target).map(|d| d.hex()))
+            .map_err(|e| format!("{}: {e}", source.display()));
+        out.push(VendorInstall {
+            folder: f
+                .candidate
+                .rsplit('/')
+                .next()
+                .unwrap_or(&f.candidate)
+                .to_string(),
+            command: f.command.clone(),
+            program: f.program.clone(),
+            installed,
         });
-        match copied {
-            Ok(()) => {
-                let sha = hash::sha256_file(&target).map(|d| d.hex()).unwrap_or_default();
-                checks.push(
-                    Check::pass(
-                        "vendor-fixture",
-                        Some(folder),
-                        format!(
-                            "{} from the staged commit is `{}` first on the runtime's PATH ({}); whatever it answers is a {FIXTURE_LABEL}",
-                            f.program, f.command, FIXTURE_LABEL
-                        ),
-                    )
-                    .with_observed(json!({"command": f.command, "program": f.program, "sha256": sha, "bin": bin})),
-                );
-            }
-            Err(e) => checks.push(Check::fail(
-                "vendor-fixture",
-                Some(folder),
-                format!(
-                    "{}: cannot install the vendor fixture `{}` from the staged commit: {e}; expected the profile's discovery.vendor_fixture program to exist in the commit",
-                    source.display(),
-                    f.command
-                ),
-            )),
-        }
     }
     let path = env.get("PATH").cloned().unwrap_or_default();
     env.insert("PATH".into(), format!("{}:{path}", bin.display()));
+    out
+}
+
+/// One check per vendor fixture: installed from the commit, and whether the
+/// plugin's worker could find it on its `PATH` (observed in `/proc`).
+fn vendor_checks(installs: &[VendorInstall], result: Option<&HostResult>) -> Vec<Check> {
+    installs
+        .iter()
+        .map(|v| {
+            let folder = v.folder.as_str();
+            let worker = result
+                .and_then(|r| r.candidates.iter().find(|o| o.folder == v.folder))
+                .and_then(|o| o.worker.as_ref());
+            let observed = json!({
+                "command": v.command, "program": v.program,
+                "sha256": v.installed.as_ref().ok(), "worker_env_names": worker.map(|w| &w.env_names),
+            });
+            match (&v.installed, worker) {
+                (Err(e), _) => Check::fail(
+                    "vendor-fixture",
+                    Some(folder),
+                    format!(
+                        "cannot install the vendor fixture `{}` from the staged commit: {e}; expected the profile's discovery.vendor_fixture program {} to exist in the commit",
+                        v.command, v.program
+                    ),
+                ),
+                (Ok(_), Some(w)) if !w.env_names.iter().any(|n| n == "PATH") => Check::warn(
+                    "vendor-fixture",
+                    Some(folder),
+                    format!(
+                        "{} is `{}` first on the runtime's PATH, but the SDK started this plugin's worker (pid {}) with no PATH at all (its variables: {}); a plugin that looks `{}` up on PATH gets Python's default search path instead, so the fixture is not what it would run; whatever a fixture answers is a {FIXTURE_LABEL}",
+                        v.program,
+                        v.command,
+                        w.pid,
+                        w.env_names.join(", "),
+                        v.command
+                    ),
+                ),
+                (Ok(_), _) => Check::pass(
+                    "vendor-fixture",
+                    Some(folder),
+                    format!(
+                        "{} from the staged commit is `{}` first on the runtime's PATH; whatever it answers is a {FIXTURE_LABEL}",
+                        v.program, v.command
+                    ),
+                ),
+            }
+            .with_observed(observed)
+        })
+        .collect()
+}
+
+/// The candidate's facts for `evidence.json`'s `candidates[].discovery`.
+fn discovery_record(o: &CandidateOutcome) -> DiscoveryRecord {
+    DiscoveryRecord {
+        installation_uuid: o.binding["installation_uuid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        artifact_digest: o.binding["artifact_digest"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        uploaded_sha256: o.uploaded_sha256.clone(),
+        status: o.status.clone(),
+        components: o
+            .listed_components
+            .iter()
+            .map(ComponentId::to_string)
+            .collect(),
+        runners: o
+            .runner_probes
+            .iter()
+            .map(|p| RunnerReplyRecord {
+                runner: p.runner.clone(),
+                result_types: p.result_types.clone(),
+                reply: p.reply.clone(),
+                error: p.error.clone(),
+                label: FIXTURE_LABEL.into(),
+            })
+            .collect(),
+        failure: o
+            .failure
+            .as_ref()
+            .map(|f| {
+                match o
+                    .runtime_messages
+                    .iter()
+                    .rev()
+                    .find(|m| !m.starts_with('['))
+                {
+                    Some(m) => format!("{f}; the runtime's message: {m}"),
+                    None => f.clone(),
+                }
+            })
+            .or_else(|| o.upload_error.clone()),
+    }
 }
 
 fn result_checks(plan: &NetPlan, spec: &HostSpec, r: &HostResult) -> Vec<Check> {
@@ -426,7 +540,7 @@ fn network_check(plan: &NetPlan, r: &HostResult) -> Check {
             "network-isolation",
             None,
             format!(
-                "no private network namespace could be created ({}); the runtime's control server bound 0.0.0.0:{} and its debug server 0.0.0.0:{} on this machine's network while the gate ran (the control server required the token; see control-token); run as root or allow unprivileged user namespaces to keep them on a private loopback",
+                "no private network namespace could be created ({}); the runtime's control server bound 0.0.0.0:{} and its debug server 0.0.0.0:{} on this machine's network while the gate ran (the control server required the token; see control-token); to keep them on a private loopback, provide `unshare` (util-linux) and `ip` (iproute2) and run as root or allow unprivileged user namespaces",
                 plan.attempts.join("; "),
                 r.runtime.control_port,
                 r.runtime.debug_port
@@ -504,11 +618,12 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
                 && i.installation_uuid.as_deref() == o.binding["installation_uuid"].as_str()
         })
         .count();
-    let initialized = o.status.as_deref() == Some("initialized") && o.failure.is_none();
+    let still = o.final_status.as_deref() == Some("initialized");
+    let initialized = o.status.as_deref() == Some("initialized") && o.failure.is_none() && still;
     let init_observed = json!({
-        "plugin": plugin, "status": o.status, "init_ms": o.init_ms,
+        "plugin": plugin, "status": o.status, "final_status": o.final_status, "init_ms": o.init_ms,
         "worker_failures": o.worker_failures, "get_plugin_settings_answered": settings_calls,
-        "runtime_messages": o.runtime_messages, "removed": o.removed,
+        "runtime_messages": o.runtime_messages, "removed": o.removed, "worker": o.worker,
     });
     if !initialized {
         let message = o
@@ -525,7 +640,10 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
                 Some(folder),
                 format!(
                     "plugin {plugin} ({folder}) was not initialized by the runtime: {}; the runtime's message: {message}; expected list_plugins to show it `initialized`; fix the plugin (for example its manifest's execution.python path/attr) and see {} for the runtime's log",
-                    o.failure.as_deref().unwrap_or("unknown reason"),
+                    o.failure.clone().unwrap_or_else(|| format!(
+                        "it was `initialized`, but after every candidate was installed list_plugins showed it {}",
+                        o.final_status.as_deref().unwrap_or("no longer listed")
+                    )),
                     r.runtime.log.display()
                 ),
             )
@@ -538,7 +656,7 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
             "initialized",
             Some(folder),
             format!(
-                "list_plugins shows {plugin} `initialized` {} ms after apply_plugin_installation; the runtime asked the host for its settings (get_plugin_settings) {settings_calls} time(s)",
+                "list_plugins shows {plugin} `initialized` {} ms after apply_plugin_installation and still after every candidate was installed; the runtime asked the host for its settings (get_plugin_settings) {settings_calls} time(s)",
                 o.init_ms.unwrap_or(0)
             ),
         )
@@ -637,11 +755,7 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
     }
 }
 
-fn teardown_check(
-    r: Option<&HostResult>,
-    gate_survivors: &[spec::Survivor],
-    still_alive: &[u32],
-) -> Check {
+fn teardown_check(r: Option<&HostResult>, gate_survivors: &[spec::Survivor]) -> Check {
     let t = r.and_then(|r| r.teardown.as_ref());
     let mut problems = Vec::new();
     match t {
@@ -649,13 +763,13 @@ fn teardown_check(
         Some(t) => {
             if !t.group_empty {
                 problems.push(
-                    "the runtime's process group still had members after TERM, grace and KILL"
+                    "the runtime's process group still had live members after TERM, grace and KILL"
                         .into(),
                 );
             }
             if !t.survivors.is_empty() {
                 problems.push(format!(
-                    "after the group stop, processes tied to the private roots were still alive and were killed: {}",
+                    "after the runtime's group was stopped, processes tied to the run were still alive: {}",
                     describe(&t.survivors)
                 ));
             }
@@ -663,23 +777,29 @@ fn teardown_check(
     }
     if !gate_survivors.is_empty() {
         problems.push(format!(
-            "after the host exited, processes tied to the private roots were still alive and were killed: {}",
+            "after the host exited, processes tied to the run were still alive: {}",
             describe(gate_survivors)
         ));
     }
-    if !still_alive.is_empty() {
-        problems.push(format!("RESIDUE: pids {still_alive:?} survived SIGKILL"));
+    let residue: Vec<i32> = t
+        .map(|t| t.survivors.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .chain(gate_survivors)
+        .filter(|s| s.stopped_by == "still running after KILL")
+        .map(|s| s.pid)
+        .collect();
+    if !residue.is_empty() {
+        problems.push(format!("RESIDUE: pids {residue:?} survived SIGKILL"));
     }
-    let observed = json!({
-        "teardown": t, "gate_survey": gate_survivors, "residue": still_alive,
-    });
+    let observed = json!({"teardown": t, "gate_survey": gate_survivors, "residue": residue});
     if problems.is_empty() {
         let t = t.cloned().unwrap_or_default();
         Check::pass(
             "teardown",
             None,
             format!(
-                "the runtime and its workers were stopped as one process group ({}; {}), the group was empty afterwards, and a survey of /proc found no process whose cwd or environment points into the run's private roots",
+                "the runtime and its workers were stopped as one process group ({}; {}); no live member was left, and a survey of /proc (by process group, by the run's environment marker, by cwd under DIR/roots/discovery-rpc) found nothing, from inside the host and again after it exited",
                 t.status,
                 if t.needed_kill { "SIGKILL was needed" } else { "SIGTERM sufficed" }
             ),
@@ -690,7 +810,7 @@ fn teardown_check(
             "teardown",
             None,
             format!(
-                "expected nothing of the run to survive its teardown; found: {}; a runtime or worker that ignores SIGTERM or leaves its process group must be fixed",
+                "expected nothing of the run to survive its teardown; found: {}; each was stopped (TERM, grace, KILL); a runtime or worker that ignores SIGTERM or leaves its process group must be fixed",
                 problems.join("; ")
             ),
         )
@@ -701,7 +821,15 @@ fn teardown_check(
 fn describe(survivors: &[spec::Survivor]) -> String {
     survivors
         .iter()
-        .map(|s| format!("pid {} ({}; {})", s.pid, s.cmdline, s.reason))
+        .map(|s| {
+            format!(
+                "pid {} ({}; matched by {}; stopped by {})",
+                s.pid,
+                s.cmdline,
+                s.matched_by.join("+"),
+                s.stopped_by
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -711,4 +839,130 @@ fn indent(text: &str) -> String {
         .map(|l| format!("  {l}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::CheckResult;
+    use spec::{RunnerProbe, Survivor, Teardown};
+
+    fn candidate() -> HostCandidate {
+        HostCandidate {
+            folder: "codex-agent".into(),
+            archive: PathBuf::from("/ev/packages/codex-agent/a.lbpkg"),
+            sha256: "ab".repeat(32),
+            author: "acme".into(),
+            name: "codex-agent".into(),
+            declared: vec![ComponentId {
+                kind: "Runner".into(),
+                name: "default".into(),
+            }],
+        }
+    }
+
+    fn survivor(stopped_by: &str) -> Survivor {
+        Survivor {
+            pid: 4242,
+            matched_by: vec!["cwd".into()],
+            cwd: Some("/ev/roots/discovery-rpc/runtime/data".into()),
+            cmdline: "python -m langbot_plugin.cli.__init__ run -s --prod".into(),
+            stopped_by: stopped_by.into(),
+        }
+    }
+
+    #[test]
+    fn teardown_fails_on_any_survivor_and_names_residue() {
+        let clean = HostResult {
+            teardown: Some(Teardown {
+                group_empty: true,
+                ..Teardown::default()
+            }),
+            ..HostResult::default()
+        };
+        assert_eq!(teardown_check(Some(&clean), &[]).result, CheckResult::Pass);
+        let c = teardown_check(Some(&clean), &[survivor("TERM")]);
+        assert_eq!(c.result, CheckResult::Fail);
+        assert!(c.detail.contains("pid 4242"), "{}", c.detail);
+        let c = teardown_check(Some(&clean), &[survivor("still running after KILL")]);
+        assert!(c.detail.contains("RESIDUE: pids [4242]"), "{}", c.detail);
+        assert_eq!(teardown_check(None, &[]).result, CheckResult::Fail);
+    }
+
+    #[test]
+    fn a_namespace_with_another_interface_fails_and_no_namespace_warns() {
+        let plan = NetPlan {
+            kind: NetKind::UnshareNet,
+            wrapper: vec!["/usr/bin/unshare".into(), "--net".into(), "--".into()],
+            ip: Some("/usr/sbin/ip".into()),
+            attempts: vec![],
+        };
+        let mut r = HostResult {
+            interfaces: vec!["lo".into()],
+            ..HostResult::default()
+        };
+        assert_eq!(network_check(&plan, &r).result, CheckResult::Pass);
+        r.interfaces.push("eth0".into());
+        assert_eq!(network_check(&plan, &r).result, CheckResult::Fail);
+        let none = NetPlan {
+            kind: NetKind::None,
+            wrapper: vec![],
+            ip: None,
+            attempts: vec!["unshare: not found".into()],
+        };
+        let c = network_check(&none, &r);
+        assert_eq!(c.result, CheckResult::Warn);
+        assert!(c.detail.contains("0.0.0.0"), "{}", c.detail);
+    }
+
+    #[test]
+    fn a_runner_without_run_completed_or_with_an_error_fails() {
+        let c = candidate();
+        let mut o = CandidateOutcome {
+            runners_listed: vec!["default".into()],
+            runner_probes: vec![RunnerProbe {
+                runner: "default".into(),
+                result_types: vec!["run.completed".into()],
+                reply: Some("[local-fixture] hi".into()),
+                error: None,
+            }],
+            ..CandidateOutcome::default()
+        };
+        let pass = runner_check(&c, &o, "acme/codex-agent");
+        assert_eq!(pass.result, CheckResult::Pass);
+        assert!(pass.detail.contains(FIXTURE_LABEL));
+        o.runner_probes[0].error = Some("runner.exception: boom".into());
+        let fail = runner_check(&c, &o, "acme/codex-agent");
+        assert_eq!(fail.result, CheckResult::Fail);
+        assert!(fail.detail.contains("boom"), "{}", fail.detail);
+        o.runner_probes[0].error = None;
+        o.runner_probes[0].result_types = vec!["message.delta".into()];
+        assert_eq!(runner_check(&c, &o, "p").result, CheckResult::Fail);
+        o.runners_listed.clear();
+        o.runner_probes.clear();
+        assert_eq!(runner_check(&c, &o, "p").result, CheckResult::Fail);
+    }
+
+    #[test]
+    fn components_differing_from_the_manifest_fail() {
+        let c = candidate();
+        let o = CandidateOutcome {
+            apply: Some(spec::Step {
+                ok: true,
+                ..spec::Step::default()
+            }),
+            status: Some("initialized".into()),
+            final_status: Some("initialized".into()),
+            listed_components: vec![ComponentId {
+                kind: "Runner".into(),
+                name: "other".into(),
+            }],
+            ..CandidateOutcome::default()
+        };
+        let checks = candidate_checks(&c, &o, &HostResult::default());
+        let comps = checks.iter().find(|k| k.name == "components").unwrap();
+        assert_eq!(comps.result, CheckResult::Fail);
+        assert!(comps.detail.contains("Runner/default"), "{}", comps.detail);
+        assert!(comps.detail.contains("Runner/other"), "{}", comps.detail);
+    }
 }

@@ -17,9 +17,10 @@
 
 use super::spec::{
     CandidateOutcome, ComponentId, HostCandidate, HostResult, HostSpec, RunnerProbe, Step,
-    Teardown, TokenControl,
+    Teardown, TokenControl, WorkerFacts,
 };
 use super::survey;
+use crate::isolation::procfs;
 use crate::process::{self, ChildSpec, Running};
 use crate::rpc::{self, ConnectError, HostClient, Transcript};
 use crate::{hash, interrupt, netns};
@@ -296,6 +297,20 @@ fn drive(
         )?;
         result.candidates.push(outcome);
     }
+    // Every plugin must still be initialized once all are installed: a later
+    // installation must not have disturbed an earlier one.
+    for out in result
+        .candidates
+        .iter_mut()
+        .filter(|o| o.status.as_deref() == Some("initialized") && o.failure.is_none())
+    {
+        let listed = client.call("list_plugins", json!({}), Some(&out.binding), call_timeout)?;
+        out.final_status = listed.data["plugins"]
+            .as_array()
+            .and_then(|p| p.first())
+            .and_then(|p| p["status"].as_str())
+            .map(str::to_string);
+    }
     result.inbound = client.inbound.clone();
     client.close();
     Ok(())
@@ -396,6 +411,10 @@ fn install_one(
             if out.status.as_deref() == Some("initialized") {
                 out.init_ms = Some(started.elapsed().as_millis() as u64);
                 out.listed_components = listed_components(plugin);
+                let code_dir = spec
+                    .data_root
+                    .join(apply.data["artifact_path"].as_str().unwrap_or_default());
+                out.worker = observe_worker(rt.pid() as i32, &code_dir);
                 break;
             }
         }
@@ -600,6 +619,28 @@ fn probe_runner(
     Ok(probe)
 }
 
+/// The runtime's child process working in `code_dir`: the plugin's worker
+/// (the SDK starts it with cwd = the artifact's code folder).
+fn observe_worker(runtime_pid: i32, code_dir: &Path) -> Option<WorkerFacts> {
+    let want = code_dir.canonicalize().ok()?;
+    procfs::all()
+        .into_values()
+        .filter(|p| p.ppid == runtime_pid && !p.exited())
+        .find(|p| procfs::cwd(p.pid).is_some_and(|c| c == want))
+        .map(|p| {
+            let mut env_names = procfs::environ(p.pid)
+                .map(|e| procfs::env_keys(&e))
+                .unwrap_or_default();
+            env_names.sort();
+            WorkerFacts {
+                pid: p.pid,
+                pgid: p.pgid,
+                cwd: want.display().to_string(),
+                env_names,
+            }
+        })
+}
+
 fn listed_components(plugin: &Value) -> Vec<ComponentId> {
     let mut out: Vec<ComponentId> = plugin["components"]
         .as_array()
@@ -681,13 +722,9 @@ fn read_from(path: &Path, from: u64) -> String {
 }
 
 fn teardown(rt: Running, spec: &HostSpec, result: &mut HostResult) {
+    let pgid = rt.pgid().as_raw_nonzero().get();
     let stopped = rt.stop();
-    let mut survivors = survey::scan(&spec.roots, &[]);
-    if !survivors.is_empty() {
-        survey::kill_all(&survivors, Duration::from_secs(5));
-    } else {
-        survivors = Vec::new();
-    }
+    let survivors = survey::survey_and_stop(&spec.roots, &[pgid], &spec.marker, process::GRACE);
     result.teardown = Some(Teardown {
         exited_on_its_own: stopped.exited_on_its_own,
         needed_kill: stopped.needed_kill,
@@ -719,7 +756,7 @@ fn random_bytes<const N: usize>() -> Result<[u8; N], String> {
 
 /// 64 hex characters from `/dev/urandom` (the runtime wants at least 32
 /// non-space characters: `runtime.security.validate_runtime_secret`).
-fn random_token() -> Result<String, String> {
+pub(super) fn random_token() -> Result<String, String> {
     Ok(hash::to_hex(&random_bytes::<32>()?))
 }
 

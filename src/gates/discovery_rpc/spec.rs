@@ -42,6 +42,9 @@ pub struct HostSpec {
     pub roots: PathBuf,
     /// The runtime's whole environment, without the control token.
     pub env: BTreeMap<String, String>,
+    /// Value of the run's environment marker (`VCC_DISCOVERY_RUN`, also in
+    /// `env`), random per run: the survey finds the run's processes by it.
+    pub marker: String,
     /// `DIR/logs/discovery-rpc`.
     pub log_dir: PathBuf,
     /// Where the host writes its [`HostResult`].
@@ -170,6 +173,8 @@ pub struct CandidateOutcome {
     pub apply: Option<Step>,
     /// `status` of the plugin in `list_plugins` (`initialized`, ...).
     pub status: Option<String>,
+    /// `status` in `list_plugins` after every candidate was installed.
+    pub final_status: Option<String>,
     /// Milliseconds from `apply_plugin_installation` to `initialized`.
     pub init_ms: Option<u64>,
     /// Components `list_plugins` reports.
@@ -181,6 +186,9 @@ pub struct CandidateOutcome {
     pub failure: Option<String>,
     /// The runtime's own messages about this installation (its log lines).
     pub runtime_messages: Vec<String>,
+    /// The plugin's worker process as the operating system shows it, once
+    /// initialized.
+    pub worker: Option<WorkerFacts>,
     /// Runner names `list_runners` reports.
     pub runners_listed: Vec<String>,
     /// One probe per declared Runner component.
@@ -190,15 +198,32 @@ pub struct CandidateOutcome {
     pub removed: Option<Step>,
 }
 
-/// A process that outlived teardown.
+/// A worker process of the runtime, read from `/proc`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct WorkerFacts {
+    /// Its pid.
+    pub pid: i32,
+    /// Its process group (the runtime's, unless it left it).
+    pub pgid: i32,
+    /// Its working directory (the artifact's code folder).
+    pub cwd: String,
+    /// The names (never the values) of its environment variables, sorted.
+    pub env_names: Vec<String>,
+}
+
+/// A process tied to the run that was still alive when surveyed, and stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Survivor {
     /// Process id.
-    pub pid: u32,
-    /// Why it is tied to the run (`cwd under ...`, `environment names ...`).
-    pub reason: String,
-    /// Its command line, space-joined.
+    pub pid: i32,
+    /// What tied it to the run: `pgid`, `env-marker` and/or `cwd`.
+    pub matched_by: Vec<String>,
+    /// Its working directory, if readable.
+    pub cwd: Option<String>,
+    /// Its command line (for the reader; never used to match).
     pub cmdline: String,
+    /// `TERM`, `KILL`, `exited before a signal` or `still running after KILL`.
+    pub stopped_by: String,
 }
 
 /// How the runtime was stopped.
@@ -212,7 +237,8 @@ pub struct Teardown {
     pub group_empty: bool,
     /// Leader exit status.
     pub status: String,
-    /// Processes tied to the private roots still alive after the group stop.
+    /// Processes tied to the run still alive after the group stop (each
+    /// then stopped).
     pub survivors: Vec<Survivor>,
 }
 

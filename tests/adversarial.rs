@@ -1,0 +1,434 @@
+//! A hostile or careless user against the harness: evidence paths that lead
+//! back into the repository, file names `sha256sum` must escape, a committed
+//! candidate file `git archive` leaves out, tampered partitions given to
+//! `merge`, tampering `replay` must name, and partial `--only` runs that must
+//! not read as a certification. Every test uses `--only` to stay fast, and
+//! every run asserts the repository under review is unchanged.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Output;
+
+/// Runs the verifier on `repo` with `args` and asserts the repository
+/// (`.git/` included) is byte-for-byte unchanged afterwards.
+fn run_on(repo: &FixtureRepo, args: &[&std::ffi::OsStr]) -> Output {
+    let before = tree_snapshot(&repo.root);
+    let out = verifier().args(args).output().expect("run the verifier");
+    assert_unchanged(
+        &before,
+        &tree_snapshot(&repo.root),
+        "the repository under review",
+    );
+    out
+}
+
+/// `--repo REPO --evidence DIR --only ONLY` plus `extra`.
+fn run_only(repo: &FixtureRepo, evidence: &Path, only: &str, extra: &[&str]) -> Output {
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "--repo".as_ref(),
+        repo.root.as_os_str(),
+        "--evidence".as_ref(),
+        evidence.as_os_str(),
+        "--only".as_ref(),
+        only.as_ref(),
+    ];
+    args.extend(extra.iter().map(|s| std::ffi::OsStr::new(*s)));
+    run_on(repo, &args)
+}
+
+fn both(out: &Output) -> String {
+    format!("{}{}", stdout_text(out), stderr_text(out))
+}
+
+fn replay(evidence: &Path) -> (i32, Value) {
+    let out = verifier()
+        .arg("replay")
+        .arg("--evidence")
+        .arg(evidence)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("replay --format json: {e}\n{}", both(&out)));
+    (out.status.code().unwrap_or(-1), doc)
+}
+
+/// The rows of a replay document that do not match, as `item` strings.
+fn mismatches(doc: &Value) -> Vec<String> {
+    doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["matches"] == "no")
+        .map(|r| r["item"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Rewrites `dir/SHA256SUMS` so it matches the directory again, as a
+/// tamperer covering their tracks would.
+fn reseal_sums(dir: &Path) {
+    let text = verify_coding_candidates::evidence::sha256sums(dir).unwrap();
+    std::fs::write(dir.join("SHA256SUMS"), text).unwrap();
+}
+
+/// Commits everything in the fixture's work tree as a second commit.
+fn commit_all(repo: &FixtureRepo, message: &str) {
+    git(&repo.root, &["add", "-A"]);
+    git(&repo.root, &["commit", "-q", "-m", message]);
+}
+
+#[test]
+fn evidence_path_through_a_missing_folder_and_dotdot_cannot_land_in_the_repository() {
+    let repo = fixture_repo(&[]);
+    // `<tmp>/missing/../langbot-plugins/evidence`: `missing` does not exist, so
+    // the path only resolves once `missing` is created, and then it names a
+    // folder inside the repository.
+    let sneaky = repo
+        .dir
+        .path()
+        .join("missing")
+        .join("..")
+        .join("langbot-plugins")
+        .join("evidence");
+    let out = run_only(&repo, &sneaky, "tree-clean", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(
+        stderr_text(&out).contains("outside the repository"),
+        "{}",
+        both(&out)
+    );
+    assert!(
+        !repo.dir.path().join("missing").exists(),
+        "nothing may be created for a refused evidence path"
+    );
+
+    // `..` through folders that exist is still accepted (the documented CI
+    // form `"$PWD/../evidence"`), and the evidence lands where the path leads.
+    let (_keep, fresh) = evidence_dir();
+    let parent = fresh.parent().unwrap();
+    std::fs::create_dir_all(parent.join("sub")).unwrap();
+    let roundabout = parent.join("sub").join("..").join("evidence");
+    let out = run_only(&repo, &roundabout, "tree-clean", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(fresh.join("evidence.json").is_file());
+}
+
+#[test]
+fn evidence_path_through_a_dangling_symlink_is_refused_with_a_reason() {
+    let repo = fixture_repo(&[]);
+    let (_keep, fresh) = evidence_dir();
+    let parent = fresh.parent().unwrap();
+    let link = parent.join("link");
+    std::os::unix::fs::symlink(repo.root.join("not-yet"), &link).unwrap();
+    let out = run_only(&repo, &link.join("evidence"), "tree-clean", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    let err = stderr_text(&out);
+    assert!(err.contains("symlink"), "{err}");
+    assert!(!repo.root.join("not-yet").exists());
+}
+
+#[test]
+fn python_that_is_a_directory_is_named_as_a_directory() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let venv_bin = python().parent().unwrap().to_path_buf();
+    let out = run_on(
+        &repo,
+        &[
+            "--repo".as_ref(),
+            repo.root.as_os_str(),
+            "--evidence".as_ref(),
+            dir.as_os_str(),
+            "--python".as_ref(),
+            venv_bin.as_os_str(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    let err = stderr_text(&out);
+    assert!(err.contains("found a directory"), "{err}");
+    assert!(err.contains("bin/python"), "what to pass instead: {err}");
+    assert!(!dir.exists());
+}
+
+#[test]
+fn sha256sums_escape_file_names_like_sha256sum_and_replay_reads_them_back() {
+    let repo = fixture_repo(&[]);
+    let pkg = repo.root.join("Runner/codex-agent/pkg");
+    std::fs::write(pkg.join("new\nline.py"), "x = 1\n").unwrap();
+    std::fs::write(pkg.join("back\\slash.py"), "y = 2\n").unwrap();
+    std::fs::write(pkg.join("with space ü.py"), "z = 3\n").unwrap();
+    commit_all(&repo, "hostile names");
+    let (_keep, dir) = evidence_dir();
+    let out = run_only(&repo, &dir, "stage", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).unwrap();
+    assert!(
+        sums.contains("  staging/source/Runner/codex-agent/pkg/new\\nline.py\n"),
+        "{sums}"
+    );
+    assert!(
+        sums.contains("  staging/source/Runner/codex-agent/pkg/back\\\\slash.py\n"),
+        "{sums}"
+    );
+
+    // GNU sha256sum reads the file back (the README promises its format).
+    let check = std::process::Command::new("sha256sum")
+        .args(["-c", "--quiet", "SHA256SUMS"])
+        .current_dir(&dir)
+        .output()
+        .expect("run sha256sum (coreutils)");
+    assert!(
+        check.status.success(),
+        "sha256sum -c: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let (code, doc) = replay(&dir);
+    assert_eq!(code, 0, "{}", serde_json::to_string_pretty(&doc).unwrap());
+}
+
+#[test]
+fn export_ignore_on_a_committed_candidate_file_fails_stage() {
+    let repo = fixture_repo(&[]);
+    std::fs::write(
+        repo.root.join(".gitattributes"),
+        "Runner/codex-agent/pkg/codex_client.py export-ignore\nREADME.md export-ignore\n",
+    )
+    .unwrap();
+    commit_all(&repo, "export-ignore");
+    let (_keep, dir) = evidence_dir();
+    let out = run_only(&repo, &dir, "stage", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let ev = read_evidence(&dir);
+    assert_eq!(gate_result(&ev, "stage"), "fail");
+    let c = check(&ev, "stage", "no-export-ignore", Some("codex-agent"));
+    assert_eq!(c["result"], "fail", "{c}");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("Runner/codex-agent/pkg/codex_client.py"),
+        "{detail}"
+    );
+    assert!(detail.contains(".gitattributes"), "what to do: {detail}");
+    // Outside the candidates, export-ignore is listed, not judged.
+    for other in ["acp-agent-runner", "claude-code-agent"] {
+        assert_eq!(
+            check(&ev, "stage", "no-export-ignore", Some(other))["result"],
+            "pass"
+        );
+    }
+    assert_eq!(check(&ev, "stage", "blob-ids", None)["result"], "pass");
+}
+
+#[test]
+fn a_candidate_that_is_a_file_is_named_as_a_file() {
+    let repo = fixture_repo(&[]);
+    let profile = repo.dir.path().join("file-candidate.toml");
+    std::fs::write(
+        &profile,
+        "name = \"file\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n\
+         [[candidate]]\npath = \"README.md\"\n",
+    )
+    .unwrap();
+    let (_keep, dir) = evidence_dir();
+    let out = run_only(
+        &repo,
+        &dir,
+        "stage",
+        &["--profile", profile.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let ev = read_evidence(&dir);
+    let detail = check(&ev, "stage", "candidate-present", Some("README.md"))["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(detail.contains("found a file"), "{detail}");
+}
+
+#[test]
+fn merge_refuses_a_partition_whose_archive_no_longer_matches_its_evidence() {
+    let repo = fixture_repo(&[]);
+    let (_k1, p1) = evidence_dir();
+    let (_k2, p2) = evidence_dir();
+    for (dir, share) in [(&p1, "1/2"), (&p2, "2/2")] {
+        let out = run_only(&repo, dir, "archive-members", &["--partition", share]);
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    }
+    // Swap one archive's bytes and cover the tracks in SHA256SUMS; the
+    // partition's evidence.json (and its sign-off) is untouched.
+    let ev2 = read_evidence(&p2);
+    let path = ev2["candidates"][0]["archive"]["path"].as_str().unwrap();
+    let recorded = ev2["candidates"][0]["archive"]["sha256"].as_str().unwrap();
+    let mut bytes = std::fs::read(p2.join(path)).unwrap();
+    bytes.extend_from_slice(b"tampered");
+    std::fs::write(p2.join(path), &bytes).unwrap();
+    reseal_sums(&p2);
+
+    let (_k3, merged) = evidence_dir();
+    let out = verifier()
+        .arg("merge")
+        .arg("--into")
+        .arg(&merged)
+        .arg(&p1)
+        .arg(&p2)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    let err = stderr_text(&out);
+    assert!(err.contains(path), "names the archive: {err}");
+    assert!(err.contains(recorded), "names the recorded digest: {err}");
+    assert!(err.contains("replay"), "says what to do: {err}");
+    assert!(!merged.exists(), "nothing is written on refusal");
+}
+
+#[test]
+fn merge_refuses_partitions_of_different_commits() {
+    let repo = fixture_repo(&[]);
+    let (_k1, p1) = evidence_dir();
+    let (_k2, p2) = evidence_dir();
+    let out = run_only(&repo, &p1, "stage", &["--partition", "1/2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    std::fs::write(repo.root.join("README.md"), "changed\n").unwrap();
+    commit_all(&repo, "second");
+    let out = run_only(&repo, &p2, "stage", &["--partition", "2/2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let (_k3, merged) = evidence_dir();
+    let out = verifier()
+        .arg("merge")
+        .arg("--into")
+        .arg(&merged)
+        .arg(&p1)
+        .arg(&p2)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr_text(&out).contains("disagree on commit"), "{}", both(&out));
+    assert!(!merged.exists());
+}
+
+#[test]
+fn replay_rederives_the_staged_tar_and_refuses_sums_outside_the_directory() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = run_only(&repo, &dir, "stage", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let (code, doc) = replay(&dir);
+    assert_eq!(code, 0, "{doc}");
+    assert!(
+        doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["item"] == "staging/source.tar sha256" && r["matches"] == "yes"),
+        "{doc}"
+    );
+
+    // The git archive replaced and SHA256SUMS resealed: evidence.json still
+    // records the tar's digest, and replay compares it.
+    let tar = dir.join("staging/source.tar");
+    let original = std::fs::read(&tar).unwrap();
+    let mut edited = original.clone();
+    edited.extend_from_slice(&[0u8; 512]);
+    std::fs::write(&tar, &edited).unwrap();
+    reseal_sums(&dir);
+    let (code, doc) = replay(&dir);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(
+        mismatches(&doc),
+        vec!["staging/source.tar sha256".to_string()]
+    );
+    std::fs::write(&tar, &original).unwrap();
+    reseal_sums(&dir);
+
+    // A SHA256SUMS line naming a file outside the directory, with its true
+    // digest, is not evidence of anything in the directory.
+    let outside = repo.root.join("README.md");
+    let digest = verify_coding_candidates::hash::sha256_file(&outside)
+        .unwrap()
+        .hex();
+    let mut sums = std::fs::read_to_string(dir.join("SHA256SUMS")).unwrap();
+    sums.push_str(&format!("{digest}  {}\n", outside.display()));
+    sums.push_str(&format!("{digest}  ../../x/README.md\n"));
+    std::fs::write(dir.join("SHA256SUMS"), sums).unwrap();
+    let (code, doc) = replay(&dir);
+    assert_eq!(code, 1, "{doc}");
+    let bad = mismatches(&doc);
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert!(bad.iter().all(|i| i.starts_with("SHA256SUMS line")), "{bad:?}");
+}
+
+#[test]
+fn replay_never_runs_a_relative_interpreter_named_by_the_evidence() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = run_only(&repo, &dir, "archive-members", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    // A hostile evidence.json names a program inside the candidate as the
+    // interpreter (relative, so it resolves inside the rebuild's source copy),
+    // and reseals its sign-off digest and SHA256SUMS.
+    let path = dir.join("evidence.json");
+    let mut ev: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    ev["sdk"]["python"] = Value::String("./main.py".into());
+    ev["sign_off"]["evidence_sha256"] =
+        Value::String(verify_coding_candidates::evidence::canonical_digest(&ev));
+    std::fs::write(&path, serde_json::to_string_pretty(&ev).unwrap()).unwrap();
+    reseal_sums(&dir);
+    let before = tree_snapshot(&repo.root);
+    let out = verifier_without_python()
+        .arg("replay")
+        .arg("--evidence")
+        .arg(&dir)
+        .arg("--repo")
+        .arg(&repo.root)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_unchanged(&before, &tree_snapshot(&repo.root), "the repository");
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["item"] == "rebuild interpreter")
+        .unwrap_or_else(|| panic!("no interpreter row: {doc}"));
+    assert_eq!(row["matches"], "no", "{row}");
+    assert!(
+        row["observed"].as_str().unwrap().contains("--python"),
+        "{row}"
+    );
+}
+
+#[test]
+fn an_only_run_says_it_is_partial_in_every_view() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = run_only(&repo, &dir, "tree-clean", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let text = stdout_text(&out);
+    assert!(
+        text.contains("PASS (partial: --only tree-clean; 11 of 12 gates not run"),
+        "{text}"
+    );
+    let st: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("statement.intoto.json")).unwrap())
+            .unwrap();
+    let tool = st["predicate"]["configuration"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["annotations"]["evidence_sha256"].is_string())
+        .unwrap();
+    let not_run = tool["annotations"]["gates_not_run"].as_array().unwrap();
+    assert_eq!(not_run.len(), 11, "{tool}");
+    assert!(not_run.iter().any(|g| g == "lbp-build"), "{tool}");
+
+    let (_keep2, dir2) = evidence_dir();
+    let out = run_only(&repo, &dir2, "tree-clean", &["--format", "json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["partial"], true, "{doc}");
+    assert_eq!(doc["gates_not_run"].as_array().unwrap().len(), 11);
+}

@@ -1,0 +1,293 @@
+//! The `discovery-rpc` gate with the genuine SDK runtime from `$PYTHON`,
+//! through the built binary (`--only discovery-rpc`, to stay fast): the
+//! fixture repository passes; the `missing-python-attr` overlay fails naming
+//! the plugin and the runtime's message; a runtime whose health probe never
+//! answers times out with its log tail. After every run, nothing of it may
+//! be alive: checked with the operating system by the runtime's process
+//! group and by processes whose cwd or environment points into the
+//! evidence directory.
+
+mod common;
+
+use common::{
+    check, checks, evidence_dir, fixture_repo, gate_result, python, read_evidence, verifier,
+};
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use verify_coding_candidates::process;
+use verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS;
+
+const GATE: &str = "discovery-rpc";
+const CANDIDATES: [&str; 3] = ["acp-agent-runner", "claude-code-agent", "codex-agent"];
+
+/// One verifier run: exit code, evidence, evidence directory (kept alive).
+struct Run {
+    code: i32,
+    evidence: Value,
+    dir: std::path::PathBuf,
+    _keep: (common::FixtureRepo, tempfile::TempDir),
+}
+
+fn run(overlays: &[&str], profile: Option<&str>, env: &[(&str, &str)]) -> Run {
+    let repo = fixture_repo(overlays);
+    let (keep, dir) = evidence_dir();
+    let mut cmd = verifier();
+    cmd.current_dir(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .arg("--python")
+        .arg(python())
+        .args(["--only", GATE]);
+    if let Some(text) = profile {
+        let path = keep.path().join("profile.toml");
+        std::fs::write(&path, text).unwrap();
+        cmd.arg("--profile").arg(&path);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run the verifier");
+    assert!(
+        dir.join("evidence.json").is_file(),
+        "no evidence written: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evidence = read_evidence(&dir);
+    assert_nothing_survives(&dir);
+    make_writable(&dir);
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        evidence,
+        dir,
+        _keep: (repo, keep),
+    }
+}
+
+/// Nothing of the run is alive: no live member of the runtime's process
+/// group (its pid, from the host's result), and no process whose cwd lies
+/// under the evidence directory or whose environment names it.
+fn assert_nothing_survives(dir: &Path) {
+    let result_path = dir.join("logs").join(GATE).join("host-result.json");
+    if let Ok(text) = std::fs::read_to_string(&result_path) {
+        let result: Value = serde_json::from_str(&text).expect("host-result.json is JSON");
+        if let Some(pid) = result["runtime"]["pid"].as_i64() {
+            let pgid = rustix::process::Pid::from_raw(pid as i32).expect("non-zero pid");
+            let members = process::live_group_members(pgid);
+            assert!(
+                members.is_empty(),
+                "runtime group {pid} still has live members {members:?}"
+            );
+        }
+    }
+    let needle = dir.as_os_str().as_encoded_bytes().to_vec();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        if stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        {
+            continue;
+        }
+        let by_cwd = std::fs::read_link(entry.path().join("cwd")).is_ok_and(|c| c.starts_with(dir));
+        let by_env = std::fs::read(entry.path().join("environ"))
+            .is_ok_and(|e| e.windows(needle.len()).any(|w| w == needle.as_slice()));
+        if by_cwd || by_env {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            found.push(format!(
+                "{pid}: {}",
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            ));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "processes of the run survived it: {found:#?}"
+    );
+}
+
+/// The SDK publishes artifacts read-only; restore write permission so the
+/// temporary directory can be removed by a non-root user.
+fn make_writable(root: &Path) {
+    for entry in walkdir::WalkDir::new(root).into_iter().flatten() {
+        if entry.file_type().is_symlink() {
+            continue;
+        }
+        if let Ok(meta) = entry.metadata() {
+            let mut perms = meta.permissions();
+            perms.set_mode(perms.mode() | 0o700);
+            let _ = std::fs::set_permissions(entry.path(), perms);
+        }
+    }
+}
+
+fn detail(c: &Value) -> &str {
+    c["detail"].as_str().unwrap_or("")
+}
+
+#[test]
+fn fixture_repository_passes_over_the_real_runtime() {
+    let r = run(&[], None, &[]);
+    let failures: Vec<String> = checks(&r.evidence, GATE)
+        .iter()
+        .filter(|c| c["result"] == "fail")
+        .map(|c| format!("{}/{}: {}", c["name"], c["candidate"], detail(c)))
+        .collect();
+    assert_eq!(gate_result(&r.evidence, GATE), "pass", "{failures:#?}");
+    assert_eq!(r.code, 0);
+
+    let net = check(&r.evidence, GATE, "network-isolation", None);
+    assert_ne!(net["result"], "fail", "{}", detail(net));
+    if net["result"] == "pass" {
+        assert_eq!(net["observed"]["interfaces"], serde_json::json!(["lo"]));
+    }
+    let token = check(&r.evidence, GATE, "control-token", None);
+    assert_eq!(token["result"], "pass");
+    assert_eq!(token["observed"]["status"], 401, "{}", detail(token));
+
+    for folder in CANDIDATES {
+        let installed = check(&r.evidence, GATE, "installation", Some(folder));
+        let archive = r.evidence["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["folder"] == folder)
+            .unwrap();
+        assert_eq!(
+            installed["observed"]["uploaded_sha256"],
+            archive["archive"]["sha256"]
+        );
+        assert_eq!(
+            installed["observed"]["binding"]["artifact_digest"],
+            archive["archive"]["sha256"]
+        );
+
+        let init = check(&r.evidence, GATE, "initialized", Some(folder));
+        assert_eq!(init["observed"]["status"], "initialized");
+        assert_eq!(init["observed"]["final_status"], "initialized");
+        let record = &archive["discovery"];
+        assert_eq!(record["status"], "initialized");
+        assert_eq!(record["artifact_digest"], archive["archive"]["sha256"]);
+        assert_eq!(
+            record["runners"][0]["label"],
+            "local protocol fixture, not a vendor call"
+        );
+        assert!(
+            init["observed"]["get_plugin_settings_answered"]
+                .as_u64()
+                .unwrap()
+                >= 1
+        );
+
+        let comps = check(&r.evidence, GATE, "components", Some(folder));
+        assert_eq!(
+            comps["observed"]["declared"],
+            serde_json::json!(["Runner/default"])
+        );
+        assert_eq!(comps["observed"]["listed"], comps["observed"]["declared"]);
+
+        let probe = check(&r.evidence, GATE, "runner-probe", Some(folder));
+        assert_eq!(
+            probe["observed"]["label"],
+            "local protocol fixture, not a vendor call"
+        );
+        let reply = probe["observed"]["probes"][0]["reply"].as_str().unwrap();
+        assert!(
+            reply.contains(folder),
+            "reply {reply:?} should come from {folder}'s fixture"
+        );
+        assert!(detail(probe).contains("local protocol fixture, not a vendor call"));
+    }
+    assert_eq!(check(&r.evidence, GATE, "teardown", None)["result"], "pass");
+
+    // The transcript holds every message but no archive bytes.
+    let transcript =
+        std::fs::read_to_string(r.dir.join("logs").join(GATE).join("transcript.jsonl")).unwrap();
+    for action in [
+        "__ping",
+        "set_runtime_config",
+        "__file_chunk",
+        "apply_plugin_installation",
+        "get_plugin_settings",
+        "list_plugins",
+        "run_runner",
+    ] {
+        assert!(
+            transcript.contains(&format!("\"action\":\"{action}\"")),
+            "transcript lacks {action}"
+        );
+    }
+    assert!(transcript.contains("<elided: "));
+    let zip_magic_b64 = "UEsDB"; // base64 of "PK\x03\x04"
+    assert!(
+        !transcript.contains(zip_magic_b64),
+        "archive bytes leaked into the transcript"
+    );
+}
+
+#[test]
+fn a_missing_execution_python_attr_fails_naming_the_plugin_and_the_runtime_message() {
+    let r = run(&["missing-python-attr"], None, &[]);
+    assert_eq!(gate_result(&r.evidence, GATE), "fail");
+    assert_eq!(r.code, 1);
+    let init = check(&r.evidence, GATE, "initialized", Some("codex-agent"));
+    assert_eq!(init["result"], "fail");
+    let text = detail(init);
+    assert!(text.contains("langbot-fixtures/codex-agent"), "{text}");
+    assert!(
+        text.contains("AttributeError: module 'main' has no attribute 'MissingCodexAgentPlugin'"),
+        "{text}"
+    );
+    // The runtime was told to remove the failed installation (ends its restarts).
+    assert_eq!(init["observed"]["removed"]["data"]["state"], "removed");
+    // The other candidates are unaffected.
+    for folder in ["acp-agent-runner", "claude-code-agent"] {
+        assert_eq!(
+            check(&r.evidence, GATE, "initialized", Some(folder))["result"],
+            "pass"
+        );
+    }
+    assert_eq!(check(&r.evidence, GATE, "teardown", None)["result"], "pass");
+}
+
+#[test]
+fn a_runtime_that_never_becomes_healthy_times_out_with_its_log_tail() {
+    let profile =
+        BUILTIN_CODING_RUNNERS.replace("health_timeout_secs = 60", "health_timeout_secs = 3");
+    assert_ne!(
+        profile, BUILTIN_CODING_RUNNERS,
+        "the built-in profile sets health_timeout_secs"
+    );
+    // Port 1 on the namespace's loopback: nothing ever answers there.
+    let started = std::time::Instant::now();
+    let r = run(
+        &[],
+        Some(&profile),
+        &[("VCC_DISCOVERY_TEST_HEALTH_PORT", "1")],
+    );
+    assert_eq!(gate_result(&r.evidence, GATE), "fail");
+    let health = check(&r.evidence, GATE, "runtime-healthy", None);
+    assert_eq!(health["result"], "fail");
+    let text = detail(health);
+    assert!(text.contains("did not become healthy"), "{text}");
+    assert!(text.contains("within 3 s"), "{text}");
+    assert!(text.contains("VCC_DISCOVERY_TEST_HEALTH_PORT"), "{text}");
+    // The log tail is the runtime's own output.
+    assert!(text.contains("WebSocket server started"), "{text}");
+    for folder in CANDIDATES {
+        assert_eq!(
+            check(&r.evidence, GATE, "initialized", Some(folder))["result"],
+            "fail"
+        );
+    }
+    assert_eq!(check(&r.evidence, GATE, "teardown", None)["result"], "pass");
+    assert!(started.elapsed() < std::time::Duration::from_secs(120));
+}
