@@ -4,7 +4,9 @@
 //! The partitions must share commit, tree, profile, SDK version and RECORD
 //! digest, required gates and partition count, cover every share exactly
 //! once, and agree on every global gate's result. Each partition's own
-//! sign-off digest is re-checked first, so an edited partition is refused.
+//! sign-off digest is re-checked first, so an edited partition is refused,
+//! and every archive is hashed again before it is copied, so a swapped
+//! archive is refused too.
 
 use crate::catalogue::{self, Scope};
 use crate::evidence::{self, Evidence, GateRecord, GateResult, MergedPart, Verdict};
@@ -194,6 +196,42 @@ pub fn merge(
             .collect(),
     );
 
+    // The sign-off covers evidence.json only: re-derive every archive's
+    // digest before copying, so a swapped archive is never merged.
+    for (dir, e) in &evidences {
+        for c in &e.candidates {
+            let Some(a) = &c.archive else { continue };
+            let inside = !a.path.starts_with('/')
+                && a.path
+                    .split('/')
+                    .all(|p| !p.is_empty() && p != "." && p != "..");
+            if !inside {
+                return Err(format!(
+                    "{}/evidence.json: archive path {:?} of {}: expected a relative path inside the \
+                     evidence directory (packages/<folder>/<file>.lbpkg); refusing to merge it",
+                    dir.display(),
+                    a.path,
+                    c.folder
+                ));
+            }
+            let src = dir.join(&a.path);
+            let observed = crate::hash::sha256_file(&src)
+                .map_err(|err| format!("{}: cannot read the archive: {err}", src.display()))?;
+            if observed.hex() != a.sha256 || observed.size != a.size {
+                return Err(format!(
+                    "{}: expected the archive its evidence.json records (sha256 {}, {} bytes), found sha256 {} \
+                     ({} bytes): the archive was changed after the run; refusing to merge it \
+                     (run `replay --evidence {}` to see every difference, and re-run that partition)",
+                    src.display(),
+                    a.sha256,
+                    a.size,
+                    observed.hex(),
+                    observed.size,
+                    dir.display()
+                ));
+            }
+        }
+    }
     fs::create_dir_all(into).map_err(|e| format!("{}: {e}", into.display()))?;
     for (dir, e) in &evidences {
         for c in &e.candidates {

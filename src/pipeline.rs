@@ -9,7 +9,7 @@ use crate::evidence::{
     Sdk, Selection, SignOff, Source, Tool, Verdict,
 };
 use crate::{gates, git, hash, interrupt, profile};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 /// What a run is asked to do (the CLI's arguments, resolved).
@@ -212,6 +212,7 @@ fn run_gates(
             id: info.id.clone(),
             result: GateResult::Skipped,
             reason: None,
+            note: None,
             proves: info.proves.clone(),
             does_not_prove: info.does_not_prove.clone(),
             required: is_required,
@@ -273,6 +274,15 @@ fn run_gates(
         } else {
             GateResult::Pass
         };
+        if record.result == GateResult::Pass {
+            record.note = gate.headline_check().and_then(|name| {
+                checks
+                    .iter()
+                    .find(|c| c.name == name)
+                    .and_then(|c| c.detail.lines().next())
+                    .map(String::from)
+            });
+        }
         record.checks = checks;
         progress.gate_finished(&record);
         records.push(record);
@@ -281,7 +291,8 @@ fn run_gates(
 }
 
 /// The evidence directory must be absolute, missing or empty, and outside the
-/// repository. Returns it as given (absolute).
+/// repository, judged where writes would land (see [`resolve_for_writing`]).
+/// Returns it as given (absolute), or resolved when it has `..` components.
 fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
     if !dir.is_absolute() {
         return Err(SetupError(format!(
@@ -292,8 +303,9 @@ fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
                 .unwrap_or_default()
         )));
     }
-    if dir.exists() {
-        let empty = std::fs::read_dir(dir)
+    let resolved = resolve_for_writing(dir)?;
+    if resolved.exists() {
+        let empty = std::fs::read_dir(&resolved)
             .map_err(|e| {
                 SetupError(format!(
                     "--evidence {}: not a readable directory: {e}",
@@ -310,35 +322,78 @@ fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
             )));
         }
     }
-    // Resolve the nearest existing ancestor so symlinks cannot hide the repo.
-    let mut existing = dir.to_path_buf();
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        match (
-            existing.file_name().map(|s| s.to_owned()),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => break,
-        }
-    }
-    let mut resolved = existing.canonicalize().unwrap_or(existing);
-    for part in rest.iter().rev() {
-        resolved.push(part);
-    }
     let repo_real = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
     if resolved.starts_with(&repo_real) {
         return Err(SetupError(format!(
-            "--evidence {}: expected a directory outside the repository {}, found one inside it; \
+            "--evidence {}: expected a directory outside the repository {}, found one inside it{}; \
              the repository under review is never written to: choose a directory outside it",
             dir.display(),
-            repo_real.display()
+            repo_real.display(),
+            if resolved.as_path() == dir {
+                String::new()
+            } else {
+                format!(" ({})", resolved.display())
+            }
         )));
     }
+    // With `..`, the path as given means something only once its missing
+    // folders exist; use the resolved one, which is where writes land.
+    if dir.components().any(|c| c == Component::ParentDir) {
+        return Ok(resolved);
+    }
     Ok(dir.to_path_buf())
+}
+
+/// Where writes to the absolute path `dir` would land, component by
+/// component as the kernel resolves it once `create_dir_all` has created the
+/// missing folders: existing components with symlinks resolved, missing ones
+/// (real folders once created) taken as they are, `..` the parent of either.
+///
+/// # Errors
+/// When an existing component is a symlink that does not resolve (dangling or
+/// a loop): creating the directory would fail, or write wherever it points.
+fn resolve_for_writing(dir: &Path) -> Result<PathBuf, SetupError> {
+    let mut current = PathBuf::from("/");
+    // How many trailing components of `current` do not exist yet.
+    let mut missing = 0usize;
+    for c in dir.components() {
+        match c {
+            Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
+            Component::ParentDir => {
+                current.pop();
+                missing = missing.saturating_sub(1);
+            }
+            Component::Normal(name) => {
+                let next = current.join(name);
+                if missing > 0 {
+                    current = next;
+                    missing += 1;
+                    continue;
+                }
+                match std::fs::symlink_metadata(&next) {
+                    Err(_) => {
+                        current = next;
+                        missing = 1;
+                    }
+                    Ok(m) if m.file_type().is_symlink() => {
+                        current = next.canonicalize().map_err(|e| {
+                            SetupError(format!(
+                                "--evidence {}: {} is a symlink that does not resolve ({e}; target {}); \
+                                 expected a directory or a missing path: pass a path without dangling links",
+                                dir.display(),
+                                next.display(),
+                                std::fs::read_link(&next)
+                                    .map(|t| t.display().to_string())
+                                    .unwrap_or_default()
+                            ))
+                        })?;
+                    }
+                    Ok(_) => current = next,
+                }
+            }
+        }
+    }
+    Ok(current)
 }
 
 fn check_python(python: Option<&Path>) -> Result<PathBuf, SetupError> {
@@ -356,9 +411,25 @@ fn check_python(python: Option<&Path>) -> Result<PathBuf, SetupError> {
         ))
     })?;
     use std::os::unix::fs::PermissionsExt;
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+    let found = if meta.is_dir() {
+        Some(format!(
+            "a directory; pass the interpreter inside it, e.g. {}",
+            p.join("python").display()
+        ))
+    } else if !meta.is_file() {
+        Some("neither a file nor a directory".to_string())
+    } else if meta.permissions().mode() & 0o111 == 0 {
+        Some(format!(
+            "a file without execute permission (mode {:o})",
+            meta.permissions().mode() & 0o777
+        ))
+    } else {
+        None
+    };
+    if let Some(found) = found {
         return Err(SetupError(format!(
-            "--python {}: expected an executable file, found a non-executable or non-file path",
+            "--python {}: expected an executable interpreter with the pinned langbot-plugin \
+             (such as <venv>/bin/python; `cargo xtask sdk` creates one), found {found}",
             p.display()
         )));
     }
@@ -430,5 +501,43 @@ mod tests {
             .contains("missing or empty"));
         let fresh = other.path().join("fresh");
         assert_eq!(check_evidence_dir(&fresh, repo.path()).unwrap(), fresh);
+    }
+
+    #[test]
+    fn evidence_dir_is_judged_where_writes_land() {
+        let base = tempfile::tempdir().unwrap();
+        let base = base.path().canonicalize().unwrap();
+        let repo = base.join("repo");
+        std::fs::create_dir_all(repo.join("sub")).unwrap();
+        // `..` after a missing folder: lands in the repository once created.
+        let sneaky = base.join("missing/../repo/ev");
+        assert!(check_evidence_dir(&sneaky, &repo)
+            .unwrap_err()
+            .0
+            .contains("outside the repository"));
+        // ...and after a missing folder reached through a symlink to the repo.
+        std::os::unix::fs::symlink(&repo, base.join("link")).unwrap();
+        let via_link = base.join("missing/../link/ev");
+        assert!(check_evidence_dir(&via_link, &repo)
+            .unwrap_err()
+            .0
+            .contains("outside the repository"));
+        // `..` through existing folders resolves to where writes land.
+        let ok = base.join("other/../ev");
+        std::fs::create_dir_all(base.join("other")).unwrap();
+        assert_eq!(check_evidence_dir(&ok, &repo).unwrap(), base.join("ev"));
+        // A non-empty directory reached through `..` is not fresh.
+        std::fs::create_dir_all(base.join("old")).unwrap();
+        std::fs::write(base.join("old/x"), b"").unwrap();
+        assert!(check_evidence_dir(&base.join("missing/../old"), &repo)
+            .unwrap_err()
+            .0
+            .contains("missing or empty"));
+        // A dangling symlink on the way is named.
+        std::os::unix::fs::symlink(repo.join("not-yet"), base.join("dangling")).unwrap();
+        assert!(check_evidence_dir(&base.join("dangling/ev"), &repo)
+            .unwrap_err()
+            .0
+            .contains("symlink"));
     }
 }

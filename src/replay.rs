@@ -203,6 +203,16 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
             )),
         }
     }
+    if let Some(recorded) = &ev.source.archive_sha256 {
+        // A merged directory holds no staging/ (merge copies the archives only).
+        let tar = dir.join("staging").join("source.tar");
+        if ev.merged_from.is_none() || tar.exists() {
+            let observed = hash::sha256_file(&tar)
+                .map(|d| d.hex())
+                .unwrap_or_else(|e| format!("unreadable: {e}"));
+            rows.push(Row::new("staging/source.tar sha256", recorded, observed));
+        }
+    }
     if let Some(repo) = &opts.repo {
         replay_against_repo(opts, repo, &ev, &mut rows);
     }
@@ -223,12 +233,23 @@ fn check_sums(dir: &Path, rows: &mut Vec<Row>) {
     };
     let mut listed = BTreeSet::new();
     let mut bad = 0usize;
-    for line in sums.lines() {
-        let Some((digest, path)) = line.split_once("  ") else {
+    for line in sums.split('\n').filter(|l| !l.is_empty()) {
+        let Some((digest, path)) = evidence::parse_sums_line(line) else {
             bad += 1;
             rows.push(Row::new("SHA256SUMS line", "`<sha256>  <path>`", line));
             continue;
         };
+        if !inside_relative(&path) {
+            bad += 1;
+            rows.push(Row::new(
+                "SHA256SUMS line",
+                "a relative path inside the evidence directory",
+                line,
+            ));
+            continue;
+        }
+        let digest = digest.as_str();
+        let path = path.as_str();
         listed.insert(path.to_string());
         match hash::sha256_file(&dir.join(path)) {
             Ok(d) if d.hex() == digest => {}
@@ -244,9 +265,9 @@ fn check_sums(dir: &Path, rows: &mut Vec<Row>) {
     }
     match evidence::sha256sums(dir) {
         Ok(current) => {
-            for line in current.lines() {
-                if let Some((digest, path)) = line.split_once("  ") {
-                    if !listed.contains(path) {
+            for line in current.split('\n').filter(|l| !l.is_empty()) {
+                if let Some((digest, path)) = evidence::parse_sums_line(line) {
+                    if !listed.contains(&path) {
                         bad += 1;
                         rows.push(Row::new(format!("file {path}"), "absent", digest));
                     }
@@ -266,6 +287,15 @@ fn check_sums(dir: &Path, rows: &mut Vec<Row>) {
             format!("{} files", listed.len()),
         ));
     }
+}
+
+/// True for a `/`-separated relative path without empty, `.` or `..`
+/// components: one that names a file inside the evidence directory.
+fn inside_relative(path: &str) -> bool {
+    !path.starts_with('/')
+        && path
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..")
 }
 
 fn replay_against_repo(opts: &ReplayOptions, repo: &Path, ev: &Evidence, rows: &mut Vec<Row>) {
@@ -330,11 +360,29 @@ fn replay_against_repo(opts: &ReplayOptions, repo: &Path, ev: &Evidence, rows: &
         rows.push(Row::new("git archive extraction", "safe", e.to_string()));
         return;
     }
-    let python = opts
+    let given = opts
         .python
         .clone()
-        .or_else(|| std::env::var_os("PYTHON").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from(&ev.sdk.python));
+        .or_else(|| std::env::var_os("PYTHON").map(PathBuf::from));
+    let python = match given {
+        Some(p) => p,
+        // The recorded interpreter is what the run used, always absolute
+        // (the pipeline makes it so); a relative one would resolve inside
+        // the rebuild's copy of the repository, so it is never run.
+        None if Path::new(&ev.sdk.python).is_absolute() => PathBuf::from(&ev.sdk.python),
+        None => {
+            rows.push(Row::new(
+                "rebuild interpreter",
+                "an absolute interpreter path",
+                format!(
+                    "evidence.json names {:?}, a relative path, which is never run; pass --python \
+                     with the interpreter that has the pinned SDK",
+                    ev.sdk.python
+                ),
+            ));
+            return;
+        }
+    };
     for c in &ev.candidates {
         let Some(a) = &c.archive else { continue };
         let label = format!("rebuild {}", c.folder);

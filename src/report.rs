@@ -65,6 +65,9 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
         if let Some(reason) = g.reason.as_deref().filter(|_| g.result != GateResult::Pass) {
             let _ = write!(out, "  {reason}");
         }
+        if let Some(note) = g.note.as_deref().filter(|_| g.result == GateResult::Pass) {
+            let _ = write!(out, "  {note}");
+        }
         out.push('\n');
         for c in g.checks.iter().filter(|c| c.result != CheckResult::Pass) {
             let who = c
@@ -90,8 +93,9 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
     }
     let _ = writeln!(
         out,
-        "\n{}: evidence in {}",
+        "\n{}{}: evidence in {}",
         evidence.verdict.word(),
+        partial_note(evidence),
         dir.display()
     );
     let _ = writeln!(
@@ -102,9 +106,42 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
     out
 }
 
+/// The gates a run did not select (`--only`): ids in catalogue order.
+pub fn gates_not_run(evidence: &Evidence) -> Vec<&str> {
+    evidence
+        .gates
+        .iter()
+        .filter(|g| !g.required)
+        .map(|g| g.id.as_str())
+        .collect()
+}
+
+/// ` (partial: --only X; N of M gates not run, ...)` after the verdict word of
+/// a run that did not require every gate; empty otherwise. A partial pass is
+/// the developer's quick check, never a certification of the commit.
+fn partial_note(evidence: &Evidence) -> String {
+    let not_run = gates_not_run(evidence);
+    if not_run.is_empty() {
+        return String::new();
+    }
+    let only = evidence
+        .selection
+        .only
+        .as_ref()
+        .map(|o| format!("--only {}; ", o.join(",")))
+        .unwrap_or_default();
+    format!(
+        " (partial: {only}{} of {} gates not run: {}; not a certification of the commit)",
+        not_run.len(),
+        evidence.gates.len(),
+        not_run.join(", ")
+    )
+}
+
 /// `--format json`: the summary as one JSON document (verdict, evidence
 /// directory, sign-off digest, and per gate its result, reason, time and
-/// failing checks), from the same evidence as the table.
+/// failing checks; `partial` and `gates_not_run` for an `--only` run), from
+/// the same evidence as the table.
 pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
     let gates: Vec<serde_json::Value> = evidence
         .gates
@@ -127,6 +164,8 @@ pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
         "evidence_dir": dir.display().to_string(),
         "commit": evidence.source.commit,
         "evidence_sha256": evidence.sign_off.evidence_sha256,
+        "partial": !gates_not_run(evidence).is_empty(),
+        "gates_not_run": gates_not_run(evidence),
         "gates": gates,
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default()

@@ -305,7 +305,11 @@ fn merge_refuses_partitions_of_different_commits() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", both(&out));
-    assert!(stderr_text(&out).contains("disagree on commit"), "{}", both(&out));
+    assert!(
+        stderr_text(&out).contains("disagree on commit"),
+        "{}",
+        both(&out)
+    );
     assert!(!merged.exists());
 }
 
@@ -357,7 +361,10 @@ fn replay_rederives_the_staged_tar_and_refuses_sums_outside_the_directory() {
     assert_eq!(code, 1, "{doc}");
     let bad = mismatches(&doc);
     assert_eq!(bad.len(), 2, "{bad:?}");
-    assert!(bad.iter().all(|i| i.starts_with("SHA256SUMS line")), "{bad:?}");
+    assert!(
+        bad.iter().all(|i| i.starts_with("SHA256SUMS line")),
+        "{bad:?}"
+    );
 }
 
 #[test]

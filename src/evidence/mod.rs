@@ -110,14 +110,73 @@ pub fn sha256sums(dir: &Path) -> io::Result<String> {
             continue;
         }
         let rel = entry.path().strip_prefix(dir).map_err(io::Error::other)?;
-        let rel = rel.to_string_lossy().replace('\\', "/");
+        let rel = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
         if rel == SHA256SUMS || rel.starts_with(&format!(".{SHA256SUMS}.")) {
             continue;
         }
         let digest = hash::sha256_file(entry.path())?;
-        lines.push(format!("{}  {}\n", digest.hex(), rel));
+        lines.push(sums_line(&digest.hex(), &rel));
     }
     Ok(lines.concat())
+}
+
+/// One `SHA256SUMS` line, as GNU `sha256sum` (coreutils 9) writes it:
+/// `<hex>  <path>\n`; a path holding a backslash, newline or carriage return
+/// gets a leading `\` on the line and those characters escaped as `\\`,
+/// `\n` and `\r` (observed with `sha256sum` 9.1, which `sha256sum -c` reads
+/// back; `-z` is the only option that disables this escaping).
+pub fn sums_line(hex: &str, path: &str) -> String {
+    if path.contains(['\\', '\n', '\r']) {
+        let escaped = path
+            .replace('\\', "\\\\")
+            .replace('\n', "\\n")
+            .replace('\r', "\\r");
+        format!("\\{hex}  {escaped}\n")
+    } else {
+        format!("{hex}  {path}\n")
+    }
+}
+
+/// Parses one line of a `SHA256SUMS` file written by [`sums_line`] (or GNU
+/// `sha256sum` in text or binary mode) into `(hex, path)`, unescaping an
+/// escaped path. `None` for a line of any other shape.
+pub fn parse_sums_line(line: &str) -> Option<(String, String)> {
+    let (escaped, line) = match line.strip_prefix('\\') {
+        Some(rest) => (true, rest),
+        None => (false, line),
+    };
+    let (hex, rest) = line.split_at_checked(64)?;
+    if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let path = rest
+        .strip_prefix("  ")
+        .or_else(|| rest.strip_prefix(" *"))?;
+    if path.is_empty() {
+        return None;
+    }
+    if !escaped {
+        return Some((hex.to_string(), path.to_string()));
+    }
+    let mut out = String::with_capacity(path.len());
+    let mut chars = path.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next()? {
+            '\\' => out.push('\\'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            _ => return None,
+        }
+    }
+    Some((hex.to_string(), out))
 }
 
 /// Reads and parses `dir/evidence.json`.
@@ -133,6 +192,26 @@ pub fn read(dir: &Path) -> Result<Evidence, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sums_lines_escape_like_gnu_sha256sum_and_parse_back() {
+        let hex = "ab".repeat(32);
+        assert_eq!(sums_line(&hex, "a b/c.py"), format!("{hex}  a b/c.py\n"));
+        let odd = "pkg/new\nline\\x\r.py";
+        let line = sums_line(&hex, odd);
+        assert_eq!(line, format!("\\{hex}  pkg/new\\nline\\\\x\\r.py\n"));
+        assert_eq!(
+            parse_sums_line(line.trim_end_matches('\n')),
+            Some((hex.clone(), odd.to_string()))
+        );
+        assert_eq!(
+            parse_sums_line(&format!("{hex} *bin.dat")),
+            Some((hex.clone(), "bin.dat".to_string()))
+        );
+        assert_eq!(parse_sums_line("not a line"), None);
+        assert_eq!(parse_sums_line(&format!("\\{hex}  bad\\q")), None);
+        assert_eq!(parse_sums_line(&format!("{hex}  ")), None);
+    }
 
     #[test]
     fn canonical_digest_ignores_key_order_and_sign_off() {

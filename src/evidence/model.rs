@@ -224,6 +224,10 @@ pub struct GateRecord {
     pub result: GateResult,
     /// Why a gate was skipped or blocked, or a one-line failure summary.
     pub reason: Option<String>,
+    /// One line summarising what a passing gate observed that a reader should
+    /// see first (the isolation backend, the network namespace), if any.
+    #[serde(default)]
+    pub note: Option<String>,
     /// Catalogue text: what a pass proves.
     pub proves: String,
     /// Catalogue text: what a pass does not prove.

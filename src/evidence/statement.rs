@@ -22,8 +22,9 @@ pub const PREDICATE_TYPE: &str = "https://in-toto.io/attestation/test-result/v0.
 
 /// Renders the statement: one subject per built archive (name = archive file
 /// name, digest sha256) plus the source commit (`gitCommit`), the verdict as
-/// `result`, the profile, SDK RECORD and tool as `configuration`, and every
-/// check's name (`gate/candidate/check`) by outcome.
+/// `result`, the profile, SDK RECORD and tool as `configuration` (the tool's
+/// annotations list `gates_not_run` for an `--only` run), and every check's
+/// name (`gate/candidate/check`) by outcome.
 pub fn render(evidence: &Evidence) -> Value {
     let mut subject: Vec<Value> = evidence
         .candidates
@@ -75,9 +76,21 @@ pub fn render(evidence: &Evidence) -> Value {
             "digest": { "sha256": record },
         }));
     }
+    let mut annotations =
+        json!({ "evidence_sha256": evidence.sign_off.evidence_sha256, "signed": false });
+    let not_run: Vec<&str> = evidence
+        .gates
+        .iter()
+        .filter(|g| !g.required)
+        .map(|g| g.id.as_str())
+        .collect();
+    if !not_run.is_empty() {
+        // An `--only` run: its result covers the listed tests only.
+        annotations["gates_not_run"] = json!(not_run);
+    }
     configuration.push(json!({
         "name": format!("{} {}", evidence.tool.name, evidence.tool.version),
-        "annotations": { "evidence_sha256": evidence.sign_off.evidence_sha256, "signed": false }
+        "annotations": annotations
     }));
     json!({
         "_type": STATEMENT_TYPE,

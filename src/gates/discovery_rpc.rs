@@ -64,6 +64,10 @@ const FAILURE_RESTARTS: u64 = 2;
 pub struct DiscoveryRpc;
 
 impl super::Gate for DiscoveryRpc {
+    fn headline_check(&self) -> Option<&'static str> {
+        Some("network-isolation")
+    }
+
     fn id(&self) -> &'static str {
         ID
     }

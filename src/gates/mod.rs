@@ -38,6 +38,13 @@ pub trait Gate: Sync {
     /// Stable kebab-case id, as in the catalogue.
     fn id(&self) -> &'static str;
 
+    /// The check whose detail (first line) summarises a passing run of this
+    /// gate in the terminal and in `gates[].note` (for example which
+    /// isolation backend was used). None: no note.
+    fn headline_check(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Runs the gate. `Err` is an error that stopped the gate before it could
     /// observe (the pipeline records it as a failing check named `gate-error`).
     ///

@@ -106,11 +106,16 @@ impl super::Gate for Stage {
             let folder = spec.folder().to_string();
             if !dir.is_dir() {
                 all_candidates_ok = false;
+                let found = match std::fs::symlink_metadata(&dir) {
+                    Ok(m) if m.is_file() => "a file",
+                    Ok(_) => "something that is not a folder",
+                    Err(_) => "none",
+                };
                 checks.push(Check::fail(
                     "candidate-present",
                     Some(&folder),
                     format!(
-                        "{}: expected a candidate folder in commit {commit}, found none; \
+                        "{}: expected a candidate folder in commit {commit}, found {found}; \
                          commit it or fix the profile's candidate path",
                         spec.path
                     ),
@@ -122,6 +127,40 @@ impl super::Gate for Stage {
                 Some(&folder),
                 format!("{} is in the commit", spec.path),
             ));
+            let prefix = format!("{}/", spec.path);
+            let ignored: Vec<&String> = attributes
+                .iter()
+                .filter(|(p, a)| p.starts_with(&prefix) && a.iter().any(|a| a == "export-ignore"))
+                .map(|(p, _)| p)
+                .collect();
+            if ignored.is_empty() {
+                checks.push(Check::pass(
+                    "no-export-ignore",
+                    Some(&folder),
+                    format!(
+                        "no committed file inside {} carries export-ignore",
+                        spec.path
+                    ),
+                ));
+            } else {
+                all_candidates_ok = false;
+                checks.push(
+                    Check::fail(
+                        "no-export-ignore",
+                        Some(&folder),
+                        format!(
+                            "expected every committed file of {} to be staged, found {} with the export-ignore \
+                             attribute, which `git archive` leaves out:\n  {}\nthe archive would not ship files \
+                             the commit has; remove export-ignore for them from .gitattributes (or \
+                             .git/info/attributes), or delete the files, and commit",
+                            spec.path,
+                            ignored.len(),
+                            ignored.iter().map(|p| p.as_str()).collect::<Vec<_>>().join("\n  ")
+                        ),
+                    )
+                    .with_observed(json!({ "export_ignore": ignored })),
+                );
+            }
             let links: Vec<(String, String)> = extraction
                 .symlinks
                 .iter()

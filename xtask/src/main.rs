@@ -408,7 +408,11 @@ fn man(dir: &Path) -> Result<PathBuf> {
     let mut out = Vec::new();
     clap_mangen::Man::new(cmd).render(&mut out)?;
     std::fs::write(&path, out).with_context(|| format!("write {}", path.display()))?;
-    eprintln!("man: wrote {} (view with `man -l {}`)", path.display(), path.display());
+    eprintln!(
+        "man: wrote {} (view with `man -l {}`)",
+        path.display(),
+        path.display()
+    );
     Ok(path)
 }
 
@@ -418,7 +422,13 @@ fn completions(dir: &Path) -> Result<Vec<PathBuf>> {
     use clap_complete::Shell;
     std::fs::create_dir_all(dir)?;
     let mut paths = Vec::new();
-    for shell in [Shell::Bash, Shell::Zsh, Shell::Fish, Shell::Elvish, Shell::PowerShell] {
+    for shell in [
+        Shell::Bash,
+        Shell::Zsh,
+        Shell::Fish,
+        Shell::Elvish,
+        Shell::PowerShell,
+    ] {
         let mut cmd = verify_coding_candidates::cli::Cli::command();
         let path = clap_complete::generate_to(shell, &mut cmd, "verify-coding-candidates", dir)
             .with_context(|| format!("write {shell} completions into {}", dir.display()))?;
@@ -437,11 +447,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vcc-xtask-test-{}", std::process::id()));
         let page = std::fs::read_to_string(man(&dir.join("man")).unwrap()).unwrap();
         assert!(page.contains(".TH verify-coding-candidates"), "{page}");
-        assert!(page.contains("replay") && page.contains("merge") && page.contains("\\-\\-evidence"), "{page}");
+        assert!(
+            page.contains("replay") && page.contains("merge") && page.contains("\\-\\-evidence"),
+            "{page}"
+        );
         let paths = completions(&dir.join("completions")).unwrap();
         assert_eq!(paths.len(), 5);
-        let bash = std::fs::read_to_string(dir.join("completions/verify-coding-candidates.bash")).unwrap();
-        assert!(bash.contains("--partition") && bash.contains("replay"), "bash completion lacks flags");
+        let bash =
+            std::fs::read_to_string(dir.join("completions/verify-coding-candidates.bash")).unwrap();
+        assert!(
+            bash.contains("--partition") && bash.contains("replay"),
+            "bash completion lacks flags"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -94,6 +94,10 @@ const NAMES: [&str; 2] = ["a", "b"];
 pub struct WorkerIsolation;
 
 impl super::Gate for WorkerIsolation {
+    fn headline_check(&self) -> Option<&'static str> {
+        Some("backend")
+    }
+
     fn id(&self) -> &'static str {
         GATE
     }
