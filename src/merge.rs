@@ -50,6 +50,13 @@ pub fn merge(
             .map_err(|e| format!("{}/evidence.json: {e}", dir.display()))?;
         let ev: Evidence = serde_json::from_value(value.clone())
             .map_err(|e| format!("{}/evidence.json: {e}", dir.display()))?;
+        if ev.verdict == Verdict::Incomplete {
+            return Err(format!(
+                "{}/evidence.json: expected a finished partition, found verdict incomplete (the run was \
+                 interrupted); re-run that partition, then merge",
+                dir.display()
+            ));
+        }
         let digest = evidence::canonical_digest(&value);
         if digest != ev.sign_off.evidence_sha256 {
             return Err(format!(

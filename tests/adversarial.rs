@@ -439,3 +439,160 @@ fn an_only_run_says_it_is_partial_in_every_view() {
     assert_eq!(doc["partial"], true, "{doc}");
     assert_eq!(doc["gates_not_run"].as_array().unwrap().len(), 11);
 }
+
+#[test]
+fn merge_refuses_an_archive_path_outside_the_partition_and_an_incomplete_partition() {
+    let repo = fixture_repo(&[]);
+    let (_k1, p1) = evidence_dir();
+    let out = run_only(&repo, &p1, "archive-members", &["--partition", "1/1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let original = std::fs::read_to_string(p1.join("evidence.json")).unwrap();
+    let reseal = |edit: &dyn Fn(&mut Value)| {
+        let mut ev: Value = serde_json::from_str(&original).unwrap();
+        edit(&mut ev);
+        ev["sign_off"]["evidence_sha256"] =
+            Value::String(verify_coding_candidates::evidence::canonical_digest(&ev));
+        std::fs::write(
+            p1.join("evidence.json"),
+            serde_json::to_string_pretty(&ev).unwrap(),
+        )
+        .unwrap();
+        reseal_sums(&p1);
+    };
+    let merge = |into: &Path| {
+        verifier()
+            .arg("merge")
+            .arg("--into")
+            .arg(into)
+            .arg(&p1)
+            .output()
+            .unwrap()
+    };
+
+    // An archive path climbing out of the partition (the sign-off digest is
+    // unkeyed, so a hostile partition can reseal it).
+    reseal(&|ev| {
+        ev["candidates"][0]["archive"]["path"] = Value::String("../../escape.lbpkg".into())
+    });
+    let (_k2, into) = evidence_dir();
+    let out = merge(&into);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(
+        stderr_text(&out).contains("../../escape.lbpkg"),
+        "{}",
+        both(&out)
+    );
+    assert!(!into.exists());
+    assert!(!into.parent().unwrap().join("../escape.lbpkg").exists());
+
+    // An interrupted partition is not merged into a verdict.
+    reseal(&|ev| {
+        ev["verdict"] = Value::String("incomplete".into());
+    });
+    let out = merge(&into);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr_text(&out).contains("incomplete"), "{}", both(&out));
+    assert!(!into.exists());
+}
+
+/// Every process whose command line or environment mentions `needle`, as
+/// `(pid, command line)`; the caller's own process is left out.
+fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
+    let me = std::process::id();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let read = |f: &str| {
+            std::fs::read(entry.path().join(f))
+                .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+                .unwrap_or_default()
+        };
+        let (cmdline, environ) = (read("cmdline"), read("environ"));
+        if cmdline.contains(needle) || environ.contains(needle) {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
+/// Starts a run of `only`, waits until a child whose command line or
+/// environment mentions `DIR/<marker>` is running, lets it run `settle`,
+/// sends SIGINT to the harness alone (its children have their own process
+/// groups, as with a terminal's Ctrl-C they would not be signalled by the
+/// harness's group), and checks exit 130, verdict `incomplete`, the full
+/// evidence set, and that nothing mentioning DIR is left running.
+fn interrupt_during(only: &str, marker: &str, settle: std::time::Duration) {
+    use std::time::{Duration, Instant};
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin(BIN))
+        .env("PYTHON", python())
+        .arg("--repo")
+        .arg(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .args(["--only", only])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let needle = dir.join(marker).display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while processes_mentioning(&needle).is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before any {marker} child started"
+        );
+        assert!(Instant::now() < deadline, "no {marker} child within 120 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(settle);
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    let survivors = processes_mentioning(&dir.display().to_string());
+    assert!(
+        survivors.is_empty(),
+        "processes left running: {survivors:?}"
+    );
+    let ev = read_evidence(&dir);
+    assert_eq!(ev["verdict"], "incomplete", "{}", both(&out));
+    assert_eq!(ev["sign_off"]["verdict"], "incomplete");
+    for f in ["junit.xml", "statement.intoto.json", "SHA256SUMS"] {
+        assert!(dir.join(f).is_file(), "{f} written");
+    }
+    assert!(
+        stdout_text(&out).contains("INCOMPLETE"),
+        "{}",
+        stdout_text(&out)
+    );
+    let (code, doc) = replay(&dir);
+    assert_eq!(code, 0, "an interrupted run's evidence replays: {doc}");
+}
+
+#[test]
+fn sigint_during_lbp_build_exits_130_incomplete_and_leaves_nothing_running() {
+    interrupt_during(
+        "lbp-build",
+        "roots/lbp-build",
+        std::time::Duration::from_millis(100),
+    );
+}
+
+#[test]
+fn sigint_during_worker_isolation_exits_130_incomplete_and_leaves_nothing_running() {
+    interrupt_during(
+        "worker-isolation",
+        "roots/worker-isolation",
+        std::time::Duration::from_millis(1500),
+    );
+}

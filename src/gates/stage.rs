@@ -327,7 +327,13 @@ fn blob_check(
         let rel = f
             .path()
             .strip_prefix(&source)
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .map(|p| {
+                // Joined by component: a backslash is part of a Unix file name.
+                p.components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
             .unwrap_or_default();
         if !expected.contains(&rel) {
             problems.push(format!(

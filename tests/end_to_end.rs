@@ -1,0 +1,186 @@
+//! The whole pipeline, every gate, on the fixture repository: the milestone
+//! run of `cargo xtask demo`, checked as a reviewer would check it.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn schema() -> Value {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("evidence-schema/v1/evidence.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn assert_valid(evidence: &Value) {
+    let validator = jsonschema::validator_for(&schema()).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(evidence)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "evidence.json does not satisfy the checked-in schema:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// `<testcase` elements in `junit.xml`: one per check (one for a gate with
+/// none) plus one per pytest testcase of each suite run.
+fn expected_testcases(ev: &Value) -> usize {
+    let gates: usize = ev["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["checks"].as_array().unwrap().len().max(1))
+        .sum();
+    let suites: usize = ev["suites"]["runs"]
+        .as_array()
+        .map(|runs| {
+            runs.iter()
+                .map(|r| r["testcases"].as_array().map_or(0, Vec::len))
+                .sum()
+        })
+        .unwrap_or(0);
+    gates + suites
+}
+
+/// Processes whose working directory or environment points into `dir`.
+fn processes_tied_to(dir: &Path) -> Vec<String> {
+    let needle = dir.to_string_lossy().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let cwd = std::fs::read_link(entry.path().join("cwd"))
+            .map(|p| p.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if cwd.starts_with(&needle) || String::from_utf8_lossy(&environ).contains(&needle) {
+            found.push(format!("{name} (cwd {cwd})"));
+        }
+    }
+    found
+}
+
+#[test]
+fn every_gate_passes_on_the_fixture_repository_with_valid_evidence() {
+    let repo = fixture_repo(&[]);
+    let before = tree_snapshot(&repo.root);
+    let (_keep, dir) = evidence_dir();
+    let out = verifier()
+        .arg("--repo")
+        .arg(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .args(["--sign-off-by", "Release Reviewer"])
+        .output()
+        .unwrap();
+    let text = stdout_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{}", stderr_text(&out));
+    assert!(text.contains("PASS: evidence in"), "{text}");
+    assert_eq!(
+        tree_snapshot(&repo.root),
+        before,
+        "the repository under review was modified"
+    );
+
+    let ev = read_evidence(&dir);
+    assert_valid(&ev);
+    assert_eq!(ev["verdict"], "pass");
+    let catalogue = verify_coding_candidates::catalogue::all();
+    let gates = ev["gates"].as_array().unwrap();
+    assert_eq!(gates.len(), catalogue.len());
+    for (g, info) in gates.iter().zip(catalogue) {
+        assert_eq!(g["id"], info.id.as_str());
+        assert_eq!(g["result"], "pass", "gate {} did not pass: {g}", info.id);
+        assert_eq!(g["proves"], info.proves.as_str());
+        assert_eq!(g["does_not_prove"], info.does_not_prove.as_str());
+    }
+    assert_eq!(ev["sign_off"]["signed_off_by"], "Release Reviewer");
+    assert_eq!(ev["sign_off"]["archives_signed"], false);
+    assert_eq!(
+        ev["sign_off"]["evidence_sha256"].as_str().unwrap().len(),
+        64
+    );
+    assert_eq!(ev["sdk"]["version"], "0.6.0b5");
+    assert!(ev["sdk"]["hashed_rows_verified"].as_u64().unwrap() > 200);
+    for c in ev["candidates"].as_array().unwrap() {
+        let archive = &c["archive"];
+        let file = dir.join(archive["path"].as_str().unwrap());
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().len(),
+            archive["size"].as_u64().unwrap()
+        );
+        assert!(dir
+            .join("extracted")
+            .join(c["folder"].as_str().unwrap())
+            .join("manifest.yaml")
+            .is_file());
+    }
+    // The terminal summary names the isolation backend and the namespace.
+    assert!(
+        text.contains("worker-isolation") && text.contains("--isolation auto"),
+        "{text}"
+    );
+
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert_eq!(
+        junit.matches("<testcase ").count(),
+        expected_testcases(&ev),
+        "junit.xml testcase count"
+    );
+    assert!(junit.contains("classname=\"tree-clean\""));
+
+    let leftovers = processes_tied_to(&dir);
+    assert!(
+        leftovers.is_empty(),
+        "processes of the run survived: {leftovers:?}"
+    );
+}
+
+#[test]
+fn a_failing_run_still_writes_valid_evidence_naming_the_gate_and_the_file() {
+    let repo = fixture_repo(&["shadow-sdk"]);
+    let before = tree_snapshot(&repo.root);
+    let (_keep, dir) = evidence_dir();
+    let out = verifier()
+        .arg("--repo")
+        .arg(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let text = stdout_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("FAIL: evidence in"), "{text}");
+    assert!(
+        text.contains("sdk-shadow") && text.contains("langbot_plugin/__init__.py"),
+        "{text}"
+    );
+    assert_eq!(tree_snapshot(&repo.root), before);
+    let ev = read_evidence(&dir);
+    assert_valid(&ev);
+    assert_eq!(ev["verdict"], "fail");
+    assert_eq!(ev["sign_off"]["verdict"], "fail");
+    assert_eq!(gate_result(&ev, "sdk-shadow"), "fail");
+    // Gates that need sdk-shadow's subject are blocked, never passed on unverified input.
+    for g in ev["gates"].as_array().unwrap() {
+        if g["result"] == "blocked" {
+            assert!(
+                g["reason"].as_str().unwrap().contains("did not pass"),
+                "{g}"
+            );
+        }
+    }
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert_eq!(junit.matches("<testcase ").count(), expected_testcases(&ev));
+    assert!(junit.contains("<failure"), "{junit}");
+    assert!(std::fs::read_to_string(dir.join("SHA256SUMS"))
+        .unwrap()
+        .contains("  evidence.json\n"));
+    assert!(processes_tied_to(&dir).is_empty());
+}
