@@ -1,8 +1,9 @@
 //! Safe extraction of the `git archive` tar into the staging directory.
 //!
-//! Refuses absolute paths, `..` components, hard links, device and fifo
-//! entries, symlinks whose target is absolute or climbs out of the root, and
-//! any entry whose parent is a symlink. Files are streamed to disk.
+//! Refuses absolute paths, `..` components, names that are not UTF-8, hard
+//! links, device and fifo entries, symlinks whose target is absolute or
+//! climbs out of the root, and any entry whose parent is a symlink. Files are
+//! streamed to disk.
 
 use std::fs::{self, OpenOptions};
 use std::io;
@@ -54,7 +55,18 @@ fn safe_relative(path: &Path) -> Result<String, String> {
     let mut parts = Vec::new();
     for c in path.components() {
         match c {
-            Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            Component::Normal(p) => match p.to_str() {
+                Some(name) => parts.push(name.to_string()),
+                // A lossy name would be staged, compared and built under a
+                // different file name than the commit's.
+                None => {
+                    return Err(format!(
+                    "has a file name that is not UTF-8 ({}); the staged copy could not carry the \
+                         committed name: rename it to UTF-8 and commit",
+                    p.to_string_lossy()
+                ))
+                }
+            },
             Component::CurDir => {}
             Component::ParentDir => return Err("has a `..` component".into()),
             Component::RootDir | Component::Prefix(_) => return Err("is absolute".into()),
@@ -256,6 +268,28 @@ mod tests {
                 .to_string();
             assert!(err.contains(word), "{name}: {err}");
         }
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_refused_not_renamed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.tar");
+        let mut b = tar::Builder::new(fs::File::create(&path).unwrap());
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_size(1);
+        h.set_mode(0o644);
+        let name = b"pkg/bad\xff.py";
+        h.as_old_mut().name[..name.len()].copy_from_slice(name);
+        h.set_cksum();
+        b.append(&h, &b"x"[..]).unwrap();
+        b.finish().unwrap();
+        let dest = dir.path().join("out");
+        let err = extract_tar(&path, &dest).unwrap_err().to_string();
+        assert!(err.contains("not UTF-8"), "{err}");
+        assert!(
+            !dest.join("pkg").exists() || fs::read_dir(dest.join("pkg")).unwrap().next().is_none()
+        );
     }
 
     #[test]

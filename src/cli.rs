@@ -119,7 +119,7 @@ pub enum Command {
     /// every share once and agree on every global gate; copies the archives;
     /// writes one evidence.json, junit.xml, statement and SHA256SUMS.
     Merge {
-        /// The merged evidence directory: absolute, missing or empty.
+        /// The merged evidence directory: absolute, missing or empty, outside every partition.
         #[arg(long, value_name = "OUT")]
         into: PathBuf,
         /// Name recorded in the merged sign-off block.

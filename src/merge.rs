@@ -14,7 +14,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Merges the evidence directories `parts` into `into` (absolute, missing or
-/// empty), copying each partition's `packages/`, and returns the merged evidence.
+/// empty, outside every partition; judged where writes land, `..` and
+/// symlinks resolved), copying each partition's `packages/`, and returns the
+/// merged evidence.
 ///
 /// # Errors
 /// A sentence naming the partition and the disagreement; nothing is written then.
@@ -29,8 +31,9 @@ pub fn merge(
             into.display()
         ));
     }
-    if into.exists()
-        && fs::read_dir(into)
+    let resolved = crate::pipeline::resolve_for_writing("--into", into).map_err(|e| e.0)?;
+    if resolved.exists()
+        && fs::read_dir(&resolved)
             .map(|mut d| d.next().is_some())
             .unwrap_or(true)
     {
@@ -42,6 +45,18 @@ pub fn merge(
     if parts.is_empty() {
         return Err("merge: expected at least one partition evidence directory".into());
     }
+    for dir in parts {
+        let part = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        if resolved.starts_with(&part) {
+            return Err(format!(
+                "--into {}: expected a directory outside every partition, found one inside {}; writing \
+                 there would change that partition's evidence: choose a directory outside it",
+                into.display(),
+                dir.display()
+            ));
+        }
+    }
+    let into = resolved.as_path();
     let mut evidences = Vec::new();
     for dir in parts {
         let text = fs::read_to_string(dir.join(evidence::EVIDENCE_JSON))

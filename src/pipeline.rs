@@ -82,6 +82,16 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         }
         None => catalogue::all().iter().map(|g| g.id.clone()).collect(),
     };
+    if let Some(p) = opts.partition {
+        let n = loaded.profile.candidates.len();
+        if profile::partition_share(&loaded.profile.candidates, Some(p)).is_empty() {
+            return Err(SetupError(format!(
+                "--partition {}/{}: expected a share holding at least one candidate, found none (the profile \
+                 has {n} candidate(s), dealt round-robin to {} shares); use at most {n} shares",
+                p.index, p.count, p.count
+            )));
+        }
+    }
     std::fs::create_dir_all(&evidence_dir).map_err(|e| {
         SetupError(format!(
             "evidence dir {}: cannot create: {e}",
@@ -303,7 +313,7 @@ fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
                 .unwrap_or_default()
         )));
     }
-    let resolved = resolve_for_writing(dir)?;
+    let resolved = resolve_for_writing("--evidence", dir)?;
     if resolved.exists() {
         let empty = std::fs::read_dir(&resolved)
             .map_err(|e| {
@@ -344,7 +354,8 @@ fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
     Ok(dir.to_path_buf())
 }
 
-/// Where writes to the absolute path `dir` would land, component by
+/// Where writes to the absolute path `dir` (the value of option `flag`, for
+/// messages) would land, component by
 /// component as the kernel resolves it once `create_dir_all` has created the
 /// missing folders: existing components with symlinks resolved, missing ones
 /// (real folders once created) taken as they are, `..` the parent of either.
@@ -352,7 +363,7 @@ fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
 /// # Errors
 /// When an existing component is a symlink that does not resolve (dangling or
 /// a loop): creating the directory would fail, or write wherever it points.
-fn resolve_for_writing(dir: &Path) -> Result<PathBuf, SetupError> {
+pub(crate) fn resolve_for_writing(flag: &str, dir: &Path) -> Result<PathBuf, SetupError> {
     let mut current = PathBuf::from("/");
     // How many trailing components of `current` do not exist yet.
     let mut missing = 0usize;
@@ -378,7 +389,7 @@ fn resolve_for_writing(dir: &Path) -> Result<PathBuf, SetupError> {
                     Ok(m) if m.file_type().is_symlink() => {
                         current = next.canonicalize().map_err(|e| {
                             SetupError(format!(
-                                "--evidence {}: {} is a symlink that does not resolve ({e}; target {}); \
+                                "{flag} {}: {} is a symlink that does not resolve ({e}; target {}); \
                                  expected a directory or a missing path: pass a path without dangling links",
                                 dir.display(),
                                 next.display(),

@@ -129,6 +129,14 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
     };
     for c in &ev.candidates {
         let Some(a) = &c.archive else { continue };
+        if !inside_relative(&a.path) {
+            rows.push(Row::new(
+                format!("{} archive path", c.folder),
+                "a relative path inside the evidence directory",
+                &a.path,
+            ));
+            continue;
+        }
         let path = dir.join(&a.path);
         match hash::sha256_file(&path) {
             Ok(d) => {
@@ -386,6 +394,17 @@ fn replay_against_repo(opts: &ReplayOptions, repo: &Path, ev: &Evidence, rows: &
     for c in &ev.candidates {
         let Some(a) = &c.archive else { continue };
         let label = format!("rebuild {}", c.folder);
+        if !inside_relative(&a.path) || !inside_relative(&c.path) || !inside_relative(&c.folder) {
+            rows.push(Row::new(
+                label,
+                "candidate and archive paths inside the repository and evidence directory",
+                format!(
+                    "candidate {:?}, folder {:?}, archive {:?}",
+                    c.path, c.folder, a.path
+                ),
+            ));
+            continue;
+        }
         let out = work.path().join("out").join(&c.folder);
         match rebuild(&python, &source.join(&c.path), &out, work.path(), &c.folder) {
             Ok(file) => {
@@ -412,7 +431,7 @@ fn replay_against_repo(opts: &ReplayOptions, repo: &Path, ev: &Evidence, rows: &
                 }
                 rows.push(row);
             }
-            Err(e) => rows.push(Row::new(format!("{label}"), "one archive", e)),
+            Err(e) => rows.push(Row::new(label, "one archive", e)),
         }
     }
 }

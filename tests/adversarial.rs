@@ -469,21 +469,26 @@ fn merge_refuses_an_archive_path_outside_the_partition_and_an_incomplete_partiti
             .unwrap()
     };
 
-    // An archive path climbing out of the partition (the sign-off digest is
-    // unkeyed, so a hostile partition can reseal it).
-    reseal(&|ev| {
-        ev["candidates"][0]["archive"]["path"] = Value::String("../../escape.lbpkg".into())
-    });
+    // An archive path climbing out of the partition, with the archive's true
+    // bytes there (the sign-off digest is unkeyed, so a hostile partition can
+    // reseal it): merging would write next to the merged directory.
+    let first: Value = serde_json::from_str(&original).unwrap();
+    let real = first["candidates"][0]["archive"]["path"].as_str().unwrap();
+    std::fs::copy(p1.join(real), p1.parent().unwrap().join("escape.lbpkg")).unwrap();
+    reseal(&|ev| ev["candidates"][0]["archive"]["path"] = Value::String("../escape.lbpkg".into()));
     let (_k2, into) = evidence_dir();
     let out = merge(&into);
     assert_eq!(out.status.code(), Some(2), "{}", both(&out));
     assert!(
-        stderr_text(&out).contains("../../escape.lbpkg"),
+        stderr_text(&out).contains("../escape.lbpkg"),
         "{}",
         both(&out)
     );
     assert!(!into.exists());
-    assert!(!into.parent().unwrap().join("../escape.lbpkg").exists());
+    assert!(
+        !into.parent().unwrap().join("escape.lbpkg").exists(),
+        "nothing is written outside the merged directory"
+    );
 
     // An interrupted partition is not merged into a verdict.
     reseal(&|ev| {
@@ -595,4 +600,117 @@ fn sigint_during_worker_isolation_exits_130_incomplete_and_leaves_nothing_runnin
         "roots/worker-isolation",
         std::time::Duration::from_millis(1500),
     );
+}
+
+#[test]
+fn replay_names_an_archive_path_outside_the_evidence_directory() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = run_only(&repo, &dir, "archive-members", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let path = dir.join("evidence.json");
+    let mut ev: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let real = ev["candidates"][0]["archive"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The true archive, moved out of the directory, named by a resealed
+    // evidence.json: its digests still match, but it is not in the evidence.
+    std::fs::rename(dir.join(&real), dir.parent().unwrap().join("outside.lbpkg")).unwrap();
+    ev["candidates"][0]["archive"]["path"] = Value::String("../outside.lbpkg".into());
+    ev["sign_off"]["evidence_sha256"] =
+        Value::String(verify_coding_candidates::evidence::canonical_digest(&ev));
+    std::fs::write(&path, serde_json::to_string_pretty(&ev).unwrap()).unwrap();
+    reseal_sums(&dir);
+    let (code, doc) = replay(&dir);
+    assert_eq!(code, 1, "{doc}");
+    let folder = ev["candidates"][0]["folder"].as_str().unwrap();
+    assert_eq!(mismatches(&doc), vec![format!("{folder} archive path")]);
+}
+
+#[test]
+fn python_that_is_not_an_interpreter_fails_sdk_record_saying_what_to_pass() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = run_only(&repo, &dir, "sdk-record", &["--python", "/bin/true"]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let ev = read_evidence(&dir);
+    let failed = failed_checks(&ev, "sdk-record");
+    assert!(!failed.is_empty());
+    for c in failed {
+        let detail = c["detail"].as_str().unwrap();
+        assert!(detail.contains("/bin/true"), "{detail}");
+        assert!(detail.contains("--python"), "what to do: {detail}");
+        assert!(detail.contains("expected"), "{detail}");
+    }
+}
+
+#[test]
+fn a_committed_name_that_is_not_utf8_fails_stage_instead_of_being_renamed() {
+    use std::os::unix::ffi::OsStrExt;
+    let repo = fixture_repo(&[]);
+    let name = std::ffi::OsStr::from_bytes(b"bad\xff.py");
+    std::fs::write(
+        repo.root.join("Runner/codex-agent/pkg").join(name),
+        "x = 1\n",
+    )
+    .unwrap();
+    commit_all(&repo, "a name that is not UTF-8");
+    let (_keep, dir) = evidence_dir();
+    let out = run_only(&repo, &dir, "stage", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let ev = read_evidence(&dir);
+    let c = check(&ev, "stage", "tar-extraction", None);
+    assert_eq!(c["result"], "fail", "{c}");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(detail.contains("Runner/codex-agent/pkg/bad"), "{detail}");
+    assert!(detail.contains("not UTF-8"), "{detail}");
+}
+
+#[test]
+fn a_partition_share_without_candidates_cannot_run() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = run_only(&repo, &dir, "lbp-build", &["--partition", "4/4"]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    let err = stderr_text(&out);
+    assert!(err.contains("--partition 4/4"), "{err}");
+    assert!(err.contains("3 candidate(s)"), "{err}");
+    assert!(
+        !dir.exists(),
+        "nothing is written when the run cannot start"
+    );
+}
+
+#[test]
+fn merge_refuses_to_write_inside_a_partition() {
+    let repo = fixture_repo(&[]);
+    let (_k1, p1) = evidence_dir();
+    let (_k2, p2) = evidence_dir();
+    for (dir, share) in [(&p1, "1/2"), (&p2, "2/2")] {
+        let out = run_only(&repo, dir, "stage", &["--partition", share]);
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    }
+    let before = tree_snapshot(&p2);
+    for into in [
+        p2.join("merged"),
+        p1.join("x/../../evidence/y").join("..").join("merged"),
+    ] {
+        let out = verifier()
+            .arg("merge")
+            .arg("--into")
+            .arg(&into)
+            .arg(&p1)
+            .arg(&p2)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+        assert!(
+            stderr_text(&out).contains("outside every partition"),
+            "{}",
+            both(&out)
+        );
+    }
+    assert_unchanged(&before, &tree_snapshot(&p2), "partition 2");
+    assert!(!p1.join("merged").exists() && !p1.join("x").exists());
 }

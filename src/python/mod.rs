@@ -41,6 +41,11 @@ pub const WORKER_PATHS_PROBE: &str = include_str!("worker_paths.py");
 /// (see `suites_collect.py`).
 pub const SUITES_COLLECT_PROBE: &str = include_str!("suites_collect.py");
 
+/// What to do when a probe did not answer: the usual cause is an
+/// interpreter that is not the SDK venv's Python.
+const NOT_AN_INTERPRETER_HINT: &str = "check that --python (or PYTHON) names a CPython 3.10+ \
+    interpreter with the pinned langbot-plugin installed, such as the one `cargo xtask sdk` prints";
+
 /// Time limit of one probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -106,17 +111,22 @@ pub fn run_probe_with_timeout<T: DeserializeOwned>(
     let out = process::run(&spec).map_err(|e| e.to_string())?;
     if !out.success() {
         return Err(format!(
-            "probe {probe_name} with {}: {}; expected one JSON document on stdout; output tail:\n{}",
+            "probe {probe_name} with {}: {}; expected one JSON document on stdout; output tail:\n{}\n\
+             full output in {} and {}; {NOT_AN_INTERPRETER_HINT}",
             python.display(),
             out.describe(),
-            out.tail(15)
+            out.tail(15),
+            out.logs.0.display(),
+            out.logs.1.display()
         ));
     }
     serde_json::from_slice(&out.stdout).map_err(|e| {
         format!(
-            "probe {probe_name} with {}: stdout is not the expected JSON ({e}); see {}",
+            "probe {probe_name} with {}: expected one JSON document on stdout, found output that is not \
+             it ({e}); see {} and {}; {NOT_AN_INTERPRETER_HINT}",
             python.display(),
-            out.logs.0.display()
+            out.logs.0.display(),
+            out.logs.1.display()
         )
     })
 }
