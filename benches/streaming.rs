@@ -24,7 +24,10 @@ fn vm_hwm_kib() -> u64 {
 
 fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
-    println!("{:>10}  {:>12}  {:>14}  {:>14}", "size MiB", "what", "MiB/s", "peak RSS KiB");
+    println!(
+        "{:>10}  {:>12}  {:>14}  {:>14}",
+        "size MiB", "what", "MiB/s", "peak RSS KiB"
+    );
     for mib in [4u64, 32, 256] {
         let path = dir.path().join(format!("f{mib}"));
         let mut f = std::fs::File::create(&path).unwrap();
@@ -37,7 +40,12 @@ fn main() {
         let d = hash::sha256_file(&path).unwrap();
         let secs = t.elapsed().as_secs_f64();
         assert_eq!(d.size, mib * 1024 * 1024);
-        println!("{mib:>10}  {:>12}  {:>14.1}  {:>14}", "sha256_file", mib as f64 / secs, vm_hwm_kib());
+        println!(
+            "{mib:>10}  {:>12}  {:>14.1}  {:>14}",
+            "sha256_file",
+            mib as f64 / secs,
+            vm_hwm_kib()
+        );
 
         // A STORED ZIP with one member of this size, hashed member by member.
         let zpath = dir.path().join(format!("z{mib}.zip"));
@@ -55,7 +63,12 @@ fn main() {
         let members = lbpkg::hash_members(&zpath, &cd, None).unwrap();
         let secs = t.elapsed().as_secs_f64();
         assert_eq!(members[0].size, mib * 1024 * 1024);
-        println!("{mib:>10}  {:>12}  {:>14.1}  {:>14}", "zip members", mib as f64 / secs, vm_hwm_kib());
+        println!(
+            "{mib:>10}  {:>12}  {:>14.1}  {:>14}",
+            "zip members",
+            mib as f64 / secs,
+            vm_hwm_kib()
+        );
         std::fs::remove_file(&path).unwrap();
         std::fs::remove_file(&zpath).unwrap();
     }

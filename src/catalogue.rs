@@ -21,8 +21,9 @@ pub struct GateInfo {
     pub does_not_prove: String,
     /// Ids of gates whose `pass` this gate needs.
     pub requires: Vec<String>,
-    /// `global` (runs once per run, in every partition) or `candidate`
-    /// (checks each candidate; `--partition` splits these).
+    /// `global` (runs once per run, in every partition), `candidate`
+    /// (checks each candidate; `--partition` splits these) or `whole`
+    /// (needs every candidate; not run in a partition).
     #[serde(default)]
     pub scope: Scope,
 }
@@ -36,6 +37,10 @@ pub enum Scope {
     Global,
     /// Checks each candidate of the run's partition.
     Candidate,
+    /// Needs every candidate at once (the repository's suites run against
+    /// all extractions): runs only in an unpartitioned run, and is not
+    /// required in a `--partition` run, where it is recorded as skipped.
+    Whole,
 }
 
 #[derive(Deserialize)]

@@ -82,6 +82,10 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         }
         None => catalogue::all().iter().map(|g| g.id.clone()).collect(),
     };
+    let mut required = required;
+    if opts.partition.is_some() {
+        required.retain(|id| catalogue::get(id).map(|g| g.scope) != Some(catalogue::Scope::Whole));
+    }
     if let Some(p) = opts.partition {
         let n = loaded.profile.candidates.len();
         if profile::partition_share(&loaded.profile.candidates, Some(p)).is_empty() {
@@ -148,7 +152,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         suites: None,
     };
 
-    let records = run_gates(&mut ctx, &required, progress);
+    let records = run_gates(&mut ctx, &required, opts.partition.is_some(), progress);
     let interrupted = interrupt::requested();
     let verdict = if interrupted {
         Verdict::Incomplete
@@ -211,6 +215,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
 fn run_gates(
     ctx: &mut RunContext,
     required: &[String],
+    partitioned: bool,
     progress: &mut dyn Progress,
 ) -> Vec<GateRecord> {
     let mut records: Vec<GateRecord> = Vec::new();
@@ -230,8 +235,11 @@ fn run_gates(
             checks: Vec::new(),
         };
         if !is_required {
-            record.reason =
-                Some("not selected by --only and not a prerequisite of a selected gate".into());
+            record.reason = Some(if partitioned && info.scope == catalogue::Scope::Whole {
+                "needs every candidate at once: it runs in an unpartitioned run, not in --partition K/N".into()
+            } else {
+                "not selected by --only and not a prerequisite of a selected gate".into()
+            });
             records.push(record);
             continue;
         }

@@ -350,3 +350,42 @@ print(cases, failures)
     assert_eq!(text.trim(), format!("{expected_cases} {expected_failures}"));
     assert!(expected_failures >= 1);
 }
+
+#[test]
+fn suites_need_every_candidate_and_are_skipped_not_passed_in_a_partition() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = verifier()
+        .arg("--repo")
+        .arg(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .args(["--only", "suites", "--partition", "1/2"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout_text(&out),
+        stderr_text(&out)
+    );
+    let ev = read_evidence(&dir);
+    let suites = gate(&ev, "suites");
+    assert_eq!(suites["result"], "skipped");
+    assert_eq!(suites["required"], false);
+    assert!(
+        suites["reason"].as_str().unwrap().contains("unpartitioned"),
+        "{suites}"
+    );
+    assert!(!ev["selection"]["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g == "suites"));
+    assert!(
+        stdout_text(&out).contains("partial"),
+        "{}",
+        stdout_text(&out)
+    );
+}

@@ -198,24 +198,18 @@ impl super::Gate for Suites {
                 .map_err(|e| format!("cannot write {}: {e}", private_config.display()))?;
         }
 
-        let partitioned = ctx.selected.len() != ctx.profile.profile.candidates.len();
-        let mut plans = vec![RunPlan {
-            name: "tree",
-            source_root: None,
-        }];
-        if partitioned {
-            checks.push(Check::warn(
-                "extracted/partition",
-                None,
-                "this is a `--partition` run: DIR/extracted holds only this share of the candidates, so the suites \
-                 were not run against the extractions here; an unpartitioned run performs that run",
-            ));
-        } else {
-            plans.push(RunPlan {
+        // `suites` has scope `whole`: the pipeline never runs it in a
+        // `--partition` run, so DIR/extracted holds every candidate here.
+        let plans = [
+            RunPlan {
+                name: "tree",
+                source_root: None,
+            },
+            RunPlan {
                 name: "extracted",
                 source_root: Some(ctx.extracted_root()),
-            });
-        }
+            },
+        ];
 
         for plan in &plans {
             let mut before = None;
