@@ -11,6 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// How long processes found right after the workers' stop may take to
+/// finish exiting on their own before they count as residue.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Run<'_> {
     /// `teardown`: `stop` to both workers, their process groups stopped, then the survey.
     pub(super) fn teardown(&mut self) {
@@ -68,7 +72,16 @@ impl Run<'_> {
             roots: vec![self.base.clone()],
             exclude: BTreeSet::from([std::process::id() as i32]),
         };
-        let survivors = survey::survey(&rules);
+        // A process seen mid-exit (its memory already released: empty
+        // cmdline, no cwd) is still listed by /proc for a moment. Give what
+        // the survey finds a short settle time to finish exiting on its own;
+        // only what is still there afterwards is residue.
+        let mut survivors = survey::survey(&rules);
+        let settle_deadline = std::time::Instant::now() + SETTLE;
+        while !survivors.is_empty() && std::time::Instant::now() < settle_deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            survivors = survey::survey(&rules);
+        }
         let stopped = survey::stop_all(&survivors, process::GRACE);
         let after = survey::survey(&rules);
         if !survivors.is_empty() {
