@@ -117,10 +117,17 @@ pub fn merge(
             &ev.selection.required.join(","),
         )?;
         if ev.selection.partition.map(|p| p.count) != count || count.is_none() {
+            let found = match ev.selection.partition {
+                Some(p) => format!("--partition {}/{}", p.index, p.count),
+                None => "an unpartitioned run".to_string(),
+            };
+            let expected = match count {
+                Some(n) => format!("a `--partition K/{n}` run, like {}", first_dir.display()),
+                None => "evidence from `--partition K/N` runs".to_string(),
+            };
             return Err(format!(
-                "{}: expected evidence from `--partition K/N` runs with one N, found {:?}",
-                dir.display(),
-                ev.selection.partition
+                "{}: expected {expected}, found {found}; merge combines the shares of one partitioned run",
+                dir.display()
             ));
         }
     }
@@ -131,12 +138,21 @@ pub fn merge(
         .collect();
     if indices != (1..=n).collect::<Vec<_>>() {
         return Err(format!(
-            "expected each of the partitions 1..={n} exactly once, found {indices:?}"
+            "expected each of the partitions 1..={n} exactly once, found shares {}",
+            indices
+                .iter()
+                .map(|i| format!("{i}/{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
 
     let mut merged = first.clone();
-    merged.selection.partition = None;
+    merged.selection = crate::evidence::Selection::new(
+        first.selection.only.clone(),
+        first.selection.required.clone(),
+        None,
+    );
     merged.started_at = evidences
         .iter()
         .map(|(_, e)| e.started_at.clone())

@@ -175,11 +175,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         started_at,
         finished_at: now_rfc3339(),
         profile: profile_record,
-        selection: Selection {
-            only: opts.only.clone(),
-            required,
-            partition: opts.partition,
-        },
+        selection: Selection::new(opts.only.clone(), required, opts.partition),
         source: ctx.source,
         sdk: ctx.sdk,
         gates: records,
@@ -280,8 +276,13 @@ fn run_gates(
             .iter()
             .filter(|c| c.result == CheckResult::Fail)
             .count();
-        record.result = if interrupt::requested() && failed == 0 {
-            record.reason = Some("interrupted while running".into());
+        record.result = if interrupt::requested() {
+            // Checks cut short by SIGINT/SIGTERM say nothing about the
+            // candidates: keep them as a record, judge none of them.
+            record.reason = Some(format!(
+                "interrupted while running; the {} check(s) recorded before the interrupt are kept but not judged",
+                checks.len()
+            ));
             GateResult::Skipped
         } else if checks.is_empty() {
             record.reason = Some("the gate observed nothing to check".into());

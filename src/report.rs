@@ -69,7 +69,12 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
             let _ = write!(out, "  {note}");
         }
         out.push('\n');
-        for c in g.checks.iter().filter(|c| c.result != CheckResult::Pass) {
+        let judged = matches!(g.result, GateResult::Pass | GateResult::Fail);
+        for c in g
+            .checks
+            .iter()
+            .filter(|c| judged && c.result != CheckResult::Pass)
+        {
             let who = c
                 .candidate
                 .as_deref()
@@ -106,35 +111,53 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
     out
 }
 
-/// The gates a run did not select (`--only`): ids in catalogue order.
+/// The gates a run did not require, as recorded in `selection.gates_not_run`.
 pub fn gates_not_run(evidence: &Evidence) -> Vec<&str> {
     evidence
-        .gates
+        .selection
+        .gates_not_run
         .iter()
-        .filter(|g| !g.required)
-        .map(|g| g.id.as_str())
+        .map(String::as_str)
         .collect()
 }
 
-/// ` (partial: --only X; N of M gates not run, ...)` after the verdict word of
-/// a run that did not require every gate; empty otherwise. A partial pass is
-/// the developer's quick check, never a certification of the commit.
+/// ` (partial: --only X; N of M gates not run, ...)` or ` (partial:
+/// --partition K/N: ...)` after the verdict word of a partial run (see
+/// `Selection::partial`); empty otherwise. A partial pass is a developer's
+/// quick check or one share of a matrix, never a certification of the commit.
 fn partial_note(evidence: &Evidence) -> String {
-    let not_run = gates_not_run(evidence);
-    if not_run.is_empty() {
+    if !evidence.selection.partial {
         return String::new();
     }
-    let only = evidence
-        .selection
-        .only
-        .as_ref()
-        .map(|o| format!("--only {}; ", o.join(",")))
-        .unwrap_or_default();
+    let mut parts = Vec::new();
+    if let Some(only) = &evidence.selection.only {
+        parts.push(format!("--only {}", only.join(",")));
+    }
+    if let Some(p) = evidence.selection.partition {
+        let folders: Vec<&str> = evidence
+            .candidates
+            .iter()
+            .map(|c| c.folder.as_str())
+            .collect();
+        parts.push(format!(
+            "--partition {}/{}: candidates {} only",
+            p.index,
+            p.count,
+            folders.join(", ")
+        ));
+    }
+    let not_run = gates_not_run(evidence);
+    if !not_run.is_empty() {
+        parts.push(format!(
+            "{} of {} gates not run: {}",
+            not_run.len(),
+            evidence.gates.len(),
+            not_run.join(", ")
+        ));
+    }
     format!(
-        " (partial: {only}{} of {} gates not run: {}; not a certification of the commit)",
-        not_run.len(),
-        evidence.gates.len(),
-        not_run.join(", ")
+        " (partial: {}; not a certification of the commit)",
+        parts.join("; ")
     )
 }
 
@@ -164,7 +187,7 @@ pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
         "evidence_dir": dir.display().to_string(),
         "commit": evidence.source.commit,
         "evidence_sha256": evidence.sign_off.evidence_sha256,
-        "partial": !gates_not_run(evidence).is_empty(),
+        "partial": evidence.selection.partial,
         "gates_not_run": gates_not_run(evidence),
         "gates": gates,
     });

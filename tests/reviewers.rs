@@ -220,6 +220,9 @@ fn partitions_merged_equal_an_unpartitioned_run() {
     let full = run_ok(&repo.root, &whole, &[]);
     let e1 = run_ok(&repo.root, &p1, &["--partition", "1/2"]);
     let e2 = run_ok(&repo.root, &p2, &["--partition", "2/2"]);
+    // One share is partial, and says so in the evidence itself.
+    assert_eq!(e1["selection"]["partial"], true);
+    assert_eq!(e1["selection"]["partition"]["index"], 1);
     let n1 = e1["candidates"].as_array().unwrap().len();
     let n2 = e2["candidates"].as_array().unwrap().len();
     assert_eq!(

@@ -23,7 +23,11 @@ pub fn render(evidence: &Evidence) -> std::io::Result<String> {
             "commit",
             evidence.source.commit.as_str(),
         ));
-        if gate.checks.is_empty() {
+        // A gate that did not run to completion (skipped, blocked, or
+        // interrupted) is one skipped testcase: partial checks are not judged.
+        if gate.checks.is_empty()
+            || matches!(gate.result, GateResult::Skipped | GateResult::Blocked)
+        {
             let reason = gate.reason.clone().unwrap_or_default();
             let status = match gate.result {
                 GateResult::Pass => TestCaseStatus::success(),
@@ -42,7 +46,11 @@ pub fn render(evidence: &Evidence) -> std::io::Result<String> {
             case.set_classname(gate.id.as_str());
             suite.add_test_case(case);
         }
-        for check in &gate.checks {
+        for check in gate
+            .checks
+            .iter()
+            .filter(|_| !matches!(gate.result, GateResult::Skipped | GateResult::Blocked))
+        {
             let name = match &check.candidate {
                 Some(c) => format!("{c}: {}", check.name),
                 None => check.name.clone(),

@@ -130,6 +130,40 @@ pub struct Selection {
     /// `--partition K/N`, if given: `candidates[]` then holds this share only.
     #[serde(default)]
     pub partition: Option<crate::profile::Partition>,
+    /// True when this evidence does not certify the whole commit: some gate
+    /// was not run (`--only`, or a `whole` gate in a partition) or only a
+    /// share of the candidates was checked (`--partition`). A partial `pass`
+    /// is a developer's check or one share of a CI matrix, never a
+    /// certification; `merge` combines shares into a non-partial record.
+    #[serde(default)]
+    pub partial: bool,
+    /// Ids of catalogue gates this run did not require (and so did not run).
+    #[serde(default)]
+    pub gates_not_run: Vec<String>,
+}
+
+impl Selection {
+    /// Builds a selection, deriving `partial` and `gates_not_run` from
+    /// `required` and the catalogue.
+    pub fn new(
+        only: Option<Vec<String>>,
+        required: Vec<String>,
+        partition: Option<crate::profile::Partition>,
+    ) -> Self {
+        let gates_not_run: Vec<String> = crate::catalogue::all()
+            .iter()
+            .filter(|g| !required.contains(&g.id))
+            .map(|g| g.id.clone())
+            .collect();
+        let partial = partition.is_some() || !gates_not_run.is_empty();
+        Self {
+            only,
+            required,
+            partition,
+            partial,
+            gates_not_run,
+        }
+    }
 }
 
 /// The repository and commit under review.

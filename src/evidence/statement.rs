@@ -8,7 +8,7 @@
 //! `PASSED`/`WARNED`/`FAILED`, `configuration` resource descriptors,
 //! `passedTests`/`warnedTests`/`failedTests` names).
 
-use super::model::{CheckResult, Evidence, Verdict};
+use super::model::{CheckResult, Evidence, GateResult, Verdict};
 use serde_json::{json, Value};
 
 /// File name of the statement.
@@ -45,8 +45,10 @@ pub fn render(evidence: &Evidence) -> Value {
         if !gate.required {
             continue;
         }
-        if gate.checks.is_empty() {
+        let judged = matches!(gate.result, GateResult::Pass | GateResult::Fail);
+        if gate.checks.is_empty() || !judged {
             failed.push(format!("{}/{}", gate.id, gate.result.word()));
+            continue;
         }
         for check in &gate.checks {
             let name = match &check.candidate {
@@ -78,15 +80,13 @@ pub fn render(evidence: &Evidence) -> Value {
     }
     let mut annotations =
         json!({ "evidence_sha256": evidence.sign_off.evidence_sha256, "signed": false });
-    let not_run: Vec<&str> = evidence
-        .gates
-        .iter()
-        .filter(|g| !g.required)
-        .map(|g| g.id.as_str())
-        .collect();
-    if !not_run.is_empty() {
-        // An `--only` run: its result covers the listed tests only.
-        annotations["gates_not_run"] = json!(not_run);
+    if evidence.selection.partial {
+        // An `--only` run or one partition: its result covers the listed tests only.
+        annotations["partial"] = json!(true);
+        annotations["gates_not_run"] = json!(evidence.selection.gates_not_run);
+        if let Some(p) = evidence.selection.partition {
+            annotations["partition"] = json!(format!("{}/{}", p.index, p.count));
+        }
     }
     configuration.push(json!({
         "name": format!("{} {}", evidence.tool.name, evidence.tool.version),

@@ -249,7 +249,10 @@ fn base_python() -> Result<OsString> {
 /// `cargo xtask test [ARGS]`: SDK, then `cargo test --workspace ARGS` with `PYTHON`.
 fn test(extra: &[OsString]) -> Result<i32> {
     let python = sdk()?;
-    eprintln!("test: PYTHON={} cargo test --workspace --no-fail-fast", python.display());
+    eprintln!(
+        "test: PYTHON={} cargo test --workspace --no-fail-fast",
+        python.display()
+    );
     // --no-fail-fast: one failing test binary must not hide the others' results.
     let status = Command::new(cargo())
         .current_dir(workspace_root())
