@@ -107,6 +107,46 @@ pub fn git_blob_id_of_bytes(bytes: &[u8]) -> String {
     to_hex(&hasher.finalize())
 }
 
+/// Every entry under `root` by `/`-separated relative path: files as
+/// `sha256:size`, directories as `dir`, symlinks as `-> target` (never
+/// followed). A missing `root` gives an empty map. Used to prove a step left
+/// a tree untouched (compare before and after).
+///
+/// # Errors
+/// A sentence naming the entry that could not be read.
+pub fn tree_digests(root: &Path) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let mut map = std::collections::BTreeMap::new();
+    if !root.exists() {
+        return Ok(map);
+    }
+    for entry in walkdir::WalkDir::new(root).min_depth(1).sort_by_file_name() {
+        let entry = entry.map_err(|e| format!("cannot walk {}: {e}", root.display()))?;
+        let rel = entry
+            .path()
+            .strip_prefix(root)
+            .map_err(|e| e.to_string())?
+            .to_string_lossy()
+            .into_owned();
+        let kind = entry.file_type();
+        let value = if kind.is_dir() {
+            "dir".to_string()
+        } else if kind.is_symlink() {
+            format!(
+                "-> {}",
+                std::fs::read_link(entry.path())
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_default()
+            )
+        } else {
+            let d = sha256_file(entry.path())
+                .map_err(|e| format!("cannot hash {}: {e}", entry.path().display()))?;
+            format!("{}:{}", d.hex(), d.size)
+        };
+        map.insert(rel, value);
+    }
+    Ok(map)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

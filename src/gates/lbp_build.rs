@@ -228,7 +228,7 @@ fn build_one(input: &BuildInput) -> BuildOutput {
             };
         }
     };
-    let before = match tree_digests(&input.staged) {
+    let before = match crate::hash::tree_digests(&input.staged) {
         Ok(t) => t,
         Err(m) => {
             checks.push(Check::fail(
@@ -301,7 +301,7 @@ fn build_one(input: &BuildInput) -> BuildOutput {
         &output.describe(),
     ));
 
-    checks.push(match tree_digests(&input.staged) {
+    checks.push(match crate::hash::tree_digests(&input.staged) {
         Ok(after) => source_untouched(folder, &before, &after),
         Err(m) => Check::fail(
             "source-untouched",
@@ -407,38 +407,6 @@ fn single_archive(
             format!("cannot move {} to {}: {e}", from.display(), to.display()),
         ),
     }
-}
-
-/// Every entry under `root` by relative path: files as `sha256:size`,
-/// directories as `dir`, symlinks as `-> target`.
-fn tree_digests(root: &Path) -> Result<BTreeMap<String, String>, String> {
-    let mut map = BTreeMap::new();
-    for entry in walkdir::WalkDir::new(root).min_depth(1).sort_by_file_name() {
-        let entry = entry.map_err(|e| e.to_string())?;
-        let rel = entry
-            .path()
-            .strip_prefix(root)
-            .map_err(|e| e.to_string())?
-            .to_string_lossy()
-            .into_owned();
-        let kind = entry.file_type();
-        let value = if kind.is_dir() {
-            "dir".to_string()
-        } else if kind.is_symlink() {
-            format!(
-                "-> {}",
-                std::fs::read_link(entry.path())
-                    .map(|t| t.display().to_string())
-                    .unwrap_or_default()
-            )
-        } else {
-            let d = crate::hash::sha256_file(entry.path())
-                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
-            format!("{}:{}", d.hex(), d.size)
-        };
-        map.insert(rel, value);
-    }
-    Ok(map)
 }
 
 fn source_untouched(

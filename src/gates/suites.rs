@@ -222,7 +222,7 @@ impl super::Gate for Suites {
                     .map(|c| c.folder().to_string())
                     .collect();
                 checks.push(source_root_check(root, &folders));
-                before = Some(tree_digests(root)?);
+                before = Some(crate::hash::tree_digests(root)?);
             }
             let outcome = run_once(ctx, &opts, &staged, &private_config, plan)?;
             if record.pytest_version.is_none() {
@@ -231,7 +231,7 @@ impl super::Gate for Suites {
             checks.extend(outcome.checks);
             record.runs.push(outcome.run);
             if let (Some(root), Some(before)) = (&plan.source_root, before) {
-                let after = tree_digests(root)?;
+                let after = crate::hash::tree_digests(root)?;
                 checks.push(unchanged_check(plan.name, root, &before, &after));
             }
         }
@@ -1102,44 +1102,6 @@ fn copy_tree(src: &Path, dst: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Every entry under `root` by relative path: files as `sha256:size`,
-/// directories as `dir`, symlinks as `-> target`.
-///
-/// # Errors
-/// A sentence naming the entry that could not be read.
-fn tree_digests(root: &Path) -> Result<BTreeMap<String, String>, String> {
-    let mut map = BTreeMap::new();
-    if !root.exists() {
-        return Ok(map);
-    }
-    for entry in walkdir::WalkDir::new(root).min_depth(1).sort_by_file_name() {
-        let entry = entry.map_err(|e| format!("cannot walk {}: {e}", root.display()))?;
-        let rel = entry
-            .path()
-            .strip_prefix(root)
-            .map_err(|e| e.to_string())?
-            .to_string_lossy()
-            .into_owned();
-        let kind = entry.file_type();
-        let value = if kind.is_dir() {
-            "dir".to_string()
-        } else if kind.is_symlink() {
-            format!(
-                "-> {}",
-                std::fs::read_link(entry.path())
-                    .map(|t| t.display().to_string())
-                    .unwrap_or_default()
-            )
-        } else {
-            let d = crate::hash::sha256_file(entry.path())
-                .map_err(|e| format!("cannot hash {}: {e}", entry.path().display()))?;
-            format!("{}:{}", d.hex(), d.size)
-        };
-        map.insert(rel, value);
-    }
-    Ok(map)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1343,15 +1305,15 @@ mod tests {
         let dst = tempfile::tempdir().unwrap();
         let target = dst.path().join("copy");
         copy_tree(src.path(), &target).unwrap();
-        let before = tree_digests(src.path()).unwrap();
-        assert_eq!(tree_digests(&target).unwrap(), before);
+        let before = crate::hash::tree_digests(src.path()).unwrap();
+        assert_eq!(crate::hash::tree_digests(&target).unwrap(), before);
         assert_eq!(before["a/link"], "-> b/f.py");
         std::fs::write(target.join("a/b/f.py"), "x = 2\n").unwrap();
         let check = unchanged_check(
             "extracted",
             &target,
             &before,
-            &tree_digests(&target).unwrap(),
+            &crate::hash::tree_digests(&target).unwrap(),
         );
         assert_eq!(check.result, crate::evidence::CheckResult::Fail);
         assert!(
