@@ -76,6 +76,24 @@ pub fn get(id: &str) -> Option<&'static GateInfo> {
     all().iter().find(|g| g.id == id)
 }
 
+/// Checks that every id of `--only` names a catalogue gate.
+///
+/// # Errors
+/// The first unknown id, in a sentence listing every known gate.
+pub fn check_ids(ids: &[String]) -> Result<(), String> {
+    match ids.iter().find(|id| get(id).is_none()) {
+        None => Ok(()),
+        Some(id) => Err(format!(
+            "--only: unknown gate {id:?}; expected one of: {}",
+            all()
+                .iter()
+                .map(|g| g.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
 /// `ids` plus every gate they need, transitively, in run order.
 pub fn with_prerequisites(ids: &[String]) -> Vec<String> {
     let mut wanted: Vec<String> = ids.to_vec();

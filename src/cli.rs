@@ -4,7 +4,7 @@ use crate::evidence::{GateRecord, GateResult, Verdict};
 use crate::pipeline::{self, Progress, RunOptions};
 use crate::{catalogue, exit, merge, replay, report};
 use clap::{Parser, Subcommand};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,10 +18,10 @@ Exit codes:
 
 Examples:
   # CI: certify HEAD of the current repository
-  verify-coding-candidates --evidence \"$PWD/../evidence\" --python .venv/bin/python
+  verify-coding-candidates --evidence \"$PWD/../evidence\" --python target/sdk-venv/bin/python
 
   # A plugin developer: one gate and what it needs
-  verify-coding-candidates --only lbp-build --evidence /tmp/ev1 --python .venv/bin/python
+  verify-coding-candidates --only lbp-build --evidence /tmp/ev1 --python target/sdk-venv/bin/python
 
   # What each gate proves, and what it does not
   verify-coding-candidates gates";
@@ -168,7 +168,7 @@ pub fn main() -> ExitCode {
             return crate::gates::discovery_rpc::host_main(&spec);
         }
         Some(Command::Gates) => {
-            print!("{}", report::catalogue_text(catalogue::all()));
+            emit(&report::catalogue_text(catalogue::all()));
             return ExitCode::from(exit::SUCCESS);
         }
         Some(Command::Replay {
@@ -193,7 +193,7 @@ pub fn main() -> ExitCode {
         }) => {
             return match merge::merge(&into, &dirs, sign_off_by) {
                 Ok(ev) => {
-                    print!("{}", report::summary(&ev, &into, false));
+                    emit(&report::summary(&ev, &into, false));
                     ExitCode::from(if ev.verdict == Verdict::Pass {
                         exit::SUCCESS
                     } else {
@@ -218,23 +218,32 @@ pub fn main() -> ExitCode {
         partition: cli.partition,
         isolation: cli.isolation,
     };
+    // An unknown id is a bad argument: reject it before saying anything about
+    // the selection. The prerequisites note waits for the first gate, so it
+    // never precedes a setup error either.
+    let mut prerequisites_note = None;
     if let Some(only) = &opts.only {
+        if let Err(e) = catalogue::check_ids(only) {
+            eprintln!("error: {e}");
+            return ExitCode::from(exit::CANNOT_RUN);
+        }
         let with = catalogue::with_prerequisites(only);
-        let added: Vec<&String> = with.iter().filter(|g| !only.contains(g)).collect();
+        let added: Vec<&str> = with
+            .iter()
+            .filter(|g| !only.contains(g))
+            .map(String::as_str)
+            .collect();
         if !added.is_empty() {
-            eprintln!(
+            prerequisites_note = Some(format!(
                 "--only {}: also running prerequisite gate(s) {}",
                 only.join(","),
-                added
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+                added.join(", ")
+            ));
         }
     }
     let mut progress = TerminalProgress {
         enabled: std::io::stderr().is_terminal() && !cli.quiet,
+        pending_note: prerequisites_note,
     };
     match pipeline::run(&opts, &mut progress) {
         Ok(outcome) => {
@@ -242,14 +251,12 @@ pub fn main() -> ExitCode {
                 Format::Text => {
                     let color = std::io::stdout().is_terminal()
                         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-                    print!(
-                        "{}",
-                        report::summary(&outcome.evidence, &outcome.dir, color)
-                    );
+                    emit(&report::summary(&outcome.evidence, &outcome.dir, color));
                 }
-                Format::Json => {
-                    println!("{}", report::summary_json(&outcome.evidence, &outcome.dir))
-                }
+                Format::Json => emit(&format!(
+                    "{}\n",
+                    report::summary_json(&outcome.evidence, &outcome.dir)
+                )),
             }
             ExitCode::from(match outcome.evidence.verdict {
                 Verdict::Pass => exit::SUCCESS,
@@ -267,10 +274,16 @@ pub fn main() -> ExitCode {
 /// One progress line per gate on stderr, only on a terminal and without `--quiet`.
 struct TerminalProgress {
     enabled: bool,
+    /// Printed (whatever `enabled` says) when the first gate starts, that is
+    /// once the run's inputs were accepted.
+    pending_note: Option<String>,
 }
 
 impl Progress for TerminalProgress {
     fn gate_started(&mut self, index: usize, total: usize, id: &str) {
+        if let Some(note) = self.pending_note.take() {
+            eprintln!("{note}");
+        }
         if self.enabled {
             eprintln!("[{index}/{total}] {id} ...");
         }
@@ -311,29 +324,34 @@ fn run_replay(opts: replay::ReplayOptions, format: Format) -> ExitCode {
                 .iter()
                 .filter(|r| r.matches == replay::Match::No)
                 .count();
-            match format {
+            let text = match format {
                 Format::Text => {
-                    print!("{}", replay::render_table(&rows));
+                    let mut text = replay::render_table(&rows);
                     if mismatches == 0 {
-                        println!("\nREPLAY OK: {} items match", rows.len());
+                        text.push_str(&format!("\nREPLAY OK: {} items match\n", rows.len()));
                     } else {
-                        println!(
-                            "\nREPLAY MISMATCH: {mismatches} of {} items differ:",
+                        text.push_str(&format!(
+                            "\nREPLAY MISMATCH: {mismatches} of {} items differ:\n",
                             rows.len()
-                        );
+                        ));
                         for r in rows.iter().filter(|r| r.matches == replay::Match::No) {
-                            println!(
-                                "  {}: recorded {}, observed {}",
+                            text.push_str(&format!(
+                                "  {}: recorded {}, observed {}\n",
                                 r.item, r.recorded, r.observed
-                            );
+                            ));
                         }
                     }
+                    text
                 }
                 Format::Json => {
                     let doc = serde_json::json!({ "ok": mismatches == 0, "mismatches": mismatches, "rows": rows });
-                    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+                    format!(
+                        "{}\n",
+                        serde_json::to_string_pretty(&doc).unwrap_or_default()
+                    )
                 }
-            }
+            };
+            emit(&text);
             ExitCode::from(if mismatches == 0 {
                 exit::SUCCESS
             } else {
@@ -344,5 +362,26 @@ fn run_replay(opts: replay::ReplayOptions, format: Format) -> ExitCode {
             eprintln!("error: replay: {e}");
             ExitCode::from(exit::CANNOT_RUN)
         }
+    }
+}
+
+/// Writes `text` to stdout and flushes it: every stdout write of the CLI goes
+/// through here, once per command.
+///
+/// A reader that went away (`BrokenPipe`: `| head -1`, `| true`) ends the
+/// output quietly; any other write error is reported on stderr. Neither
+/// changes the exit code: the command's outcome (and a run's evidence) does
+/// not depend on whether someone read its summary. `print!` would panic
+/// (exit 101) instead, since Rust ignores SIGPIPE.
+fn emit(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            let _ = writeln!(std::io::stderr(), "error: cannot write to stdout: {e}");
+        }
+        _ => {}
     }
 }

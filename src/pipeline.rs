@@ -55,6 +55,11 @@ pub trait Progress {
     fn gate_finished(&mut self, record: &GateRecord);
 }
 
+/// `gates[].reason` of a gate an `--only` run did not select and no selected
+/// gate needs (the terminal summary collapses these into one line).
+pub const NOT_SELECTED_REASON: &str =
+    "not selected by --only and not a prerequisite of a selected gate";
+
 /// Checks the inputs, runs the gates and writes the evidence.
 ///
 /// # Errors
@@ -69,15 +74,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         profile::load(opts.profile.as_deref(), &repo).map_err(|e| SetupError(e.to_string()))?;
     let required = match &opts.only {
         Some(ids) => {
-            let known: Vec<&str> = catalogue::all().iter().map(|g| g.id.as_str()).collect();
-            for id in ids {
-                if !known.contains(&id.as_str()) {
-                    return Err(SetupError(format!(
-                        "--only: unknown gate {id:?}; expected one of: {}",
-                        known.join(", ")
-                    )));
-                }
-            }
+            catalogue::check_ids(ids).map_err(SetupError)?;
             catalogue::with_prerequisites(ids)
         }
         None => catalogue::all().iter().map(|g| g.id.clone()).collect(),
@@ -234,7 +231,7 @@ fn run_gates(
             record.reason = Some(if partitioned && info.scope == catalogue::Scope::Whole {
                 "needs every candidate at once: it runs in an unpartitioned run, not in --partition K/N".into()
             } else {
-                "not selected by --only and not a prerequisite of a selected gate".into()
+                NOT_SELECTED_REASON.into()
             });
             records.push(record);
             continue;
@@ -323,6 +320,18 @@ fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
         )));
     }
     let resolved = resolve_for_writing("--evidence", dir)?;
+    if let Some(meta) = std::fs::metadata(&resolved).ok().filter(|m| !m.is_dir()) {
+        let found = if meta.is_file() {
+            "an existing regular file"
+        } else {
+            "an existing non-directory (device, socket or FIFO)"
+        };
+        return Err(SetupError(format!(
+            "--evidence {}: expected a directory (missing or empty), found {found}; \
+             the evidence is a directory tree and nothing is overwritten: choose a fresh directory path",
+            dir.display()
+        )));
+    }
     if resolved.exists() {
         let empty = std::fs::read_dir(&resolved)
             .map_err(|e| {

@@ -1,7 +1,7 @@
 //! Terminal views of the catalogue and of a finished run's evidence.
 
 use crate::catalogue::GateInfo;
-use crate::evidence::{CheckResult, Evidence, GateResult};
+use crate::evidence::{CheckResult, Evidence, GateRecord, GateResult};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -42,13 +42,15 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
         "\ncommit {} ({})",
         evidence.source.commit, evidence.source.repo
     );
-    let width = evidence
-        .gates
-        .iter()
-        .map(|g| g.id.len())
-        .max()
-        .unwrap_or(10);
-    for g in &evidence.gates {
+    // Gates an `--only` run left out get one line together, not one row each.
+    let not_selected = |g: &&GateRecord| {
+        g.result == GateResult::Skipped
+            && g.reason.as_deref() == Some(crate::pipeline::NOT_SELECTED_REASON)
+    };
+    let (left_out, shown): (Vec<&GateRecord>, Vec<&GateRecord>) =
+        evidence.gates.iter().partition(not_selected);
+    let width = shown.iter().map(|g| g.id.len()).max().unwrap_or(10);
+    for g in shown {
         let secs = g.duration_ms as f64 / 1000.0;
         let word = match g.result {
             GateResult::Pass => "pass",
@@ -66,7 +68,8 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
             let _ = write!(out, "  {reason}");
         }
         if let Some(note) = g.note.as_deref().filter(|_| g.result == GateResult::Pass) {
-            let _ = write!(out, "  {note}");
+            // The full note stays in evidence.json (`gates[].note`).
+            let _ = write!(out, "  {}", shorten(note, NOTE_CHARS));
         }
         out.push('\n');
         let judged = matches!(g.result, GateResult::Pass | GateResult::Fail);
@@ -91,10 +94,26 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
             }
         }
     }
-    for c in &evidence.candidates {
-        if let Some(a) = &c.archive {
-            let _ = writeln!(out, "  {}  {}  sha256 {}", c.folder, a.path, a.sha256);
-        }
+    if !left_out.is_empty() {
+        let ids: Vec<&str> = left_out.iter().map(|g| g.id.as_str()).collect();
+        let _ = writeln!(out, "  not run (--only): {}", ids.join(", "));
+    }
+    let archived: Vec<_> = evidence
+        .candidates
+        .iter()
+        .filter_map(|c| c.archive.as_ref().map(|a| (c.folder.as_str(), a)))
+        .collect();
+    let folder_width = archived
+        .iter()
+        .map(|(f, _)| f.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (folder, a) in archived {
+        let _ = writeln!(
+            out,
+            "  {folder:folder_width$}  {}  sha256 {}",
+            a.path, a.sha256
+        );
     }
     let _ = writeln!(
         out,
@@ -109,6 +128,18 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
         evidence.sign_off.evidence_sha256
     );
     out
+}
+
+/// Longest gate note the table shows, in characters (notes run to 250).
+const NOTE_CHARS: usize = 100;
+
+/// `text` cut to at most `max` characters, the last one `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max.saturating_sub(1)).collect();
+    format!("{}…", kept.trim_end())
 }
 
 /// The gates a run did not require, as recorded in `selection.gates_not_run`.
@@ -192,4 +223,25 @@ pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
         "gates": gates,
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shorten_keeps_short_text_and_cuts_long_text_to_max_chars_with_an_ellipsis() {
+        assert_eq!(
+            shorten("bwrap preflight succeeded", 100),
+            "bwrap preflight succeeded"
+        );
+        let exact = "x".repeat(100);
+        assert_eq!(shorten(&exact, 100), exact);
+        let long = format!("{} tail", "é".repeat(120));
+        let cut = shorten(&long, 100);
+        assert_eq!(cut.chars().count(), 100, "{cut}");
+        assert!(cut.ends_with("é…"), "{cut}");
+        // No space is left before the ellipsis.
+        assert_eq!(shorten("abc def", 5), "abc…");
+    }
 }

@@ -1,7 +1,9 @@
-//! Command-line behaviour that needs no gate result: help, the gate list, and
-//! every reason the run cannot start (exit code 2). Each test asserts that the
-//! repository under review is byte-for-byte unchanged (`.git/` included) and
-//! that nothing was written where evidence would go.
+//! Command-line behaviour that needs no gate result beyond `tree-clean`: help,
+//! the gate list, every reason the run cannot start (exit code 2), a closed
+//! stdout, and how the summary shows an `--only` run and a dirty tree. Each
+//! test asserts that the repository under review is byte-for-byte unchanged
+//! (`.git/` included) and that nothing was written where evidence would go
+//! when the run cannot start.
 
 mod common;
 
@@ -407,4 +409,209 @@ fn readme_profile_example_is_a_valid_profile() {
     let profile = verify_coding_candidates::profile::parse(example, "README.md example")
         .unwrap_or_else(|e| panic!("README.md's profile example is not a valid profile: {e}"));
     assert_eq!(profile.sdk.version(), "0.6.0b5");
+}
+
+/// Stdout for a child whose reader is already gone: every write fails with
+/// `EPIPE` (as under `| true`, or `| head -1` once head has its line).
+fn closed_stdout() -> std::process::Stdio {
+    let (reader, writer) = std::io::pipe().expect("create a pipe");
+    drop(reader);
+    writer.into()
+}
+
+/// Runs the verifier binary with `args`, stdout a pipe nobody reads.
+fn run_with_closed_stdout(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_verify-coding-candidates"))
+        .args(args)
+        .env("PYTHON", python())
+        .stdin(std::process::Stdio::null())
+        .stdout(closed_stdout())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run the verifier")
+}
+
+fn assert_quiet_end(what: &str, out: &std::process::Output, expected: u8) {
+    let err = stderr_text(out);
+    assert_ne!(
+        code(out),
+        101,
+        "{what}: a closed stdout made it panic:\n{err}"
+    );
+    assert!(!err.contains("panicked"), "{what}:\n{err}");
+    assert!(
+        !err.contains("cannot write to stdout"),
+        "{what}: a reader that went away is not an error:\n{err}"
+    );
+    assert_eq!(code(out), i32::from(expected), "{what}:\n{err}");
+}
+
+#[test]
+fn a_closed_stdout_ends_the_output_quietly_with_the_commands_own_exit_code() {
+    let out = run_with_closed_stdout(&["gates".as_ref()]);
+    assert_quiet_end("gates", &out, exit::SUCCESS);
+
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    for format in ["text", "json"] {
+        let dir = dir.join(format);
+        let out = run_with_closed_stdout(&[
+            "--repo".as_ref(),
+            repo.root.as_os_str(),
+            "--evidence".as_ref(),
+            dir.as_os_str(),
+            "--only".as_ref(),
+            "tree-clean".as_ref(),
+            "--format".as_ref(),
+            format.as_ref(),
+        ]);
+        assert_quiet_end(&format!("a run, --format {format}"), &out, exit::SUCCESS);
+        assert!(
+            dir.join("evidence.json").is_file(),
+            "the evidence is written whoever reads the summary"
+        );
+    }
+    for format in ["text", "json"] {
+        let out = run_with_closed_stdout(&[
+            "replay".as_ref(),
+            "--evidence".as_ref(),
+            dir.join("text").as_os_str(),
+            "--format".as_ref(),
+            format.as_ref(),
+        ]);
+        assert_quiet_end(&format!("replay --format {format}"), &out, exit::SUCCESS);
+    }
+}
+
+#[test]
+fn an_unknown_gate_in_only_is_rejected_before_any_prerequisite_is_announced() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = run_on_fixture(
+        &repo,
+        verifier()
+            .arg("--repo")
+            .arg(&repo.root)
+            .arg("--evidence")
+            .arg(&dir)
+            .args(["--only", "lbp-build,bogus"]),
+    );
+    let err = stderr_text(&out);
+    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{err}");
+    assert!(err.contains("unknown gate \"bogus\""), "{err}");
+    assert!(!err.contains("also running"), "{err}");
+    assert!(
+        !dir.exists(),
+        "nothing is written when the run cannot start"
+    );
+
+    // Nor before any other reason the run cannot start.
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("earlier-run.txt"), b"an earlier run\n").unwrap();
+    let out = run_on_fixture(
+        &repo,
+        verifier()
+            .arg("--repo")
+            .arg(&repo.root)
+            .arg("--evidence")
+            .arg(&dir)
+            .args(["--only", "lbp-build"]),
+    );
+    let err = stderr_text(&out);
+    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{err}");
+    assert!(err.contains("missing or empty"), "{err}");
+    assert!(!err.contains("also running"), "{err}");
+}
+
+#[test]
+fn evidence_path_that_is_a_regular_file_cannot_run_and_says_what_was_expected() {
+    let repo = fixture_repo(&[]);
+    let keep = tempfile::tempdir().unwrap();
+    let file = std::path::absolute(keep.path().join("evidence.json")).unwrap();
+    std::fs::write(&file, b"an unrelated file\n").unwrap();
+    let out = run_on_fixture(
+        &repo,
+        verifier()
+            .arg("--repo")
+            .arg(&repo.root)
+            .arg("--evidence")
+            .arg(&file),
+    );
+    let err = stderr_text(&out);
+    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{err}");
+    assert!(err.contains(&file.display().to_string()), "{err}");
+    assert!(
+        err.contains("expected a directory") && err.contains("found an existing regular file"),
+        "{err}"
+    );
+    assert!(err.contains("choose a fresh directory"), "{err}");
+    assert!(!err.contains("os error"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"an unrelated file\n");
+}
+
+#[test]
+fn a_dirty_tree_shows_git_status_once_and_every_failing_check_its_paths() {
+    let repo = fixture_repo(&[]);
+    let root = &repo.root;
+    std::fs::write(root.join("staged.txt"), b"staged\n").unwrap();
+    common::git(root, &["add", "staged.txt"]);
+    let main = root.join("Runner/codex-agent/main.py");
+    let mut text = std::fs::read_to_string(&main).unwrap();
+    text.push_str("# edited\n");
+    std::fs::write(&main, text).unwrap();
+    std::fs::write(root.join("untracked.txt"), b"untracked\n").unwrap();
+
+    let (_keep, dir) = evidence_dir();
+    let out = run_on_fixture(
+        &repo,
+        verifier()
+            .arg("--repo")
+            .arg(root)
+            .arg("--evidence")
+            .arg(&dir)
+            .args(["--only", "tree-clean"]),
+    );
+    let text = stdout_text(&out);
+    assert_eq!(
+        code(&out),
+        i32::from(exit::GATE_FAILED),
+        "{text}{}",
+        stderr_text(&out)
+    );
+    assert_eq!(text.matches("git status:\n").count(), 1, "{text}");
+    assert_eq!(text.matches("On branch main").count(), 1, "{text}");
+    for (check, path) in [
+        ("staged-changes", "staged.txt"),
+        ("unstaged-changes", "Runner/codex-agent/main.py"),
+        ("untracked-files", "untracked.txt"),
+    ] {
+        let block = text
+            .split(&format!("failed {check}:"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no failed {check} in:\n{text}"));
+        let block = block.split("      failed ").next().unwrap();
+        assert!(
+            block.contains(&format!("\n          {path}\n")),
+            "{check}:\n{block}"
+        );
+        if check != "staged-changes" {
+            assert!(
+                block.contains("git status: see the staged-changes check above"),
+                "{check}:\n{block}"
+            );
+        }
+    }
+
+    // The gates --only left out: one line, not one row each.
+    assert!(!text.contains("not selected by --only"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("  not run (--only): "))
+        .unwrap_or_else(|| panic!("no `not run (--only)` line:\n{text}"));
+    let listed: Vec<&str> = line["  not run (--only): ".len()..].split(", ").collect();
+    let expected: Vec<&str> = catalogue::all()[1..]
+        .iter()
+        .map(|g| g.id.as_str())
+        .collect();
+    assert_eq!(listed, expected, "{text}");
 }

@@ -98,8 +98,14 @@ fn every_gate_passes_on_the_fixture_repository_with_valid_evidence() {
     let ev = read_evidence(&dir);
     assert_valid(&ev);
     assert_eq!(ev["verdict"], "pass");
-    assert_eq!(ev["selection"]["partial"], false, "a full run certifies the commit");
-    assert!(ev["selection"]["gates_not_run"].as_array().unwrap().is_empty());
+    assert_eq!(
+        ev["selection"]["partial"], false,
+        "a full run certifies the commit"
+    );
+    assert!(ev["selection"]["gates_not_run"]
+        .as_array()
+        .unwrap()
+        .is_empty());
     let catalogue = verify_coding_candidates::catalogue::all();
     let gates = ev["gates"].as_array().unwrap();
     assert_eq!(gates.len(), catalogue.len());
@@ -135,6 +141,27 @@ fn every_gate_passes_on_the_fixture_repository_with_valid_evidence() {
         text.contains("worker-isolation") && text.contains("--isolation auto"),
         "{text}"
     );
+    // Gate notes are cut to 100 characters (the full note is in evidence.json),
+    // so a gate row stays one line on a wide terminal.
+    for g in gates {
+        let id = g["id"].as_str().unwrap();
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("  {id} ")))
+            .unwrap_or_else(|| panic!("no row for gate {id}:\n{text}"));
+        assert!(row.chars().count() <= 140, "gate {id}: row too long: {row}");
+    }
+    // Candidate rows are aligned: every archive path starts in one column.
+    let columns: Vec<usize> = text
+        .lines()
+        .filter(|l| l.contains("  sha256 "))
+        .map(|l| {
+            l.find("packages/")
+                .expect("a candidate row names its archive")
+        })
+        .collect();
+    assert_eq!(columns.len(), 3, "one row per candidate:\n{text}");
+    assert!(columns.windows(2).all(|w| w[0] == w[1]), "{text}");
 
     let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
     assert_eq!(

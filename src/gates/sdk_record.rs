@@ -603,6 +603,30 @@ impl super::Gate for SdkRecord {
     }
 }
 
+/// What to do when `python` lacks the pinned SDK. `cargo xtask sdk` (in the
+/// verifier's source tree) provisions the built-in profile's pin in a venv of
+/// its own, so it is offered first when the profile pins that version; `pip
+/// install` into `python` is the alternative (or the only advice for another
+/// pin), since `python` may be a system interpreter.
+fn install_advice(python: &str, pinned: &str) -> String {
+    let pip = format!("`{python} -m pip install {DISTRIBUTION}=={pinned}`");
+    let builtin_pin = crate::profile::parse(crate::profile::BUILTIN_CODING_RUNNERS, "built-in")
+        .map(|p| p.sdk.version() == pinned)
+        .unwrap_or(false);
+    if builtin_pin {
+        format!(
+            "run `cargo xtask sdk` in the verifier's source tree (it creates target/sdk-venv with \
+             {DISTRIBUTION}=={pinned} and prints its python) and pass that path as --python, or run {pip} \
+             to install into this interpreter"
+        )
+    } else {
+        format!(
+            "run {pip} (preferably in a virtual environment, not a system interpreter) or pass --python \
+             for an interpreter that has it"
+        )
+    }
+}
+
 fn version_check(probe: &SdkProbe, pinned: &str, python: &str) -> Check {
     let required = normalize_version(pinned);
     let observed = json!({ "installed": probe.version, "required": pinned, "installed_normalized": probe.version.as_deref().map(normalize_version), "required_normalized": required });
@@ -611,8 +635,9 @@ fn version_check(probe: &SdkProbe, pinned: &str, python: &str) -> Check {
             "sdk-version",
             None,
             format!(
-                "{DISTRIBUTION} is not installed in {python} ({}); required {pinned}: run `{python} -m pip install {DISTRIBUTION}=={pinned}`",
-                probe.error.as_deref().unwrap_or("importlib.metadata found no distribution")
+                "{DISTRIBUTION} is not installed in {python} ({}); required {pinned}: {}",
+                probe.error.as_deref().unwrap_or("importlib.metadata found no distribution"),
+                install_advice(python, pinned)
             ),
         ),
         Some(installed) if normalize_version(installed) == required => Check::pass(
@@ -624,7 +649,8 @@ fn version_check(probe: &SdkProbe, pinned: &str, python: &str) -> Check {
             "sdk-version",
             None,
             format!(
-                "{DISTRIBUTION} installed in {python} is {installed}, required {pinned} (the profile's pin); run `{python} -m pip install {DISTRIBUTION}=={pinned}` or pass --python for an interpreter that has it"
+                "{DISTRIBUTION} installed in {python} is {installed}, required {pinned} (the profile's pin); {}",
+                install_advice(python, pinned)
             ),
         ),
     }
@@ -727,6 +753,39 @@ mod tests {
     use super::*;
 
     const DIST: &str = "demo-1.0.dist-info";
+
+    #[test]
+    fn a_missing_sdk_is_answered_with_cargo_xtask_sdk_for_the_builtin_pin() {
+        let probe = SdkProbe {
+            executable: "/usr/bin/python3".into(),
+            python_version: "3.11.2".into(),
+            scripts_dir: None,
+            version: None,
+            dist_info: None,
+            site_packages: None,
+            console_scripts: Vec::new(),
+            package_dir: None,
+            error: Some("No package metadata was found for langbot-plugin".into()),
+        };
+        let c = version_check(&probe, "0.6.0b5", "/usr/bin/python3");
+        assert_eq!(c.result, crate::evidence::CheckResult::Fail);
+        assert!(
+            c.detail.contains("`cargo xtask sdk`")
+                && c.detail.contains("target/sdk-venv")
+                && c.detail.contains("--python")
+                && c.detail
+                    .contains("`/usr/bin/python3 -m pip install langbot-plugin==0.6.0b5`"),
+            "{}",
+            c.detail
+        );
+        // `cargo xtask sdk` provisions the built-in pin only: another pin gets pip.
+        let other = install_advice("/usr/bin/python3", "0.6.0b4");
+        assert!(!other.contains("cargo xtask sdk"), "{other}");
+        assert!(
+            other.contains("`/usr/bin/python3 -m pip install langbot-plugin==0.6.0b4`"),
+            "{other}"
+        );
+    }
 
     fn b64(bytes: &[u8]) -> String {
         use sha2::Digest;

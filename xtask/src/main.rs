@@ -304,10 +304,13 @@ fn demo() -> Result<i32> {
         )?;
     }
     eprintln!("demo: repository {}", repo.display());
+    // The whole command, ready to paste (with a fresh --evidence for a re-run).
     eprintln!(
-        "demo: verify-coding-candidates --repo {} --evidence {}\n",
-        repo.display(),
-        evidence.display()
+        "demo: {} --repo {} --evidence {} --python {}\n",
+        shell_word(&verifier),
+        shell_word(&repo),
+        shell_word(&evidence),
+        shell_word(&python)
     );
     let status = Command::new(&verifier)
         .arg("--repo")
@@ -333,6 +336,21 @@ fn demo() -> Result<i32> {
     println!("demo: repository {}", repo.display());
     println!("demo: both are kept; remove {} when done", base.display());
     Ok(code)
+}
+
+/// `path` as one POSIX shell word: as it is when it holds only characters the
+/// shell leaves alone, else single-quoted (`'` written as `'\''`).
+fn shell_word(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+    if plain {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 /// A new directory under the system temporary directory (outside the
@@ -445,6 +463,17 @@ fn completions(dir: &Path) -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_word_quotes_only_paths_the_shell_would_split_or_expand() {
+        assert_eq!(
+            shell_word(Path::new("/tmp/vcc-demo-1-2-0/target/sdk-venv/bin/python")),
+            "/tmp/vcc-demo-1-2-0/target/sdk-venv/bin/python"
+        );
+        assert_eq!(shell_word(Path::new("/tmp/a b")), "'/tmp/a b'");
+        assert_eq!(shell_word(Path::new("/tmp/it's")), r"'/tmp/it'\''s'");
+        assert_eq!(shell_word(Path::new("/tmp/$HOME")), "'/tmp/$HOME'");
+    }
 
     #[test]
     fn man_page_and_completions_cover_the_subcommands() {
