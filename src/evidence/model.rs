@@ -447,7 +447,9 @@ pub struct SdkRequirementRecord {
     pub requirement: String,
     /// The harness's decision (PEP 508/440 in Rust, pre-releases allowed).
     pub decision: RequirementDecision,
-    /// The SDK's decision: `accepted`, or `refused: <ExceptionType: message>`.
+    /// The SDK's decision: `accepted`, `refused: <ExceptionType: message>`
+    /// (its own refusal), or `undecided: its check raised <ExceptionType:
+    /// message>` (any other exception: no decision was observed).
     pub sdk_decision: String,
 }
 

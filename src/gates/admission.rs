@@ -114,6 +114,9 @@ struct ProbeArtifact {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 struct SdkVerdict {
     accepted: bool,
+    /// The error is the SDK's own refusal (`DependencyEnvironmentPreparationError`),
+    /// not its check crashing.
+    refusal: bool,
     kept: Vec<String>,
     digest: Option<String>,
     error: Option<String>,
@@ -125,6 +128,8 @@ struct SdkLine {
     number: usize,
     text: String,
     accepted: bool,
+    /// As [`SdkVerdict::refusal`].
+    refusal: bool,
     kept: Vec<String>,
     error: Option<String>,
 }
@@ -133,8 +138,30 @@ impl SdkLine {
     fn decision(&self) -> String {
         match &self.error {
             None => "accepted".into(),
-            Some(e) => format!("refused: {e}"),
+            Some(e) if self.refusal => format!("refused: {e}"),
+            Some(e) => format!("undecided: its check raised {e}"),
         }
+    }
+
+    /// What the SDK did, as a verb phrase (`refused it: ...`).
+    fn says(&self) -> String {
+        match &self.error {
+            None if self.kept.is_empty() => {
+                "accepted it and dropped it from the install list".into()
+            }
+            None => format!("kept it for the installer as {:?}", self.kept),
+            Some(e) if self.refusal => format!("refused it: {e}"),
+            Some(e) => format!(
+                "did not decide: its check raised {e}, which is not the SDK's refusal \
+                 (DependencyEnvironmentPreparationError)"
+            ),
+        }
+    }
+
+    /// The SDK decided this line: accepted it, or refused it with its own
+    /// refusal (not a crash of its check).
+    fn decided(&self) -> bool {
+        self.accepted || self.refusal
     }
 }
 
@@ -735,14 +762,9 @@ fn requirement_checks(
                 sdk_decision: s.decision(),
             });
             let ours_accepts = o.kind.accepted();
-            let agree = ours_accepts == s.accepted && (!s.accepted || s.kept.is_empty());
-            let sdk_says = s.error.clone().unwrap_or_else(|| {
-                if s.kept.is_empty() {
-                    "accepted it and dropped it from the install list".into()
-                } else {
-                    format!("kept it for the installer as {:?}", s.kept)
-                }
-            });
+            let agree =
+                s.decided() && ours_accepts == s.accepted && (!s.accepted || s.kept.is_empty());
+            let sdk_says = s.says();
             if !agree {
                 sdk_failures.push(format!(
                     "{req_rel} line {} `{}`: the harness decides {} against langbot-plugin {} \
@@ -844,8 +866,9 @@ fn requirement_checks(
             if matches!(o.kind, LineKind::Sdk(_)) {
                 continue; // judged by sdk-requirement
             }
-            let sdk_says = s.error.clone().unwrap_or_else(|| "accepted it".into());
-            let agree = o.kind.accepted() == s.accepted
+            let sdk_says = s.says();
+            let agree = s.decided()
+                && o.kind.accepted() == s.accepted
                 && (!s.accepted || o.kind.kept() != s.kept.is_empty());
             match (&o.kind, agree) {
                 (_, false) => line_failures.push(format!(
@@ -879,8 +902,16 @@ fn requirement_checks(
     if ours.is_err() {
         line_failures.push("the file is not UTF-8 (see sdk-requirement)".to_string());
     }
+    if !sdk_file.accepted && !sdk_file.refusal {
+        line_failures.push(format!(
+            "the SDK's check of the whole file did not decide: it raised {}, which is not the \
+             SDK's refusal (DependencyEnvironmentPreparationError); the host would fail the \
+             installation on it: report it with the line that triggers it",
+            sdk_file.error.clone().unwrap_or_default()
+        ));
+    }
     // File-level limits (size, count, encoding) only show on the whole file.
-    if !sdk_file.accepted && !refused_by_line && ours.is_ok() {
+    if !sdk_file.accepted && sdk_file.refusal && !refused_by_line && ours.is_ok() {
         line_failures.push(format!(
             "the SDK refuses the file as a whole although it accepts every line: {}",
             sdk_file.error.clone().unwrap_or_default()
@@ -921,7 +952,9 @@ fn requirement_checks(
             if req_path.is_file() {
                 format!(
                     "{req_rel}: {count} requirement line(s), each read the same way by the harness \
-                     and the SDK, none refused; left for the installer: {:?}",
+                     and the SDK, none a pip option or an invalid requirement (the \
+                     langbot-plugin pin is judged by sdk-requirement); left for the installer: \
+                     {:?}",
                     sdk_file.kept
                 )
             } else {

@@ -720,14 +720,17 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
                 r.name,
                 p.error.as_deref().unwrap_or("")
             )),
-            Some(p)
-                if !p.result_types.iter().any(|t| t == "run.completed") || p.reply.is_none() =>
-            {
+            Some(p) if !p.result_types.iter().any(|t| t == "run.completed") => {
                 problems.push(format!(
                     "`{}` streamed {:?} without a run.completed message",
                     r.name, p.result_types
                 ))
             }
+            Some(p) if p.reply.is_none() => problems.push(format!(
+                "`{}` completed ({:?}) without a reply: neither run.completed nor a \
+                 message.completed carried message content",
+                r.name, p.result_types
+            )),
             Some(_) => {}
         }
     }
@@ -940,6 +943,14 @@ mod tests {
         assert_eq!(fail.result, CheckResult::Fail);
         assert!(fail.detail.contains("boom"), "{}", fail.detail);
         o.runner_probes[0].error = None;
+        o.runner_probes[0].reply = None;
+        let silent = runner_check(&c, &o, "p");
+        assert_eq!(silent.result, CheckResult::Fail);
+        assert!(
+            silent.detail.contains("without a reply"),
+            "{}",
+            silent.detail
+        );
         o.runner_probes[0].result_types = vec!["message.delta".into()];
         assert_eq!(runner_check(&c, &o, "p").result, CheckResult::Fail);
         o.runners_listed.clear();

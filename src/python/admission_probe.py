@@ -23,6 +23,7 @@ from packaging.markers import default_environment
 
 from langbot_plugin.runtime.plugin.artifact import PluginArtifact, PluginArtifactStore
 from langbot_plugin.runtime.plugin.dependency_environment import (
+    DependencyEnvironmentPreparationError,
     PluginDependencyEnvironmentStore,
 )
 
@@ -44,8 +45,23 @@ def read_requirements(code_path):
     try:
         kept, digest = PluginDependencyEnvironmentStore._read_requirements(artifact)
     except Exception as exc:  # the SDK's refusal is the finding
-        return {"accepted": False, "kept": [], "digest": None, "error": error_text(exc)}
-    return {"accepted": True, "kept": list(kept), "digest": digest, "error": None}
+        # Only DependencyEnvironmentPreparationError is the SDK deciding to
+        # refuse; anything else is its check crashing (or this probe misusing
+        # it), which Rust must not read as a decision.
+        return {
+            "accepted": False,
+            "refusal": isinstance(exc, DependencyEnvironmentPreparationError),
+            "kept": [],
+            "digest": None,
+            "error": error_text(exc),
+        }
+    return {
+        "accepted": True,
+        "refusal": False,
+        "kept": list(kept),
+        "digest": digest,
+        "error": None,
+    }
 
 
 def main():
@@ -60,10 +76,12 @@ def main():
         "lines": [],
     }
 
+    # Read outside the SDK's try: a file the harness cannot read is not
+    # something the SDK refused (the probe fails and Rust says "not observed").
+    with open(archive, "rb") as handle:
+        package = handle.read()
     store = PluginArtifactStore(data_root)
     try:
-        with open(archive, "rb") as handle:
-            package = handle.read()
         artifact = store.install_package(package, expected)
     except Exception as exc:  # the SDK's refusal is the finding
         result["artifact_error"] = error_text(exc)

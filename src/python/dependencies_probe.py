@@ -56,10 +56,13 @@ def main():
         "environment": None,
         "error": None,
     }
+    # Read outside the SDK's try: a file the harness cannot read is not
+    # something the SDK refused (the probe fails and Rust says "not observed").
+    with open(archive, "rb") as handle:
+        package = handle.read()
     try:
         store = PluginArtifactStore(data_root)
-        with open(archive, "rb") as handle:
-            artifact = store.install_package(handle.read(), expected)
+        artifact = store.install_package(package, expected)
         environments = PluginDependencyEnvironmentStore(store.base_path)
         if environments.environments_path.is_dir():
             result["environments_before"] = sorted(

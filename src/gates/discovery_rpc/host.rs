@@ -304,10 +304,11 @@ fn drive(
         .iter_mut()
         .filter(|o| o.status.as_deref() == Some("initialized") && o.failure.is_none())
     {
+        let Some(cand) = spec.candidates.iter().find(|c| c.folder == out.folder) else {
+            continue;
+        };
         let listed = client.call("list_plugins", json!({}), Some(&out.binding), call_timeout)?;
-        out.final_status = listed.data["plugins"]
-            .as_array()
-            .and_then(|p| p.first())
+        out.final_status = own_plugin(&listed.data, &cand.author, &cand.name)
             .and_then(|p| p["status"].as_str())
             .map(str::to_string);
     }
@@ -406,7 +407,7 @@ fn install_one(
             out.failure = Some(format!("list_plugins was refused: {}", listed.message));
             break;
         }
-        if let Some(plugin) = listed.data["plugins"].as_array().and_then(|p| p.first()) {
+        if let Some(plugin) = own_plugin(&listed.data, &cand.author, &cand.name) {
             out.status = plugin["status"].as_str().map(str::to_string);
             if out.status.as_deref() == Some("initialized") {
                 out.init_ms = Some(started.elapsed().as_millis() as u64);
@@ -598,11 +599,13 @@ fn probe_runner(
                 };
                 probe.result_types.push(kind.to_string());
                 match kind {
-                    "run.completed" => {
-                        probe.reply = c.data["data"]["message"]["content"]
-                            .as_str()
-                            .map(str::to_string)
-                            .or_else(|| Some(c.data["data"]["message"]["content"].to_string()));
+                    // The reply is the completed message: on `run.completed`
+                    // itself, or on an earlier `message.completed` (the SDK
+                    // lets a runner complete without repeating it).
+                    "run.completed" | "message.completed" => {
+                        if let Some(text) = message_text(&c.data["data"]["message"]) {
+                            probe.reply = Some(text);
+                        }
                     }
                     "run.failed" => {
                         probe.error = Some(format!(
@@ -617,6 +620,31 @@ fn probe_runner(
         }
     }
     Ok(probe)
+}
+
+/// The entry of a `list_plugins` answer that is the candidate's own plugin
+/// (`manifest.manifest.metadata` author and name). The runtime scopes the
+/// list to the request's installation binding only while that binding is
+/// installed; otherwise (`oss_dev`) it lists every plugin, so the first entry
+/// may be another candidate's.
+fn own_plugin<'a>(data: &'a Value, author: &str, name: &str) -> Option<&'a Value> {
+    data["plugins"].as_array()?.iter().find(|p| {
+        let meta = &p["manifest"]["manifest"]["metadata"];
+        meta["author"].as_str() == Some(author) && meta["name"].as_str() == Some(name)
+    })
+}
+
+/// The content of a runner's message as text: a string as is, structured
+/// content as JSON; `None` when the message or its content is absent or
+/// empty (no reply was observed).
+fn message_text(message: &Value) -> Option<String> {
+    match &message["content"] {
+        Value::Null => None,
+        Value::String(s) if s.is_empty() => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) if a.is_empty() => None,
+        other => Some(other.to_string()),
+    }
 }
 
 /// The runtime's child process working in `code_dir`: the plugin's worker
@@ -792,6 +820,38 @@ mod tests {
         let t = random_token().unwrap();
         assert_eq!(t.len(), 64);
         assert_ne!(t, random_token().unwrap());
+    }
+
+    #[test]
+    fn only_the_candidates_own_plugin_is_read_from_list_plugins() {
+        let plugin = |author: &str, name: &str, status: &str| json!({"status": status, "manifest": {"manifest": {"metadata": {"author": author, "name": name}}}});
+        // An unscoped answer listing another candidate first.
+        let data = json!({"plugins": [
+            plugin("acme", "other", "initialized"),
+            plugin("acme", "mine", "mounted"),
+        ]});
+        let got = own_plugin(&data, "acme", "mine").expect("listed");
+        assert_eq!(got["status"], "mounted");
+        let only_other = json!({"plugins": [plugin("acme", "other", "initialized")]});
+        assert!(own_plugin(&only_other, "acme", "mine").is_none());
+        assert!(own_plugin(&json!({"plugins": []}), "acme", "mine").is_none());
+    }
+
+    #[test]
+    fn a_missing_or_empty_message_is_no_reply() {
+        assert_eq!(message_text(&Value::Null), None);
+        assert_eq!(message_text(&json!({"role": "assistant"})), None);
+        assert_eq!(message_text(&json!({"content": null})), None);
+        assert_eq!(message_text(&json!({"content": ""})), None);
+        assert_eq!(message_text(&json!({"content": []})), None);
+        assert_eq!(
+            message_text(&json!({"content": "hi"})).as_deref(),
+            Some("hi")
+        );
+        assert!(
+            message_text(&json!({"content": [{"type": "text", "text": "hi"}]}))
+                .is_some_and(|t| t.contains("hi"))
+        );
     }
 
     #[test]
