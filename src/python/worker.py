@@ -17,7 +17,8 @@ vendor CLI, model or account is involved.
 
 Configuration comes from the worker's own environment variables:
 `VCC_WORKER_NAME`, `VCC_WORKER_ID` (tag written into every file the worker
-writes), `VCC_WORKER_TOKEN` (at least 32 characters), `VCC_WORKER_DAEMON_ID`,
+writes), `VCC_WORKER_TOKEN_FILE` (a 0600 file holding the token, at least 32
+characters, so the token is on no command line and in no environment), `VCC_WORKER_DAEMON_ID`,
 `VCC_WORKER_DATA` (private data root); HOME and TMPDIR are private too.
 
 Commands arrive as JSON lines on stdin; every answer is one JSON line on
@@ -217,7 +218,8 @@ class Worker:
         self.hooks = hooks
         self.name = os.environ["VCC_WORKER_NAME"]
         self.tag = "vcc-worker-id " + os.environ["VCC_WORKER_ID"]
-        self.token = os.environ["VCC_WORKER_TOKEN"]
+        with open(os.environ["VCC_WORKER_TOKEN_FILE"], encoding="ascii") as f:
+            self.token = f.read().strip()
         self.daemon_id = os.environ["VCC_WORKER_DAEMON_ID"]
         self.data_root = os.environ["VCC_WORKER_DATA"]
         self.hub = sdk_daemon.AgentRuntimeDaemonHub()
@@ -227,7 +229,7 @@ class Worker:
 
     async def start(self):
         if len(self.token) < 32:
-            raise SystemExit("VCC_WORKER_TOKEN must be at least 32 characters")
+            raise SystemExit("the token in VCC_WORKER_TOKEN_FILE must be at least 32 characters")
         for folder in (os.environ["HOME"], os.environ["TMPDIR"], self.data_root):
             write_tag(folder, self.tag)
         await self.hub.start(host="127.0.0.1", port=0, token=self.hooks.hub_token(self.token))

@@ -161,7 +161,7 @@ impl Run<'_> {
         for k in [
             "VCC_WORKER_NAME",
             "VCC_WORKER_ID",
-            "VCC_WORKER_TOKEN",
+            "VCC_WORKER_TOKEN_FILE",
             "VCC_WORKER_DAEMON_ID",
             "VCC_WORKER_DATA",
             MARKER_NAME,

@@ -268,6 +268,13 @@ impl<'a> Run<'a> {
             "both workers' `ready`",
             |ws| ws.iter().all(|w| w.ready.is_some()),
         )?;
+        // Each worker read its token before reporting ready: the evidence
+        // directory (uploaded as a CI artifact) must not keep it.
+        for spec in &self.specs {
+            let token_file = spec.root.join("token");
+            std::fs::remove_file(&token_file)
+                .map_err(|e| format!("cannot remove {}: {e}", token_file.display()))?;
+        }
         self.resolve_workers()?;
         self.check_processes();
         self.check_tokens();
@@ -284,11 +291,17 @@ impl<'a> Run<'a> {
 
     fn spawn_workers(&mut self) -> Result<(), String> {
         for (i, spec) in self.specs.iter().enumerate() {
+            // The token goes in a 0600 file in the worker's own root, never on
+            // a command line (bwrap's `--setenv` arguments are world-readable
+            // in /proc/<pid>/cmdline) nor in an environment value.
+            let token_file = spec.root.join("token");
+            write_private(&token_file, spec.token.as_bytes())
+                .map_err(|e| format!("worker {}: cannot write {}: {e}", spec.name, token_file.display()))?;
             let mut env = self.ctx.child_env(&spec.home, &spec.tmp);
             for (k, v) in [
                 ("VCC_WORKER_NAME", spec.name.to_string()),
                 ("VCC_WORKER_ID", spec.id.clone()),
-                ("VCC_WORKER_TOKEN", spec.token.clone()),
+                ("VCC_WORKER_TOKEN_FILE", token_file.display().to_string()),
                 ("VCC_WORKER_DAEMON_ID", DISPLAY_ID.to_string()),
                 ("VCC_WORKER_DATA", spec.data.display().to_string()),
                 (MARKER_NAME, self.marker.clone()),
@@ -474,4 +487,12 @@ fn random_hex(n: usize) -> Result<String, String> {
         .and_then(|mut f| f.read_exact(&mut buf))
         .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes `bytes` to a new file at `path` readable and writable by its owner only.
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    f.write_all(bytes)
 }
