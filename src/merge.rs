@@ -282,8 +282,7 @@ pub fn merge(
                 .map_err(|e| format!("copy {} -> {}: {e}", src.display(), dst.display()))?;
         }
     }
-    evidence::seal(&mut merged, signed_off_by);
-    evidence::write_all(into, &merged)
+    evidence::finish(into, &mut merged, signed_off_by)
         .map_err(|e| format!("{}: cannot write evidence: {e}", into.display()))?;
     Ok(merged)
 }

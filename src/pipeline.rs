@@ -178,6 +178,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         gates: records,
         candidates: ctx.candidates,
         merged_from: None,
+        files: None,
         suites: ctx.suites,
         attestation: evidence::Attestation {
             statement: evidence::statement::STATEMENT_JSON.into(),
@@ -192,8 +193,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             archives_signed: false,
         },
     };
-    evidence::seal(&mut evidence, opts.sign_off_by.clone());
-    evidence::write_all(&evidence_dir, &evidence).map_err(|e| {
+    evidence::finish(&evidence_dir, &mut evidence, opts.sign_off_by.clone()).map_err(|e| {
         SetupError(format!(
             "evidence dir {}: cannot write evidence: {e}",
             evidence_dir.display()

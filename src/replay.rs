@@ -127,6 +127,18 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
             return Ok(rows);
         }
     };
+    // Every other file of the directory, as the sign-off covers it: catches a
+    // changed log or staged file even when SHA256SUMS was rewritten to match.
+    if let Some(recorded) = &ev.files {
+        let observed = evidence::files_digest(dir)
+            .map(|d| d.sha256)
+            .unwrap_or_else(|e| format!("unreadable: {e}"));
+        rows.push(Row::new(
+            format!("files digest ({} files besides the views)", recorded.count),
+            &recorded.sha256,
+            observed,
+        ));
+    }
     for c in &ev.candidates {
         let Some(a) = &c.archive else { continue };
         if !inside_relative(&a.path) {

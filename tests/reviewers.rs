@@ -392,3 +392,27 @@ fn suites_need_every_candidate_and_are_skipped_not_passed_in_a_partition() {
         stdout_text(&out)
     );
 }
+
+#[test]
+fn a_changed_log_with_a_rewritten_sha256sums_is_still_caught_by_the_sign_off() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let ev = run_ok(&repo.root, &dir, &[]);
+    assert!(
+        ev["files"]["count"].as_u64().unwrap() > 10,
+        "{}",
+        ev["files"]
+    );
+    // Tamper with a log, then rewrite SHA256SUMS so that it matches.
+    let log = dir.join("logs/stage/git-archive.cmd");
+    std::fs::write(&log, "tampered\n").unwrap();
+    let sums = verify_coding_candidates::evidence::sha256sums(&dir).unwrap();
+    std::fs::write(dir.join("SHA256SUMS"), sums).unwrap();
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("files digest"), "{text}");
+    assert!(
+        !text.contains("file logs/stage/git-archive.cmd: recorded"),
+        "SHA256SUMS itself agrees: {text}"
+    );
+}

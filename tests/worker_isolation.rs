@@ -233,10 +233,22 @@ fn assert_genuine_pass(run: &GateRun) {
     .unwrap();
     // The token is passed as a file in the worker's own root: never as a
     // command-line argument (world-readable in /proc/<pid>/cmdline) or value.
-    assert!(cmd.contains("VCC_WORKER_TOKEN_FILE"), "the token file is passed: {cmd}");
-    assert!(!cmd.contains("<redacted>"), "no secret needed redacting: {cmd}");
+    assert!(
+        cmd.contains("VCC_WORKER_TOKEN_FILE"),
+        "the token file is passed: {cmd}"
+    );
+    assert!(
+        !cmd.contains("<redacted>"),
+        "no secret needed redacting: {cmd}"
+    );
     // The token file is removed once the worker read it: the evidence keeps no token.
-    assert!(!run.evidence_dir.join("roots").join(GATE).join("a").join("token").exists());
+    assert!(!run
+        .evidence_dir
+        .join("roots")
+        .join(GATE)
+        .join("a")
+        .join("token")
+        .exists());
 }
 
 #[test]

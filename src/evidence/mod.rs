@@ -103,6 +103,35 @@ pub fn write_all(dir: &Path, evidence: &Evidence) -> io::Result<()> {
 /// # Errors
 /// Any I/O error while walking or hashing.
 pub fn sha256sums(dir: &Path) -> io::Result<String> {
+    listing(dir, &[SHA256SUMS])
+}
+
+/// Files `write_all` renders from the evidence itself; [`files_digest`]
+/// covers everything else.
+pub const VIEWS: [&str; 4] = [
+    EVIDENCE_JSON,
+    JUNIT_XML,
+    statement::STATEMENT_JSON,
+    SHA256SUMS,
+];
+
+/// The digest of every file under `dir` except the [`VIEWS`], recorded in
+/// `Evidence.files` before sealing and re-derived by `replay`.
+///
+/// # Errors
+/// Any I/O error while walking or hashing.
+pub fn files_digest(dir: &Path) -> io::Result<FilesDigest> {
+    let text = listing(dir, &VIEWS)?;
+    Ok(FilesDigest {
+        count: text.lines().count() as u64,
+        sha256: hash::sha256_bytes(text.as_bytes()),
+    })
+}
+
+/// `SHA256SUMS`-format lines for every regular file under `dir`, sorted by
+/// path, leaving out the top-level files named in `exclude` (and their
+/// atomic-write temporaries `.<name>.*`).
+fn listing(dir: &Path, exclude: &[&str]) -> io::Result<String> {
     let mut lines = Vec::new();
     for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
         let entry = entry.map_err(io::Error::other)?;
@@ -115,13 +144,31 @@ pub fn sha256sums(dir: &Path) -> io::Result<String> {
             .map(|c| c.as_os_str().to_string_lossy())
             .collect::<Vec<_>>()
             .join("/");
-        if rel == SHA256SUMS || rel.starts_with(&format!(".{SHA256SUMS}.")) {
+        if exclude
+            .iter()
+            .any(|x| rel == *x || rel.starts_with(&format!(".{x}.")))
+        {
             continue;
         }
         let digest = hash::sha256_file(entry.path())?;
         lines.push(sums_line(&digest.hex(), &rel));
     }
     Ok(lines.concat())
+}
+
+/// Records [`files_digest`], seals (see [`seal`]) and writes every view
+/// ([`write_all`]): the one way a run or a merge finishes its evidence.
+///
+/// # Errors
+/// Any I/O error.
+pub fn finish(
+    dir: &Path,
+    evidence: &mut Evidence,
+    signed_off_by: Option<String>,
+) -> io::Result<()> {
+    evidence.files = Some(files_digest(dir)?);
+    seal(evidence, signed_off_by);
+    write_all(dir, evidence)
 }
 
 /// One `SHA256SUMS` line, as GNU `sha256sum` (coreutils 9) writes it:

@@ -40,12 +40,29 @@ pub struct Evidence {
     /// For evidence written by `merge`: the partition directories combined.
     #[serde(default)]
     pub merged_from: Option<Vec<MergedPart>>,
+    /// Digest of every other file of the evidence directory (staging, logs,
+    /// packages, extractions, roots), so the sign-off covers them too: a file
+    /// changed together with a rewritten `SHA256SUMS` no longer replays clean.
+    #[serde(default)]
+    pub files: Option<FilesDigest>,
     /// The repository's own pytest suites as the `suites` gate ran them, once
     /// it ran.
     #[serde(default)]
     pub suites: Option<SuitesRecord>,
     /// The sign-off over everything above.
     pub sign_off: SignOff,
+}
+
+/// The digest of an evidence directory's files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FilesDigest {
+    /// Number of files covered.
+    pub count: u64,
+    /// sha256 hex of their `SHA256SUMS`-format listing (sorted by path), which
+    /// leaves out the four files written from the evidence itself:
+    /// `evidence.json`, `junit.xml`, `statement.intoto.json`, `SHA256SUMS`.
+    pub sha256: String,
 }
 
 /// One partition combined by `merge`.

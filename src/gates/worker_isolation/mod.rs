@@ -295,8 +295,13 @@ impl<'a> Run<'a> {
             // a command line (bwrap's `--setenv` arguments are world-readable
             // in /proc/<pid>/cmdline) nor in an environment value.
             let token_file = spec.root.join("token");
-            write_private(&token_file, spec.token.as_bytes())
-                .map_err(|e| format!("worker {}: cannot write {}: {e}", spec.name, token_file.display()))?;
+            write_private(&token_file, spec.token.as_bytes()).map_err(|e| {
+                format!(
+                    "worker {}: cannot write {}: {e}",
+                    spec.name,
+                    token_file.display()
+                )
+            })?;
             let mut env = self.ctx.child_env(&spec.home, &spec.tmp);
             for (k, v) in [
                 ("VCC_WORKER_NAME", spec.name.to_string()),
@@ -493,6 +498,10 @@ fn random_hex(n: usize) -> Result<String, String> {
 fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
     f.write_all(bytes)
 }
