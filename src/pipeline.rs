@@ -264,9 +264,27 @@ fn run_gates(
         let started = Instant::now();
         let gate =
             gates::by_id(&info.id).expect("every catalogue gate is implemented (unit-tested)");
-        let checks = match gate.run(ctx) {
-            Ok(checks) => checks,
-            Err(message) => vec![Check::fail("gate-error", None, message)],
+        // A panicking gate is a harness defect; it must still leave evidence
+        // behind (verdict `fail`), never abort the run without writing it.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gate.run(ctx)));
+        let checks = match outcome {
+            Ok(Ok(checks)) => checks,
+            Ok(Err(message)) => vec![Check::fail("gate-error", None, message)],
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a non-text panic payload".into());
+                vec![Check::fail(
+                    "gate-error",
+                    None,
+                    format!(
+                        "the harness itself failed inside this gate (panic: {what}); this is a defect of \
+                         verify-coding-candidates, not of the candidates: report it with this evidence directory"
+                    ),
+                )]
+            }
         };
         record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let failed = checks
