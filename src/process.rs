@@ -161,22 +161,7 @@ pub fn base_env() -> BTreeMap<String, String> {
 /// [`RunError`] when the child cannot be started or its logs created, or when
 /// the run is interrupted.
 pub fn run(spec: &ChildSpec) -> Result<ChildOutput, RunError> {
-    if let Some(parent) = spec.log_stem.parent() {
-        fs::create_dir_all(parent).map_err(|source| RunError::Log {
-            path: parent.display().to_string(),
-            source,
-        })?;
-    }
-    let out_path = with_ext(&spec.log_stem, "stdout");
-    let err_path = with_ext(&spec.log_stem, "stderr");
-    let create = |p: &Path| {
-        File::create(p).map_err(|source| RunError::Log {
-            path: p.display().to_string(),
-            source,
-        })
-    };
-    let out_file = create(&out_path)?;
-    let err_file = create(&err_path)?;
+    let (out_file, err_file, (out_path, err_path)) = open_logs(&spec.log_stem)?;
 
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
@@ -473,22 +458,36 @@ impl Drop for Running {
     }
 }
 
+/// Creates the log folder of `stem` and the empty logs `<stem>.stdout` and
+/// `<stem>.stderr` (in that order); returns both files and their paths.
 fn open_logs(stem: &Path) -> Result<(File, File, (PathBuf, PathBuf)), RunError> {
+    create_log_dir(stem)?;
+    let out_path = with_ext(stem, "stdout");
+    let err_path = with_ext(stem, "stderr");
+    Ok((
+        create_log(&out_path)?,
+        create_log(&err_path)?,
+        (out_path, err_path),
+    ))
+}
+
+/// Creates the folder that holds the logs of `stem` (and its parents).
+fn create_log_dir(stem: &Path) -> Result<(), RunError> {
     if let Some(parent) = stem.parent() {
         fs::create_dir_all(parent).map_err(|source| RunError::Log {
             path: parent.display().to_string(),
             source,
         })?;
     }
-    let out_path = with_ext(stem, "stdout");
-    let err_path = with_ext(stem, "stderr");
-    let create = |p: &Path| {
-        File::create(p).map_err(|source| RunError::Log {
-            path: p.display().to_string(),
-            source,
-        })
-    };
-    Ok((create(&out_path)?, create(&err_path)?, (out_path, err_path)))
+    Ok(())
+}
+
+/// Creates (or truncates) the log file `path`.
+fn create_log(path: &Path) -> Result<File, RunError> {
+    File::create(path).map_err(|source| RunError::Log {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 fn write_cmd_log(spec: &ChildSpec, result: &str) {
@@ -617,21 +616,10 @@ pub struct LongChild {
 /// # Errors
 /// [`RunError`] when the child cannot be started or its logs created.
 pub fn spawn_long(spec: &LongSpec) -> Result<LongChild, RunError> {
-    if let Some(parent) = spec.log_stem.parent() {
-        fs::create_dir_all(parent).map_err(|source| RunError::Log {
-            path: parent.display().to_string(),
-            source,
-        })?;
-    }
-    let create = |p: &Path| {
-        File::create(p).map_err(|source| RunError::Log {
-            path: p.display().to_string(),
-            source,
-        })
-    };
-    let err_file = create(&with_ext(&spec.log_stem, "stderr"))?;
-    let mut out_log = create(&with_ext(&spec.log_stem, "stdout"))?;
-    let stdin_log = create(&with_ext(&spec.log_stem, "stdin"))?;
+    create_log_dir(&spec.log_stem)?;
+    let err_file = create_log(&with_ext(&spec.log_stem, "stderr"))?;
+    let mut out_log = create_log(&with_ext(&spec.log_stem, "stdout"))?;
+    let stdin_log = create_log(&with_ext(&spec.log_stem, "stdin"))?;
 
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)

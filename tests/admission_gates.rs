@@ -7,12 +7,12 @@
 mod common;
 
 use common::{
-    check, evidence_dir, fixture_repo, gate_result, python, read_evidence, stderr_text, verifier,
+    candidate, check, detail, evidence_dir, fixture_repo, gate_result, make_writable, python,
+    read_evidence, stderr_text, verifier,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use verify_coding_candidates::evidence::CheckResult;
 use verify_coding_candidates::gates::admission::{admit, AdmissionInput};
@@ -20,26 +20,6 @@ use verify_coding_candidates::{hash, process};
 
 const INSTALLED: &str = "0.6.0b5";
 const CANDIDATES: [&str; 3] = ["acp-agent-runner", "claude-code-agent", "codex-agent"];
-
-/// Restores write permission under `root`: the SDK publishes artifacts and
-/// environments read-only, which would stop a non-root user's temporary
-/// directory cleanup.
-fn make_writable(root: &Path) {
-    for entry in walkdir::WalkDir::new(root)
-        .contents_first(false)
-        .into_iter()
-        .flatten()
-    {
-        if entry.file_type().is_symlink() {
-            continue;
-        }
-        if let Ok(meta) = entry.metadata() {
-            let mut perms = meta.permissions();
-            perms.set_mode(perms.mode() | 0o700);
-            let _ = std::fs::set_permissions(entry.path(), perms);
-        }
-    }
-}
 
 /// Runs the verifier with `--only <only>` on a fixture repository with
 /// `overlays`; returns the exit code and the evidence.
@@ -63,19 +43,6 @@ fn run(overlays: &[&str], only: &str) -> (i32, Value) {
     let evidence = read_evidence(&dir);
     make_writable(keep.path());
     (out.status.code().expect("exited, not signalled"), evidence)
-}
-
-fn detail(c: &Value) -> &str {
-    c["detail"].as_str().expect("check.detail is a string")
-}
-
-fn candidate<'a>(evidence: &'a Value, folder: &str) -> &'a Value {
-    evidence["candidates"]
-        .as_array()
-        .expect("candidates[]")
-        .iter()
-        .find(|c| c["folder"] == folder)
-        .unwrap_or_else(|| panic!("no candidate {folder} in evidence"))
 }
 
 #[test]

@@ -39,18 +39,9 @@ fn run_only(repo: &FixtureRepo, evidence: &Path, only: &str, extra: &[&str]) -> 
     run_on(repo, &args)
 }
 
-fn both(out: &Output) -> String {
-    format!("{}{}", stdout_text(out), stderr_text(out))
-}
-
+/// `replay --format json` of `evidence`: the exit code and the document.
 fn replay(evidence: &Path) -> (i32, Value) {
-    let out = verifier()
-        .arg("replay")
-        .arg("--evidence")
-        .arg(evidence)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
+    let out = replay_output(evidence, &["--format", "json"]);
     let doc: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("replay --format json: {e}\n{}", both(&out)));
     (out.status.code().unwrap_or(-1), doc)
@@ -74,13 +65,6 @@ fn mismatches(doc: &Value) -> Vec<String> {
         .filter(|r| r["matches"] == "no")
         .map(|r| r["item"].as_str().unwrap().to_string())
         .collect()
-}
-
-/// Rewrites `dir/SHA256SUMS` so it matches the directory again, as a
-/// tamperer covering their tracks would.
-fn reseal_sums(dir: &Path) {
-    let text = verify_coding_candidates::evidence::sha256sums(dir).unwrap();
-    std::fs::write(dir.join("SHA256SUMS"), text).unwrap();
 }
 
 /// Commits everything in the fixture's work tree as a second commit.

@@ -5,64 +5,23 @@
 
 mod common;
 
-use common::{check, evidence_dir, fixture_repo, git, python, read_evidence, verifier};
-use serde_json::Value;
+use common::{
+    check, detail, evidence_dir, fixture_repo, git, make_writable, processes_under, python,
+    read_evidence, verifier,
+};
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use verify_coding_candidates::evidence::CheckResult;
 use verify_coding_candidates::gates::{admission, dependencies};
 use verify_coding_candidates::process;
 
-/// The SDK publishes artifacts read-only; restore write permission so the
-/// temporary directory can be removed by a non-root user.
-fn make_writable(root: &Path) {
-    for entry in walkdir::WalkDir::new(root).into_iter().flatten() {
-        if entry.file_type().is_symlink() {
-            continue;
-        }
-        if let Ok(meta) = entry.metadata() {
-            let mut perms = meta.permissions();
-            perms.set_mode(perms.mode() | 0o700);
-            let _ = std::fs::set_permissions(entry.path(), perms);
-        }
-    }
-}
-
 /// No process whose cwd lies under `dir` or whose environment names it.
 fn assert_nothing_survives(dir: &Path) {
-    let needle = dir.as_os_str().as_encoded_bytes().to_vec();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        if stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-        {
-            continue;
-        }
-        let by_cwd = std::fs::read_link(entry.path().join("cwd")).is_ok_and(|c| c.starts_with(dir));
-        let by_env = std::fs::read(entry.path().join("environ"))
-            .is_ok_and(|e| e.windows(needle.len()).any(|w| w == needle.as_slice()));
-        if by_cwd || by_env {
-            found.push(pid);
-        }
-    }
+    let found = processes_under(dir);
     assert!(
         found.is_empty(),
-        "processes of the run survived it: {found:?}"
+        "processes of the run survived it: {found:#?}"
     );
-}
-
-fn detail(c: &Value) -> &str {
-    c["detail"].as_str().unwrap_or("")
 }
 
 /// A private environment for a probe: the harness's allowlist plus HOME and

@@ -15,13 +15,7 @@ const FOLDERS: [&str; 3] = ["acp-agent-runner", "claude-code-agent", "codex-agen
 /// Runs the verifier with `--only <only>` on `repo`, returning the exit code
 /// and the evidence.
 fn run_only(repo: &Path, evidence: &Path, only: &str) -> (i32, Value) {
-    let out = verifier()
-        .arg("--repo")
-        .arg(repo)
-        .arg("--evidence")
-        .arg(evidence)
-        .arg("--only")
-        .arg(only)
+    let out = verifier_only(repo, evidence, only)
         .output()
         .expect("run the verifier");
     let code = out.status.code().unwrap_or(-1);
@@ -31,15 +25,6 @@ fn run_only(repo: &Path, evidence: &Path, only: &str) -> (i32, Value) {
         stderr_text(&out)
     );
     (code, read_evidence(evidence))
-}
-
-fn candidate<'a>(ev: &'a Value, folder: &str) -> &'a Value {
-    ev["candidates"]
-        .as_array()
-        .expect("candidates array")
-        .iter()
-        .find(|c| c["folder"] == folder)
-        .unwrap_or_else(|| panic!("no candidate {folder} in evidence"))
 }
 
 #[test]

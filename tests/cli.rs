@@ -8,8 +8,8 @@
 mod common;
 
 use common::{
-    assert_unchanged, evidence_dir, fixture_repo, python, stderr_text, stdout_text, tree_snapshot,
-    verifier, verifier_without_python,
+    assert_unchanged, evidence_dir, exit_code, fixture_repo, python, stderr_text, stdout_text,
+    tree_snapshot, verifier, verifier_on, verifier_without_python,
 };
 use verify_coding_candidates::{catalogue, exit};
 
@@ -29,29 +29,41 @@ fn run_on_fixture(
     output
 }
 
-fn code(output: &std::process::Output) -> i32 {
-    output
-        .status
-        .code()
-        .expect("the verifier exited (not killed by a signal)")
+/// Runs the verifier without `PYTHON` in a fresh fixture repository with
+/// the single argument `arg`, asserts it exits with success, and returns its
+/// stdout.
+fn succeeding_stdout_in_a_fixture(arg: &str) -> String {
+    let repo = fixture_repo(&[]);
+    let out = run_on_fixture(
+        &repo,
+        verifier_without_python().current_dir(&repo.root).arg(arg),
+    );
+    assert_exit(&out, exit::SUCCESS);
+    stdout_text(&out)
+}
+
+/// Asserts the verifier exited with `expected`, showing its stderr if not.
+fn assert_exit(out: &std::process::Output, expected: u8) {
+    assert_eq!(exit_code(out), i32::from(expected), "{}", stderr_text(out));
+}
+
+/// Asserts the verifier's stderr contains `needle`.
+fn assert_stderr_contains(out: &std::process::Output, needle: &str) {
+    let err = stderr_text(out);
+    assert!(err.contains(needle), "{err}");
+}
+
+/// Asserts the evidence directory `dir` was not created.
+fn assert_nothing_written(dir: &std::path::Path) {
+    assert!(
+        !dir.exists(),
+        "nothing is written when the run cannot start"
+    );
 }
 
 #[test]
 fn help_documents_the_exit_code_table() {
-    let repo = fixture_repo(&[]);
-    let out = run_on_fixture(
-        &repo,
-        verifier_without_python()
-            .current_dir(&repo.root)
-            .arg("--help"),
-    );
-    assert_eq!(
-        code(&out),
-        i32::from(exit::SUCCESS),
-        "{}",
-        stderr_text(&out)
-    );
-    let text = stdout_text(&out);
+    let text = succeeding_stdout_in_a_fixture("--help");
     assert!(text.contains("Exit codes:"), "{text}");
     for (code, meaning) in [
         (exit::SUCCESS, "every required gate passed"),
@@ -72,20 +84,7 @@ fn help_documents_the_exit_code_table() {
 
 #[test]
 fn gates_lists_every_catalogue_gate_with_what_it_proves_and_does_not_prove() {
-    let repo = fixture_repo(&[]);
-    let out = run_on_fixture(
-        &repo,
-        verifier_without_python()
-            .current_dir(&repo.root)
-            .arg("gates"),
-    );
-    assert_eq!(
-        code(&out),
-        i32::from(exit::SUCCESS),
-        "{}",
-        stderr_text(&out)
-    );
-    let text = stdout_text(&out);
+    let text = succeeding_stdout_in_a_fixture("gates");
     let blocks: Vec<&str> = text
         .split("\n\n")
         .filter(|b| !b.trim().is_empty())
@@ -126,17 +125,8 @@ fn gates_lists_every_catalogue_gate_with_what_it_proves_and_does_not_prove() {
 fn missing_evidence_argument_cannot_run() {
     let repo = fixture_repo(&[]);
     let out = run_on_fixture(&repo, verifier().arg("--repo").arg(&repo.root));
-    assert_eq!(
-        code(&out),
-        i32::from(exit::CANNOT_RUN),
-        "{}",
-        stderr_text(&out)
-    );
-    assert!(
-        stderr_text(&out).contains("--evidence"),
-        "{}",
-        stderr_text(&out)
-    );
+    assert_exit(&out, exit::CANNOT_RUN);
+    assert_stderr_contains(&out, "--evidence");
 }
 
 #[test]
@@ -151,17 +141,8 @@ fn relative_evidence_dir_cannot_run() {
             .arg(&repo.root)
             .args(["--evidence", "relative/evidence"]),
     );
-    assert_eq!(
-        code(&out),
-        i32::from(exit::CANNOT_RUN),
-        "{}",
-        stderr_text(&out)
-    );
-    assert!(
-        stderr_text(&out).contains("absolute"),
-        "{}",
-        stderr_text(&out)
-    );
+    assert_exit(&out, exit::CANNOT_RUN);
+    assert_stderr_contains(&out, "absolute");
     assert!(
         !cwd.path().join("relative").exists(),
         "a relative evidence dir must not be created"
@@ -175,25 +156,9 @@ fn non_empty_evidence_dir_cannot_run() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("earlier-run.txt"), b"an earlier run's evidence\n").unwrap();
     let dir_before = tree_snapshot(&dir);
-    let out = run_on_fixture(
-        &repo,
-        verifier()
-            .arg("--repo")
-            .arg(&repo.root)
-            .arg("--evidence")
-            .arg(&dir),
-    );
-    assert_eq!(
-        code(&out),
-        i32::from(exit::CANNOT_RUN),
-        "{}",
-        stderr_text(&out)
-    );
-    assert!(
-        stderr_text(&out).contains("missing or empty"),
-        "{}",
-        stderr_text(&out)
-    );
+    let out = run_on_fixture(&repo, &mut verifier_on(&repo.root, &dir));
+    assert_exit(&out, exit::CANNOT_RUN);
+    assert_stderr_contains(&out, "missing or empty");
     assert_unchanged(
         &dir_before,
         &tree_snapshot(&dir),
@@ -205,25 +170,9 @@ fn non_empty_evidence_dir_cannot_run() {
 fn evidence_dir_inside_the_repository_cannot_run() {
     let repo = fixture_repo(&[]);
     let inside = repo.root.join("evidence");
-    let out = run_on_fixture(
-        &repo,
-        verifier()
-            .arg("--repo")
-            .arg(&repo.root)
-            .arg("--evidence")
-            .arg(&inside),
-    );
-    assert_eq!(
-        code(&out),
-        i32::from(exit::CANNOT_RUN),
-        "{}",
-        stderr_text(&out)
-    );
-    assert!(
-        stderr_text(&out).contains("outside the repository"),
-        "{}",
-        stderr_text(&out)
-    );
+    let out = run_on_fixture(&repo, &mut verifier_on(&repo.root, &inside));
+    assert_exit(&out, exit::CANNOT_RUN);
+    assert_stderr_contains(&out, "outside the repository");
     assert!(!inside.exists());
 }
 
@@ -240,22 +189,10 @@ fn directory_that_is_not_a_git_repository_cannot_run() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert_eq!(
-        code(&out),
-        i32::from(exit::CANNOT_RUN),
-        "{}",
-        stderr_text(&out)
-    );
-    assert!(
-        stderr_text(&out).contains("expected a git work tree"),
-        "{}",
-        stderr_text(&out)
-    );
+    assert_exit(&out, exit::CANNOT_RUN);
+    assert_stderr_contains(&out, "expected a git work tree");
     assert_unchanged(&before, &tree_snapshot(plain.path()), "the plain directory");
-    assert!(
-        !dir.exists(),
-        "nothing is written when the run cannot start"
-    );
+    assert_nothing_written(&dir);
 }
 
 #[test]
@@ -270,21 +207,13 @@ fn no_interpreter_cannot_run() {
             .arg("--evidence")
             .arg(&dir),
     );
-    assert_eq!(
-        code(&out),
-        i32::from(exit::CANNOT_RUN),
-        "{}",
-        stderr_text(&out)
-    );
+    assert_exit(&out, exit::CANNOT_RUN);
     let err = stderr_text(&out);
     assert!(
         err.contains("no interpreter") && err.contains("--python"),
         "{err}"
     );
-    assert!(
-        !dir.exists(),
-        "nothing is written when the run cannot start"
-    );
+    assert_nothing_written(&dir);
 }
 
 #[test]
@@ -293,21 +222,12 @@ fn unknown_gate_in_only_cannot_run_and_names_the_known_gates() {
     let (_keep, dir) = evidence_dir();
     let out = run_on_fixture(
         &repo,
-        verifier()
-            .arg("--repo")
-            .arg(&repo.root)
-            .arg("--evidence")
-            .arg(&dir)
+        verifier_on(&repo.root, &dir)
             .arg("--python")
             .arg(python())
             .args(["--only", "bogus"]),
     );
-    assert_eq!(
-        code(&out),
-        i32::from(exit::CANNOT_RUN),
-        "{}",
-        stderr_text(&out)
-    );
+    assert_exit(&out, exit::CANNOT_RUN);
     let err = stderr_text(&out);
     assert!(err.contains("\"bogus\""), "{err}");
     for gate in catalogue::all() {
@@ -317,10 +237,7 @@ fn unknown_gate_in_only_cannot_run_and_names_the_known_gates() {
             gate.id
         );
     }
-    assert!(
-        !dir.exists(),
-        "nothing is written when the run cannot start"
-    );
+    assert_nothing_written(&dir);
 }
 
 #[test]
@@ -335,30 +252,16 @@ fn unknown_profile_key_cannot_run_and_names_the_key() {
     std::fs::write(&profile, text).unwrap();
     let out = run_on_fixture(
         &repo,
-        verifier()
-            .arg("--repo")
-            .arg(&repo.root)
-            .arg("--evidence")
-            .arg(&dir)
-            .arg("--profile")
-            .arg(&profile),
+        verifier_on(&repo.root, &dir).arg("--profile").arg(&profile),
     );
-    assert_eq!(
-        code(&out),
-        i32::from(exit::CANNOT_RUN),
-        "{}",
-        stderr_text(&out)
-    );
+    assert_exit(&out, exit::CANNOT_RUN);
     let err = stderr_text(&out);
     assert!(err.contains("surprise_key"), "{err}");
     assert!(
         err.contains(&profile.display().to_string()),
         "the error names the profile file: {err}"
     );
-    assert!(
-        !dir.exists(),
-        "nothing is written when the run cannot start"
-    );
+    assert_nothing_written(&dir);
 }
 
 #[test]
@@ -434,7 +337,7 @@ fn run_with_closed_stdout(args: &[&std::ffi::OsStr]) -> std::process::Output {
 fn assert_quiet_end(what: &str, out: &std::process::Output, expected: u8) {
     let err = stderr_text(out);
     assert_ne!(
-        code(out),
+        exit_code(out),
         101,
         "{what}: a closed stdout made it panic:\n{err}"
     );
@@ -443,7 +346,7 @@ fn assert_quiet_end(what: &str, out: &std::process::Output, expected: u8) {
         !err.contains("cannot write to stdout"),
         "{what}: a reader that went away is not an error:\n{err}"
     );
-    assert_eq!(code(out), i32::from(expected), "{what}:\n{err}");
+    assert_eq!(exit_code(out), i32::from(expected), "{what}:\n{err}");
 }
 
 #[test]
@@ -489,36 +392,23 @@ fn an_unknown_gate_in_only_is_rejected_before_any_prerequisite_is_announced() {
     let (_keep, dir) = evidence_dir();
     let out = run_on_fixture(
         &repo,
-        verifier()
-            .arg("--repo")
-            .arg(&repo.root)
-            .arg("--evidence")
-            .arg(&dir)
-            .args(["--only", "lbp-build,bogus"]),
+        verifier_on(&repo.root, &dir).args(["--only", "lbp-build,bogus"]),
     );
     let err = stderr_text(&out);
-    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{err}");
+    assert_exit(&out, exit::CANNOT_RUN);
     assert!(err.contains("unknown gate \"bogus\""), "{err}");
     assert!(!err.contains("also running"), "{err}");
-    assert!(
-        !dir.exists(),
-        "nothing is written when the run cannot start"
-    );
+    assert_nothing_written(&dir);
 
     // Nor before any other reason the run cannot start.
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("earlier-run.txt"), b"an earlier run\n").unwrap();
     let out = run_on_fixture(
         &repo,
-        verifier()
-            .arg("--repo")
-            .arg(&repo.root)
-            .arg("--evidence")
-            .arg(&dir)
-            .args(["--only", "lbp-build"]),
+        verifier_on(&repo.root, &dir).args(["--only", "lbp-build"]),
     );
     let err = stderr_text(&out);
-    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{err}");
+    assert_exit(&out, exit::CANNOT_RUN);
     assert!(err.contains("missing or empty"), "{err}");
     assert!(!err.contains("also running"), "{err}");
 }
@@ -529,16 +419,9 @@ fn evidence_path_that_is_a_regular_file_cannot_run_and_says_what_was_expected() 
     let keep = tempfile::tempdir().unwrap();
     let file = std::path::absolute(keep.path().join("evidence.json")).unwrap();
     std::fs::write(&file, b"an unrelated file\n").unwrap();
-    let out = run_on_fixture(
-        &repo,
-        verifier()
-            .arg("--repo")
-            .arg(&repo.root)
-            .arg("--evidence")
-            .arg(&file),
-    );
+    let out = run_on_fixture(&repo, &mut verifier_on(&repo.root, &file));
     let err = stderr_text(&out);
-    assert_eq!(code(&out), i32::from(exit::CANNOT_RUN), "{err}");
+    assert_exit(&out, exit::CANNOT_RUN);
     assert!(err.contains(&file.display().to_string()), "{err}");
     assert!(
         err.contains("expected a directory") && err.contains("found an existing regular file"),
@@ -564,16 +447,11 @@ fn a_dirty_tree_shows_git_status_once_and_every_failing_check_its_paths() {
     let (_keep, dir) = evidence_dir();
     let out = run_on_fixture(
         &repo,
-        verifier()
-            .arg("--repo")
-            .arg(root)
-            .arg("--evidence")
-            .arg(&dir)
-            .args(["--only", "tree-clean"]),
+        verifier_on(root, &dir).args(["--only", "tree-clean"]),
     );
     let text = stdout_text(&out);
     assert_eq!(
-        code(&out),
+        exit_code(&out),
         i32::from(exit::GATE_FAILED),
         "{text}{}",
         stderr_text(&out)

@@ -11,15 +11,12 @@ use std::path::Path;
 /// archives (tree-clean, stage, sdk-record, lbp-build, archive-members).
 const ONLY: &str = "archive-members";
 
+/// Runs `--only ONLY` plus `extra`, asserts exit 0 and returns the evidence.
 fn run_ok(repo: &Path, evidence: &Path, extra: &[&str]) -> Value {
-    let mut cmd = verifier();
-    cmd.arg("--repo")
-        .arg(repo)
-        .arg("--evidence")
-        .arg(evidence)
-        .args(["--only", ONLY])
-        .args(extra);
-    let out = cmd.output().unwrap();
+    let out = verifier_only(repo, evidence, ONLY)
+        .args(extra)
+        .output()
+        .unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -30,18 +27,10 @@ fn run_ok(repo: &Path, evidence: &Path, extra: &[&str]) -> Value {
     read_evidence(evidence)
 }
 
+/// `replay` of `evidence` plus `extra`: the exit code and stdout+stderr.
 fn replay(evidence: &Path, extra: &[&str]) -> (i32, String) {
-    let out = verifier()
-        .arg("replay")
-        .arg("--evidence")
-        .arg(evidence)
-        .args(extra)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        format!("{}{}", stdout_text(&out), stderr_text(&out)),
-    )
+    let out = replay_output(evidence, extra);
+    (out.status.code().unwrap_or(-1), both(&out))
 }
 
 fn archive_paths(ev: &Value) -> Vec<String> {
@@ -124,13 +113,7 @@ fn replay_with_the_repository_rebuilds_and_accepts_only_the_build_clock_differen
         .args(["--format", "json"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout_text(&out),
-        stderr_text(&out)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = doc["rows"].as_array().unwrap();
     let row = |item: &str| {
@@ -239,13 +222,7 @@ fn partitions_merged_equal_an_unpartitioned_run() {
         .arg(&p2)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout_text(&out),
-        stderr_text(&out)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     let m = read_evidence(&merged);
     assert_eq!(m["verdict"], full["verdict"]);
     let digests = |ev: &Value| -> Vec<(String, String)> {
@@ -366,13 +343,7 @@ fn suites_need_every_candidate_and_are_skipped_not_passed_in_a_partition() {
         .args(["--only", "suites", "--partition", "1/2"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout_text(&out),
-        stderr_text(&out)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     let ev = read_evidence(&dir);
     let suites = gate(&ev, "suites");
     assert_eq!(suites["result"], "skipped");
@@ -406,8 +377,7 @@ fn a_changed_log_with_a_rewritten_sha256sums_is_still_caught_by_the_sign_off() {
     // Tamper with a log, then rewrite SHA256SUMS so that it matches.
     let log = dir.join("logs/stage/git-archive.cmd");
     std::fs::write(&log, "tampered\n").unwrap();
-    let sums = verify_coding_candidates::evidence::sha256sums(&dir).unwrap();
-    std::fs::write(dir.join("SHA256SUMS"), sums).unwrap();
+    reseal_sums(&dir);
     let (code, text) = replay(&dir, &[]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("files digest"), "{text}");

@@ -9,21 +9,14 @@
 mod common;
 
 use common::{
-    check, copy_venv, evidence_dir, fixture_repo, python, read_evidence, sdk_venv, stderr_text,
-    stdout_text, venv_python, verifier,
+    check, copy_venv, detail, evidence_dir, exit_code, fixture_repo, python, read_evidence,
+    sdk_venv, stderr_text, stdout_text, venv_python, verifier,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use verify_coding_candidates::exit;
 
 const PIN: &str = "0.6.0b5";
-
-fn code(output: &std::process::Output) -> i32 {
-    output
-        .status
-        .code()
-        .expect("the verifier exited (not killed by a signal)")
-}
 
 /// Runs the verifier with `args` on `repo`, writing evidence to a fresh
 /// directory; returns the exit code, the evidence and the output text.
@@ -49,7 +42,7 @@ fn run(repo: &Path, python: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32,
         dir.join("evidence.json").is_file(),
         "no evidence written; {text}"
     );
-    (code(&out), read_evidence(&dir), text)
+    (exit_code(&out), read_evidence(&dir), text)
 }
 
 /// The site-packages and dist-info of the venv rooted at `venv`.
@@ -72,10 +65,6 @@ fn sdk_paths(venv: &Path) -> (PathBuf, PathBuf) {
         dist_info.display()
     );
     (sp, dist_info)
-}
-
-fn detail(check: &Value) -> &str {
-    check["detail"].as_str().expect("check.detail is a string")
 }
 
 #[test]

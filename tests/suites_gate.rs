@@ -8,8 +8,8 @@
 mod common;
 
 use common::{
-    assert_unchanged, check, evidence_dir, fixture_repo, gate_result, read_evidence, stderr_text,
-    stdout_text, tree_snapshot, verifier,
+    assert_unchanged, check, evidence_dir, exit_code, fixture_repo, gate_result, read_evidence,
+    stderr_text, stdout_text, tree_snapshot, verifier,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -57,11 +57,7 @@ fn run_suites(
         dir.join("evidence.json").is_file(),
         "no evidence written; {text}"
     );
-    let code = out
-        .status
-        .code()
-        .expect("the verifier exited (not killed by a signal)");
-    (code, read_evidence(&dir), keep, dir, text)
+    (exit_code(&out), read_evidence(&dir), keep, dir, text)
 }
 
 /// The built-in profile with `[suites] paths` replaced by `paths`.

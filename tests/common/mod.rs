@@ -362,3 +362,123 @@ pub fn stdout_text(output: &std::process::Output) -> String {
 pub fn stderr_text(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// The exit code of a finished verifier.
+///
+/// # Panics
+/// When the process was killed by a signal.
+pub fn exit_code(output: &std::process::Output) -> i32 {
+    output
+        .status
+        .code()
+        .expect("the verifier exited (not killed by a signal)")
+}
+
+/// Stdout followed by stderr of a finished command, as text (for assertion
+/// messages and for searching either stream).
+pub fn both(output: &std::process::Output) -> String {
+    format!("{}{}", stdout_text(output), stderr_text(output))
+}
+
+/// The verifier (see [`verifier`]) with `--repo REPO --evidence EVIDENCE`.
+pub fn verifier_on(repo: &Path, evidence: &Path) -> Command {
+    let mut cmd = verifier();
+    cmd.arg("--repo").arg(repo).arg("--evidence").arg(evidence);
+    cmd
+}
+
+/// The verifier with `--repo REPO --evidence EVIDENCE --only ONLY`.
+pub fn verifier_only(repo: &Path, evidence: &Path, only: &str) -> Command {
+    let mut cmd = verifier_on(repo, evidence);
+    cmd.args(["--only", only]);
+    cmd
+}
+
+/// Runs `verifier replay --evidence EVIDENCE` plus `extra` and returns its
+/// output.
+pub fn replay_output(evidence: &Path, extra: &[&str]) -> std::process::Output {
+    verifier()
+        .arg("replay")
+        .arg("--evidence")
+        .arg(evidence)
+        .args(extra)
+        .output()
+        .expect("run verifier replay")
+}
+
+/// Rewrites `dir/SHA256SUMS` so it matches the directory again, as a
+/// tamperer covering their tracks would.
+pub fn reseal_sums(dir: &Path) {
+    let text = verify_coding_candidates::evidence::sha256sums(dir).unwrap();
+    std::fs::write(dir.join("SHA256SUMS"), text).unwrap();
+}
+
+/// Restores owner read/write/execute permission on everything under `root`
+/// (symlinks left alone): the SDK publishes artifacts and environments
+/// read-only, which would stop a non-root user's temporary directory
+/// cleanup. Errors are ignored.
+pub fn make_writable(root: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in walkdir::WalkDir::new(root).into_iter().flatten() {
+        if entry.file_type().is_symlink() {
+            continue;
+        }
+        if let Ok(meta) = entry.metadata() {
+            let mut perms = meta.permissions();
+            perms.set_mode(perms.mode() | 0o700);
+            let _ = std::fs::set_permissions(entry.path(), perms);
+        }
+    }
+}
+
+/// Every live (non-zombie) process whose working directory lies under `dir`
+/// or whose environment contains `dir`'s path, as `"<pid>: <command line>"`.
+pub fn processes_under(dir: &Path) -> Vec<String> {
+    let needle = dir.as_os_str().as_encoded_bytes().to_vec();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        if stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        {
+            continue;
+        }
+        let by_cwd = std::fs::read_link(entry.path().join("cwd")).is_ok_and(|c| c.starts_with(dir));
+        let by_env = std::fs::read(entry.path().join("environ"))
+            .is_ok_and(|e| e.windows(needle.len()).any(|w| w == needle.as_slice()));
+        if by_cwd || by_env {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            found.push(format!(
+                "{pid}: {}",
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            ));
+        }
+    }
+    found
+}
+
+/// The `detail` sentence of a check record.
+pub fn detail(check: &Value) -> &str {
+    check["detail"].as_str().expect("check.detail is a string")
+}
+
+/// The candidate record of `folder` in an evidence document.
+///
+/// # Panics
+/// When there is no such candidate.
+pub fn candidate<'a>(evidence: &'a Value, folder: &str) -> &'a Value {
+    evidence["candidates"]
+        .as_array()
+        .expect("evidence.candidates is an array")
+        .iter()
+        .find(|c| c["folder"] == folder)
+        .unwrap_or_else(|| panic!("no candidate {folder} in evidence"))
+}
