@@ -261,14 +261,7 @@ fn merge_refuses_a_partition_whose_archive_no_longer_matches_its_evidence() {
     reseal_sums(&p2);
 
     let (_k3, merged) = evidence_dir();
-    let out = verifier()
-        .arg("merge")
-        .arg("--into")
-        .arg(&merged)
-        .arg(&p1)
-        .arg(&p2)
-        .output()
-        .unwrap();
+    let out = merge_output(&merged, &[&p1, &p2]);
     assert_eq!(out.status.code(), Some(2), "{}", both(&out));
     let err = stderr_text(&out);
     assert!(err.contains(path), "names the archive: {err}");
@@ -289,14 +282,7 @@ fn merge_refuses_partitions_of_different_commits() {
     let out = run_only(&repo, &p2, "stage", &["--partition", "2/2"]);
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     let (_k3, merged) = evidence_dir();
-    let out = verifier()
-        .arg("merge")
-        .arg("--into")
-        .arg(&merged)
-        .arg(&p1)
-        .arg(&p2)
-        .output()
-        .unwrap();
+    let out = merge_output(&merged, &[&p1, &p2]);
     assert_eq!(out.status.code(), Some(2), "{}", both(&out));
     assert!(
         stderr_text(&out).contains("disagree on commit"),
@@ -454,15 +440,7 @@ fn merge_refuses_an_archive_path_outside_the_partition_and_an_incomplete_partiti
         .unwrap();
         reseal_sums(&p1);
     };
-    let merge = |into: &Path| {
-        verifier()
-            .arg("merge")
-            .arg("--into")
-            .arg(into)
-            .arg(&p1)
-            .output()
-            .unwrap()
-    };
+    let merge = |into: &Path| merge_output(into, &[&p1]);
 
     // An archive path climbing out of the partition, with the archive's true
     // bytes there (the sign-off digest is unkeyed, so a hostile partition can
@@ -696,14 +674,7 @@ fn merge_refuses_to_write_inside_a_partition() {
         p2.join("merged"),
         p1.join("x/../../evidence/y").join("..").join("merged"),
     ] {
-        let out = verifier()
-            .arg("merge")
-            .arg("--into")
-            .arg(&into)
-            .arg(&p1)
-            .arg(&p2)
-            .output()
-            .unwrap();
+        let out = merge_output(&into, &[&p1, &p2]);
         assert_eq!(out.status.code(), Some(2), "{}", both(&out));
         assert!(
             stderr_text(&out).contains("outside every partition"),

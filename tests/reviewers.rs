@@ -214,14 +214,7 @@ fn partitions_merged_equal_an_unpartitioned_run() {
         "every candidate in exactly one share"
     );
 
-    let out = verifier()
-        .arg("merge")
-        .arg("--into")
-        .arg(&merged)
-        .arg(&p1)
-        .arg(&p2)
-        .output()
-        .unwrap();
+    let out = merge_output(&merged, &[&p1, &p2]);
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     let m = read_evidence(&merged);
     assert_eq!(m["verdict"], full["verdict"]);
@@ -257,14 +250,7 @@ fn partitions_merged_equal_an_unpartitioned_run() {
 
     // The same share twice is refused, and nothing is written.
     let (_k4, bad) = evidence_dir();
-    let out = verifier()
-        .arg("merge")
-        .arg("--into")
-        .arg(&bad)
-        .arg(&p1)
-        .arg(&p1)
-        .output()
-        .unwrap();
+    let out = merge_output(&bad, &[&p1, &p1]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr_text(&out).contains("exactly once"),

@@ -394,6 +394,17 @@ pub fn verifier_only(repo: &Path, evidence: &Path, only: &str) -> Command {
     cmd
 }
 
+/// Runs `verifier merge --into INTO PARTS...` and returns its output.
+pub fn merge_output(into: &Path, parts: &[&Path]) -> std::process::Output {
+    verifier()
+        .arg("merge")
+        .arg("--into")
+        .arg(into)
+        .args(parts)
+        .output()
+        .expect("run the verifier")
+}
+
 /// Runs `verifier replay --evidence EVIDENCE` plus `extra` and returns its
 /// output.
 pub fn replay_output(evidence: &Path, extra: &[&str]) -> std::process::Output {
