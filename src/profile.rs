@@ -112,11 +112,12 @@ pub struct DiscoveryOptions {
     /// `apply_plugin_installation` (the SDK's own worker ready timeout is 30).
     #[serde(default = "default_plugin_timeout")]
     pub plugin_timeout_secs: u64,
-    /// Programs standing in for a vendor CLI (`[[discovery.vendor_fixture]]`):
-    /// each is copied from the staged commit into a private `bin/` folder put
-    /// first on the runtime's `PATH` under the name `command`.
-    #[serde(default, rename = "vendor_fixture")]
-    pub vendor_fixtures: Vec<VendorFixture>,
+    /// How each candidate's Runner components are probed
+    /// (`[[discovery.runner_probe]]`): through the invocation config, against
+    /// a local protocol fixture. A candidate with Runner components and no
+    /// entry gets one generic call, recorded as a warning.
+    #[serde(default, rename = "runner_probe")]
+    pub runner_probes: Vec<RunnerProbeSpec>,
 }
 
 impl Default for DiscoveryOptions {
@@ -124,7 +125,7 @@ impl Default for DiscoveryOptions {
         Self {
             health_timeout_secs: default_health_timeout(),
             plugin_timeout_secs: default_plugin_timeout(),
-            vendor_fixtures: Vec::new(),
+            runner_probes: Vec::new(),
         }
     }
 }
@@ -137,18 +138,171 @@ fn default_plugin_timeout() -> u64 {
     60
 }
 
-/// A fixture program standing in for a candidate's vendor CLI. Its replies
-/// are a local protocol fixture, never a vendor call.
+/// Prefix of a fixture built into the harness (`builtin:NAME`).
+pub const BUILTIN_FIXTURE_PREFIX: &str = "builtin:";
+
+/// Placeholders a runner probe's `config` may use in any string value:
+/// the verified interpreter (absolute), the fixture program as copied for
+/// this probe (absolute), and a fresh private workspace folder (absolute).
+pub const PROBE_PLACEHOLDERS: [&str; 3] = ["{python}", "{fixture}", "{workspace}"];
+
+/// Placeholder for the probe's nonce in `expect` (the prompt carries it).
+pub const NONCE_PLACEHOLDER: &str = "{nonce}";
+
+/// One runner probe (`[[discovery.runner_probe]]`): two `run_runner` calls
+/// through the real runtime, the negative control with `invalid_config`
+/// (must end in `run.failed`), then the probe with `config` (must end in
+/// `run.completed` with the fixture's text, and no `run.failed`). Every
+/// reply is a local protocol fixture's, never a vendor call.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct VendorFixture {
+pub struct RunnerProbeSpec {
     /// The candidate's path, as in `[[candidate]]`.
     pub candidate: String,
-    /// File name the plugin looks up on `PATH` (`codex`, `claude`).
-    pub command: String,
-    /// The fixture program, relative to the repository root, `/`-separated
-    /// (read from the staged commit, not the working tree).
-    pub program: String,
+    /// The Runner component's `metadata.name`; unset: every Runner
+    /// component of the candidate.
+    #[serde(default)]
+    pub runner: Option<String>,
+    /// `builtin:NAME` (a fixture program embedded in the harness; see
+    /// `verify-coding-candidates gates`) or a file of the staged commit,
+    /// relative to the repository root, `/`-separated.
+    pub fixture: String,
+    /// The invocation config merged into the run context
+    /// (`RunnerContext.config`); strings may use [`PROBE_PLACEHOLDERS`].
+    pub config: toml::Table,
+    /// The negative control's invocation config.
+    #[serde(default = "default_invalid_config")]
+    pub invalid_config: toml::Table,
+    /// Plugin settings the host answers `get_plugin_settings` with, over the
+    /// manifest's `spec.config` defaults (for example `daemon-enabled = false`).
+    #[serde(default)]
+    pub plugin_config: toml::Table,
+    /// Text the completed reply must contain (`{nonce}` is replaced by the
+    /// probe's nonce). Required for a repository fixture; a built-in fixture
+    /// has its own, which may not be replaced.
+    #[serde(default)]
+    pub expect: Option<String>,
+}
+
+fn default_invalid_config() -> toml::Table {
+    let mut t = toml::Table::new();
+    t.insert("location".into(), toml::Value::String("invalid".into()));
+    t
+}
+
+impl RunnerProbeSpec {
+    /// The built-in fixture's name, when `fixture` is `builtin:NAME`.
+    pub fn builtin(&self) -> Option<&str> {
+        self.fixture.strip_prefix(BUILTIN_FIXTURE_PREFIX)
+    }
+}
+
+/// Every `{...}` in `s`, appended to `out`.
+fn scan_placeholders(s: &str, out: &mut Vec<String>) {
+    let mut rest = s;
+    while let Some(i) = rest.find('{') {
+        let tail = &rest[i..];
+        match tail.find('}') {
+            Some(j) => {
+                out.push(tail[..=j].to_string());
+                rest = &tail[j + 1..];
+            }
+            None => {
+                out.push(tail.to_string());
+                break;
+            }
+        }
+    }
+}
+
+/// Every `{...}` in the strings of `value` (keys included), for validation.
+fn placeholders(value: &toml::Value, out: &mut Vec<String>) {
+    match value {
+        toml::Value::String(s) => scan_placeholders(s, out),
+        toml::Value::Array(a) => a.iter().for_each(|v| placeholders(v, out)),
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                scan_placeholders(k, out);
+                placeholders(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Checks `[[discovery.runner_probe]]`; `builtin_names` are the fixtures
+/// built into the harness.
+fn check_runner_probes(profile: &Profile, builtin_names: &[&str]) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, p) in profile.discovery.runner_probes.iter().enumerate() {
+        let at = format!("discovery.runner_probe[{i}] (candidate {:?})", p.candidate);
+        if !profile.candidates.iter().any(|c| c.path == p.candidate) {
+            return Err(format!(
+                "{at}: the candidate is not one of the [[candidate]] paths; expected one of {:?}",
+                profile.candidates.iter().map(|c| c.path.as_str()).collect::<Vec<_>>()
+            ));
+        }
+        if !seen.insert((p.candidate.clone(), p.runner.clone())) {
+            return Err(format!(
+                "{at}: a second probe for the same candidate and runner {:?}; keep one",
+                p.runner.as_deref().unwrap_or("(every Runner)")
+            ));
+        }
+        match p.builtin() {
+            Some(name) if !builtin_names.contains(&name) => {
+                return Err(format!(
+                    "{at}: fixture {:?} is not built in; expected one of {}",
+                    p.fixture,
+                    builtin_names
+                        .iter()
+                        .map(|n| format!("\"{BUILTIN_FIXTURE_PREFIX}{n}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            Some(_) if p.expect.is_some() => {
+                return Err(format!(
+                    "{at}: `expect` cannot replace a built-in fixture's reply; remove it"
+                ));
+            }
+            Some(_) => {}
+            None if !relative_in_repo(&p.fixture) => {
+                return Err(format!(
+                    "{at}: fixture {:?} must be \"builtin:NAME\" or a path relative to the repository, `/`-separated, without `.`, `..` or empty components",
+                    p.fixture
+                ));
+            }
+            None if p.expect.as_deref().is_none_or(str::is_empty) => {
+                return Err(format!(
+                    "{at}: a repository fixture needs `expect`, the text its reply must contain (`{NONCE_PLACEHOLDER}` stands for the probe's nonce)"
+                ));
+            }
+            None => {}
+        }
+        if p.config.is_empty() {
+            return Err(format!(
+                "{at}: `config` is empty; expected the invocation config that points the runner at the fixture, e.g. {{ command = \"{{python}}\", args-json = [\"{{fixture}}\"], workspace = \"{{workspace}}\" }}"
+            ));
+        }
+        if p.config == p.invalid_config {
+            return Err(format!(
+                "{at}: `invalid_config` equals `config`; the negative control must be a config the runner refuses"
+            ));
+        }
+        let mut found = Vec::new();
+        placeholders(&toml::Value::Table(p.config.clone()), &mut found);
+        placeholders(&toml::Value::Table(p.invalid_config.clone()), &mut found);
+        if let Some(bad) = found
+            .iter()
+            .find(|f| !PROBE_PLACEHOLDERS.contains(&f.as_str()))
+        {
+            return Err(format!(
+                "{at}: unknown placeholder {bad:?} in the config; expected only {}",
+                PROBE_PLACEHOLDERS.join(", ")
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn default_build_timeout() -> u64 {
@@ -359,29 +513,7 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
             )));
         }
     }
-    for f in &profile.discovery.vendor_fixtures {
-        if !profile.candidates.iter().any(|c| c.path == f.candidate) {
-            return Err(invalid(format!(
-                "discovery.vendor_fixture candidate {:?} is not one of the candidates",
-                f.candidate
-            )));
-        }
-        if f.command.is_empty() || f.command.contains('/') || f.command.starts_with('.') {
-            return Err(invalid(format!(
-                "discovery.vendor_fixture command {:?} must be a plain file name such as \"codex\"",
-                f.command
-            )));
-        }
-        let p = &f.program;
-        if p.is_empty()
-            || p.starts_with('/')
-            || p.split('/').any(|s| s.is_empty() || s == "." || s == "..")
-        {
-            return Err(invalid(format!(
-                "discovery.vendor_fixture program {p:?} must be relative to the repository, `/`-separated, without `.`, `..` or empty components"
-            )));
-        }
-    }
+    check_runner_probes(&profile, crate::python::fixtures::NAMES).map_err(invalid)?;
     if let Some(suites) = &profile.suites {
         check_suites(suites).map_err(invalid)?;
     }
@@ -496,23 +628,63 @@ mod tests {
     }
 
     #[test]
-    fn discovery_options_default_and_vendor_fixtures_are_checked() {
+    fn builtin_profile_probes_every_runner_with_a_builtin_fixture() {
         let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
         assert_eq!(p.discovery.health_timeout_secs, 60);
-        assert!(p.discovery.vendor_fixtures.is_empty());
-        // `[discovery]` is the built-in profile's last table.
-        let good = format!(
-            "{}\n[[discovery.vendor_fixture]]\ncandidate = \"Runner/codex-agent\"\ncommand = \"codex\"\nprogram = \"Runner/certification-tests/bin/codex\"\n",
-            BUILTIN_CODING_RUNNERS.replace("health_timeout_secs = 60", "health_timeout_secs = 5")
+        let probes: Vec<(&str, Option<&str>)> = p
+            .discovery
+            .runner_probes
+            .iter()
+            .map(|r| (r.candidate.as_str(), r.builtin()))
+            .collect();
+        assert_eq!(
+            probes,
+            [
+                ("Runner/acp-agent-runner", Some("acp-stdio")),
+                ("Runner/claude-code-agent", Some("claude-code-stream-json")),
+                ("Runner/codex-agent", Some("codex-app-server")),
+            ]
+        );
+        for r in &p.discovery.runner_probes {
+            assert_eq!(r.invalid_config["location"].as_str(), Some("invalid"));
+            assert_eq!(r.plugin_config["daemon-enabled"].as_bool(), Some(false));
+            assert!(r.expect.is_none());
+        }
+        let codex = &p.discovery.runner_probes[2];
+        assert_eq!(codex.config["command"].as_str(), Some("{python} {fixture}"));
+    }
+
+    #[test]
+    fn runner_probes_are_checked() {
+        let base = "name = \"x\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n[[candidate]]\npath = \"R/a\"\n";
+        let probe = |body: &str| format!("{base}[[discovery.runner_probe]]\n{body}\n");
+        let good = probe(
+            "candidate = \"R/a\"\nfixture = \"R/fx.py\"\nexpect = \"ok {nonce}\"\nconfig = { command = \"{python}\", args = [\"{fixture}\"], workspace = \"{workspace}\" }",
         );
         let p = parse(&good, "x.toml").unwrap();
-        assert_eq!(p.discovery.health_timeout_secs, 5);
-        assert_eq!(p.discovery.vendor_fixtures[0].command, "codex");
-        let bad = good.replace("program = \"Runner/", "program = \"../");
-        assert!(parse(&bad, "x.toml")
-            .unwrap_err()
-            .to_string()
-            .contains("program"));
+        let r = &p.discovery.runner_probes[0];
+        assert_eq!((r.builtin(), r.runner.as_deref()), (None, None));
+        assert_eq!(r.invalid_config["location"].as_str(), Some("invalid"));
+        for (body, needle) in [
+            (good.replace("candidate = \"R/a\"\nfixture", "candidate = \"R/b\"\nfixture"), "not one of the [[candidate]]"),
+            (good.replace("R/fx.py", "builtin:nope"), "\"builtin:nope\" is not built in"),
+            (good.replace("R/fx.py", "builtin:acp-stdio"), "`expect` cannot replace"),
+            (good.replace("R/fx.py", "../fx.py"), "\"../fx.py\""),
+            (good.replace("expect = \"ok {nonce}\"\n", ""), "needs `expect`"),
+            (good.replace("{workspace}", "{home}"), "unknown placeholder \"{home}\""),
+            (good.replace("config = { command = \"{python}\", args = [\"{fixture}\"], workspace = \"{workspace}\" }", "config = {}"), "`config` is empty"),
+            (good.replace("config = {", "invalid_config = { location = \"invalid\" }\nconfig = { location = \"invalid\" }\nx = {"), "x"),
+            (format!("{good}[[discovery.runner_probe]]\ncandidate = \"R/a\"\nfixture = \"builtin:acp-stdio\"\nconfig = {{ a = 1 }}\n"), "a second probe"),
+        ] {
+            let err = parse(&body, "x.toml").unwrap_err().to_string();
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+        let same = probe("candidate = \"R/a\"\nfixture = \"builtin:acp-stdio\"\nconfig = { location = \"invalid\" }");
+        let err = parse(&same, "x.toml").unwrap_err().to_string();
+        assert!(err.contains("`invalid_config` equals `config`"), "{err}");
+        let old = format!("{base}[[discovery.vendor_fixture]]\ncandidate = \"R/a\"\ncommand = \"codex\"\nprogram = \"R/x\"\n");
+        let err = parse(&old, "x.toml").unwrap_err().to_string();
+        assert!(err.contains("vendor_fixture"), "the PATH-based vendor fixture is gone: {err}");
     }
 
     #[test]

@@ -20,6 +20,14 @@ pub fn catalogue_text(gates: &[GateInfo]) -> String {
         };
         let _ = writeln!(out, "  requires:       {requires}\n");
     }
+    let _ = writeln!(
+        out,
+        "built-in local protocol fixtures (`fixture = \"builtin:NAME\"` in [[discovery.runner_probe]]; each refuses network sockets and replies \"{}\"):",
+        crate::python::fixtures::reply_text("NAME", "<nonce>")
+    );
+    for f in crate::python::fixtures::ALL {
+        let _ = writeln!(out, "  builtin:{:<26}{}", f.name, f.protocol);
+    }
     out
 }
 

@@ -430,6 +430,20 @@ pub struct RunnerReplyRecord {
     pub error: Option<String>,
     /// Always `local protocol fixture, not a vendor call`.
     pub label: String,
+    /// The fixture the probe pointed the runner at (`builtin:NAME` or a path
+    /// in the commit); absent for a generic call (no probe declared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixture: Option<String>,
+    /// The fixture program's sha256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixture_sha256: Option<String>,
+    /// The negative control (the invalid invocation config): its streamed
+    /// result types, which must end in `run.failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub negative_control_result_types: Option<Vec<String>>,
+    /// The negative control's failure as the runner reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub negative_control_error: Option<String>,
 }
 
 /// What the SDK's host-side admission did with one archive

@@ -29,8 +29,9 @@ use crate::netns::{self, NetKind, NetPlan};
 use crate::process::{self, ChildSpec};
 use crate::{hash, interrupt};
 use serde_json::json;
-use spec::{CandidateOutcome, ComponentId, HostCandidate, HostResult, HostSpec};
-use std::collections::BTreeMap;
+use crate::profile::{CandidateSpec, RunnerProbeSpec, NONCE_PLACEHOLDER};
+use crate::python;
+use spec::{CandidateOutcome, ComponentId, HostCandidate, HostResult, HostSpec, ProbePlan};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -85,14 +86,13 @@ impl super::Gate for DiscoveryRpc {
             .map_err(|e| format!("{}: cannot create: {e}", data_root.display()))?;
 
         let mut checks = Vec::new();
-        let candidates = host_candidates(ctx, &mut checks);
+        let candidates = host_candidates(ctx, &roots, &mut checks);
         if candidates.is_empty() {
             return Ok(checks);
         }
         let marker = host::random_token()?;
         let mut env = ctx.child_env(&home, &tmp);
         env.insert(survey::MARKER_NAME.into(), marker.clone());
-        let vendor = install_vendor_fixtures(ctx, &roots, &mut env);
 
         let opts = &ctx.profile.profile.discovery;
         let plan = netns::plan(&log_dir, &process::base_env());
@@ -156,11 +156,9 @@ impl super::Gate for DiscoveryRpc {
                     host_out.logs.1.display()
                 ),
             ));
-            checks.extend(vendor_checks(&vendor, None));
             checks.push(teardown_check(None, &survivors));
             return Ok(checks);
         };
-        checks.extend(vendor_checks(&vendor, Some(&result)));
         checks.extend(result_checks(&plan, &host_spec, &result));
         for o in &result.candidates {
             if let Some(record) = ctx.record_mut(&o.folder) {
@@ -179,8 +177,9 @@ fn host_timeout(spec: &HostSpec) -> Duration {
         .candidates
         .iter()
         .map(|c| {
+            // A declared probe makes two calls per Runner.
             let runners = c.declared.iter().filter(|d| d.kind == "Runner").count() as u64;
-            spec.plugin_timeout_ms + runners * spec.runner_timeout_ms + 6 * spec.call_timeout_ms
+            spec.plugin_timeout_ms + 2 * runners * spec.runner_timeout_ms + 6 * spec.call_timeout_ms
         })
         .sum();
     Duration::from_millis(spec.health_timeout_ms + per_candidate + 120_000)
@@ -220,7 +219,7 @@ fn run_host(
 
 /// One [`HostCandidate`] per selected candidate with a recorded archive;
 /// candidates without one, or whose manifest cannot be read, fail here.
-fn host_candidates(ctx: &RunContext, checks: &mut Vec<Check>) -> Vec<HostCandidate> {
+fn host_candidates(ctx: &RunContext, roots: &Path, checks: &mut Vec<Check>) -> Vec<HostCandidate> {
     let mut out = Vec::new();
     for c in ctx.candidate_specs() {
         let folder = c.folder();
@@ -241,14 +240,20 @@ fn host_candidates(ctx: &RunContext, checks: &mut Vec<Check>) -> Vec<HostCandida
         };
         let path = ctx.evidence_dir.join(&archive.path);
         match components::read(&path) {
-            Ok(declared) => out.push(HostCandidate {
-                folder: folder.to_string(),
-                archive: path,
-                sha256: archive.sha256.clone(),
-                author: declared.author,
-                name: declared.name,
-                declared: declared.components,
-            }),
+            Ok(declared) => {
+                let (probes, problems) = plan_probes(ctx, roots, c, &declared.components);
+                checks.extend(problems);
+                out.push(HostCandidate {
+                    folder: folder.to_string(),
+                    archive: path,
+                    sha256: archive.sha256.clone(),
+                    author: declared.author,
+                    name: declared.name,
+                    plugin_config: plugin_config(ctx, c, &declared.config_defaults),
+                    declared: declared.components,
+                    probes,
+                })
+            }
             Err(e) => checks.push(Check::fail(
                 "components",
                 Some(folder),
@@ -259,118 +264,167 @@ fn host_candidates(ctx: &RunContext, checks: &mut Vec<Check>) -> Vec<HostCandida
     out
 }
 
-/// A vendor fixture as installed for the run.
-struct VendorInstall {
-    folder: String,
-    command: String,
-    program: String,
-    /// sha256 of the installed copy, or why it could not be installed.
-    installed: Result<String, String>,
-}
-
-/// Copies each profile vendor fixture of a selected candidate into
-/// `roots/bin/<command>` and puts that folder first on the runtime's `PATH`.
-fn install_vendor_fixtures(
+/// Plans the profile's runner probes of one candidate: writes each fixture
+/// program into `DIR/roots/discovery-rpc/probes/<folder>/<runner>/fixture.py`
+/// beside a fresh `workspace/`, and resolves the placeholders of both
+/// invocation configs. A probe that cannot be planned is a failing check.
+fn plan_probes(
     ctx: &RunContext,
     roots: &Path,
-    env: &mut BTreeMap<String, String>,
-) -> Vec<VendorInstall> {
-    let selected: Vec<&str> = ctx
-        .candidate_specs()
+    candidate: &CandidateSpec,
+    declared: &[ComponentId],
+) -> (Vec<ProbePlan>, Vec<Check>) {
+    let folder = candidate.folder();
+    let mut plans = Vec::new();
+    let mut checks = Vec::new();
+    let python = std::path::absolute(&ctx.python).unwrap_or_else(|_| ctx.python.clone());
+    let runners: Vec<&str> = declared
         .iter()
-        .map(|c| c.path.as_str())
+        .filter(|d| d.kind == "Runner")
+        .map(|d| d.name.as_str())
         .collect();
-    let fixtures: Vec<_> = ctx
+    for entry in ctx
         .profile
         .profile
         .discovery
-        .vendor_fixtures
+        .runner_probes
         .iter()
-        .filter(|f| selected.contains(&f.candidate.as_str()))
-        .collect();
-    if fixtures.is_empty() {
-        return Vec::new();
-    }
-    let bin = roots.join("bin");
-    let mut out = Vec::new();
-    for f in fixtures {
-        let mut source = ctx.staging_source();
-        for part in f.program.split('/') {
-            source.push(part);
+        .filter(|p| p.candidate == candidate.path)
+    {
+        let targets: Vec<&str> = match &entry.runner {
+            Some(r) if runners.contains(&r.as_str()) => vec![r.as_str()],
+            Some(r) => {
+                checks.push(Check::fail(
+                    "runner-probe",
+                    Some(folder),
+                    format!(
+                        "the profile's discovery.runner_probe for {} names runner {r:?}, which the archive's manifest does not declare (its Runner components: {runners:?}); expected the probe to name a declared Runner; fix `runner` in the profile or the manifest",
+                        candidate.path
+                    ),
+                ));
+                continue;
+            }
+            None => runners.clone(),
+        };
+        for runner in targets {
+            if plans.iter().any(|p: &ProbePlan| p.runner == runner) {
+                continue;
+            }
+            match plan_one(ctx, roots, &python, folder, runner, entry) {
+                Ok(plan) => plans.push(plan),
+                Err(e) => checks.push(Check::fail(
+                    "runner-probe",
+                    Some(folder),
+                    format!("cannot prepare the runner probe of `{runner}`: {e}"),
+                )),
+            }
         }
-        let target = bin.join(&f.command);
-        let installed = std::fs::create_dir_all(&bin)
-            .and_then(|()| std::fs::copy(&source, &target))
-            .and_then(|_| {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
-            })
-            .and_then(|()| hash::sha256_file(&target).map(|d| d.hex()))
-            .map_err(|e| format!("{}: {e}", source.display()));
-        out.push(VendorInstall {
-            folder: f
-                .candidate
-                .rsplit('/')
-                .next()
-                .unwrap_or(&f.candidate)
-                .to_string(),
-            command: f.command.clone(),
-            program: f.program.clone(),
-            installed,
-        });
     }
-    let path = env.get("PATH").cloned().unwrap_or_default();
-    env.insert("PATH".into(), format!("{}:{path}", bin.display()));
-    out
+    (plans, checks)
 }
 
-/// One check per vendor fixture: installed from the commit, and whether the
-/// plugin's worker could find it on its `PATH` (observed in `/proc`).
-fn vendor_checks(installs: &[VendorInstall], result: Option<&HostResult>) -> Vec<Check> {
-    installs
-        .iter()
-        .map(|v| {
-            let folder = v.folder.as_str();
-            let worker = result
-                .and_then(|r| r.candidates.iter().find(|o| o.folder == v.folder))
-                .and_then(|o| o.worker.as_ref());
-            let observed = json!({
-                "command": v.command, "program": v.program,
-                "sha256": v.installed.as_ref().ok(), "worker_env_names": worker.map(|w| &w.env_names),
-            });
-            match (&v.installed, worker) {
-                (Err(e), _) => Check::fail(
-                    "vendor-fixture",
-                    Some(folder),
-                    format!(
-                        "cannot install the vendor fixture `{}` from the staged commit: {e}; expected the profile's discovery.vendor_fixture program {} to exist in the commit",
-                        v.command, v.program
-                    ),
-                ),
-                (Ok(_), Some(w)) if !w.env_names.iter().any(|n| n == "PATH") => Check::warn(
-                    "vendor-fixture",
-                    Some(folder),
-                    format!(
-                        "{} is `{}` first on the runtime's PATH, but the SDK started this plugin's worker (pid {}) with no PATH at all (its variables: {}); a plugin that looks `{}` up on PATH gets Python's default search path instead, so the fixture is not what it would run; whatever a fixture answers is a {FIXTURE_LABEL}",
-                        v.program,
-                        v.command,
-                        w.pid,
-                        w.env_names.join(", "),
-                        v.command
-                    ),
-                ),
-                (Ok(_), _) => Check::pass(
-                    "vendor-fixture",
-                    Some(folder),
-                    format!(
-                        "{} from the staged commit is `{}` first on the runtime's PATH; whatever it answers is a {FIXTURE_LABEL}",
-                        v.program, v.command
-                    ),
-                ),
+fn plan_one(
+    ctx: &RunContext,
+    roots: &Path,
+    python: &Path,
+    folder: &str,
+    runner: &str,
+    entry: &RunnerProbeSpec,
+) -> Result<ProbePlan, String> {
+    let dir = roots.join("probes").join(folder).join(runner);
+    let workspace = dir.join("workspace");
+    std::fs::create_dir_all(&workspace)
+        .map_err(|e| format!("{}: cannot create: {e}", workspace.display()))?;
+    let fixture_path = dir.join("fixture.py");
+    let (bytes, expect_template) = match entry.builtin() {
+        Some(name) => {
+            let f = python::fixtures::get(name)
+                .ok_or_else(|| format!("no built-in fixture {name:?}"))?;
+            (
+                f.source.as_bytes().to_vec(),
+                python::fixtures::reply_text(name, NONCE_PLACEHOLDER),
+            )
+        }
+        None => {
+            let mut source = ctx.staging_source();
+            source.extend(entry.fixture.split('/'));
+            let bytes = std::fs::read(&source).map_err(|e| {
+                format!(
+                    "{}: cannot read the profile's fixture {:?} from the staged commit: {e}; expected a committed file",
+                    source.display(),
+                    entry.fixture
+                )
+            })?;
+            (bytes, entry.expect.clone().unwrap_or_default())
+        }
+    };
+    std::fs::write(&fixture_path, &bytes)
+        .map_err(|e| format!("{}: cannot write: {e}", fixture_path.display()))?;
+    let nonce = format!("VCC-PROBE-{}", &host::random_token()?[..16]);
+    let vars = [
+        ("{python}", python.display().to_string()),
+        ("{fixture}", fixture_path.display().to_string()),
+        ("{workspace}", workspace.display().to_string()),
+    ];
+    let resolve = |t: &toml::Table| -> Result<serde_json::Value, String> {
+        let v = serde_json::to_value(t).map_err(|e| format!("invocation config: {e}"))?;
+        Ok(substitute(v, &vars))
+    };
+    Ok(ProbePlan {
+        runner: runner.to_string(),
+        fixture: entry.fixture.clone(),
+        fixture_sha256: hash::sha256_bytes(&bytes),
+        workspace,
+        fixture_transcript: dir.join("transcript.jsonl"),
+        config: resolve(&entry.config)?,
+        invalid_config: resolve(&entry.invalid_config)?,
+        expect: expect_template.replace(NONCE_PLACEHOLDER, &nonce),
+        nonce,
+        fixture_path,
+    })
+}
+
+/// `value` with every placeholder of `vars` replaced in every string.
+fn substitute(value: serde_json::Value, vars: &[(&str, String)]) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(mut s) => {
+            for (k, v) in vars {
+                s = s.replace(k, v);
             }
-            .with_observed(observed)
-        })
-        .collect()
+            Value::String(s)
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(|v| substitute(v, vars)).collect()),
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .map(|(k, v)| (k, substitute(v, vars)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// The plugin settings of a candidate's installation: its manifest's
+/// `spec.config` defaults, then each of its probes' `plugin_config`.
+fn plugin_config(
+    ctx: &RunContext,
+    candidate: &CandidateSpec,
+    defaults: &serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Value {
+    let mut config = defaults.clone();
+    for entry in ctx
+        .profile
+        .profile
+        .discovery
+        .runner_probes
+        .iter()
+        .filter(|p| p.candidate == candidate.path)
+    {
+        if let Ok(serde_json::Value::Object(o)) = serde_json::to_value(&entry.plugin_config) {
+            config.extend(o);
+        }
+    }
+    serde_json::Value::Object(config)
 }
 
 /// The candidate's facts for `evidence.json`'s `candidates[].discovery`.
@@ -396,10 +450,17 @@ fn discovery_record(o: &CandidateOutcome) -> DiscoveryRecord {
             .iter()
             .map(|p| RunnerReplyRecord {
                 runner: p.runner.clone(),
-                result_types: p.result_types.clone(),
-                reply: p.reply.clone(),
-                error: p.error.clone(),
+                result_types: p.call.result_types.clone(),
+                reply: p.call.reply.clone(),
+                error: p.call.error.clone(),
                 label: FIXTURE_LABEL.into(),
+                fixture: p.plan.as_ref().map(|plan| plan.fixture.clone()),
+                fixture_sha256: p.plan.as_ref().map(|plan| plan.fixture_sha256.clone()),
+                negative_control_result_types: p
+                    .negative_control
+                    .as_ref()
+                    .map(|n| n.result_types.clone()),
+                negative_control_error: p.negative_control.as_ref().and_then(|n| n.error.clone()),
             })
             .collect(),
         failure: o
@@ -693,12 +754,17 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
     checks
 }
 
+/// The `runner-probe` check of one candidate, decided from what the host
+/// observed: every declared Runner is listed; a declared probe's negative
+/// control ends in `run.failed`, and its fixture call ends in
+/// `run.completed` carrying the fixture's text, with no `run.failed`, after
+/// a built-in fixture saw the probe's nonce; a Runner without a declared
+/// probe completes one generic call and the check warns.
 fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check {
     let folder = c.folder.as_str();
     let runners: Vec<&ComponentId> = c.declared.iter().filter(|d| d.kind == "Runner").collect();
     let observed = json!({
-        "label": FIXTURE_LABEL, "prompt": host::PROBE_PROMPT, "runners_listed": o.runners_listed,
-        "probes": o.runner_probes,
+        "label": FIXTURE_LABEL, "runners_listed": o.runners_listed, "probes": o.runner_probes,
     });
     if runners.is_empty() {
         return Check::pass(
@@ -709,57 +775,174 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
         .with_observed(observed);
     }
     let mut problems = Vec::new();
+    let mut generic = Vec::new();
+    let mut passed = Vec::new();
     for r in &runners {
-        if !o.runners_listed.contains(&r.name) {
-            problems.push(format!("list_runners does not list `{}`", r.name));
+        let name = r.name.as_str();
+        if !o.runners_listed.iter().any(|l| l == name) {
+            problems.push(format!("list_runners does not list `{name}`"));
         }
-        match o.runner_probes.iter().find(|p| p.runner == r.name) {
-            None => problems.push(format!("`{}` was not probed", r.name)),
-            Some(p) if p.error.is_some() => problems.push(format!(
-                "`{}` answered with an error: {}",
-                r.name,
-                p.error.as_deref().unwrap_or("")
-            )),
-            Some(p) if !p.result_types.iter().any(|t| t == "run.completed") => {
-                problems.push(format!(
-                    "`{}` streamed {:?} without a run.completed message",
-                    r.name, p.result_types
-                ))
+        let Some(p) = o.runner_probes.iter().find(|p| p.runner == name) else {
+            problems.push(format!("`{name}` was not probed"));
+            continue;
+        };
+        match &p.plan {
+            None => match completion_problem(&p.call, None) {
+                Some(e) => problems.push(format!("`{name}` (generic call): {e}")),
+                None => generic.push(format!(
+                    "`{name}` → {:?}",
+                    p.call.reply.as_deref().unwrap_or("")
+                )),
+            },
+            Some(plan) => {
+                let before = problems.len();
+                match &p.negative_control {
+                    None => problems.push(format!(
+                        "`{name}`: the negative control (invalid config) was not run"
+                    )),
+                    Some(n) => {
+                        if let Some(e) = negative_problem(n) {
+                            problems.push(format!("`{name}`: {e}"));
+                        }
+                    }
+                }
+                if let Some(e) = completion_problem(&p.call, Some(plan)) {
+                    problems.push(format!("`{name}`: {e}"));
+                } else if plan.fixture.starts_with(crate::profile::BUILTIN_FIXTURE_PREFIX)
+                    && !saw_nonce(&p.fixture_transcript, &plan.nonce)
+                {
+                    problems.push(format!(
+                        "`{name}`: the reply carries the fixture's text, but the fixture's transcript ({}) does not show it receiving the prompt's nonce {}: the reply did not come from the fixture process",
+                        plan.fixture_transcript.display(),
+                        plan.nonce
+                    ));
+                }
+                if problems.len() == before {
+                    passed.push(format!(
+                        "`{name}`: invalid config → {}; {} → {:?}",
+                        p.negative_control
+                            .as_ref()
+                            .and_then(|n| n.error.as_deref())
+                            .unwrap_or("run.failed"),
+                        plan.fixture,
+                        p.call.reply.as_deref().unwrap_or("")
+                    ));
+                }
             }
-            Some(p) if p.reply.is_none() => problems.push(format!(
-                "`{}` completed ({:?}) without a reply: neither run.completed nor a \
-                 message.completed carried message content",
-                r.name, p.result_types
-            )),
-            Some(_) => {}
         }
     }
-    if problems.is_empty() {
-        let replies: Vec<String> = o
-            .runner_probes
-            .iter()
-            .map(|p| format!("`{}` → {:?}", p.runner, p.reply.as_deref().unwrap_or("")))
-            .collect();
-        Check::pass(
+    if !problems.is_empty() {
+        return Check::fail(
             "runner-probe",
             Some(folder),
             format!(
-                "run_runner over the runtime reached every Runner and each completed: {} ({FIXTURE_LABEL}: the reply comes from the plugin's local fixture; no vendor CLI, model or account was contacted)",
-                replies.join("; ")
-            ),
-        )
-        .with_observed(observed)
-    } else {
-        Check::fail(
-            "runner-probe",
-            Some(folder),
-            format!(
-                "{plugin}: expected each Runner to complete one request through run_runner; found: {}; see the transcript",
+                "{plugin}: expected each Runner to refuse the invalid invocation config (run.failed) and to complete through its declared local protocol fixture; found: {}; see the RPC transcript and DIR/roots/discovery-rpc/probes/{folder}/",
                 problems.join("; ")
             ),
         )
-        .with_observed(observed)
+        .with_observed(observed);
     }
+    if !generic.is_empty() {
+        return Check::warn(
+            "runner-probe",
+            Some(folder),
+            format!(
+                "no runner probe declared for {plugin}: one generic run_runner call without an invocation config completed ({}){}; it does not show that the runner reaches a vendor process through its config, nor that it can fail; declare [[discovery.runner_probe]] in the profile ({FIXTURE_LABEL})",
+                generic.join("; "),
+                if passed.is_empty() { String::new() } else { format!("; probed: {}", passed.join("; ")) }
+            ),
+        )
+        .with_observed(observed);
+    }
+    Check::pass(
+        "runner-probe",
+        Some(folder),
+        format!(
+            "each Runner refused the invalid invocation config and completed through its local protocol fixture, started by the runner from its invocation config: {} ({FIXTURE_LABEL}: no vendor CLI, model or account was contacted)",
+            passed.join("; ")
+        ),
+    )
+    .with_observed(observed)
+}
+
+/// Why the negative control does not prove the probe can fail, if it does not.
+fn negative_problem(n: &spec::RunnerCall) -> Option<String> {
+    let config = n.config.as_ref().map(|c| c.to_string()).unwrap_or_default();
+    if n.rpc_error {
+        return Some(format!(
+            "the negative control (invocation config {config}) ended in a request error instead of run.failed: {}",
+            n.error.as_deref().unwrap_or("")
+        ));
+    }
+    if n.result_types.iter().any(|t| t == "run.completed") {
+        return Some(format!(
+            "the negative control with the invalid invocation config {config} completed ({:?}); expected run.failed: a runner that ignores its config would pass this probe, so the probe proves nothing; fix the runner or the profile's invalid_config",
+            n.result_types
+        ));
+    }
+    if !n.result_types.iter().any(|t| t == "run.failed") {
+        return Some(format!(
+            "the negative control with the invalid invocation config {config} streamed {:?} without run.failed; expected the runner to refuse the config with run.failed",
+            n.result_types
+        ));
+    }
+    None
+}
+
+/// Why a call did not complete as required, if it did not: no request
+/// error, no `run.failed`, a `run.completed`, a reply, and (for a probe) the
+/// reply carries the expected text.
+fn completion_problem(call: &spec::RunnerCall, plan: Option<&ProbePlan>) -> Option<String> {
+    let failed = call.result_types.iter().any(|t| t == "run.failed");
+    if call.rpc_error || failed {
+        let error = call.error.as_deref().unwrap_or("");
+        let advice = match plan {
+            Some(plan) if error.contains("command_not_found") => format!(
+                "; the runner could not start the command its invocation config names: the probe's `config` sets {}; set the config key that names the vendor command (`command`) in the profile's [[discovery.runner_probe]] to the fixture (`{{python}}`/`{{fixture}}`)",
+                plan.config
+            ),
+            Some(plan) => format!(
+                "; the fixture call's invocation config was {}; read the runtime log and the fixture's transcript ({})",
+                plan.config,
+                plan.fixture_transcript.display()
+            ),
+            None => String::new(),
+        };
+        return Some(format!(
+            "{} {error}{advice}",
+            if call.rpc_error { "the request failed:" } else { "the run ended in run.failed:" }
+        ));
+    }
+    if !call.result_types.iter().any(|t| t == "run.completed") {
+        return Some(format!(
+            "streamed {:?} without a run.completed message",
+            call.result_types
+        ));
+    }
+    let Some(reply) = &call.reply else {
+        return Some(format!(
+            "completed ({:?}) without a reply: neither run.completed nor a message.completed carried message content",
+            call.result_types
+        ));
+    };
+    if let Some(plan) = plan {
+        if !reply.contains(&plan.expect) {
+            return Some(format!(
+                "completed, but the reply {reply:?} does not contain the fixture's text {:?}; the reply did not come from {}",
+                plan.expect, plan.fixture
+            ));
+        }
+    }
+    None
+}
+
+/// True when a transcript line the fixture read (anything but its own
+/// output) holds `nonce`.
+fn saw_nonce(transcript: &[serde_json::Value], nonce: &str) -> bool {
+    transcript.iter().any(|line| {
+        line.get("direction").and_then(|d| d.as_str()) != Some("out")
+            && line.to_string().contains(nonce)
+    })
 }
 
 fn teardown_check(r: Option<&HostResult>, gate_survivors: &[spec::Survivor]) -> Check {
@@ -852,7 +1035,7 @@ fn indent(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::evidence::CheckResult;
-    use spec::{RunnerProbe, Survivor, Teardown};
+    use spec::{RunnerCall, RunnerProbe, Survivor, Teardown};
 
     fn candidate() -> HostCandidate {
         HostCandidate {
@@ -865,6 +1048,8 @@ mod tests {
                 kind: "Runner".into(),
                 name: "default".into(),
             }],
+            plugin_config: json!({}),
+            probes: vec![],
         }
     }
 
@@ -922,40 +1107,162 @@ mod tests {
         assert!(c.detail.contains("0.0.0.0"), "{}", c.detail);
     }
 
+    fn call(types: &[&str], reply: Option<&str>, error: Option<&str>) -> RunnerCall {
+        RunnerCall {
+            runner: "default".into(),
+            result_types: types.iter().map(|t| t.to_string()).collect(),
+            reply: reply.map(str::to_string),
+            error: error.map(str::to_string),
+            ..RunnerCall::default()
+        }
+    }
+
+    fn plan() -> ProbePlan {
+        ProbePlan {
+            runner: "default".into(),
+            fixture: "builtin:codex-app-server".into(),
+            fixture_path: "/ev/roots/discovery-rpc/probes/codex-agent/default/fixture.py".into(),
+            fixture_sha256: "cd".repeat(32),
+            workspace: "/ev/roots/discovery-rpc/probes/codex-agent/default/workspace".into(),
+            fixture_transcript: "/ev/roots/discovery-rpc/probes/codex-agent/default/transcript.jsonl"
+                .into(),
+            nonce: "VCC-PROBE-0123456789abcdef".into(),
+            config: json!({"location": "local", "command": "/py /fx.py"}),
+            invalid_config: json!({"location": "invalid"}),
+            expect: python::fixtures::reply_text("codex-app-server", "VCC-PROBE-0123456789abcdef"),
+        }
+    }
+
+    /// A candidate whose declared probe passed: the negative control failed,
+    /// the fixture answered with the nonce it read.
+    fn probed() -> (HostCandidate, CandidateOutcome) {
+        let plan = plan();
+        let mut c = candidate();
+        c.probes = vec![plan.clone()];
+        let o = CandidateOutcome {
+            runners_listed: vec!["default".into()],
+            runner_probes: vec![RunnerProbe {
+                runner: "default".into(),
+                negative_control: Some(call(
+                    &["run.failed"],
+                    None,
+                    Some("codex.invalid_config: unsupported location"),
+                )),
+                call: call(&["message.delta", "run.completed"], Some(&format!("fixture says {}", plan.expect)), None),
+                fixture_transcript: vec![
+                    json!({"pid": 7, "direction": "in", "line": format!("{{\"prompt\": \"{}\"}}", plan.nonce)}),
+                    json!({"pid": 7, "direction": "out", "line": plan.expect}),
+                ],
+                plan: Some(plan),
+            }],
+            ..CandidateOutcome::default()
+        };
+        (c, o)
+    }
+
     #[test]
-    fn a_runner_without_run_completed_or_with_an_error_fails() {
+    fn a_declared_probe_passes_only_with_a_failing_control_and_the_fixture_reply() {
+        let (c, o) = probed();
+        let pass = runner_check(&c, &o, "acme/codex-agent");
+        assert_eq!(pass.result, CheckResult::Pass, "{}", pass.detail);
+        assert!(pass.detail.contains(FIXTURE_LABEL));
+        assert!(pass.detail.contains("codex.invalid_config"), "{}", pass.detail);
+
+        // Counterexamples, one per clause of the check.
+        let cases: Vec<(&str, Box<dyn Fn(&mut RunnerProbe)>)> = vec![
+            ("a runner that ignores its config would pass", Box::new(|p| {
+                p.negative_control = Some(call(&["run.completed"], Some("ignored the config"), None));
+            })),
+            ("without run.failed", Box::new(|p| {
+                p.negative_control = Some(call(&["message.delta"], None, None));
+            })),
+            ("request error instead of run.failed", Box::new(|p| {
+                let mut n = call(&[], None, Some("no answer within 60 s"));
+                n.rpc_error = true;
+                p.negative_control = Some(n);
+            })),
+            ("negative control (invalid config) was not run", Box::new(|p| p.negative_control = None)),
+            ("ended in run.failed", Box::new(|p| {
+                p.call.result_types.insert(0, "run.failed".into());
+                p.call.error = Some("codex.protocol: late".into());
+            })),
+            ("without a run.completed", Box::new(|p| p.call.result_types = vec!["message.delta".into()])),
+            ("without a reply", Box::new(|p| p.call.reply = None)),
+            ("does not contain the fixture's text", Box::new(|p| {
+                p.call.reply = Some("[verify-coding-candidates local protocol fixture builtin:codex-app-server] received VCC-PROBE-ffffffffffffffff".into());
+            })),
+            ("does not show it receiving the prompt's nonce", Box::new(|p| {
+                p.fixture_transcript.retain(|l| l["direction"] == "out");
+            })),
+        ];
+        for (needle, mutate) in cases {
+            let (c, mut o) = probed();
+            mutate(&mut o.runner_probes[0]);
+            let k = runner_check(&c, &o, "acme/codex-agent");
+            assert_eq!(k.result, CheckResult::Fail, "{needle}: {}", k.detail);
+            assert!(k.detail.contains(needle), "{needle}: {}", k.detail);
+        }
+        let (c, mut o) = probed();
+        o.runners_listed.clear();
+        assert_eq!(runner_check(&c, &o, "p").result, CheckResult::Fail);
+        o.runner_probes.clear();
+        assert_eq!(runner_check(&c, &o, "p").result, CheckResult::Fail);
+    }
+
+    #[test]
+    fn a_missing_command_names_the_config_key_to_set() {
+        let (c, mut o) = probed();
+        o.runner_probes[0].call = call(
+            &["run.failed"],
+            None,
+            Some("codex.command_not_found: Codex command not found: codex"),
+        );
+        let k = runner_check(&c, &o, "acme/codex-agent");
+        assert_eq!(k.result, CheckResult::Fail);
+        assert!(k.detail.contains("codex.command_not_found"), "{}", k.detail);
+        assert!(k.detail.contains("(`command`)"), "{}", k.detail);
+        assert!(k.detail.contains("[[discovery.runner_probe]]"), "{}", k.detail);
+    }
+
+    #[test]
+    fn a_runner_without_a_declared_probe_warns_and_still_must_complete() {
         let c = candidate();
         let mut o = CandidateOutcome {
             runners_listed: vec!["default".into()],
             runner_probes: vec![RunnerProbe {
                 runner: "default".into(),
-                result_types: vec!["run.completed".into()],
-                reply: Some("[local-fixture] hi".into()),
-                error: None,
+                call: call(&["run.completed"], Some("[local-fixture] hi"), None),
+                ..RunnerProbe::default()
             }],
             ..CandidateOutcome::default()
         };
-        let pass = runner_check(&c, &o, "acme/codex-agent");
-        assert_eq!(pass.result, CheckResult::Pass);
-        assert!(pass.detail.contains(FIXTURE_LABEL));
-        o.runner_probes[0].error = Some("runner.exception: boom".into());
+        let warn = runner_check(&c, &o, "acme/codex-agent");
+        assert_eq!(warn.result, CheckResult::Warn);
+        assert!(warn.detail.contains("no runner probe declared"), "{}", warn.detail);
+        o.runner_probes[0].call.error = Some("runner.exception: boom".into());
+        o.runner_probes[0].call.rpc_error = true;
         let fail = runner_check(&c, &o, "acme/codex-agent");
         assert_eq!(fail.result, CheckResult::Fail);
         assert!(fail.detail.contains("boom"), "{}", fail.detail);
-        o.runner_probes[0].error = None;
-        o.runner_probes[0].reply = None;
+        o.runner_probes[0].call = call(&["run.completed"], None, None);
         let silent = runner_check(&c, &o, "p");
-        assert_eq!(silent.result, CheckResult::Fail);
-        assert!(
-            silent.detail.contains("without a reply"),
-            "{}",
-            silent.detail
+        assert!(silent.detail.contains("without a reply"), "{}", silent.detail);
+    }
+
+    #[test]
+    fn placeholders_are_replaced_in_every_string() {
+        let vars = [
+            ("{python}", "/v/bin/python".to_string()),
+            ("{fixture}", "/p/fixture.py".to_string()),
+        ];
+        let got = substitute(
+            json!({"command": "{python} {fixture}", "args": ["{fixture}", 3], "nested": {"x": "{python}"}, "n": 1}),
+            &vars,
         );
-        o.runner_probes[0].result_types = vec!["message.delta".into()];
-        assert_eq!(runner_check(&c, &o, "p").result, CheckResult::Fail);
-        o.runners_listed.clear();
-        o.runner_probes.clear();
-        assert_eq!(runner_check(&c, &o, "p").result, CheckResult::Fail);
+        assert_eq!(
+            got,
+            json!({"command": "/v/bin/python /p/fixture.py", "args": ["/p/fixture.py", 3], "nested": {"x": "/v/bin/python"}, "n": 1})
+        );
     }
 
     #[test]

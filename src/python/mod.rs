@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+pub mod fixtures;
+
 /// Asks for the interpreter's facts and the SDK's dist-info (see `sdk_probe.py`).
 pub const SDK_PROBE: &str = include_str!("sdk_probe.py");
 

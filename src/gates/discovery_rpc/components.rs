@@ -25,6 +25,9 @@ pub struct Declared {
     pub name: String,
     /// The components the manifest declares, sorted.
     pub components: Vec<ComponentId>,
+    /// `spec.config[]` items' `default`s by `name`: the plugin settings a
+    /// fresh installation starts with.
+    pub config_defaults: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Reads `archive`'s `manifest.yaml` and the component manifests it names.
@@ -65,6 +68,18 @@ pub fn read(archive: &Path) -> Result<Declared, String> {
             })
     };
     let (author, name) = (meta("author")?, meta("name")?);
+    let mut config_defaults = serde_json::Map::new();
+    if let Some(Value::Sequence(items)) = manifest.get("spec").and_then(|s| s.get("config")) {
+        for item in items {
+            if let (Some(key), Some(default)) =
+                (item.get("name").and_then(Value::as_str), item.get("default"))
+            {
+                if let Ok(v) = serde_json::to_value(default) {
+                    config_defaults.insert(key.to_string(), v);
+                }
+            }
+        }
+    }
     let mut files: BTreeSet<String> = BTreeSet::new();
     if let Some(Value::Mapping(groups)) = manifest.get("spec").and_then(|s| s.get("components")) {
         for (_kind, group) in groups {
@@ -120,6 +135,7 @@ pub fn read(archive: &Path) -> Result<Declared, String> {
         author,
         name,
         components: out.into_iter().collect(),
+        config_defaults,
     })
 }
 
@@ -152,7 +168,7 @@ mod tests {
         let comp = |kind: &str, name: &str| {
             format!("apiVersion: langbot/v1\nkind: {kind}\nmetadata:\n  name: {name}\nspec: {{}}\n")
         };
-        let manifest = "apiVersion: v1\nkind: Plugin\nmetadata: {name: p, author: a}\nspec:\n  components:\n    Runner:\n      fromDirs:\n        - path: components/runner/\n    Tool:\n      fromFiles: [./tools/t.yaml]\n";
+        let manifest = "apiVersion: v1\nkind: Plugin\nmetadata: {name: p, author: a}\nspec:\n  config:\n    - {name: daemon-enabled, type: boolean, default: true}\n    - {name: model, type: string}\n  components:\n    Runner:\n      fromDirs:\n        - path: components/runner/\n    Tool:\n      fromFiles: [./tools/t.yaml]\n";
         let a = archive(&[
             ("manifest.yaml", manifest),
             ("components/runner/default.yaml", &comp("Runner", "default")),
@@ -162,6 +178,11 @@ mod tests {
         ]);
         let got = read(a.path()).unwrap();
         assert_eq!((got.author.as_str(), got.name.as_str()), ("a", "p"));
+        assert_eq!(
+            serde_json::Value::Object(got.config_defaults.clone()),
+            serde_json::json!({"daemon-enabled": true}),
+            "only items with a default"
+        );
         let got = got.components;
         assert_eq!(
             got,

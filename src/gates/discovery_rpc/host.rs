@@ -16,8 +16,8 @@
 //! `run_runner` reach the plugin's Runner components.
 
 use super::spec::{
-    CandidateOutcome, ComponentId, HostCandidate, HostResult, HostSpec, RunnerProbe, Step,
-    Teardown, TokenControl, WorkerFacts,
+    CandidateOutcome, ComponentId, HostCandidate, HostResult, HostSpec, RunnerCall, RunnerProbe,
+    Step, Teardown, TokenControl, WorkerFacts, MAX_FIXTURE_TRANSCRIPT_LINES, MAX_STREAMED_RESULTS,
 };
 use super::survey;
 use crate::isolation::procfs;
@@ -27,7 +27,10 @@ use crate::{hash, interrupt, netns};
 use base64::Engine as _;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::io::Read;
+use std::rc::Rc;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::ExitCode;
@@ -37,8 +40,14 @@ use std::time::{Duration, Instant};
 /// (`langbot_plugin.runtime.security.PLUGIN_RUNTIME_CONTROL_TOKEN_ENV`).
 pub const TOKEN_ENV: &str = "LANGBOT_PLUGIN_RUNTIME_CONTROL_TOKEN";
 
-/// The prompt of every Runner probe.
+/// The prompt of a generic Runner call (no probe declared).
 pub const PROBE_PROMPT: &str = "verify-coding-candidates discovery probe";
+
+/// The prompt of a declared probe's two calls: it carries the nonce, which a
+/// built-in fixture echoes.
+pub fn probe_prompt(nonce: &str) -> String {
+    format!("verify-coding-candidates runner probe {nonce}: answer through your vendor process")
+}
 
 /// How often the host polls `/healthz` and `list_plugins`.
 const POLL: Duration = Duration::from_millis(250);
@@ -245,17 +254,29 @@ fn drive(
         .map_err(|e| format!("control connection with the runtime's own token: {e}"))?;
     let transcript = Transcript::create(&result.transcript)
         .map_err(|e| format!("{}: {e}", result.transcript.display()))?;
-    let handler: rpc::InboundHandler = Box::new(|action, _data, context| match action {
+    // installation_uuid -> plugin_config, filled before each installation.
+    let settings: Rc<RefCell<BTreeMap<String, Value>>> = Rc::default();
+    let answer_settings = Rc::clone(&settings);
+    let handler: rpc::InboundHandler = Box::new(move |action, _data, context| match action {
         // The settings a freshly installed plugin gets from LangBot: enabled,
-        // default priority, empty configuration, bound to the installation.
-        "get_plugin_settings" => Ok(json!({
-            "enabled": true,
-            "priority": 0,
-            "plugin_config": {},
-            "install_source": "local",
-            "install_info": {},
-            "installation_uuid": context.and_then(|c| c.get("installation_uuid")).cloned().unwrap_or(Value::Null),
-        })),
+        // default priority, the configuration planned for it (its manifest's
+        // defaults and the profile's plugin_config), bound to the installation.
+        "get_plugin_settings" => {
+            let installation = context.and_then(|c| c.get("installation_uuid")).cloned();
+            let config = installation
+                .as_ref()
+                .and_then(Value::as_str)
+                .and_then(|u| answer_settings.borrow().get(u).cloned())
+                .unwrap_or_else(|| json!({}));
+            Ok(json!({
+                "enabled": true,
+                "priority": 0,
+                "plugin_config": config,
+                "install_source": "local",
+                "install_info": {},
+                "installation_uuid": installation.unwrap_or(Value::Null),
+            }))
+        }
         other => Err(format!("the certification host does not serve {other}")),
     });
     let mut client = HostClient::new(ws, transcript, handler)?;
@@ -291,8 +312,11 @@ fn drive(
             spec,
             cand,
             rt,
-            &instance_uuid,
-            &workspace_uuid,
+            &Ids {
+                instance: &instance_uuid,
+                workspace: &workspace_uuid,
+                settings: &settings,
+            },
             port,
         )?;
         result.candidates.push(outcome);
@@ -325,6 +349,13 @@ fn step(r: &rpc::Response) -> Step {
     }
 }
 
+/// The run's identities, and where installations' settings are planned.
+struct Ids<'a> {
+    instance: &'a str,
+    workspace: &'a str,
+    settings: &'a RefCell<BTreeMap<String, Value>>,
+}
+
 /// Installs one archive and waits for its plugin; errors only when the
 /// control connection itself fails.
 fn install_one(
@@ -332,15 +363,21 @@ fn install_one(
     spec: &HostSpec,
     cand: &HostCandidate,
     rt: &mut Running,
-    instance_uuid: &str,
-    workspace_uuid: &str,
+    ids: &Ids,
     port: u16,
 ) -> Result<CandidateOutcome, String> {
     let call_timeout = Duration::from_millis(spec.call_timeout_ms);
     let installation_uuid = random_uuid()?;
+    let plugin_config = match &cand.plugin_config {
+        Value::Null => json!({}),
+        other => other.clone(),
+    };
+    ids.settings
+        .borrow_mut()
+        .insert(installation_uuid.clone(), plugin_config);
     let binding = json!({
-        "instance_uuid": instance_uuid,
-        "workspace_uuid": workspace_uuid,
+        "instance_uuid": ids.instance,
+        "workspace_uuid": ids.workspace,
         "placement_generation": 1,
         "installation_uuid": installation_uuid,
         "runtime_revision": 1,
@@ -466,8 +503,53 @@ fn install_one(
         })
         .unwrap_or_default();
     for comp in cand.declared.iter().filter(|c| c.kind == "Runner") {
-        out.runner_probes
-            .push(probe_runner(client, spec, cand, &comp.name, &binding)?);
+        let plan = cand.probes.iter().find(|p| p.runner == comp.name);
+        let mut probe = RunnerProbe {
+            runner: comp.name.clone(),
+            plan: plan.cloned(),
+            ..RunnerProbe::default()
+        };
+        match plan {
+            Some(plan) => {
+                let prompt = probe_prompt(&plan.nonce);
+                probe.negative_control = Some(call_runner(
+                    client,
+                    spec,
+                    cand,
+                    &comp.name,
+                    &binding,
+                    "negative-control",
+                    &prompt,
+                    Some(&plan.invalid_config),
+                ));
+                probe.call = call_runner(
+                    client,
+                    spec,
+                    cand,
+                    &comp.name,
+                    &binding,
+                    "fixture",
+                    &prompt,
+                    Some(&plan.config),
+                );
+            }
+            None => {
+                probe.call = call_runner(
+                    client,
+                    spec,
+                    cand,
+                    &comp.name,
+                    &binding,
+                    "generic",
+                    PROBE_PROMPT,
+                    None,
+                );
+            }
+        }
+        if let Some(plan) = plan {
+            probe.fixture_transcript = read_fixture_transcript(&plan.fixture_transcript);
+        }
+        out.runner_probes.push(probe);
     }
     Ok(out)
 }
@@ -549,26 +631,42 @@ fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize>
     Ok(n)
 }
 
-fn probe_runner(
+/// One `run_runner` request, streamed to its end; the run context carries
+/// `config` as the invocation config when given.
+#[allow(clippy::too_many_arguments)]
+fn call_runner(
     client: &mut HostClient,
     spec: &HostSpec,
     cand: &HostCandidate,
     runner: &str,
     binding: &Value,
-) -> Result<RunnerProbe, String> {
-    let context = json!({
-        "run_id": format!("vcc-probe-{}-{runner}", cand.folder),
+    label: &str,
+    prompt: &str,
+    config: Option<&Value>,
+) -> RunnerCall {
+    let run_id = format!("vcc-{label}-{}-{runner}", cand.folder);
+    let mut context = json!({
+        "run_id": run_id,
         "trigger": {"type": "message.received", "source": "api"},
         "event": {
-            "event_id": format!("vcc-event-{}", cand.folder),
+            "event_id": format!("vcc-event-{label}-{}", cand.folder),
             "event_type": "message.received",
             "source": "verify-coding-candidates"
         },
-        "input": {"text": PROBE_PROMPT},
-        "delivery": {"surface": "api"},
+        "input": {"text": prompt},
+        "delivery": {"surface": "api", "supports_streaming": true},
         "resources": {},
-        "runtime": {"metadata": {"component_kind": "Runner"}}
+        "state": {},
+        "actor": {"actor_type": "user", "actor_id": "verify-coding-candidates"},
+        "runtime": {"metadata": {"component_kind": "Runner", "steering_enabled": false}}
     });
+    if let Some(config) = config {
+        context["config"] = config.clone();
+    }
+    client.note(
+        "run_runner",
+        json!({"folder": cand.folder, "runner": runner, "call": label}),
+    );
     let chunks = client.call_stream(
         "run_runner",
         json!({
@@ -580,35 +678,43 @@ fn probe_runner(
         Some(binding),
         Duration::from_millis(spec.runner_timeout_ms),
     );
-    let mut probe = RunnerProbe {
+    let mut call = RunnerCall {
         runner: runner.to_string(),
-        result_types: Vec::new(),
-        reply: None,
-        error: None,
+        run_id,
+        prompt: prompt.to_string(),
+        config: config.cloned(),
+        ..RunnerCall::default()
     };
     match chunks {
-        Err(e) => probe.error = Some(e),
+        Err(e) => {
+            call.error = Some(e);
+            call.rpc_error = true;
+        }
         Ok(chunks) => {
             for c in &chunks {
                 if !c.ok() {
-                    probe.error = Some(c.message.clone());
+                    call.error = Some(c.message.clone());
+                    call.rpc_error = true;
                     continue;
+                }
+                if call.stream.len() < MAX_STREAMED_RESULTS {
+                    call.stream.push(c.data.clone());
                 }
                 let Some(kind) = c.data["type"].as_str() else {
                     continue;
                 };
-                probe.result_types.push(kind.to_string());
+                call.result_types.push(kind.to_string());
                 match kind {
                     // The reply is the completed message: on `run.completed`
                     // itself, or on an earlier `message.completed` (the SDK
                     // lets a runner complete without repeating it).
                     "run.completed" | "message.completed" => {
                         if let Some(text) = message_text(&c.data["data"]["message"]) {
-                            probe.reply = Some(text);
+                            call.reply = Some(text);
                         }
                     }
                     "run.failed" => {
-                        probe.error = Some(format!(
+                        call.error = Some(format!(
                             "{}: {}",
                             c.data["data"]["code"].as_str().unwrap_or("run.failed"),
                             c.data["data"]["error"].as_str().unwrap_or("")
@@ -619,7 +725,18 @@ fn probe_runner(
             }
         }
     }
-    Ok(probe)
+    call
+}
+
+/// Up to [`MAX_FIXTURE_TRANSCRIPT_LINES`] JSON lines of a fixture's transcript (a
+/// line that is not JSON is kept as a string); empty when there is none.
+fn read_fixture_transcript(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .take(MAX_FIXTURE_TRANSCRIPT_LINES)
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| serde_json::Value::String(l.into())))
+        .collect()
 }
 
 /// The entry of a `list_plugins` answer that is the candidate's own plugin

@@ -88,6 +88,41 @@ pub struct HostCandidate {
     pub name: String,
     /// Components the archive's manifest declares.
     pub declared: Vec<ComponentId>,
+    /// The plugin settings the host answers `get_plugin_settings` with for
+    /// this installation: the manifest's `spec.config` defaults, then the
+    /// profile's `plugin_config`.
+    #[serde(default)]
+    pub plugin_config: Value,
+    /// The profile's runner probes, one per Runner component it covers
+    /// (a Runner without one gets a generic call).
+    #[serde(default)]
+    pub probes: Vec<ProbePlan>,
+}
+
+/// One Runner's probe, as planned by the gate: the invocation configs with
+/// their placeholders resolved and the fixture in place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbePlan {
+    /// The Runner component's `metadata.name`.
+    pub runner: String,
+    /// `builtin:NAME` or the fixture's path in the commit.
+    pub fixture: String,
+    /// The fixture program as written for this probe (`{fixture}`).
+    pub fixture_path: PathBuf,
+    /// Its sha256.
+    pub fixture_sha256: String,
+    /// The fresh private workspace (`{workspace}`).
+    pub workspace: PathBuf,
+    /// Where a built-in fixture appends its transcript (JSON lines).
+    pub fixture_transcript: PathBuf,
+    /// `VCC-PROBE-` and 16 hex digits, in the prompt of both calls.
+    pub nonce: String,
+    /// The probe's invocation config (`RunnerContext.config`).
+    pub config: Value,
+    /// The negative control's invocation config.
+    pub invalid_config: Value,
+    /// Text the completed reply must contain.
+    pub expect: String,
 }
 
 /// The outcome of one request.
@@ -141,18 +176,59 @@ pub struct RuntimeFacts {
     pub log: PathBuf,
 }
 
-/// One Runner request and its streamed reply.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunnerProbe {
+/// One `run_runner` request and its streamed reply.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunnerCall {
     /// `runner_name`.
     pub runner: String,
+    /// `context.run_id`.
+    #[serde(default)]
+    pub run_id: String,
+    /// `context.input.text`.
+    #[serde(default)]
+    pub prompt: String,
+    /// `context.config`, the invocation config (`None`: none sent).
+    #[serde(default)]
+    pub config: Option<Value>,
+    /// Each streamed result's `data`, in order (at most
+    /// [`MAX_STREAMED_RESULTS`] kept).
+    #[serde(default)]
+    pub stream: Vec<Value>,
     /// The `type` of every streamed result (`run.completed`, ...).
     pub result_types: Vec<String>,
     /// The assistant message content of `run.completed`, if any.
     pub reply: Option<String>,
     /// The request's error or the run's failure.
     pub error: Option<String>,
+    /// The request itself failed (an RPC error or no answer), as opposed to
+    /// the run ending in `run.failed`.
+    #[serde(default)]
+    pub rpc_error: bool,
 }
+
+/// Streamed results kept per [`RunnerCall`].
+pub const MAX_STREAMED_RESULTS: usize = 200;
+
+/// One Runner component's probe: the negative control and the fixture call,
+/// or one generic call when the profile declares no probe.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunnerProbe {
+    /// `runner_name`.
+    pub runner: String,
+    /// The plan (`None`: no probe declared, one generic call).
+    pub plan: Option<ProbePlan>,
+    /// The call with the invalid config (probes only).
+    pub negative_control: Option<RunnerCall>,
+    /// The fixture call, or the generic call.
+    pub call: RunnerCall,
+    /// The fixture's own transcript (`transcript.jsonl` beside it), read
+    /// after both calls: what the vendor process read and wrote.
+    #[serde(default)]
+    pub fixture_transcript: Vec<Value>,
+}
+
+/// Fixture transcript lines kept per [`RunnerProbe`].
+pub const MAX_FIXTURE_TRANSCRIPT_LINES: usize = 400;
 
 /// What happened to one candidate.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
