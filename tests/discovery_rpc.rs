@@ -149,15 +149,45 @@ fn fixture_repository_passes_over_the_real_runtime() {
         assert_eq!(comps["observed"]["listed"], comps["observed"]["declared"]);
 
         let probe = check(&r.evidence, GATE, "runner-probe", Some(folder));
+        assert_eq!(probe["result"], "pass", "{}", detail(probe));
         assert_eq!(
             probe["observed"]["label"],
             "local protocol fixture, not a vendor call"
         );
-        let reply = probe["observed"]["probes"][0]["reply"].as_str().unwrap();
-        assert!(
-            reply.contains(folder),
-            "reply {reply:?} should come from {folder}'s fixture"
+        let p = &probe["observed"]["probes"][0];
+        let plan = &p["plan"];
+        let fixture = plan["fixture"].as_str().unwrap();
+        assert!(fixture.starts_with("builtin:"), "{fixture}");
+        // The negative control ended in run.failed ...
+        let control = &p["negative_control"];
+        assert_eq!(
+            control["config"],
+            serde_json::json!({"location": "invalid"})
         );
+        assert!(
+            control["result_types"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t == "run.failed"),
+            "{control}"
+        );
+        // ... and the fixture call completed with the fixture's text and the
+        // prompt's nonce, after the runner started the fixture from its config.
+        let nonce = plan["nonce"].as_str().unwrap();
+        let reply = p["call"]["reply"].as_str().unwrap();
+        assert!(
+            reply.contains(&format!(
+                "[verify-coding-candidates local protocol fixture {fixture}] received {nonce}"
+            )),
+            "{folder}: reply {reply:?}"
+        );
+        assert!(p["call"]["config"].to_string().contains("fixture.py"));
+        assert!(
+            p["fixture_transcript"].as_array().unwrap().len() >= 2,
+            "{folder}: the fixture's transcript is in the evidence"
+        );
+        assert_eq!(record["runners"][0]["fixture"], fixture);
         assert!(detail(probe).contains("local protocol fixture, not a vendor call"));
     }
     assert_eq!(check(&r.evidence, GATE, "teardown", None)["result"], "pass");
@@ -244,4 +274,71 @@ fn a_runtime_that_never_becomes_healthy_times_out_with_its_log_tail() {
     }
     assert_eq!(check(&r.evidence, GATE, "teardown", None)["result"], "pass");
     assert!(started.elapsed() < std::time::Duration::from_secs(120));
+}
+
+/// The built-in profile with `from` replaced by `to` (which must occur).
+fn builtin_with(from: &str, to: &str) -> String {
+    assert!(BUILTIN_CODING_RUNNERS.contains(from), "{from}");
+    BUILTIN_CODING_RUNNERS.replace(from, to)
+}
+
+#[test]
+fn a_runner_that_cannot_find_its_command_fails_naming_the_config_key() {
+    // A bare name, as a vendor CLI on PATH would be: the worker has no PATH.
+    let profile = builtin_with("command = \"{python} {fixture}\"", "command = \"codex\"");
+    let r = run(&[], Some(&profile), &[]);
+    assert_eq!(r.code, 1);
+    let c = check(&r.evidence, GATE, "runner-probe", Some("codex-agent"));
+    assert_eq!(c["result"], "fail", "{}", detail(c));
+    let text = detail(c);
+    assert!(text.contains("codex.command_not_found"), "{text}");
+    assert!(text.contains("(`command`)"), "{text}");
+    assert!(text.contains("[[discovery.runner_probe]]"), "{text}");
+    for folder in ["acp-agent-runner", "claude-code-agent"] {
+        let c = check(&r.evidence, GATE, "runner-probe", Some(folder));
+        assert_eq!(c["result"], "pass", "{folder}: {}", detail(c));
+    }
+}
+
+#[test]
+fn a_negative_control_that_completes_fails_the_probe() {
+    // An "invalid" config the runner accepts: the probe could not fail.
+    let profile = builtin_with(
+        "config = { location = \"local\", command = \"{python}\", args-json = [\"{fixture}\"], workspace = \"{workspace}\" }\ninvalid_config = { location = \"invalid\" }",
+        "config = { location = \"local\", command = \"{python}\", args-json = [\"{fixture}\"], workspace = \"{workspace}\" }\ninvalid_config = { location = \"local\", command = \"{python}\", args-json = [\"{fixture}\"], workspace = \"{workspace}\", note = \"not invalid\" }",
+    );
+    let r = run(&[], Some(&profile), &[]);
+    let c = check(&r.evidence, GATE, "runner-probe", Some("claude-code-agent"));
+    assert_eq!(c["result"], "fail", "{}", detail(c));
+    assert!(
+        detail(c).contains("a runner that ignores its config would pass this probe"),
+        "{}",
+        detail(c)
+    );
+}
+
+#[test]
+fn without_a_declared_probe_the_generic_call_says_so() {
+    let before = BUILTIN_CODING_RUNNERS
+        .split("[[discovery.runner_probe]]")
+        .next()
+        .unwrap();
+    let suites = &BUILTIN_CODING_RUNNERS[BUILTIN_CODING_RUNNERS.find("[suites]").unwrap()..];
+    let profile = format!("{before}\n{suites}");
+    assert!(!profile.contains("runner_probe]]"), "{profile}");
+    let r = run(&[], Some(&profile), &[]);
+    for folder in CANDIDATES {
+        let c = check(&r.evidence, GATE, "runner-probe", Some(folder));
+        // Our fixture plugins, like the real ones, cannot find a vendor
+        // command without an invocation config: the generic call fails, and
+        // says that no probe was declared.
+        assert_eq!(c["result"], "fail", "{folder}: {}", detail(c));
+        assert!(
+            detail(c).contains("no runner probe declared"),
+            "{}",
+            detail(c)
+        );
+        assert!(detail(c).contains("command_not_found"), "{}", detail(c));
+        assert!(c["observed"]["probes"][0]["plan"].is_null());
+    }
 }

@@ -30,10 +30,10 @@ use sha2::{Digest, Sha256};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::rc::Rc;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// Environment variable the runtime reads its control token from
@@ -690,42 +690,65 @@ fn call_runner(
             call.error = Some(e);
             call.rpc_error = true;
         }
-        Ok(chunks) => {
-            for c in &chunks {
-                if !c.ok() {
-                    call.error = Some(c.message.clone());
-                    call.rpc_error = true;
-                    continue;
-                }
-                if call.stream.len() < MAX_STREAMED_RESULTS {
-                    call.stream.push(c.data.clone());
-                }
-                let Some(kind) = c.data["type"].as_str() else {
-                    continue;
-                };
-                call.result_types.push(kind.to_string());
-                match kind {
-                    // The reply is the completed message: on `run.completed`
-                    // itself, or on an earlier `message.completed` (the SDK
-                    // lets a runner complete without repeating it).
-                    "run.completed" | "message.completed" => {
-                        if let Some(text) = message_text(&c.data["data"]["message"]) {
-                            call.reply = Some(text);
-                        }
-                    }
-                    "run.failed" => {
-                        call.error = Some(format!(
-                            "{}: {}",
-                            c.data["data"]["code"].as_str().unwrap_or("run.failed"),
-                            c.data["data"]["error"].as_str().unwrap_or("")
-                        ));
-                    }
-                    _ => {}
-                }
-            }
-        }
+        Ok(chunks) => absorb(&mut call, &chunks),
     }
     call
+}
+
+/// Folds a `run_runner` stream into `call`: result types, the reply, the
+/// run's failure or the request's error.
+fn absorb(call: &mut RunnerCall, chunks: &[rpc::Response]) {
+    let mut deltas = String::new();
+    for c in chunks {
+        if !c.ok() {
+            call.error = Some(c.message.clone());
+            call.rpc_error = true;
+            continue;
+        }
+        if call.stream.len() < MAX_STREAMED_RESULTS {
+            call.stream.push(c.data.clone());
+        }
+        let Some(kind) = c.data["type"].as_str() else {
+            continue;
+        };
+        call.result_types.push(kind.to_string());
+        match kind {
+            // The reply is the completed message: on `run.completed`
+            // itself, or on an earlier `message.completed` (the SDK
+            // lets a runner complete without repeating it).
+            "run.completed" | "message.completed" => {
+                if let Some(text) = message_text(&c.data["data"]["message"]) {
+                    call.reply = Some(text);
+                }
+            }
+            // A streaming runner may complete without any completed
+            // message: its reply is then what the deltas accumulated
+            // (`chunk.all_content`, else the chunks' `content`).
+            "message.delta" => {
+                let chunk = &c.data["data"]["chunk"];
+                match chunk["all_content"].as_str() {
+                    Some(all) => deltas = all.to_string(),
+                    None => {
+                        if let Some(part) = chunk["content"].as_str() {
+                            deltas.push_str(part);
+                        }
+                    }
+                }
+            }
+            "run.failed" => {
+                call.error = Some(format!(
+                    "{}: {}",
+                    c.data["data"]["code"].as_str().unwrap_or("run.failed"),
+                    c.data["data"]["error"].as_str().unwrap_or("")
+                ));
+            }
+            _ => {}
+        }
+    }
+    if call.reply.is_none() && !deltas.is_empty() {
+        call.reply = Some(deltas);
+        call.reply_from_deltas = true;
+    }
 }
 
 /// Up to [`MAX_FIXTURE_TRANSCRIPT_LINES`] JSON lines of a fixture's transcript (a
@@ -928,6 +951,83 @@ fn truncate(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn result(kind: &str, data: Value) -> rpc::Response {
+        rpc::Response {
+            seq_id: Some(3),
+            code: 0,
+            message: "success".into(),
+            data: json!({"type": kind, "data": data}),
+            chunk_status: Some("continue".into()),
+        }
+    }
+
+    #[test]
+    fn a_reply_comes_from_the_completed_message_else_from_the_deltas() {
+        let delta = |content: &str, all: Option<&str>| {
+            let mut chunk = json!({"role": "assistant", "content": content});
+            if let Some(all) = all {
+                chunk["all_content"] = json!(all);
+            }
+            result("message.delta", json!({"chunk": chunk}))
+        };
+        let done = result("run.completed", json!({"finish_reason": "stop"}));
+        // Deltas with all_content: the last accumulated text.
+        let mut call = RunnerCall::default();
+        absorb(
+            &mut call,
+            &[delta("a", Some("a")), delta("b", Some("ab")), done.clone()],
+        );
+        assert_eq!(
+            (call.reply.as_deref(), call.reply_from_deltas),
+            (Some("ab"), true)
+        );
+        // Deltas without it: the chunks joined.
+        let mut call = RunnerCall::default();
+        absorb(
+            &mut call,
+            &[delta("a", None), delta("b", None), done.clone()],
+        );
+        assert_eq!(call.reply.as_deref(), Some("ab"));
+        // A completed message wins over the deltas.
+        let mut call = RunnerCall::default();
+        let completed = result(
+            "message.completed",
+            json!({"message": {"role": "assistant", "content": "final"}}),
+        );
+        absorb(&mut call, &[delta("a", Some("a")), completed, done.clone()]);
+        assert_eq!(
+            (call.reply.as_deref(), call.reply_from_deltas),
+            (Some("final"), false)
+        );
+        // Nothing: no reply, and an empty content is no reply.
+        let mut call = RunnerCall::default();
+        absorb(&mut call, &[delta("", Some("")), done]);
+        assert_eq!(call.reply, None);
+        assert_eq!(call.result_types, ["message.delta", "run.completed"]);
+        // A failure and an RPC error are told apart.
+        let mut call = RunnerCall::default();
+        absorb(
+            &mut call,
+            &[result(
+                "run.failed",
+                json!({"code": "x.config_invalid", "error": "bad"}),
+            )],
+        );
+        assert_eq!(
+            (call.error.as_deref(), call.rpc_error),
+            (Some("x.config_invalid: bad"), false)
+        );
+        let mut call = RunnerCall::default();
+        let mut refused = result("run.failed", json!({}));
+        refused.code = 1;
+        refused.message = "ValueError: no such runner".into();
+        absorb(&mut call, &[refused]);
+        assert_eq!(
+            (call.error.as_deref(), call.rpc_error),
+            (Some("ValueError: no such runner"), true)
+        );
+    }
 
     #[test]
     fn uuids_and_tokens_have_the_expected_shape() {

@@ -196,7 +196,8 @@ pub struct RunnerCall {
     pub stream: Vec<Value>,
     /// The `type` of every streamed result (`run.completed`, ...).
     pub result_types: Vec<String>,
-    /// The assistant message content of `run.completed`, if any.
+    /// The assistant message content of `run.completed` or `message.completed`,
+    /// else the text the `message.delta` results accumulated, if any.
     pub reply: Option<String>,
     /// The request's error or the run's failure.
     pub error: Option<String>,
@@ -204,6 +205,10 @@ pub struct RunnerCall {
     /// the run ending in `run.failed`.
     #[serde(default)]
     pub rpc_error: bool,
+    /// The reply is the text the `message.delta` results accumulated (no
+    /// completed message carried content).
+    #[serde(default)]
+    pub reply_from_deltas: bool,
 }
 
 /// Streamed results kept per [`RunnerCall`].
