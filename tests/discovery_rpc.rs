@@ -303,9 +303,14 @@ fn a_runner_that_cannot_find_its_command_fails_naming_the_config_key() {
 #[test]
 fn a_negative_control_that_completes_fails_the_probe() {
     // An "invalid" config the runner accepts: the probe could not fail.
+    let claude = BUILTIN_CODING_RUNNERS
+        .lines()
+        .find(|l| l.starts_with("config = ") && l.contains("args-json = [\"{fixture}\"]"))
+        .expect("the built-in profile probes Claude Code with args-json");
+    let accepted = claude.replacen("config = {", "invalid_config = { note = \"not invalid\",", 1);
     let profile = builtin_with(
-        "config = { location = \"local\", command = \"{python}\", args-json = [\"{fixture}\"], workspace = \"{workspace}\" }\ninvalid_config = { location = \"invalid\" }",
-        "config = { location = \"local\", command = \"{python}\", args-json = [\"{fixture}\"], workspace = \"{workspace}\" }\ninvalid_config = { location = \"local\", command = \"{python}\", args-json = [\"{fixture}\"], workspace = \"{workspace}\", note = \"not invalid\" }",
+        &format!("{claude}\ninvalid_config = {{ location = \"invalid\" }}"),
+        &format!("{claude}\n{accepted}"),
     );
     let r = run(&[], Some(&profile), &[]);
     let c = check(&r.evidence, GATE, "runner-probe", Some("claude-code-agent"));
