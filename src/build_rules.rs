@@ -13,8 +13,12 @@
 //! is written first, re-serialised.
 //!
 //! Every function here mirrors one Python function and is unit-tested against
-//! the genuine one (the tests call the interpreter in `$PYTHON`).
+//! the genuine one (the tests call the interpreter in `$PYTHON`). Beyond the
+//! SDK, [`first_match`], [`gitignore_drop`] and [`always_excluded`] say *which*
+//! root `.gitignore` line or fixed exclusion leaves a given file out, so a
+//! gate can name it.
 
+use serde::Serialize;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -42,24 +46,57 @@ fn py_isspace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
-/// `parse_gitignore` on the text of a `.gitignore`: universal newlines,
-/// each line `str.strip()`ped, empty lines and lines starting with `#`
-/// dropped. Nothing else is interpreted (`!` and `\` are literal).
-pub fn parse_gitignore_text(text: &str) -> Vec<String> {
+/// One pattern the SDK's `parse_gitignore` keeps, with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PatternLine {
+    /// 1-based line number in the root `.gitignore`, counting lines as
+    /// Python's text mode does (universal newlines: `\n`, `\r\n` and `\r`
+    /// each end a line). Equal to git's (and an editor's) numbering when the
+    /// file has no lone `\r`.
+    pub line: usize,
+    /// The stripped line, exactly as the SDK matches it.
+    pub pattern: String,
+}
+
+impl AsRef<str> for PatternLine {
+    fn as_ref(&self) -> &str {
+        &self.pattern
+    }
+}
+
+/// `parse_gitignore` on the text of a `.gitignore`, keeping line numbers:
+/// universal newlines, each line `str.strip()`ped, empty lines and lines
+/// starting with `#` dropped. Nothing else is interpreted (`!` and `\` are
+/// literal).
+pub fn parse_gitignore_lines(text: &str) -> Vec<PatternLine> {
     let text = text.replace("\r\n", "\n").replace('\r', "\n");
     text.split('\n')
-        .map(|line| line.trim_matches(py_isspace))
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .map(str::to_string)
+        .enumerate()
+        .map(|(i, line)| (i + 1, line.trim_matches(py_isspace)))
+        .filter(|(_, line)| !line.is_empty() && !line.starts_with('#'))
+        .map(|(line, pattern)| PatternLine {
+            line,
+            pattern: pattern.to_string(),
+        })
         .collect()
 }
 
-/// `parse_gitignore(".gitignore")` run in `root`: no file, no patterns.
+/// `parse_gitignore` on the text of a `.gitignore`: the patterns of
+/// [`parse_gitignore_lines`] without their line numbers.
+pub fn parse_gitignore_text(text: &str) -> Vec<String> {
+    parse_gitignore_lines(text)
+        .into_iter()
+        .map(|p| p.pattern)
+        .collect()
+}
+
+/// `parse_gitignore(".gitignore")` run in `root`, with line numbers: no
+/// file, no patterns.
 ///
 /// # Errors
 /// When `.gitignore` exists but the build could not read it (a directory,
 /// unreadable, or not UTF-8: the build then stops with a traceback).
-pub fn read_gitignore(root: &Path) -> Result<Vec<String>, String> {
+pub fn read_gitignore(root: &Path) -> Result<Vec<PatternLine>, String> {
     let path = root.join(".gitignore");
     // `os.path.exists` follows symlinks: a dangling link counts as absent.
     if std::fs::metadata(&path).is_err() {
@@ -77,7 +114,7 @@ pub fn read_gitignore(root: &Path) -> Result<Vec<String>, String> {
             path.display()
         )
     })?;
-    Ok(parse_gitignore_text(&text))
+    Ok(parse_gitignore_lines(&text))
 }
 
 /// `str(pathlib.PurePosixPath(path))`: repeated slashes collapsed, `.`
@@ -110,37 +147,115 @@ fn pure_posix(path: &str) -> String {
 /// as a string; a pattern with `*` or `?` is matched with `fnmatch` against
 /// the whole path and its base name; anything else matches the whole path,
 /// a path suffix after `/`, or a component.
-pub fn should_ignore(path: &str, patterns: &[String]) -> bool {
+pub fn should_ignore<P: AsRef<str>>(path: &str, patterns: &[P]) -> bool {
+    first_match(path, patterns).is_some()
+}
+
+/// The pattern that makes [`should_ignore`] true for `path`: the first, in
+/// file order, since the SDK returns on the first match (`!` lines are
+/// literal names, never exceptions, so no later line can undo it).
+pub fn first_match<'a, P: AsRef<str>>(path: &str, patterns: &'a [P]) -> Option<&'a P> {
     let normalized = pure_posix(path);
     let parts: Vec<&str> = normalized.split('/').collect();
     let basename = path.rsplit('/').next().unwrap_or(path);
-    for pattern in patterns {
-        if pattern.is_empty() {
-            continue;
+    patterns
+        .iter()
+        .find(|p| pattern_matches(p.as_ref(), &normalized, &parts, basename))
+}
+
+/// One iteration of `should_ignore`'s loop.
+fn pattern_matches(pattern: &str, normalized: &str, parts: &[&str], basename: &str) -> bool {
+    if pattern.is_empty() {
+        false
+    } else if let Some(dir_pattern) = pattern.strip_suffix('/') {
+        normalized.ends_with(&format!("/{dir_pattern}"))
+            || normalized == dir_pattern
+            || parts.contains(&dir_pattern)
+    } else if let Some(root_pattern) = pattern.strip_prefix('/') {
+        normalized.starts_with(root_pattern)
+    } else if pattern.contains('*') || pattern.contains('?') {
+        fnmatch(normalized, pattern) || fnmatch(basename, pattern)
+    } else {
+        normalized.ends_with(&format!("/{pattern}"))
+            || normalized == pattern
+            || parts.contains(&pattern)
+    }
+}
+
+/// Why the build leaves a file out, as far as its rules go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum BuildDrop {
+    /// A path component's base name matches a pattern of [`ALWAYS_EXCLUDE`];
+    /// `at` is the path up to that component (the file or a directory).
+    AlwaysExcluded {
+        /// The file itself or the pruned directory, relative to the plugin root.
+        at: String,
+        /// The [`ALWAYS_EXCLUDE`] pattern.
+        pattern: &'static str,
+    },
+    /// A root `.gitignore` line made `should_ignore` true for `at`.
+    Gitignore {
+        /// The file itself or the pruned directory, relative to the plugin root.
+        at: String,
+        /// 1-based line number in the root `.gitignore`.
+        line: usize,
+        /// The line as the SDK matched it.
+        pattern: String,
+    },
+}
+
+/// The [`ALWAYS_EXCLUDE`] pattern that leaves `rel` (a `/`-separated path
+/// relative to the plugin root) out: the first path component, top down,
+/// whose base name matches one. The build prunes such directories and skips
+/// such files whatever `.gitignore` says.
+pub fn always_excluded(rel: &str) -> Option<BuildDrop> {
+    let mut at = String::new();
+    for component in rel.split('/') {
+        if !at.is_empty() {
+            at.push('/');
         }
-        if let Some(dir_pattern) = pattern.strip_suffix('/') {
-            if normalized.ends_with(&format!("/{dir_pattern}"))
-                || normalized == dir_pattern
-                || parts.contains(&dir_pattern)
-            {
-                return true;
-            }
-        } else if let Some(root_pattern) = pattern.strip_prefix('/') {
-            if normalized.starts_with(root_pattern) {
-                return true;
-            }
-        } else if pattern.contains('*') || pattern.contains('?') {
-            if fnmatch(&normalized, pattern) || fnmatch(basename, pattern) {
-                return true;
-            }
-        } else if normalized.ends_with(&format!("/{pattern}"))
-            || normalized == *pattern
-            || parts.contains(&pattern.as_str())
-        {
-            return true;
+        at.push_str(component);
+        if let Some(pattern) = ALWAYS_EXCLUDE.iter().find(|p| fnmatch(component, p)) {
+            return Some(BuildDrop::AlwaysExcluded { at, pattern });
         }
     }
-    false
+    None
+}
+
+/// The root `.gitignore` line that leaves `rel` out, replaying the build's
+/// walk: each ancestor directory top down (a match prunes it and everything
+/// below), then the file itself; the first pattern in file order that
+/// matches at the first level that matches. `None`: the build's `.gitignore`
+/// reading keeps the file.
+pub fn gitignore_drop(rel: &str, patterns: &[PatternLine]) -> Option<BuildDrop> {
+    let mut at = String::new();
+    for component in rel.split('/') {
+        if !at.is_empty() {
+            at.push('/');
+        }
+        at.push_str(component);
+        if let Some(p) = first_match(&at, patterns) {
+            return Some(BuildDrop::Gitignore {
+                at,
+                line: p.line,
+                pattern: p.pattern.clone(),
+            });
+        }
+    }
+    None
+}
+
+/// Why the build leaves committed file `rel` out, or `None` when its rules
+/// keep it: a fixed exclusion anywhere on the path first (it applies
+/// whatever `.gitignore` says), else the root `.gitignore` line
+/// ([`gitignore_drop`]). The root `manifest.yaml` is never left out: the
+/// build writes it from the parsed manifest.
+pub fn build_drop(rel: &str, patterns: &[PatternLine]) -> Option<BuildDrop> {
+    if rel == MANIFEST {
+        return None;
+    }
+    always_excluded(rel).or_else(|| gitignore_drop(rel, patterns))
 }
 
 /// One element of a translated `fnmatch` pattern.
@@ -402,7 +517,7 @@ fn excluded_name(name: &str) -> bool {
 fn walk(
     dir: &Path,
     rel: &str,
-    patterns: &[String],
+    patterns: &[PatternLine],
     out: &mut BTreeSet<String>,
 ) -> Result<(), String> {
     let entries =
@@ -505,6 +620,83 @@ mod tests {
         assert!(should_ignore("!keep.py", &strings(&["!keep.py"])));
         // `*` crosses `/`.
         assert!(fnmatch("a/b/c.txt", "a*.txt"));
+    }
+
+    fn lines(text: &str) -> Vec<PatternLine> {
+        parse_gitignore_lines(text)
+    }
+
+    #[test]
+    fn pattern_lines_keep_python_line_numbers() {
+        // `\r` alone ends a line in Python's text mode: `b` is line 3.
+        let got = lines("# c\n/config\r\n\r  b  \n\n*.log\n");
+        let want: Vec<(usize, &str)> = vec![(2, "/config"), (4, "b"), (6, "*.log")];
+        let got: Vec<(usize, &str)> = got.iter().map(|p| (p.line, p.pattern.as_str())).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn the_first_matching_line_is_named() {
+        let p = lines("*.py\n/config\n*.log\n!keep.log\n");
+        assert_eq!(first_match("config_loader.py", &p).map(|p| p.line), Some(1));
+        assert_eq!(first_match("configs", &p).map(|p| p.line), Some(2));
+        // The negation is a literal name to the SDK; `*.log` already matched.
+        assert_eq!(first_match("keep.log", &p).map(|p| p.line), Some(3));
+        assert_eq!(first_match("README.md", &p), None);
+    }
+
+    #[test]
+    fn a_drop_names_the_pruned_directory_or_the_file() {
+        let p = lines("/config\nlib/\n*.log\n");
+        assert_eq!(
+            build_drop("config_loader.py", &p),
+            Some(BuildDrop::Gitignore {
+                at: "config_loader.py".into(),
+                line: 1,
+                pattern: "/config".into()
+            })
+        );
+        // `configuration/` is pruned by `/config`: the drop names the directory.
+        assert_eq!(
+            build_drop("configuration/a.py", &p),
+            Some(BuildDrop::Gitignore {
+                at: "configuration".into(),
+                line: 1,
+                pattern: "/config".into()
+            })
+        );
+        assert_eq!(
+            build_drop("pkg/lib/a.py", &p),
+            Some(BuildDrop::Gitignore {
+                at: "pkg/lib".into(),
+                line: 2,
+                pattern: "lib/".into()
+            })
+        );
+        assert_eq!(build_drop("pkg/a.py", &p), None);
+        // The manifest is written from the parsed manifest whatever `.gitignore` says.
+        assert_eq!(build_drop(MANIFEST, &lines("*.yaml\n")), None);
+    }
+
+    #[test]
+    fn fixed_exclusions_come_before_gitignore_lines() {
+        let p = lines("pkg/\n");
+        assert_eq!(
+            build_drop("pkg/__pycache__/m.pyc", &p),
+            Some(BuildDrop::AlwaysExcluded {
+                at: "pkg/__pycache__".into(),
+                pattern: "__pycache__"
+            })
+        );
+        assert_eq!(
+            always_excluded("a/.env"),
+            Some(BuildDrop::AlwaysExcluded {
+                at: "a/.env".into(),
+                pattern: ".env"
+            })
+        );
+        assert_eq!(always_excluded(".env.example"), None);
+        assert!(always_excluded("old.lbpkg").is_some());
     }
 
     #[test]
@@ -783,7 +975,27 @@ mod tests {
                       print(json.dumps(parse_gitignore('.gitignore')))";
         let expected = py_json(script, &serde_json::json!(null), dir.path());
         let expected: Vec<String> = serde_json::from_value(expected).unwrap();
-        assert_eq!(read_gitignore(dir.path()).unwrap(), expected);
+        let patterns: Vec<String> = read_gitignore(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|p| p.pattern)
+            .collect();
+        assert_eq!(patterns, expected);
+        // Line numbers as Python's text-mode iteration counts lines.
+        let numbered = py_json(
+            "import json\n\
+             rows = [(i + 1, l.strip()) for i, l in enumerate(open('.gitignore', encoding='utf-8'))]\n\
+             print(json.dumps([r for r in rows if r[1] and not r[1].startswith('#')]))",
+            &serde_json::json!(null),
+            dir.path(),
+        );
+        let numbered: Vec<(usize, String)> = serde_json::from_value(numbered).unwrap();
+        let ours: Vec<(usize, String)> = read_gitignore(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.line, p.pattern))
+            .collect();
+        assert_eq!(ours, numbered);
     }
 
     /// Builds a plugin whose tree exercises every rule with the genuine

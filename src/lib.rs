@@ -13,6 +13,7 @@ pub mod evidence;
 pub mod exit;
 pub mod gates;
 pub mod git;
+pub mod gitignore;
 pub mod hash;
 pub mod interrupt;
 pub mod isolation;

@@ -142,6 +142,11 @@ fn good_repository_builds_records_and_extracts_every_member() {
     }
     let check = check(&ev, "archive-members", "zip-comment", Some("codex-agent"));
     assert_eq!(check["result"], "pass");
+    for folder in FOLDERS {
+        let c = check_of(&ev, "archive-members", "committed-files", folder);
+        assert_eq!(c["result"], "pass", "{folder}: {c:#}");
+        assert_eq!(c["observed"]["missing"], serde_json::json!([]));
+    }
     let check = check_of(&ev, "lbp-build", "source-untouched", "codex-agent");
     assert_eq!(check["result"], "pass");
 }
@@ -258,4 +263,187 @@ fn unsafe_manifest_name_is_never_built() {
             entry.path().display()
         );
     }
+}
+
+/// The fixture repository with `files` (`(path, text)` relative to the
+/// repository; `.gitignore` lines are appended to the existing file) written
+/// and committed in a second commit; `forced` are added with `git add -f`
+/// (git's own rules ignore them).
+fn repo_with(files: &[(&str, &str)], forced: &[&str]) -> FixtureRepo {
+    let repo = fixture_repo(&[]);
+    for (rel, text) in files {
+        let path = repo.root.join(rel);
+        let mut content = std::fs::read_to_string(&path).unwrap_or_default();
+        content.push_str(text);
+        std::fs::write(&path, content).unwrap();
+    }
+    git(&repo.root, &["add", "-A"]);
+    for rel in forced {
+        git(&repo.root, &["add", "-f", rel]);
+    }
+    git(&repo.root, &["commit", "-q", "-m", "gitignore case"]);
+    // Every written file is committed: the case is about committed files.
+    let tracked = git(&repo.root, &["ls-files"]);
+    for (rel, _) in files {
+        assert!(
+            tracked.lines().any(|l| l == *rel),
+            "{rel} is not committed:\n{tracked}"
+        );
+    }
+    repo
+}
+
+/// The member names of `folder`'s archive.
+fn member_names(ev: &Value, folder: &str) -> BTreeSet<String> {
+    candidate(ev, folder)["archive"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Asserts `committed-files` of every candidate but `folder` passed.
+fn others_pass(ev: &Value, folder: &str) {
+    for other in FOLDERS.iter().filter(|f| **f != folder) {
+        let c = check_of(ev, "archive-members", "committed-files", other);
+        assert_eq!(c["result"], "pass", "{other}: {c:#}");
+    }
+}
+
+/// The fixture candidates' `.gitignore` has three lines; a test's lines
+/// start at line 4.
+const CODEX_GITIGNORE: &str = "Runner/codex-agent/.gitignore";
+
+#[test]
+fn root_prefix_pattern_dropping_a_committed_file_fails_archive_members() {
+    let repo = repo_with(
+        &[
+            (CODEX_GITIGNORE, "/config\n"),
+            ("Runner/codex-agent/config_loader.py", "LOADED = True\n"),
+        ],
+        &[],
+    );
+    let (_keep, ev_dir) = evidence_dir();
+    let (code, ev) = run_only(&repo.root, &ev_dir, "archive-members");
+    assert_eq!(code, 1);
+    assert_eq!(gate_result(&ev, "archive-members"), "fail");
+    // The SDK really left it out, and the archive is what its rules select.
+    assert!(!member_names(&ev, "codex-agent").contains("config_loader.py"));
+    assert_eq!(
+        check_of(&ev, "archive-members", "expected-members", "codex-agent")["result"],
+        "pass"
+    );
+    let c = check_of(&ev, "archive-members", "committed-files", "codex-agent");
+    assert_eq!(c["result"], "fail");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(
+            "`config_loader.py` (the build dropped it by `.gitignore` line 4 `/config`; git keeps it: \
+             no line of the candidate's .gitignore files ignores it)"
+        ),
+        "{detail}"
+    );
+    assert_eq!(c["observed"]["missing"][0]["path"], "config_loader.py");
+    assert_eq!(c["observed"]["missing"][0]["build"]["line"], 4);
+    assert_eq!(failed_checks(&ev, "archive-members").len(), 1);
+    others_pass(&ev, "codex-agent");
+}
+
+#[test]
+fn negated_pattern_dropping_a_committed_file_fails_archive_members() {
+    let repo = repo_with(
+        &[
+            (CODEX_GITIGNORE, "*.log\n!keep.log\n"),
+            ("Runner/codex-agent/keep.log", "kept on purpose\n"),
+        ],
+        &[],
+    );
+    let (_keep, ev_dir) = evidence_dir();
+    let (code, ev) = run_only(&repo.root, &ev_dir, "archive-members");
+    assert_eq!(code, 1);
+    assert_eq!(gate_result(&ev, "archive-members"), "fail");
+    assert!(!member_names(&ev, "codex-agent").contains("keep.log"));
+    let c = check_of(&ev, "archive-members", "committed-files", "codex-agent");
+    assert_eq!(c["result"], "fail");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(
+            "`keep.log` (the build dropped it by `.gitignore` line 4 `*.log`; git keeps it by \
+             `.gitignore` line 5 `!keep.log`)"
+        ),
+        "{detail}"
+    );
+    others_pass(&ev, "codex-agent");
+}
+
+#[test]
+fn force_added_file_git_ignores_too_is_a_warning_not_a_failure() {
+    let repo = repo_with(
+        &[
+            (CODEX_GITIGNORE, "*.log\n"),
+            ("Runner/codex-agent/debug.log", "a debugging trace\n"),
+        ],
+        &["Runner/codex-agent/debug.log"],
+    );
+    let (_keep, ev_dir) = evidence_dir();
+    let (code, ev) = run_only(&repo.root, &ev_dir, "archive-members");
+    let failed = failed_checks(&ev, "archive-members");
+    assert_eq!(gate_result(&ev, "archive-members"), "pass", "{failed:#?}");
+    assert_eq!(code, 0, "a warning does not fail the run");
+    assert!(!member_names(&ev, "codex-agent").contains("debug.log"));
+    let c = check_of(&ev, "archive-members", "committed-files", "codex-agent");
+    assert_eq!(c["result"], "warn");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(
+            "`debug.log` (the build dropped it by `.gitignore` line 4 `*.log`; git ignores it too, by \
+             `.gitignore` line 4 `*.log`, so it was force-added)"
+        ),
+        "{detail}"
+    );
+    others_pass(&ev, "codex-agent");
+}
+
+/// The repository root's `*.log` ignores `trace.log`, but only the
+/// candidate's own `.gitignore` files count: they keep it, so the build's
+/// `/trace` drop is a failure, not a force-added warning.
+#[test]
+fn gitignore_files_above_the_candidate_do_not_count() {
+    let repo = repo_with(
+        &[
+            (CODEX_GITIGNORE, "/trace\n"),
+            ("Runner/codex-agent/trace.log", "a trace\n"),
+        ],
+        &["Runner/codex-agent/trace.log"],
+    );
+    let ignored_above = git(
+        &repo.root,
+        &[
+            "check-ignore",
+            "--no-index",
+            "-v",
+            "Runner/codex-agent/trace.log",
+        ],
+    );
+    assert!(
+        ignored_above.starts_with(".gitignore:1:*.log"),
+        "{ignored_above}"
+    );
+    let (_keep, ev_dir) = evidence_dir();
+    let (code, ev) = run_only(&repo.root, &ev_dir, "archive-members");
+    assert_eq!(code, 1);
+    let c = check_of(&ev, "archive-members", "committed-files", "codex-agent");
+    assert_eq!(c["result"], "fail");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(
+            "`trace.log` (the build dropped it by `.gitignore` line 4 `/trace`; git keeps it"
+        ),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("ancestor .gitignore files do not count"),
+        "{detail}"
+    );
 }

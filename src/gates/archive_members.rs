@@ -1,22 +1,38 @@
 //! The `archive-members` gate: each built archive is recorded (sha256, size,
 //! every member's sha256, size and mode, a content digest), judged by the SDK
 //! host's rules and more (no comment, duplicate, traversal, link, encryption;
-//! the host's limits), compared with the staged source member by member and
-//! with the build's inclusion rules, and extracted exactly to
-//! DIR/extracted/<folder>.
+//! the host's limits), compared with the staged source member by member,
+//! with the build's inclusion rules and with git's own ignore rules, and
+//! extracted exactly to DIR/extracted/<folder>.
 //!
 //! Checks per candidate, in order: `archive-digest`, `zip-structure`,
 //! `zip-comment`, `member-names`, `member-types`, `encryption`, `host-limits`,
-//! `expected-members`, `members-equal-source`, `manifest-equal-source`,
-//! `extraction-exact`. The last three read member data; they run only when
-//! the structure, names, types, encryption and limits checks passed (they
-//! then fail saying they were not examined).
+//! `expected-members`, `committed-files`, `members-equal-source`,
+//! `manifest-equal-source`, `extraction-exact`. The last three read member
+//! data; they run only when the structure, names, types, encryption and
+//! limits checks passed (they then fail saying they were not examined).
+//!
+//! Two expectations for the member list. `expected-members` holds the
+//! archive to what `lbp build`'s own rules select from the staged source
+//! ([`build_rules`], the SDK's reading of the root `.gitignore`): no member
+//! is missing or unexpected, so the archive is the build's output. That
+//! reading differs from git's (`/config` drops `config_loader.py`, `!keep.log`
+//! is not an exception), so `committed-files` holds the build to git's:
+//! every committed file that git's ignore rules keep ([`crate::gitignore`]:
+//! the candidate's own root and nested `.gitignore` files, the candidate
+//! folder as git's top level, ancestor `.gitignore` files not counted) and
+//! that the SDK does not always exclude is a member. A committed file git
+//! ignores too (force-added) that the build left out is a warning. A member
+//! git would ignore is not unexpected: it is a committed file the build's
+//! rules select.
 
-use crate::build_rules;
+use crate::build_rules::{self, BuildDrop};
 use crate::context::RunContext;
 use crate::evidence::{ArchiveRecord, Check, CheckResult, MemberRecord};
+use crate::gitignore::{GitPattern, GitRules, GitVerdict};
 use crate::hash;
 use crate::lbpkg::{self, CentralDirectory, MemberDigest};
+use serde::Serialize;
 use serde_json::json;
 use serde_yaml_ng::Value;
 use std::collections::BTreeSet;
@@ -232,6 +248,18 @@ fn inspect(input: &Input) -> (Vec<Check>, Option<ArchiveRecord>) {
         ),
     );
     checks.push(expected_members_check(folder, rel, &input.staged, &cd));
+    let present: BTreeSet<String> = cd.entries.iter().map(|e| e.name.clone()).collect();
+    checks.push(match observe_committed(&input.staged, &present) {
+        Ok(files) => decide_committed(folder, rel, &files),
+        Err(m) => Check::fail(
+            COMMITTED_FILES,
+            f,
+            format!(
+                "{rel}: cannot tell which committed files git's own ignore rules keep: {m}; \
+                 nothing was compared"
+            ),
+        ),
+    });
 
     let gate_names = [
         "zip-structure",
@@ -385,6 +413,196 @@ fn expected_members_check(folder: &str, rel: &str, staged: &Path, cd: &CentralDi
         format!("{rel}: {}; expected the archive to hold exactly what `lbp build` selects: rebuild it from the staged commit", parts.join("; ")),
     )
     .with_observed(json!({"missing": missing, "unexpected": unexpected}))
+}
+
+/// The check holding the build to git's ignore rules.
+const COMMITTED_FILES: &str = "committed-files";
+
+/// One committed file of a candidate as both readings of `.gitignore` see
+/// it: the observation `committed-files` decides from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommittedFile {
+    /// Path relative to the candidate folder, `/`-separated.
+    pub path: String,
+    /// Whether the archive holds a member of that name.
+    pub in_archive: bool,
+    /// Git's verdict from the candidate's own `.gitignore` files.
+    pub git: GitVerdict,
+    /// Why `lbp build`'s rules leave it out; `None`: they select it.
+    pub build: Option<BuildDrop>,
+}
+
+/// Every committed file of the staged candidate (the staged source is the
+/// commit, blob for blob, and the `stage` gate refuses export-ignored
+/// candidate files), sorted by path, with both readings and whether
+/// `present` (the archive's member names) holds it.
+///
+/// # Errors
+/// When the staged tree cannot be walked, a name is not UTF-8, or a
+/// `.gitignore` cannot be read by either reading.
+fn observe_committed(
+    staged: &Path,
+    present: &BTreeSet<String>,
+) -> Result<Vec<CommittedFile>, String> {
+    let mut paths = Vec::new();
+    for entry in walkdir::WalkDir::new(staged)
+        .sort_by_file_name()
+        .min_depth(1)
+    {
+        let entry = entry.map_err(|e| format!("{}: cannot walk: {e}", staged.display()))?;
+        if entry.file_type().is_dir() {
+            continue;
+        }
+        let rel = entry
+            .path()
+            .strip_prefix(staged)
+            .map_err(|e| e.to_string())?
+            .to_str()
+            .ok_or_else(|| format!("{}: the name is not UTF-8", entry.path().display()))?
+            .to_string();
+        paths.push(rel);
+    }
+    let patterns = build_rules::read_gitignore(staged)?;
+    let git = GitRules::read(staged, paths.iter().map(String::as_str))?;
+    Ok(paths
+        .into_iter()
+        .map(|path| CommittedFile {
+            in_archive: present.contains(&path),
+            git: git.verdict(&path),
+            build: build_rules::build_drop(&path, &patterns),
+            path,
+        })
+        .collect())
+}
+
+/// `` `file` line N `pattern` ``.
+fn git_line(p: &GitPattern) -> String {
+    format!("`{}` line {} `{}`", p.file, p.line, p.pattern)
+}
+
+/// How the build's rules left `file` out, for a message.
+fn build_reason(file: &CommittedFile) -> String {
+    match &file.build {
+        Some(BuildDrop::Gitignore { at, line, pattern }) => {
+            let via = if *at == file.path {
+                String::new()
+            } else {
+                format!(", which matched its directory `{at}`")
+            };
+            format!("the build dropped it by `.gitignore` line {line} `{pattern}`{via}")
+        }
+        Some(BuildDrop::AlwaysExcluded { at, pattern }) => {
+            format!("the build always excludes `{at}` (`{pattern}`)")
+        }
+        None => {
+            "the build's rules select it, yet the archive lacks it (see expected-members)".into()
+        }
+    }
+}
+
+/// Why git keeps or ignores `file`, for a message.
+fn git_reason(file: &CommittedFile) -> String {
+    match &file.git {
+        GitVerdict::Kept { by: None } => {
+            "git keeps it: no line of the candidate's .gitignore files ignores it".into()
+        }
+        GitVerdict::Kept { by: Some(by) } => format!("git keeps it by {}", git_line(by)),
+        GitVerdict::Ignored { by } => {
+            let via = if by.at == file.path {
+                String::new()
+            } else {
+                format!(", which matches its directory `{}`", by.at)
+            };
+            format!(
+                "git ignores it too, by {}{via}, so it was force-added",
+                git_line(by)
+            )
+        }
+    }
+}
+
+/// The `committed-files` decision over the observed committed files of one
+/// candidate (`archive`: the archive's path relative to DIR, for messages).
+///
+/// - A committed file that is a member: satisfied, whatever either reading
+///   says.
+/// - Not a member, and a path component matches the SDK's fixed exclusions
+///   ([`build_rules::ALWAYS_EXCLUDE`]): expected to be absent.
+/// - Not a member, and git keeps it: a failure naming the file, the
+///   `.gitignore` line the build dropped it by (or that the build's rules
+///   select it) and why git keeps it.
+/// - Not a member, and git ignores it too (it was force-added): a warning
+///   naming the file and both lines.
+///
+/// Fails when any failure was found (the warnings are listed too), warns
+/// when only warnings were, passes otherwise.
+pub fn decide_committed(folder: &str, archive: &str, files: &[CommittedFile]) -> Check {
+    let mut missing = Vec::new();
+    let mut forced = Vec::new();
+    let mut always_excluded = Vec::new();
+    for file in files.iter().filter(|f| !f.in_archive) {
+        if matches!(file.build, Some(BuildDrop::AlwaysExcluded { .. })) {
+            always_excluded.push(file);
+        } else if file.git.is_kept() {
+            missing.push(file);
+        } else {
+            forced.push(file);
+        }
+    }
+    let describe = |list: &[&CommittedFile]| -> String {
+        list.iter()
+            .map(|f| format!("`{}` ({}; {})", f.path, build_reason(f), git_reason(f)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let observed = json!({
+        "committed": files.len(),
+        "missing": missing,
+        "force_added_missing": forced,
+        "always_excluded": always_excluded.iter().map(|f| &f.path).collect::<Vec<_>>(),
+    });
+    let forced_text = format!(
+        "{} committed file(s) that git's own rules ignore too (force-added) are not members: {}; \
+         if the plugin needs them, stop ignoring them in .gitignore, otherwise remove them from the commit",
+        forced.len(),
+        describe(&forced)
+    );
+    if !missing.is_empty() {
+        let mut detail = format!(
+            "{archive}: {} committed file(s) that git's own ignore rules keep are missing from the archive: {}; \
+             expected every committed file that the candidate's own .gitignore files (root and nested, read as \
+             git reads them with the candidate folder as top level; ancestor .gitignore files do not count) keep, \
+             and that the SDK does not always exclude, to be a member. `lbp build` reads only the root .gitignore, \
+             a leading `/` as a name prefix, `!` as a literal name and `*` across `/`: reword those lines so \
+             both readings agree (or rename the files), then rebuild",
+            missing.len(),
+            describe(&missing)
+        );
+        if !forced.is_empty() {
+            detail.push_str(&format!("; also {forced_text}"));
+        }
+        return Check::fail(COMMITTED_FILES, Some(folder), detail).with_observed(observed);
+    }
+    if !forced.is_empty() {
+        return Check::warn(
+            COMMITTED_FILES,
+            Some(folder),
+            format!("{archive}: {forced_text}"),
+        )
+        .with_observed(observed);
+    }
+    Check::pass(
+        COMMITTED_FILES,
+        Some(folder),
+        format!(
+            "{archive}: every committed file that git's own ignore rules keep is a member ({} committed, {} \
+             left out by the SDK's fixed exclusions); git's rules: the candidate's own .gitignore files, root \
+             and nested, with the candidate folder as top level (ancestor .gitignore files do not count)",
+            files.len(),
+            always_excluded.len()
+        ),
+    )
+    .with_observed(observed)
 }
 
 fn members_equal_source(folder: &str, rel: &str, staged: &Path, members: &[MemberDigest]) -> Check {
@@ -663,7 +881,7 @@ mod tests {
             .filter(|c| c.result != CheckResult::Pass)
             .collect();
         assert!(failed.is_empty(), "{failed:#?}");
-        assert_eq!(checks.len(), 11);
+        assert_eq!(checks.len(), 12);
         let record = record.unwrap();
         assert_eq!(record.members.len(), 2);
         assert_eq!(record.members[1].sha256, hash::sha256_bytes(b"x = 1\n"));
@@ -739,6 +957,297 @@ mod tests {
             "nothing is extracted from an unsafe archive"
         );
         dir.close().unwrap();
+    }
+
+    fn pattern(file: &str, line: usize, pattern: &str, at: &str) -> GitPattern {
+        GitPattern {
+            file: file.into(),
+            line,
+            pattern: pattern.into(),
+            at: at.into(),
+        }
+    }
+
+    fn dropped(at: &str, line: usize, pattern: &str) -> Option<BuildDrop> {
+        Some(BuildDrop::Gitignore {
+            at: at.into(),
+            line,
+            pattern: pattern.into(),
+        })
+    }
+
+    fn file(
+        path: &str,
+        in_archive: bool,
+        git: GitVerdict,
+        build: Option<BuildDrop>,
+    ) -> CommittedFile {
+        CommittedFile {
+            path: path.into(),
+            in_archive,
+            git,
+            build,
+        }
+    }
+
+    const KEPT: GitVerdict = GitVerdict::Kept { by: None };
+    const ARCHIVE: &str = "packages/c/a.lbpkg";
+
+    #[test]
+    fn every_kept_file_present_passes() {
+        let files = [
+            file("main.py", true, KEPT, None),
+            file("manifest.yaml", true, KEPT, None),
+        ];
+        let c = decide_committed("c", ARCHIVE, &files);
+        assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+        assert!(c.detail.contains("2 committed"), "{}", c.detail);
+    }
+
+    /// `/config` in the root `.gitignore`: git ignores only the root entry
+    /// `config`; the SDK drops every path starting with `config`.
+    #[test]
+    fn a_kept_file_the_build_dropped_fails_naming_file_line_and_pattern() {
+        let files = [
+            file("main.py", true, KEPT, None),
+            file(
+                "config_loader.py",
+                false,
+                KEPT,
+                dropped("config_loader.py", 1, "/config"),
+            ),
+        ];
+        let c = decide_committed("c", ARCHIVE, &files);
+        assert_eq!(c.result, CheckResult::Fail);
+        assert!(
+            c.detail.contains(
+                "`config_loader.py` (the build dropped it by `.gitignore` line 1 `/config`; git keeps it: \
+                 no line of the candidate's .gitignore files ignores it)"
+            ),
+            "{}",
+            c.detail
+        );
+        assert!(c.detail.starts_with("packages/c/a.lbpkg: 1 committed file(s) that git's own ignore rules keep are missing"), "{}", c.detail);
+        assert_eq!(
+            c.observed.as_ref().unwrap()["missing"][0]["path"],
+            "config_loader.py"
+        );
+    }
+
+    /// `*.log` then `!keep.log`: git keeps `keep.log`; the SDK has no
+    /// negation and drops it by `*.log`.
+    #[test]
+    fn a_negated_file_the_build_dropped_fails_naming_both_lines() {
+        let files = [file(
+            "keep.log",
+            false,
+            GitVerdict::Kept {
+                by: Some(pattern(".gitignore", 2, "!keep.log", "keep.log")),
+            },
+            dropped("keep.log", 1, "*.log"),
+        )];
+        let c = decide_committed("c", ARCHIVE, &files);
+        assert_eq!(c.result, CheckResult::Fail);
+        assert!(
+            c.detail.contains(
+                "`keep.log` (the build dropped it by `.gitignore` line 1 `*.log`; git keeps it by `.gitignore` line 2 `!keep.log`)"
+            ),
+            "{}",
+            c.detail
+        );
+    }
+
+    #[test]
+    fn a_drop_through_a_directory_names_the_directory() {
+        let files = [file(
+            "configuration/a.py",
+            false,
+            KEPT,
+            dropped("configuration", 1, "/config"),
+        )];
+        let c = decide_committed("c", ARCHIVE, &files);
+        assert_eq!(c.result, CheckResult::Fail);
+        assert!(
+            c.detail.contains(
+                "`.gitignore` line 1 `/config`, which matched its directory `configuration`"
+            ),
+            "{}",
+            c.detail
+        );
+    }
+
+    /// Missing although the build's own rules select it: still a committed
+    /// file git keeps that did not ship.
+    #[test]
+    fn a_kept_file_the_build_selected_but_the_archive_lacks_fails() {
+        let files = [file("pkg/a.py", false, KEPT, None)];
+        let c = decide_committed("c", ARCHIVE, &files);
+        assert_eq!(c.result, CheckResult::Fail);
+        assert!(
+            c.detail
+                .contains("`pkg/a.py` (the build's rules select it, yet the archive lacks it"),
+            "{}",
+            c.detail
+        );
+    }
+
+    /// `*.log` and a `debug.log` committed with `git add -f`.
+    #[test]
+    fn a_force_added_file_the_build_dropped_is_a_warning_naming_both_lines() {
+        let files = [
+            file("main.py", true, KEPT, None),
+            file(
+                "debug.log",
+                false,
+                GitVerdict::Ignored {
+                    by: pattern(".gitignore", 1, "*.log", "debug.log"),
+                },
+                dropped("debug.log", 1, "*.log"),
+            ),
+        ];
+        let c = decide_committed("c", ARCHIVE, &files);
+        assert_eq!(c.result, CheckResult::Warn, "{}", c.detail);
+        assert!(
+            c.detail.contains(
+                "`debug.log` (the build dropped it by `.gitignore` line 1 `*.log`; git ignores it too, by `.gitignore` \
+                 line 1 `*.log`, so it was force-added)"
+            ),
+            "{}",
+            c.detail
+        );
+        assert_eq!(
+            c.observed.as_ref().unwrap()["force_added_missing"][0]["path"],
+            "debug.log"
+        );
+    }
+
+    #[test]
+    fn a_failure_also_lists_the_warnings() {
+        let files = [
+            file(
+                "config_loader.py",
+                false,
+                KEPT,
+                dropped("config_loader.py", 1, "/config"),
+            ),
+            file(
+                "logs/x.txt",
+                false,
+                GitVerdict::Ignored {
+                    by: pattern("logs/.gitignore", 1, "*", "logs/x.txt"),
+                },
+                dropped("logs/x.txt", 2, "*.txt"),
+            ),
+        ];
+        let c = decide_committed("c", ARCHIVE, &files);
+        assert_eq!(c.result, CheckResult::Fail);
+        assert!(
+            c.detail
+                .contains("also 1 committed file(s) that git's own rules ignore too"),
+            "{}",
+            c.detail
+        );
+        assert!(
+            c.detail.contains("`logs/.gitignore` line 1 `*`"),
+            "{}",
+            c.detail
+        );
+    }
+
+    /// The SDK's fixed exclusions are not an expectation: such a committed
+    /// file may be absent whatever git says.
+    #[test]
+    fn always_excluded_files_may_be_absent() {
+        let files = [
+            file(
+                ".env",
+                false,
+                KEPT,
+                Some(BuildDrop::AlwaysExcluded {
+                    at: ".env".into(),
+                    pattern: ".env",
+                }),
+            ),
+            file(
+                "pkg/__pycache__/m.pyc",
+                false,
+                KEPT,
+                Some(BuildDrop::AlwaysExcluded {
+                    at: "pkg/__pycache__".into(),
+                    pattern: "__pycache__",
+                }),
+            ),
+        ];
+        let c = decide_committed("c", ARCHIVE, &files);
+        assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+        assert!(
+            c.detail
+                .contains("2 left out by the SDK's fixed exclusions"),
+            "{}",
+            c.detail
+        );
+    }
+
+    /// A member git would ignore (force-added, and the build's rules select
+    /// it) is neither missing nor a warning.
+    #[test]
+    fn a_present_file_git_ignores_is_fine() {
+        let files = [file(
+            "notes.tmp",
+            true,
+            GitVerdict::Ignored {
+                by: pattern("pkg/.gitignore", 1, "*.tmp", "notes.tmp"),
+            },
+            None,
+        )];
+        assert_eq!(
+            decide_committed("c", ARCHIVE, &files).result,
+            CheckResult::Pass
+        );
+    }
+
+    /// The observation through `inspect`: a staged `/config` and a committed
+    /// `config_loader.py` the archive lacks, as `lbp build` writes it.
+    #[test]
+    fn inspect_fails_committed_files_but_not_expected_members_for_a_root_prefix() {
+        let (_d, input) = staged_and_archive(None, &[(".gitignore", b"/config\n")]);
+        std::fs::write(input.staged.join(".gitignore"), "/config\n").unwrap();
+        std::fs::write(input.staged.join("config_loader.py"), "X = 1\n").unwrap();
+        let (checks, _) = inspect(&input);
+        let expected = result_of(&checks, "expected-members");
+        assert_eq!(expected.result, CheckResult::Pass, "{}", expected.detail);
+        let committed = result_of(&checks, COMMITTED_FILES);
+        assert_eq!(committed.result, CheckResult::Fail);
+        assert!(
+            committed.detail.contains(
+                "`config_loader.py` (the build dropped it by `.gitignore` line 1 `/config`"
+            ),
+            "{}",
+            committed.detail
+        );
+        assert!(
+            checks.iter().position(|c| c.name == COMMITTED_FILES)
+                > checks.iter().position(|c| c.name == "expected-members")
+        );
+    }
+
+    /// A nested `.gitignore` the SDK does not read ignores a force-added
+    /// `pkg/notes.tmp`; the build packs it. That member is a committed file
+    /// the build's rules select: neither unexpected nor missing.
+    #[test]
+    fn inspect_accepts_a_member_git_ignores() {
+        let (_d, input) = staged_and_archive(
+            None,
+            &[("pkg/.gitignore", b"*.tmp\n"), ("pkg/notes.tmp", b"n\n")],
+        );
+        std::fs::write(input.staged.join("pkg/.gitignore"), "*.tmp\n").unwrap();
+        std::fs::write(input.staged.join("pkg/notes.tmp"), "n\n").unwrap();
+        let (checks, _) = inspect(&input);
+        let failed: Vec<_> = checks
+            .iter()
+            .filter(|c| c.result != CheckResult::Pass)
+            .collect();
+        assert!(failed.is_empty(), "{failed:#?}");
     }
 
     #[test]
