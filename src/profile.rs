@@ -239,7 +239,11 @@ fn check_runner_probes(profile: &Profile, builtin_names: &[&str]) -> Result<(), 
         if !profile.candidates.iter().any(|c| c.path == p.candidate) {
             return Err(format!(
                 "{at}: the candidate is not one of the [[candidate]] paths; expected one of {:?}",
-                profile.candidates.iter().map(|c| c.path.as_str()).collect::<Vec<_>>()
+                profile
+                    .candidates
+                    .iter()
+                    .map(|c| c.path.as_str())
+                    .collect::<Vec<_>>()
             ));
         }
         if !seen.insert((p.candidate.clone(), p.runner.clone())) {
@@ -684,7 +688,10 @@ mod tests {
         assert!(err.contains("`invalid_config` equals `config`"), "{err}");
         let old = format!("{base}[[discovery.vendor_fixture]]\ncandidate = \"R/a\"\ncommand = \"codex\"\nprogram = \"R/x\"\n");
         let err = parse(&old, "x.toml").unwrap_err().to_string();
-        assert!(err.contains("vendor_fixture"), "the PATH-based vendor fixture is gone: {err}");
+        assert!(
+            err.contains("vendor_fixture"),
+            "the PATH-based vendor fixture is gone: {err}"
+        );
     }
 
     #[test]

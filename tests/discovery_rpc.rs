@@ -307,7 +307,11 @@ fn a_negative_control_that_completes_fails_the_probe() {
         .lines()
         .find(|l| l.starts_with("config = ") && l.contains("args-json = [\"{fixture}\"]"))
         .expect("the built-in profile probes Claude Code with args-json");
-    let accepted = claude.replacen("config = {", "invalid_config = { note = \"not invalid\",", 1);
+    let accepted = claude.replacen(
+        "config = {",
+        "invalid_config = { note = \"not invalid\",",
+        1,
+    );
     let profile = builtin_with(
         &format!("{claude}\ninvalid_config = {{ location = \"invalid\" }}"),
         &format!("{claude}\n{accepted}"),
