@@ -351,3 +351,52 @@ fn without_a_declared_probe_the_generic_call_says_so() {
         assert!(c["observed"]["probes"][0]["plan"].is_null());
     }
 }
+
+#[test]
+fn a_committed_fixture_is_used_as_declared_and_a_missing_one_fails_its_setup() {
+    let codex = "fixture = \"builtin:codex-app-server\"";
+    let claude = "fixture = \"builtin:claude-code-stream-json\"";
+    let profile = builtin_with(
+        codex,
+        "fixture = \"Runner/certification-tests/vendor_fixture.py\"\nexpect = \"[certification-tests vendor fixture codex] verify-coding-candidates runner probe {nonce}\"",
+    )
+    .replace(claude, "fixture = \"Runner/certification-tests/no-such-fixture.py\"\nexpect = \"x\"");
+    let r = run(&[], Some(&profile), &[]);
+    let c = check(&r.evidence, GATE, "runner-probe", Some("codex-agent"));
+    assert_eq!(c["result"], "pass", "{}", detail(c));
+    let p = &c["observed"]["probes"][0];
+    assert_eq!(
+        p["plan"]["fixture"],
+        "Runner/certification-tests/vendor_fixture.py"
+    );
+    let committed = std::fs::read(
+        r.dir
+            .join("staging/source/Runner/certification-tests/vendor_fixture.py"),
+    )
+    .unwrap();
+    assert_eq!(
+        p["plan"]["fixture_sha256"],
+        verify_coding_candidates::hash::sha256_bytes(&committed)
+    );
+    let setup = check(
+        &r.evidence,
+        GATE,
+        "runner-probe-setup",
+        Some("claude-code-agent"),
+    );
+    assert_eq!(setup["result"], "fail");
+    assert!(
+        detail(setup).contains("no-such-fixture.py")
+            && detail(setup).contains("expected a committed file"),
+        "{}",
+        detail(setup)
+    );
+    let probe = check(&r.evidence, GATE, "runner-probe", Some("claude-code-agent"));
+    assert!(
+        detail(probe).contains("could not be prepared (see runner-probe-setup)"),
+        "one cause, named once: {}",
+        detail(probe)
+    );
+    assert_eq!(probe["observed"]["probes"], serde_json::json!([]));
+    assert_eq!(r.code, 1);
+}

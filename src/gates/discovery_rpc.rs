@@ -241,7 +241,8 @@ fn host_candidates(ctx: &RunContext, roots: &Path, checks: &mut Vec<Check>) -> V
         let path = ctx.evidence_dir.join(&archive.path);
         match components::read(&path) {
             Ok(declared) => {
-                let (probes, problems) = plan_probes(ctx, roots, c, &declared.components);
+                let (probes, unprepared, problems) =
+                    plan_probes(ctx, roots, c, &declared.components);
                 checks.extend(problems);
                 out.push(HostCandidate {
                     folder: folder.to_string(),
@@ -252,6 +253,7 @@ fn host_candidates(ctx: &RunContext, roots: &Path, checks: &mut Vec<Check>) -> V
                     plugin_config: plugin_config(ctx, c, &declared.config_defaults),
                     declared: declared.components,
                     probes,
+                    unprepared,
                 })
             }
             Err(e) => checks.push(Check::fail(
@@ -273,9 +275,10 @@ fn plan_probes(
     roots: &Path,
     candidate: &CandidateSpec,
     declared: &[ComponentId],
-) -> (Vec<ProbePlan>, Vec<Check>) {
+) -> (Vec<ProbePlan>, Vec<String>, Vec<Check>) {
     let folder = candidate.folder();
     let mut plans = Vec::new();
+    let mut unprepared = Vec::new();
     let mut checks = Vec::new();
     let python = std::path::absolute(&ctx.python).unwrap_or_else(|_| ctx.python.clone());
     let runners: Vec<&str> = declared
@@ -295,7 +298,7 @@ fn plan_probes(
             Some(r) if runners.contains(&r.as_str()) => vec![r.as_str()],
             Some(r) => {
                 checks.push(Check::fail(
-                    "runner-probe",
+                    "runner-probe-setup",
                     Some(folder),
                     format!(
                         "the profile's discovery.runner_probe for {} names runner {r:?}, which the archive's manifest does not declare (its Runner components: {runners:?}); expected the probe to name a declared Runner; fix `runner` in the profile or the manifest",
@@ -312,15 +315,18 @@ fn plan_probes(
             }
             match plan_one(ctx, roots, &python, folder, runner, entry) {
                 Ok(plan) => plans.push(plan),
-                Err(e) => checks.push(Check::fail(
-                    "runner-probe",
-                    Some(folder),
-                    format!("cannot prepare the runner probe of `{runner}`: {e}"),
-                )),
+                Err(e) => {
+                    unprepared.push(runner.to_string());
+                    checks.push(Check::fail(
+                        "runner-probe-setup",
+                        Some(folder),
+                        format!("cannot prepare the runner probe of `{runner}`: {e}"),
+                    ));
+                }
             }
         }
     }
-    (plans, checks)
+    (plans, unprepared, checks)
 }
 
 fn plan_one(
@@ -782,6 +788,12 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
         if !o.runners_listed.iter().any(|l| l == name) {
             problems.push(format!("list_runners does not list `{name}`"));
         }
+        if c.unprepared.iter().any(|u| u == name) {
+            problems.push(format!(
+                "`{name}` was not probed: its declared probe could not be prepared (see runner-probe-setup)"
+            ));
+            continue;
+        }
         let Some(p) = o.runner_probes.iter().find(|p| p.runner == name) else {
             problems.push(format!("`{name}` was not probed"));
             continue;
@@ -1056,6 +1068,7 @@ mod tests {
             }],
             plugin_config: json!({}),
             probes: vec![],
+            unprepared: vec![],
         }
     }
 

@@ -502,7 +502,11 @@ fn install_one(
                 .collect()
         })
         .unwrap_or_default();
-    for comp in cand.declared.iter().filter(|c| c.kind == "Runner") {
+    for comp in cand
+        .declared
+        .iter()
+        .filter(|c| c.kind == "Runner" && !cand.unprepared.contains(&c.name))
+    {
         let plan = cand.probes.iter().find(|p| p.runner == comp.name);
         let mut probe = RunnerProbe {
             runner: comp.name.clone(),

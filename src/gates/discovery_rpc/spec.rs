@@ -97,6 +97,10 @@ pub struct HostCandidate {
     /// (a Runner without one gets a generic call).
     #[serde(default)]
     pub probes: Vec<ProbePlan>,
+    /// Runners whose declared probe could not be prepared: the host does
+    /// not call them (the gate's `runner-probe-setup` check says why).
+    #[serde(default)]
+    pub unprepared: Vec<String>,
 }
 
 /// One Runner's probe, as planned by the gate: the invocation configs with
