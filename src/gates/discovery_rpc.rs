@@ -1196,7 +1196,8 @@ mod tests {
         );
 
         // Counterexamples, one per clause of the check.
-        let cases: Vec<(&str, Box<dyn Fn(&mut RunnerProbe)>)> = vec![
+        type Mutation = Box<dyn Fn(&mut RunnerProbe)>;
+        let cases: Vec<(&str, Mutation)> = vec![
             (
                 "a runner that ignores its config would pass",
                 Box::new(|p| {
