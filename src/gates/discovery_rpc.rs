@@ -92,6 +92,7 @@ impl super::Gate for DiscoveryRpc {
         let marker = host::random_token()?;
         let mut env = ctx.child_env(&home, &tmp);
         env.insert(survey::MARKER_NAME.into(), marker.clone());
+        crate::wheelhouse::point_at_wheelhouse(&mut env, &ctx.evidence_dir);
         let vendor = install_vendor_fixtures(ctx, &roots, &mut env);
 
         let opts = &ctx.profile.profile.discovery;
@@ -643,12 +644,12 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
                 "initialized",
                 Some(folder),
                 format!(
-                    "plugin {plugin} ({folder}) was not initialized by the runtime: {}; the runtime's message: {message}; expected list_plugins to show it `initialized`; fix the plugin (for example its manifest's execution.python path/attr) and see {} for the runtime's log",
+                    "plugin {plugin} ({folder}) was not initialized by the runtime: {}; the runtime's message: {message}; expected list_plugins to show it `initialized`; {}",
                     o.failure.clone().unwrap_or_else(|| format!(
                         "it was `initialized`, but after every candidate was installed list_plugins showed it {}",
                         o.final_status.as_deref().unwrap_or("no longer listed")
                     )),
-                    r.runtime.log.display()
+                    initialized_advice(o, &r.runtime.log)
                 ),
             )
             .with_observed(init_observed),
@@ -691,6 +692,20 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
     );
     checks.push(runner_check(c, o, &plugin));
     checks
+}
+
+/// What to do about a plugin the runtime did not initialize: when its
+/// dependency installer failed, the likely cause (the wheelhouse) and the log
+/// to read; otherwise the plugin itself.
+fn initialized_advice(o: &CandidateOutcome, log: &Path) -> String {
+    let texts = o
+        .failure
+        .iter()
+        .chain(&o.runtime_messages)
+        .map(String::as_str);
+    crate::wheelhouse::installer_failure_advice(texts, log).unwrap_or_else(|| {
+        format!("fix the plugin (for example its manifest's execution.python path/attr) and see {} for the runtime's log", log.display())
+    })
 }
 
 fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check {
