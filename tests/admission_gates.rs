@@ -513,3 +513,59 @@ fn extraction_disagreement_lists_the_differing_paths() {
     let code_dir: PathBuf = hand.input.evidence_dir.join(record.code_dir.unwrap());
     assert!(code_dir.join("main.py").is_file());
 }
+
+/// `--partition` runs each build their own wheelhouse; `merge` copies every
+/// file once (re-hashed first), unions the records and writes one index,
+/// which `replay` then verifies.
+#[test]
+fn partition_wheelhouses_merge_into_one_that_replays() {
+    let repo = fixture_repo(&[]);
+    for folder in ["codex-agent", "claude-code-agent"] {
+        std::fs::write(
+            repo.root
+                .join("Runner")
+                .join(folder)
+                .join("requirements.txt"),
+            "langbot-plugin==0.6.0b5\nsix==1.16.0\n",
+        )
+        .unwrap();
+    }
+    common::git(&repo.root, &["commit", "-q", "-a", "-m", "six twice"]);
+    let mut parts = Vec::new();
+    let mut keep = Vec::new();
+    for share in ["1/2", "2/2"] {
+        let (k, dir) = evidence_dir();
+        let out = common::verifier_only(&repo.root, &dir, "dependencies")
+            .args(["--partition", share])
+            .output()
+            .expect("run the verifier");
+        assert_eq!(
+            common::exit_code(&out),
+            0,
+            "{share}: {}",
+            common::both(&out)
+        );
+        make_writable(k.path());
+        parts.push(dir);
+        keep.push(k);
+    }
+    let (k, merged) = evidence_dir();
+    keep.push(k);
+    let out = common::merge_output(&merged, &[&parts[0], &parts[1]]);
+    assert_eq!(common::exit_code(&out), 0, "{}", common::both(&out));
+    let m = read_evidence(&merged);
+    let files = m["wheelhouse"]["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "one six wheel, not one per partition");
+    assert_eq!(files[0]["name"], "six-1.16.0-py2.py3-none-any.whl");
+    assert_eq!(m["wheelhouse"]["downloads"].as_array().unwrap().len(), 2);
+    let copy = merged.join("wheelhouse/six-1.16.0-py2.py3-none-any.whl");
+    assert_eq!(
+        hash::sha256_file(&copy)
+            .expect("the merge copied the wheel")
+            .hex(),
+        files[0]["sha256"]
+    );
+    assert!(merged.join("wheelhouse/simple/six/index.html").is_file());
+    let out = common::replay_output(&merged, &[]);
+    assert_eq!(common::exit_code(&out), 0, "{}", common::both(&out));
+}
