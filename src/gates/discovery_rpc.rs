@@ -10,6 +10,11 @@
 //! [`spec::HostSpec`] and reads back a [`spec::HostResult`]. Without a
 //! namespace the same host runs directly and the exposure is a warning.
 //!
+//! The runtime prepares each plugin's dependencies itself, with its own pip;
+//! its environment names the run's wheelhouse as the only index
+//! ([`crate::wheelhouse::point_at_wheelhouse`]), built by the `dependencies`
+//! gate, the only gate that reaches the package index.
+//!
 //! Files: `DIR/logs/discovery-rpc/` holds `host-spec.json`,
 //! `host-result.json`, `transcript.jsonl` (every message, archive bytes
 //! elided), `runtime.{stdout,stderr,cmd}`, `host.*` and the namespace
