@@ -51,6 +51,8 @@ pub struct RunContext {
     pub isolation: crate::isolation::IsolationChoice,
     /// The `suites` gate's runs, once it ran.
     pub suites: Option<crate::evidence::SuitesRecord>,
+    /// DIR/wheelhouse as the `dependencies` gate built it, once it ran.
+    pub wheelhouse: Option<crate::evidence::WheelhouseRecord>,
 }
 
 impl RunContext {

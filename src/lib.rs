@@ -28,3 +28,4 @@ pub mod python;
 pub mod replay;
 pub mod report;
 pub mod rpc;
+pub mod wheelhouse;

@@ -5,8 +5,8 @@
 //! digest, required gates and partition count, cover every share exactly
 //! once, and agree on every global gate's result. Each partition's own
 //! sign-off digest is re-checked first, so an edited partition is refused,
-//! and every archive is hashed again before it is copied, so a swapped
-//! archive is refused too.
+//! and every archive (and wheelhouse file) is hashed again before it is
+//! copied, so a swapped one is refused too.
 
 use crate::catalogue::{self, Scope};
 use crate::evidence::{self, Evidence, GateRecord, GateResult, MergedPart, Verdict};
@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 /// Merges the evidence directories `parts` into `into` (absolute, missing or
 /// empty, outside every partition; judged where writes land, `..` and
-/// symlinks resolved), copying each partition's `packages/`, and returns the
-/// merged evidence.
+/// symlinks resolved), copying each partition's `packages/` and
+/// `wheelhouse/`, and returns the merged evidence.
 ///
 /// # Errors
 /// A sentence naming the partition and the disagreement; nothing is written then.
@@ -282,7 +282,61 @@ pub fn merge(
                 .map_err(|e| format!("copy {} -> {}: {e}", src.display(), dst.display()))?;
         }
     }
+    merged.wheelhouse = copy_wheelhouses(into, &evidences)?;
     evidence::finish(into, &mut merged, signed_off_by)
         .map_err(|e| format!("{}: cannot write evidence: {e}", into.display()))?;
     Ok(merged)
+}
+
+/// Combines the partitions' wheelhouse records
+/// ([`crate::wheelhouse::merge_records`]), copies every file into
+/// `into/wheelhouse` after re-deriving its sha256 and size (a swapped file is
+/// never merged), and writes the index over the copies.
+fn copy_wheelhouses(
+    into: &Path,
+    evidences: &[(PathBuf, Evidence)],
+) -> Result<Option<crate::evidence::WheelhouseRecord>, String> {
+    use crate::wheelhouse;
+    let Some(merged) =
+        wheelhouse::merge_records(evidences.iter().filter_map(|(_, e)| e.wheelhouse.as_ref()))?
+    else {
+        return Ok(None);
+    };
+    let target = wheelhouse::dir(into);
+    fs::create_dir_all(&target).map_err(|e| format!("{}: {e}", target.display()))?;
+    for (dir, e) in evidences {
+        for f in e.wheelhouse.iter().flat_map(|w| &w.files) {
+            if f.name.contains('/') || f.name.starts_with('.') {
+                return Err(format!(
+                    "{}/evidence.json: wheelhouse file name {:?}: expected a plain file name; refusing to merge it",
+                    dir.display(),
+                    f.name
+                ));
+            }
+            let (src, dst) = (wheelhouse::dir(dir).join(&f.name), target.join(&f.name));
+            if dst.exists() {
+                continue;
+            }
+            let observed = crate::hash::sha256_file(&src).map_err(|err| {
+                format!("{}: cannot read the wheelhouse file: {err}", src.display())
+            })?;
+            if observed.hex() != f.sha256 || observed.size != f.size {
+                return Err(format!(
+                    "{}: expected the wheelhouse file its evidence.json records (sha256 {}, {} bytes), found \
+                     sha256 {} ({} bytes): the file was changed after the run; refusing to merge it (run \
+                     `replay --evidence {}` to see every difference, and re-run that partition)",
+                    src.display(),
+                    f.sha256,
+                    f.size,
+                    observed.hex(),
+                    observed.size,
+                    dir.display()
+                ));
+            }
+            fs::copy(&src, &dst)
+                .map_err(|e| format!("copy {} -> {}: {e}", src.display(), dst.display()))?;
+        }
+    }
+    wheelhouse::write_index(&target)?;
+    Ok(Some(merged))
 }

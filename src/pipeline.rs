@@ -147,6 +147,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         selected,
         isolation: opts.isolation,
         suites: None,
+        wheelhouse: None,
     };
 
     let records = run_gates(&mut ctx, &required, opts.partition.is_some(), progress);
@@ -180,6 +181,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         merged_from: None,
         files: None,
         suites: ctx.suites,
+        wheelhouse: ctx.wheelhouse,
         attestation: evidence::Attestation {
             statement: evidence::statement::STATEMENT_JSON.into(),
             statement_type: evidence::statement::STATEMENT_TYPE.into(),

@@ -2,18 +2,19 @@
 //! evidence directory and report each item as recorded / observed / match.
 //!
 //! Without `--repo` it checks the directory itself: `SHA256SUMS`, the
-//! sign-off's evidence digest, every archive's sha256, every member's digest
-//! and every content digest. With `--repo` it also confirms the commit exists,
-//! re-creates the `git archive` and rebuilds every candidate with the official
-//! build in a fresh temporary directory, comparing content digests and whole
-//! archive digests. A whole-archive difference confined to the bytes of
+//! sign-off's evidence digest, every archive's sha256, every member's digest,
+//! every content digest, and every wheelhouse file's sha256 and size with the
+//! PEP 503 index pages re-derived from them. With `--repo` it also confirms
+//! the commit exists, re-creates the `git archive` and rebuilds every
+//! candidate with the official build in a fresh temporary directory,
+//! comparing content digests and whole archive digests. A whole-archive difference confined to the bytes of
 //! `manifest.yaml`'s ZIP timestamp (the build stamps the wall clock) is
 //! verified byte by byte and reported as the known build-clock difference.
 
 use crate::evidence::{self, Evidence, SHA256SUMS};
 use crate::gates::lbp_build::official_build_spec;
 use crate::process;
-use crate::{archive, git, hash, lbpkg};
+use crate::{archive, git, hash, lbpkg, wheelhouse};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
@@ -223,6 +224,9 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
             )),
         }
     }
+    if let Some(w) = &ev.wheelhouse {
+        replay_wheelhouse(dir, w, &mut rows);
+    }
     if let Some(recorded) = &ev.source.archive_sha256 {
         // A merged directory holds no staging/ (merge copies the archives only).
         let tar = dir.join("staging").join("source.tar");
@@ -237,6 +241,76 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
         replay_against_repo(opts, repo, &ev, &mut rows);
     }
     Ok(rows)
+}
+
+/// Every wheelhouse file's sha256 and size, and the PEP 503 index pages as
+/// re-derived from the recorded files (a page pointing pip at other bytes is
+/// drift even when every wheel still matches).
+fn replay_wheelhouse(dir: &Path, w: &crate::evidence::WheelhouseRecord, rows: &mut Vec<Row>) {
+    let base = dir.join(wheelhouse::DIR_NAME);
+    for f in &w.files {
+        let item = format!("{}/{}", wheelhouse::DIR_NAME, f.name);
+        if f.name.contains('/') || !inside_relative(&f.name) {
+            rows.push(Row::new(
+                format!("{item} name"),
+                "a file name inside the wheelhouse",
+                &f.name,
+            ));
+            continue;
+        }
+        match hash::sha256_file(&base.join(&f.name)) {
+            Ok(d) => {
+                rows.push(Row::new(format!("{item} sha256"), &f.sha256, d.hex()));
+                rows.push(Row::new(
+                    format!("{item} size"),
+                    f.size.to_string(),
+                    d.size.to_string(),
+                ));
+            }
+            Err(e) => rows.push(Row::new(
+                format!("{item} sha256"),
+                &f.sha256,
+                format!("unreadable: {e}"),
+            )),
+        }
+    }
+    let pages = wheelhouse::render_index(&w.files);
+    let index = base.join(wheelhouse::INDEX_DIR_NAME);
+    let mut differing: Vec<String> = pages
+        .iter()
+        .filter(|(rel, text)| {
+            fs::read_to_string(index.join(rel)).ok().as_deref() != Some(text.as_str())
+        })
+        .map(|(rel, _)| rel.clone())
+        .collect();
+    for entry in walkdir::WalkDir::new(&index)
+        .min_depth(1)
+        .into_iter()
+        .flatten()
+    {
+        if entry.file_type().is_dir() {
+            continue;
+        }
+        let rel = entry
+            .path()
+            .strip_prefix(&index)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !pages.contains_key(&rel) {
+            differing.push(format!("{rel} (not derived from the recorded files)"));
+        }
+    }
+    let expected = format!("{} page(s) derived from the recorded files", pages.len());
+    let observed = if differing.is_empty() {
+        expected.clone()
+    } else {
+        format!("differs: {}", differing.join(", "))
+    };
+    rows.push(Row::new(
+        format!("{} index", w.index.trim_end_matches('/')),
+        expected,
+        observed,
+    ));
 }
 
 fn check_sums(dir: &Path, rows: &mut Vec<Row>) {

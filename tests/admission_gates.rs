@@ -92,6 +92,189 @@ fn fixture_archives_are_admitted_and_their_environment_prepares_twice_with_one_d
             let c = check(&ev, "dependencies", name, Some(folder));
             assert_eq!(c["result"], "pass", "{name}: {}", detail(c));
         }
+        let wheels = check(&ev, "dependencies", "wheelhouse", Some(folder));
+        assert_eq!(wheels["result"], "pass", "{}", detail(wheels));
+        assert!(
+            detail(wheels).contains("nothing to download"),
+            "{}",
+            detail(wheels)
+        );
+    }
+    // Nothing beyond the SDK pin: an empty wheelhouse, recorded, no download.
+    assert_eq!(ev["wheelhouse"]["files"], serde_json::json!([]));
+    assert_eq!(ev["wheelhouse"]["downloads"], serde_json::json!([]));
+    assert_eq!(ev["wheelhouse"]["index"], "wheelhouse/simple/");
+}
+
+/// A fixture repository whose `Runner/codex-agent/requirements.txt` is
+/// `requirements`, committed; `--only only`. Returns the exit code, the
+/// evidence, its directory, and what keeps both alive.
+fn run_with_codex_requirements(
+    requirements: &str,
+    only: &str,
+) -> (
+    i32,
+    Value,
+    PathBuf,
+    (common::FixtureRepo, tempfile::TempDir),
+) {
+    let repo = fixture_repo(&[]);
+    std::fs::write(
+        repo.root.join("Runner/codex-agent/requirements.txt"),
+        requirements,
+    )
+    .unwrap();
+    common::git(&repo.root, &["commit", "-q", "-a", "-m", "requirements"]);
+    let (keep, dir) = evidence_dir();
+    let out = verifier()
+        .current_dir(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .arg("--python")
+        .arg(python())
+        .args(["--only", only])
+        .output()
+        .expect("run the verifier");
+    assert!(
+        dir.join("evidence.json").is_file(),
+        "no evidence written: {}",
+        stderr_text(&out)
+    );
+    let evidence = read_evidence(&dir);
+    make_writable(keep.path());
+    (
+        out.status.code().expect("exited"),
+        evidence,
+        dir,
+        (repo, keep),
+    )
+}
+
+#[test]
+fn a_real_requirement_is_downloaded_once_and_installed_offline_from_the_wheelhouse() {
+    let (code, ev, dir, _keep) =
+        run_with_codex_requirements("langbot-plugin==0.6.0b5\nsix==1.16.0\n", "dependencies");
+    assert_eq!(gate_result(&ev, "dependencies"), "pass", "{ev:#}");
+    assert_eq!(code, 0);
+
+    // The wheelhouse: six's wheel, recorded with the sha256 of the file on disk.
+    const WHEEL: &str = "six-1.16.0-py2.py3-none-any.whl";
+    let wheel_path = dir.join("wheelhouse").join(WHEEL);
+    let on_disk = hash::sha256_file(&wheel_path).expect("the wheel is in DIR/wheelhouse");
+    let w = &ev["wheelhouse"];
+    assert_eq!(
+        w["files"],
+        serde_json::json!([{
+            "name": WHEEL, "project": "six", "version": "1.16.0",
+            "size": on_disk.size, "sha256": on_disk.hex(),
+        }])
+    );
+    assert_eq!(w["upstream_index"], "https://pypi.org/simple");
+    let downloads = w["downloads"].as_array().unwrap();
+    assert_eq!(downloads.len(), 1, "one download for one requirement set");
+    assert_eq!(
+        downloads[0]["candidates"],
+        serde_json::json!(["codex-agent"])
+    );
+    assert_eq!(
+        downloads[0]["requirements"],
+        serde_json::json!(["six==1.16.0"])
+    );
+    assert_eq!(downloads[0]["ok"], true);
+    // A PEP 503 page pip can use as a file:// index, with the digest.
+    let page =
+        std::fs::read_to_string(dir.join("wheelhouse/simple/six/index.html")).expect("index page");
+    assert!(
+        page.contains(&format!("../../{WHEEL}#sha256={}", on_disk.hex())),
+        "{page}"
+    );
+
+    let wheels = check(&ev, "dependencies", "wheelhouse", Some("codex-agent"));
+    assert_eq!(wheels["result"], "pass", "{}", detail(wheels));
+    assert_eq!(wheels["observed"]["files"][0]["sha256"], on_disk.hex());
+
+    // Both SDK preparations read the wheelhouse only, as the SDK's own helper
+    // built its installer's index arguments.
+    let index_url = format!("file://{}/wheelhouse/simple/", dir.display());
+    let prepare = check(&ev, "dependencies", "prepare", Some("codex-agent"));
+    assert_eq!(prepare["result"], "pass", "{}", detail(prepare));
+    assert_eq!(
+        prepare["observed"]["pip_index_args"],
+        serde_json::json!(["-i", index_url])
+    );
+    let deps = &candidate(&ev, "codex-agent")["dependencies"];
+    assert_eq!(deps["requirements"], serde_json::json!(["six==1.16.0"]));
+    assert_eq!(
+        deps["installed"],
+        serde_json::json!([{"name": "six", "version": "1.16.0"}])
+    );
+    assert_eq!(deps["wheelhouse_files"], serde_json::json!([WHEEL]));
+    let installed = check(&ev, "dependencies", "installed", Some("codex-agent"));
+    assert_eq!(installed["result"], "pass", "{}", detail(installed));
+    assert!(detail(installed).contains(WHEEL), "{}", detail(installed));
+    for folder in ["acp-agent-runner", "claude-code-agent"] {
+        assert_eq!(
+            candidate(&ev, folder)["dependencies"]["nothing_installed"],
+            true
+        );
+    }
+
+    // replay re-derives the wheel's digest and the index; a changed wheel is drift.
+    let out = common::replay_output(&dir, &["--format", "json"]);
+    assert_eq!(common::exit_code(&out), 0, "{}", common::both(&out));
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("replay JSON");
+    let text = rows.to_string();
+    assert!(
+        text.contains(&format!("wheelhouse/{WHEEL} sha256")),
+        "{text}"
+    );
+    assert!(text.contains("wheelhouse/simple index"), "{text}");
+    std::fs::write(&wheel_path, b"not the wheel").unwrap();
+    let out = common::replay_output(&dir, &[]);
+    assert_eq!(common::exit_code(&out), 1, "{}", common::both(&out));
+    assert!(
+        common::stdout_text(&out).contains(&format!("wheelhouse/{WHEEL} sha256")),
+        "{}",
+        common::both(&out)
+    );
+}
+
+#[test]
+fn a_requirement_that_cannot_be_downloaded_fails_dependencies_naming_it() {
+    let (code, ev, dir, _keep) = run_with_codex_requirements(
+        "langbot-plugin==0.6.0b5\nvcc-no-such-package-xyz==1.0\n",
+        "dependencies",
+    );
+    assert_eq!(code, 1);
+    assert_eq!(gate_result(&ev, "dependencies"), "fail");
+    let c = check(&ev, "dependencies", "wheelhouse", Some("codex-agent"));
+    assert_eq!(c["result"], "fail");
+    let text = detail(c);
+    let log = dir.join("logs/dependencies/wheelhouse/download-1");
+    for part in [
+        "on `vcc-no-such-package-xyz==1.0`",
+        "pip's last lines:",
+        "No matching distribution found for vcc-no-such-package-xyz==1.0",
+        &format!("{}.stderr", log.display()),
+        "remove it from requirements.txt",
+    ] {
+        assert!(text.contains(part), "missing {part:?} in: {text}");
+    }
+    let w = &ev["wheelhouse"];
+    assert_eq!(w["downloads"][0]["ok"], false);
+    assert_eq!(
+        w["downloads"][0]["failure"]["requirement"],
+        "vcc-no-such-package-xyz==1.0"
+    );
+    // Nothing is prepared for it; the other candidates still are.
+    let prepared: Vec<&Value> = common::checks(&ev, "dependencies")
+        .iter()
+        .filter(|c| c["name"] == "prepare" && c["candidate"] == "codex-agent")
+        .collect();
+    assert!(prepared.is_empty(), "{prepared:?}");
+    for folder in ["acp-agent-runner", "claude-code-agent"] {
+        let c = check(&ev, "dependencies", "prepare", Some(folder));
+        assert_eq!(c["result"], "pass", "{}", detail(c));
     }
 }
 
@@ -329,4 +512,60 @@ fn extraction_disagreement_lists_the_differing_paths() {
     );
     let code_dir: PathBuf = hand.input.evidence_dir.join(record.code_dir.unwrap());
     assert!(code_dir.join("main.py").is_file());
+}
+
+/// `--partition` runs each build their own wheelhouse; `merge` copies every
+/// file once (re-hashed first), unions the records and writes one index,
+/// which `replay` then verifies.
+#[test]
+fn partition_wheelhouses_merge_into_one_that_replays() {
+    let repo = fixture_repo(&[]);
+    for folder in ["codex-agent", "claude-code-agent"] {
+        std::fs::write(
+            repo.root
+                .join("Runner")
+                .join(folder)
+                .join("requirements.txt"),
+            "langbot-plugin==0.6.0b5\nsix==1.16.0\n",
+        )
+        .unwrap();
+    }
+    common::git(&repo.root, &["commit", "-q", "-a", "-m", "six twice"]);
+    let mut parts = Vec::new();
+    let mut keep = Vec::new();
+    for share in ["1/2", "2/2"] {
+        let (k, dir) = evidence_dir();
+        let out = common::verifier_only(&repo.root, &dir, "dependencies")
+            .args(["--partition", share])
+            .output()
+            .expect("run the verifier");
+        assert_eq!(
+            common::exit_code(&out),
+            0,
+            "{share}: {}",
+            common::both(&out)
+        );
+        make_writable(k.path());
+        parts.push(dir);
+        keep.push(k);
+    }
+    let (k, merged) = evidence_dir();
+    keep.push(k);
+    let out = common::merge_output(&merged, &[&parts[0], &parts[1]]);
+    assert_eq!(common::exit_code(&out), 0, "{}", common::both(&out));
+    let m = read_evidence(&merged);
+    let files = m["wheelhouse"]["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "one six wheel, not one per partition");
+    assert_eq!(files[0]["name"], "six-1.16.0-py2.py3-none-any.whl");
+    assert_eq!(m["wheelhouse"]["downloads"].as_array().unwrap().len(), 2);
+    let copy = merged.join("wheelhouse/six-1.16.0-py2.py3-none-any.whl");
+    assert_eq!(
+        hash::sha256_file(&copy)
+            .expect("the merge copied the wheel")
+            .hex(),
+        files[0]["sha256"]
+    );
+    assert!(merged.join("wheelhouse/simple/six/index.html").is_file());
+    let out = common::replay_output(&merged, &[]);
+    assert_eq!(common::exit_code(&out), 0, "{}", common::both(&out));
 }

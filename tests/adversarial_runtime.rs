@@ -165,6 +165,9 @@ fn an_unreadable_archive_is_not_a_dependency_refusal() {
         root: root.clone(),
         env: probe_env(&root),
         log_dir,
+        wrapper: Vec::new(),
+        network: "none (test)".into(),
+        wheelhouse_files: Vec::new(),
     };
     let (checks, record) = dependencies::prepare_twice(&input);
     assert!(record.is_none());

@@ -30,7 +30,11 @@ struct Run {
 }
 
 fn run(overlays: &[&str], profile: Option<&str>, env: &[(&str, &str)]) -> Run {
-    let repo = fixture_repo(overlays);
+    run_on(fixture_repo(overlays), profile, env)
+}
+
+/// [`run`] on a fixture repository the caller prepared.
+fn run_on(repo: common::FixtureRepo, profile: Option<&str>, env: &[(&str, &str)]) -> Run {
     let (keep, dir) = evidence_dir();
     let mut cmd = verifier();
     cmd.current_dir(&repo.root)
@@ -399,4 +403,76 @@ fn a_committed_fixture_is_used_as_declared_and_a_missing_one_fails_its_setup() {
     );
     assert_eq!(probe["observed"]["probes"], serde_json::json!([]));
     assert_eq!(r.code, 1);
+}
+
+/// A real third-party requirement (`six==1.16.0`) beside the SDK pin: the
+/// `dependencies` gate downloads it into DIR/wheelhouse, and the runtime,
+/// inside its private network namespace, installs it from there (its only
+/// index) and initializes the plugin. Asserted on the checks that concern
+/// dependencies (network-isolation, installation, initialized) rather than
+/// the whole gate verdict, which also covers the Runner probes.
+#[test]
+fn a_third_party_requirement_installs_offline_from_the_wheelhouse_in_the_namespace() {
+    let repo = fixture_repo(&[]);
+    std::fs::write(
+        repo.root.join("Runner/codex-agent/requirements.txt"),
+        "langbot-plugin==0.6.0b5\nsix==1.16.0\n",
+    )
+    .unwrap();
+    common::git(&repo.root, &["commit", "-q", "-a", "-m", "six"]);
+    let r = run_on(repo, None, &[]);
+    assert_eq!(gate_result(&r.evidence, "dependencies"), "pass");
+
+    let net = check(&r.evidence, GATE, "network-isolation", None);
+    assert_eq!(net["result"], "pass", "{}", detail(net));
+    assert_eq!(net["observed"]["interfaces"], serde_json::json!(["lo"]));
+    for name in ["installation", "initialized"] {
+        let c = check(&r.evidence, GATE, name, Some("codex-agent"));
+        assert_eq!(c["result"], "pass", "{name}: {}", detail(c));
+    }
+    assert_eq!(
+        check(&r.evidence, GATE, "initialized", Some("codex-agent"))["observed"]["status"],
+        "initialized"
+    );
+
+    // The runtime was given the wheelhouse as its index...
+    let index_url = format!("file://{}/wheelhouse/simple/", r.dir.display());
+    let spec: Value = serde_json::from_str(
+        &std::fs::read_to_string(r.dir.join("logs").join(GATE).join("host-spec.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(spec["env"]["LANGBOT_PLUGIN_PYPI_INDEX_URL"], index_url);
+    // ...and its own installer put six, from the recorded wheel, in the
+    // environment it prepared for the plugin.
+    let wheel = &r.evidence["wheelhouse"]["files"][0];
+    assert_eq!(wheel["name"], "six-1.16.0-py2.py3-none-any.whl");
+    let on_disk = verify_coding_candidates::hash::sha256_file(
+        &r.dir
+            .join("wheelhouse")
+            .join("six-1.16.0-py2.py3-none-any.whl"),
+    )
+    .unwrap();
+    assert_eq!(wheel["sha256"], on_disk.hex());
+    // The runtime prepared the same environment (same digest) the
+    // `dependencies` gate prepared, and six is in it.
+    let digest = common::candidate(&r.evidence, "codex-agent")["dependencies"]["digests"][0]
+        .as_str()
+        .expect("the dependencies gate's environment digest")
+        .to_string();
+    let runtime_root = r.dir.join("roots/discovery-rpc/runtime");
+    let six: Vec<std::path::PathBuf> = walkdir::WalkDir::new(&runtime_root)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name() == "six-1.16.0.dist-info")
+        .map(|e| e.into_path())
+        .collect();
+    assert_eq!(six.len(), 1, "{six:?}");
+    assert!(
+        six[0].ends_with(format!(
+            "environments/sha256/{digest}/site-packages/six-1.16.0.dist-info"
+        )),
+        "{}",
+        six[0].display()
+    );
+    assert_eq!(check(&r.evidence, GATE, "teardown", None)["result"], "pass");
 }

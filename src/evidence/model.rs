@@ -49,6 +49,11 @@ pub struct Evidence {
     /// it ran.
     #[serde(default)]
     pub suites: Option<SuitesRecord>,
+    /// The run's wheelhouse (DIR/wheelhouse): every file the candidates'
+    /// requirements resolve to, downloaded once by the `dependencies` gate,
+    /// from which every later install reads offline; once that gate ran.
+    #[serde(default)]
+    pub wheelhouse: Option<WheelhouseRecord>,
     /// The sign-off over everything above.
     pub sign_off: SignOff,
 }
@@ -520,6 +525,83 @@ pub struct DependencyRecord {
     pub installed: Vec<InstalledDistribution>,
     /// True when the environment holds no distribution at all.
     pub nothing_installed: bool,
+    /// The wheelhouse files the installed distributions came from (matched
+    /// by PEP 503 name and version), sorted.
+    #[serde(default)]
+    pub wheelhouse_files: Vec<String>,
+}
+
+/// DIR/wheelhouse: what the `dependencies` gate downloaded from the package
+/// index, once per distinct requirement set, and the PEP 503 simple index it
+/// wrote over those files. Every later install (the gate's own SDK
+/// preparations, the runtime in `discovery-rpc`) gets
+/// `LANGBOT_PLUGIN_PYPI_INDEX_URL=file://<DIR>/wheelhouse/simple/` and no
+/// network.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WheelhouseRecord {
+    /// The folder holding the files, relative to DIR (`wheelhouse`).
+    pub dir: String,
+    /// The PEP 503 simple index, relative to DIR (`wheelhouse/simple/`):
+    /// `index.html` and one `<normalized-name>/index.html` per project, each
+    /// link carrying a `#sha256=` fragment.
+    pub index: String,
+    /// The package index the files were downloaded from.
+    pub upstream_index: String,
+    /// One `pip wheel` run per distinct requirement set, in run order; none
+    /// when no candidate names a requirement beyond the SDK.
+    pub downloads: Vec<WheelhouseDownload>,
+    /// Every file of the wheelhouse, sorted by name.
+    pub files: Vec<WheelhouseFile>,
+}
+
+/// One `pip wheel` run of the verified interpreter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WheelhouseDownload {
+    /// The candidates whose requirements these are.
+    pub candidates: Vec<String>,
+    /// The requirements, as the SDK keeps them (its own pin dropped).
+    pub requirements: Vec<String>,
+    /// Whether pip downloaded (or built) a wheel for every requirement and
+    /// everything they depend on.
+    pub ok: bool,
+    /// The files this run produced (names in the wheelhouse), sorted.
+    pub files: Vec<String>,
+    /// Wall-clock duration of the run, in milliseconds.
+    pub duration_ms: u64,
+    /// Log stem relative to DIR (`.stdout`/`.stderr`/`.cmd` appended).
+    pub log: String,
+    /// Why it failed, when it did.
+    pub failure: Option<WheelhouseFailure>,
+}
+
+/// A failed `pip wheel` run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WheelhouseFailure {
+    /// `exit status 1`, `timed out and was stopped`, or why it could not run.
+    pub status: String,
+    /// The requirement pip names in its error, when it names one.
+    pub requirement: Option<String>,
+    /// pip's last lines.
+    pub pip_tail: String,
+}
+
+/// One file of the wheelhouse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WheelhouseFile {
+    /// File name (in DIR/wheelhouse).
+    pub name: String,
+    /// PEP 503 normalized project name, from the wheel file name.
+    pub project: String,
+    /// Version, from the wheel file name.
+    pub version: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// sha256 hex.
+    pub sha256: String,
 }
 
 /// One distribution in a dependency environment.

@@ -9,21 +9,38 @@
 //! `PluginWorkerLauncher.prepare_dependency_environment` with a
 //! `PluginDependencyEnvironmentStore` on that root, in the `oss_dev` runtime
 //! profile: the first run prepares and publishes the environment, the second
-//! must read back the same one. This is the only place the run may reach the
-//! package index (the SDK's `pip install --target`, and only when requirements
-//! remain after the SDK drops its own pin). Rust then checks:
+//! must read back the same one.
 //!
-//! - `prepare`: both preparations succeeded;
+//! Before that, the gate builds the run's wheelhouse ([`crate::wheelhouse`]):
+//! a first probe run (mode `requirements`, on a scratch data root) reports
+//! the requirements the SDK keeps after dropping its own pin; one `pip wheel`
+//! of the verified interpreter per distinct requirement set downloads their
+//! whole dependency closure into `DIR/wheelhouse/`, and a PEP 503 index is
+//! written over it. This download is the only place the run reaches the
+//! package index. The two preparations then install from that index only:
+//! their environment carries `LANGBOT_PLUGIN_PYPI_INDEX_URL=file://<DIR>/
+//! wheelhouse/simple/` (the one variable the SDK's installer reads; it clears
+//! pip's own environment), and they run in a private network namespace when
+//! the machine allows one. Rust then checks:
+//!
+//! - `wheelhouse`: every requirement and its dependencies were downloaded
+//!   (which files, with size and sha256), or nothing was needed;
+//! - `prepare`: both preparations succeeded, with the SDK's index arguments
+//!   naming the wheelhouse only;
 //! - `same-digest`: both returned the same environment digest;
 //! - `ready`: the environment reads back ready, both through the SDK and from
 //!   its `.ready.json` on disk, read-only, naming this archive;
 //! - `no-shadow-sdk`: nothing named `langbot_plugin*` is in the environment;
 //! - `installed`: what the environment holds (dist-info name and version),
-//!   nothing when the requirements name nothing beyond the SDK.
+//!   each distribution a file of the wheelhouse; nothing when the
+//!   requirements name nothing beyond the SDK.
 
 use crate::context::RunContext;
-use crate::evidence::{Check, DependencyRecord, InstalledDistribution};
-use crate::python;
+use crate::evidence::{
+    Check, DependencyRecord, InstalledDistribution, WheelhouseFile, WheelhouseRecord,
+};
+use crate::netns::{self, NetKind};
+use crate::{process, python, wheelhouse};
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -68,12 +85,21 @@ pub struct DependencyInput {
     pub env: BTreeMap<String, String>,
     /// Log directory: run N logs to `<log_dir>/run-N`.
     pub log_dir: PathBuf,
+    /// Program and arguments put before the interpreter of each preparation
+    /// (a private network namespace, `unshare --net --`); empty: none.
+    pub wrapper: Vec<String>,
+    /// How the preparations' network is isolated, for the `prepare` check.
+    pub network: String,
+    /// The wheelhouse's files: every installed distribution must be one.
+    pub wheelhouse_files: Vec<WheelhouseFile>,
 }
 
 /// The probe's report (`dependencies_probe.py`).
 #[derive(Debug, Clone, Deserialize)]
 struct ProbeReport {
     runtime_profile: String,
+    #[serde(default)]
+    pip_index_args: Vec<String>,
     environments_before: Vec<String>,
     requirements: Option<Vec<String>>,
     requirement_names: Option<Vec<String>>,
@@ -173,6 +199,27 @@ pub fn installed_distributions(site_packages: &Path) -> Result<Vec<InstalledDist
     Ok(out)
 }
 
+/// The wheelhouse file names the `installed` distributions came from
+/// (matched by PEP 503 name and version, sorted), and the distributions no
+/// wheelhouse file accounts for (`name version`).
+pub fn wheelhouse_sources(
+    installed: &[InstalledDistribution],
+    files: &[WheelhouseFile],
+) -> (Vec<String>, Vec<String>) {
+    let mut from = Vec::new();
+    let mut foreign = Vec::new();
+    for d in installed {
+        let matched = wheelhouse::files_for(files, &d.name, &d.version);
+        if matched.is_empty() {
+            foreign.push(format!("{} {}", d.name, d.version));
+        }
+        from.extend(matched.iter().map(|f| f.name.clone()));
+    }
+    from.sort();
+    from.dedup();
+    (from, foreign)
+}
+
 /// Prepares one archive's environment [`RUNS`] times through the SDK and
 /// checks the results. Never fails as a whole: a probe that could not run is a
 /// failing `prepare` check.
@@ -182,7 +229,8 @@ pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyR
     let archive_rel = relative(&input.evidence_dir, &input.archive);
     let mut reports = Vec::new();
     for run in 1..=RUNS {
-        let report: Result<ProbeReport, String> = python::run_probe_with_timeout(
+        let report: Result<ProbeReport, String> = python::run_probe_in(
+            &input.wrapper,
             &input.python,
             "dependencies_probe",
             python::DEPENDENCIES_PROBE,
@@ -243,15 +291,42 @@ pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyR
     let site_packages = expected_root.join("site-packages");
     let env_rel = relative(&input.evidence_dir, &expected_root);
     let requirements = reports[0].requirements.clone().unwrap_or_default();
-    let mut checks = vec![Check::pass(
-        "prepare",
-        Some(folder),
-        format!(
-            "the SDK prepared the dependency environment of {archive_rel} {RUNS} times (runtime \
-             profile {}), in separate interpreters on one data root, without error",
-            reports[0].runtime_profile
+    let expected_index = input
+        .env
+        .get(wheelhouse::INDEX_URL_ENV)
+        .map(|url| vec!["-i".to_string(), url.clone()]);
+    let index_args: Vec<&Vec<String>> = reports.iter().map(|r| &r.pip_index_args).collect();
+    let prepare_observed = json!({
+        "pip_index_args": reports[0].pip_index_args, "network": input.network,
+    });
+    let mut checks = vec![match &expected_index {
+        Some(expected) if index_args.iter().all(|a| *a == expected) => Check::pass(
+            "prepare",
+            Some(folder),
+            format!(
+                "the SDK prepared the dependency environment of {archive_rel} {RUNS} times (runtime \
+                 profile {}), in separate interpreters on one data root, without error; its installer's \
+                 index arguments were `{}` (the run's wheelhouse only), network: {}",
+                reports[0].runtime_profile,
+                expected.join(" "),
+                input.network
+            ),
         ),
-    )];
+        _ => Check::fail(
+            "prepare",
+            Some(folder),
+            format!(
+                "{archive_rel}: expected the SDK's installer to read only the run's wheelhouse (index \
+                 arguments {:?}, from {} in the probe's environment), found it built {index_args:?}; \
+                 the preparation could have reached another index: this is a harness defect, report it \
+                 with the probe logs under {}",
+                expected_index.clone().unwrap_or_default(),
+                wheelhouse::INDEX_URL_ENV,
+                input.log_dir.display()
+            ),
+        ),
+    }
+    .with_observed(prepare_observed)];
 
     // same-digest
     let same = digests.iter().all(|d| d == &first.digest);
@@ -412,6 +487,7 @@ pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyR
         requirements: requirements.clone(),
         installed: Vec::new(),
         nothing_installed: false,
+        wheelhouse_files: Vec::new(),
     };
     checks.push(match installed {
         Err(e) => Check::fail("installed", Some(folder), format!("not observed: {e}")),
@@ -429,8 +505,26 @@ pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyR
                 .map(|d| format!("{} {}", d.name, d.version))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let observed = json!({ "requirements": requirements, "installed": installed });
-            if requirements.is_empty() && installed.is_empty() {
+            let (from, foreign) = wheelhouse_sources(&installed, &input.wheelhouse_files);
+            record.wheelhouse_files = from.clone();
+            let observed = json!({
+                "requirements": requirements, "installed": installed, "wheelhouse_files": from,
+            });
+            if !foreign.is_empty() {
+                Check::fail(
+                    "installed",
+                    Some(folder),
+                    format!(
+                        "{env_rel}: expected every installed distribution to be a file of the run's \
+                         wheelhouse (DIR/{}), found {} with no wheelhouse file of that name and version; \
+                         the preparation installed from somewhere else: report it with the probe logs \
+                         under {}",
+                        wheelhouse::DIR_NAME,
+                        foreign.join(", "),
+                        input.log_dir.display()
+                    ),
+                )
+            } else if requirements.is_empty() && installed.is_empty() {
                 Check::pass(
                     "installed",
                     Some(folder),
@@ -460,13 +554,187 @@ pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyR
                 Check::pass(
                     "installed",
                     Some(folder),
-                    format!("for requirements {requirements:?} the SDK installed: {listed}"),
+                    format!(
+                        "for requirements {requirements:?} the SDK installed: {listed}, each from a \
+                         wheelhouse file ({})",
+                        from.join(", ")
+                    ),
                 )
             }
             .with_observed(observed)
         }
     });
     (checks, Some(record))
+}
+
+/// The requirements the SDK keeps for one archive (its own pin dropped), as
+/// the probe in mode `requirements` reports them, on a scratch data root
+/// (`<root>/requirements-data`) so the preparations' root stays untouched.
+///
+/// # Errors
+/// A sentence for a failing `wheelhouse` check: the probe did not answer, or
+/// the SDK refused the requirements.
+pub fn read_requirements(input: &DependencyInput) -> Result<Vec<String>, String> {
+    let archive_rel = relative(&input.evidence_dir, &input.archive);
+    let report: ProbeReport = python::run_probe_with_timeout(
+        &input.python,
+        "dependencies_probe",
+        python::DEPENDENCIES_PROBE,
+        &[
+            input.archive.display().to_string(),
+            input.archive_sha256.clone(),
+            input.root.join("requirements-data").display().to_string(),
+            "requirements".into(),
+        ],
+        &input.root,
+        input.env.clone(),
+        &input.log_dir.join("requirements"),
+        python::PROBE_TIMEOUT,
+    )
+    .map_err(|e| format!("not observed: reading the requirements: {e}"))?;
+    match (report.error, report.requirements) {
+        (None, Some(requirements)) => Ok(requirements),
+        (error, _) => Err(format!(
+            "{archive_rel}: expected the SDK to read the archive's requirements.txt, found it refused: {}; \
+             the host would fail this installation with `dependency_prepare_failed`: fix the candidate's \
+             requirements.txt",
+            error.unwrap_or_else(|| "no requirements and no error reported".into())
+        )),
+    }
+}
+
+/// The `wheelhouse` check of one candidate whose SDK-kept requirements are
+/// `requirements`, from the wheelhouse as built (`record`, relative paths
+/// resolved against `evidence_dir`).
+pub fn wheelhouse_check(
+    folder: &str,
+    requirements: &[String],
+    record: &WheelhouseRecord,
+    evidence_dir: &Path,
+) -> Check {
+    let index = wheelhouse::index_url(evidence_dir);
+    if requirements.is_empty() {
+        return Check::pass(
+            "wheelhouse",
+            Some(folder),
+            format!(
+                "the requirements name nothing beyond the SDK: nothing to download (the wheelhouse holds {} \
+                 file(s) in all; later installs read only {index})",
+                record.files.len()
+            ),
+        )
+        .with_observed(json!({ "requirements": requirements, "files": [] }));
+    }
+    let Some(download) = record
+        .downloads
+        .iter()
+        .find(|d| d.candidates.iter().any(|c| c == folder))
+    else {
+        return Check::fail(
+            "wheelhouse",
+            Some(folder),
+            format!(
+                "not observed: no download is recorded for {folder}'s requirements {requirements:?}; this is \
+                 a harness defect: report it"
+            ),
+        );
+    };
+    let log = evidence_dir.join(&download.log);
+    let files: Vec<&WheelhouseFile> = record
+        .files
+        .iter()
+        .filter(|f| download.files.contains(&f.name))
+        .collect();
+    let observed = json!({
+        "requirements": requirements,
+        "files": files.iter().map(|f| json!({"name": f.name, "size": f.size, "sha256": f.sha256})).collect::<Vec<_>>(),
+        "duration_ms": download.duration_ms,
+        "log": download.log,
+        "failure": download.failure,
+    });
+    let others: Vec<&String> = download
+        .candidates
+        .iter()
+        .filter(|c| *c != folder)
+        .collect();
+    let shared = if others.is_empty() {
+        String::new()
+    } else {
+        format!(", one download shared with {others:?}")
+    };
+    if download.ok {
+        let listed: Vec<String> = files
+            .iter()
+            .map(|f| format!("{} ({} bytes, sha256 {})", f.name, f.size, f.sha256))
+            .collect();
+        return Check::pass(
+            "wheelhouse",
+            Some(folder),
+            format!(
+                "requirements {requirements:?} resolved, with everything they depend on, to {} file(s) that \
+                 `pip wheel` downloaded once from {} into DIR/{} in {} ms{shared}: {}; later installs read only \
+                 {index}",
+                files.len(),
+                record.upstream_index,
+                wheelhouse::DIR_NAME,
+                download.duration_ms,
+                listed.join(", ")
+            ),
+        )
+        .with_observed(observed);
+    }
+    let failure = download
+        .failure
+        .clone()
+        .unwrap_or_else(|| crate::evidence::WheelhouseFailure {
+            status: "failed without a recorded reason".into(),
+            requirement: None,
+            pip_tail: String::new(),
+        });
+    let which = match &failure.requirement {
+        Some(r) => format!("on `{r}`"),
+        None => "(pip names no single requirement)".into(),
+    };
+    let tail: String = failure
+        .pip_tail
+        .lines()
+        .map(|l| format!("\n  {l}"))
+        .collect();
+    Check::fail(
+        "wheelhouse",
+        Some(folder),
+        format!(
+            "expected `pip wheel` (the verified interpreter's pip) to download requirements {requirements:?} of \
+             {folder} and everything they depend on from {} into DIR/{}, found it failed ({}) {which}{shared}; \
+             pip's last lines:{tail}\nfull log: {}.stdout and {}.stderr; every later install (this gate's \
+             SDK preparation, the runtime in discovery-rpc) is offline and reads only the wheelhouse, so a \
+             requirement that cannot be downloaded here cannot be installed at all: check its name and version \
+             on the index (a private package must be published there), or remove it from requirements.txt",
+            record.upstream_index,
+            wheelhouse::DIR_NAME,
+            failure.status,
+            log.display(),
+            log.display()
+        ),
+    )
+    .with_observed(observed)
+}
+
+/// Runs `f` on every input in its own thread; a panicking thread yields
+/// `on_panic(input)`.
+fn each_in_parallel<T: Send>(
+    inputs: &[DependencyInput],
+    f: impl Fn(&DependencyInput) -> T + Sync,
+    on_panic: impl Fn(&DependencyInput) -> T,
+) -> Vec<T> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = inputs.iter().map(|i| s.spawn(|| f(i))).collect();
+        handles
+            .into_iter()
+            .zip(inputs)
+            .map(|(h, i)| h.join().unwrap_or_else(|_| on_panic(i)))
+            .collect()
+    })
 }
 
 impl super::Gate for Dependencies {
@@ -496,6 +764,8 @@ impl super::Gate for Dependencies {
                 .parent()
                 .map(Path::to_path_buf)
                 .ok_or_else(|| format!("dependencies: private root of {folder} has no parent"))?;
+            let mut env = ctx.child_env(&home, &tmp);
+            wheelhouse::point_at_wheelhouse(&mut env, &ctx.evidence_dir);
             inputs.push(DependencyInput {
                 python: ctx.python.clone(),
                 evidence_dir: ctx.evidence_dir.clone(),
@@ -503,32 +773,87 @@ impl super::Gate for Dependencies {
                 archive: ctx.evidence_dir.join(&archive.path),
                 archive_sha256: archive.sha256.clone(),
                 root,
-                env: ctx.child_env(&home, &tmp),
+                env,
                 log_dir: ctx.log_stem(GATE, folder),
+                wrapper: Vec::new(),
+                network: String::new(),
+                wheelhouse_files: Vec::new(),
             });
         }
-        let outcomes: Vec<(Vec<Check>, Option<DependencyRecord>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = inputs
-                .iter()
-                .map(|i| s.spawn(move || prepare_twice(i)))
-                .collect();
-            handles
-                .into_iter()
-                .zip(&inputs)
-                .map(|(h, i)| {
-                    h.join().unwrap_or_else(|_| {
-                        (
-                            vec![Check::fail(
-                                "prepare",
-                                Some(&i.folder),
-                                "not observed: the preparation thread panicked; this is a \
-                                 harness defect: report it",
-                            )],
-                            None,
-                        )
-                    })
-                })
-                .collect()
+
+        // What each candidate needs, as the SDK reads it; then one download
+        // per distinct requirement set, the run's only package-index access.
+        let reads = each_in_parallel(&inputs, read_requirements, |_| {
+            Err("not observed: the requirements thread panicked; this is a harness defect: report it".into())
+        });
+        let mut wanted: Vec<(String, Vec<String>)> = Vec::new();
+        let mut readable = Vec::new();
+        for (input, read) in inputs.into_iter().zip(reads) {
+            match read {
+                Ok(requirements) => {
+                    wanted.push((input.folder.clone(), requirements));
+                    readable.push(input);
+                }
+                Err(e) => checks.push(Check::fail("wheelhouse", Some(&input.folder), e)),
+            }
+        }
+        let (home, tmp) = ctx.private_roots(GATE, wheelhouse::DIR_NAME).map_err(|e| {
+            format!("dependencies: cannot create the wheelhouse's private roots: {e}")
+        })?;
+        let built = wheelhouse::build(
+            &wheelhouse::BuildInput {
+                python: ctx.python.clone(),
+                evidence_dir: ctx.evidence_dir.clone(),
+                scratch: tmp.clone(),
+                env: ctx.child_env(&home, &tmp),
+                log_dir: ctx.log_stem(GATE, wheelhouse::DIR_NAME),
+            },
+            &wheelhouse::plan(&wanted),
+        )
+        .map_err(|e| format!("dependencies: cannot build the wheelhouse: {e}"))?;
+        ctx.wheelhouse = Some(built.clone());
+        let mut inputs = Vec::new();
+        for (input, (_, requirements)) in readable.into_iter().zip(&wanted) {
+            let check = wheelhouse_check(&input.folder, requirements, &built, &ctx.evidence_dir);
+            let downloaded = check.result != crate::evidence::CheckResult::Fail;
+            checks.push(check);
+            if downloaded {
+                inputs.push(input);
+            }
+        }
+        if inputs.is_empty() {
+            return Ok(checks);
+        }
+
+        // Offline from here: a private network namespace when the machine
+        // allows one, the wheelhouse as the only index in any case.
+        let plan = netns::plan(
+            &ctx.evidence_dir.join("logs").join(GATE),
+            &process::base_env(),
+        );
+        let network = match plan.kind {
+            NetKind::None => format!(
+                "{} ({}); the SDK's pip was still given the wheelhouse as its only index",
+                plan.label(),
+                plan.attempts.join("; ")
+            ),
+            _ => plan.label(),
+        };
+        for input in &mut inputs {
+            input.wrapper = plan.wrapper.clone();
+            input.network = network.clone();
+            input.wheelhouse_files = built.files.clone();
+        }
+        let outcomes = each_in_parallel(&inputs, prepare_twice, |i| {
+            (
+                vec![Check::fail(
+                    "prepare",
+                    Some(&i.folder),
+                    "not observed: the preparation thread panicked; this is a \
+                     harness defect: report it",
+                )],
+                None,
+            )
         });
         for (input, (c, record)) in inputs.iter().zip(outcomes) {
             checks.extend(c);
@@ -543,6 +868,115 @@ impl super::Gate for Dependencies {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::evidence::{CheckResult, WheelhouseDownload, WheelhouseFailure};
+
+    fn six() -> WheelhouseFile {
+        WheelhouseFile {
+            name: "six-1.16.0-py2.py3-none-any.whl".into(),
+            project: "six".into(),
+            version: "1.16.0".into(),
+            size: 11053,
+            sha256: "8a".repeat(32),
+        }
+    }
+
+    fn record(download: Option<WheelhouseDownload>) -> WheelhouseRecord {
+        WheelhouseRecord {
+            dir: "wheelhouse".into(),
+            index: "wheelhouse/simple/".into(),
+            upstream_index: wheelhouse::UPSTREAM_INDEX.into(),
+            files: if download.as_ref().is_some_and(|d| d.ok) {
+                vec![six()]
+            } else {
+                vec![]
+            },
+            downloads: download.into_iter().collect(),
+        }
+    }
+
+    fn download(ok: bool) -> WheelhouseDownload {
+        WheelhouseDownload {
+            candidates: vec!["codex-agent".into(), "claude-code-agent".into()],
+            requirements: vec!["six==1.16.0".into()],
+            ok,
+            files: if ok { vec![six().name] } else { vec![] },
+            duration_ms: 1200,
+            log: "logs/dependencies/wheelhouse/download-1".into(),
+            failure: (!ok).then(|| WheelhouseFailure {
+                status: "exit status 1".into(),
+                requirement: Some("vcc-no-such-package-xyz==1.0".into()),
+                pip_tail: "ERROR: No matching distribution found for vcc-no-such-package-xyz==1.0"
+                    .into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn the_wheelhouse_check_lists_each_file_or_names_the_failed_requirement() {
+        let ev = Path::new("/ev");
+        let reqs = vec!["six==1.16.0".to_string()];
+        let pass = wheelhouse_check("codex-agent", &reqs, &record(Some(download(true))), ev);
+        assert_eq!(pass.result, CheckResult::Pass, "{}", pass.detail);
+        assert!(
+            pass.detail.contains(&format!("sha256 {}", "8a".repeat(32))),
+            "{}",
+            pass.detail
+        );
+        assert!(
+            pass.detail.contains("file:///ev/wheelhouse/simple/"),
+            "{}",
+            pass.detail
+        );
+        assert!(
+            pass.detail.contains("shared with [\"claude-code-agent\"]"),
+            "{}",
+            pass.detail
+        );
+        assert_eq!(pass.observed.as_ref().unwrap()["files"][0]["size"], 11053);
+
+        let fail = wheelhouse_check("codex-agent", &reqs, &record(Some(download(false))), ev);
+        assert_eq!(fail.result, CheckResult::Fail);
+        for needle in [
+            "on `vcc-no-such-package-xyz==1.0`",
+            "ERROR: No matching distribution found",
+            "/ev/logs/dependencies/wheelhouse/download-1.stderr",
+            "remove it from requirements.txt",
+        ] {
+            assert!(fail.detail.contains(needle), "{needle}: {}", fail.detail);
+        }
+
+        let none = wheelhouse_check("acp-agent-runner", &[], &record(None), ev);
+        assert_eq!(none.result, CheckResult::Pass);
+        assert!(
+            none.detail.contains("nothing to download"),
+            "{}",
+            none.detail
+        );
+        // Requirements without a recorded download are never a pass.
+        let lost = wheelhouse_check("acp-agent-runner", &reqs, &record(Some(download(true))), ev);
+        assert_eq!(lost.result, CheckResult::Fail);
+        assert!(lost.detail.starts_with("not observed"), "{}", lost.detail);
+    }
+
+    #[test]
+    fn installed_distributions_outside_the_wheelhouse_are_named() {
+        let installed = [
+            InstalledDistribution {
+                name: "six".into(),
+                version: "1.16.0".into(),
+            },
+            InstalledDistribution {
+                name: "requests".into(),
+                version: "2.32.0".into(),
+            },
+        ];
+        let (from, foreign) = wheelhouse_sources(&installed, &[six()]);
+        assert_eq!(from, [six().name]);
+        assert_eq!(foreign, ["requests 2.32.0"]);
+        let (from, foreign) = wheelhouse_sources(&installed[..1], &[six()]);
+        assert_eq!((from.len(), foreign.len()), (1, 0));
+    }
 
     #[test]
     fn names_are_normalised_as_pep_503() {

@@ -1,7 +1,8 @@
 //! The `discovery-rpc` gate: the genuine SDK runtime, over a real loopback
 //! WebSocket, installs every candidate archive, initializes its plugin and
-//! lists its components; each Runner component answers one request from a
-//! local protocol fixture.
+//! lists its components; each Runner component is probed through its
+//! invocation config: a negative control that must fail, then a call that
+//! must complete through a local protocol fixture the runner starts itself.
 //!
 //! The runtime's control server binds all interfaces, so the gate runs the
 //! runtime and the host client together in a private network namespace when
@@ -10,11 +11,17 @@
 //! [`spec::HostSpec`] and reads back a [`spec::HostResult`]. Without a
 //! namespace the same host runs directly and the exposure is a warning.
 //!
+//! The runtime prepares each plugin's dependencies itself, with its own pip;
+//! its environment names the run's wheelhouse as the only index
+//! ([`crate::wheelhouse::point_at_wheelhouse`]), built by the `dependencies`
+//! gate, the only gate that reaches the package index.
+//!
 //! Files: `DIR/logs/discovery-rpc/` holds `host-spec.json`,
 //! `host-result.json`, `transcript.jsonl` (every message, archive bytes
 //! elided), `runtime.{stdout,stderr,cmd}`, `host.*` and the namespace
 //! preflights; `DIR/roots/discovery-rpc/` holds the runtime's private HOME,
-//! TMPDIR and data root, and the vendor-fixture `bin/`.
+//! TMPDIR and data root, and `probes/<folder>/<runner>/` the runner probes'
+//! fixture program, its `transcript.jsonl` and the private `workspace/`.
 
 mod components;
 mod host;
@@ -93,6 +100,7 @@ impl super::Gate for DiscoveryRpc {
         let marker = host::random_token()?;
         let mut env = ctx.child_env(&home, &tmp);
         env.insert(survey::MARKER_NAME.into(), marker.clone());
+        crate::wheelhouse::point_at_wheelhouse(&mut env, &ctx.evidence_dir);
 
         let opts = &ctx.profile.profile.discovery;
         let plan = netns::plan(&log_dir, &process::base_env());
@@ -710,12 +718,12 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
                 "initialized",
                 Some(folder),
                 format!(
-                    "plugin {plugin} ({folder}) was not initialized by the runtime: {}; the runtime's message: {message}; expected list_plugins to show it `initialized`; fix the plugin (for example its manifest's execution.python path/attr) and see {} for the runtime's log",
+                    "plugin {plugin} ({folder}) was not initialized by the runtime: {}; the runtime's message: {message}; expected list_plugins to show it `initialized`; {}",
                     o.failure.clone().unwrap_or_else(|| format!(
                         "it was `initialized`, but after every candidate was installed list_plugins showed it {}",
                         o.final_status.as_deref().unwrap_or("no longer listed")
                     )),
-                    r.runtime.log.display()
+                    initialized_advice(o, &r.runtime.log)
                 ),
             )
             .with_observed(init_observed),
@@ -758,6 +766,20 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
     );
     checks.push(runner_check(c, o, &plugin));
     checks
+}
+
+/// What to do about a plugin the runtime did not initialize: when its
+/// dependency installer failed, the likely cause (the wheelhouse) and the log
+/// to read; otherwise the plugin itself.
+fn initialized_advice(o: &CandidateOutcome, log: &Path) -> String {
+    let texts = o
+        .failure
+        .iter()
+        .chain(&o.runtime_messages)
+        .map(String::as_str);
+    crate::wheelhouse::installer_failure_advice(texts, log).unwrap_or_else(|| {
+        format!("fix the plugin (for example its manifest's execution.python path/attr) and see {} for the runtime's log", log.display())
+    })
 }
 
 /// The `runner-probe` check of one candidate, decided from what the host

@@ -1,20 +1,26 @@
 # Dependency-environment preparation of one admitted archive, by the genuine SDK.
 #
-# Usage: python -I -B -c <this> ARCHIVE SHA256 DATA_ROOT
+# Usage: python -I -B -c <this> ARCHIVE SHA256 DATA_ROOT [MODE]
 #
 #   ARCHIVE    the exact .lbpkg file (DIR/packages/<folder>/<file>.lbpkg)
 #   SHA256     its sha256, lower-case hex
 #   DATA_ROOT  the private runtime data root (DIR/roots/dependencies/<folder>/data),
 #              the same for every run so a later run reads back the earlier one
+#   MODE       `prepare` (default), or `requirements`: stop after reporting the
+#              requirements the SDK keeps, before anything is installed (the
+#              gate downloads them into the wheelhouse, then prepares)
 #
 # This follows the host's own path for an enabled installation
 # (langbot_plugin.runtime.plugin.mgr): PluginArtifactStore.install_package, then
 # PluginWorkerLauncher.prepare_dependency_environment with a
 # PluginDependencyEnvironmentStore on the same data root, in the `oss_dev`
 # runtime profile (the direct `pip install --target` installer; the `shared`
-# profile needs nsjail). pip reaches the package index only when requirements
-# remain after the SDK drops its own `langbot-plugin` pin. One JSON document
-# on stdout reports what the SDK did.
+# profile needs nsjail). pip runs only when requirements remain after the SDK
+# drops its own `langbot-plugin` pin, with the index the SDK reads from
+# LANGBOT_PLUGIN_PYPI_INDEX_URL in this process's environment (the gate sets
+# it to the run's wheelhouse); `pip_index_args` reports those arguments as the
+# SDK's own helper builds them. One JSON document on stdout reports what the
+# SDK did.
 import asyncio
 import json
 import sys
@@ -23,6 +29,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from langbot_plugin.entities.io.context import PluginWorkerPolicy
+from langbot_plugin.runtime.helper import pkgmgr
 from langbot_plugin.runtime.plugin.artifact import PluginArtifactStore
 from langbot_plugin.runtime.plugin.dependency_environment import (
     PluginDependencyEnvironmentStore,
@@ -48,8 +55,10 @@ def error_text(exc):
 
 def main():
     archive, expected, data_root = sys.argv[1:4]
+    mode = sys.argv[4] if len(sys.argv) > 4 else "prepare"
     result = {
         "runtime_profile": RUNTIME_PROFILE,
+        "pip_index_args": pkgmgr.get_pip_index_args(),
         "environments_before": [],
         "requirements": None,
         "requirement_names": None,
@@ -78,6 +87,9 @@ def main():
             for r in parsed
             if r.marker is None or r.marker.evaluate()
         ]
+        if mode == "requirements":
+            json.dump(result, sys.stdout)
+            return
 
         launcher = PluginWorkerLauncher()
         launcher.configure(POLICY, RUNTIME_PROFILE)

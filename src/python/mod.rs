@@ -94,15 +94,54 @@ pub fn run_probe_with_timeout<T: DeserializeOwned>(
     log_stem: &Path,
     timeout: Duration,
 ) -> Result<T, String> {
-    let mut full_args = vec![
+    run_probe_in(
+        &[],
+        python,
+        probe_name,
+        source,
+        args,
+        cwd,
+        env,
+        log_stem,
+        timeout,
+    )
+}
+
+/// [`run_probe_with_timeout`] under `wrapper` (a program and its arguments
+/// put before the interpreter, such as a network namespace's
+/// `unshare --net --`; empty: none).
+///
+/// # Errors
+/// As [`run_probe`].
+#[allow(clippy::too_many_arguments)]
+pub fn run_probe_in<T: DeserializeOwned>(
+    wrapper: &[String],
+    python: &Path,
+    probe_name: &str,
+    source: &str,
+    args: &[String],
+    cwd: &Path,
+    env: BTreeMap<String, String>,
+    log_stem: &Path,
+    timeout: Duration,
+) -> Result<T, String> {
+    let mut full_args: Vec<String> = wrapper.iter().skip(1).cloned().collect();
+    if !wrapper.is_empty() {
+        full_args.push(python.display().to_string());
+    }
+    full_args.extend([
         "-I".to_string(),
         "-B".to_string(),
         "-c".to_string(),
         source.to_string(),
-    ];
+    ]);
     full_args.extend(args.iter().cloned());
+    let program = wrapper
+        .first()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| python.to_path_buf());
     let spec = ChildSpec {
-        program: python.to_path_buf(),
+        program,
         args: full_args,
         cwd: cwd.to_path_buf(),
         env,
