@@ -85,16 +85,27 @@ fn help_documents_the_exit_code_table() {
 #[test]
 fn gates_lists_every_catalogue_gate_with_what_it_proves_and_does_not_prove() {
     let text = succeeding_stdout_in_a_fixture("gates");
-    let blocks: Vec<&str> = text
+    let mut blocks: Vec<&str> = text
         .split("\n\n")
         .filter(|b| !b.trim().is_empty())
         .collect();
     let all = catalogue::all();
     assert_eq!(
         blocks.len(),
-        all.len(),
-        "one block per catalogue gate:\n{text}"
+        all.len() + 1,
+        "one block per catalogue gate, then the built-in fixtures:\n{text}"
     );
+    let fixtures = blocks.pop().unwrap();
+    assert!(
+        fixtures.starts_with("built-in local protocol fixtures"),
+        "{fixtures}"
+    );
+    for name in ["claude-code-stream-json", "codex-app-server", "acp-stdio"] {
+        assert!(
+            fixtures.contains(&format!("  builtin:{name} ")),
+            "{name} is listed:\n{fixtures}"
+        );
+    }
     for (gate, block) in all.iter().zip(&blocks) {
         let first = block.lines().next().unwrap_or_default();
         assert!(
