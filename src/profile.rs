@@ -239,7 +239,11 @@ fn check_runner_probes(profile: &Profile, builtin_names: &[&str]) -> Result<(), 
         if !profile.candidates.iter().any(|c| c.path == p.candidate) {
             return Err(format!(
                 "{at}: the candidate is not one of the [[candidate]] paths; expected one of {:?}",
-                profile.candidates.iter().map(|c| c.path.as_str()).collect::<Vec<_>>()
+                profile
+                    .candidates
+                    .iter()
+                    .map(|c| c.path.as_str())
+                    .collect::<Vec<_>>()
             ));
         }
         if !seen.insert((p.candidate.clone(), p.runner.clone())) {
@@ -422,7 +426,7 @@ pub enum ProfileError {
         source: std::io::Error,
     },
     /// TOML error, including unknown keys (the message names the key).
-    #[error("profile {path}: {message}\nexpected: the keys of gates/profiles/coding-runners.toml; fix or remove the offending key")]
+    #[error("profile {path}: {message}\nexpected: only the keys a profile defines (the README's \"Profiles\" section documents each one); fix or remove the offending key")]
     Parse {
         /// Path or `built-in`.
         path: String,
@@ -684,7 +688,10 @@ mod tests {
         assert!(err.contains("`invalid_config` equals `config`"), "{err}");
         let old = format!("{base}[[discovery.vendor_fixture]]\ncandidate = \"R/a\"\ncommand = \"codex\"\nprogram = \"R/x\"\n");
         let err = parse(&old, "x.toml").unwrap_err().to_string();
-        assert!(err.contains("vendor_fixture"), "the PATH-based vendor fixture is gone: {err}");
+        assert!(
+            err.contains("vendor_fixture"),
+            "the PATH-based vendor fixture is gone: {err}"
+        );
     }
 
     #[test]
@@ -746,6 +753,9 @@ mod tests {
         let text = format!("{BUILTIN_CODING_RUNNERS}\nsurprise = 1\n");
         let err = parse(&text, "x.toml").unwrap_err().to_string();
         assert!(err.contains("surprise"), "{err}");
+        // Users have the binary, not its source tree: no path of it is named.
+        assert!(!err.contains("gates/profiles"), "{err}");
+        assert!(err.contains("README's \"Profiles\" section"), "{err}");
     }
 
     #[test]

@@ -67,7 +67,9 @@ pub fn seal(evidence: &mut Evidence, signed_off_by: Option<String>) {
 }
 
 /// Writes `bytes` to `dir/name` atomically: a temporary file in `dir`,
-/// flushed and synced, then renamed over the target.
+/// flushed and synced, then renamed over the target. The file is mode 0644
+/// (the temporary file starts 0600): evidence is read by other users, such
+/// as a CI artifact uploader or a reviewer.
 ///
 /// # Errors
 /// Any I/O error; the target is then untouched.
@@ -76,6 +78,11 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
         .prefix(&format!(".{name}."))
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(fs::Permissions::from_mode(0o644))?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(dir.join(name)).map_err(|e| e.error)?;
     Ok(())
@@ -258,6 +265,18 @@ mod tests {
         assert_eq!(parse_sums_line("not a line"), None);
         assert_eq!(parse_sums_line(&format!("\\{hex}  bad\\q")), None);
         assert_eq!(parse_sums_line(&format!("{hex}  ")), None);
+    }
+
+    #[test]
+    fn written_views_are_mode_0644() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        write_atomic(dir.path(), "junit.xml", b"x").unwrap();
+        let mode = fs::metadata(dir.path().join("junit.xml"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644);
     }
 
     #[test]

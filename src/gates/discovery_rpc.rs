@@ -27,10 +27,10 @@ use crate::context::RunContext;
 use crate::evidence::{Check, DiscoveryRecord, RunnerReplyRecord};
 use crate::netns::{self, NetKind, NetPlan};
 use crate::process::{self, ChildSpec};
-use crate::{hash, interrupt};
-use serde_json::json;
 use crate::profile::{CandidateSpec, RunnerProbeSpec, NONCE_PLACEHOLDER};
 use crate::python;
+use crate::{hash, interrupt};
+use serde_json::json;
 use spec::{CandidateOutcome, ComponentId, HostCandidate, HostResult, HostSpec, ProbePlan};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -808,7 +808,9 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
                 }
                 if let Some(e) = completion_problem(&p.call, Some(plan)) {
                     problems.push(format!("`{name}`: {e}"));
-                } else if plan.fixture.starts_with(crate::profile::BUILTIN_FIXTURE_PREFIX)
+                } else if plan
+                    .fixture
+                    .starts_with(crate::profile::BUILTIN_FIXTURE_PREFIX)
                     && !saw_nonce(&p.fixture_transcript, &plan.nonce)
                 {
                     problems.push(format!(
@@ -910,7 +912,11 @@ fn completion_problem(call: &spec::RunnerCall, plan: Option<&ProbePlan>) -> Opti
         };
         return Some(format!(
             "{} {error}{advice}",
-            if call.rpc_error { "the request failed:" } else { "the run ended in run.failed:" }
+            if call.rpc_error {
+                "the request failed:"
+            } else {
+                "the run ended in run.failed:"
+            }
         ));
     }
     if !call.result_types.iter().any(|t| t == "run.completed") {
@@ -1124,8 +1130,8 @@ mod tests {
             fixture_path: "/ev/roots/discovery-rpc/probes/codex-agent/default/fixture.py".into(),
             fixture_sha256: "cd".repeat(32),
             workspace: "/ev/roots/discovery-rpc/probes/codex-agent/default/workspace".into(),
-            fixture_transcript: "/ev/roots/discovery-rpc/probes/codex-agent/default/transcript.jsonl"
-                .into(),
+            fixture_transcript:
+                "/ev/roots/discovery-rpc/probes/codex-agent/default/transcript.jsonl".into(),
             nonce: "VCC-PROBE-0123456789abcdef".into(),
             config: json!({"location": "local", "command": "/py /fx.py"}),
             invalid_config: json!({"location": "invalid"}),
@@ -1148,7 +1154,11 @@ mod tests {
                     None,
                     Some("codex.invalid_config: unsupported location"),
                 )),
-                call: call(&["message.delta", "run.completed"], Some(&format!("fixture says {}", plan.expect)), None),
+                call: call(
+                    &["message.delta", "run.completed"],
+                    Some(&format!("fixture says {}", plan.expect)),
+                    None,
+                ),
                 fixture_transcript: vec![
                     json!({"pid": 7, "direction": "in", "line": format!("{{\"prompt\": \"{}\"}}", plan.nonce)}),
                     json!({"pid": 7, "direction": "out", "line": plan.expect}),
@@ -1166,34 +1176,63 @@ mod tests {
         let pass = runner_check(&c, &o, "acme/codex-agent");
         assert_eq!(pass.result, CheckResult::Pass, "{}", pass.detail);
         assert!(pass.detail.contains(FIXTURE_LABEL));
-        assert!(pass.detail.contains("codex.invalid_config"), "{}", pass.detail);
+        assert!(
+            pass.detail.contains("codex.invalid_config"),
+            "{}",
+            pass.detail
+        );
 
         // Counterexamples, one per clause of the check.
         let cases: Vec<(&str, Box<dyn Fn(&mut RunnerProbe)>)> = vec![
-            ("a runner that ignores its config would pass", Box::new(|p| {
-                p.negative_control = Some(call(&["run.completed"], Some("ignored the config"), None));
-            })),
-            ("without run.failed", Box::new(|p| {
-                p.negative_control = Some(call(&["message.delta"], None, None));
-            })),
-            ("request error instead of run.failed", Box::new(|p| {
-                let mut n = call(&[], None, Some("no answer within 60 s"));
-                n.rpc_error = true;
-                p.negative_control = Some(n);
-            })),
-            ("negative control (invalid config) was not run", Box::new(|p| p.negative_control = None)),
-            ("ended in run.failed", Box::new(|p| {
-                p.call.result_types.insert(0, "run.failed".into());
-                p.call.error = Some("codex.protocol: late".into());
-            })),
-            ("without a run.completed", Box::new(|p| p.call.result_types = vec!["message.delta".into()])),
+            (
+                "a runner that ignores its config would pass",
+                Box::new(|p| {
+                    p.negative_control =
+                        Some(call(&["run.completed"], Some("ignored the config"), None));
+                }),
+            ),
+            (
+                "without run.failed",
+                Box::new(|p| {
+                    p.negative_control = Some(call(&["message.delta"], None, None));
+                }),
+            ),
+            (
+                "request error instead of run.failed",
+                Box::new(|p| {
+                    let mut n = call(&[], None, Some("no answer within 60 s"));
+                    n.rpc_error = true;
+                    p.negative_control = Some(n);
+                }),
+            ),
+            (
+                "negative control (invalid config) was not run",
+                Box::new(|p| p.negative_control = None),
+            ),
+            (
+                "ended in run.failed",
+                Box::new(|p| {
+                    p.call.result_types.insert(0, "run.failed".into());
+                    p.call.error = Some("codex.protocol: late".into());
+                }),
+            ),
+            (
+                "without a run.completed",
+                Box::new(|p| p.call.result_types = vec!["message.delta".into()]),
+            ),
             ("without a reply", Box::new(|p| p.call.reply = None)),
-            ("does not contain the fixture's text", Box::new(|p| {
-                p.call.reply = Some("[verify-coding-candidates local protocol fixture builtin:codex-app-server] received VCC-PROBE-ffffffffffffffff".into());
-            })),
-            ("does not show it receiving the prompt's nonce", Box::new(|p| {
-                p.fixture_transcript.retain(|l| l["direction"] == "out");
-            })),
+            (
+                "does not contain the fixture's text",
+                Box::new(|p| {
+                    p.call.reply = Some("[verify-coding-candidates local protocol fixture builtin:codex-app-server] received VCC-PROBE-ffffffffffffffff".into());
+                }),
+            ),
+            (
+                "does not show it receiving the prompt's nonce",
+                Box::new(|p| {
+                    p.fixture_transcript.retain(|l| l["direction"] == "out");
+                }),
+            ),
         ];
         for (needle, mutate) in cases {
             let (c, mut o) = probed();
@@ -1221,7 +1260,11 @@ mod tests {
         assert_eq!(k.result, CheckResult::Fail);
         assert!(k.detail.contains("codex.command_not_found"), "{}", k.detail);
         assert!(k.detail.contains("(`command`)"), "{}", k.detail);
-        assert!(k.detail.contains("[[discovery.runner_probe]]"), "{}", k.detail);
+        assert!(
+            k.detail.contains("[[discovery.runner_probe]]"),
+            "{}",
+            k.detail
+        );
     }
 
     #[test]
@@ -1238,7 +1281,11 @@ mod tests {
         };
         let warn = runner_check(&c, &o, "acme/codex-agent");
         assert_eq!(warn.result, CheckResult::Warn);
-        assert!(warn.detail.contains("no runner probe declared"), "{}", warn.detail);
+        assert!(
+            warn.detail.contains("no runner probe declared"),
+            "{}",
+            warn.detail
+        );
         o.runner_probes[0].call.error = Some("runner.exception: boom".into());
         o.runner_probes[0].call.rpc_error = true;
         let fail = runner_check(&c, &o, "acme/codex-agent");
@@ -1246,7 +1293,11 @@ mod tests {
         assert!(fail.detail.contains("boom"), "{}", fail.detail);
         o.runner_probes[0].call = call(&["run.completed"], None, None);
         let silent = runner_check(&c, &o, "p");
-        assert!(silent.detail.contains("without a reply"), "{}", silent.detail);
+        assert!(
+            silent.detail.contains("without a reply"),
+            "{}",
+            silent.detail
+        );
     }
 
     #[test]

@@ -71,9 +71,10 @@ pub fn read(archive: &Path) -> Result<Declared, String> {
     let mut config_defaults = serde_json::Map::new();
     if let Some(Value::Sequence(items)) = manifest.get("spec").and_then(|s| s.get("config")) {
         for item in items {
-            if let (Some(key), Some(default)) =
-                (item.get("name").and_then(Value::as_str), item.get("default"))
-            {
+            if let (Some(key), Some(default)) = (
+                item.get("name").and_then(Value::as_str),
+                item.get("default"),
+            ) {
                 if let Ok(v) = serde_json::to_value(default) {
                     config_defaults.insert(key.to_string(), v);
                 }

@@ -30,10 +30,10 @@ use sha2::{Digest, Sha256};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::rc::Rc;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// Environment variable the runtime reads its control token from
