@@ -553,6 +553,12 @@ fn interrupt_during(only: &str, marker: &str, settle: std::time::Duration) {
         "{}",
         stdout_text(&out)
     );
+    // The gate cut short is an error in the CI test view, never a skip.
+    let junit = read_junit(&dir);
+    let interrupted = junit_suite(&junit, only);
+    assert_eq!(interrupted["errors"], 1, "{interrupted}");
+    assert_eq!(interrupted["cases"][0]["name"], "interrupted");
+    assert_eq!(interrupted["cases"][0]["outcome"], "error");
     let (code, doc) = replay(&dir);
     assert_eq!(code, 0, "an interrupted run's evidence replays: {doc}");
 }

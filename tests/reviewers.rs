@@ -287,34 +287,74 @@ fn junit_is_read_back_by_a_real_junit_consumer() {
         .flat_map(|g| g["checks"].as_array().unwrap())
         .filter(|c| c["result"] == "fail")
         .count();
-    // junitparser (PyPI), installed into the test venv by `cargo xtask sdk`.
-    let script = r#"
-import sys
-from junitparser import JUnitXml, Failure
-xml = JUnitXml.fromfile(sys.argv[1])
-cases = failures = 0
-for suite in xml:
-    for case in suite:
-        cases += 1
-        if any(isinstance(r, Failure) for r in case.result):
-            failures += 1
-            assert case.classname == suite.name, (case.classname, suite.name)
-            assert case.result[0].text, "failure detail must be in the element body"
-print(cases, failures)
-"#;
-    let out = std::process::Command::new(python())
-        .args(["-I", "-c", script])
-        .arg(dir.join("junit.xml"))
+    assert!(expected_failures >= 1);
+    // Validated against the JUnit schema, then read by junitparser (PyPI).
+    let doc = read_junit(&dir);
+    let cases: Vec<&Value> = doc["suites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["cases"].as_array().unwrap())
+        .collect();
+    assert_eq!(cases.len(), expected_cases);
+    let failures: Vec<&&Value> = cases.iter().filter(|c| c["outcome"] == "failure").collect();
+    assert_eq!(failures.len(), expected_failures);
+    for f in failures {
+        assert!(
+            f["text"].as_str().is_some_and(|t| !t.is_empty()),
+            "failure detail must be in the element body: {f}"
+        );
+    }
+    let suite = junit_suite(&doc, "shared-copies");
+    assert_eq!(suite["failures"], expected_failures);
+    assert!(suite["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["classname"] == "shared-copies"));
+    // The gates --only left out: skipped, counted in `skipped`.
+    let lbp = junit_suite(&doc, "lbp-build");
+    assert_eq!(
+        (&lbp["tests"], &lbp["skipped"], &lbp["errors"]),
+        (&Value::from(1), &Value::from(1), &Value::from(0)),
+        "{lbp}"
+    );
+    assert_eq!(lbp["cases"][0]["outcome"], "skipped");
+}
+
+#[test]
+fn junit_shows_a_blocked_required_gate_as_an_error_not_a_skip() {
+    let repo = fixture_repo(&[]);
+    std::fs::write(repo.root.join("stray.txt"), "not committed\n").unwrap();
+    let (_keep, dir) = evidence_dir();
+    let out = verifier_only(&repo.root, &dir, "lbp-build")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.trim(), format!("{expected_cases} {expected_failures}"));
-    assert!(expected_failures >= 1);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let ev = read_evidence(&dir);
+    assert_eq!(gate_result(&ev, "stage"), "blocked");
+    assert_eq!(gate_result(&ev, "lbp-build"), "blocked");
+    let doc = read_junit(&dir);
+    for id in ["stage", "lbp-build"] {
+        let suite = junit_suite(&doc, id);
+        assert_eq!(
+            (&suite["errors"], &suite["skipped"]),
+            (&Value::from(1), &Value::from(0)),
+            "{suite}"
+        );
+        let case = &suite["cases"][0];
+        assert_eq!(case["outcome"], "error", "{case}");
+        assert_eq!(case["name"], "blocked", "{case}");
+        assert!(
+            case["text"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("required gate {id} was blocked")),
+            "{case}"
+        );
+    }
+    assert_eq!(junit_suite(&doc, "tree-clean")["failures"], 1);
+    assert_eq!(junit_suite(&doc, "suites")["skipped"], 1);
 }
 
 #[test]

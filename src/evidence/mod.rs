@@ -243,6 +243,103 @@ pub fn read(dir: &Path) -> Result<Evidence, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Small synthetic evidence documents for the views' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// A gate record `id` with `result`, `required`, and `checks`.
+    pub fn gate(id: &str, result: GateResult, required: bool, checks: Vec<Check>) -> GateRecord {
+        GateRecord {
+            id: id.into(),
+            result,
+            reason: match result {
+                GateResult::Pass => None,
+                GateResult::Fail => Some("1 of 1 checks failed".into()),
+                GateResult::Blocked => Some("prerequisite gate(s) did not pass: stage".into()),
+                GateResult::Skipped if required => {
+                    Some("the run was interrupted before this gate started".into())
+                }
+                GateResult::Skipped => Some(crate::pipeline::NOT_SELECTED_REASON.into()),
+            },
+            note: None,
+            proves: String::new(),
+            does_not_prove: String::new(),
+            required,
+            duration_ms: 10,
+            checks,
+        }
+    }
+
+    /// Evidence of a run with `gates` and `verdict`; `partial` when some
+    /// catalogue gate is not among the required `gates`.
+    pub fn evidence(gates: Vec<GateRecord>, verdict: Verdict) -> Evidence {
+        let required: Vec<String> = crate::catalogue::all()
+            .iter()
+            .filter(|g| gates.iter().any(|r| r.id == g.id && r.required))
+            .map(|g| g.id.clone())
+            .collect();
+        Evidence {
+            schema_version: "1".into(),
+            tool: Tool {
+                name: "verify-coding-candidates".into(),
+                version: "0.1.0".into(),
+            },
+            verdict,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: "2026-01-01T00:00:01Z".into(),
+            profile: ProfileRecord {
+                name: "coding-runners".into(),
+                origin: "built-in".into(),
+                sha256: "00".repeat(32),
+            },
+            selection: Selection::new(None, required, None),
+            source: Source {
+                repo: "/repo".into(),
+                commit: "ab".repeat(20),
+                tree: "cd".repeat(20),
+                archive_sha256: None,
+                ignored_files: Vec::new(),
+                export_attributes: Vec::new(),
+            },
+            sdk: Sdk::default(),
+            gates,
+            candidates: Vec::new(),
+            attestation: Attestation {
+                statement: statement::STATEMENT_JSON.into(),
+                statement_type: statement::STATEMENT_TYPE.into(),
+                predicate_type: statement::PREDICATE_TYPE.into(),
+                signed: false,
+            },
+            merged_from: None,
+            files: None,
+            suites: None,
+            sign_off: SignOff {
+                verdict,
+                evidence_sha256: "ef".repeat(32),
+                signed_off_by: None,
+                archives_signed: false,
+            },
+        }
+    }
+
+    /// Every catalogue gate, required and passing with one passing check.
+    pub fn full_pass() -> Evidence {
+        let gates = crate::catalogue::all()
+            .iter()
+            .map(|g| {
+                gate(
+                    &g.id,
+                    GateResult::Pass,
+                    true,
+                    vec![Check::pass("held", None, "it held")],
+                )
+            })
+            .collect();
+        evidence(gates, Verdict::Pass)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,8 +20,15 @@ const SDK_REQUIREMENT: &str = "langbot-plugin==0.6.0b5";
 /// The version `SDK_REQUIREMENT` pins.
 const SDK_VERSION: &str = "0.6.0b5";
 /// Everything `pip install` is asked for, in order.
-/// `junitparser` is the JUnit consumer the tests read `junit.xml` back with.
-const SDK_PACKAGES: &[&str] = &[SDK_REQUIREMENT, "pytest", "pytest-asyncio", "junitparser"];
+/// `junitparser` is the JUnit consumer the tests read `junit.xml` back with;
+/// `xmlschema` validates it against the JUnit schema CI systems accept.
+const SDK_PACKAGES: &[&str] = &[
+    SDK_REQUIREMENT,
+    "pytest",
+    "pytest-asyncio",
+    "junitparser",
+    "xmlschema",
+];
 /// Written into the venv once provisioning finished; its content is the
 /// package list, so a changed list re-provisions.
 const STAMP: &str = ".vcc-sdk-stamp";
