@@ -410,6 +410,16 @@ fn an_only_run_says_it_is_partial_in_every_view() {
         .iter()
         .find(|c| c["annotations"]["evidence_sha256"].is_string())
         .unwrap();
+    assert_eq!(
+        st["predicate"]["result"], "WARNED",
+        "a partial run is never PASSED"
+    );
+    assert!(
+        text.contains(
+            "predicate.result WARNED (a partial run: only a full certification is PASSED)"
+        ),
+        "{text}"
+    );
     let not_run = tool["annotations"]["gates_not_run"].as_array().unwrap();
     assert_eq!(not_run.len(), 11, "{tool}");
     assert!(not_run.iter().any(|g| g == "lbp-build"), "{tool}");
