@@ -3,7 +3,8 @@
 use crate::evidence::{GateRecord, GateResult, Verdict};
 use crate::pipeline::{self, Progress, RunOptions};
 use crate::{catalogue, exit, merge, replay, report};
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -72,7 +73,8 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "BACKEND", default_value = "auto")]
     pub isolation: crate::isolation::IsolationChoice,
 
-    /// No progress lines (they are also off when stderr is not a terminal).
+    /// No progress lines or notes on stderr (progress lines are also off when stderr is not a
+    /// terminal); errors are still printed.
     #[arg(long, short)]
     pub quiet: bool,
 
@@ -97,8 +99,10 @@ pub enum Command {
     /// exists, re-creates the `git archive`, and rebuilds every candidate with
     /// the official build, comparing content digests and whole-archive digests
     /// (a difference confined to manifest.yaml's ZIP timestamp is verified byte
-    /// by byte and reported as the known build-clock difference). Exit 0 when
-    /// everything matches, 1 on any mismatch, 2 when it cannot run.
+    /// by byte and reported as the known build-clock difference), and says
+    /// which interpreter rebuilt. Exit 0 when everything matches, 1 on any
+    /// mismatch, 2 when it cannot run (no evidence.json, a --repo that is not
+    /// a git repository, an interpreter that does not exist or has no SDK).
     Replay {
         /// The evidence directory to replay.
         #[arg(long, value_name = "DIR")]
@@ -112,6 +116,9 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// No progress line on stderr; the report and errors are still printed.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Combine the evidence directories of `--partition K/N` runs into one.
     ///
@@ -151,8 +158,11 @@ pub enum Format {
 
 /// Parses the command line, runs, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (m, cli)));
+    let (matches, cli) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             let code = if e.use_stderr() {
                 exit::CANNOT_RUN
@@ -163,6 +173,12 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let Some((name, _)) = matches.subcommand() {
+        if let Err(message) = refuse_run_options(&matches, name) {
+            eprintln!("error: {message}");
+            return ExitCode::from(exit::CANNOT_RUN);
+        }
+    }
     match cli.command {
         Some(Command::DiscoveryHost { spec }) => {
             return crate::gates::discovery_rpc::host_main(&spec);
@@ -176,6 +192,7 @@ pub fn main() -> ExitCode {
             repo,
             python,
             format,
+            quiet,
         }) => {
             return run_replay(
                 replay::ReplayOptions {
@@ -184,6 +201,7 @@ pub fn main() -> ExitCode {
                     python,
                 },
                 format,
+                quiet,
             );
         }
         Some(Command::Merge {
@@ -243,7 +261,7 @@ pub fn main() -> ExitCode {
     }
     let mut progress = TerminalProgress {
         enabled: std::io::stderr().is_terminal() && !cli.quiet,
-        pending_note: prerequisites_note,
+        pending_note: prerequisites_note.filter(|_| !cli.quiet),
     };
     match pipeline::run(&opts, &mut progress) {
         Ok(outcome) => {
@@ -271,11 +289,73 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The run's options (argument id, flag), which belong before no subcommand.
+const RUN_OPTIONS: &[(&str, &str)] = &[
+    ("repo", "--repo"),
+    ("evidence", "--evidence"),
+    ("python", "--python"),
+    ("profile", "--profile"),
+    ("only", "--only"),
+    ("partition", "--partition"),
+    ("sign_off_by", "--sign-off-by"),
+    ("isolation", "--isolation"),
+    ("quiet", "--quiet"),
+    ("format", "--format"),
+];
+
+/// Refuses run options given on the command line before subcommand `name`
+/// (`--python X replay ...`): clap parses them as the run's, and the
+/// subcommand would silently ignore them. Values from the environment
+/// (`PYTHON`) and defaults are not "given".
+///
+/// # Errors
+/// A sentence naming each misplaced option and where it belongs.
+fn refuse_run_options(matches: &ArgMatches, name: &str) -> Result<(), String> {
+    let given: Vec<&str> = RUN_OPTIONS
+        .iter()
+        .filter(|(id, _)| matches.value_source(id) == Some(ValueSource::CommandLine))
+        .map(|(_, flag)| *flag)
+        .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    let command = Cli::command();
+    let sub = command.find_subcommand(name);
+    let takes = |flag: &str| {
+        sub.is_some_and(|s| {
+            s.get_arguments()
+                .any(|a| a.get_long() == flag.strip_prefix("--"))
+        })
+    };
+    let (after, none): (Vec<&str>, Vec<&str>) = given.iter().partition(|f| takes(f));
+    let mut parts = Vec::new();
+    if !after.is_empty() {
+        parts.push(format!(
+            "put {} after the subcommand (`verify-coding-candidates {name} {} ...`)",
+            after.join(", "),
+            after[0]
+        ));
+    }
+    if !none.is_empty() {
+        parts.push(format!(
+            "`{name}` takes no {}: leave {} out",
+            none.join(", "),
+            if none.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    Err(format!(
+        "{} given before the `{name}` subcommand: options before a subcommand are a run's, and `{name}` \
+         would ignore them; {}",
+        given.join(", "),
+        parts.join("; ")
+    ))
+}
+
 /// One progress line per gate on stderr, only on a terminal and without `--quiet`.
 struct TerminalProgress {
     enabled: bool,
-    /// Printed (whatever `enabled` says) when the first gate starts, that is
-    /// once the run's inputs were accepted.
+    /// Printed when the first gate starts, that is once the run's inputs
+    /// were accepted, also when stderr is not a terminal (`None` with `--quiet`).
     pending_note: Option<String>,
 }
 
@@ -306,8 +386,8 @@ impl Progress for TerminalProgress {
     }
 }
 
-fn run_replay(opts: replay::ReplayOptions, format: Format) -> ExitCode {
-    if format == Format::Text {
+fn run_replay(opts: replay::ReplayOptions, format: Format, quiet: bool) -> ExitCode {
+    if format == Format::Text && !quiet {
         eprintln!(
             "replaying {}{}",
             opts.evidence.display(),
@@ -319,14 +399,21 @@ fn run_replay(opts: replay::ReplayOptions, format: Format) -> ExitCode {
         );
     }
     match replay::replay(&opts) {
-        Ok(rows) => {
+        Ok(report) => {
+            let rows = &report.rows;
             let mismatches = rows
                 .iter()
                 .filter(|r| r.matches == replay::Match::No)
                 .count();
             let text = match format {
                 Format::Text => {
-                    let mut text = replay::render_table(&rows);
+                    let mut text = replay::render_table(rows);
+                    if let Some(r) = &report.rebuild {
+                        text.push_str(&format!(
+                            "\nrebuilt with {} (from {}; langbot-plugin {})\n",
+                            r.python, r.from, r.sdk_version
+                        ));
+                    }
                     if mismatches == 0 {
                         text.push_str(&format!("\nREPLAY OK: {} items match\n", rows.len()));
                     } else {
@@ -344,7 +431,12 @@ fn run_replay(opts: replay::ReplayOptions, format: Format) -> ExitCode {
                     text
                 }
                 Format::Json => {
-                    let doc = serde_json::json!({ "ok": mismatches == 0, "mismatches": mismatches, "rows": rows });
+                    let doc = serde_json::json!({
+                        "ok": mismatches == 0,
+                        "mismatches": mismatches,
+                        "rebuild": report.rebuild,
+                        "rows": rows.iter().map(replay::Row::to_json).collect::<Vec<_>>(),
+                    });
                     format!(
                         "{}\n",
                         serde_json::to_string_pretty(&doc).unwrap_or_default()

@@ -62,7 +62,7 @@ fn mismatches(doc: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| r["matches"] == "no")
+        .filter(|r| r["matches"] == false)
         .map(|r| r["item"].as_str().unwrap().to_string())
         .collect()
 }
@@ -305,7 +305,7 @@ fn replay_rederives_the_staged_tar_and_refuses_sums_outside_the_directory() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|r| r["item"] == "staging/source.tar sha256" && r["matches"] == "yes"),
+            .any(|r| r["item"] == "staging/source.tar sha256" && r["matches"] == true),
         "{doc}"
     );
 
@@ -324,7 +324,17 @@ fn replay_rederives_the_staged_tar_and_refuses_sums_outside_the_directory() {
         mismatches_besides_files_digest(&doc),
         vec!["staging/source.tar sha256".to_string()]
     );
-    assert!(mismatches(&doc).len() == 2, "{doc}");
+    // ...and the sealed listing names the file.
+    let all = mismatches(&doc);
+    assert!(all[0].starts_with("files digest ("), "{doc}");
+    assert_eq!(
+        all[1..],
+        [
+            "files digest: staging/source.tar".to_string(),
+            "staging/source.tar sha256".to_string()
+        ],
+        "{doc}"
+    );
     std::fs::write(&tar, &original).unwrap();
     reseal_sums(&dir);
 
@@ -383,7 +393,7 @@ fn replay_never_runs_a_relative_interpreter_named_by_the_evidence() {
         .iter()
         .find(|r| r["item"] == "rebuild interpreter")
         .unwrap_or_else(|| panic!("no interpreter row: {doc}"));
-    assert_eq!(row["matches"], "no", "{row}");
+    assert_eq!(row["matches"], false, "{row}");
     assert!(
         row["observed"].as_str().unwrap().contains("--python"),
         "{row}"
@@ -619,7 +629,17 @@ fn replay_names_an_archive_path_outside_the_evidence_directory() {
         mismatches_besides_files_digest(&doc),
         vec![format!("{folder} archive path")]
     );
-    assert!(mismatches(&doc).len() == 2, "{doc}");
+    // ...and the sealed listing names the archive that left.
+    let all = mismatches(&doc);
+    assert!(all[0].starts_with("files digest ("), "{doc}");
+    assert_eq!(
+        all[1..],
+        [
+            format!("files digest: {real}"),
+            format!("{folder} archive path")
+        ],
+        "{doc}"
+    );
 }
 
 #[test]

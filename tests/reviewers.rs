@@ -121,20 +121,31 @@ fn replay_with_the_repository_rebuilds_and_accepts_only_the_build_clock_differen
             .find(|r| r["item"] == item)
             .unwrap_or_else(|| panic!("no row {item}: {doc}"))
     };
-    assert_eq!(row("commit exists")["matches"], "yes");
-    assert_eq!(row("git archive sha256")["matches"], "yes");
+    assert_eq!(row("commit exists")["matches"], true);
+    assert_eq!(row("git archive sha256")["matches"], true);
     for folder in ["acp-agent-runner", "claude-code-agent", "codex-agent"] {
         assert_eq!(
             row(&format!("rebuild {folder} content digest"))["matches"],
-            "yes"
+            true
         );
         // 2.1 s apart, the manifest's ZIP timestamp differs: verified as the build clock.
+        let archive = row(&format!("rebuild {folder} archive sha256"));
         assert_eq!(
-            row(&format!("rebuild {folder} archive sha256"))["matches"],
-            "build-clock",
+            (&archive["matches"], &archive["build_clock"]),
+            (&Value::Bool(true), &Value::Bool(true)),
             "{doc}"
         );
     }
+    // Which interpreter rebuilt: here $PYTHON, the SDK venv.
+    assert_eq!(
+        doc["rebuild"],
+        serde_json::json!({
+            "python": python().display().to_string(),
+            "from": "$PYTHON",
+            "sdk_version": "0.6.0b5",
+        })
+    );
+    assert_eq!(row("rebuild interpreter langbot-plugin")["matches"], true);
     assert_eq!(
         tree_snapshot(&repo.root),
         before,
@@ -417,9 +428,82 @@ fn a_changed_log_with_a_rewritten_sha256sums_is_still_caught_by_the_sign_off() {
     reseal_sums(&dir);
     let (code, text) = replay(&dir, &[]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("files digest"), "{text}");
+    assert!(text.contains("files digest ("), "{text}");
     assert!(
         !text.contains("file logs/stage/git-archive.cmd: recorded"),
         "SHA256SUMS itself agrees: {text}"
     );
+    // The sealed listing names the file.
+    let tampered = verify_coding_candidates::hash::sha256_bytes(b"tampered\n");
+    assert!(
+        text.contains(&format!(
+            "  files digest: logs/stage/git-archive.cmd: recorded {}, observed {tampered}\n",
+            ev["files"]["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["path"] == "logs/stage/git-archive.cmd")
+                .unwrap()["sha256"]
+                .as_str()
+                .unwrap()
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn replay_that_cannot_run_exits_2_naming_the_reason() {
+    let repo = fixture_repo(&[]);
+    let (keep, dir) = evidence_dir();
+    run_ok(&repo.root, &dir, &[]);
+    let not_a_repo = keep.path().join("plain");
+    std::fs::create_dir_all(&not_a_repo).unwrap();
+    // The venv's base interpreter (its bin/python resolved): CPython, no SDK.
+    let no_sdk = std::fs::canonicalize(python()).unwrap();
+    let repo_arg = repo.root.display().to_string();
+    let missing = keep.path().join("missing");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--repo".into(), missing.display().to_string()],
+            "expected a directory inside a git repository",
+        ),
+        (
+            vec!["--repo".into(), not_a_repo.display().to_string()],
+            "expected a git work tree, found none",
+        ),
+        (
+            vec![
+                "--repo".into(),
+                repo_arg.clone(),
+                "--python".into(),
+                missing.join("bin/python").display().to_string(),
+            ],
+            "found no such file; run `cargo xtask sdk`",
+        ),
+        (
+            vec![
+                "--repo".into(),
+                repo_arg,
+                "--python".into(),
+                no_sdk.display().to_string(),
+            ],
+            "expected an interpreter with langbot-plugin installed",
+        ),
+    ];
+    for (args, reason) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = replay_output(&dir, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", both(&out));
+        assert!(
+            stderr_text(&out).contains(reason),
+            "{args:?}: {}",
+            both(&out)
+        );
+        assert!(stdout_text(&out).is_empty(), "no report: {}", both(&out));
+    }
+    // --quiet: no progress line, the report still printed.
+    let out = replay_output(&dir, &["--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert_eq!(stderr_text(&out), "");
+    assert!(stdout_text(&out).contains("REPLAY OK"));
 }

@@ -128,18 +128,36 @@ pub const VIEWS: [&str; 4] = [
 /// # Errors
 /// Any I/O error while walking or hashing.
 pub fn files_digest(dir: &Path) -> io::Result<FilesDigest> {
-    let text = listing(dir, &VIEWS)?;
+    let entries = entries(dir, &VIEWS)?;
     Ok(FilesDigest {
-        count: text.lines().count() as u64,
-        sha256: hash::sha256_bytes(text.as_bytes()),
+        count: entries.len() as u64,
+        sha256: hash::sha256_bytes(listing_text(&entries).as_bytes()),
+        entries,
     })
+}
+
+/// The `SHA256SUMS`-format text of `entries`, in their order.
+pub fn listing_text(entries: &[FileEntry]) -> String {
+    entries
+        .iter()
+        .map(|e| sums_line(&e.sha256, &e.path))
+        .collect()
 }
 
 /// `SHA256SUMS`-format lines for every regular file under `dir`, sorted by
 /// path, leaving out the top-level files named in `exclude` (and their
 /// atomic-write temporaries `.<name>.*`).
 fn listing(dir: &Path, exclude: &[&str]) -> io::Result<String> {
-    let mut lines = Vec::new();
+    Ok(listing_text(&entries(dir, exclude)?))
+}
+
+/// Every regular file under `dir` (walked sorted by file name), leaving out
+/// the top-level files named in `exclude` and their atomic-write temporaries.
+///
+/// # Errors
+/// Any I/O error while walking or hashing.
+pub fn entries(dir: &Path, exclude: &[&str]) -> io::Result<Vec<FileEntry>> {
+    let mut out = Vec::new();
     for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
         let entry = entry.map_err(io::Error::other)?;
         if !entry.file_type().is_file() {
@@ -158,9 +176,12 @@ fn listing(dir: &Path, exclude: &[&str]) -> io::Result<String> {
             continue;
         }
         let digest = hash::sha256_file(entry.path())?;
-        lines.push(sums_line(&digest.hex(), &rel));
+        out.push(FileEntry {
+            path: rel,
+            sha256: digest.hex(),
+        });
     }
-    Ok(lines.concat())
+    Ok(out)
 }
 
 /// Records [`files_digest`], seals (see [`seal`]) and writes every view

@@ -63,6 +63,22 @@ pub struct FilesDigest {
     /// leaves out the four files written from the evidence itself:
     /// `evidence.json`, `junit.xml`, `statement.intoto.json`, `SHA256SUMS`.
     pub sha256: String,
+    /// That listing, one entry per file in listing order (its lines are
+    /// `<sha256>  <path>`), so `replay` can name a file that changed even
+    /// when `SHA256SUMS` was rewritten to match it. Empty in evidence written
+    /// before this field existed.
+    #[serde(default)]
+    pub entries: Vec<FileEntry>,
+}
+
+/// One file of [`FilesDigest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileEntry {
+    /// `/`-separated path relative to the evidence directory.
+    pub path: String,
+    /// sha256 hex of the file.
+    pub sha256: String,
 }
 
 /// One partition combined by `merge`.
