@@ -120,11 +120,16 @@ pub enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
-    /// Combine the evidence directories of `--partition K/N` runs into one.
+    /// Combine the evidence directories of `--partition K/N` runs (and
+    /// unpartitioned runs beside them, such as `--only suites`) into one.
     ///
-    /// Checks that they share commit, profile, SDK and RECORD digest, cover
-    /// every share once and agree on every global gate; copies the archives;
-    /// writes one evidence.json, junit.xml, statement and SHA256SUMS.
+    /// Checks that they share commit, profile, SDK and RECORD digest, that the
+    /// shares cover every share once and agree on every global gate, and that
+    /// a gate run by an unpartitioned run and by the shares has one result;
+    /// the unpartitioned runs fill the gates the shares cannot run (`suites`),
+    /// so a matrix plus one `--only suites` run merges into one non-partial
+    /// certification. Copies the shares' archives; writes one evidence.json,
+    /// junit.xml, statement and SHA256SUMS.
     Merge {
         /// The merged evidence directory: absolute, missing or empty, outside every partition.
         #[arg(long, value_name = "OUT")]
@@ -132,7 +137,8 @@ pub enum Command {
         /// Name recorded in the merged sign-off block.
         #[arg(long, value_name = "NAME")]
         sign_off_by: Option<String>,
-        /// The partitions' evidence directories.
+        /// The runs' evidence directories: every share of one `--partition K/N` run, and any
+        /// unpartitioned run of the same commit, profile and SDK (such as `--only suites`).
         #[arg(value_name = "DIR", required = true)]
         dirs: Vec<PathBuf>,
     },

@@ -507,3 +507,81 @@ fn replay_that_cannot_run_exits_2_naming_the_reason() {
     assert_eq!(stderr_text(&out), "");
     assert!(stdout_text(&out).contains("REPLAY OK"));
 }
+
+#[test]
+fn merge_takes_a_whole_scope_run_beside_the_shares_for_the_gates_they_cannot_run() {
+    let repo = fixture_repo(&[]);
+    let (_k1, p1) = evidence_dir();
+    let (_k2, p2) = evidence_dir();
+    let (_k3, suites) = evidence_dir();
+    let (_k4, merged) = evidence_dir();
+    run_ok(&repo.root, &p1, &["--partition", "1/2"]);
+    run_ok(&repo.root, &p2, &["--partition", "2/2"]);
+    let out = verifier_only(&repo.root, &suites, "suites")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+
+    // The shares alone: `suites` not run.
+    let (_k5, shares_only) = evidence_dir();
+    let out = merge_output(&shares_only, &[&p1, &p2]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let alone = read_evidence(&shares_only);
+    assert!(alone["selection"]["gates_not_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g == "suites"));
+
+    // With the `--only suites` run beside them: `suites` comes from it.
+    let out = merge_output(&merged, &[&p1, &suites, &p2]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let m = read_evidence(&merged);
+    let s = gate(&m, "suites");
+    assert_eq!(
+        (&s["result"], &s["required"]),
+        (&Value::from("pass"), &Value::Bool(true))
+    );
+    assert!(!m["selection"]["gates_not_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g == "suites"));
+    assert!(
+        m["suites"]["runs"].as_array().unwrap().len() == 2,
+        "{}",
+        m["suites"]
+    );
+    let from = m["merged_from"].as_array().unwrap();
+    assert_eq!(from.len(), 3);
+    assert_eq!(from[2]["partition"], Value::Null);
+    assert_eq!(from[2]["gates"], serde_json::json!(["suites"]));
+    assert_eq!(from[0]["partition"]["index"], 1);
+    // The merged JUnit holds the suites' pytest testcases, and validates.
+    let junit = read_junit(&merged);
+    assert!(
+        junit_suite(&junit, "suites:tree")["tests"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+    let (code, text) = replay(&merged, &[]);
+    assert_eq!(code, 0, "{text}");
+
+    // A whole-scope run of another commit is refused, and nothing written.
+    std::fs::write(repo.root.join("later.txt"), "x\n").unwrap();
+    git(&repo.root, &["add", "-A"]);
+    git(&repo.root, &["commit", "-q", "-m", "later"]);
+    let (_k6, other) = evidence_dir();
+    let out = verifier_only(&repo.root, &other, "stage").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let (_k7, refused) = evidence_dir();
+    let out = merge_output(&refused, &[&p1, &p2, &other]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(
+        stderr_text(&out).contains("disagree on commit"),
+        "{}",
+        both(&out)
+    );
+    assert!(!refused.exists());
+}

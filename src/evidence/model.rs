@@ -81,16 +81,21 @@ pub struct FileEntry {
     pub sha256: String,
 }
 
-/// One partition combined by `merge`.
+/// One run combined by `merge`: a `--partition` share, or an unpartitioned
+/// run beside the shares (such as `--only suites`).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MergedPart {
-    /// The partition's evidence directory.
+    /// The run's evidence directory.
     pub dir: String,
-    /// Its `--partition K/N`.
-    pub partition: crate::profile::Partition,
+    /// Its `--partition K/N`; `null` for an unpartitioned run.
+    pub partition: Option<crate::profile::Partition>,
     /// Its sign-off evidence digest, verified before merging.
     pub evidence_sha256: String,
+    /// Ids of the gates whose merged record comes from this run (a global
+    /// gate's from the first share, a per-candidate gate's from every share).
+    #[serde(default)]
+    pub gates: Vec<String>,
 }
 
 /// The in-toto statement written with the evidence.
