@@ -9,23 +9,51 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  0    every required gate passed
-  1    at least one gate failed (evidence still written, verdict `fail`)
-  2    could not run: bad arguments, evidence dir not fresh/absolute/outside the repo,
-       not a git repo, no interpreter
-  130  interrupted: children reaped, evidence written with verdict `incomplete`
+/// The exit-code table of `--help` and the man page (`EXIT STATUS`).
+pub const EXIT_CODES: &str = "\
+0    every required gate passed
+1    at least one gate failed (evidence still written, verdict `fail`)
+2    could not run: bad arguments, evidence dir not fresh/absolute/outside the repo,
+     not a git repo, no interpreter
+130  interrupted: children reaped, evidence written with verdict `incomplete`";
 
-Examples:
-  # CI: certify HEAD of the current repository
-  verify-coding-candidates --evidence \"$PWD/../evidence\" --python target/sdk-venv/bin/python
+/// The examples of `--help` and the man page (`EXAMPLES`): run from the
+/// verifier's checkout (`cargo xtask sdk` made target/sdk-venv), the plugin
+/// repository beside it.
+pub const EXAMPLES: &str = "\
+# Certify HEAD of the plugin repository beside the verifier's checkout
+verify-coding-candidates --repo ../langbot-plugins --evidence \"$PWD/../evidence\" \\
+    --python target/sdk-venv/bin/python
 
-  # A plugin developer: one gate and what it needs
-  verify-coding-candidates --only lbp-build --evidence /tmp/ev1 --python target/sdk-venv/bin/python
+# A plugin developer: one gate and what it needs
+verify-coding-candidates --repo ../langbot-plugins --only lbp-build --evidence /tmp/ev1 \\
+    --python target/sdk-venv/bin/python
 
-  # What each gate proves, and what it does not
-  verify-coding-candidates gates";
+# A reviewer: re-derive every digest and rebuild from the repository
+verify-coding-candidates replay --evidence /tmp/ev1 --repo ../langbot-plugins
+
+# What each gate proves, and what it does not
+verify-coding-candidates gates";
+
+fn after_help() -> String {
+    let indent = |text: &str| {
+        text.lines()
+            .map(|l| {
+                if l.is_empty() {
+                    String::new()
+                } else {
+                    format!("  {l}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    format!(
+        "Exit codes:\n{}\n\nExamples:\n{}",
+        indent(EXIT_CODES),
+        indent(EXAMPLES)
+    )
+}
 
 /// Certify LangBot plugin release candidates from one clean commit, with the
 /// genuine SDK, and write evidence a reviewer can replay.
@@ -34,7 +62,7 @@ Examples:
 /// evidence directory, every candidate is built there with the official
 /// `lbp build`, and every archive and member is hashed. Nothing is signed.
 #[derive(Debug, Parser)]
-#[command(name = "verify-coding-candidates", version, after_help = AFTER_HELP, subcommand_negates_reqs = true)]
+#[command(name = "verify-coding-candidates", version, after_help = after_help(), subcommand_negates_reqs = true)]
 pub struct Cli {
     /// Repository under review (any path inside it).
     #[arg(long, value_name = "DIR", default_value = ".")]
