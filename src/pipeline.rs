@@ -149,7 +149,23 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         suites: None,
     };
 
-    let records = run_gates(&mut ctx, &required, opts.partition.is_some(), progress);
+    let mut records = run_gates(&mut ctx, &required, opts.partition.is_some(), progress);
+    // Details name files under the evidence directory as DIR/..., so they
+    // stay true when the directory is moved (a CI artifact, a reviewer's copy).
+    let mut prefixes = vec![evidence_dir.display().to_string()];
+    if let Ok(real) = evidence_dir.canonicalize() {
+        prefixes.push(real.display().to_string());
+    }
+    for record in &mut records {
+        for text in record
+            .reason
+            .iter_mut()
+            .chain(record.note.iter_mut())
+            .chain(record.checks.iter_mut().map(|c| &mut c.detail))
+        {
+            *text = relative_to_dir(text, &prefixes);
+        }
+    }
     let interrupted = interrupt::requested();
     let verdict = if interrupted {
         Verdict::Incomplete
@@ -539,6 +555,36 @@ fn on_path(name: &Path) -> Option<PathBuf> {
         .and_then(|c| std::path::absolute(c).ok())
 }
 
+/// `text` with every mention of the evidence directory (each of `prefixes`,
+/// as given and resolved) written as `DIR`: `<dir>/logs/x` becomes
+/// `DIR/logs/x`, `<dir>` alone `DIR`; a longer name that merely starts with
+/// it (`<dir>2`) is left alone.
+pub(crate) fn relative_to_dir(text: &str, prefixes: &[String]) -> String {
+    let mut prefixes: Vec<&String> = prefixes.iter().filter(|p| p.len() > 1).collect();
+    prefixes.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    'scan: while !rest.is_empty() {
+        for p in &prefixes {
+            if let Some(after) = rest.strip_prefix(p.as_str()) {
+                let boundary = after
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !(c.is_alphanumeric() || "-_.~".contains(c)));
+                if boundary {
+                    out.push_str("DIR");
+                    rest = after;
+                    continue 'scan;
+                }
+            }
+        }
+        let c = rest.chars().next().expect("not empty");
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 /// `path` made absolute against the current directory, with `.` and `..`
 /// removed lexically: for messages that suggest a path, never for opening
 /// one (through a symlink, `..` means the link target's parent).
@@ -591,6 +637,18 @@ fn rfc3339(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn details_name_files_under_the_evidence_directory_as_dir() {
+        let prefixes = vec!["/tmp/e".to_string(), "/private/tmp/e".to_string()];
+        assert_eq!(
+            relative_to_dir(
+                "see /tmp/e/logs/a.log, /private/tmp/e/roots/x and /tmp/e; not /tmp/e2/x or /tmp/e.old",
+                &prefixes
+            ),
+            "see DIR/logs/a.log, DIR/roots/x and DIR; not /tmp/e2/x or /tmp/e.old"
+        );
+    }
 
     #[test]
     fn normalized_absolute_removes_dot_and_dotdot_lexically() {

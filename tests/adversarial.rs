@@ -656,6 +656,9 @@ fn python_that_is_not_an_interpreter_fails_sdk_record_saying_what_to_pass() {
         assert!(detail.contains("/bin/true"), "{detail}");
         assert!(detail.contains("--python"), "what to do: {detail}");
         assert!(detail.contains("expected"), "{detail}");
+        // Files of the evidence directory are named relative to it.
+        assert!(detail.contains("DIR/logs/sdk-record/"), "{detail}");
+        assert!(!detail.contains(&dir.display().to_string()), "{detail}");
     }
 }
 
