@@ -212,7 +212,7 @@ fn github_actions_recipe_certifies_the_plugin_repository_and_merges_into_one_rec
                 if failed && !always {
                     continue;
                 }
-                let with = |key: &str| step["with"][key].as_str().map(|v| expand(v));
+                let with = |key: &str| step["with"][key].as_str().map(&expand);
                 match step["uses"].as_str() {
                     Some("actions/checkout@v4") => {
                         let path = work.join(with("path").expect("checkout path"));
