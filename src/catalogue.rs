@@ -79,19 +79,66 @@ pub fn get(id: &str) -> Option<&'static GateInfo> {
 /// Checks that every id of `--only` names a catalogue gate.
 ///
 /// # Errors
-/// The first unknown id, in a sentence listing every known gate.
+/// The first unknown id, in a sentence suggesting the id it most likely
+/// means (`lbp_build`: `lbp-build`) and listing every known gate.
 pub fn check_ids(ids: &[String]) -> Result<(), String> {
     match ids.iter().find(|id| get(id).is_none()) {
         None => Ok(()),
-        Some(id) => Err(format!(
-            "--only: unknown gate {id:?}; expected one of: {}",
-            all()
-                .iter()
-                .map(|g| g.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        Some(id) => {
+            let hint = suggestion(id)
+                .map(|s| format!("did you mean {s:?}? "))
+                .unwrap_or_default();
+            Err(format!(
+                "--only: unknown gate {id:?}; {hint}expected one of: {}",
+                all()
+                    .iter()
+                    .map(|g| g.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        }
     }
+}
+
+/// The catalogue id `id` most likely means: the same words in another case
+/// or with `_`/space for `-`, else the one id within two single-character
+/// edits.
+fn suggestion(id: &str) -> Option<&'static str> {
+    let folded: String = id
+        .trim()
+        .chars()
+        .map(|c| match c {
+            '_' | ' ' => '-',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect();
+    if let Some(g) = get(&folded) {
+        return Some(g.id.as_str());
+    }
+    let mut near = all()
+        .iter()
+        .map(|g| (edit_distance(&folded, &g.id), g.id.as_str()))
+        .filter(|(d, _)| *d <= 2);
+    match (near.next(), near.next()) {
+        (Some((_, only)), None) => Some(only),
+        _ => None,
+    }
+}
+
+/// Levenshtein distance between `a` and `b`, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// `ids` plus every gate they need, transitively, in run order.
@@ -123,6 +170,21 @@ mod tests {
     fn catalogue_parses_and_orders_prerequisites() {
         assert!(all().len() >= 7);
         assert_eq!(all()[0].id, "tree-clean");
+    }
+
+    #[test]
+    fn an_unknown_id_suggests_the_gate_it_most_likely_means() {
+        let err = check_ids(&["lbp_build".into()]).unwrap_err();
+        assert!(
+            err.starts_with("--only: unknown gate \"lbp_build\"; did you mean \"lbp-build\"? expected one of: tree-clean,"),
+            "{err}"
+        );
+        assert_eq!(suggestion("Archive_Members"), Some("archive-members"));
+        assert_eq!(suggestion("sdk-recrd"), Some("sdk-record"));
+        assert_eq!(suggestion("bogus"), None);
+        assert!(!check_ids(&["bogus".into()])
+            .unwrap_err()
+            .contains("did you mean"));
     }
 
     #[test]

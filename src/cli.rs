@@ -3,28 +3,57 @@
 use crate::evidence::{GateRecord, GateResult, Verdict};
 use crate::pipeline::{self, Progress, RunOptions};
 use crate::{catalogue, exit, merge, replay, report};
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  0    every required gate passed
-  1    at least one gate failed (evidence still written, verdict `fail`)
-  2    could not run: bad arguments, evidence dir not fresh/absolute/outside the repo,
-       not a git repo, no interpreter
-  130  interrupted: children reaped, evidence written with verdict `incomplete`
+/// The exit-code table of `--help` and the man page (`EXIT STATUS`).
+pub const EXIT_CODES: &str = "\
+0    every required gate passed
+1    at least one gate failed (evidence still written, verdict `fail`)
+2    could not run: bad arguments, evidence dir not fresh/absolute/outside the repo,
+     not a git repo, no interpreter
+130  interrupted: children reaped, evidence written with verdict `incomplete`";
 
-Examples:
-  # CI: certify HEAD of the current repository
-  verify-coding-candidates --evidence \"$PWD/../evidence\" --python target/sdk-venv/bin/python
+/// The examples of `--help` and the man page (`EXAMPLES`): run from the
+/// verifier's checkout (`cargo xtask sdk` made target/sdk-venv), the plugin
+/// repository beside it.
+pub const EXAMPLES: &str = "\
+# Certify HEAD of the plugin repository beside the verifier's checkout
+verify-coding-candidates --repo ../langbot-plugins --evidence \"$PWD/../evidence\" \\
+    --python target/sdk-venv/bin/python
 
-  # A plugin developer: one gate and what it needs
-  verify-coding-candidates --only lbp-build --evidence /tmp/ev1 --python target/sdk-venv/bin/python
+# A plugin developer: one gate and what it needs
+verify-coding-candidates --repo ../langbot-plugins --only lbp-build --evidence /tmp/ev1 \\
+    --python target/sdk-venv/bin/python
 
-  # What each gate proves, and what it does not
-  verify-coding-candidates gates";
+# A reviewer: re-derive every digest and rebuild from the repository
+verify-coding-candidates replay --evidence /tmp/ev1 --repo ../langbot-plugins
+
+# What each gate proves, and what it does not
+verify-coding-candidates gates";
+
+fn after_help() -> String {
+    let indent = |text: &str| {
+        text.lines()
+            .map(|l| {
+                if l.is_empty() {
+                    String::new()
+                } else {
+                    format!("  {l}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    format!(
+        "Exit codes:\n{}\n\nExamples:\n{}",
+        indent(EXIT_CODES),
+        indent(EXAMPLES)
+    )
+}
 
 /// Certify LangBot plugin release candidates from one clean commit, with the
 /// genuine SDK, and write evidence a reviewer can replay.
@@ -33,7 +62,7 @@ Examples:
 /// evidence directory, every candidate is built there with the official
 /// `lbp build`, and every archive and member is hashed. Nothing is signed.
 #[derive(Debug, Parser)]
-#[command(name = "verify-coding-candidates", version, after_help = AFTER_HELP, subcommand_negates_reqs = true)]
+#[command(name = "verify-coding-candidates", version, after_help = after_help(), subcommand_negates_reqs = true)]
 pub struct Cli {
     /// Repository under review (any path inside it).
     #[arg(long, value_name = "DIR", default_value = ".")]
@@ -72,7 +101,8 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "BACKEND", default_value = "auto")]
     pub isolation: crate::isolation::IsolationChoice,
 
-    /// No progress lines (they are also off when stderr is not a terminal).
+    /// No progress lines or notes on stderr (progress lines are also off when stderr is not a
+    /// terminal); errors are still printed.
     #[arg(long, short)]
     pub quiet: bool,
 
@@ -97,8 +127,10 @@ pub enum Command {
     /// exists, re-creates the `git archive`, and rebuilds every candidate with
     /// the official build, comparing content digests and whole-archive digests
     /// (a difference confined to manifest.yaml's ZIP timestamp is verified byte
-    /// by byte and reported as the known build-clock difference). Exit 0 when
-    /// everything matches, 1 on any mismatch, 2 when it cannot run.
+    /// by byte and reported as the known build-clock difference), and says
+    /// which interpreter rebuilt. Exit 0 when everything matches, 1 on any
+    /// mismatch, 2 when it cannot run (no evidence.json, a --repo that is not
+    /// a git repository, an interpreter that does not exist or has no SDK).
     Replay {
         /// The evidence directory to replay.
         #[arg(long, value_name = "DIR")]
@@ -112,12 +144,20 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// No progress line on stderr; the report and errors are still printed.
+        #[arg(long, short)]
+        quiet: bool,
     },
-    /// Combine the evidence directories of `--partition K/N` runs into one.
+    /// Combine the evidence directories of `--partition K/N` runs (and
+    /// unpartitioned runs beside them, such as `--only suites`) into one.
     ///
-    /// Checks that they share commit, profile, SDK and RECORD digest, cover
-    /// every share once and agree on every global gate; copies the archives;
-    /// writes one evidence.json, junit.xml, statement and SHA256SUMS.
+    /// Checks that they share commit, profile, SDK and RECORD digest, that the
+    /// shares cover every share once and agree on every global gate, and that
+    /// a gate run by an unpartitioned run and by the shares has one result;
+    /// the unpartitioned runs fill the gates the shares cannot run (`suites`),
+    /// so a matrix plus one `--only suites` run merges into one non-partial
+    /// certification. Copies the shares' archives; writes one evidence.json,
+    /// junit.xml, statement and SHA256SUMS.
     Merge {
         /// The merged evidence directory: absolute, missing or empty, outside every partition.
         #[arg(long, value_name = "OUT")]
@@ -125,7 +165,8 @@ pub enum Command {
         /// Name recorded in the merged sign-off block.
         #[arg(long, value_name = "NAME")]
         sign_off_by: Option<String>,
-        /// The partitions' evidence directories.
+        /// The runs' evidence directories: every share of one `--partition K/N` run, and any
+        /// unpartitioned run of the same commit, profile and SDK (such as `--only suites`).
         #[arg(value_name = "DIR", required = true)]
         dirs: Vec<PathBuf>,
     },
@@ -151,8 +192,11 @@ pub enum Format {
 
 /// Parses the command line, runs, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (m, cli)));
+    let (matches, cli) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             let code = if e.use_stderr() {
                 exit::CANNOT_RUN
@@ -163,6 +207,12 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let Some((name, _)) = matches.subcommand() {
+        if let Err(message) = refuse_run_options(&matches, name) {
+            eprintln!("error: {message}");
+            return ExitCode::from(exit::CANNOT_RUN);
+        }
+    }
     match cli.command {
         Some(Command::DiscoveryHost { spec }) => {
             return crate::gates::discovery_rpc::host_main(&spec);
@@ -176,6 +226,7 @@ pub fn main() -> ExitCode {
             repo,
             python,
             format,
+            quiet,
         }) => {
             return run_replay(
                 replay::ReplayOptions {
@@ -184,6 +235,7 @@ pub fn main() -> ExitCode {
                     python,
                 },
                 format,
+                quiet,
             );
         }
         Some(Command::Merge {
@@ -243,7 +295,7 @@ pub fn main() -> ExitCode {
     }
     let mut progress = TerminalProgress {
         enabled: std::io::stderr().is_terminal() && !cli.quiet,
-        pending_note: prerequisites_note,
+        pending_note: prerequisites_note.filter(|_| !cli.quiet),
     };
     match pipeline::run(&opts, &mut progress) {
         Ok(outcome) => {
@@ -271,11 +323,73 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The run's options (argument id, flag), which belong before no subcommand.
+const RUN_OPTIONS: &[(&str, &str)] = &[
+    ("repo", "--repo"),
+    ("evidence", "--evidence"),
+    ("python", "--python"),
+    ("profile", "--profile"),
+    ("only", "--only"),
+    ("partition", "--partition"),
+    ("sign_off_by", "--sign-off-by"),
+    ("isolation", "--isolation"),
+    ("quiet", "--quiet"),
+    ("format", "--format"),
+];
+
+/// Refuses run options given on the command line before subcommand `name`
+/// (`--python X replay ...`): clap parses them as the run's, and the
+/// subcommand would silently ignore them. Values from the environment
+/// (`PYTHON`) and defaults are not "given".
+///
+/// # Errors
+/// A sentence naming each misplaced option and where it belongs.
+fn refuse_run_options(matches: &ArgMatches, name: &str) -> Result<(), String> {
+    let given: Vec<&str> = RUN_OPTIONS
+        .iter()
+        .filter(|(id, _)| matches.value_source(id) == Some(ValueSource::CommandLine))
+        .map(|(_, flag)| *flag)
+        .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    let command = Cli::command();
+    let sub = command.find_subcommand(name);
+    let takes = |flag: &str| {
+        sub.is_some_and(|s| {
+            s.get_arguments()
+                .any(|a| a.get_long() == flag.strip_prefix("--"))
+        })
+    };
+    let (after, none): (Vec<&str>, Vec<&str>) = given.iter().partition(|f| takes(f));
+    let mut parts = Vec::new();
+    if !after.is_empty() {
+        parts.push(format!(
+            "put {} after the subcommand (`verify-coding-candidates {name} {} ...`)",
+            after.join(", "),
+            after[0]
+        ));
+    }
+    if !none.is_empty() {
+        parts.push(format!(
+            "`{name}` takes no {}: leave {} out",
+            none.join(", "),
+            if none.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    Err(format!(
+        "{} given before the `{name}` subcommand: options before a subcommand are a run's, and `{name}` \
+         would ignore them; {}",
+        given.join(", "),
+        parts.join("; ")
+    ))
+}
+
 /// One progress line per gate on stderr, only on a terminal and without `--quiet`.
 struct TerminalProgress {
     enabled: bool,
-    /// Printed (whatever `enabled` says) when the first gate starts, that is
-    /// once the run's inputs were accepted.
+    /// Printed when the first gate starts, that is once the run's inputs
+    /// were accepted, also when stderr is not a terminal (`None` with `--quiet`).
     pending_note: Option<String>,
 }
 
@@ -306,8 +420,8 @@ impl Progress for TerminalProgress {
     }
 }
 
-fn run_replay(opts: replay::ReplayOptions, format: Format) -> ExitCode {
-    if format == Format::Text {
+fn run_replay(opts: replay::ReplayOptions, format: Format, quiet: bool) -> ExitCode {
+    if format == Format::Text && !quiet {
         eprintln!(
             "replaying {}{}",
             opts.evidence.display(),
@@ -319,14 +433,21 @@ fn run_replay(opts: replay::ReplayOptions, format: Format) -> ExitCode {
         );
     }
     match replay::replay(&opts) {
-        Ok(rows) => {
+        Ok(report) => {
+            let rows = &report.rows;
             let mismatches = rows
                 .iter()
                 .filter(|r| r.matches == replay::Match::No)
                 .count();
             let text = match format {
                 Format::Text => {
-                    let mut text = replay::render_table(&rows);
+                    let mut text = replay::render_table(rows);
+                    if let Some(r) = &report.rebuild {
+                        text.push_str(&format!(
+                            "\nrebuilt with {} (from {}; langbot-plugin {})\n",
+                            r.python, r.from, r.sdk_version
+                        ));
+                    }
                     if mismatches == 0 {
                         text.push_str(&format!("\nREPLAY OK: {} items match\n", rows.len()));
                     } else {
@@ -344,7 +465,12 @@ fn run_replay(opts: replay::ReplayOptions, format: Format) -> ExitCode {
                     text
                 }
                 Format::Json => {
-                    let doc = serde_json::json!({ "ok": mismatches == 0, "mismatches": mismatches, "rows": rows });
+                    let doc = serde_json::json!({
+                        "ok": mismatches == 0,
+                        "mismatches": mismatches,
+                        "rebuild": report.rebuild,
+                        "rows": rows.iter().map(replay::Row::to_json).collect::<Vec<_>>(),
+                    });
                     format!(
                         "{}\n",
                         serde_json::to_string_pretty(&doc).unwrap_or_default()

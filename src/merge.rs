@@ -3,7 +3,12 @@
 //!
 //! The partitions must share commit, tree, profile, SDK version and RECORD
 //! digest, required gates and partition count, cover every share exactly
-//! once, and agree on every global gate's result. Each partition's own
+//! once, and agree on every global gate's result. Unpartitioned runs of the
+//! same commit, profile and SDK may stand beside them (`--only suites`: the
+//! `whole` gates a share cannot run); their records fill the gates the
+//! shares did not run, and any gate both ran must agree, as must the
+//! archives' content digests. A matrix plus one such run merges into one
+//! non-partial certification. Each partition's own
 //! sign-off digest is re-checked first, so an edited partition is refused,
 //! and every archive (and wheelhouse file) is hashed again before it is
 //! copied, so a swapped one is refused too.
@@ -83,16 +88,34 @@ pub fn merge(
         }
         evidences.push((dir.clone(), ev));
     }
-    evidences.sort_by_key(|(_, e)| e.selection.partition.map(|p| p.index).unwrap_or(0));
-    let (first_dir, first) = &evidences[0];
+    // Shares of the partitioned run, and whole-scope runs beside them (an
+    // unpartitioned `--only suites`: the gates that need every candidate).
+    type Runs = Vec<(PathBuf, Evidence)>;
+    let (mut shares, wholes): (Runs, Runs) = evidences
+        .into_iter()
+        .partition(|(_, e)| e.selection.partition.is_some());
+    if shares.is_empty() {
+        return Err(format!(
+            "expected the evidence of `--partition K/N` runs, found only unpartitioned runs ({}); merge \
+             combines the shares of one partitioned run, with unpartitioned runs (such as `--only suites`) \
+             beside them",
+            wholes
+                .iter()
+                .map(|(d, _)| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    shares.sort_by_key(|(_, e)| e.selection.partition.map(|p| p.index).unwrap_or(0));
+    let (first_dir, first) = &shares[0];
     let count = first.selection.partition.map(|p| p.count);
-    for (dir, ev) in &evidences {
+    for (dir, ev) in shares.iter().chain(&wholes) {
         let same = |what: &str, a: &str, b: &str| -> Result<(), String> {
             if a == b {
                 Ok(())
             } else {
                 Err(format!(
-                    "{} and {} disagree on {what}: {a} vs {b}; partitions of one run must share it",
+                    "{} and {} disagree on {what}: {a} vs {b}; runs merged into one must share it",
                     first_dir.display(),
                     dir.display()
                 ))
@@ -111,28 +134,34 @@ pub fn merge(
             first.sdk.record_sha256.as_deref().unwrap_or("-"),
             ev.sdk.record_sha256.as_deref().unwrap_or("-"),
         )?;
-        same(
-            "required gates",
-            &first.selection.required.join(","),
-            &ev.selection.required.join(","),
-        )?;
-        if ev.selection.partition.map(|p| p.count) != count || count.is_none() {
-            let found = match ev.selection.partition {
-                Some(p) => format!("--partition {}/{}", p.index, p.count),
-                None => "an unpartitioned run".to_string(),
-            };
-            let expected = match count {
-                Some(n) => format!("a `--partition K/{n}` run, like {}", first_dir.display()),
-                None => "evidence from `--partition K/N` runs".to_string(),
-            };
+        let ids = |e: &Evidence| e.gates.iter().map(|g| g.id.clone()).collect::<Vec<_>>();
+        same("gate list", &ids(first).join(","), &ids(ev).join(","))?;
+    }
+    for (dir, ev) in &shares {
+        if ev.selection.required != first.selection.required {
             return Err(format!(
-                "{}: expected {expected}, found {found}; merge combines the shares of one partitioned run",
-                dir.display()
+                "{} and {} disagree on required gates: {} vs {}; the shares of one run must share it",
+                first_dir.display(),
+                dir.display(),
+                first.selection.required.join(","),
+                ev.selection.required.join(",")
+            ));
+        }
+        if ev.selection.partition.map(|p| p.count) != count {
+            let p = ev.selection.partition.expect("a share");
+            return Err(format!(
+                "{}: expected a `--partition K/{}` run, like {}, found --partition {}/{}; merge combines \
+                 the shares of one partitioned run",
+                dir.display(),
+                count.unwrap_or(0),
+                first_dir.display(),
+                p.index,
+                p.count
             ));
         }
     }
     let n = count.unwrap_or(0);
-    let indices: Vec<u32> = evidences
+    let indices: Vec<u32> = shares
         .iter()
         .filter_map(|(_, e)| e.selection.partition.map(|p| p.index))
         .collect();
@@ -146,73 +175,153 @@ pub fn merge(
                 .join(", ")
         ));
     }
+    // A whole-scope run built every candidate itself: its archives must hold
+    // the same content as the shares' (the archive files differ in the
+    // build clock only), or its suites ran against other code.
+    for (dir, whole) in &wholes {
+        for c in &whole.candidates {
+            let Some(a) = &c.archive else { continue };
+            let share = shares
+                .iter()
+                .flat_map(|(d, e)| e.candidates.iter().map(move |c| (d, c)))
+                .find(|(_, s)| s.path == c.path);
+            if let Some((share_dir, Some(b))) = share.map(|(d, s)| (d, s.archive.as_ref())) {
+                if a.content_digest != b.content_digest {
+                    return Err(format!(
+                        "{} and {} disagree on the content digest of {}: {} vs {}; the runs did not build \
+                         the same code: re-run them from the same commit and interpreter",
+                        dir.display(),
+                        share_dir.display(),
+                        c.folder,
+                        a.content_digest,
+                        b.content_digest
+                    ));
+                }
+            }
+        }
+    }
 
     let mut merged = first.clone();
-    merged.selection = crate::evidence::Selection::new(
-        first.selection.only.clone(),
-        first.selection.required.clone(),
-        None,
-    );
-    merged.started_at = evidences
+    merged.started_at = shares
         .iter()
+        .chain(&wholes)
         .map(|(_, e)| e.started_at.clone())
         .min()
         .unwrap_or_default();
-    merged.finished_at = evidences
+    merged.finished_at = shares
         .iter()
+        .chain(&wholes)
         .map(|(_, e)| e.finished_at.clone())
         .max()
         .unwrap_or_default();
-    merged.candidates = evidences
+    merged.candidates = shares
         .iter()
         .flat_map(|(_, e)| e.candidates.clone())
         .collect();
     merged.candidates.sort_by(|a, b| a.path.cmp(&b.path));
     merged.gates = Vec::new();
+    // Which run each gate's record comes from: index into `shares` then `wholes`.
+    let mut contributed: Vec<Vec<String>> = vec![Vec::new(); shares.len() + wholes.len()];
     for (i, gate) in first.gates.iter().enumerate() {
-        let records: Vec<&GateRecord> = evidences
+        let share_records: Vec<&GateRecord> = shares.iter().map(|(_, e)| &e.gates[i]).collect();
+        let whole_records: Vec<(usize, &GateRecord)> = wholes
             .iter()
-            .filter_map(|(_, e)| e.gates.get(i))
+            .enumerate()
+            .map(|(k, (_, e))| (shares.len() + k, &e.gates[i]))
+            .filter(|(_, g)| g.required)
             .collect();
-        if records.iter().any(|r| r.id != gate.id) {
-            return Err(format!(
-                "partitions list different gates at position {i} (expected {})",
-                gate.id
-            ));
-        }
         let scope = catalogue::get(&gate.id)
             .map(|g| g.scope)
             .unwrap_or(Scope::Global);
-        if scope == Scope::Global {
-            if let Some(other) = records.iter().find(|r| r.result != gate.result) {
-                return Err(format!(
-                    "global gate {} disagrees across partitions: {} in one, {} in another; \
-                     global gates must agree (re-run the partitions from the same commit and interpreter)",
-                    gate.id,
-                    gate.result.word(),
-                    other.result.word()
-                ));
-            }
-            merged.gates.push(gate.clone());
-            continue;
-        }
-        let mut combined = gate.clone();
-        combined.checks = records.iter().flat_map(|r| r.checks.clone()).collect();
-        combined.duration_ms = records.iter().map(|r| r.duration_ms).sum();
-        let results: Vec<GateResult> = records.iter().map(|r| r.result).collect();
-        combined.result = [GateResult::Fail, GateResult::Blocked, GateResult::Skipped]
-            .into_iter()
-            .find(|r| results.contains(r))
-            .unwrap_or(GateResult::Pass);
-        let mut reasons: Vec<String> = records.iter().filter_map(|r| r.reason.clone()).collect();
-        reasons.dedup();
-        combined.reason = if reasons.is_empty() {
-            None
-        } else {
-            Some(reasons.join("; "))
+        let disagree = |a: &GateRecord, b: &GateRecord| {
+            format!(
+                "gate {} disagrees across the merged runs: {} in one, {} in another; a gate run twice on \
+                 one commit must agree (re-run them from the same commit and interpreter)",
+                gate.id,
+                a.result.word(),
+                b.result.word()
+            )
         };
-        merged.gates.push(combined);
+        let record = if gate.required {
+            let record = if scope == Scope::Global {
+                if let Some(other) = share_records.iter().find(|r| r.result != gate.result) {
+                    return Err(disagree(gate, other));
+                }
+                contributed[0].push(gate.id.clone());
+                gate.clone()
+            } else {
+                let mut combined = gate.clone();
+                combined.checks = share_records
+                    .iter()
+                    .flat_map(|r| r.checks.clone())
+                    .collect();
+                combined.duration_ms = share_records.iter().map(|r| r.duration_ms).sum();
+                let results: Vec<GateResult> = share_records.iter().map(|r| r.result).collect();
+                combined.result = [GateResult::Fail, GateResult::Blocked, GateResult::Skipped]
+                    .into_iter()
+                    .find(|r| results.contains(r))
+                    .unwrap_or(GateResult::Pass);
+                let mut reasons: Vec<String> = share_records
+                    .iter()
+                    .filter_map(|r| r.reason.clone())
+                    .collect();
+                reasons.dedup();
+                combined.reason = if reasons.is_empty() {
+                    None
+                } else {
+                    Some(reasons.join("; "))
+                };
+                for list in contributed.iter_mut().take(shares.len()) {
+                    list.push(gate.id.clone());
+                }
+                combined
+            };
+            // A whole-scope run that ran this gate too must agree with the shares.
+            if let Some((_, other)) = whole_records
+                .iter()
+                .find(|(_, r)| r.result != record.result)
+            {
+                return Err(disagree(&record, other));
+            }
+            record
+        } else if let Some((k, whole)) = whole_records.first() {
+            // A gate the shares did not run (`suites`: it needs every candidate).
+            if let Some((_, other)) = whole_records.iter().find(|(_, r)| r.result != whole.result) {
+                return Err(disagree(whole, other));
+            }
+            contributed[*k].push(gate.id.clone());
+            (*whole).clone()
+        } else {
+            gate.clone()
+        };
+        merged.gates.push(record);
     }
+    let required: Vec<String> = merged
+        .gates
+        .iter()
+        .filter(|g| g.required)
+        .map(|g| g.id.clone())
+        .collect();
+    // `--only` of the merged selection: none when any share selected every gate.
+    let only = if shares.iter().any(|(_, e)| e.selection.only.is_none()) {
+        None
+    } else {
+        let mut ids: Vec<String> = Vec::new();
+        for (_, e) in shares.iter().chain(&wholes) {
+            for id in e.selection.only.iter().flatten() {
+                if !ids.contains(id) {
+                    ids.push(id.clone());
+                }
+            }
+        }
+        Some(ids)
+    };
+    merged.selection = crate::evidence::Selection::new(only, required, None);
+    merged.suites = wholes
+        .iter()
+        .find(|(_, e)| e.suites.is_some())
+        .and_then(|(_, e)| e.suites.clone())
+        .or_else(|| first.suites.clone());
     merged.verdict = if merged
         .gates
         .iter()
@@ -224,15 +333,19 @@ pub fn merge(
         Verdict::Fail
     };
     merged.merged_from = Some(
-        evidences
+        shares
             .iter()
-            .map(|(dir, e)| MergedPart {
+            .chain(&wholes)
+            .zip(contributed)
+            .map(|((dir, e), gates)| MergedPart {
                 dir: dir.display().to_string(),
-                partition: e.selection.partition.expect("checked above"),
+                partition: e.selection.partition,
                 evidence_sha256: e.sign_off.evidence_sha256.clone(),
+                gates,
             })
             .collect(),
     );
+    let evidences = shares;
 
     // The sign-off covers evidence.json only: re-derive every archive's
     // digest before copying, so a swapped archive is never merged.

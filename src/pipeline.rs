@@ -150,7 +150,23 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         wheelhouse: None,
     };
 
-    let records = run_gates(&mut ctx, &required, opts.partition.is_some(), progress);
+    let mut records = run_gates(&mut ctx, &required, opts.partition.is_some(), progress);
+    // Details name files under the evidence directory as DIR/..., so they
+    // stay true when the directory is moved (a CI artifact, a reviewer's copy).
+    let mut prefixes = vec![evidence_dir.display().to_string()];
+    if let Ok(real) = evidence_dir.canonicalize() {
+        prefixes.push(real.display().to_string());
+    }
+    for record in &mut records {
+        for text in record
+            .reason
+            .iter_mut()
+            .chain(record.note.iter_mut())
+            .chain(record.checks.iter_mut().map(|c| &mut c.detail))
+        {
+            *text = relative_to_dir(text, &prefixes);
+        }
+    }
     let interrupted = interrupt::requested();
     let verdict = if interrupted {
         Verdict::Incomplete
@@ -334,9 +350,7 @@ fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
         return Err(SetupError(format!(
             "--evidence {}: expected an absolute path, found a relative one; pass e.g. {}",
             dir.display(),
-            std::env::current_dir()
-                .map(|c| c.join(dir).display().to_string())
-                .unwrap_or_default()
+            normalized_absolute(dir).display()
         )));
     }
     let resolved = resolve_for_writing("--evidence", dir)?;
@@ -445,25 +459,67 @@ pub(crate) fn resolve_for_writing(flag: &str, dir: &Path) -> Result<PathBuf, Set
     Ok(current)
 }
 
-fn check_python(python: Option<&Path>) -> Result<PathBuf, SetupError> {
+/// The interpreter a run (or a replay's rebuild) uses: `python` as given,
+/// a bare name (no `/`) looked up on `PATH` as a shell would, made absolute
+/// (symlinks kept: a venv's `bin/python` is a link to its base interpreter).
+///
+/// # Errors
+/// A sentence naming the option, the path as given and as resolved, what was
+/// found, and what to pass instead (`cargo xtask sdk` creates one).
+pub(crate) fn check_python(python: Option<&Path>) -> Result<PathBuf, SetupError> {
     let Some(p) = python else {
         return Err(SetupError(
             "no interpreter: pass --python PATH or set PYTHON to the interpreter that has the pinned \
-             langbot-plugin installed (`cargo xtask sdk` creates one and prints its path)"
+             langbot-plugin installed (`cargo xtask sdk` in the verifier's checkout creates one at \
+             target/sdk-venv/bin/python and prints its path)"
                 .into(),
         ));
     };
-    let meta = std::fs::metadata(p).map_err(|e| {
+    let bare = !p.as_os_str().is_empty() && !p.as_os_str().as_encoded_bytes().contains(&b'/');
+    let p = if bare {
+        match on_path(p) {
+            Some(found) => found,
+            None => {
+                return Err(SetupError(format!(
+                    "--python {}: expected an interpreter; a bare name is looked up on PATH, and no \
+                     executable {} is on PATH; pass the interpreter's path (`cargo xtask sdk` creates \
+                     target/sdk-venv/bin/python and prints its path)",
+                    p.display(),
+                    p.display()
+                )))
+            }
+        }
+    } else {
+        p.to_path_buf()
+    };
+    let resolved = normalized_absolute(&p);
+    let shown = if resolved == p {
+        p.display().to_string()
+    } else {
+        format!("{} (resolved: {})", p.display(), resolved.display())
+    };
+    let meta = std::fs::metadata(&p).map_err(|e| {
+        let found = if e.kind() == std::io::ErrorKind::NotFound {
+            "no such file".to_string()
+        } else {
+            e.to_string()
+        };
         SetupError(format!(
-            "--python {}: expected an executable interpreter, found: {e}",
-            p.display()
+            "--python {shown}: expected an executable interpreter with the pinned langbot-plugin, found \
+             {found}; run `cargo xtask sdk` in the verifier's checkout (it creates target/sdk-venv and \
+             prints its interpreter's path), or pass the path of an interpreter that has the SDK"
         ))
     })?;
     use std::os::unix::fs::PermissionsExt;
     let found = if meta.is_dir() {
+        // A venv (`DIR/bin/python`) or its `bin/` folder (`DIR/python`).
+        let inside = [p.join("bin").join("python"), p.join("python")]
+            .into_iter()
+            .find(|c| c.is_file())
+            .unwrap_or_else(|| p.join("bin").join("python"));
         Some(format!(
             "a directory; pass the interpreter inside it, e.g. {}",
-            p.join("python").display()
+            inside.display()
         ))
     } else if !meta.is_file() {
         Some("neither a file nor a directory".to_string())
@@ -477,16 +533,76 @@ fn check_python(python: Option<&Path>) -> Result<PathBuf, SetupError> {
     };
     if let Some(found) = found {
         return Err(SetupError(format!(
-            "--python {}: expected an executable interpreter with the pinned langbot-plugin \
-             (such as <venv>/bin/python; `cargo xtask sdk` creates one), found {found}",
-            p.display()
+            "--python {shown}: expected an executable interpreter with the pinned langbot-plugin \
+             (such as <venv>/bin/python; `cargo xtask sdk` creates one), found {found}"
         )));
     }
     if p.is_relative() {
-        return std::path::absolute(p)
+        return std::path::absolute(&p)
             .map_err(|e| SetupError(format!("--python {}: {e}", p.display())));
     }
-    Ok(p.to_path_buf())
+    Ok(p)
+}
+
+/// The first executable file named `name` in a folder of `$PATH`, made absolute.
+fn on_path(name: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join(name))
+        .find(|c| {
+            std::fs::metadata(c).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .and_then(|c| std::path::absolute(c).ok())
+}
+
+/// `text` with every mention of the evidence directory (each of `prefixes`,
+/// as given and resolved) written as `DIR`: `<dir>/logs/x` becomes
+/// `DIR/logs/x`, `<dir>` alone `DIR`; a longer name that merely starts with
+/// it (`<dir>2`) is left alone.
+pub(crate) fn relative_to_dir(text: &str, prefixes: &[String]) -> String {
+    let mut prefixes: Vec<&String> = prefixes.iter().filter(|p| p.len() > 1).collect();
+    prefixes.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    'scan: while !rest.is_empty() {
+        for p in &prefixes {
+            if let Some(after) = rest.strip_prefix(p.as_str()) {
+                let boundary = after
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !(c.is_alphanumeric() || "-_.~".contains(c)));
+                if boundary {
+                    out.push_str("DIR");
+                    rest = after;
+                    continue 'scan;
+                }
+            }
+        }
+        let c = rest.chars().next().expect("not empty");
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// `path` made absolute against the current directory, with `.` and `..`
+/// removed lexically: for messages that suggest a path, never for opening
+/// one (through a symlink, `..` means the link target's parent).
+pub(crate) fn normalized_absolute(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in absolute.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Current UTC time as RFC 3339 with seconds (`2026-11-29T18:00:00Z`).
@@ -523,6 +639,69 @@ fn rfc3339(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn details_name_files_under_the_evidence_directory_as_dir() {
+        let prefixes = vec!["/tmp/e".to_string(), "/private/tmp/e".to_string()];
+        assert_eq!(
+            relative_to_dir(
+                "see /tmp/e/logs/a.log, /private/tmp/e/roots/x and /tmp/e; not /tmp/e2/x or /tmp/e.old",
+                &prefixes
+            ),
+            "see DIR/logs/a.log, DIR/roots/x and DIR; not /tmp/e2/x or /tmp/e.old"
+        );
+    }
+
+    #[test]
+    fn normalized_absolute_removes_dot_and_dotdot_lexically() {
+        assert_eq!(
+            normalized_absolute(Path::new("/a/b/../c/./d")),
+            PathBuf::from("/a/c/d")
+        );
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            normalized_absolute(Path::new("../x")),
+            cwd.parent().unwrap().join("x")
+        );
+    }
+
+    #[test]
+    fn python_hints_name_the_venv_interpreter_the_resolved_path_and_the_sdk_command() {
+        let venv = tempfile::tempdir().unwrap();
+        let bin = venv.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("python"), b"").unwrap();
+        // A venv passed as a directory: its bin/python, not DIR/python.
+        let err = check_python(Some(venv.path())).unwrap_err().0;
+        assert!(
+            err.contains(&format!("e.g. {}", bin.join("python").display())),
+            "{err}"
+        );
+        // A missing relative path: the resolved path and `cargo xtask sdk`.
+        let err = check_python(Some(Path::new("no-such-venv/bin/python")))
+            .unwrap_err()
+            .0;
+        let resolved = std::env::current_dir()
+            .unwrap()
+            .join("no-such-venv/bin/python");
+        assert!(
+            err.contains(&format!("(resolved: {})", resolved.display())),
+            "{err}"
+        );
+        assert!(err.contains("no such file"), "{err}");
+        assert!(err.contains("`cargo xtask sdk`"), "{err}");
+        // A bare name is looked up on PATH, as a shell would.
+        let sh = check_python(Some(Path::new("sh"))).unwrap();
+        assert!(sh.is_absolute() && sh.ends_with("sh"), "{}", sh.display());
+        let err = check_python(Some(Path::new("vcc-no-such-python")))
+            .unwrap_err()
+            .0;
+        assert!(err.contains("looked up on PATH"), "{err}");
+        assert!(
+            !err.contains("/usr/bin:"),
+            "the PATH itself is not printed: {err}"
+        );
+    }
 
     #[test]
     fn rfc3339_formats_known_instants() {

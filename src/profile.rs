@@ -426,7 +426,7 @@ pub enum ProfileError {
         source: std::io::Error,
     },
     /// TOML error, including unknown keys (the message names the key).
-    #[error("profile {path}: {message}\nexpected: the keys of gates/profiles/coding-runners.toml; fix or remove the offending key")]
+    #[error("profile {path}: {message}\nexpected: only the keys a profile defines (the README's \"Profiles\" section documents each one); fix or remove the offending key")]
     Parse {
         /// Path or `built-in`.
         path: String,
@@ -753,6 +753,9 @@ mod tests {
         let text = format!("{BUILTIN_CODING_RUNNERS}\nsurprise = 1\n");
         let err = parse(&text, "x.toml").unwrap_err().to_string();
         assert!(err.contains("surprise"), "{err}");
+        // Users have the binary, not its source tree: no path of it is named.
+        assert!(!err.contains("gates/profiles"), "{err}");
+        assert!(err.contains("README's \"Profiles\" section"), "{err}");
     }
 
     #[test]

@@ -23,8 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The outcome of one replayed item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Match {
     /// Recorded and observed agree.
     Yes,
@@ -35,7 +34,7 @@ pub enum Match {
 }
 
 /// One row of the replay table.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone)]
 pub struct Row {
     /// What was compared.
     pub item: String,
@@ -48,6 +47,19 @@ pub struct Row {
 }
 
 impl Row {
+    /// The row as `--format json` prints it: `matches` is a boolean (true
+    /// for a build-clock difference too), and `build_clock` says whether the
+    /// archives differ only in `manifest.yaml`'s ZIP timestamp.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "item": self.item,
+            "recorded": self.recorded,
+            "observed": self.observed,
+            "matches": self.matches != Match::No,
+            "build_clock": self.matches == Match::BuildClock,
+        })
+    }
+
     fn new(
         item: impl Into<String>,
         recorded: impl Into<String>,
@@ -79,12 +91,36 @@ pub struct ReplayOptions {
     pub python: Option<PathBuf>,
 }
 
+/// The interpreter that rebuilt the archives (`replay --repo`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Rebuild {
+    /// Its path, as run.
+    pub python: String,
+    /// Where it came from: `--python`, `$PYTHON` or `evidence.json` (the
+    /// run's own interpreter).
+    pub from: &'static str,
+    /// The `langbot-plugin` version it has.
+    pub sdk_version: String,
+}
+
+/// What a replay found.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Every compared item.
+    pub rows: Vec<Row>,
+    /// The rebuild's interpreter, when `--repo` asked for a rebuild and one
+    /// could be used.
+    pub rebuild: Option<Rebuild>,
+}
+
 /// Replays `opts`. Returns every row; the caller decides the exit code
 /// (0 only when no row is [`Match::No`]).
 ///
 /// # Errors
-/// When the evidence directory or its `evidence.json` cannot be read at all.
-pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
+/// When the replay cannot run (exit code 2): the evidence directory or its
+/// `evidence.json` cannot be read at all, `--repo` is not a git repository,
+/// or the rebuild's interpreter does not exist or has no `langbot-plugin`.
+pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
     let dir = &opts.evidence;
     if !dir.join(evidence::EVIDENCE_JSON).is_file() {
         return Err(format!(
@@ -92,8 +128,13 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
             dir.display()
         ));
     }
-    let mut rows = Vec::new();
-    check_sums(dir, &mut rows);
+    let repo = opts.repo.as_deref().map(git::toplevel).transpose()?;
+    let mut report = Report {
+        rows: Vec::new(),
+        rebuild: None,
+    };
+    let rows = &mut report.rows;
+    check_sums(dir, rows);
     let text = fs::read_to_string(dir.join(evidence::EVIDENCE_JSON))
         .map_err(|e| format!("{}/evidence.json: {e}", dir.display()))?;
     let value: serde_json::Value = match serde_json::from_str(&text) {
@@ -104,7 +145,7 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
                 "JSON",
                 format!("invalid: {e}"),
             ));
-            return Ok(rows);
+            return Ok(report);
         }
     };
     let recorded_digest = value
@@ -125,20 +166,27 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
                 "valid",
                 format!("invalid: {e}"),
             ));
-            return Ok(rows);
+            return Ok(report);
         }
     };
+    // Decided before any slow check: an interpreter that cannot rebuild is a
+    // reason the replay cannot run, not a mismatch.
+    let work = match &repo {
+        Some(_) => Some(
+            tempfile::Builder::new()
+                .prefix("vcc-replay-")
+                .tempdir()
+                .map_err(|e| format!("cannot create a temporary directory: {e}"))?,
+        ),
+        None => None,
+    };
+    if let Some(work) = &work {
+        report.rebuild = rebuild_interpreter(opts, &ev, work.path(), rows)?;
+    }
     // Every other file of the directory, as the sign-off covers it: catches a
     // changed log or staged file even when SHA256SUMS was rewritten to match.
     if let Some(recorded) = &ev.files {
-        let observed = evidence::files_digest(dir)
-            .map(|d| d.sha256)
-            .unwrap_or_else(|e| format!("unreadable: {e}"));
-        rows.push(Row::new(
-            format!("files digest ({} files besides the views)", recorded.count),
-            &recorded.sha256,
-            observed,
-        ));
+        check_files(dir, recorded, rows);
     }
     for c in &ev.candidates {
         let Some(a) = &c.archive else { continue };
@@ -225,7 +273,7 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
         }
     }
     if let Some(w) = &ev.wheelhouse {
-        replay_wheelhouse(dir, w, &mut rows);
+        replay_wheelhouse(dir, w, rows);
     }
     if let Some(recorded) = &ev.source.archive_sha256 {
         // A merged directory holds no staging/ (merge copies the archives only).
@@ -237,10 +285,174 @@ pub fn replay(opts: &ReplayOptions) -> Result<Vec<Row>, String> {
             rows.push(Row::new("staging/source.tar sha256", recorded, observed));
         }
     }
-    if let Some(repo) = &opts.repo {
-        replay_against_repo(opts, repo, &ev, &mut rows);
+    if let (Some(repo), Some(work)) = (&repo, &work) {
+        let python = report.rebuild.as_ref().map(|r| PathBuf::from(&r.python));
+        replay_against_repo(opts, repo, &ev, python.as_deref(), work.path(), rows);
     }
-    Ok(rows)
+    Ok(report)
+}
+
+/// The sign-off's files digest, re-derived; when it differs, every file
+/// whose digest differs from the sealed listing (`files.entries`) is named
+/// (`files digest: <path>`), unless `SHA256SUMS` already named it.
+fn check_files(dir: &Path, recorded: &evidence::FilesDigest, rows: &mut Vec<Row>) {
+    let current = evidence::entries(dir, &evidence::VIEWS);
+    let observed = current
+        .as_ref()
+        .map(|e| hash::sha256_bytes(evidence::listing_text(e).as_bytes()))
+        .unwrap_or_else(|e| format!("unreadable: {e}"));
+    let differs = observed != recorded.sha256;
+    rows.push(Row::new(
+        format!("files digest ({} files besides the views)", recorded.count),
+        &recorded.sha256,
+        observed,
+    ));
+    let (true, Ok(current)) = (differs, current) else {
+        return;
+    };
+    if recorded.entries.is_empty() {
+        return;
+    }
+    let sealed = hash::sha256_bytes(evidence::listing_text(&recorded.entries).as_bytes());
+    if sealed != recorded.sha256 {
+        rows.push(Row::new(
+            "files digest listing (files.entries)",
+            &recorded.sha256,
+            sealed,
+        ));
+        return;
+    }
+    let before: BTreeMap<&str, &str> = recorded
+        .entries
+        .iter()
+        .map(|e| (e.path.as_str(), e.sha256.as_str()))
+        .collect();
+    let after: BTreeMap<&str, &str> = current
+        .iter()
+        .map(|e| (e.path.as_str(), e.sha256.as_str()))
+        .collect();
+    let mut named = Vec::new();
+    for (path, sha) in &before {
+        match after.get(path) {
+            Some(now) if now == sha => {}
+            Some(now) => named.push((path.to_string(), sha.to_string(), now.to_string())),
+            None => named.push((path.to_string(), sha.to_string(), "removed".into())),
+        }
+    }
+    for (path, sha) in &after {
+        if !before.contains_key(path) {
+            named.push((path.to_string(), "absent".into(), sha.to_string()));
+        }
+    }
+    for (path, recorded, observed) in named {
+        // SHA256SUMS, when it was not rewritten, already names the file.
+        if rows.iter().any(|r| r.item == format!("file {path}")) {
+            continue;
+        }
+        rows.push(Row::new(
+            format!("files digest: {path}"),
+            recorded,
+            observed,
+        ));
+    }
+}
+
+/// Which interpreter rebuilds, checked before anything is rebuilt: `--python`,
+/// else `$PYTHON`, else the absolute interpreter `evidence.json` records. A
+/// relative recorded interpreter is never run (it would resolve inside the
+/// rebuild's copy of the repository): a mismatch row says so and `Ok(None)`
+/// skips the rebuild. The interpreter's `langbot-plugin` version is compared
+/// with the recorded one as a row.
+///
+/// # Errors
+/// When the interpreter does not exist, is not executable, or has no
+/// `langbot-plugin`: the replay cannot run.
+fn rebuild_interpreter(
+    opts: &ReplayOptions,
+    ev: &Evidence,
+    work: &Path,
+    rows: &mut Vec<Row>,
+) -> Result<Option<Rebuild>, String> {
+    let from_env = std::env::var_os("PYTHON")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let (given, from) = match (&opts.python, from_env) {
+        (Some(p), _) => (p.clone(), "--python"),
+        (None, Some(p)) => (p, "$PYTHON"),
+        (None, None) if Path::new(&ev.sdk.python).is_absolute() => {
+            (PathBuf::from(&ev.sdk.python), "evidence.json")
+        }
+        (None, None) => {
+            rows.push(Row::new(
+                "rebuild interpreter",
+                "an absolute interpreter path",
+                format!(
+                    "evidence.json names {:?}, a relative path, which is never run; pass --python \
+                     with the interpreter that has the pinned SDK",
+                    ev.sdk.python
+                ),
+            ));
+            return Ok(None);
+        }
+    };
+    let python = crate::pipeline::check_python(Some(&given)).map_err(|e| {
+        let message = e.0;
+        match from {
+            "--python" => message,
+            "$PYTHON" => message.replacen("--python", "$PYTHON", 1),
+            _ => format!(
+                "the interpreter evidence.json records cannot rebuild here ({}); pass --python with an \
+                 interpreter that has {}",
+                message.replacen("--python ", "", 1),
+                ev.sdk.requirement
+            ),
+        }
+    })?;
+    let version = sdk_version(&python, work).map_err(|e| {
+        format!(
+            "{from} {}: expected an interpreter with langbot-plugin installed (the official build needs \
+             it; the run used {}), found {e}; pass --python with the interpreter `cargo xtask sdk` \
+             prints",
+            python.display(),
+            ev.sdk.requirement
+        )
+    })?;
+    rows.push(Row::new(
+        "rebuild interpreter langbot-plugin",
+        ev.sdk
+            .version
+            .clone()
+            .unwrap_or_else(|| "(not recorded)".into()),
+        version.clone(),
+    ));
+    Ok(Some(Rebuild {
+        python: python.display().to_string(),
+        from,
+        sdk_version: version,
+    }))
+}
+
+/// The `langbot-plugin` version `python` has, asked in isolated mode.
+fn sdk_version(python: &Path, work: &Path) -> Result<String, String> {
+    let spec = process::ChildSpec {
+        program: python.to_path_buf(),
+        args: vec![
+            "-I".into(),
+            "-B".into(),
+            "-c".into(),
+            "import importlib.metadata as m; print(m.version('langbot-plugin'))".into(),
+        ],
+        cwd: work.to_path_buf(),
+        env: process::base_env(),
+        timeout: Duration::from_secs(60),
+        log_stem: work.join("logs").join("sdk-version"),
+        stdin: None,
+    };
+    let out = process::run(&spec).map_err(|e| e.to_string())?;
+    if !out.success() {
+        return Err(format!("none ({}: {})", out.describe(), out.tail(1).trim()));
+    }
+    Ok(out.stdout_text().trim().to_string())
 }
 
 /// Every wheelhouse file's sha256 and size, and the PEP 503 index pages as
@@ -392,7 +604,14 @@ fn inside_relative(path: &str) -> bool {
             .all(|c| !c.is_empty() && c != "." && c != "..")
 }
 
-fn replay_against_repo(opts: &ReplayOptions, repo: &Path, ev: &Evidence, rows: &mut Vec<Row>) {
+fn replay_against_repo(
+    opts: &ReplayOptions,
+    repo: &Path,
+    ev: &Evidence,
+    python: Option<&Path>,
+    work: &Path,
+    rows: &mut Vec<Row>,
+) {
     let commit = &ev.source.commit;
     let exists = git::run(
         repo,
@@ -413,18 +632,7 @@ fn replay_against_repo(opts: &ReplayOptions, repo: &Path, ev: &Evidence, rows: &
     if !exists {
         return;
     }
-    let work = match tempfile::Builder::new().prefix("vcc-replay-").tempdir() {
-        Ok(w) => w,
-        Err(e) => {
-            rows.push(Row::new(
-                "temporary directory",
-                "created",
-                format!("failed: {e}"),
-            ));
-            return;
-        }
-    };
-    let tar = work.path().join("source.tar");
+    let tar = work.join("source.tar");
     let tar_arg = tar.display().to_string();
     let archived = git::run(
         repo,
@@ -449,34 +657,12 @@ fn replay_against_repo(opts: &ReplayOptions, repo: &Path, ev: &Evidence, rows: &
             return;
         }
     }
-    let source = work.path().join("source");
+    let source = work.join("source");
     if let Err(e) = archive::extract_tar(&tar, &source) {
         rows.push(Row::new("git archive extraction", "safe", e.to_string()));
         return;
     }
-    let given = opts
-        .python
-        .clone()
-        .or_else(|| std::env::var_os("PYTHON").map(PathBuf::from));
-    let python = match given {
-        Some(p) => p,
-        // The recorded interpreter is what the run used, always absolute
-        // (the pipeline makes it so); a relative one would resolve inside
-        // the rebuild's copy of the repository, so it is never run.
-        None if Path::new(&ev.sdk.python).is_absolute() => PathBuf::from(&ev.sdk.python),
-        None => {
-            rows.push(Row::new(
-                "rebuild interpreter",
-                "an absolute interpreter path",
-                format!(
-                    "evidence.json names {:?}, a relative path, which is never run; pass --python \
-                     with the interpreter that has the pinned SDK",
-                    ev.sdk.python
-                ),
-            ));
-            return;
-        }
-    };
+    let Some(python) = python else { return };
     for c in &ev.candidates {
         let Some(a) = &c.archive else { continue };
         let label = format!("rebuild {}", c.folder);
@@ -491,8 +677,8 @@ fn replay_against_repo(opts: &ReplayOptions, repo: &Path, ev: &Evidence, rows: &
             ));
             continue;
         }
-        let out = work.path().join("out").join(&c.folder);
-        match rebuild(&python, &source.join(&c.path), &out, work.path(), &c.folder) {
+        let out = work.join("out").join(&c.folder);
+        match rebuild(python, &source.join(&c.path), &out, work, &c.folder) {
             Ok(file) => {
                 match member_digests(&file) {
                     Ok(m) => rows.push(Row::new(

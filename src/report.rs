@@ -1,7 +1,7 @@
 //! Terminal views of the catalogue and of a finished run's evidence.
 
 use crate::catalogue::GateInfo;
-use crate::evidence::{CheckResult, Evidence, GateRecord, GateResult};
+use crate::evidence::{statement, CheckResult, Evidence, GateRecord, GateResult, Verdict};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -47,7 +47,7 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\ncommit {} ({})",
+        "commit {} ({})",
         evidence.source.commit, evidence.source.repo
     );
     // Gates an `--only` run left out get one line together, not one row each.
@@ -125,8 +125,9 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
     }
     let _ = writeln!(
         out,
-        "\n{}{}: evidence in {}",
+        "\n{}{}{}: evidence in {}",
         evidence.verdict.word(),
+        warnings_note(evidence),
         partial_note(evidence),
         dir.display()
     );
@@ -135,7 +136,37 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
         "      sign-off evidence_sha256 {} (archives are not signed)",
         evidence.sign_off.evidence_sha256
     );
+    let _ = writeln!(out, "      {}", statement_line(evidence));
     out
+}
+
+/// ` with N warning(s)` after the verdict word of a pass whose required
+/// gates recorded warnings (the statement says `WARNED` then); empty
+/// otherwise.
+fn warnings_note(evidence: &Evidence) -> String {
+    let n = statement::warnings(evidence);
+    match (evidence.verdict, n) {
+        (Verdict::Pass, 1) => " with 1 warning".into(),
+        (Verdict::Pass, n) if n > 1 => format!(" with {n} warnings"),
+        _ => String::new(),
+    }
+}
+
+/// What `statement.intoto.json` says, and why when it is not `PASSED` for a
+/// pass: the same [`statement::result`] the statement is rendered with.
+fn statement_line(evidence: &Evidence) -> String {
+    let result = statement::result(evidence);
+    let why = match (evidence.verdict, result) {
+        (Verdict::Pass, "WARNED") if evidence.selection.partial => {
+            " (a partial run: only a full certification is PASSED)"
+        }
+        (Verdict::Pass, "WARNED") => " (a pass with warnings)",
+        _ => "",
+    };
+    format!(
+        "statement {} predicate.result {result}{why}",
+        statement::STATEMENT_JSON
+    )
 }
 
 /// Longest gate note the table shows, in characters (notes run to 250).
@@ -201,9 +232,10 @@ fn partial_note(evidence: &Evidence) -> String {
 }
 
 /// `--format json`: the summary as one JSON document (verdict, evidence
-/// directory, sign-off digest, and per gate its result, reason, time and
-/// failing checks; `partial` and `gates_not_run` for an `--only` run), from
-/// the same evidence as the table.
+/// directory, sign-off digest, `warnings`, the statement's
+/// `statement_result`, and per gate its result, reason, time and failing
+/// checks; `partial` and `gates_not_run` for a partial run), from the same
+/// evidence as the table.
 pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
     let gates: Vec<serde_json::Value> = evidence
         .gates
@@ -228,6 +260,8 @@ pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
         "evidence_sha256": evidence.sign_off.evidence_sha256,
         "partial": evidence.selection.partial,
         "gates_not_run": gates_not_run(evidence),
+        "warnings": statement::warnings(evidence),
+        "statement_result": statement::result(evidence),
         "gates": gates,
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default()
@@ -236,6 +270,64 @@ pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::evidence::testing::{evidence, full_pass, gate};
+    use crate::evidence::Check;
+
+    #[test]
+    fn the_verdict_line_and_the_statement_agree() {
+        let dir = Path::new("/ev");
+        let full = full_pass();
+        let text = summary(&full, dir, false);
+        assert!(
+            text.starts_with("commit "),
+            "no leading blank line: {text:?}"
+        );
+        assert!(text.contains("\nPASS: evidence in /ev\n"), "{text}");
+        assert!(
+            text.contains("      statement statement.intoto.json predicate.result PASSED\n"),
+            "{text}"
+        );
+
+        let mut warned = full_pass();
+        warned.gates[0]
+            .checks
+            .push(Check::warn("backend", None, "process backend"));
+        warned.gates[1].checks.push(Check::warn("x", None, "y"));
+        let text = summary(&warned, dir, false);
+        assert!(
+            text.contains("\nPASS with 2 warnings: evidence in /ev\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("predicate.result WARNED (a pass with warnings)\n"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&summary_json(&warned, dir)).unwrap();
+        assert_eq!(json["warnings"], 2);
+        assert_eq!(json["statement_result"], "WARNED");
+
+        let partial = evidence(
+            vec![
+                gate(
+                    "tree-clean",
+                    GateResult::Pass,
+                    true,
+                    vec![Check::pass("commit", None, "ok")],
+                ),
+                gate("stage", GateResult::Skipped, false, Vec::new()),
+            ],
+            Verdict::Pass,
+        );
+        let text = summary(&partial, dir, false);
+        assert!(text.contains("\nPASS (partial: "), "{text}");
+        assert!(
+            text.contains(
+                "predicate.result WARNED (a partial run: only a full certification is PASSED)\n"
+            ),
+            "{text}"
+        );
+    }
 
     #[test]
     fn shorten_keeps_short_text_and_cuts_long_text_to_max_chars_with_an_ellipsis() {

@@ -62,7 +62,7 @@ fn mismatches(doc: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| r["matches"] == "no")
+        .filter(|r| r["matches"] == false)
         .map(|r| r["item"].as_str().unwrap().to_string())
         .collect()
 }
@@ -305,7 +305,7 @@ fn replay_rederives_the_staged_tar_and_refuses_sums_outside_the_directory() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|r| r["item"] == "staging/source.tar sha256" && r["matches"] == "yes"),
+            .any(|r| r["item"] == "staging/source.tar sha256" && r["matches"] == true),
         "{doc}"
     );
 
@@ -324,7 +324,17 @@ fn replay_rederives_the_staged_tar_and_refuses_sums_outside_the_directory() {
         mismatches_besides_files_digest(&doc),
         vec!["staging/source.tar sha256".to_string()]
     );
-    assert!(mismatches(&doc).len() == 2, "{doc}");
+    // ...and the sealed listing names the file.
+    let all = mismatches(&doc);
+    assert!(all[0].starts_with("files digest ("), "{doc}");
+    assert_eq!(
+        all[1..],
+        [
+            "files digest: staging/source.tar".to_string(),
+            "staging/source.tar sha256".to_string()
+        ],
+        "{doc}"
+    );
     std::fs::write(&tar, &original).unwrap();
     reseal_sums(&dir);
 
@@ -383,7 +393,7 @@ fn replay_never_runs_a_relative_interpreter_named_by_the_evidence() {
         .iter()
         .find(|r| r["item"] == "rebuild interpreter")
         .unwrap_or_else(|| panic!("no interpreter row: {doc}"));
-    assert_eq!(row["matches"], "no", "{row}");
+    assert_eq!(row["matches"], false, "{row}");
     assert!(
         row["observed"].as_str().unwrap().contains("--python"),
         "{row}"
@@ -410,6 +420,16 @@ fn an_only_run_says_it_is_partial_in_every_view() {
         .iter()
         .find(|c| c["annotations"]["evidence_sha256"].is_string())
         .unwrap();
+    assert_eq!(
+        st["predicate"]["result"], "WARNED",
+        "a partial run is never PASSED"
+    );
+    assert!(
+        text.contains(
+            "predicate.result WARNED (a partial run: only a full certification is PASSED)"
+        ),
+        "{text}"
+    );
     let not_run = tool["annotations"]["gates_not_run"].as_array().unwrap();
     assert_eq!(not_run.len(), 11, "{tool}");
     assert!(not_run.iter().any(|g| g == "lbp-build"), "{tool}");
@@ -553,6 +573,12 @@ fn interrupt_during(only: &str, marker: &str, settle: std::time::Duration) {
         "{}",
         stdout_text(&out)
     );
+    // The gate cut short is an error in the CI test view, never a skip.
+    let junit = read_junit(&dir);
+    let interrupted = junit_suite(&junit, only);
+    assert_eq!(interrupted["errors"], 1, "{interrupted}");
+    assert_eq!(interrupted["cases"][0]["name"], "interrupted");
+    assert_eq!(interrupted["cases"][0]["outcome"], "error");
     let (code, doc) = replay(&dir);
     assert_eq!(code, 0, "an interrupted run's evidence replays: {doc}");
 }
@@ -603,7 +629,17 @@ fn replay_names_an_archive_path_outside_the_evidence_directory() {
         mismatches_besides_files_digest(&doc),
         vec![format!("{folder} archive path")]
     );
-    assert!(mismatches(&doc).len() == 2, "{doc}");
+    // ...and the sealed listing names the archive that left.
+    let all = mismatches(&doc);
+    assert!(all[0].starts_with("files digest ("), "{doc}");
+    assert_eq!(
+        all[1..],
+        [
+            format!("files digest: {real}"),
+            format!("{folder} archive path")
+        ],
+        "{doc}"
+    );
 }
 
 #[test]
@@ -620,6 +656,9 @@ fn python_that_is_not_an_interpreter_fails_sdk_record_saying_what_to_pass() {
         assert!(detail.contains("/bin/true"), "{detail}");
         assert!(detail.contains("--python"), "what to do: {detail}");
         assert!(detail.contains("expected"), "{detail}");
+        // Files of the evidence directory are named relative to it.
+        assert!(detail.contains("DIR/logs/sdk-record/"), "{detail}");
+        assert!(!detail.contains(&dir.display().to_string()), "{detail}");
     }
 }
 

@@ -504,3 +504,60 @@ fn a_dirty_tree_shows_git_status_once_and_every_failing_check_its_paths() {
         .collect();
     assert_eq!(listed, expected, "{text}");
 }
+
+#[test]
+fn run_options_before_a_subcommand_are_refused_not_ignored() {
+    let out = verifier_without_python()
+        .args([
+            "--python",
+            "/x/bin/python",
+            "replay",
+            "--evidence",
+            "/tmp/none",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, exit::CANNOT_RUN);
+    assert_eq!(
+        stderr_text(&out),
+        "error: --python given before the `replay` subcommand: options before a subcommand are a run's, \
+         and `replay` would ignore them; put --python after the subcommand \
+         (`verify-coding-candidates replay --python ...`)\n"
+    );
+    let out = verifier_without_python()
+        .args(["--evidence", "/tmp/ev", "-q", "gates"])
+        .output()
+        .unwrap();
+    assert_exit(&out, exit::CANNOT_RUN);
+    assert_stderr_contains(&out, "`gates` takes no --evidence, --quiet: leave them out");
+    assert!(stdout_text(&out).is_empty());
+    // PYTHON in the environment is not an option given before the subcommand.
+    let out = verifier_without_python()
+        .env("PYTHON", "/x/bin/python")
+        .arg("gates")
+        .output()
+        .unwrap();
+    assert_exit(&out, exit::SUCCESS);
+}
+
+#[test]
+fn quiet_silences_the_prerequisite_note_too() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = run_on_fixture(
+        &repo,
+        verifier_on(&repo.root, &dir).args(["--only", "stage", "-q"]),
+    );
+    assert_exit(&out, exit::SUCCESS);
+    assert_eq!(stderr_text(&out), "");
+    let (_keep2, dir2) = evidence_dir();
+    let out = run_on_fixture(
+        &repo,
+        verifier_on(&repo.root, &dir2).args(["--only", "stage"]),
+    );
+    assert_exit(&out, exit::SUCCESS);
+    assert_eq!(
+        stderr_text(&out),
+        "--only stage: also running prerequisite gate(s) tree-clean\n"
+    );
+}

@@ -88,7 +88,6 @@ fn every_gate_passes_on_the_fixture_repository_with_valid_evidence() {
         .unwrap();
     let text = stdout_text(&out);
     assert_eq!(out.status.code(), Some(0), "{text}\n{}", stderr_text(&out));
-    assert!(text.contains("PASS: evidence in"), "{text}");
     assert_eq!(
         tree_snapshot(&repo.root),
         before,
@@ -97,6 +96,36 @@ fn every_gate_passes_on_the_fixture_repository_with_valid_evidence() {
 
     let ev = read_evidence(&dir);
     assert_valid(&ev);
+    // The console verdict and the statement agree: a full certification is
+    // PASSED, a pass with warnings (the process backend warns) WARNED on both.
+    let warnings = ev["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["checks"].as_array().unwrap())
+        .filter(|c| c["result"] == "warn")
+        .count();
+    let st: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("statement.intoto.json")).unwrap())
+            .unwrap();
+    let (line, result) = match warnings {
+        0 => ("PASS: evidence in".to_string(), "PASSED"),
+        1 => ("PASS with 1 warning: evidence in".to_string(), "WARNED"),
+        n => (format!("PASS with {n} warnings: evidence in"), "WARNED"),
+    };
+    assert!(text.contains(&line), "{text}");
+    assert_eq!(st["predicate"]["result"], result, "{st}");
+    assert!(
+        text.contains(&format!("predicate.result {result}")),
+        "{text}"
+    );
+    // junit.xml, pytest testcases included, validates against the JUnit schema.
+    let junit_doc = read_junit(&dir);
+    assert!(junit_doc["suites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["errors"] == 0 && s["failures"] == 0));
     assert_eq!(ev["verdict"], "pass");
     assert_eq!(
         ev["selection"]["partial"], false,

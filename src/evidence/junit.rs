@@ -1,9 +1,18 @@
 //! `junit.xml`: one testsuite per gate (classname = gate id), one testcase per
 //! check; failure detail in the element body, since some CI views drop
-//! attributes. A gate with no checks (skipped, blocked) gets one testcase that
-//! says why, so the report always holds at least one testcase. The pytest
-//! testcases the `suites` gate recorded follow, one testsuite per run
-//! (`suites:tree`, `suites:extracted`), under pytest's own classnames.
+//! attributes. A gate with no judged checks gets one testcase that says why,
+//! so the report always holds at least one testcase: a required gate that was
+//! blocked or interrupted is an `error` (the run did not certify it, so a CI
+//! test view must not show it green), a gate the run did not select is
+//! `skipped`. The pytest testcases the `suites` gate recorded follow, one
+//! testsuite per run (`suites:tree`, `suites:extracted`), under pytest's own
+//! classnames.
+//!
+//! Counts follow the JUnit schema Jenkins' xunit plugin validates against
+//! (`junit-10.xsd`) and the attributes junitparser and GitLab read: a
+//! testsuite carries `tests`, `failures`, `errors` and `skipped`; quick-junit
+//! names the skipped count `disabled`, which that schema does not allow, so
+//! the serialised report renames it (see [`skipped_not_disabled`]).
 
 use super::model::{CheckResult, Evidence, GateResult, SuiteOutcome, SuiteRun};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
@@ -12,7 +21,7 @@ use std::time::Duration;
 /// Renders the report for `evidence`.
 ///
 /// # Errors
-/// Serialisation errors from `quick-junit`.
+/// Serialisation errors from `quick-junit` or `quick-xml`.
 pub fn render(evidence: &Evidence) -> std::io::Result<String> {
     let mut report = Report::new("verify-coding-candidates");
     for gate in &evidence.gates {
@@ -20,37 +29,52 @@ pub fn render(evidence: &Evidence) -> std::io::Result<String> {
         suite.set_time(Duration::from_millis(gate.duration_ms));
         suite.add_property(quick_junit::Property::new("result", gate.result.word()));
         suite.add_property(quick_junit::Property::new(
+            "required",
+            if gate.required { "true" } else { "false" },
+        ));
+        suite.add_property(quick_junit::Property::new(
             "commit",
             evidence.source.commit.as_str(),
         ));
+        let finished = matches!(gate.result, GateResult::Pass | GateResult::Fail);
         // A gate that did not run to completion (skipped, blocked, or
-        // interrupted) is one skipped testcase: partial checks are not judged.
-        if gate.checks.is_empty()
-            || matches!(gate.result, GateResult::Skipped | GateResult::Blocked)
-        {
+        // interrupted) is one testcase: partial checks are not judged.
+        if gate.checks.is_empty() || !finished {
             let reason = gate.reason.clone().unwrap_or_default();
+            // A required gate is skipped only when the run was interrupted.
+            let word = match gate.result {
+                GateResult::Skipped if gate.required => "interrupted",
+                other => other.word(),
+            };
             let status = match gate.result {
                 GateResult::Pass => TestCaseStatus::success(),
                 GateResult::Fail => {
                     let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    s.set_message(first_line(&reason));
                     s.set_description(reason.clone());
+                    s
+                }
+                GateResult::Skipped | GateResult::Blocked if gate.required => {
+                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                    s.set_type(word);
+                    s.set_message(first_line(&format!("{word}: {reason}")));
+                    s.set_description(format!(
+                        "required gate {} was {word}, so the run does not certify what it proves: {reason}",
+                        gate.id
+                    ));
                     s
                 }
                 GateResult::Skipped | GateResult::Blocked => {
                     let mut s = TestCaseStatus::skipped();
-                    s.set_message(format!("{}: {reason}", gate.result.word()));
+                    s.set_message(format!("{word}: {reason}"));
                     s
                 }
             };
-            let mut case = TestCase::new(gate.result.word(), status);
+            let mut case = TestCase::new(word, status);
             case.set_classname(gate.id.as_str());
             suite.add_test_case(case);
         }
-        for check in gate
-            .checks
-            .iter()
-            .filter(|_| !matches!(gate.result, GateResult::Skipped | GateResult::Blocked))
-        {
+        for check in gate.checks.iter().filter(|_| finished) {
             let name = match &check.candidate {
                 Some(c) => format!("{c}: {}", check.name),
                 None => check.name.clone(),
@@ -78,7 +102,48 @@ pub fn render(evidence: &Evidence) -> std::io::Result<String> {
             report.add_test_suite(pytest_suite(run, &evidence.source.commit));
         }
     }
-    report.to_string().map_err(std::io::Error::other)
+    let xml = report.to_string().map_err(std::io::Error::other)?;
+    skipped_not_disabled(&xml)
+}
+
+/// `xml` with every `<testsuite>`'s `disabled` attribute renamed `skipped`,
+/// everything else byte for byte. quick-junit counts skipped testcases into
+/// `disabled` (JUnit 5's word for tests switched off in code); CI readers
+/// (junitparser, Jenkins, GitLab) read skipped tests from `skipped`, and
+/// Jenkins' `junit-10.xsd` allows no `disabled` on a testsuite.
+///
+/// # Errors
+/// When `xml` is not well-formed.
+fn skipped_not_disabled(xml: &str) -> std::io::Result<String> {
+    use quick_xml::events::attributes::Attribute;
+    use quick_xml::events::{BytesStart, Event};
+    use quick_xml::name::QName;
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let mut writer = quick_xml::Writer::new(Vec::new());
+    loop {
+        let event = reader.read_event().map_err(std::io::Error::other)?;
+        let event = match event {
+            Event::Eof => break,
+            Event::Start(e) if e.name().as_ref() == b"testsuite" => {
+                let mut out = BytesStart::new("testsuite");
+                for a in e.attributes() {
+                    let a = a.map_err(std::io::Error::other)?;
+                    if a.key.as_ref() == b"disabled" {
+                        out.push_attribute(Attribute {
+                            key: QName(b"skipped"),
+                            value: a.value,
+                        });
+                    } else {
+                        out.push_attribute(a);
+                    }
+                }
+                Event::Start(out)
+            }
+            other => other,
+        };
+        writer.write_event(event).map_err(std::io::Error::other)?;
+    }
+    String::from_utf8(writer.into_inner()).map_err(std::io::Error::other)
 }
 
 /// One testsuite `suites:<run>` holding every pytest testcase of that run
@@ -142,4 +207,69 @@ fn pytest_suite(run: &SuiteRun, commit: &str) -> TestSuite {
 
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or("").chars().take(200).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::testing::{evidence, gate};
+    use crate::evidence::{Check, Verdict};
+
+    /// The `<testsuite name="id" ...>` start tag of `xml`.
+    fn suite_tag<'a>(xml: &'a str, id: &str) -> &'a str {
+        let start = xml
+            .find(&format!("<testsuite name=\"{id}\""))
+            .unwrap_or_else(|| panic!("no testsuite {id}: {xml}"));
+        let end = start + xml[start..].find('>').unwrap();
+        &xml[start..=end]
+    }
+
+    #[test]
+    fn skipped_counts_in_skipped_and_required_gates_that_did_not_finish_are_errors() {
+        let ev = evidence(
+            vec![
+                gate(
+                    "tree-clean",
+                    GateResult::Pass,
+                    true,
+                    vec![Check::pass("commit", None, "ok")],
+                ),
+                gate("stage", GateResult::Skipped, true, Vec::new()),
+                gate("sdk-record", GateResult::Blocked, true, Vec::new()),
+                gate("suites", GateResult::Skipped, false, Vec::new()),
+            ],
+            Verdict::Incomplete,
+        );
+        let xml = render(&ev).unwrap();
+        assert!(!xml.contains("disabled="), "{xml}");
+        assert_eq!(
+            suite_tag(&xml, "suites"),
+            "<testsuite name=\"suites\" tests=\"1\" skipped=\"1\" errors=\"0\" failures=\"0\" time=\"0.010\">"
+        );
+        assert_eq!(
+            suite_tag(&xml, "stage"),
+            "<testsuite name=\"stage\" tests=\"1\" skipped=\"0\" errors=\"1\" failures=\"0\" time=\"0.010\">"
+        );
+        assert!(
+            xml.contains("<testcase name=\"interrupted\" classname=\"stage\">"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<error message=\"blocked: prerequisite gate(s) did not pass: stage\" type=\"blocked\">"),
+            "{xml}"
+        );
+        assert!(
+            xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"verify-coding-candidates\" tests=\"4\" failures=\"0\" errors=\"2\">"),
+            "{xml}"
+        );
+    }
+
+    #[test]
+    fn renaming_keeps_escaped_text_byte_for_byte() {
+        let xml = "<?xml version=\"1.0\"?>\n<testsuites><testsuite name=\"a&amp;b\" tests=\"1\" disabled=\"1\"><testcase name=\"x\"><failure>&lt;1&gt; &quot;q&quot;</failure></testcase></testsuite></testsuites>\n";
+        assert_eq!(
+            skipped_not_disabled(xml).unwrap(),
+            xml.replace("disabled=", "skipped=")
+        );
+    }
 }

@@ -67,7 +67,9 @@ pub fn seal(evidence: &mut Evidence, signed_off_by: Option<String>) {
 }
 
 /// Writes `bytes` to `dir/name` atomically: a temporary file in `dir`,
-/// flushed and synced, then renamed over the target.
+/// flushed and synced, then renamed over the target. The file is mode 0644
+/// (the temporary file starts 0600): evidence is read by other users, such
+/// as a CI artifact uploader or a reviewer.
 ///
 /// # Errors
 /// Any I/O error; the target is then untouched.
@@ -76,6 +78,11 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
         .prefix(&format!(".{name}."))
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(fs::Permissions::from_mode(0o644))?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(dir.join(name)).map_err(|e| e.error)?;
     Ok(())
@@ -121,18 +128,36 @@ pub const VIEWS: [&str; 4] = [
 /// # Errors
 /// Any I/O error while walking or hashing.
 pub fn files_digest(dir: &Path) -> io::Result<FilesDigest> {
-    let text = listing(dir, &VIEWS)?;
+    let entries = entries(dir, &VIEWS)?;
     Ok(FilesDigest {
-        count: text.lines().count() as u64,
-        sha256: hash::sha256_bytes(text.as_bytes()),
+        count: entries.len() as u64,
+        sha256: hash::sha256_bytes(listing_text(&entries).as_bytes()),
+        entries,
     })
+}
+
+/// The `SHA256SUMS`-format text of `entries`, in their order.
+pub fn listing_text(entries: &[FileEntry]) -> String {
+    entries
+        .iter()
+        .map(|e| sums_line(&e.sha256, &e.path))
+        .collect()
 }
 
 /// `SHA256SUMS`-format lines for every regular file under `dir`, sorted by
 /// path, leaving out the top-level files named in `exclude` (and their
 /// atomic-write temporaries `.<name>.*`).
 fn listing(dir: &Path, exclude: &[&str]) -> io::Result<String> {
-    let mut lines = Vec::new();
+    Ok(listing_text(&entries(dir, exclude)?))
+}
+
+/// Every regular file under `dir` (walked sorted by file name), leaving out
+/// the top-level files named in `exclude` and their atomic-write temporaries.
+///
+/// # Errors
+/// Any I/O error while walking or hashing.
+pub fn entries(dir: &Path, exclude: &[&str]) -> io::Result<Vec<FileEntry>> {
+    let mut out = Vec::new();
     for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
         let entry = entry.map_err(io::Error::other)?;
         if !entry.file_type().is_file() {
@@ -151,9 +176,12 @@ fn listing(dir: &Path, exclude: &[&str]) -> io::Result<String> {
             continue;
         }
         let digest = hash::sha256_file(entry.path())?;
-        lines.push(sums_line(&digest.hex(), &rel));
+        out.push(FileEntry {
+            path: rel,
+            sha256: digest.hex(),
+        });
     }
-    Ok(lines.concat())
+    Ok(out)
 }
 
 /// Records [`files_digest`], seals (see [`seal`]) and writes every view
@@ -236,6 +264,104 @@ pub fn read(dir: &Path) -> Result<Evidence, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Small synthetic evidence documents for the views' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// A gate record `id` with `result`, `required`, and `checks`.
+    pub fn gate(id: &str, result: GateResult, required: bool, checks: Vec<Check>) -> GateRecord {
+        GateRecord {
+            id: id.into(),
+            result,
+            reason: match result {
+                GateResult::Pass => None,
+                GateResult::Fail => Some("1 of 1 checks failed".into()),
+                GateResult::Blocked => Some("prerequisite gate(s) did not pass: stage".into()),
+                GateResult::Skipped if required => {
+                    Some("the run was interrupted before this gate started".into())
+                }
+                GateResult::Skipped => Some(crate::pipeline::NOT_SELECTED_REASON.into()),
+            },
+            note: None,
+            proves: String::new(),
+            does_not_prove: String::new(),
+            required,
+            duration_ms: 10,
+            checks,
+        }
+    }
+
+    /// Evidence of a run with `gates` and `verdict`; `partial` when some
+    /// catalogue gate is not among the required `gates`.
+    pub fn evidence(gates: Vec<GateRecord>, verdict: Verdict) -> Evidence {
+        let required: Vec<String> = crate::catalogue::all()
+            .iter()
+            .filter(|g| gates.iter().any(|r| r.id == g.id && r.required))
+            .map(|g| g.id.clone())
+            .collect();
+        Evidence {
+            schema_version: "1".into(),
+            tool: Tool {
+                name: "verify-coding-candidates".into(),
+                version: "0.1.0".into(),
+            },
+            verdict,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: "2026-01-01T00:00:01Z".into(),
+            profile: ProfileRecord {
+                name: "coding-runners".into(),
+                origin: "built-in".into(),
+                sha256: "00".repeat(32),
+            },
+            selection: Selection::new(None, required, None),
+            source: Source {
+                repo: "/repo".into(),
+                commit: "ab".repeat(20),
+                tree: "cd".repeat(20),
+                archive_sha256: None,
+                ignored_files: Vec::new(),
+                export_attributes: Vec::new(),
+            },
+            sdk: Sdk::default(),
+            gates,
+            candidates: Vec::new(),
+            attestation: Attestation {
+                statement: statement::STATEMENT_JSON.into(),
+                statement_type: statement::STATEMENT_TYPE.into(),
+                predicate_type: statement::PREDICATE_TYPE.into(),
+                signed: false,
+            },
+            merged_from: None,
+            files: None,
+            suites: None,
+            wheelhouse: None,
+            sign_off: SignOff {
+                verdict,
+                evidence_sha256: "ef".repeat(32),
+                signed_off_by: None,
+                archives_signed: false,
+            },
+        }
+    }
+
+    /// Every catalogue gate, required and passing with one passing check.
+    pub fn full_pass() -> Evidence {
+        let gates = crate::catalogue::all()
+            .iter()
+            .map(|g| {
+                gate(
+                    &g.id,
+                    GateResult::Pass,
+                    true,
+                    vec![Check::pass("held", None, "it held")],
+                )
+            })
+            .collect();
+        evidence(gates, Verdict::Pass)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,6 +384,18 @@ mod tests {
         assert_eq!(parse_sums_line("not a line"), None);
         assert_eq!(parse_sums_line(&format!("\\{hex}  bad\\q")), None);
         assert_eq!(parse_sums_line(&format!("{hex}  ")), None);
+    }
+
+    #[test]
+    fn written_views_are_mode_0644() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        write_atomic(dir.path(), "junit.xml", b"x").unwrap();
+        let mode = fs::metadata(dir.path().join("junit.xml"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644);
     }
 
     #[test]

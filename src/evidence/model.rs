@@ -68,18 +68,39 @@ pub struct FilesDigest {
     /// leaves out the four files written from the evidence itself:
     /// `evidence.json`, `junit.xml`, `statement.intoto.json`, `SHA256SUMS`.
     pub sha256: String,
+    /// That listing, one entry per file in listing order (its lines are
+    /// `<sha256>  <path>`), so `replay` can name a file that changed even
+    /// when `SHA256SUMS` was rewritten to match it. Empty in evidence written
+    /// before this field existed.
+    #[serde(default)]
+    pub entries: Vec<FileEntry>,
 }
 
-/// One partition combined by `merge`.
+/// One file of [`FilesDigest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileEntry {
+    /// `/`-separated path relative to the evidence directory.
+    pub path: String,
+    /// sha256 hex of the file.
+    pub sha256: String,
+}
+
+/// One run combined by `merge`: a `--partition` share, or an unpartitioned
+/// run beside the shares (such as `--only suites`).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MergedPart {
-    /// The partition's evidence directory.
+    /// The run's evidence directory.
     pub dir: String,
-    /// Its `--partition K/N`.
-    pub partition: crate::profile::Partition,
+    /// Its `--partition K/N`; `null` for an unpartitioned run.
+    pub partition: Option<crate::profile::Partition>,
     /// Its sign-off evidence digest, verified before merging.
     pub evidence_sha256: String,
+    /// Ids of the gates whose merged record comes from this run (a global
+    /// gate's from the first share, a per-candidate gate's from every share).
+    #[serde(default)]
+    pub gates: Vec<String>,
 }
 
 /// The in-toto statement written with the evidence.

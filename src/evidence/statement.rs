@@ -20,11 +20,37 @@ pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
 /// The predicate type.
 pub const PREDICATE_TYPE: &str = "https://in-toto.io/attestation/test-result/v0.1";
 
+/// `predicate.result` for `evidence`: `PASSED` only for a full certification
+/// (verdict pass, not partial, no warning); `WARNED` for a pass with
+/// warnings and for a partial pass (an `--only` run or one `--partition`
+/// share: it certifies nothing about the gates or candidates it left out);
+/// `FAILED` for a fail or an interrupted run. The terminal summary shows the
+/// same word, so the console and the statement always agree.
+pub fn result(evidence: &Evidence) -> &'static str {
+    match evidence.verdict {
+        Verdict::Fail | Verdict::Incomplete => "FAILED",
+        Verdict::Pass if evidence.selection.partial || warnings(evidence) > 0 => "WARNED",
+        Verdict::Pass => "PASSED",
+    }
+}
+
+/// Warning checks of the required gates that finished (pass or fail).
+pub fn warnings(evidence: &Evidence) -> usize {
+    evidence
+        .gates
+        .iter()
+        .filter(|g| g.required && matches!(g.result, GateResult::Pass | GateResult::Fail))
+        .flat_map(|g| &g.checks)
+        .filter(|c| c.result == CheckResult::Warn)
+        .count()
+}
+
 /// Renders the statement: one subject per built archive (name = archive file
-/// name, digest sha256) plus the source commit (`gitCommit`), the verdict as
+/// name, digest sha256) plus the source commit (`gitCommit`), [`result`] as
 /// `result`, the profile, SDK RECORD and tool as `configuration` (the tool's
-/// annotations list `gates_not_run` for an `--only` run), and every check's
-/// name (`gate/candidate/check`) by outcome.
+/// annotations list `gates_not_run` for a partial run), and every check's
+/// name (`gate/candidate/check`) by outcome; a gate a partial run did not
+/// run is a warned test `gate/not-run`.
 pub fn render(evidence: &Evidence) -> Value {
     let mut subject: Vec<Value> = evidence
         .candidates
@@ -43,6 +69,9 @@ pub fn render(evidence: &Evidence) -> Value {
     let (mut passed, mut warned, mut failed) = (Vec::new(), Vec::new(), Vec::new());
     for gate in &evidence.gates {
         if !gate.required {
+            if evidence.selection.gates_not_run.contains(&gate.id) {
+                warned.push(format!("{}/not-run", gate.id));
+            }
             continue;
         }
         let judged = matches!(gate.result, GateResult::Pass | GateResult::Fail);
@@ -62,11 +91,7 @@ pub fn render(evidence: &Evidence) -> Value {
             }
         }
     }
-    let result = match evidence.verdict {
-        Verdict::Pass if warned.is_empty() => "PASSED",
-        Verdict::Pass => "WARNED",
-        Verdict::Fail | Verdict::Incomplete => "FAILED",
-    };
+    let result = result(evidence);
     let mut configuration = vec![json!({
         "name": format!("profile:{}", evidence.profile.name),
         "digest": { "sha256": evidence.profile.sha256 },
@@ -104,4 +129,52 @@ pub fn render(evidence: &Evidence) -> Value {
             "failedTests": failed,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::testing::{evidence, full_pass, gate};
+    use crate::evidence::Check;
+
+    #[test]
+    fn only_a_full_certification_without_warnings_is_passed() {
+        let full = full_pass();
+        assert_eq!(render(&full)["predicate"]["result"], "PASSED");
+
+        let mut warned = full_pass();
+        warned.gates[0]
+            .checks
+            .push(Check::warn("backend", None, "process backend"));
+        assert_eq!(result(&warned), "WARNED");
+        assert_eq!(
+            render(&warned)["predicate"]["warnedTests"],
+            json!(["tree-clean/backend"])
+        );
+
+        // An --only run that passed: its gates not run are warned tests.
+        let partial = evidence(
+            vec![
+                gate(
+                    "tree-clean",
+                    GateResult::Pass,
+                    true,
+                    vec![Check::pass("commit", None, "ok")],
+                ),
+                gate("stage", GateResult::Skipped, false, Vec::new()),
+            ],
+            Verdict::Pass,
+        );
+        assert!(partial.selection.partial);
+        let st = render(&partial);
+        assert_eq!(st["predicate"]["result"], "WARNED");
+        assert_eq!(st["predicate"]["warnedTests"][0], "stage/not-run");
+        assert_eq!(st["predicate"]["passedTests"], json!(["tree-clean/commit"]));
+
+        let mut failed = full_pass();
+        failed.verdict = Verdict::Fail;
+        assert_eq!(result(&failed), "FAILED");
+        failed.verdict = Verdict::Incomplete;
+        assert_eq!(result(&failed), "FAILED");
+    }
 }

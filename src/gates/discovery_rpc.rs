@@ -844,7 +844,9 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
                 }
                 if let Some(e) = completion_problem(&p.call, Some(plan)) {
                     problems.push(format!("`{name}`: {e}"));
-                } else if plan.fixture.starts_with(crate::profile::BUILTIN_FIXTURE_PREFIX)
+                } else if plan
+                    .fixture
+                    .starts_with(crate::profile::BUILTIN_FIXTURE_PREFIX)
                     && !saw_nonce(&p.fixture_transcript, &plan.nonce)
                 {
                     problems.push(format!(

@@ -51,11 +51,25 @@ pub fn locate() -> Result<PathBuf, String> {
         };
     }
     let path = process::base_env().get("PATH").cloned().unwrap_or_default();
-    path.split(':')
-        .filter(|d| !d.is_empty())
+    find_on(&path)
+}
+
+/// The first executable `bwrap` in the folders of `path` (`:`-separated).
+/// The error counts the folders without listing them: a whole `PATH` in a
+/// check's detail buries the sentence that matters.
+fn find_on(path: &str) -> Result<PathBuf, String> {
+    let folders: Vec<&str> = path.split(':').filter(|d| !d.is_empty()).collect();
+    folders
+        .iter()
         .map(|d| Path::new(d).join("bwrap"))
         .find(|p| is_executable(p))
-        .ok_or_else(|| format!("no `bwrap` executable on PATH ({path})"))
+        .ok_or_else(|| {
+            format!(
+                "no `bwrap` executable in the {} folder(s) of PATH; install bubblewrap or name one with \
+                 {PROGRAM_VAR}",
+                folders.len()
+            )
+        })
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -183,6 +197,17 @@ pub fn minimal_cover(paths: &[PathBuf]) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_bwrap_is_named_without_printing_the_whole_path() {
+        let empty = tempfile::tempdir().unwrap();
+        let path = format!("{}:/vcc-no-such-dir", empty.path().display());
+        let err = find_on(&path).unwrap_err();
+        assert_eq!(
+            err,
+            format!("no `bwrap` executable in the 2 folder(s) of PATH; install bubblewrap or name one with {PROGRAM_VAR}")
+        );
+    }
     use std::collections::BTreeMap;
 
     #[test]

@@ -493,3 +493,40 @@ pub fn candidate<'a>(evidence: &'a Value, folder: &str) -> &'a Value {
         .find(|c| c["folder"] == folder)
         .unwrap_or_else(|| panic!("no candidate {folder} in evidence"))
 }
+
+/// `junit.xml` of `dir` validated against `tests/data/junit.xsd` (the JUnit
+/// shape Jenkins and GitLab accept) and read back by junitparser, as
+/// `tests/data/read_junit.py` prints it: `{"valid": true, "suites": [{name,
+/// tests, failures, errors, skipped, cases: [{name, classname, outcome,
+/// text}]}]}`. Both Python packages are in the test venv (`cargo xtask sdk`).
+///
+/// # Panics
+/// When the file does not validate or cannot be read.
+pub fn read_junit(dir: &Path) -> Value {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("data");
+    let out = std::process::Command::new(python())
+        .arg("-I")
+        .arg(data.join("read_junit.py"))
+        .arg(dir.join("junit.xml"))
+        .arg(data.join("junit.xsd"))
+        .output()
+        .expect("run read_junit.py");
+    assert!(
+        out.status.success(),
+        "junit.xml does not validate or read back: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("read_junit.py prints JSON")
+}
+
+/// The testsuite `name` of a [`read_junit`] document.
+pub fn junit_suite<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["suites"]
+        .as_array()
+        .expect("suites")
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no testsuite {name}: {doc}"))
+}

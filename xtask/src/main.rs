@@ -20,8 +20,15 @@ const SDK_REQUIREMENT: &str = "langbot-plugin==0.6.0b5";
 /// The version `SDK_REQUIREMENT` pins.
 const SDK_VERSION: &str = "0.6.0b5";
 /// Everything `pip install` is asked for, in order.
-/// `junitparser` is the JUnit consumer the tests read `junit.xml` back with.
-const SDK_PACKAGES: &[&str] = &[SDK_REQUIREMENT, "pytest", "pytest-asyncio", "junitparser"];
+/// `junitparser` is the JUnit consumer the tests read `junit.xml` back with;
+/// `xmlschema` validates it against the JUnit schema CI systems accept.
+const SDK_PACKAGES: &[&str] = &[
+    SDK_REQUIREMENT,
+    "pytest",
+    "pytest-asyncio",
+    "junitparser",
+    "xmlschema",
+];
 /// Written into the venv once provisioning finished; its content is the
 /// package list, so a changed list re-provisions.
 const STAMP: &str = ".vcc-sdk-stamp";
@@ -335,7 +342,25 @@ fn demo() -> Result<i32> {
     println!("demo: evidence   {}", evidence.display());
     println!("demo: repository {}", repo.display());
     println!("demo: both are kept; remove {} when done", base.display());
+    if code != i32::from(exit::CANNOT_RUN) {
+        println!(
+            "demo: next, re-derive every digest and rebuild from the repository:\n  {}",
+            replay_command(&verifier, &evidence, &repo, &python)
+        );
+    }
     Ok(code)
+}
+
+/// The `replay` command a reviewer runs next on the demo's evidence, ready
+/// to paste.
+fn replay_command(verifier: &Path, evidence: &Path, repo: &Path, python: &Path) -> String {
+    format!(
+        "{} replay --evidence {} --repo {} --python {}",
+        shell_word(verifier),
+        shell_word(evidence),
+        shell_word(repo),
+        shell_word(python)
+    )
 }
 
 /// `path` as one POSIX shell word: as it is when it holds only characters the
@@ -421,21 +446,92 @@ fn schema() -> Result<()> {
     Ok(())
 }
 
-/// `cargo xtask man`: renders the CLI's man page (roff) into `dir`.
+/// `cargo xtask man`: renders the CLI's man page (roff) into `dir`: one page,
+/// `verify-coding-candidates.1`. clap_mangen's own SUBCOMMANDS section
+/// refers to `verify-coding-candidates-<sub>(1)` pages that are not written,
+/// and its EXTRA section fills the exit-code table into running text, so
+/// the page is assembled here: clap_mangen's title, name, synopsis,
+/// description and options, then SUBCOMMANDS with each subcommand's text
+/// and options in this page, EXIT STATUS and EXAMPLES preformatted, VERSION.
 fn man(dir: &Path) -> Result<PathBuf> {
     use clap::CommandFactory;
     std::fs::create_dir_all(dir)?;
     let cmd = verify_coding_candidates::cli::Cli::command();
     let path = dir.join("verify-coding-candidates.1");
+    let man = clap_mangen::Man::new(cmd.clone());
     let mut out = Vec::new();
-    clap_mangen::Man::new(cmd).render(&mut out)?;
-    std::fs::write(&path, out).with_context(|| format!("write {}", path.display()))?;
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    man.render_options_section(&mut out)?;
+    let mut page = String::from_utf8(out)?;
+    page.push_str(".SH SUBCOMMANDS\n");
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        page.push_str(&format!(".SS {}\n", roff_escape(sub.get_name())));
+        let about = sub
+            .get_long_about()
+            .or_else(|| sub.get_about())
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        for paragraph in about.split("\n\n") {
+            page.push_str(&format!(".PP\n{}\n", roff_escape(paragraph.trim())));
+        }
+        for arg in sub.get_arguments().filter(|a| !a.is_hide_set()) {
+            let id = arg.get_id().as_str();
+            if id == "help" {
+                continue;
+            }
+            let flag = match (arg.get_short(), arg.get_long()) {
+                (Some(s), Some(l)) => format!("\\fB\\-{s}\\fR, \\fB\\-\\-{}\\fR", roff_escape(l)),
+                (None, Some(l)) => format!("\\fB\\-\\-{}\\fR", roff_escape(l)),
+                _ => format!("\\fI{}\\fR", roff_escape(&id.to_uppercase())),
+            };
+            let help = arg
+                .get_long_help()
+                .or_else(|| arg.get_help())
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            page.push_str(&format!(".TP\n{flag}\n{}\n", roff_escape(&help)));
+        }
+    }
+    for (title, text) in [
+        ("EXIT STATUS", verify_coding_candidates::cli::EXIT_CODES),
+        ("EXAMPLES", verify_coding_candidates::cli::EXAMPLES),
+    ] {
+        page.push_str(&format!(".SH \"{title}\"\n.nf\n"));
+        for line in text.lines() {
+            page.push_str(&roff_escape(line));
+            page.push('\n');
+        }
+        page.push_str(".fi\n");
+    }
+    let mut version = Vec::new();
+    man.render_version_section(&mut version)?;
+    page.push_str(&String::from_utf8(version)?);
+    std::fs::write(&path, page).with_context(|| format!("write {}", path.display()))?;
     eprintln!(
         "man: wrote {} (view with `man -l {}`)",
         path.display(),
         path.display()
     );
     Ok(path)
+}
+
+/// `text` safe as roff input: backslashes and hyphens escaped, a leading
+/// `.` or `'` (a request) guarded with `\&`.
+fn roff_escape(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let escaped = line.replace('\\', "\\e").replace('-', "\\-");
+            if escaped.starts_with('.') || escaped.starts_with('\'') {
+                format!("\\&{escaped}")
+            } else {
+                escaped
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `cargo xtask completions`: writes one completion script per shell into `dir`.
@@ -476,6 +572,20 @@ mod tests {
     }
 
     #[test]
+    fn the_demo_suggests_a_pasteable_replay_command() {
+        assert_eq!(
+            replay_command(
+                Path::new("/w/target/debug/verify-coding-candidates"),
+                Path::new("/tmp/vcc-demo-1/evidence"),
+                Path::new("/tmp/vcc-demo-1/langbot plugins"),
+                Path::new("/w/target/sdk-venv/bin/python"),
+            ),
+            "/w/target/debug/verify-coding-candidates replay --evidence /tmp/vcc-demo-1/evidence \
+             --repo '/tmp/vcc-demo-1/langbot plugins' --python /w/target/sdk-venv/bin/python"
+        );
+    }
+
+    #[test]
     fn man_page_and_completions_cover_the_subcommands() {
         let dir = std::env::temp_dir().join(format!("vcc-xtask-test-{}", std::process::id()));
         let page = std::fs::read_to_string(man(&dir.join("man")).unwrap()).unwrap();
@@ -484,6 +594,22 @@ mod tests {
             page.contains("replay") && page.contains("merge") && page.contains("\\-\\-evidence"),
             "{page}"
         );
+        // No reference to a page that is not written.
+        assert!(!page.contains("(1)"), "{page}");
+        assert!(!page.contains("SEE ALSO"), "{page}");
+        assert!(page.contains(".SS replay\n"), "{page}");
+        assert!(
+            page.contains("\\fB\\-\\-into\\fR"),
+            "merge's options: {page}"
+        );
+        // The exit-code table is preformatted, one code per line.
+        let status = page.split(".SH \"EXIT STATUS\"\n").nth(1).unwrap();
+        assert!(
+            status.starts_with(".nf\n0    every required gate passed\n1    "),
+            "{page}"
+        );
+        assert!(status.contains("\n130  interrupted"), "{page}");
+        assert!(page.contains(".SH \"EXAMPLES\"\n.nf\n"), "{page}");
         let paths = completions(&dir.join("completions")).unwrap();
         assert_eq!(paths.len(), 5);
         let bash =
