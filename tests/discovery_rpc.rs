@@ -30,8 +30,23 @@ struct Run {
 }
 
 fn run(overlays: &[&str], profile: Option<&str>, env: &[(&str, &str)]) -> Run {
+    run_in(overlays, profile, env, None)
+}
+
+/// [`run`] with the evidence directory at `subdir` of a fresh temporary
+/// folder when given.
+fn run_in(
+    overlays: &[&str],
+    profile: Option<&str>,
+    env: &[(&str, &str)],
+    subdir: Option<&str>,
+) -> Run {
     let repo = fixture_repo(overlays);
     let (keep, dir) = evidence_dir();
+    let dir = match subdir {
+        Some(s) => keep.path().join(s),
+        None => dir,
+    };
     let mut cmd = verifier();
     cmd.current_dir(&repo.root)
         .arg("--evidence")
@@ -360,7 +375,7 @@ fn a_committed_fixture_is_used_as_declared_and_a_missing_one_fails_its_setup() {
         codex,
         "fixture = \"Runner/certification-tests/vendor_fixture.py\"\nexpect = \"[certification-tests vendor fixture codex] verify-coding-candidates runner probe {nonce}\"",
     )
-    .replace(claude, "fixture = \"Runner/certification-tests/no-such-fixture.py\"\nexpect = \"x\"");
+    .replace(claude, "fixture = \"Runner/certification-tests/no-such-fixture.py\"\nexpect = \"x {nonce}\"");
     let r = run(&[], Some(&profile), &[]);
     let c = check(&r.evidence, GATE, "runner-probe", Some("codex-agent"));
     assert_eq!(c["result"], "pass", "{}", detail(c));
@@ -399,4 +414,27 @@ fn a_committed_fixture_is_used_as_declared_and_a_missing_one_fails_its_setup() {
     );
     assert_eq!(probe["observed"]["probes"], serde_json::json!([]));
     assert_eq!(r.code, 1);
+}
+
+/// An evidence directory whose path holds a space and a placeholder's
+/// name: Codex splits `command = "{python} {fixture}"` with `shlex.split`,
+/// so the fixture's path must reach it as one word, and `{workspace}` in a
+/// path is not substituted again.
+#[test]
+fn an_evidence_path_with_a_space_and_braces_still_reaches_every_fixture() {
+    let r = run_in(&[], None, &[], Some("evidence dir {workspace}"));
+    for folder in CANDIDATES {
+        let c = check(&r.evidence, GATE, "runner-probe", Some(folder));
+        assert_eq!(c["result"], "pass", "{folder}: {}", detail(c));
+    }
+    let codex = check(&r.evidence, GATE, "runner-probe", Some("codex-agent"));
+    let command = codex["observed"]["probes"][0]["call"]["config"]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        command.contains("'") && command.contains("evidence dir {workspace}/roots"),
+        "{command}"
+    );
+    assert_eq!(r.code, 0);
 }
