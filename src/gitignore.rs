@@ -122,6 +122,18 @@ impl GitRules {
             };
             let mut path = root.to_path_buf();
             path.extend(rel.split('/'));
+            // Git (since 2.32) opens in-tree `.gitignore` files with
+            // O_NOFOLLOW: a committed symlink is not read ("unable to access
+            // ... Too many levels of symbolic links"), while `lbp build`
+            // follows it. Reading its target here would make a file the
+            // build drops by it look force-added instead of kept.
+            if std::fs::symlink_metadata(&path)
+                .map_err(|e| format!("{}: cannot read: {e}", path.display()))?
+                .file_type()
+                .is_symlink()
+            {
+                continue;
+            }
             let bytes = std::fs::read(&path)
                 .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
             let text = String::from_utf8(bytes).map_err(|e| {
@@ -569,6 +581,22 @@ mod tests {
             "pkg/out/x",
         ];
         assert_agrees_with_git(&ignores, &paths);
+    }
+
+    /// A committed `.gitignore` that is a symlink: git does not read it
+    /// (`open` with O_NOFOLLOW), so every path it would match is kept.
+    #[test]
+    fn a_symlinked_gitignore_is_not_read_as_git_does_not() {
+        let ignores = [("patterns.txt", "*.md\n"), ("sub/.gitignore", "*.py\n")];
+        let paths = ["README.md", "sub/a.md", "sub/m.py", "a.py"];
+        let dir = tree(&ignores, &paths);
+        std::os::unix::fs::symlink("patterns.txt", dir.path().join(".gitignore")).unwrap();
+        let r = GitRules::read(dir.path(), [".gitignore", "sub/.gitignore"]).unwrap();
+        let git = git_check_ignore(dir.path(), &paths);
+        let ours: Vec<_> = paths.iter().map(|p| as_git_prints(&r.verdict(p))).collect();
+        assert_eq!(ours, git);
+        assert!(r.verdict("README.md").is_kept());
+        assert!(!r.verdict("sub/m.py").is_kept());
     }
 
     #[test]

@@ -281,6 +281,19 @@ fn check_runner_probes(profile: &Profile, builtin_names: &[&str]) -> Result<(), 
                     "{at}: a repository fixture needs `expect`, the text its reply must contain (`{NONCE_PLACEHOLDER}` stands for the probe's nonce)"
                 ));
             }
+            // Without the nonce a fixed reply, written once into the runner,
+            // would pass every run: the reply must answer this run's prompt.
+            None if !p
+                .expect
+                .as_deref()
+                .unwrap_or_default()
+                .contains(NONCE_PLACEHOLDER) =>
+            {
+                return Err(format!(
+                    "{at}: `expect` {:?} does not hold `{NONCE_PLACEHOLDER}`; expected the text the fixture answers to this run's prompt, with `{NONCE_PLACEHOLDER}` where it repeats the probe's nonce (a reply without it could be canned)",
+                    p.expect.as_deref().unwrap_or_default()
+                ));
+            }
             None => {}
         }
         if p.config.is_empty() {
@@ -675,6 +688,7 @@ mod tests {
             (good.replace("R/fx.py", "builtin:acp-stdio"), "`expect` cannot replace"),
             (good.replace("R/fx.py", "../fx.py"), "\"../fx.py\""),
             (good.replace("expect = \"ok {nonce}\"\n", ""), "needs `expect`"),
+            (good.replace("ok {nonce}", "ok"), "does not hold `{nonce}`"),
             (good.replace("{workspace}", "{home}"), "unknown placeholder \"{home}\""),
             (good.replace("config = { command = \"{python}\", args = [\"{fixture}\"], workspace = \"{workspace}\" }", "config = {}"), "`config` is empty"),
             (good.replace("config = {", "invalid_config = { location = \"invalid\" }\nconfig = { location = \"invalid\" }\nx = {"), "x"),

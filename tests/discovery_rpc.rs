@@ -30,12 +30,32 @@ struct Run {
 }
 
 fn run(overlays: &[&str], profile: Option<&str>, env: &[(&str, &str)]) -> Run {
-    run_on(fixture_repo(overlays), profile, env)
+    run_on(fixture_repo(overlays), profile, env, None)
 }
 
-/// [`run`] on a fixture repository the caller prepared.
-fn run_on(repo: common::FixtureRepo, profile: Option<&str>, env: &[(&str, &str)]) -> Run {
+/// [`run`] with the evidence directory at `subdir` of a fresh temporary
+/// folder when given.
+fn run_in(
+    overlays: &[&str],
+    profile: Option<&str>,
+    env: &[(&str, &str)],
+    subdir: Option<&str>,
+) -> Run {
+    run_on(fixture_repo(overlays), profile, env, subdir)
+}
+
+/// [`run_in`] on a fixture repository the caller prepared.
+fn run_on(
+    repo: common::FixtureRepo,
+    profile: Option<&str>,
+    env: &[(&str, &str)],
+    subdir: Option<&str>,
+) -> Run {
     let (keep, dir) = evidence_dir();
+    let dir = match subdir {
+        Some(s) => keep.path().join(s),
+        None => dir,
+    };
     let mut cmd = verifier();
     cmd.current_dir(&repo.root)
         .arg("--evidence")
@@ -364,7 +384,7 @@ fn a_committed_fixture_is_used_as_declared_and_a_missing_one_fails_its_setup() {
         codex,
         "fixture = \"Runner/certification-tests/vendor_fixture.py\"\nexpect = \"[certification-tests vendor fixture codex] verify-coding-candidates runner probe {nonce}\"",
     )
-    .replace(claude, "fixture = \"Runner/certification-tests/no-such-fixture.py\"\nexpect = \"x\"");
+    .replace(claude, "fixture = \"Runner/certification-tests/no-such-fixture.py\"\nexpect = \"x {nonce}\"");
     let r = run(&[], Some(&profile), &[]);
     let c = check(&r.evidence, GATE, "runner-probe", Some("codex-agent"));
     assert_eq!(c["result"], "pass", "{}", detail(c));
@@ -420,7 +440,7 @@ fn a_third_party_requirement_installs_offline_from_the_wheelhouse_in_the_namespa
     )
     .unwrap();
     common::git(&repo.root, &["commit", "-q", "-a", "-m", "six"]);
-    let r = run_on(repo, None, &[]);
+    let r = run_on(repo, None, &[], None);
     assert_eq!(gate_result(&r.evidence, "dependencies"), "pass");
 
     let net = check(&r.evidence, GATE, "network-isolation", None);
@@ -475,4 +495,27 @@ fn a_third_party_requirement_installs_offline_from_the_wheelhouse_in_the_namespa
         six[0].display()
     );
     assert_eq!(check(&r.evidence, GATE, "teardown", None)["result"], "pass");
+}
+
+/// An evidence directory whose path holds a space and a placeholder's
+/// name: Codex splits `command = "{python} {fixture}"` with `shlex.split`,
+/// so the fixture's path must reach it as one word, and `{workspace}` in a
+/// path is not substituted again.
+#[test]
+fn an_evidence_path_with_a_space_and_braces_still_reaches_every_fixture() {
+    let r = run_in(&[], None, &[], Some("evidence dir {workspace}"));
+    for folder in CANDIDATES {
+        let c = check(&r.evidence, GATE, "runner-probe", Some(folder));
+        assert_eq!(c["result"], "pass", "{folder}: {}", detail(c));
+    }
+    let codex = check(&r.evidence, GATE, "runner-probe", Some("codex-agent"));
+    let command = codex["observed"]["probes"][0]["call"]["config"]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        command.contains("'") && command.contains("evidence dir {workspace}/roots"),
+        "{command}"
+    );
+    assert_eq!(r.code, 0);
 }

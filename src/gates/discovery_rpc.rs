@@ -375,6 +375,7 @@ fn plan_one(
     std::fs::write(&fixture_path, &bytes)
         .map_err(|e| format!("{}: cannot write: {e}", fixture_path.display()))?;
     let nonce = format!("VCC-PROBE-{}", &host::random_token()?[..16]);
+    let control_nonce = format!("VCC-PROBE-{}", &host::random_token()?[..16]);
     let vars = [
         ("{python}", python.display().to_string()),
         ("{fixture}", fixture_path.display().to_string()),
@@ -394,20 +395,23 @@ fn plan_one(
         invalid_config: resolve(&entry.invalid_config)?,
         expect: expect_template.replace(NONCE_PLACEHOLDER, &nonce),
         nonce,
+        control_nonce,
         fixture_path,
     })
 }
 
-/// `value` with every placeholder of `vars` replaced in every string.
+/// `value` with every placeholder of `vars` replaced in every string, in
+/// one pass: a value is never scanned again, so a path that happens to hold
+/// `{workspace}` is not rewritten. A string that is exactly one placeholder
+/// gets the value as it is; within a longer string the value is
+/// shell-quoted as Python's `shlex.quote` does (unchanged when it holds only
+/// `[A-Za-z0-9@%+=:,./_-]`), because runners split such a string as a
+/// command line (Codex reads `command = "{python} {fixture}"` with
+/// `shlex.split`): a path with a space stays one word.
 fn substitute(value: serde_json::Value, vars: &[(&str, String)]) -> serde_json::Value {
     use serde_json::Value;
     match value {
-        Value::String(mut s) => {
-            for (k, v) in vars {
-                s = s.replace(k, v);
-            }
-            Value::String(s)
-        }
+        Value::String(s) => Value::String(substitute_str(&s, vars)),
         Value::Array(a) => Value::Array(a.into_iter().map(|v| substitute(v, vars)).collect()),
         Value::Object(o) => Value::Object(
             o.into_iter()
@@ -415,6 +419,37 @@ fn substitute(value: serde_json::Value, vars: &[(&str, String)]) -> serde_json::
                 .collect(),
         ),
         other => other,
+    }
+}
+
+fn substitute_str(s: &str, vars: &[(&str, String)]) -> String {
+    if let Some((_, v)) = vars.iter().find(|(k, _)| *k == s) {
+        return v.clone();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        match vars.iter().find(|(k, _)| rest.starts_with(k)) {
+            Some((k, v)) => {
+                out.push_str(&shell_quote(v));
+                rest = &rest[k.len()..];
+            }
+            None => {
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+    }
+    out
+}
+
+/// `word` quoted for a POSIX shell word split (`shlex.quote`).
+fn shell_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\"'\"'"))
     }
 }
 
@@ -842,12 +877,17 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
                         }
                     }
                 }
+                let builtin = plan.fixture.starts_with(crate::profile::BUILTIN_FIXTURE_PREFIX);
+                if builtin && saw_nonce(&p.fixture_transcript, &plan.control_nonce) {
+                    problems.push(format!(
+                        "`{name}`: the fixture's transcript ({}) shows it receiving the negative control's nonce {}: the runner reached the fixture with the invalid invocation config, so its run.failed is not a refusal of that config",
+                        plan.fixture_transcript.display(),
+                        plan.control_nonce
+                    ));
+                }
                 if let Some(e) = completion_problem(&p.call, Some(plan)) {
                     problems.push(format!("`{name}`: {e}"));
-                } else if plan
-                    .fixture
-                    .starts_with(crate::profile::BUILTIN_FIXTURE_PREFIX)
-                    && !saw_nonce(&p.fixture_transcript, &plan.nonce)
+                } else if builtin && !saw_nonce(&p.fixture_transcript, &plan.nonce)
                 {
                     problems.push(format!(
                         "`{name}`: the reply carries the fixture's text, but the fixture's transcript ({}) does not show it receiving the prompt's nonce {}: the reply did not come from the fixture process",
@@ -1170,6 +1210,7 @@ mod tests {
             fixture_transcript:
                 "/ev/roots/discovery-rpc/probes/codex-agent/default/transcript.jsonl".into(),
             nonce: "VCC-PROBE-0123456789abcdef".into(),
+            control_nonce: "VCC-PROBE-fedcba9876543210".into(),
             config: json!({"location": "local", "command": "/py /fx.py"}),
             invalid_config: json!({"location": "invalid"}),
             expect: python::fixtures::reply_text("codex-app-server", "VCC-PROBE-0123456789abcdef"),
@@ -1271,6 +1312,30 @@ mod tests {
                     p.fixture_transcript.retain(|l| l["direction"] == "out");
                 }),
             ),
+            (
+                // The fixture was reached only by the negative control: its
+                // transcript holds that call's nonce, not the fixture call's.
+                "does not show it receiving the prompt's nonce",
+                Box::new(|p| {
+                    let control = p.plan.as_ref().unwrap().control_nonce.clone();
+                    for line in &mut p.fixture_transcript {
+                        let text = line
+                            .to_string()
+                            .replace("VCC-PROBE-0123456789abcdef", &control);
+                        *line = serde_json::from_str(&text).unwrap();
+                    }
+                }),
+            ),
+            (
+                "receiving the negative control's nonce",
+                Box::new(|p| {
+                    let control = p.plan.as_ref().unwrap().control_nonce.clone();
+                    p.fixture_transcript.insert(
+                        0,
+                        json!({"pid": 6, "direction": "in", "line": format!("{{\"prompt\": \"{control}\"}}")}),
+                    );
+                }),
+            ),
         ];
         for (needle, mutate) in cases {
             let (c, mut o) = probed();
@@ -1352,6 +1417,40 @@ mod tests {
             got,
             json!({"command": "/v/bin/python /p/fixture.py", "args": ["/p/fixture.py", 3], "nested": {"x": "/v/bin/python"}, "n": 1})
         );
+    }
+
+    #[test]
+    fn a_placeholder_value_is_never_substituted_again() {
+        // An evidence directory whose name holds a placeholder.
+        let vars = [
+            ("{python}", "/v/bin/python".to_string()),
+            ("{fixture}", "/ev/{workspace}/fixture.py".to_string()),
+            ("{workspace}", "/ev/{workspace}/workspace".to_string()),
+        ];
+        let got = substitute(json!({"args": ["{fixture}"], "w": "{workspace}"}), &vars);
+        assert_eq!(
+            got,
+            json!({"args": ["/ev/{workspace}/fixture.py"], "w": "/ev/{workspace}/workspace"})
+        );
+    }
+
+    #[test]
+    fn a_placeholder_within_a_command_line_is_shell_quoted() {
+        let vars = [
+            ("{python}", "/v/bin/python".to_string()),
+            ("{fixture}", "/e v/it's/fixture.py".to_string()),
+        ];
+        let got = substitute(
+            json!({"command": "{python} {fixture}", "args": ["{fixture}"]}),
+            &vars,
+        );
+        // What `shlex.split` reads back as two words.
+        assert_eq!(
+            got,
+            json!({"command": "/v/bin/python '/e v/it'\"'\"'s/fixture.py'", "args": ["/e v/it's/fixture.py"]})
+        );
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("/a/b-c_d.py"), "/a/b-c_d.py");
     }
 
     #[test]

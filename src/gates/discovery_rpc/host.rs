@@ -43,7 +43,7 @@ pub const TOKEN_ENV: &str = "LANGBOT_PLUGIN_RUNTIME_CONTROL_TOKEN";
 /// The prompt of a generic Runner call (no probe declared).
 pub const PROBE_PROMPT: &str = "verify-coding-candidates discovery probe";
 
-/// The prompt of a declared probe's two calls: it carries the nonce, which a
+/// The prompt of each of a declared probe's two calls: it carries that call's nonce, which a
 /// built-in fixture echoes.
 pub fn probe_prompt(nonce: &str) -> String {
     format!("verify-coding-candidates runner probe {nonce}: answer through your vendor process")
@@ -515,7 +515,6 @@ fn install_one(
         };
         match plan {
             Some(plan) => {
-                let prompt = probe_prompt(&plan.nonce);
                 probe.negative_control = Some(call_runner(
                     client,
                     spec,
@@ -523,7 +522,7 @@ fn install_one(
                     &comp.name,
                     &binding,
                     "negative-control",
-                    &prompt,
+                    &probe_prompt(&plan.control_nonce),
                     Some(&plan.invalid_config),
                 ));
                 probe.call = call_runner(
@@ -533,7 +532,7 @@ fn install_one(
                     &comp.name,
                     &binding,
                     "fixture",
-                    &prompt,
+                    &probe_prompt(&plan.nonce),
                     Some(&plan.config),
                 );
             }

@@ -119,8 +119,13 @@ pub struct ProbePlan {
     pub workspace: PathBuf,
     /// Where a built-in fixture appends its transcript (JSON lines).
     pub fixture_transcript: PathBuf,
-    /// `VCC-PROBE-` and 16 hex digits, in the prompt of both calls.
+    /// `VCC-PROBE-` and 16 hex digits, in the prompt of the fixture call.
     pub nonce: String,
+    /// Another such nonce, in the prompt of the negative control only: a
+    /// fixture transcript holding it shows the invalid config reached the
+    /// fixture, and one holding `nonce` shows the fixture call did.
+    #[serde(default)]
+    pub control_nonce: String,
     /// The probe's invocation config (`RunnerContext.config`).
     pub config: Value,
     /// The negative control's invocation config.
