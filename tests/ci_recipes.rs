@@ -150,12 +150,10 @@ fn check(ran: &Ran) {
         "{from:?}"
     );
     assert_eq!(gate(&m, "suites")["required"], true);
-    let expected = if verdicts.iter().all(|v| v == "pass") {
-        "pass"
-    } else {
-        "fail"
-    };
-    assert_eq!(m["verdict"], expected, "runs: {verdicts:?}");
+    // The fixture repository certifies: every run passes, and so does the
+    // merged record.
+    assert!(verdicts.iter().all(|v| v == "pass"), "runs: {verdicts:?}");
+    assert_eq!(m["verdict"], "pass", "runs: {verdicts:?}");
     let st: Value = serde_json::from_str(
         &std::fs::read_to_string(ran.merged.join("statement.intoto.json")).unwrap(),
     )
@@ -167,9 +165,7 @@ fn check(ran: &Ran) {
         .find(|c| c["annotations"]["evidence_sha256"].is_string())
         .unwrap();
     assert!(tool["annotations"].get("partial").is_none(), "{tool}");
-    if expected == "fail" {
-        assert_eq!(st["predicate"]["result"], "FAILED");
-    }
+    assert_ne!(st["predicate"]["result"], "FAILED");
 }
 
 #[test]

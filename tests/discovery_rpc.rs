@@ -388,6 +388,11 @@ fn a_committed_fixture_is_used_as_declared_and_a_missing_one_fails_its_setup() {
     let r = run(&[], Some(&profile), &[]);
     let c = check(&r.evidence, GATE, "runner-probe", Some("codex-agent"));
     assert_eq!(c["result"], "pass", "{}", detail(c));
+    assert!(
+        detail(c).contains("a committed file: the repository's own fixture"),
+        "{}",
+        detail(c)
+    );
     let p = &c["observed"]["probes"][0];
     assert_eq!(
         p["plan"]["fixture"],

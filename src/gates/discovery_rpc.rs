@@ -897,12 +897,17 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
                 }
                 if problems.len() == before {
                     passed.push(format!(
-                        "`{name}`: invalid config → {}; {} → {:?}",
+                        "`{name}`: invalid config → {}; {}{} → {:?}",
                         p.negative_control
                             .as_ref()
                             .and_then(|n| n.error.as_deref())
                             .unwrap_or("run.failed"),
                         plan.fixture,
+                        if builtin {
+                            ""
+                        } else {
+                            " (a committed file: the repository's own fixture, whose transcript is not checked)"
+                        },
                         p.call.reply.as_deref().unwrap_or("")
                     ));
                 }
