@@ -350,115 +350,14 @@ pub fn unlisted_files(roots: &[PathBuf], listed: &BTreeSet<PathBuf>) -> Vec<Stri
 }
 
 /// PEP 440 normal form of `version` (`0.6.0-Beta5` → `0.6.0b5`, `v1.0` → `1.0`,
-/// `1.0.post-1`... ), or the trimmed lower-case text when it is not a PEP 440
-/// version. Source: PEP 440 "Normalization".
+/// `1.0-1` → `1.0.post1`), as `pep440_rs` parses and prints it, or the trimmed
+/// lower-case text when it is not a PEP 440 version. Source: PEP 440
+/// "Normalization".
 pub fn normalize_version(version: &str) -> String {
     let text = version.trim().to_ascii_lowercase();
-    parse_pep440(&text).unwrap_or(text)
-}
-
-fn parse_pep440(text: &str) -> Option<String> {
-    let s = text.strip_prefix('v').unwrap_or(text);
-    let (s, local) = match s.split_once('+') {
-        Some((head, local)) => (head, Some(local)),
-        None => (s, None),
-    };
-    let mut out = String::new();
-    let mut rest = s;
-    if let Some((epoch, after)) = rest.split_once('!') {
-        out.push_str(&format!("{}!", epoch.parse::<u64>().ok()?));
-        rest = after;
-    }
-    // Release: N(.N)*
-    let release_end = rest
-        .char_indices()
-        .find(|&(i, c)| {
-            !(c.is_ascii_digit()
-                || (c == '.' && rest[i + 1..].starts_with(|d: char| d.is_ascii_digit())))
-        })
-        .map_or(rest.len(), |(i, _)| i);
-    let release = &rest[..release_end];
-    if release.is_empty() {
-        return None;
-    }
-    let parts: Option<Vec<String>> = release
-        .split('.')
-        .map(|p| p.parse::<u64>().ok().map(|n| n.to_string()))
-        .collect();
-    out.push_str(&parts?.join("."));
-    rest = &rest[release_end..];
-
-    fn sep(s: &str) -> &str {
-        s.strip_prefix(['-', '_', '.']).unwrap_or(s)
-    }
-    fn number(s: &str) -> (Option<u64>, &str) {
-        let s2 = sep(s);
-        let end = s2.find(|c: char| !c.is_ascii_digit()).unwrap_or(s2.len());
-        if end == 0 {
-            (None, s)
-        } else {
-            (s2[..end].parse().ok(), &s2[end..])
-        }
-    }
-    // Pre-release.
-    let after_sep = sep(rest);
-    for (spelling, normal) in [
-        ("alpha", "a"),
-        ("beta", "b"),
-        ("preview", "rc"),
-        ("pre", "rc"),
-        ("rc", "rc"),
-        ("a", "a"),
-        ("b", "b"),
-        ("c", "rc"),
-    ] {
-        if let Some(tail) = after_sep.strip_prefix(spelling) {
-            let (n, tail) = number(tail);
-            out.push_str(&format!("{normal}{}", n.unwrap_or(0)));
-            rest = tail;
-            break;
-        }
-    }
-    // Post-release: `-N` or [sep](post|rev|r)[sep][N].
-    if let Some(tail) = rest
-        .strip_prefix('-')
-        .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))
-    {
-        let (n, tail) = number(tail);
-        out.push_str(&format!(".post{}", n?));
-        rest = tail;
-    } else {
-        let after_sep = sep(rest);
-        for spelling in ["post", "rev", "r"] {
-            if let Some(tail) = after_sep.strip_prefix(spelling) {
-                let (n, tail) = number(tail);
-                out.push_str(&format!(".post{}", n.unwrap_or(0)));
-                rest = tail;
-                break;
-            }
-        }
-    }
-    // Development release.
-    if let Some(tail) = sep(rest).strip_prefix("dev") {
-        let (n, tail) = number(tail);
-        out.push_str(&format!(".dev{}", n.unwrap_or(0)));
-        rest = tail;
-    }
-    if !rest.is_empty() {
-        return None;
-    }
-    if let Some(local) = local {
-        let segments: Vec<&str> = local.split(['-', '_', '.']).collect();
-        if segments
-            .iter()
-            .any(|s| s.is_empty() || !s.bytes().all(|b| b.is_ascii_alphanumeric()))
-        {
-            return None;
-        }
-        out.push('+');
-        out.push_str(&segments.join("."));
-    }
-    Some(out)
+    text.parse::<pep440_rs::Version>()
+        .map(|v| v.to_string())
+        .unwrap_or(text)
 }
 
 impl super::Gate for SdkRecord {
@@ -1114,5 +1013,9 @@ mod tests {
         assert_eq!(normalize_version("1!2.0a"), "1!2.0a0");
         assert_ne!(normalize_version("0.6.0b4"), normalize_version("0.6.0b5"));
         assert_eq!(normalize_version(" not a version "), "not a version");
+        // Not PEP 440: kept as text, so they never equal a pin.
+        assert_eq!(normalize_version("1.0+"), "1.0+");
+        assert_eq!(normalize_version("1.0+a..b"), "1.0+a..b");
+        assert_eq!(normalize_version("1..0"), "1..0");
     }
 }
