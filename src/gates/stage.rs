@@ -389,7 +389,7 @@ pub fn byte_attributes_check(found: &[ByteAttribute]) -> Check {
             None,
             format!(
                 "no committed file carries an attribute that changes the bytes git archive writes ({})",
-                READ_ATTRIBUTES[2..].join(", ")
+                READ_ATTRIBUTES[1..].join(", ")
             ),
         )
         .with_observed(observed);
