@@ -1,15 +1,52 @@
-//! Read-only git queries on the repository under review.
+//! Read-only git queries on the repository under review, hermetic.
 //!
 //! Every call runs with `GIT_OPTIONAL_LOCKS=0` so that `git status` does not
 //! refresh the index: the repository is never written to.
+//!
+//! No configuration outside the repository reaches git: the system and
+//! global files are not read (`GIT_CONFIG_NOSYSTEM=1`,
+//! `GIT_CONFIG_GLOBAL=/dev/null`, which also drops the XDG
+//! `~/.config/git/config`), and the settings that would change the bytes
+//! `git archive` writes or what `git status` reports are fixed on the command
+//! line ([`HERMETIC_CONFIG`]), where they override the repository's own
+//! `.git/config` too (command-line `-c` is git's last and strongest scope).
+//! The one setting carried over is `safe.directory` from the user's system and
+//! global files: it is a trust decision git honours only from there, not a
+//! byte conversion.
 
 use crate::process::{self, ChildOutput, ChildSpec};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Time limit of one git call.
 const GIT_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// `-c` settings put before every git command (`git -c K=V ... <command>`).
+///
+/// - `core.autocrlf=false`, `core.eol=lf`, `core.safecrlf=false`: no line-ending
+///   conversion on `git archive` (checkout direction) or on status's content
+///   comparison, whatever the user or the repository configured.
+/// - `core.attributesFile=/dev/null`, `core.excludesFile=/dev/null`: the default
+///   per-user files (`~/.config/git/attributes`, `~/.config/git/ignore`) are not
+///   read, so a user's attributes cannot change bytes and a user's ignore rules
+///   cannot hide an untracked file from `tree-clean`.
+/// - `core.fsmonitor=false`, `core.untrackedCache=false`: status reads the
+///   work tree itself, no hook or cache answers for it.
+/// - `tar.umask=0002`: git's default, fixing the modes `git archive` writes.
+pub const HERMETIC_CONFIG: &[&str] = &[
+    "core.autocrlf=false",
+    "core.eol=lf",
+    "core.safecrlf=false",
+    "core.attributesFile=/dev/null",
+    "core.excludesFile=/dev/null",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "tar.umask=0002",
+];
+
+/// The environment of every git call: the allowlisted base, no system or
+/// global configuration, no prompt, C locale.
 fn env() -> std::collections::BTreeMap<String, String> {
     let mut env = process::base_env();
     if let Ok(home) = std::env::var("HOME") {
@@ -18,7 +55,67 @@ fn env() -> std::collections::BTreeMap<String, String> {
     env.insert("GIT_OPTIONAL_LOCKS".into(), "0".into());
     env.insert("LC_ALL".into(), "C".into());
     env.insert("GIT_TERMINAL_PROMPT".into(), "0".into());
+    env.insert("GIT_CONFIG_NOSYSTEM".into(), "1".into());
+    env.insert("GIT_CONFIG_GLOBAL".into(), "/dev/null".into());
     env
+}
+
+/// Every `safe.directory` value the user's system and then global
+/// configuration hold (in git's reading order; an empty value, which resets
+/// the list, is carried over as well), read once per process. Without them a
+/// repository owned by another user (a CI checkout) would be refused once the
+/// global file is no longer read.
+fn user_safe_directories() -> &'static [String] {
+    static ARGS: OnceLock<Vec<String>> = OnceLock::new();
+    ARGS.get_or_init(|| {
+        let mut env = process::base_env();
+        if let Ok(home) = std::env::var("HOME") {
+            env.insert("HOME".into(), home);
+        }
+        env.insert("LC_ALL".into(), "C".into());
+        let mut values = Vec::new();
+        for scope in ["--system", "--global"] {
+            let Ok(tmp) = tempfile::tempdir() else {
+                continue;
+            };
+            let spec = ChildSpec {
+                program: "git".into(),
+                args: ["config", scope, "--get-all", "safe.directory"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                cwd: tmp.path().to_path_buf(),
+                env: env.clone(),
+                timeout: GIT_TIMEOUT,
+                log_stem: tmp.path().join("git"),
+                stdin: None,
+            };
+            // Exit 1: the scope has no such value (or no file).
+            if let Ok(out) = process::run(&spec) {
+                if out.success() {
+                    values.extend(out.stdout_text().lines().map(str::to_string));
+                }
+            }
+        }
+        values
+    })
+}
+
+/// `git`'s arguments before `args`: `-c safe.directory=V` for each of
+/// `safe_directories`, then `-c K=V` for each of [`HERMETIC_CONFIG`], then
+/// `args`.
+pub fn hermetic_args(safe_directories: &[String], args: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for value in safe_directories {
+        out.push("-c".to_string());
+        out.push(format!("safe.directory={value}"));
+    }
+    for setting in HERMETIC_CONFIG {
+        out.push("-c".to_string());
+        out.push((*setting).to_string());
+    }
+    out.extend(args.iter().map(|s| s.to_string()));
+    out
 }
 
 /// Runs `git <args>` in `repo`, logging under `log_stem` (or a temporary
@@ -43,7 +140,7 @@ pub fn run(
     };
     let spec = ChildSpec {
         program: "git".into(),
-        args: args.iter().map(|s| s.to_string()).collect(),
+        args: hermetic_args(user_safe_directories(), args),
         cwd: repo.to_path_buf(),
         env: env(),
         timeout: GIT_TIMEOUT,
@@ -174,6 +271,73 @@ pub fn parse_ls_tree_z(bytes: &[u8]) -> Vec<TreeEntry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_command_gets_the_hermetic_settings_before_it() {
+        let args = hermetic_args(&["/srv/repo".into(), String::new()], &["archive", "HEAD"]);
+        assert_eq!(
+            &args[..4],
+            ["-c", "safe.directory=/srv/repo", "-c", "safe.directory="]
+        );
+        assert_eq!(&args[args.len() - 2..], ["archive", "HEAD"]);
+        let settings: Vec<&str> = args[4..args.len() - 2]
+            .chunks(2)
+            .map(|pair| {
+                assert_eq!(pair[0], "-c");
+                pair[1].as_str()
+            })
+            .collect();
+        for needed in ["core.autocrlf=false", "core.eol=lf", "core.safecrlf=false"] {
+            assert!(settings.contains(&needed), "{needed}: {settings:?}");
+        }
+        assert_eq!(settings, HERMETIC_CONFIG);
+    }
+
+    #[test]
+    fn repository_autocrlf_does_not_reach_git_archive() {
+        // A repository whose own config converts line endings on checkout,
+        // a file with LF endings: the archived bytes are the blob's.
+        let dir = tempfile::tempdir().unwrap();
+        let plain = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env_remove("GIT_DIR")
+                .env_remove("GIT_WORK_TREE")
+                .env_remove("GIT_INDEX_FILE")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out.stdout
+        };
+        plain(&["init", "-q"]);
+        std::fs::write(dir.path().join("a.txt"), b"one\ntwo\n").unwrap();
+        plain(&["add", "a.txt"]);
+        plain(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "-m",
+            "t",
+        ]);
+        plain(&["config", "core.autocrlf", "true"]);
+        // git itself, with the repository's config, converts ...
+        let converted = plain(&["archive", "--format=tar", "HEAD"]);
+        assert!(converted.windows(10).any(|w| w == b"one\r\ntwo\r\n"));
+        // ... the hermetic call does not.
+        let out = run(dir.path(), &["archive", "--format=tar", "HEAD"], None, None).unwrap();
+        assert!(out.stdout.windows(8).any(|w| w == b"one\ntwo\n"));
+        assert!(!out.stdout.windows(2).any(|w| w == b"\r\n"));
+    }
 
     #[test]
     fn status_z_parses_renames_and_untracked() {

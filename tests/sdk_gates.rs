@@ -86,6 +86,7 @@ fn sdk_record_passes_with_the_genuine_sdk_and_records_its_counts() {
         "package-location",
         "record-rows",
         "unlisted-files",
+        "bytecode",
     ] {
         let c = check(&ev, "sdk-record", name, None);
         assert_eq!(c["result"], "pass", "{name}: {}", detail(c));
@@ -220,6 +221,167 @@ fn an_unlisted_file_in_the_sdk_package_fails_naming_it() {
         check(&ev, "sdk-record", "record-rows", None)["result"],
         "pass"
     );
+}
+
+/// Python that rewrites the `.pyc` at `argv[1]` in place: the same 16-byte
+/// header (magic, flags, source timestamp and size), the marshalled
+/// compilation of `argv[2]` as its code.
+const REWRITE_PYC: &str = "import marshal, sys\n\
+data = open(sys.argv[1], 'rb').read()\n\
+code = compile(sys.argv[2], sys.argv[3], 'exec', dont_inherit=True)\n\
+open(sys.argv[1], 'wb').write(data[:16] + marshal.dumps(code))\n";
+
+#[test]
+fn rewritten_sdk_bytecode_with_a_valid_header_fails_naming_the_file() {
+    let repo = fixture_repo(&[]);
+    let venv = copy_venv(&sdk_venv());
+    let (sp, _) = sdk_paths(venv.path());
+    let pyc = sp.join("langbot_plugin/__pycache__/__init__.cpython-311.pyc");
+    let source = sp.join("langbot_plugin/__init__.py");
+    let header_before = std::fs::read(&pyc).unwrap()[..16].to_vec();
+    let out = std::process::Command::new(venv_python(&venv))
+        .args(["-I", "-B", "-c", REWRITE_PYC])
+        .arg(&pyc)
+        .arg("print('rewritten bytecode ran')\n")
+        .arg(&source)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&pyc).unwrap()[..16], header_before[..]);
+    // The interpreter runs it, although every hashed RECORD row verifies.
+    let ran = std::process::Command::new(venv_python(&venv))
+        .args(["-I", "-B", "-c", "import langbot_plugin"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout_text(&ran), "rewritten bytecode ran\n");
+
+    let (code, ev, text) = run(
+        &repo.root,
+        &venv_python(&venv),
+        &["--only", "sdk-record"],
+        &[],
+    );
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    let c = check(&ev, "sdk-record", "bytecode", None);
+    assert_eq!(c["result"], "fail", "{}", detail(c));
+    let d = detail(c);
+    assert!(
+        d.contains(
+            "langbot_plugin/__pycache__/__init__.cpython-311.pyc: expected this interpreter's \
+             compilation of langbot_plugin/__init__.py (optimize 0), found other code"
+        ),
+        "{d}"
+    );
+    assert!(d.contains("delete them"), "{d}");
+    assert_eq!(
+        c["observed"]["problems"].as_array().unwrap().len(),
+        1,
+        "{d}"
+    );
+    for name in ["record-rows", "unlisted-files"] {
+        assert_eq!(
+            check(&ev, "sdk-record", name, None)["result"],
+            "pass",
+            "{name}"
+        );
+    }
+}
+
+/// The bytecode probe itself, run by the genuine interpreter on a small
+/// synthetic package: exact on constants, optimization levels and header
+/// kinds, and strict about names and sourceless files.
+#[test]
+fn the_bytecode_probe_compares_code_objects_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let sp = dir.path();
+    let pkg = sp.join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("__init__.py"), "").unwrap();
+    std::fs::write(pkg.join("zero.py"), "x = -0.0\n").unwrap();
+    std::fs::write(pkg.join("doc.py"), "def f():\n    \"doc\"\n    assert f\n").unwrap();
+    let compile = "import py_compile, sys\n\
+py_compile.compile('pkg/__init__.py', doraise=True)\n\
+py_compile.compile('pkg/zero.py', doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n\
+py_compile.compile('pkg/doc.py', doraise=True, optimize=2)\n\
+py_compile.compile('pkg/doc.py', doraise=True, optimize=0)\n";
+    let out = std::process::Command::new(python())
+        .args(["-I", "-c", compile])
+        .current_dir(sp)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cache = pkg.join("__pycache__");
+    // +0.0 for -0.0: equal as numbers and in columns, another constant.
+    let zero = cache.join("zero.cpython-311.pyc");
+    let rewrite = std::process::Command::new(python())
+        .args(["-I", "-B", "-c", REWRITE_PYC])
+        .arg(&zero)
+        .arg("x = +0.0\n")
+        .arg(pkg.join("zero.py"))
+        .output()
+        .unwrap();
+    assert!(rewrite.status.success());
+    // The optimize-0 compilation under the optimize-2 name.
+    std::fs::copy(
+        cache.join("doc.cpython-311.pyc"),
+        cache.join("doc.cpython-311.opt-2.pyc"),
+    )
+    .unwrap();
+    std::fs::write(cache.join("doc.cpython-312.pyc"), b"").unwrap();
+    std::fs::write(pkg.join("loose.pyc"), b"").unwrap();
+
+    let out = std::process::Command::new(python())
+        .args([
+            "-I",
+            "-B",
+            "-c",
+            verify_coding_candidates::python::BYTECODE_PROBE,
+        ])
+        .arg(sp)
+        .arg("pkg")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let probe: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by_path = |p: &str| -> &Value {
+        probe["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == p)
+            .unwrap_or_else(|| panic!("no {p} in {probe}"))
+    };
+    let init = by_path("pkg/__pycache__/__init__.cpython-311.pyc");
+    assert_eq!(init["outcome"], "equal", "{init}");
+    assert_eq!(init["header"]["kind"], "timestamp");
+    assert_eq!(init["header"]["current"], true);
+    let doc = by_path("pkg/__pycache__/doc.cpython-311.pyc");
+    assert_eq!(doc["outcome"], "equal", "{doc}");
+    let zero = by_path("pkg/__pycache__/zero.cpython-311.pyc");
+    assert_eq!(zero["outcome"], "differs", "{zero}");
+    assert_eq!(zero["difference"], "<module>.co_consts[0]", "{zero}");
+    assert_eq!(zero["header"]["kind"], "unchecked-hash");
+    let opt2 = by_path("pkg/__pycache__/doc.cpython-311.opt-2.pyc");
+    assert_eq!(opt2["outcome"], "differs", "{opt2}");
+    assert_eq!(opt2["optimize"], 2);
+    assert_eq!(
+        by_path("pkg/__pycache__/doc.cpython-312.pyc")["outcome"],
+        "foreign-name"
+    );
+    assert_eq!(by_path("pkg/loose.pyc")["outcome"], "sourceless");
+    assert_eq!(probe["files"].as_array().unwrap().len(), 6, "{probe}");
 }
 
 #[test]

@@ -266,6 +266,8 @@ pub struct RowsReport {
     pub missing: Vec<String>,
     /// Every resolved path RECORD lists (lexically normalised).
     pub listed: BTreeSet<PathBuf>,
+    /// The resolved paths of hashed rows whose file matched digest and size.
+    pub verified: BTreeSet<PathBuf>,
 }
 
 /// Verifies every well-formed row: resolves its path, and for hashed rows
@@ -295,7 +297,8 @@ pub fn verify_rows(layout: &RecordLayout, rows: &[RecordRow]) -> RowsReport {
                 resolved.display()
             )),
             Ok(found) if found.bytes == *digest && found.size == *size => {
-                report.hashed_verified += 1
+                report.hashed_verified += 1;
+                report.verified.insert(resolved);
             }
             Ok(found) => {
                 let what = match (found.bytes == *digest, found.size == *size) {
@@ -350,115 +353,200 @@ pub fn unlisted_files(roots: &[PathBuf], listed: &BTreeSet<PathBuf>) -> Vec<Stri
 }
 
 /// PEP 440 normal form of `version` (`0.6.0-Beta5` → `0.6.0b5`, `v1.0` → `1.0`,
-/// `1.0.post-1`... ), or the trimmed lower-case text when it is not a PEP 440
-/// version. Source: PEP 440 "Normalization".
+/// `1.0-1` → `1.0.post1`), as `pep440_rs` parses and prints it, or the trimmed
+/// lower-case text when it is not a PEP 440 version. Source: PEP 440
+/// "Normalization".
 pub fn normalize_version(version: &str) -> String {
     let text = version.trim().to_ascii_lowercase();
-    parse_pep440(&text).unwrap_or(text)
+    text.parse::<pep440_rs::Version>()
+        .map(|v| v.to_string())
+        .unwrap_or(text)
 }
 
-fn parse_pep440(text: &str) -> Option<String> {
-    let s = text.strip_prefix('v').unwrap_or(text);
-    let (s, local) = match s.split_once('+') {
-        Some((head, local)) => (head, Some(local)),
-        None => (s, None),
-    };
-    let mut out = String::new();
-    let mut rest = s;
-    if let Some((epoch, after)) = rest.split_once('!') {
-        out.push_str(&format!("{}!", epoch.parse::<u64>().ok()?));
-        rest = after;
-    }
-    // Release: N(.N)*
-    let release_end = rest
-        .char_indices()
-        .find(|&(i, c)| {
-            !(c.is_ascii_digit()
-                || (c == '.' && rest[i + 1..].starts_with(|d: char| d.is_ascii_digit())))
-        })
-        .map_or(rest.len(), |(i, _)| i);
-    let release = &rest[..release_end];
-    if release.is_empty() {
-        return None;
-    }
-    let parts: Option<Vec<String>> = release
-        .split('.')
-        .map(|p| p.parse::<u64>().ok().map(|n| n.to_string()))
-        .collect();
-    out.push_str(&parts?.join("."));
-    rest = &rest[release_end..];
+/// What `src/python/bytecode_probe.py` prints.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+pub struct BytecodeProbe {
+    /// `sys.implementation.cache_tag` (`cpython-311`): the only tag this
+    /// interpreter loads.
+    pub cache_tag: String,
+    /// `importlib.util.MAGIC_NUMBER`, hex.
+    pub magic: String,
+    /// Every file under a `__pycache__` folder of the package, and every
+    /// `.pyc` outside one, in walk order.
+    pub files: Vec<BytecodeFile>,
+}
 
-    fn sep(s: &str) -> &str {
-        s.strip_prefix(['-', '_', '.']).unwrap_or(s)
-    }
-    fn number(s: &str) -> (Option<u64>, &str) {
-        let s2 = sep(s);
-        let end = s2.find(|c: char| !c.is_ascii_digit()).unwrap_or(s2.len());
-        if end == 0 {
-            (None, s)
-        } else {
-            (s2[..end].parse().ok(), &s2[end..])
-        }
-    }
-    // Pre-release.
-    let after_sep = sep(rest);
-    for (spelling, normal) in [
-        ("alpha", "a"),
-        ("beta", "b"),
-        ("preview", "rc"),
-        ("pre", "rc"),
-        ("rc", "rc"),
-        ("a", "a"),
-        ("b", "b"),
-        ("c", "rc"),
-    ] {
-        if let Some(tail) = after_sep.strip_prefix(spelling) {
-            let (n, tail) = number(tail);
-            out.push_str(&format!("{normal}{}", n.unwrap_or(0)));
-            rest = tail;
-            break;
-        }
-    }
-    // Post-release: `-N` or [sep](post|rev|r)[sep][N].
-    if let Some(tail) = rest
-        .strip_prefix('-')
-        .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))
-    {
-        let (n, tail) = number(tail);
-        out.push_str(&format!(".post{}", n?));
-        rest = tail;
-    } else {
-        let after_sep = sep(rest);
-        for spelling in ["post", "rev", "r"] {
-            if let Some(tail) = after_sep.strip_prefix(spelling) {
-                let (n, tail) = number(tail);
-                out.push_str(&format!(".post{}", n.unwrap_or(0)));
-                rest = tail;
-                break;
+/// One bytecode file as the probe examined it.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+pub struct BytecodeFile {
+    /// Path relative to site-packages, as RECORD writes paths
+    /// (`langbot_plugin/__pycache__/__init__.cpython-311.pyc`).
+    pub path: String,
+    /// The source it is the cache of, relative to site-packages
+    /// (`langbot_plugin/__init__.py`), for files inside `__pycache__` named
+    /// for this interpreter.
+    pub source: Option<String>,
+    /// The optimization level its name says (`.opt-N`; 0 without).
+    pub optimize: Option<u8>,
+    /// The PEP 552 header, when the file has one.
+    pub header: Option<PycHeader>,
+    /// What the comparison found.
+    pub outcome: BytecodeOutcome,
+    /// The first difference (`<module>.co_consts[3]<f>.co_code`) or why the
+    /// file could not be compared.
+    pub difference: Option<String>,
+}
+
+/// A `.pyc` header (PEP 552): magic number, flags, and source validation.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+pub struct PycHeader {
+    /// The first four bytes equal this interpreter's magic number.
+    pub magic_ok: bool,
+    /// The flags word: 0 timestamp, 1 unchecked hash, 3 checked hash.
+    pub flags: u32,
+    /// `timestamp`, `checked-hash`, `unchecked-hash`, `invalid-flags`, or
+    /// none when the source could not be read.
+    pub kind: Option<String>,
+    /// Whether the interpreter would load the file for the source as it is
+    /// (timestamp and size, or source hash, match; an unchecked hash-based
+    /// file is always loaded). Otherwise it compiles the source instead.
+    pub current: Option<bool>,
+}
+
+/// The probe's finding for one bytecode file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BytecodeOutcome {
+    /// Its code object equals `compile()` of the source, recursively.
+    Equal,
+    /// Its code differs from the compilation of the source, or it holds no
+    /// code object.
+    Differs,
+    /// No `.py` next to the `__pycache__` folder.
+    NoSource,
+    /// Inside `__pycache__` but not named `<module>.<cache_tag>[.opt-N].pyc`
+    /// for this interpreter.
+    ForeignName,
+    /// Shorter than a header, another magic number, or undefined flags.
+    BadHeader,
+    /// Could not be read.
+    Unreadable,
+    /// A `.pyc` outside `__pycache__`: import loads it when no `.py` is next
+    /// to it, with no source to compare.
+    Sourceless,
+}
+
+/// One sentence per bytecode file that is not the compilation of its
+/// verified source by this interpreter: `path: expected ..., found ...`.
+///
+/// `verified` holds the resolved paths of RECORD's hashed rows that matched
+/// their files ([`RowsReport::verified`]); a source outside it is not verified,
+/// so bytecode equal to it proves nothing.
+pub fn bytecode_problems(
+    probe: &BytecodeProbe,
+    site_packages: &Path,
+    verified: &BTreeSet<PathBuf>,
+) -> Vec<String> {
+    let tag = &probe.cache_tag;
+    let mut problems = Vec::new();
+    for file in &probe.files {
+        let path = &file.path;
+        let source = file.source.as_deref().unwrap_or("?");
+        let level = file.optimize.unwrap_or(0);
+        let why = file.difference.as_deref().unwrap_or("");
+        let problem = match file.outcome {
+            BytecodeOutcome::Equal => {
+                let resolved = file
+                    .source
+                    .as_deref()
+                    .map(|s| normalize_join(site_packages, s));
+                if resolved.is_some_and(|r| verified.contains(&r)) {
+                    continue;
+                }
+                format!(
+                    "{path}: expected the compilation of a RECORD-verified source, found it equal to \
+                     {source}, which no hashed RECORD row verified"
+                )
             }
-        }
+            BytecodeOutcome::Differs => format!(
+                "{path}: expected this interpreter's compilation of {source} (optimize {level}), \
+                 found other code (first difference: {why})"
+            ),
+            BytecodeOutcome::NoSource => {
+                format!("{path}: expected the compilation of {source}, found no such source file")
+            }
+            BytecodeOutcome::ForeignName => format!(
+                "{path}: expected only `<module>.{tag}.pyc` or `<module>.{tag}.opt-N.pyc` in \
+                 __pycache__, found a file this interpreter's bytecode cache does not name"
+            ),
+            BytecodeOutcome::BadHeader => format!(
+                "{path}: expected a header for this interpreter (PEP 552, magic {}), found {why}",
+                probe.magic
+            ),
+            BytecodeOutcome::Unreadable => {
+                format!("{path}: expected a readable bytecode file, found {why}")
+            }
+            BytecodeOutcome::Sourceless => format!(
+                "{path}: expected bytecode only in __pycache__, found a sourceless .pyc, which \
+                 import loads with no source to verify it against"
+            ),
+        };
+        problems.push(problem);
     }
-    // Development release.
-    if let Some(tail) = sep(rest).strip_prefix("dev") {
-        let (n, tail) = number(tail);
-        out.push_str(&format!(".dev{}", n.unwrap_or(0)));
-        rest = tail;
+    problems
+}
+
+fn bytecode_check(
+    probe: &BytecodeProbe,
+    package_dir: &Path,
+    problems: &[String],
+    pinned: &str,
+) -> Check {
+    let mut kinds: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for file in &probe.files {
+        let kind = file
+            .header
+            .as_ref()
+            .and_then(|h| h.kind.clone())
+            .unwrap_or_else(|| "none".into());
+        *kinds.entry(kind).or_default() += 1;
     }
-    if !rest.is_empty() {
-        return None;
+    let observed = json!({
+        "cache_tag": probe.cache_tag,
+        "magic": probe.magic,
+        "files": probe.files.len(),
+        "equal": probe.files.iter().filter(|f| f.outcome == BytecodeOutcome::Equal).count(),
+        "header_kinds": kinds,
+        "problems": problems,
+    });
+    if problems.is_empty() {
+        Check::pass(
+            "bytecode",
+            None,
+            format!(
+                "all {} bytecode files under {} are this interpreter's ({}) compilation of their \
+                 RECORD-verified sources: code objects equal, recursively",
+                probe.files.len(),
+                package_dir.display(),
+                probe.cache_tag
+            ),
+        )
+    } else {
+        Check::fail(
+            "bytecode",
+            None,
+            format!(
+                "{} bytecode file(s) under {} are not this interpreter's compilation of their verified \
+                 source, and Python (even with -I -B) would run them instead of the source:\n  {}\n\
+                 delete them (Python then compiles the verified source) or reinstall \
+                 {DISTRIBUTION}=={pinned} into a fresh environment",
+                problems.len(),
+                package_dir.display(),
+                problems.join("\n  ")
+            ),
+        )
     }
-    if let Some(local) = local {
-        let segments: Vec<&str> = local.split(['-', '_', '.']).collect();
-        if segments
-            .iter()
-            .any(|s| s.is_empty() || !s.bytes().all(|b| b.is_ascii_alphanumeric()))
-        {
-            return None;
-        }
-        out.push('+');
-        out.push_str(&segments.join("."));
-    }
-    Some(out)
+    .with_observed(observed)
 }
 
 impl super::Gate for SdkRecord {
@@ -497,7 +585,7 @@ impl super::Gate for SdkRecord {
             let why = probe.error.clone().unwrap_or_else(|| {
                 format!("{DISTRIBUTION} has no dist-info directory this gate can read")
             });
-            for name in ["record-rows", "unlisted-files"] {
+            for name in ["record-rows", "unlisted-files", "bytecode"] {
                 checks.push(Check::fail(
                     name,
                     None,
@@ -531,11 +619,13 @@ impl super::Gate for SdkRecord {
                         record_path.display()
                     ),
                 ));
-                checks.push(Check::fail(
-                    "unlisted-files",
-                    None,
-                    format!("not observed: {} cannot be read", record_path.display()),
-                ));
+                for name in ["unlisted-files", "bytecode"] {
+                    checks.push(Check::fail(
+                        name,
+                        None,
+                        format!("not observed: {} cannot be read", record_path.display()),
+                    ));
+                }
                 return Ok(checks);
             }
         };
@@ -588,6 +678,34 @@ impl super::Gate for SdkRecord {
         }
         .with_observed(json!({ "unlisted": unlisted }));
         checks.push(unlisted_check);
+
+        let bytecode: Result<BytecodeProbe, String> = python::run_probe(
+            &ctx.python,
+            "bytecode_probe",
+            python::BYTECODE_PROBE,
+            &[
+                layout.site_packages.display().to_string(),
+                PACKAGE.to_string(),
+            ],
+            &home,
+            ctx.child_env(&home, &tmp),
+            &ctx.log_stem("sdk-record", "bytecode-probe"),
+        );
+        checks.push(match bytecode {
+            Ok(probe) => {
+                let problems = bytecode_problems(&probe, &layout.site_packages, &report.verified);
+                bytecode_check(&probe, &package_dir, &problems, &pinned)
+            }
+            Err(e) => Check::fail(
+                "bytecode",
+                None,
+                format!(
+                    "not observed: the bytecode probe did not answer ({e}); expected every bytecode file \
+                     under {} compared with its source: see logs/sdk-record/bytecode-probe.*",
+                    package_dir.display()
+                ),
+            ),
+        });
 
         if checks
             .iter()
@@ -1102,6 +1220,149 @@ mod tests {
         );
     }
 
+    fn pyc(
+        path: &str,
+        source: Option<&str>,
+        outcome: BytecodeOutcome,
+        why: Option<&str>,
+    ) -> BytecodeFile {
+        BytecodeFile {
+            path: path.into(),
+            source: source.map(Into::into),
+            optimize: source.map(|_| 0),
+            header: None,
+            outcome,
+            difference: why.map(Into::into),
+        }
+    }
+
+    fn bytecode(files: Vec<BytecodeFile>) -> BytecodeProbe {
+        BytecodeProbe {
+            cache_tag: "cpython-311".into(),
+            magic: "a70d0d0a".into(),
+            files,
+        }
+    }
+
+    const PYC: &str = "pkg/__pycache__/a.cpython-311.pyc";
+
+    #[test]
+    fn bytecode_equal_to_a_verified_source_passes_and_absent_bytecode_too() {
+        let s = site();
+        let report = verify_rows(&s.layout, &parse(&good_record()).rows);
+        let sp = &s.layout.site_packages;
+        let equal = bytecode(vec![pyc(
+            PYC,
+            Some("pkg/a.py"),
+            BytecodeOutcome::Equal,
+            None,
+        )]);
+        assert!(bytecode_problems(&equal, sp, &report.verified).is_empty());
+        assert!(bytecode_problems(&bytecode(vec![]), sp, &report.verified).is_empty());
+        let c = bytecode_check(&equal, &sp.join("pkg"), &[], "1.0");
+        assert_eq!(c.result, crate::evidence::CheckResult::Pass, "{}", c.detail);
+    }
+
+    #[test]
+    fn bytecode_equal_to_an_unverified_source_fails() {
+        let s = site();
+        // pkg/a.py is tampered: its row no longer verifies.
+        std::fs::write(s.layout.site_packages.join("pkg/a.py"), b"print('b')\n").unwrap();
+        let report = verify_rows(&s.layout, &parse(&good_record()).rows);
+        let probe = bytecode(vec![pyc(
+            PYC,
+            Some("pkg/a.py"),
+            BytecodeOutcome::Equal,
+            None,
+        )]);
+        let p = bytecode_problems(&probe, &s.layout.site_packages, &report.verified);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].starts_with(&format!(
+                "{PYC}: expected the compilation of a RECORD-verified source"
+            )),
+            "{}",
+            p[0]
+        );
+        assert!(
+            p[0].contains("pkg/a.py, which no hashed RECORD row verified"),
+            "{}",
+            p[0]
+        );
+    }
+
+    #[test]
+    fn every_other_bytecode_outcome_fails_naming_the_file() {
+        let s = site();
+        let report = verify_rows(&s.layout, &parse(&good_record()).rows);
+        let probe = bytecode(vec![
+            pyc(
+                PYC,
+                Some("pkg/a.py"),
+                BytecodeOutcome::Differs,
+                Some("<module>.co_code"),
+            ),
+            pyc(
+                "pkg/__pycache__/gone.cpython-311.pyc",
+                Some("pkg/gone.py"),
+                BytecodeOutcome::NoSource,
+                None,
+            ),
+            pyc(
+                "pkg/__pycache__/a.cpython-312.pyc",
+                None,
+                BytecodeOutcome::ForeignName,
+                None,
+            ),
+            pyc(
+                "pkg/__pycache__/b.cpython-311.pyc",
+                Some("pkg/b.py"),
+                BytecodeOutcome::BadHeader,
+                Some("magic number 550d0d0a"),
+            ),
+            pyc(
+                "pkg/__pycache__/c.cpython-311.pyc",
+                Some("pkg/c.py"),
+                BytecodeOutcome::Unreadable,
+                Some("permission denied"),
+            ),
+            pyc("pkg/evil.pyc", None, BytecodeOutcome::Sourceless, None),
+        ]);
+        let p = bytecode_problems(&probe, &s.layout.site_packages, &report.verified);
+        assert_eq!(p.len(), 6, "{p:?}");
+        assert!(p[0].starts_with(&format!("{PYC}: expected this interpreter's compilation of pkg/a.py (optimize 0), found other code (first difference: <module>.co_code)")), "{}", p[0]);
+        assert!(p[1].starts_with("pkg/__pycache__/gone.cpython-311.pyc: expected the compilation of pkg/gone.py, found no such source"), "{}", p[1]);
+        assert!(
+            p[2].starts_with(
+                "pkg/__pycache__/a.cpython-312.pyc: expected only `<module>.cpython-311.pyc`"
+            ),
+            "{}",
+            p[2]
+        );
+        assert!(
+            p[3].contains("magic a70d0d0a), found magic number 550d0d0a"),
+            "{}",
+            p[3]
+        );
+        assert!(p[4].ends_with("found permission denied"), "{}", p[4]);
+        assert!(
+            p[5].starts_with(
+                "pkg/evil.pyc: expected bytecode only in __pycache__, found a sourceless .pyc"
+            ),
+            "{}",
+            p[5]
+        );
+        let c = bytecode_check(&probe, &s.layout.site_packages.join("pkg"), &p, "1.0");
+        assert_eq!(c.result, crate::evidence::CheckResult::Fail);
+        assert!(
+            c.detail.contains("6 bytecode file(s)")
+                && c.detail.contains("delete them")
+                && c.detail.contains("langbot-plugin==1.0"),
+            "{}",
+            c.detail
+        );
+    }
+
     #[test]
     fn versions_compare_in_pep440_normal_form() {
         assert_eq!(normalize_version("0.6.0b5"), "0.6.0b5");
@@ -1114,5 +1375,9 @@ mod tests {
         assert_eq!(normalize_version("1!2.0a"), "1!2.0a0");
         assert_ne!(normalize_version("0.6.0b4"), normalize_version("0.6.0b5"));
         assert_eq!(normalize_version(" not a version "), "not a version");
+        // Not PEP 440: kept as text, so they never equal a pin.
+        assert_eq!(normalize_version("1.0+"), "1.0+");
+        assert_eq!(normalize_version("1.0+a..b"), "1.0+a..b");
+        assert_eq!(normalize_version("1..0"), "1..0");
     }
 }

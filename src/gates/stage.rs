@@ -79,8 +79,22 @@ impl super::Gate for Stage {
             None,
         )?;
         let tree = git::parse_ls_tree_z(&listing.stdout);
-        let attributes = export_attributes(ctx, &tree);
+        let all_attributes = match commit_attributes(ctx, &tree) {
+            Ok(a) => a,
+            Err(e) => {
+                checks.push(Check::fail(
+                    "byte-attributes",
+                    None,
+                    format!("not observed: expected `git check-attr` to answer for the commit's files, found {e}"),
+                ));
+                return Ok(checks);
+            }
+        };
+        let attributes = export_attributes(&all_attributes);
         checks.push(blob_check(ctx, &tree, &attributes));
+        checks.push(byte_attributes_check(&byte_changing_attributes(
+            &all_attributes,
+        )));
         let attr_list: Vec<ExportAttribute> = attributes
             .iter()
             .flat_map(|(path, attrs)| {
@@ -192,6 +206,40 @@ impl super::Gate for Stage {
                     .with_observed(json!(links.iter().map(|(p, t)| json!({"path": p, "target": t})).collect::<Vec<_>>())),
                 );
             }
+            let pointers = lfs_pointers(&source, &tree, &prefix);
+            if pointers.is_empty() {
+                checks.push(Check::pass(
+                    "no-lfs-pointers",
+                    Some(&folder),
+                    format!("no file inside {} is a Git LFS pointer", spec.path),
+                ));
+            } else {
+                all_candidates_ok = false;
+                let listed: Vec<String> = pointers
+                    .iter()
+                    .map(|(p, size)| format!("{p} ({size} bytes)"))
+                    .collect();
+                checks.push(
+                    Check::fail(
+                        "no-lfs-pointers",
+                        Some(&folder),
+                        format!(
+                            "expected every file inside {} to hold its content, found {} Git LFS pointer \
+                             file(s) (first line `version https://git-lfs.github.com/spec/v1`):\n  {}\n\
+                             the archive would ship the pointer, not the content; commit the files \
+                             themselves (`git lfs untrack` and `git lfs migrate export --include=PATH`, \
+                             or drop them from the candidate) and commit",
+                            spec.path,
+                            pointers.len(),
+                            listed.join("\n  ")
+                        ),
+                    )
+                    .with_observed(json!(pointers
+                        .iter()
+                        .map(|(p, size)| json!({"path": p, "size": size}))
+                        .collect::<Vec<_>>())),
+                );
+            }
         }
         let failed = checks
             .iter()
@@ -203,48 +251,222 @@ impl super::Gate for Stage {
     }
 }
 
-/// `path -> [attribute]` for every tree path with `export-ignore` or
-/// `export-subst` set, read at the commit (`git check-attr --source`, git
-/// 2.40+) or, failing that, from the clean work tree.
-fn export_attributes(ctx: &RunContext, tree: &[git::TreeEntry]) -> BTreeMap<String, Vec<String>> {
+/// Attributes the `stage` gate reads for every tree path: the two that
+/// change what `git archive` includes, and those that change the bytes it
+/// writes for a file (gitattributes(5): `text`, `eol` and the older `crlf`
+/// convert line endings, `ident` expands `$Id$`, `filter` runs a smudge
+/// driver, `working-tree-encoding` re-encodes, `export-subst` expands
+/// placeholders).
+pub const READ_ATTRIBUTES: &[&str] = &[
+    "export-ignore",
+    "export-subst",
+    "text",
+    "eol",
+    "crlf",
+    "ident",
+    "filter",
+    "working-tree-encoding",
+];
+
+/// `path -> [(attribute, state)]` as `git check-attr -z` prints it, for every
+/// attribute that is not `unspecified`: the state is `set`, `unset` or the
+/// value. Read at the commit (`git check-attr --source`, git 2.40+) or,
+/// failing that, from the clean work tree; `.git/info/attributes` counts in
+/// both (the per-user attributes file does not: see `git::HERMETIC_CONFIG`).
+///
+/// # Errors
+/// When neither `git check-attr` answers.
+fn commit_attributes(
+    ctx: &RunContext,
+    tree: &[git::TreeEntry],
+) -> Result<BTreeMap<String, Vec<(String, String)>>, String> {
     let stdin: Vec<u8> = tree
         .iter()
         .flat_map(|e| e.path.bytes().chain(std::iter::once(0)))
         .collect();
     let commit = ctx.source.commit.clone();
-    let with_source = [
-        "check-attr",
-        "-z",
-        "--stdin",
-        "--source",
-        commit.as_str(),
-        "export-ignore",
-        "export-subst",
-    ];
-    let plain = [
-        "check-attr",
-        "-z",
-        "--stdin",
-        "export-ignore",
-        "export-subst",
-    ];
+    let mut with_source = vec!["check-attr", "-z", "--stdin", "--source", commit.as_str()];
+    with_source.extend_from_slice(READ_ATTRIBUTES);
+    let mut plain = vec!["check-attr", "-z", "--stdin"];
+    plain.extend_from_slice(READ_ATTRIBUTES);
     let stem = ctx.log_stem("stage", "git-check-attr");
     let out = git::run(&ctx.repo, &with_source, Some(&stem), Some(stdin.clone()))
-        .or_else(|_| git::run(&ctx.repo, &plain, Some(&stem), Some(stdin)));
-    let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    if let Ok(out) = out {
-        let fields: Vec<&[u8]> = out.stdout.split(|b| *b == 0).collect();
-        for triple in fields.chunks(3) {
-            if let [path, attr, info] = triple {
-                if *info == b"set" {
-                    map.entry(String::from_utf8_lossy(path).into_owned())
-                        .or_default()
-                        .push(String::from_utf8_lossy(attr).into_owned());
-                }
+        .or_else(|_| git::run(&ctx.repo, &plain, Some(&stem), Some(stdin)))?;
+    Ok(parse_check_attr_z(&out.stdout))
+}
+
+/// Parses `git check-attr -z` output (`path NUL attribute NUL state NUL`...)
+/// into `path -> [(attribute, state)]`, leaving out `unspecified` states.
+pub fn parse_check_attr_z(bytes: &[u8]) -> BTreeMap<String, Vec<(String, String)>> {
+    let mut map: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    let fields: Vec<&[u8]> = bytes.split(|b| *b == 0).collect();
+    for triple in fields.chunks(3) {
+        if let [path, attr, info] = triple {
+            if *info == b"unspecified" {
+                continue;
             }
+            map.entry(String::from_utf8_lossy(path).into_owned())
+                .or_default()
+                .push((
+                    String::from_utf8_lossy(attr).into_owned(),
+                    String::from_utf8_lossy(info).into_owned(),
+                ));
         }
     }
     map
+}
+
+/// `path -> [attribute]` for the paths whose `export-ignore` or
+/// `export-subst` is set.
+pub fn export_attributes(
+    attributes: &BTreeMap<String, Vec<(String, String)>>,
+) -> BTreeMap<String, Vec<String>> {
+    attributes
+        .iter()
+        .filter_map(|(path, attrs)| {
+            let set: Vec<String> = attrs
+                .iter()
+                .filter(|(a, state)| {
+                    (a == "export-ignore" || a == "export-subst") && state == "set"
+                })
+                .map(|(a, _)| a.clone())
+                .collect();
+            (!set.is_empty()).then(|| (path.clone(), set))
+        })
+        .collect()
+}
+
+/// One committed attribute that changes the bytes `git archive` writes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ByteAttribute {
+    /// Repository-relative path.
+    pub path: String,
+    /// As gitattributes spells it: `text`, `eol=crlf`, `filter=lfs`, ...
+    pub attribute: String,
+}
+
+/// Every `(path, attribute)` whose state changes bytes: `text`, `crlf`,
+/// `ident` or `export-subst` set, or `text`, `crlf`, `eol`, `filter` or
+/// `working-tree-encoding` given a value. An unset attribute (`-text`,
+/// `binary`) turns a conversion off and is not listed.
+pub fn byte_changing_attributes(
+    attributes: &BTreeMap<String, Vec<(String, String)>>,
+) -> Vec<ByteAttribute> {
+    let mut out = Vec::new();
+    for (path, attrs) in attributes {
+        for (attr, state) in attrs {
+            let changes = match (attr.as_str(), state.as_str()) {
+                (_, "unset") => false,
+                ("text" | "crlf" | "ident" | "export-subst", "set") => true,
+                ("text" | "crlf" | "eol" | "filter" | "working-tree-encoding", _) => state != "set",
+                _ => false,
+            };
+            if changes {
+                out.push(ByteAttribute {
+                    path: path.clone(),
+                    attribute: if state == "set" {
+                        attr.clone()
+                    } else {
+                        format!("{attr}={state}")
+                    },
+                });
+            }
+        }
+    }
+    out
+}
+
+/// At most this many paths are named in a check's detail; the observed
+/// value lists them all.
+const NAMED_AT_MOST: usize = 50;
+
+/// The `byte-attributes` check over [`byte_changing_attributes`]'s findings.
+pub fn byte_attributes_check(found: &[ByteAttribute]) -> Check {
+    let observed = json!(found);
+    if found.is_empty() {
+        return Check::pass(
+            "byte-attributes",
+            None,
+            format!(
+                "no committed file carries an attribute that changes the bytes git archive writes ({})",
+                READ_ATTRIBUTES[1..].join(", ")
+            ),
+        )
+        .with_observed(observed);
+    }
+    let mut lines: Vec<String> = found
+        .iter()
+        .take(NAMED_AT_MOST)
+        .map(|a| {
+            if a.attribute == "filter=lfs" {
+                format!(
+                    "{}: filter=lfs (Git LFS: git archive ships the pointer file, not the content)",
+                    a.path
+                )
+            } else {
+                format!("{}: {}", a.path, a.attribute)
+            }
+        })
+        .collect();
+    if found.len() > NAMED_AT_MOST {
+        lines.push(format!(
+            "... and {} more (all in this check's observed value)",
+            found.len() - NAMED_AT_MOST
+        ));
+    }
+    Check::fail(
+        "byte-attributes",
+        None,
+        format!(
+            "expected git archive to write every committed file's blob bytes unchanged, found {} \
+             attribute(s) that change them (line endings, keyword or placeholder expansion, filter \
+             drivers, re-encoding):\n  {}\nthe certified bytes would depend on conversion, not on \
+             the commit; remove these attributes from .gitattributes (or .git/info/attributes), \
+             commit the files as they should ship (`-text` keeps bytes as committed), and commit",
+            found.len(),
+            lines.join("\n  ")
+        ),
+    )
+    .with_observed(observed)
+}
+
+/// The first line of a Git LFS pointer file (git-lfs `docs/spec.md`; the
+/// pre-release `hawser` spelling too). Pointer files are under 1024 bytes.
+const LFS_POINTER_VERSIONS: &[&[u8]] = &[
+    b"version https://git-lfs.github.com/spec/v1\n",
+    b"version https://hawser.github.com/spec/v1\n",
+];
+
+/// Whether `head` (a file's first bytes, at least 1024 of them when the file
+/// is that long) of a file of `size` bytes is a Git LFS pointer.
+pub fn is_lfs_pointer(head: &[u8], size: u64) -> bool {
+    size < 1024 && LFS_POINTER_VERSIONS.iter().any(|v| head.starts_with(v))
+}
+
+/// Staged files under `prefix` (`Runner/x/`) whose content is a Git LFS
+/// pointer, with their size.
+fn lfs_pointers(
+    source: &std::path::Path,
+    tree: &[git::TreeEntry],
+    prefix: &str,
+) -> Vec<(String, u64)> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    for entry in tree {
+        if entry.kind != "blob" || entry.mode == "120000" || !entry.path.starts_with(prefix) {
+            continue;
+        }
+        let Ok(file) = std::fs::File::open(source.join(&entry.path)) else {
+            continue;
+        };
+        let mut head = Vec::with_capacity(1024);
+        if file.take(1024).read_to_end(&mut head).is_ok()
+            && is_lfs_pointer(&head, head.len() as u64)
+        {
+            out.push((entry.path.clone(), head.len() as u64));
+        }
+    }
+    out
 }
 
 fn blob_check(
@@ -358,12 +580,151 @@ fn blob_check(
             None,
             format!(
                 "expected staging/source to be exactly commit {}, found {} difference(s):\n  {}\n\
-                 the staged copy is not the commit; check export-subst attributes and git filters",
+                 the staged copy is not the commit; see the byte-attributes check for attributes \
+                 that change bytes, and git's log under logs/stage/",
                 ctx.source.commit,
                 problems.len(),
                 problems.join("\n  ")
             ),
         )
         .with_observed(observed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(raw: &[(&str, &str, &str)]) -> BTreeMap<String, Vec<(String, String)>> {
+        let bytes: Vec<u8> = raw
+            .iter()
+            .flat_map(|(p, a, s)| format!("{p}\0{a}\0{s}\0").into_bytes())
+            .collect();
+        parse_check_attr_z(&bytes)
+    }
+
+    #[test]
+    fn check_attr_output_keeps_every_specified_state() {
+        let map = attrs(&[
+            ("a b.txt", "text", "set"),
+            ("a b.txt", "eol", "crlf"),
+            ("a b.txt", "filter", "unspecified"),
+            ("c.bin", "text", "unset"),
+        ]);
+        assert_eq!(
+            map["a b.txt"],
+            [("text".into(), "set".into()), ("eol".into(), "crlf".into())]
+        );
+        assert_eq!(map["c.bin"], [("text".into(), "unset".into())]);
+        assert_eq!(map.len(), 2);
+    }
+
+    #[test]
+    fn every_byte_changing_attribute_is_named_with_its_path() {
+        let map = attrs(&[
+            ("a.txt", "text", "set"),
+            ("a.txt", "eol", "crlf"),
+            ("auto.txt", "text", "auto"),
+            ("old.txt", "crlf", "input"),
+            ("id.py", "ident", "set"),
+            ("assets/weights.bin", "filter", "lfs"),
+            ("utf16.txt", "working-tree-encoding", "UTF-16"),
+            ("version.py", "export-subst", "set"),
+        ]);
+        let found: Vec<(String, String)> = byte_changing_attributes(&map)
+            .into_iter()
+            .map(|a| (a.path, a.attribute))
+            .collect();
+        let expected: Vec<(String, String)> = [
+            ("a.txt", "text"),
+            ("a.txt", "eol=crlf"),
+            ("assets/weights.bin", "filter=lfs"),
+            ("auto.txt", "text=auto"),
+            ("id.py", "ident"),
+            ("old.txt", "crlf=input"),
+            ("utf16.txt", "working-tree-encoding=UTF-16"),
+            ("version.py", "export-subst"),
+        ]
+        .iter()
+        .map(|(p, a)| (p.to_string(), a.to_string()))
+        .collect();
+        assert_eq!(found, expected);
+    }
+
+    #[test]
+    fn unset_attributes_and_export_ignore_change_no_bytes() {
+        let map = attrs(&[
+            ("a.bin", "text", "unset"),
+            ("a.bin", "crlf", "unset"),
+            ("a.bin", "ident", "unset"),
+            ("a.bin", "filter", "unset"),
+            ("docs/x", "export-ignore", "set"),
+        ]);
+        assert!(byte_changing_attributes(&map).is_empty());
+        let c = byte_attributes_check(&[]);
+        assert_eq!(c.result, crate::evidence::CheckResult::Pass, "{}", c.detail);
+        assert_eq!(
+            export_attributes(&map)["docs/x"],
+            ["export-ignore".to_string()]
+        );
+    }
+
+    #[test]
+    fn the_refusal_names_attribute_and_path_and_what_to_do() {
+        let found = vec![
+            ByteAttribute {
+                path: "notes.txt".into(),
+                attribute: "eol=crlf".into(),
+            },
+            ByteAttribute {
+                path: "assets/weights.bin".into(),
+                attribute: "filter=lfs".into(),
+            },
+        ];
+        let c = byte_attributes_check(&found);
+        assert_eq!(c.result, crate::evidence::CheckResult::Fail);
+        assert!(
+            c.detail.contains("\n  notes.txt: eol=crlf\n"),
+            "{}",
+            c.detail
+        );
+        assert!(
+            c.detail.contains(
+                "assets/weights.bin: filter=lfs (Git LFS: git archive ships the pointer file, not the content)"
+            ),
+            "{}",
+            c.detail
+        );
+        assert!(c.detail.contains("remove these attributes"), "{}", c.detail);
+    }
+
+    #[test]
+    fn long_lists_are_cut_in_the_detail_not_in_the_observation() {
+        let found: Vec<ByteAttribute> = (0..60)
+            .map(|i| ByteAttribute {
+                path: format!("f{i}.txt"),
+                attribute: "text=auto".into(),
+            })
+            .collect();
+        let c = byte_attributes_check(&found);
+        assert!(c.detail.contains("... and 10 more"), "{}", c.detail);
+        assert_eq!(c.observed.unwrap().as_array().unwrap().len(), 60);
+    }
+
+    #[test]
+    fn lfs_pointers_are_recognised_by_their_first_line_and_size() {
+        let pointer = b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n";
+        assert!(is_lfs_pointer(pointer, pointer.len() as u64));
+        assert!(is_lfs_pointer(
+            b"version https://hawser.github.com/spec/v1\n",
+            42
+        ));
+        // Too long for a pointer, another first line, or the line not first.
+        assert!(!is_lfs_pointer(pointer, 1024));
+        assert!(!is_lfs_pointer(b"version 1.0\n", 12));
+        assert!(!is_lfs_pointer(
+            b"# version https://git-lfs.github.com/spec/v1\n",
+            46
+        ));
     }
 }

@@ -17,6 +17,11 @@ pub mod fixtures;
 /// Asks for the interpreter's facts and the SDK's dist-info (see `sdk_probe.py`).
 pub const SDK_PROBE: &str = include_str!("sdk_probe.py");
 
+/// Compares every bytecode file of the SDK's package with this interpreter's
+/// compilation of its source, code object by code object (see
+/// `bytecode_probe.py`).
+pub const BYTECODE_PROBE: &str = include_str!("bytecode_probe.py");
+
 /// Asks where `langbot_plugin` resolves, as the interpreter is and on a
 /// worker's sys.path, and lists every other copy in reach (see `shadow_probe.py`).
 pub const SHADOW_PROBE: &str = include_str!("shadow_probe.py");
