@@ -316,7 +316,22 @@ pub fn merge(
         }
         Some(ids)
     };
-    merged.selection = crate::evidence::Selection::new(only, required, None);
+    // A gate every run skipped for lack of input stays not applicable.
+    let not_applicable: Vec<String> = first
+        .selection
+        .not_applicable
+        .iter()
+        .filter(|id| !required.contains(id))
+        .filter(|id| {
+            shares
+                .iter()
+                .chain(&wholes)
+                .all(|(_, e)| e.selection.not_applicable.contains(id))
+        })
+        .cloned()
+        .collect();
+    merged.selection =
+        crate::evidence::Selection::new(only, required, None).with_not_applicable(not_applicable);
     merged.suites = wholes
         .iter()
         .find(|(_, e)| e.suites.is_some())

@@ -38,6 +38,158 @@ pub struct Profile {
     /// gate; none: the gate runs nothing and says so.
     #[serde(default)]
     pub suites: Option<SuitesOptions>,
+    /// Where each candidate names the SDK code it vendors (`[vendored_sdk]`),
+    /// read by the `vendored-sdk` gate; none: that gate is skipped.
+    #[serde(default)]
+    pub vendored_sdk: Option<VendoredSdkOptions>,
+    /// Historical archives the SDK must refuse (`[historical_admission]`),
+    /// read by the `historical-admission` gate with `--release-dir`.
+    #[serde(default)]
+    pub historical_admission: Option<HistoricalAdmissionOptions>,
+}
+
+/// Options of the `vendored-sdk` gate (`[vendored_sdk]`): a notice file in
+/// each candidate names the SDK version and file a vendored copy came from,
+/// with that file's original sha256; a license copy holds the SDK's license.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VendoredSdkOptions {
+    /// Candidate paths carrying the notice; unset: every candidate.
+    #[serde(default)]
+    pub candidates: Option<Vec<String>>,
+    /// The notice, relative to each candidate (`pkg/RELAY-NOTICE.md`).
+    pub notice: String,
+    /// The license copy, relative to each candidate (`pkg/LICENSE-sdk.txt`).
+    pub license_copy: String,
+    /// The installed distribution's license file it must equal, relative to
+    /// the SDK's dist-info directory (default `licenses/LICENSE`).
+    #[serde(default = "default_license_source")]
+    pub license_source: String,
+    /// Regex with one capture group: the SDK version the notice names.
+    pub version_pattern: String,
+    /// Regex with one capture group: the SDK file, relative to site-packages
+    /// (`langbot_plugin/...`).
+    pub file_pattern: String,
+    /// Regex with one capture group: that file's original sha256 (64 hex).
+    pub sha256_pattern: String,
+}
+
+fn default_license_source() -> String {
+    "licenses/LICENSE".into()
+}
+
+impl VendoredSdkOptions {
+    /// Whether candidate `path` carries the notice.
+    pub fn covers(&self, path: &str) -> bool {
+        self.candidates
+            .as_ref()
+            .is_none_or(|c| c.iter().any(|p| p == path))
+    }
+}
+
+/// Options of the `historical-admission` gate (`[historical_admission]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoricalAdmissionOptions {
+    /// The exact historical archives (`[[historical_admission.archive]]`).
+    #[serde(rename = "archive")]
+    pub archives: Vec<HistoricalArchive>,
+    /// Seconds one archive's admission may take.
+    #[serde(default = "default_historical_timeout")]
+    pub timeout_secs: u64,
+}
+
+fn default_historical_timeout() -> u64 {
+    120
+}
+
+/// One historical archive the SDK must refuse.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoricalArchive {
+    /// What it is, for people (`ACPAgentRunner 0.1.12`).
+    pub name: String,
+    /// Its sha256, 64 lower-case hex digits: the only identity trusted.
+    pub sha256: String,
+    /// Why the SDK must refuse it, for people (`pins b3`).
+    pub reason: String,
+    /// Text the SDK's refusal must contain for the refusal to be for that
+    /// reason (`langbot-plugin==0.6.0b3`).
+    pub refusal_contains: String,
+}
+
+/// Checks `[vendored_sdk]`.
+fn check_vendored_sdk(profile: &Profile, v: &VendoredSdkOptions) -> Result<(), String> {
+    for (key, p) in [
+        ("notice", &v.notice),
+        ("license_copy", &v.license_copy),
+        ("license_source", &v.license_source),
+    ] {
+        if !relative_in_repo(p) {
+            return Err(format!(
+                "vendored_sdk.{key} {p:?} must be relative, `/`-separated, without `.`, `..` or empty components"
+            ));
+        }
+    }
+    for c in v.candidates.iter().flatten() {
+        if !profile.candidates.iter().any(|k| &k.path == c) {
+            return Err(format!(
+                "vendored_sdk.candidates names {c:?}, which is not one of the [[candidate]] paths"
+            ));
+        }
+    }
+    for (key, pattern) in [
+        ("version_pattern", &v.version_pattern),
+        ("file_pattern", &v.file_pattern),
+        ("sha256_pattern", &v.sha256_pattern),
+    ] {
+        let re = regex::Regex::new(pattern)
+            .map_err(|e| format!("vendored_sdk.{key} {pattern:?} is not a regex: {e}"))?;
+        if re.captures_len() != 2 {
+            return Err(format!(
+                "vendored_sdk.{key} {pattern:?} has {} capture group(s); expected exactly one, around the value",
+                re.captures_len() - 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks `[historical_admission]`.
+fn check_historical(h: &HistoricalAdmissionOptions) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, a) in h.archives.iter().enumerate() {
+        let at = format!("historical_admission.archive[{i}] ({:?})", a.name);
+        if a.sha256.len() != 64
+            || !a
+                .sha256
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        {
+            return Err(format!(
+                "{at}: sha256 {:?} is not 64 lower-case hex digits; expected the archive's full sha256",
+                a.sha256
+            ));
+        }
+        if !seen.insert(a.sha256.as_str()) {
+            return Err(format!(
+                "{at}: sha256 {} is listed twice; keep one entry",
+                a.sha256
+            ));
+        }
+        if a.refusal_contains.trim().is_empty() || a.reason.trim().is_empty() {
+            return Err(format!(
+                "{at}: `reason` and `refusal_contains` must not be empty; expected e.g. reason = \"pins b3\", \
+                 refusal_contains = \"langbot-plugin==0.6.0b3\""
+            ));
+        }
+    }
+    if h.timeout_secs == 0 {
+        return Err(
+            "historical_admission.timeout_secs is 0; expected a positive number of seconds".into(),
+        );
+    }
+    Ok(())
 }
 
 /// The exact SDK requirement.
@@ -533,6 +685,12 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
     check_runner_probes(&profile, crate::python::fixtures::NAMES).map_err(invalid)?;
     if let Some(suites) = &profile.suites {
         check_suites(suites).map_err(invalid)?;
+    }
+    if let Some(v) = &profile.vendored_sdk {
+        check_vendored_sdk(&profile, v).map_err(invalid)?;
+    }
+    if let Some(h) = &profile.historical_admission {
+        check_historical(h).map_err(invalid)?;
     }
     if let Some(shared) = &profile.shared {
         if !profile.candidates.iter().any(|c| c.path == shared.owner) {
