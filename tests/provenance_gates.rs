@@ -24,7 +24,12 @@ fn site_packages() -> PathBuf {
     let py = std::fs::read_dir(&lib)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("python3"))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("python3")
+        })
         .expect("lib/python3.x in the SDK venv");
     py.join("site-packages")
 }
@@ -56,9 +61,16 @@ fn run(repo: &Path, args: &[&str]) -> (i32, Value) {
 fn the_fixture_notices_name_the_installed_daemon_module_and_carry_its_license() {
     let repo = fixture_repo(&[]);
     let (code, ev) = run(&repo.root, &["--only", "vendored-sdk"]);
-    assert_eq!(gate_result(&ev, "vendored-sdk"), "pass", "{:#}", gate(&ev, "vendored-sdk"));
+    assert_eq!(
+        gate_result(&ev, "vendored-sdk"),
+        "pass",
+        "{:#}",
+        gate(&ev, "vendored-sdk")
+    );
     assert_eq!(code, 0);
-    let installed = hash::sha256_file(&site_packages().join(DAEMON)).unwrap().hex();
+    let installed = hash::sha256_file(&site_packages().join(DAEMON))
+        .unwrap()
+        .hex();
     for folder in CANDIDATES {
         let file = check(&ev, "vendored-sdk", "sdk-file", Some(folder));
         assert_eq!(file["observed"]["installed"]["path"], DAEMON);
@@ -79,9 +91,16 @@ fn the_fixture_notices_name_the_installed_daemon_module_and_carry_its_license() 
 #[test]
 fn a_notice_naming_another_version_file_or_hash_and_a_differing_license_fail() {
     let repo = fixture_repo(&[]);
-    let notice = |who: &str| repo.root.join("Runner").join(who).join("pkg/RELAY-NOTICE.md");
+    let notice = |who: &str| {
+        repo.root
+            .join("Runner")
+            .join(who)
+            .join("pkg/RELAY-NOTICE.md")
+    };
     let text = std::fs::read_to_string(notice("acp-agent-runner")).unwrap();
-    let installed = hash::sha256_file(&site_packages().join(DAEMON)).unwrap().hex();
+    let installed = hash::sha256_file(&site_packages().join(DAEMON))
+        .unwrap()
+        .hex();
     let wrong = "ab".repeat(32);
     std::fs::write(
         notice("acp-agent-runner"),
@@ -128,7 +147,11 @@ fn a_notice_naming_another_version_file_or_hash_and_a_differing_license_fail() {
     );
     let lic = check(&ev, "vendored-sdk", "license-copy", Some("codex-agent"));
     assert_eq!(lic["result"], "fail");
-    assert!(detail(lic).contains("differs from the installed"), "{}", detail(lic));
+    assert!(
+        detail(lic).contains("differs from the installed"),
+        "{}",
+        detail(lic)
+    );
     for ok in ["acp-agent-runner", "claude-code-agent"] {
         let c = check(&ev, "vendored-sdk", "license-copy", Some(ok));
         assert_eq!(c["result"], "pass", "{}", detail(c));
@@ -151,7 +174,9 @@ fn gates_without_input_are_skipped_never_passed() {
 
     let profile = tempfile::NamedTempFile::new().unwrap();
     let start = BUILTIN_CODING_RUNNERS.find("[vendored_sdk]").unwrap();
-    let end = BUILTIN_CODING_RUNNERS.find("# The exact historical").unwrap();
+    let end = BUILTIN_CODING_RUNNERS
+        .find("# The exact historical")
+        .unwrap();
     let without = format!(
         "{}{}",
         &BUILTIN_CODING_RUNNERS[..start],
@@ -163,7 +188,10 @@ fn gates_without_input_are_skipped_never_passed() {
     let g = gate(&ev, "vendored-sdk");
     assert_eq!(g["result"], "skipped");
     assert!(
-        g["reason"].as_str().unwrap().contains("no [vendored_sdk] section"),
+        g["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no [vendored_sdk] section"),
         "{g}"
     );
     assert_eq!(code, 1);
@@ -198,9 +226,17 @@ fn build(who: &str, requirements: &str, out: &Path) -> PathBuf {
 #[test]
 fn historical_b3_archives_are_refused_an_admitted_one_fails_and_an_unlisted_one_is_reported() {
     let release = tempfile::tempdir().unwrap();
-    let acp = build("acp-agent-runner", "langbot-plugin==0.6.0b3\n", release.path());
+    let acp = build(
+        "acp-agent-runner",
+        "langbot-plugin==0.6.0b3\n",
+        release.path(),
+    );
     let codex = build("codex-agent", "langbot-plugin==0.6.0b3\n", release.path());
-    let claude = build("claude-code-agent", "langbot-plugin==0.6.0b5\n", release.path());
+    let claude = build(
+        "claude-code-agent",
+        "langbot-plugin==0.6.0b5\n",
+        release.path(),
+    );
     std::fs::write(release.path().join("notes.lbpkg"), b"not listed").unwrap();
     let digest = |p: &Path| hash::sha256_file(p).unwrap().hex();
     let entry = |name: &str, p: &Path| {
@@ -210,7 +246,9 @@ fn historical_b3_archives_are_refused_an_admitted_one_fails_and_an_unlisted_one_
             digest(p)
         )
     };
-    let start = BUILTIN_CODING_RUNNERS.find("[historical_admission]").unwrap();
+    let start = BUILTIN_CODING_RUNNERS
+        .find("[historical_admission]")
+        .unwrap();
     let end = BUILTIN_CODING_RUNNERS.find("[suites]").unwrap();
     let text = format!(
         "{}[historical_admission]\n{}{}{}{}",
@@ -239,7 +277,12 @@ fn historical_b3_archives_are_refused_an_admitted_one_fails_and_an_unlisted_one_
     assert_eq!(code, 1);
     let name = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
     for b3 in [&acp, &codex] {
-        let c = check(&ev, "historical-admission", &format!("{}/refused", name(b3)), None);
+        let c = check(
+            &ev,
+            "historical-admission",
+            &format!("{}/refused", name(b3)),
+            None,
+        );
         assert_eq!(c["result"], "pass", "{}", detail(c));
         assert!(
             detail(c).contains("before any install")
@@ -256,7 +299,10 @@ fn historical_b3_archives_are_refused_an_admitted_one_fails_and_an_unlisted_one_
             None,
         );
         let comparison = &cmp["observed"]["comparison"];
-        assert_eq!(comparison["differing"], serde_json::json!(["requirements.txt"]));
+        assert_eq!(
+            comparison["differing"],
+            serde_json::json!(["requirements.txt"])
+        );
         assert!(comparison["same"].as_array().unwrap().len() > 3, "{cmp}");
         assert!(comparison["same"]
             .as_array()
@@ -270,7 +316,11 @@ fn historical_b3_archives_are_refused_an_admitted_one_fails_and_an_unlisted_one_
         None,
     );
     assert_eq!(admitted["result"], "fail");
-    assert!(detail(admitted).contains("found it admitted"), "{}", detail(admitted));
+    assert!(
+        detail(admitted).contains("found it admitted"),
+        "{}",
+        detail(admitted)
+    );
     let unlisted = check(&ev, "historical-admission", "notes.lbpkg/unlisted", None);
     assert_eq!(unlisted["result"], "warn");
     assert!(detail(unlisted).contains(&hash::sha256_bytes(b"not listed")));
