@@ -921,6 +921,63 @@ mod tests {
     }
 
     #[test]
+    fn builtin_lists_the_three_historical_archives_and_reads_the_relay_notice() {
+        let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
+        let h = p.historical_admission.unwrap();
+        let listed: Vec<(&str, &str)> = h
+            .archives
+            .iter()
+            .map(|a| (a.name.as_str(), a.sha256.as_str()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                (
+                    "ACPAgentRunner 0.1.12",
+                    "39dad83666eb27e6b7e2d0f6e28a05bdcc8a53accf517eddb4748a256ba3631a"
+                ),
+                (
+                    "ClaudeCodeAgent 0.1.10",
+                    "269c2ed34436234d21a94b7faf234a76ddc40310ad78f518eeaf3873c812a15c"
+                ),
+                (
+                    "CodexAgent 0.1.16",
+                    "7aa4721b9b3104b330de23e52b89a45b382498768406c83cb33d13a9fd6469f9"
+                ),
+            ]
+        );
+        assert!(h.archives.iter().all(|a| a.reason == "pins b3"));
+        let v = p.vendored_sdk.unwrap();
+        assert_eq!(
+            (v.notice.as_str(), v.license_copy.as_str()),
+            ("pkg/RELAY-NOTICE.md", "pkg/LICENSE-sdk.txt")
+        );
+        assert!(v.covers("Runner/codex-agent"));
+    }
+
+    #[test]
+    fn vendored_sdk_and_historical_sections_are_checked() {
+        let base = "name = \"x\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n[[candidate]]\npath = \"R/a\"\n";
+        let v = "[vendored_sdk]\nnotice = \"n.md\"\nlicense_copy = \"l.txt\"\nversion_pattern = 'v (\\S+)'\nfile_pattern = 'f (\\S+)'\nsha256_pattern = 's ([0-9a-f]{64})'\n";
+        assert!(parse(&format!("{base}{v}"), "x.toml").is_ok());
+        let h = format!("[historical_admission]\n[[historical_admission.archive]]\nname = \"a\"\nsha256 = \"{}\"\nreason = \"pins b3\"\nrefusal_contains = \"b3\"\n", "a".repeat(64));
+        assert!(parse(&format!("{base}{h}"), "x.toml").is_ok());
+        for (bad, needle) in [
+            (v.replace("'v (\\S+)'", "'v \\S+'"), "0 capture group(s)"),
+            (v.replace("'f (\\S+)'", "'(f) (\\S+)'"), "2 capture group(s)"),
+            (v.replace("'s ([0-9a-f]{64})'", "'s ('"), "is not a regex"),
+            (v.replace("n.md", "../n.md"), "vendored_sdk.notice"),
+            (format!("{v}candidates = [\"R/b\"]\n"), "\"R/b\""),
+            (h.replace(&"a".repeat(64), &"A".repeat(64)), "not 64 lower-case hex"),
+            (h.replace("refusal_contains = \"b3\"", "refusal_contains = \" \""), "must not be empty"),
+            (format!("{h}[[historical_admission.archive]]\nname = \"b\"\nsha256 = \"{}\"\nreason = \"r\"\nrefusal_contains = \"c\"\n", "a".repeat(64)), "listed twice"),
+        ] {
+            let err = parse(&format!("{base}{bad}"), "x.toml").unwrap_err().to_string();
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+    }
+
+    #[test]
     fn unknown_key_is_an_error_naming_the_key() {
         let text = format!("{BUILTIN_CODING_RUNNERS}\nsurprise = 1\n");
         let err = parse(&text, "x.toml").unwrap_err().to_string();
