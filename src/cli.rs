@@ -101,6 +101,13 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "BACKEND", default_value = "auto")]
     pub isolation: crate::isolation::IsolationChoice,
 
+    /// Folder of historical `.lbpkg` archives for the `historical-admission` gate: each one whose
+    /// sha256 the profile lists must be refused by the SDK's own admission for the listed reason;
+    /// one not listed is reported, never trusted. Without it that gate is skipped (package
+    /// admission of historical releases is then not established).
+    #[arg(long, value_name = "DIR")]
+    pub release_dir: Option<PathBuf>,
+
     /// No progress lines or notes on stderr (progress lines are also off when stderr is not a
     /// terminal); errors are still printed.
     #[arg(long, short)]
@@ -269,6 +276,7 @@ pub fn main() -> ExitCode {
         sign_off_by: cli.sign_off_by,
         partition: cli.partition,
         isolation: cli.isolation,
+        release_dir: cli.release_dir,
     };
     // An unknown id is a bad argument: reject it before saying anything about
     // the selection. The prerequisites note waits for the first gate, so it
@@ -333,6 +341,7 @@ const RUN_OPTIONS: &[(&str, &str)] = &[
     ("partition", "--partition"),
     ("sign_off_by", "--sign-off-by"),
     ("isolation", "--isolation"),
+    ("release_dir", "--release-dir"),
     ("quiet", "--quiet"),
     ("format", "--format"),
 ];

@@ -53,6 +53,9 @@ pub struct RunContext {
     pub suites: Option<crate::evidence::SuitesRecord>,
     /// DIR/wheelhouse as the `dependencies` gate built it, once it ran.
     pub wheelhouse: Option<crate::evidence::WheelhouseRecord>,
+    /// `--release-dir`: historical archives for the `historical-admission`
+    /// gate (absolute); none: that gate is skipped.
+    pub release_dir: Option<PathBuf>,
 }
 
 impl RunContext {

@@ -316,7 +316,18 @@ pub fn merge(
         }
         Some(ids)
     };
-    merged.selection = crate::evidence::Selection::new(only, required, None);
+    // A gate no run required and some run skipped for lack of input (the
+    // others left it out with `--only`) stays not applicable.
+    let mut not_applicable: Vec<String> = Vec::new();
+    for (_, e) in shares.iter().chain(&wholes) {
+        for id in &e.selection.not_applicable {
+            if !required.contains(id) && !not_applicable.contains(id) {
+                not_applicable.push(id.clone());
+            }
+        }
+    }
+    merged.selection =
+        crate::evidence::Selection::new(only, required, None).with_not_applicable(not_applicable);
     merged.suites = wholes
         .iter()
         .find(|(_, e)| e.suites.is_some())

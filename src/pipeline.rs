@@ -31,6 +31,8 @@ pub struct RunOptions {
     pub partition: Option<profile::Partition>,
     /// `--isolation`: the `worker-isolation` gate's backend.
     pub isolation: crate::isolation::IsolationChoice,
+    /// `--release-dir`: historical archives for `historical-admission`.
+    pub release_dir: Option<PathBuf>,
 }
 
 /// A reason the run could not start (exit code 2).
@@ -70,6 +72,11 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
     let (commit, tree) = git::head(&repo).map_err(SetupError)?;
     let evidence_dir = check_evidence_dir(&opts.evidence, &repo)?;
     let python = check_python(opts.python.as_deref())?;
+    let release_dir = opts
+        .release_dir
+        .as_deref()
+        .map(check_release_dir)
+        .transpose()?;
     let loaded =
         profile::load(opts.profile.as_deref(), &repo).map_err(|e| SetupError(e.to_string()))?;
     let required = match &opts.only {
@@ -148,9 +155,28 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         isolation: opts.isolation,
         suites: None,
         wheelhouse: None,
+        release_dir,
     };
 
-    let mut records = run_gates(&mut ctx, &required, opts.partition.is_some(), progress);
+    let mut records = run_gates(
+        &mut ctx,
+        &required,
+        opts.only.as_deref(),
+        opts.partition.is_some(),
+        progress,
+    );
+    // Gates this run gave nothing to observe (an input not supplied, a
+    // profile section absent) are recorded skipped with the reason and are
+    // not required: they neither fail a certification nor read as a pass.
+    let not_applicable: Vec<String> = records
+        .iter()
+        .filter(|g| !g.required && required.contains(&g.id))
+        .map(|g| g.id.clone())
+        .collect();
+    let required: Vec<String> = required
+        .into_iter()
+        .filter(|id| !not_applicable.contains(id))
+        .collect();
     // Details name files under the evidence directory as DIR/..., so they
     // stay true when the directory is moved (a CI artifact, a reviewer's copy).
     let mut prefixes = vec![evidence_dir.display().to_string()];
@@ -189,7 +215,8 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         started_at,
         finished_at: now_rfc3339(),
         profile: profile_record,
-        selection: Selection::new(opts.only.clone(), required, opts.partition),
+        selection: Selection::new(opts.only.clone(), required, opts.partition)
+            .with_not_applicable(not_applicable),
         source: ctx.source,
         sdk: ctx.sdk,
         gates: records,
@@ -226,6 +253,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
 fn run_gates(
     ctx: &mut RunContext,
     required: &[String],
+    only: Option<&[String]>,
     partitioned: bool,
     progress: &mut dyn Progress,
 ) -> Vec<GateRecord> {
@@ -259,6 +287,17 @@ fn run_gates(
             records.push(record);
             continue;
         }
+        let gate =
+            gates::by_id(&info.id).expect("every catalogue gate is implemented (unit-tested)");
+        if let Some(reason) = gate.not_applicable(ctx) {
+            // Skipped, never passed. Named by `--only`, it stays required, so
+            // the run cannot exit 0 on it.
+            record.required = only.is_some_and(|ids| ids.contains(&info.id));
+            record.reason = Some(reason);
+            progress.gate_finished(&record);
+            records.push(record);
+            continue;
+        }
         let unmet: Vec<String> = info
             .requires
             .iter()
@@ -280,8 +319,6 @@ fn run_gates(
         }
         progress.gate_started(index, total, &info.id);
         let started = Instant::now();
-        let gate =
-            gates::by_id(&info.id).expect("every catalogue gate is implemented (unit-tested)");
         // A panicking gate is a harness defect; it must still leave evidence
         // behind (verdict `fail`), never abort the run without writing it.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gate.run(ctx)));
@@ -340,6 +377,24 @@ fn run_gates(
         records.push(record);
     }
     records
+}
+
+/// `--release-dir`: an existing directory, returned absolute (symlinks resolved).
+fn check_release_dir(dir: &Path) -> Result<PathBuf, SetupError> {
+    match dir.canonicalize() {
+        Ok(p) if p.is_dir() => Ok(p),
+        Ok(p) => Err(SetupError(format!(
+            "--release-dir {}: expected a directory of historical .lbpkg archives, found {} (not a directory); \
+             pass the folder that holds the archives",
+            dir.display(),
+            p.display()
+        ))),
+        Err(e) => Err(SetupError(format!(
+            "--release-dir {}: expected an existing directory of historical .lbpkg archives, found none ({e}); \
+             pass the folder that holds the archives, or leave the option out (the gate is then skipped)",
+            dir.display()
+        ))),
+    }
 }
 
 /// The evidence directory must be absolute, missing or empty, and outside the

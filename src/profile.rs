@@ -38,6 +38,158 @@ pub struct Profile {
     /// gate; none: the gate runs nothing and says so.
     #[serde(default)]
     pub suites: Option<SuitesOptions>,
+    /// Where each candidate names the SDK code it vendors (`[vendored_sdk]`),
+    /// read by the `vendored-sdk` gate; none: that gate is skipped.
+    #[serde(default)]
+    pub vendored_sdk: Option<VendoredSdkOptions>,
+    /// Historical archives the SDK must refuse (`[historical_admission]`),
+    /// read by the `historical-admission` gate with `--release-dir`.
+    #[serde(default)]
+    pub historical_admission: Option<HistoricalAdmissionOptions>,
+}
+
+/// Options of the `vendored-sdk` gate (`[vendored_sdk]`): a notice file in
+/// each candidate names the SDK version and file a vendored copy came from,
+/// with that file's original sha256; a license copy holds the SDK's license.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VendoredSdkOptions {
+    /// Candidate paths carrying the notice; unset: every candidate.
+    #[serde(default)]
+    pub candidates: Option<Vec<String>>,
+    /// The notice, relative to each candidate (`pkg/RELAY-NOTICE.md`).
+    pub notice: String,
+    /// The license copy, relative to each candidate (`pkg/LICENSE-sdk.txt`).
+    pub license_copy: String,
+    /// The installed distribution's license file it must equal, relative to
+    /// the SDK's dist-info directory (default `licenses/LICENSE`).
+    #[serde(default = "default_license_source")]
+    pub license_source: String,
+    /// Regex with one capture group: the SDK version the notice names.
+    pub version_pattern: String,
+    /// Regex with one capture group: the SDK file, relative to site-packages
+    /// (`langbot_plugin/...`).
+    pub file_pattern: String,
+    /// Regex with one capture group: that file's original sha256 (64 hex).
+    pub sha256_pattern: String,
+}
+
+fn default_license_source() -> String {
+    "licenses/LICENSE".into()
+}
+
+impl VendoredSdkOptions {
+    /// Whether candidate `path` carries the notice.
+    pub fn covers(&self, path: &str) -> bool {
+        self.candidates
+            .as_ref()
+            .is_none_or(|c| c.iter().any(|p| p == path))
+    }
+}
+
+/// Options of the `historical-admission` gate (`[historical_admission]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoricalAdmissionOptions {
+    /// The exact historical archives (`[[historical_admission.archive]]`).
+    #[serde(rename = "archive")]
+    pub archives: Vec<HistoricalArchive>,
+    /// Seconds one archive's admission may take.
+    #[serde(default = "default_historical_timeout")]
+    pub timeout_secs: u64,
+}
+
+fn default_historical_timeout() -> u64 {
+    120
+}
+
+/// One historical archive the SDK must refuse.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoricalArchive {
+    /// What it is, for people (`ACPAgentRunner 0.1.12`).
+    pub name: String,
+    /// Its sha256, 64 lower-case hex digits: the only identity trusted.
+    pub sha256: String,
+    /// Why the SDK must refuse it, for people (`pins b3`).
+    pub reason: String,
+    /// Text the SDK's refusal must contain for the refusal to be for that
+    /// reason (`langbot-plugin==0.6.0b3`).
+    pub refusal_contains: String,
+}
+
+/// Checks `[vendored_sdk]`.
+fn check_vendored_sdk(profile: &Profile, v: &VendoredSdkOptions) -> Result<(), String> {
+    for (key, p) in [
+        ("notice", &v.notice),
+        ("license_copy", &v.license_copy),
+        ("license_source", &v.license_source),
+    ] {
+        if !relative_in_repo(p) {
+            return Err(format!(
+                "vendored_sdk.{key} {p:?} must be relative, `/`-separated, without `.`, `..` or empty components"
+            ));
+        }
+    }
+    for c in v.candidates.iter().flatten() {
+        if !profile.candidates.iter().any(|k| &k.path == c) {
+            return Err(format!(
+                "vendored_sdk.candidates names {c:?}, which is not one of the [[candidate]] paths"
+            ));
+        }
+    }
+    for (key, pattern) in [
+        ("version_pattern", &v.version_pattern),
+        ("file_pattern", &v.file_pattern),
+        ("sha256_pattern", &v.sha256_pattern),
+    ] {
+        let re = regex::Regex::new(pattern)
+            .map_err(|e| format!("vendored_sdk.{key} {pattern:?} is not a regex: {e}"))?;
+        if re.captures_len() != 2 {
+            return Err(format!(
+                "vendored_sdk.{key} {pattern:?} has {} capture group(s); expected exactly one, around the value",
+                re.captures_len() - 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks `[historical_admission]`.
+fn check_historical(h: &HistoricalAdmissionOptions) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, a) in h.archives.iter().enumerate() {
+        let at = format!("historical_admission.archive[{i}] ({:?})", a.name);
+        if a.sha256.len() != 64
+            || !a
+                .sha256
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        {
+            return Err(format!(
+                "{at}: sha256 {:?} is not 64 lower-case hex digits; expected the archive's full sha256",
+                a.sha256
+            ));
+        }
+        if !seen.insert(a.sha256.as_str()) {
+            return Err(format!(
+                "{at}: sha256 {} is listed twice; keep one entry",
+                a.sha256
+            ));
+        }
+        if a.refusal_contains.trim().is_empty() || a.reason.trim().is_empty() {
+            return Err(format!(
+                "{at}: `reason` and `refusal_contains` must not be empty; expected e.g. reason = \"pins b3\", \
+                 refusal_contains = \"langbot-plugin==0.6.0b3\""
+            ));
+        }
+    }
+    if h.timeout_secs == 0 {
+        return Err(
+            "historical_admission.timeout_secs is 0; expected a positive number of seconds".into(),
+        );
+    }
+    Ok(())
 }
 
 /// The exact SDK requirement.
@@ -534,6 +686,12 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
     if let Some(suites) = &profile.suites {
         check_suites(suites).map_err(invalid)?;
     }
+    if let Some(v) = &profile.vendored_sdk {
+        check_vendored_sdk(&profile, v).map_err(invalid)?;
+    }
+    if let Some(h) = &profile.historical_admission {
+        check_historical(h).map_err(invalid)?;
+    }
     if let Some(shared) = &profile.shared {
         if !profile.candidates.iter().any(|c| c.path == shared.owner) {
             return Err(invalid(format!(
@@ -759,6 +917,63 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(needle), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn builtin_lists_the_three_historical_archives_and_reads_the_relay_notice() {
+        let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
+        let h = p.historical_admission.unwrap();
+        let listed: Vec<(&str, &str)> = h
+            .archives
+            .iter()
+            .map(|a| (a.name.as_str(), a.sha256.as_str()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                (
+                    "ACPAgentRunner 0.1.12",
+                    "39dad83666eb27e6b7e2d0f6e28a05bdcc8a53accf517eddb4748a256ba3631a"
+                ),
+                (
+                    "ClaudeCodeAgent 0.1.10",
+                    "269c2ed34436234d21a94b7faf234a76ddc40310ad78f518eeaf3873c812a15c"
+                ),
+                (
+                    "CodexAgent 0.1.16",
+                    "7aa4721b9b3104b330de23e52b89a45b382498768406c83cb33d13a9fd6469f9"
+                ),
+            ]
+        );
+        assert!(h.archives.iter().all(|a| a.reason == "pins b3"));
+        let v = p.vendored_sdk.unwrap();
+        assert_eq!(
+            (v.notice.as_str(), v.license_copy.as_str()),
+            ("pkg/RELAY-NOTICE.md", "pkg/LICENSE-sdk.txt")
+        );
+        assert!(v.covers("Runner/codex-agent"));
+    }
+
+    #[test]
+    fn vendored_sdk_and_historical_sections_are_checked() {
+        let base = "name = \"x\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n[[candidate]]\npath = \"R/a\"\n";
+        let v = "[vendored_sdk]\nnotice = \"n.md\"\nlicense_copy = \"l.txt\"\nversion_pattern = 'v (\\S+)'\nfile_pattern = 'f (\\S+)'\nsha256_pattern = 's ([0-9a-f]{64})'\n";
+        assert!(parse(&format!("{base}{v}"), "x.toml").is_ok());
+        let h = format!("[historical_admission]\n[[historical_admission.archive]]\nname = \"a\"\nsha256 = \"{}\"\nreason = \"pins b3\"\nrefusal_contains = \"b3\"\n", "a".repeat(64));
+        assert!(parse(&format!("{base}{h}"), "x.toml").is_ok());
+        for (bad, needle) in [
+            (v.replace("'v (\\S+)'", "'v \\S+'"), "0 capture group(s)"),
+            (v.replace("'f (\\S+)'", "'(f) (\\S+)'"), "2 capture group(s)"),
+            (v.replace("'s ([0-9a-f]{64})'", "'s ('"), "is not a regex"),
+            (v.replace("n.md", "../n.md"), "vendored_sdk.notice"),
+            (format!("{v}candidates = [\"R/b\"]\n"), "\"R/b\""),
+            (h.replace(&"a".repeat(64), &"A".repeat(64)), "not 64 lower-case hex"),
+            (h.replace("refusal_contains = \"b3\"", "refusal_contains = \" \""), "must not be empty"),
+            (format!("{h}[[historical_admission.archive]]\nname = \"b\"\nsha256 = \"{}\"\nreason = \"r\"\nrefusal_contains = \"c\"\n", "a".repeat(64)), "listed twice"),
+        ] {
+            let err = parse(&format!("{base}{bad}"), "x.toml").unwrap_err().to_string();
+            assert!(err.contains(needle), "{needle}: {err}");
         }
     }
 

@@ -408,7 +408,7 @@ fn an_only_run_says_it_is_partial_in_every_view() {
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     let text = stdout_text(&out);
     assert!(
-        text.contains("PASS (partial: --only tree-clean; 11 of 12 gates not run"),
+        text.contains("PASS (partial: --only tree-clean; 13 of 14 gates not run"),
         "{text}"
     );
     let st: Value =
@@ -431,14 +431,14 @@ fn an_only_run_says_it_is_partial_in_every_view() {
         "{text}"
     );
     let not_run = tool["annotations"]["gates_not_run"].as_array().unwrap();
-    assert_eq!(not_run.len(), 11, "{tool}");
+    assert_eq!(not_run.len(), 13, "{tool}");
     assert!(not_run.iter().any(|g| g == "lbp-build"), "{tool}");
 
     let (_keep2, dir2) = evidence_dir();
     let out = run_only(&repo, &dir2, "tree-clean", &["--format", "json"]);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["partial"], true, "{doc}");
-    assert_eq!(doc["gates_not_run"].as_array().unwrap().len(), 11);
+    assert_eq!(doc["gates_not_run"].as_array().unwrap().len(), 13);
 }
 
 #[test]

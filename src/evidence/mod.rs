@@ -367,6 +367,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_gate_without_input_is_neither_run_nor_a_partial_selection() {
+        let all: Vec<String> = crate::catalogue::all()
+            .iter()
+            .map(|g| g.id.clone())
+            .collect();
+        let required: Vec<String> = all
+            .iter()
+            .filter(|id| *id != "historical-admission")
+            .cloned()
+            .collect();
+        let plain = Selection::new(None, required.clone(), None);
+        assert!(plain.partial, "left out without a reason: partial");
+        let s = Selection::new(None, required.clone(), None)
+            .with_not_applicable(vec!["historical-admission".into()]);
+        assert!(!s.partial);
+        assert!(s.gates_not_run.is_empty());
+        assert_eq!(s.not_applicable, ["historical-admission"]);
+        // An --only run stays partial.
+        let only = Selection::new(
+            Some(vec!["tree-clean".into()]),
+            vec!["tree-clean".into()],
+            None,
+        )
+        .with_not_applicable(vec!["historical-admission".into()]);
+        assert!(only.partial);
+        assert!(!only
+            .gates_not_run
+            .contains(&"historical-admission".to_string()));
+    }
+
+    #[test]
     fn sums_lines_escape_like_gnu_sha256sum_and_parse_back() {
         let hex = "ab".repeat(32);
         assert_eq!(sums_line(&hex, "a b/c.py"), format!("{hex}  a b/c.py\n"));

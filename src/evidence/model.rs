@@ -183,6 +183,12 @@ pub struct Selection {
     /// Ids of catalogue gates this run did not require (and so did not run).
     #[serde(default)]
     pub gates_not_run: Vec<String>,
+    /// Ids of gates the run gave nothing to observe (an input such as
+    /// `--release-dir` not supplied, or a profile section absent): recorded
+    /// `skipped` with the reason, not required, never a pass. They do not
+    /// make a run partial: what they would prove is simply not established.
+    #[serde(default)]
+    pub not_applicable: Vec<String>,
 }
 
 impl Selection {
@@ -205,7 +211,18 @@ impl Selection {
             partition,
             partial,
             gates_not_run,
+            not_applicable: Vec::new(),
         }
+    }
+
+    /// Moves `ids` (gates skipped for lack of input, not required) from
+    /// `gates_not_run` to `not_applicable`, and derives `partial` again.
+    #[must_use]
+    pub fn with_not_applicable(mut self, ids: Vec<String>) -> Self {
+        self.gates_not_run.retain(|id| !ids.contains(id));
+        self.partial = self.partition.is_some() || !self.gates_not_run.is_empty();
+        self.not_applicable = ids;
+        self
     }
 }
 

@@ -8,6 +8,7 @@ pub mod admission;
 mod archive_members;
 pub mod dependencies;
 pub mod discovery_rpc;
+pub mod historical_admission;
 pub mod lbp_build;
 mod sdk_record;
 mod sdk_shadow;
@@ -15,12 +16,14 @@ mod shared_copies;
 mod stage;
 mod suites;
 mod tree_clean;
+pub mod vendored_sdk;
 pub mod worker_isolation;
 
 pub use admission::Admission;
 pub use archive_members::ArchiveMembers;
 pub use dependencies::Dependencies;
 pub use discovery_rpc::DiscoveryRpc;
+pub use historical_admission::HistoricalAdmission;
 pub use lbp_build::LbpBuild;
 pub use sdk_record::SdkRecord;
 pub use sdk_shadow::SdkShadow;
@@ -28,6 +31,7 @@ pub use shared_copies::SharedCopies;
 pub use stage::Stage;
 pub use suites::Suites;
 pub use tree_clean::TreeClean;
+pub use vendored_sdk::VendoredSdk;
 pub use worker_isolation::WorkerIsolation;
 
 use crate::context::RunContext;
@@ -51,6 +55,15 @@ pub trait Gate: Sync {
     /// # Errors
     /// A sentence naming what could not be done and what to do.
     fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String>;
+
+    /// The reason this run gives the gate nothing to observe (an input such
+    /// as `--release-dir` not supplied, a profile section absent), asked
+    /// before the gate runs. `Some`: the pipeline records the gate `skipped`
+    /// with this reason, never `pass`, and (unless `--only` named it) not
+    /// required. Default: always applicable.
+    fn not_applicable(&self, _ctx: &RunContext) -> Option<String> {
+        None
+    }
 }
 
 /// Every implemented gate.
@@ -65,6 +78,8 @@ pub fn all() -> Vec<Box<dyn Gate>> {
         Box::new(SdkShadow),
         Box::new(Admission),
         Box::new(Dependencies),
+        Box::new(VendoredSdk),
+        Box::new(HistoricalAdmission),
         Box::new(DiscoveryRpc),
         Box::new(WorkerIsolation),
         Box::new(Suites),

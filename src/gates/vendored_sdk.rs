@@ -1,0 +1,769 @@
+//! The `vendored-sdk` gate: a candidate that vendors code derived from the
+//! SDK names where it came from, and carries the SDK's license.
+//!
+//! The profile's `[vendored_sdk]` names, per candidate, a notice file and a
+//! license copy, and three regexes (one capture group each) that read the
+//! notice's SDK version, SDK file (relative to site-packages, e.g.
+//! `langbot_plugin/api/agent_tools/daemon.py`) and that file's original
+//! sha256. Against the install `sdk-record` verified, per candidate:
+//!
+//! - `sdk-version`: the notice names exactly the pinned version;
+//! - `sdk-file`: the named file is a regular file inside the installed
+//!   `langbot_plugin` package, listed in the dist-info's RECORD, and its
+//!   sha256 equals the notice's;
+//! - `license-copy`: the license copy is byte-identical to the installed
+//!   distribution's license file (`<dist-info>/licenses/LICENSE` by default;
+//!   the wheel has a second, different LICENSE under `langbot_plugin/runtime/`).
+//!
+//! Observation reads the staged commit and the verified install into a
+//! [`VendoredObservation`]; [`decide`] turns it into checks without I/O.
+
+use crate::context::{RunContext, VerifiedSdk};
+use crate::evidence::Check;
+use crate::hash;
+use crate::profile::VendoredSdkOptions;
+use serde::Serialize;
+use serde_json::json;
+use std::path::{Component, Path};
+
+/// Gate id.
+pub const GATE: &str = "vendored-sdk";
+
+/// The `vendored-sdk` gate.
+pub struct VendoredSdk;
+
+/// One field of the notice as its pattern reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "state", content = "value")]
+pub enum Field {
+    /// Every match captured this value.
+    Found(String),
+    /// The pattern did not match.
+    Missing,
+    /// Matches captured different values (all listed, in order).
+    Ambiguous(Vec<String>),
+}
+
+/// The three fields of a notice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NoticeFields {
+    /// The SDK version it names.
+    pub version: Field,
+    /// The SDK file it names (relative to site-packages).
+    pub file: Field,
+    /// That file's original sha256.
+    pub sha256: Field,
+}
+
+/// A file as observed: its sha256 and size, or why it could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum FileState {
+    /// A regular file.
+    File {
+        /// sha256, lower-case hex.
+        sha256: String,
+        /// Bytes.
+        size: u64,
+    },
+    /// Missing, a symlink, not a regular file or unreadable (why).
+    Unavailable {
+        /// Why.
+        why: String,
+    },
+}
+
+/// The SDK file the notice names, as found in the verified install.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SdkFile {
+    /// The path as the notice names it.
+    pub path: String,
+    /// Whether it is a plain relative path inside the `langbot_plugin`
+    /// package (no `..`, no absolute path).
+    pub inside_package: bool,
+    /// Whether the dist-info's RECORD lists it.
+    pub in_record: bool,
+    /// The file in the install.
+    pub state: FileState,
+}
+
+/// Everything the gate observed for one candidate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VendoredObservation {
+    /// Candidate folder.
+    pub folder: String,
+    /// The notice, relative to the repository (`Runner/x/pkg/RELAY-NOTICE.md`).
+    pub notice: String,
+    /// Why the notice could not be read; none when it was.
+    pub notice_error: Option<String>,
+    /// The fields read from the notice.
+    pub fields: NoticeFields,
+    /// The profile's pinned SDK version.
+    pub pinned_version: String,
+    /// The installed version `sdk-record` verified.
+    pub installed_version: String,
+    /// The named SDK file in the install, when the notice names one.
+    pub sdk_file: Option<SdkFile>,
+    /// The license copy, relative to the repository.
+    pub license_copy: String,
+    /// Its state.
+    pub license_copy_state: FileState,
+    /// The installed license file (`<dist-info name>/licenses/LICENSE`).
+    pub installed_license: String,
+    /// Its state.
+    pub installed_license_state: FileState,
+}
+
+/// Reads one field: every match of `pattern` (one capture group) in `text`.
+///
+/// # Errors
+/// When `pattern` is not a regex with exactly one capture group (the
+/// profile loader refuses such a profile first).
+pub fn read_field(text: &str, pattern: &str) -> Result<Field, String> {
+    let re = regex::Regex::new(pattern).map_err(|e| format!("{pattern:?}: {e}"))?;
+    if re.captures_len() != 2 {
+        return Err(format!("{pattern:?}: expected exactly one capture group"));
+    }
+    let mut values: Vec<String> = Vec::new();
+    for c in re.captures_iter(text) {
+        if let Some(m) = c.get(1) {
+            values.push(m.as_str().to_string());
+        }
+    }
+    Ok(match values.first() {
+        None => Field::Missing,
+        Some(first) if values.iter().all(|v| v == first) => Field::Found(first.clone()),
+        Some(_) => Field::Ambiguous(values),
+    })
+}
+
+/// Reads the three fields of `text` with the profile's patterns.
+///
+/// # Errors
+/// As [`read_field`].
+pub fn read_notice(text: &str, opts: &VendoredSdkOptions) -> Result<NoticeFields, String> {
+    Ok(NoticeFields {
+        version: read_field(text, &opts.version_pattern)?,
+        file: read_field(text, &opts.file_pattern)?,
+        sha256: read_field(text, &opts.sha256_pattern)?,
+    })
+}
+
+fn file_state(path: &Path) -> FileState {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => match hash::sha256_file(path) {
+            Ok(d) => FileState::File {
+                sha256: d.hex(),
+                size: d.size,
+            },
+            Err(e) => FileState::Unavailable {
+                why: format!("cannot be read: {e}"),
+            },
+        },
+        Ok(m) if m.file_type().is_symlink() => FileState::Unavailable {
+            why: "is a symlink, not a regular file".into(),
+        },
+        Ok(_) => FileState::Unavailable {
+            why: "is not a regular file".into(),
+        },
+        Err(_) => FileState::Unavailable {
+            why: "does not exist".into(),
+        },
+    }
+}
+
+/// The RECORD paths of the verified install (first CSV column).
+fn record_paths(sdk: &VerifiedSdk) -> Result<Vec<String>, String> {
+    let record = sdk.dist_info.join("RECORD");
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_path(&record)
+        .map_err(|e| format!("cannot read {}: {e}", record.display()))?;
+    let mut out = Vec::new();
+    for row in reader.records() {
+        let row = row.map_err(|e| format!("{}: {e}", record.display()))?;
+        if let Some(p) = row.get(0) {
+            out.push(p.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Looks up the SDK file `named` in the verified install.
+fn observe_sdk_file(sdk: &VerifiedSdk, named: &str, record: &[String]) -> SdkFile {
+    let rel = Path::new(named);
+    let package = sdk
+        .package_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let inside_package = !named.is_empty()
+        && rel.components().all(|c| matches!(c, Component::Normal(_)))
+        && rel
+            .components()
+            .next()
+            .is_some_and(|c| c.as_os_str().to_string_lossy() == package)
+        && rel.components().count() > 1;
+    let state = if inside_package {
+        file_state(&sdk.site_packages.join(rel))
+    } else {
+        FileState::Unavailable {
+            why: format!("is not a path inside the installed `{package}` package"),
+        }
+    };
+    SdkFile {
+        path: named.to_string(),
+        inside_package,
+        in_record: record.iter().any(|r| r == named),
+        state,
+    }
+}
+
+fn join(root: &Path, rel: &str) -> std::path::PathBuf {
+    let mut p = root.to_path_buf();
+    p.extend(rel.split('/'));
+    p
+}
+
+/// Observes one candidate (`path` relative to the repository).
+#[allow(clippy::too_many_arguments)]
+fn observe(
+    staged_root: &Path,
+    path: &str,
+    folder: &str,
+    opts: &VendoredSdkOptions,
+    sdk: &VerifiedSdk,
+    record: &[String],
+    pinned_version: &str,
+    installed_version: &str,
+) -> Result<VendoredObservation, String> {
+    let notice = format!("{path}/{}", opts.notice);
+    let license_copy = format!("{path}/{}", opts.license_copy);
+    let (notice_error, fields) = match std::fs::read(join(staged_root, &notice)) {
+        Err(e) => (
+            Some(format!("cannot be read in the staged commit: {e}")),
+            NoticeFields {
+                version: Field::Missing,
+                file: Field::Missing,
+                sha256: Field::Missing,
+            },
+        ),
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Err(e) => (
+                Some(format!("is not UTF-8 ({e})")),
+                NoticeFields {
+                    version: Field::Missing,
+                    file: Field::Missing,
+                    sha256: Field::Missing,
+                },
+            ),
+            Ok(text) => (None, read_notice(&text, opts)?),
+        },
+    };
+    let sdk_file = match &fields.file {
+        Field::Found(named) => Some(observe_sdk_file(sdk, named, record)),
+        _ => None,
+    };
+    let dist_info_name = sdk
+        .dist_info
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(VendoredObservation {
+        folder: folder.to_string(),
+        notice,
+        notice_error,
+        fields,
+        pinned_version: pinned_version.to_string(),
+        installed_version: installed_version.to_string(),
+        sdk_file,
+        license_copy_state: file_state(&join(staged_root, &license_copy)),
+        license_copy,
+        installed_license: format!("{dist_info_name}/{}", opts.license_source),
+        installed_license_state: file_state(&join(&sdk.dist_info, &opts.license_source)),
+    })
+}
+
+fn field_problem(name: &str, field: &Field, notice: &str, pattern_key: &str) -> Option<String> {
+    match field {
+        Field::Found(_) => None,
+        Field::Missing => Some(format!(
+            "{notice} names no {name}: the profile's `vendored_sdk.{pattern_key}` does not match it; \
+             expected the notice to state the {name} the vendored code came from (or fix the pattern)"
+        )),
+        Field::Ambiguous(values) => Some(format!(
+            "{notice} names more than one {name} ({values:?}); expected one: state the one the \
+             vendored code came from"
+        )),
+    }
+}
+
+/// Decides the three checks of one candidate from its observation. Pure.
+pub fn decide(o: &VendoredObservation) -> Vec<Check> {
+    let folder = Some(o.folder.as_str());
+    let unreadable = o.notice_error.as_ref().map(|why| {
+        format!(
+            "the notice {} {why}; expected it to name the SDK version, file and original sha256 \
+             the vendored code came from: add it to the candidate and commit it",
+            o.notice
+        )
+    });
+
+    // sdk-version
+    let version = match (&unreadable, &o.fields.version) {
+        (Some(why), _) => Check::fail("sdk-version", folder, why.clone()),
+        (None, Field::Found(v)) if v == &o.pinned_version && v == &o.installed_version => {
+            Check::pass(
+                "sdk-version",
+                folder,
+                format!(
+                    "{} names langbot-plugin {v}, the pinned and verified installed version",
+                    o.notice
+                ),
+            )
+        }
+        (None, Field::Found(v)) => Check::fail(
+            "sdk-version",
+            folder,
+            format!(
+                "{} names langbot-plugin {v}; expected the pinned version {} (installed and verified: {}): \
+                 re-derive the vendored code from the pinned SDK's file and update the notice, or correct \
+                 the notice if it misstates the version",
+                o.notice, o.pinned_version, o.installed_version
+            ),
+        ),
+        (None, f) => Check::fail(
+            "sdk-version",
+            folder,
+            field_problem("SDK version", f, &o.notice, "version_pattern").unwrap_or_default(),
+        ),
+    }
+    .with_observed(json!({
+        "notice": o.notice,
+        "version": o.fields.version,
+        "pinned_version": o.pinned_version,
+        "installed_version": o.installed_version,
+    }));
+
+    // sdk-file
+    let file = match (&unreadable, &o.fields.file, &o.fields.sha256, &o.sdk_file) {
+        (Some(why), ..) => Check::fail("sdk-file", folder, why.clone()),
+        (None, Field::Found(_), Field::Found(claimed), Some(f)) => sdk_file_check(o, claimed, f),
+        (None, file, sha, _) => {
+            let problems: Vec<String> = [
+                field_problem("SDK file", file, &o.notice, "file_pattern"),
+                field_problem("original sha256", sha, &o.notice, "sha256_pattern"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            Check::fail("sdk-file", folder, problems.join("; "))
+        }
+    }
+    .with_observed(json!({
+        "notice": o.notice,
+        "file": o.fields.file,
+        "sha256": o.fields.sha256,
+        "installed": o.sdk_file,
+    }));
+
+    // license-copy
+    let license = match (&o.license_copy_state, &o.installed_license_state) {
+        (_, FileState::Unavailable { why }) => Check::fail(
+            "license-copy",
+            folder,
+            format!(
+                "the installed distribution's license file {} {why}; expected the wheel's license \
+                 (profile `vendored_sdk.license_source`): check the profile against the installed dist-info",
+                o.installed_license
+            ),
+        ),
+        (FileState::Unavailable { why }, FileState::File { sha256, size }) => Check::fail(
+            "license-copy",
+            folder,
+            format!(
+                "the license copy {} {why} in the staged commit; expected a byte-identical copy of the \
+                 installed {} (sha256 {sha256}, {size} bytes): copy that file there and commit it",
+                o.license_copy, o.installed_license
+            ),
+        ),
+        (FileState::File { sha256: a, size: m }, FileState::File { sha256: b, size: n })
+            if a == b && m == n =>
+        {
+            Check::pass(
+                "license-copy",
+                folder,
+                format!(
+                    "{} is byte-identical to the installed {} (sha256 {a}, {m} bytes)",
+                    o.license_copy, o.installed_license
+                ),
+            )
+        }
+        (FileState::File { sha256: a, size: m }, FileState::File { sha256: b, size: n }) => {
+            Check::fail(
+                "license-copy",
+                folder,
+                format!(
+                    "{} (sha256 {a}, {m} bytes) differs from the installed {} (sha256 {b}, {n} bytes); \
+                     expected the upstream license byte for byte: copy the installed file over it and commit",
+                    o.license_copy, o.installed_license
+                ),
+            )
+        }
+    }
+    .with_observed(json!({
+        "license_copy": o.license_copy,
+        "license_copy_state": o.license_copy_state,
+        "installed_license": o.installed_license,
+        "installed_license_state": o.installed_license_state,
+    }));
+    vec![version, file, license]
+}
+
+fn sdk_file_check(o: &VendoredObservation, claimed: &str, f: &SdkFile) -> Check {
+    let folder = Some(o.folder.as_str());
+    let claimed = claimed.to_ascii_lowercase();
+    match &f.state {
+        FileState::Unavailable { why } => Check::fail(
+            "sdk-file",
+            folder,
+            format!(
+                "{} names the SDK file `{}`, which {why} in the verified langbot-plugin {} install; \
+                 expected a file of the SDK package the vendored code came from: name the real file",
+                o.notice, f.path, o.installed_version
+            ),
+        ),
+        FileState::File { .. } if !f.in_record => Check::fail(
+            "sdk-file",
+            folder,
+            format!(
+                "{} names `{}`, which exists in the install but is not listed in its RECORD, so it is \
+                 not a file of the verified distribution: name a file the wheel ships",
+                o.notice, f.path
+            ),
+        ),
+        FileState::File { sha256, size } if *sha256 == claimed => Check::pass(
+            "sdk-file",
+            folder,
+            format!(
+                "{} names `{}` with original sha256 {claimed}; the verified langbot-plugin {} install \
+                 holds that file ({size} bytes) with that sha256",
+                o.notice, f.path, o.installed_version
+            ),
+        ),
+        FileState::File { sha256, .. } => Check::fail(
+            "sdk-file",
+            folder,
+            format!(
+                "{} gives `{}` the original sha256 {claimed}, but the verified langbot-plugin {} install \
+                 holds it with sha256 {sha256}; the notice names another revision of the file: \
+                 re-derive the vendored code from the installed file and record its sha256, or correct the notice",
+                o.notice, f.path, o.installed_version
+            ),
+        ),
+    }
+}
+
+impl super::Gate for VendoredSdk {
+    fn id(&self) -> &'static str {
+        GATE
+    }
+
+    fn not_applicable(&self, ctx: &RunContext) -> Option<String> {
+        let Some(opts) = &ctx.profile.profile.vendored_sdk else {
+            return Some(
+                "the profile has no [vendored_sdk] section: no candidate names vendored SDK code, so its \
+                 provenance is not established"
+                    .into(),
+            );
+        };
+        if !ctx.candidate_specs().iter().any(|c| opts.covers(&c.path)) {
+            return Some(
+                "no candidate of this run is listed in [vendored_sdk] candidates: vendored SDK provenance \
+                 is not established for them"
+                    .into(),
+            );
+        }
+        None
+    }
+
+    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+        let opts = ctx
+            .profile
+            .profile
+            .vendored_sdk
+            .clone()
+            .ok_or("the profile has no [vendored_sdk] section")?;
+        let staged = ctx.staged_root.clone().ok_or(
+            "the staged source is missing (the `stage` gate did not record DIR/staging/source)",
+        )?;
+        let sdk = ctx
+            .verified_sdk
+            .clone()
+            .ok_or("the verified SDK is missing (the `sdk-record` gate did not pass)")?;
+        let installed = ctx
+            .sdk
+            .version
+            .clone()
+            .ok_or("sdk-record recorded no installed SDK version")?;
+        let pinned = ctx.profile.profile.sdk.version().to_string();
+        let record = record_paths(&sdk)?;
+        let mut checks = Vec::new();
+        for c in ctx.candidate_specs() {
+            if !opts.covers(&c.path) {
+                checks.push(Check::warn(
+                    "sdk-version",
+                    Some(c.folder()),
+                    format!(
+                        "{} is not listed in [vendored_sdk] candidates: nothing is proved about SDK code it \
+                         may vendor; list it when it carries a notice",
+                        c.path
+                    ),
+                ));
+                continue;
+            }
+            let o = observe(
+                &staged,
+                &c.path,
+                c.folder(),
+                &opts,
+                &sdk,
+                &record,
+                &pinned,
+                &installed,
+            )?;
+            checks.extend(decide(&o));
+        }
+        Ok(checks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::CheckResult;
+
+    const SHA: &str = "140d1448666a1412777cd3e51a03ae2ce2ba48b3593b89484b581a1e202d7ad0";
+    const LICENSE: &str = "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4";
+    const DAEMON: &str = "langbot_plugin/api/agent_tools/daemon.py";
+
+    fn opts() -> VendoredSdkOptions {
+        let p = crate::profile::parse(crate::profile::BUILTIN_CODING_RUNNERS, "built-in").unwrap();
+        p.vendored_sdk
+            .expect("the built-in profile has [vendored_sdk]")
+    }
+
+    fn notice(version: &str, file: &str, sha: &str) -> String {
+        format!(
+            "# Relay\n\n`daemon_relay.py` is derived from langbot-plugin {version}\n`{file}`, upstream \
+             https://example.invalid (Apache-2.0).\nOriginal SHA-256: `{sha}`.\nFull license: `LICENSE-sdk.txt`.\n"
+        )
+    }
+
+    fn file(sha256: &str, size: u64) -> FileState {
+        FileState::File {
+            sha256: sha256.into(),
+            size,
+        }
+    }
+
+    /// An observation that passes every check.
+    fn good() -> VendoredObservation {
+        VendoredObservation {
+            folder: "a".into(),
+            notice: "R/a/pkg/RELAY-NOTICE.md".into(),
+            notice_error: None,
+            fields: read_notice(&notice("0.6.0b5", DAEMON, SHA), &opts()).unwrap(),
+            pinned_version: "0.6.0b5".into(),
+            installed_version: "0.6.0b5".into(),
+            sdk_file: Some(SdkFile {
+                path: DAEMON.into(),
+                inside_package: true,
+                in_record: true,
+                state: file(SHA, 17_000),
+            }),
+            license_copy: "R/a/pkg/LICENSE-sdk.txt".into(),
+            license_copy_state: file(LICENSE, 11_357),
+            installed_license: "langbot_plugin-0.6.0b5.dist-info/licenses/LICENSE".into(),
+            installed_license_state: file(LICENSE, 11_357),
+        }
+    }
+
+    fn results(o: &VendoredObservation) -> Vec<(String, CheckResult, String)> {
+        decide(o)
+            .into_iter()
+            .map(|c| (c.name, c.result, c.detail))
+            .collect()
+    }
+
+    fn failing(o: &VendoredObservation, name: &str) -> String {
+        let r = results(o);
+        let (_, result, detail) = r.iter().find(|(n, ..)| n == name).unwrap();
+        assert_eq!(*result, CheckResult::Fail, "{name}: {detail}");
+        assert!(
+            r.iter()
+                .filter(|(n, ..)| n != name)
+                .all(|(_, res, _)| *res == CheckResult::Pass),
+            "only {name} fails: {r:?}"
+        );
+        detail.clone()
+    }
+
+    #[test]
+    fn the_builtin_patterns_read_the_real_notice_shape() {
+        let real = "# Plugin-owned coding relay v1\n\n`daemon_relay.py` is derived from langbot-plugin 0.6.0b5\n\
+                    `langbot_plugin/api/agent_tools/daemon.py`, upstream\nhttps://github.com/langbot-app/langbot-plugin-sdk (Apache-2.0).\n\
+                    Original SHA-256: `140d1448666a1412777cd3e51a03ae2ce2ba48b3593b89484b581a1e202d7ad0`.\n\
+                    Full upstream license: `LICENSE-sdk.txt`.\n\nModified by contributors. Canonical source is ACP's pkg/daemon_relay.py.\n";
+        let f = read_notice(real, &opts()).unwrap();
+        assert_eq!(f.version, Field::Found("0.6.0b5".into()));
+        assert_eq!(f.file, Field::Found(DAEMON.into()));
+        assert_eq!(f.sha256, Field::Found(SHA.into()));
+    }
+
+    #[test]
+    fn a_true_notice_and_an_identical_license_pass() {
+        let r = results(&good());
+        assert_eq!(r.len(), 3);
+        assert!(
+            r.iter().all(|(_, res, _)| *res == CheckResult::Pass),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn another_version_fails_naming_both() {
+        let mut o = good();
+        o.fields = read_notice(&notice("0.6.0b3", DAEMON, SHA), &opts()).unwrap();
+        let d = failing(&o, "sdk-version");
+        assert!(d.contains("names langbot-plugin 0.6.0b3"), "{d}");
+        assert!(d.contains("expected the pinned version 0.6.0b5"), "{d}");
+    }
+
+    #[test]
+    fn a_version_matching_the_pin_but_not_the_install_fails() {
+        let mut o = good();
+        o.installed_version = "0.6.0b6".into();
+        let d = failing(&o, "sdk-version");
+        assert!(d.contains("installed and verified: 0.6.0b6"), "{d}");
+    }
+
+    #[test]
+    fn a_wrong_hash_fails_with_both_digests() {
+        let mut o = good();
+        let wrong = "0".repeat(64);
+        o.fields = read_notice(&notice("0.6.0b5", DAEMON, &wrong), &opts()).unwrap();
+        let d = failing(&o, "sdk-file");
+        assert!(d.contains(&wrong) && d.contains(SHA), "{d}");
+        assert!(d.contains("re-derive"), "{d}");
+    }
+
+    #[test]
+    fn an_upper_case_hash_is_the_same_digest() {
+        let mut o = good();
+        o.fields = read_notice(&notice("0.6.0b5", DAEMON, &SHA.to_uppercase()), &opts()).unwrap();
+        assert!(results(&o).iter().all(|(_, r, _)| *r == CheckResult::Pass));
+    }
+
+    #[test]
+    fn another_file_missing_from_the_install_fails() {
+        let mut o = good();
+        o.sdk_file = Some(SdkFile {
+            path: "langbot_plugin/api/agent_tools/relay.py".into(),
+            inside_package: true,
+            in_record: false,
+            state: FileState::Unavailable {
+                why: "does not exist".into(),
+            },
+        });
+        let d = failing(&o, "sdk-file");
+        assert!(
+            d.contains("`langbot_plugin/api/agent_tools/relay.py`, which does not exist"),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn a_file_not_in_record_fails() {
+        let mut o = good();
+        o.sdk_file.as_mut().unwrap().in_record = false;
+        let d = failing(&o, "sdk-file");
+        assert!(d.contains("not listed in its RECORD"), "{d}");
+    }
+
+    #[test]
+    fn a_file_outside_the_package_is_not_looked_up() {
+        let sdk = VerifiedSdk {
+            site_packages: "/nonexistent/site-packages".into(),
+            package_dir: "/nonexistent/site-packages/langbot_plugin".into(),
+            dist_info: "/nonexistent/site-packages/langbot_plugin-0.6.0b5.dist-info".into(),
+        };
+        for named in [
+            "../../etc/passwd",
+            "/etc/passwd",
+            "pip/__init__.py",
+            "langbot_plugin",
+        ] {
+            let f = observe_sdk_file(&sdk, named, &[]);
+            assert!(!f.inside_package, "{named}");
+            assert!(
+                matches!(&f.state, FileState::Unavailable { why } if why.contains("not a path inside")),
+                "{named}: {f:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_and_ambiguous_fields_fail_naming_the_pattern() {
+        let mut o = good();
+        o.fields.sha256 = Field::Missing;
+        let d = failing(&o, "sdk-file");
+        assert!(d.contains("vendored_sdk.sha256_pattern"), "{d}");
+        let mut o = good();
+        o.fields.version = read_field(
+            "derived from langbot-plugin 0.6.0b5 and derived from langbot-plugin 0.6.0b3",
+            &opts().version_pattern,
+        )
+        .unwrap();
+        assert_eq!(
+            o.fields.version,
+            Field::Ambiguous(vec!["0.6.0b5".into(), "0.6.0b3".into()])
+        );
+        let d = failing(&o, "sdk-version");
+        assert!(d.contains("more than one SDK version"), "{d}");
+    }
+
+    #[test]
+    fn an_unreadable_notice_fails_every_notice_check() {
+        let mut o = good();
+        o.notice_error = Some("cannot be read in the staged commit: not found".into());
+        let r = results(&o);
+        assert_eq!(r[0].1, CheckResult::Fail);
+        assert_eq!(r[1].1, CheckResult::Fail);
+        assert!(
+            r[0].2.contains("R/a/pkg/RELAY-NOTICE.md cannot be read"),
+            "{}",
+            r[0].2
+        );
+    }
+
+    #[test]
+    fn a_differing_or_missing_license_fails() {
+        let mut o = good();
+        o.license_copy_state = file(&"1".repeat(64), 11_000);
+        let d = failing(&o, "license-copy");
+        assert!(d.contains(&"1".repeat(64)) && d.contains(LICENSE), "{d}");
+        o.license_copy_state = FileState::Unavailable {
+            why: "does not exist".into(),
+        };
+        let d = failing(&o, "license-copy");
+        assert!(d.contains("R/a/pkg/LICENSE-sdk.txt does not exist"), "{d}");
+        let mut o = good();
+        o.installed_license_state = FileState::Unavailable {
+            why: "does not exist".into(),
+        };
+        let d = failing(&o, "license-copy");
+        assert!(d.contains("license_source"), "{d}");
+    }
+}
