@@ -5,7 +5,7 @@
 //! a gate means one file here, one entry in [`all`] and one catalogue entry.
 
 pub mod admission;
-mod archive_members;
+pub(crate) mod archive_members;
 pub mod dependencies;
 pub mod discovery_rpc;
 pub mod lbp_build;
