@@ -335,9 +335,12 @@ fn change_text(c: &MeaningChange) -> String {
         .to_string();
     let advice = match &c.written {
         Some(w) if c.path.ends_with(" (key)") => format!("quote the key (`\"{w}\": ...`)"),
-        Some(w) if !key.contains('[') => format!("quote it (`{key}: \"{w}\"`) if you mean the string"),
+        Some(w) if !key.contains('[') => {
+            format!("quote it (`{key}: \"{w}\"`) if you mean the string")
+        }
         Some(w) => format!("quote it (`\"{w}\"`) if you mean the string"),
-        None => "quote it if you mean the text as written, or write it so that both readings agree".into(),
+        None => "quote it if you mean the text as written, or write it so that both readings agree"
+            .into(),
     };
     format!(
         "`{}`: the SDK (YAML 1.1) reads {}, YAML 1.2 reads {}: {advice}",
@@ -459,7 +462,10 @@ mod tests {
 
     #[test]
     fn no_is_a_warning_naming_both_readings_and_the_quote() {
-        let obs = observation(PROBE_NO, "metadata:\n  name: x\n  x-country: NO\nspec: {}\n");
+        let obs = observation(
+            PROBE_NO,
+            "metadata:\n  name: x\n  x-country: NO\nspec: {}\n",
+        );
         let c = decide("c", "packages/c/a.lbpkg", &obs);
         assert_eq!(c.result, CheckResult::Warn, "{}", c.detail);
         assert!(
@@ -470,7 +476,11 @@ mod tests {
             c.detail
         );
         assert!(c.detail.contains("PyYAML 6.0.4"), "{}", c.detail);
-        assert!(!c.detail.contains("source NO, archive false"), "{}", c.detail);
+        assert!(
+            !c.detail.contains("source NO, archive false"),
+            "{}",
+            c.detail
+        );
     }
 
     #[test]
@@ -478,19 +488,26 @@ mod tests {
         let obs = ManifestObservation {
             pyyaml: Some("6.0.4".into()),
             source_sdk: Ok(y("metadata:\n  name: x\n  x-country: false\n")),
-            archived_sdk: Ok(y("metadata:\n  name: y\n  x-country: false\nspec:\n  pages: []\n")),
+            archived_sdk: Ok(y(
+                "metadata:\n  name: y\n  x-country: false\nspec:\n  pages: []\n",
+            )),
             source_yaml12: parse_yaml12("metadata:\n  name: x\n  x-country: NO\n"),
         };
         let c = decide("c", "r", &obs);
         assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
-        assert!(c.detail.contains("metadata.name: source x, archive y"), "{}", c.detail);
+        assert!(
+            c.detail.contains("metadata.name: source x, archive y"),
+            "{}",
+            c.detail
+        );
         assert!(c.detail.contains("`metadata.x-country`"), "{}", c.detail);
     }
 
     #[test]
     fn equal_readings_pass() {
         let v = y("metadata:\n  name: x\n  version: '1.0'\nspec:\n  config: []\n");
-        let archived = y("metadata:\n  name: x\n  version: '1.0'\nspec:\n  config: []\n  pages: []\n");
+        let archived =
+            y("metadata:\n  name: x\n  version: '1.0'\nspec:\n  config: []\n  pages: []\n");
         let obs = ManifestObservation {
             pyyaml: Some("6".into()),
             source_sdk: Ok(v.clone()),
@@ -511,7 +528,12 @@ mod tests {
         };
         let c = decide("c", "r", &obs);
         assert_eq!(c.result, CheckResult::Fail);
-        assert!(c.detail.contains("the source manifest.yaml could not be read"), "{}", c.detail);
+        assert!(
+            c.detail
+                .contains("the source manifest.yaml could not be read"),
+            "{}",
+            c.detail
+        );
         assert!(c.detail.contains("ScannerError"), "{}", c.detail);
     }
 
@@ -563,6 +585,9 @@ mod tests {
             SdkNode::Timestamp("2001-12-14".into()).to_value(),
             tagged("!!timestamp", "2001-12-14")
         );
-        assert_eq!(SdkNode::Float("inf".into()).to_value().as_f64(), Some(f64::INFINITY));
+        assert_eq!(
+            SdkNode::Float("inf".into()).to_value().as_f64(),
+            Some(f64::INFINITY)
+        );
     }
 }

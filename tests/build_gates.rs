@@ -450,7 +450,8 @@ fn gitignore_files_above_the_candidate_do_not_count() {
 
 /// YAML 1.1 (the SDK's PyYAML) and YAML 1.2 (this harness's parser) read
 /// these plain scalars apart; the build re-serialises the SDK's reading.
-const YAML_1_1_VALUES: &str = "x-country: NO\nx-limits:\n  threshold: 1e3\n  mode: 0o17\n  count: 1_000\n  enabled: on\n";
+const YAML_1_1_VALUES: &str =
+    "x-country: NO\nx-limits:\n  threshold: 1e3\n  mode: 0o17\n  count: 1_000\n  enabled: on\n";
 
 #[test]
 fn yaml_1_1_values_are_compared_as_the_sdk_reads_them_and_named_with_advice() {
@@ -469,7 +470,12 @@ fn yaml_1_1_values_are_compared_as_the_sdk_reads_them_and_named_with_advice() {
         failed_checks(&ev, "archive-members")
     );
     assert_eq!(code, 0);
-    let c = check_of(&ev, "archive-members", "manifest-equal-source", "codex-agent");
+    let c = check_of(
+        &ev,
+        "archive-members",
+        "manifest-equal-source",
+        "codex-agent",
+    );
     // ... but a warning that names every value read apart, both readings
     // and the quoting that makes them agree.
     assert_eq!(c["result"], "warn", "{c:#}");
@@ -485,7 +491,10 @@ fn yaml_1_1_values_are_compared_as_the_sdk_reads_them_and_named_with_advice() {
     ] {
         assert!(detail.contains(expected), "missing {expected:?} in {detail}");
     }
-    assert_eq!(c["observed"]["yaml_1_1_vs_1_2"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        c["observed"]["yaml_1_1_vs_1_2"].as_array().unwrap().len(),
+        5
+    );
     for other in ["acp-agent-runner", "claude-code-agent"] {
         let c = check_of(&ev, "archive-members", "manifest-equal-source", other);
         assert_eq!(c["result"], "pass", "{other}: {c:#}");
@@ -495,7 +504,8 @@ fn yaml_1_1_values_are_compared_as_the_sdk_reads_them_and_named_with_advice() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert!(
-        logs.iter().any(|l| l.starts_with("codex-agent-manifest-yaml")),
+        logs.iter()
+            .any(|l| l.starts_with("codex-agent-manifest-yaml")),
         "{logs:?}"
     );
 }

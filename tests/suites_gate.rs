@@ -403,8 +403,7 @@ fn a_suite_whose_every_test_is_skipped_fails_the_passing_check() {
 fn fewer_passes_on_the_extraction_than_on_the_tree_fail_naming_the_test() {
     let repo = fixture_repo(&["suite-skips-on-extraction"]);
     let suite = "Runner/certification-tests/test_skips_on_extraction.py";
-    let (code, ev, _keep, _dir, text) =
-        run_suites(&repo.root, Some(&profile_with_paths(&[suite])));
+    let (code, ev, _keep, _dir, text) = run_suites(&repo.root, Some(&profile_with_paths(&[suite])));
     assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
     assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
     assert_eq!(counts(suite_run(&ev, "tree"))[1], 2);

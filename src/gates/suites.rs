@@ -766,7 +766,10 @@ fn same_outcomes_check(reports: Option<(&[SuiteTestCase], &[SuiteTestCase])>) ->
         if v.is_empty() {
             "not reported".to_string()
         } else {
-            v.iter().map(|o| outcome_word(*o)).collect::<Vec<_>>().join("+")
+            v.iter()
+                .map(|o| outcome_word(*o))
+                .collect::<Vec<_>>()
+                .join("+")
         }
     };
     let reason = |id: &str| {
@@ -1558,9 +1561,23 @@ mod tests {
         ];
         let c = passing_check("tree", &cases, &count(&cases));
         assert_eq!(c.result, crate::evidence::CheckResult::Fail);
-        assert!(c.detail.contains("no test passed in the tree run: 2 test(s), 0 passed, 2 skipped"), "{}", c.detail);
-        assert!(c.detail.contains("R.t.test_a::test_x (skipped: unconditional skip)"), "{}", c.detail);
-        assert!(c.detail.contains("pytestmark = pytest.mark.skip"), "{}", c.detail);
+        assert!(
+            c.detail
+                .contains("no test passed in the tree run: 2 test(s), 0 passed, 2 skipped"),
+            "{}",
+            c.detail
+        );
+        assert!(
+            c.detail
+                .contains("R.t.test_a::test_x (skipped: unconditional skip)"),
+            "{}",
+            c.detail
+        );
+        assert!(
+            c.detail.contains("pytestmark = pytest.mark.skip"),
+            "{}",
+            c.detail
+        );
     }
 
     #[test]
@@ -1592,13 +1609,24 @@ mod tests {
         ];
         let extracted = vec![
             case("test_x", SuiteOutcome::Passed, None),
-            case("test_y", SuiteOutcome::Skipped, Some("no pkg/ in the extraction")),
+            case(
+                "test_y",
+                SuiteOutcome::Skipped,
+                Some("no pkg/ in the extraction"),
+            ),
         ];
         let c = same_outcomes_check(Some((&tree, &extracted)));
         assert_eq!(c.result, crate::evidence::CheckResult::Fail);
-        assert!(c.detail.contains("fewer tests pass on DIR/extracted (1) than on the committed tree (2)"), "{}", c.detail);
         assert!(
-            c.detail.contains("R.t.test_a::test_y: tree passed, extracted skipped (no pkg/ in the extraction)"),
+            c.detail
+                .contains("fewer tests pass on DIR/extracted (1) than on the committed tree (2)"),
+            "{}",
+            c.detail
+        );
+        assert!(
+            c.detail.contains(
+                "R.t.test_a::test_y: tree passed, extracted skipped (no pkg/ in the extraction)"
+            ),
             "{}",
             c.detail
         );
@@ -1622,8 +1650,18 @@ mod tests {
         assert_eq!(d[1].tree, []);
         let c = same_outcomes_check(Some((&tree, &extracted)));
         assert_eq!(c.result, crate::evidence::CheckResult::Fail);
-        assert!(c.detail.contains("R.t.test_a::test_z: tree not reported, extracted passed"), "{}", c.detail);
-        assert!(c.detail.contains("R.t.test_a::test_x: tree xfailed, extracted failed"), "{}", c.detail);
+        assert!(
+            c.detail
+                .contains("R.t.test_a::test_z: tree not reported, extracted passed"),
+            "{}",
+            c.detail
+        );
+        assert!(
+            c.detail
+                .contains("R.t.test_a::test_x: tree xfailed, extracted failed"),
+            "{}",
+            c.detail
+        );
         // Same ids, same outcomes, any order: agreement.
         let mut shuffled = tree.clone();
         shuffled.reverse();
@@ -1636,5 +1674,4 @@ mod tests {
             crate::evidence::CheckResult::Fail
         );
     }
-
 }
