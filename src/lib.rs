@@ -11,6 +11,7 @@ pub mod cli;
 pub mod context;
 pub mod evidence;
 pub mod exit;
+pub mod fuzz;
 pub mod gates;
 pub mod git;
 pub mod gitignore;

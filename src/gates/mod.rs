@@ -9,11 +9,11 @@ pub(crate) mod archive_members;
 pub mod dependencies;
 pub mod discovery_rpc;
 pub mod lbp_build;
-mod sdk_record;
+pub(crate) mod sdk_record;
 mod sdk_shadow;
 mod shared_copies;
 mod stage;
-mod suites;
+pub(crate) mod suites;
 mod tree_clean;
 pub mod worker_isolation;
 
