@@ -38,7 +38,15 @@ pub fn read_id(path: &Path) -> Result<ManifestId, String> {
             path.display()
         )
     })?;
-    let value: Value = serde_yaml_ng::from_str(&text)
+    parse_id(&text, path)
+}
+
+/// The identity in manifest `text`; `path` names it in messages.
+///
+/// # Errors
+/// As [`read_id`].
+pub fn parse_id(text: &str, path: &Path) -> Result<ManifestId, String> {
+    let value: Value = serde_yaml_ng::from_str(text)
         .map_err(|e| format!("{}: not valid YAML: {e}", path.display()))?;
     let field = |name: &str| -> Result<String, String> {
         let v = value.get("metadata").and_then(|m| m.get(name));

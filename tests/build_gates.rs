@@ -447,3 +447,65 @@ fn gitignore_files_above_the_candidate_do_not_count() {
         "{detail}"
     );
 }
+
+/// YAML 1.1 (the SDK's PyYAML) and YAML 1.2 (this harness's parser) read
+/// these plain scalars apart; the build re-serialises the SDK's reading.
+const YAML_1_1_VALUES: &str =
+    "x-country: NO\nx-limits:\n  threshold: 1e3\n  mode: 0o17\n  count: 1_000\n  enabled: on\n";
+
+#[test]
+fn yaml_1_1_values_are_compared_as_the_sdk_reads_them_and_named_with_advice() {
+    let repo = repo_with(
+        &[("Runner/codex-agent/manifest.yaml", YAML_1_1_VALUES)],
+        &[],
+    );
+    let (_keep, ev_dir) = evidence_dir();
+    let (code, ev) = run_only(&repo.root, &ev_dir, "archive-members");
+    assert_eq!(gate_result(&ev, "lbp-build"), "pass");
+    // The archive carries exactly what the SDK read: no failure ...
+    assert_eq!(
+        gate_result(&ev, "archive-members"),
+        "pass",
+        "{:#?}",
+        failed_checks(&ev, "archive-members")
+    );
+    assert_eq!(code, 0);
+    let c = check_of(
+        &ev,
+        "archive-members",
+        "manifest-equal-source",
+        "codex-agent",
+    );
+    // ... but a warning that names every value read apart, both readings
+    // and the quoting that makes them agree.
+    assert_eq!(c["result"], "warn", "{c:#}");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(!detail.contains("source NO, archive false"), "{detail}");
+    assert!(detail.contains("PyYAML 6."), "{detail}");
+    for expected in [
+        "`x-country`: the SDK (YAML 1.1) reads the boolean false, YAML 1.2 reads the string \"NO\": quote it (`x-country: \"NO\"`)",
+        "`x-limits.threshold`: the SDK (YAML 1.1) reads the string \"1e3\", YAML 1.2 reads the float 1000.0: quote it (`threshold: \"1e3\"`)",
+        "`x-limits.mode`: the SDK (YAML 1.1) reads the string \"0o17\", YAML 1.2 reads the integer 15: quote it (`mode: \"0o17\"`)",
+        "`x-limits.count`: the SDK (YAML 1.1) reads the integer 1000, YAML 1.2 reads the string \"1_000\": quote it (`count: \"1_000\"`)",
+        "`x-limits.enabled`: the SDK (YAML 1.1) reads the boolean true, YAML 1.2 reads the string \"on\": quote it (`enabled: \"on\"`)",
+    ] {
+        assert!(detail.contains(expected), "missing {expected:?} in {detail}");
+    }
+    assert_eq!(
+        c["observed"]["yaml_1_1_vs_1_2"].as_array().unwrap().len(),
+        5
+    );
+    for other in ["acp-agent-runner", "claude-code-agent"] {
+        let c = check_of(&ev, "archive-members", "manifest-equal-source", other);
+        assert_eq!(c["result"], "pass", "{other}: {c:#}");
+    }
+    let logs: Vec<String> = std::fs::read_dir(ev_dir.join("logs/archive-members"))
+        .expect("the manifest probe's logs")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        logs.iter()
+            .any(|l| l.starts_with("codex-agent-manifest-yaml")),
+        "{logs:?}"
+    );
+}

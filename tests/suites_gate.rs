@@ -2,8 +2,10 @@
 //! adds the build gates it needs) on fixture repositories with the genuine
 //! SDK interpreter from `$PYTHON`: the fixture's own pytest suites pass on
 //! the tree and on DIR/extracted with their strict xfails counted apart from
-//! passes; a strict XPASS, a suite that collects nothing and a historical file
-//! named as a suite each fail the gate at the check that says so.
+//! passes; a strict XPASS, a suite that collects nothing, a suite whose every
+//! test is skipped, fewer passes on DIR/extracted than on the tree and a
+//! historical file named as a suite each fail the gate at the check that
+//! says so.
 
 mod common;
 
@@ -357,4 +359,84 @@ fn naming_the_historical_file_as_a_suite_fails_the_historical_check() {
             "{name}: 1 relay xfail + 5 historical xfails"
         );
     }
+}
+
+#[test]
+fn a_suite_whose_every_test_is_skipped_fails_the_passing_check() {
+    let repo = fixture_repo(&["suite-all-skipped"]);
+    let skipped = "Runner/certification-tests/test_all_skipped.py";
+    let (code, ev, _keep, _dir, text) =
+        run_suites(&repo.root, Some(&profile_with_paths(&[skipped])));
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
+    for name in ["tree", "extracted"] {
+        let run = suite_run(&ev, name);
+        // pytest itself is content: exit 0, "0 passed, 2 skipped".
+        assert_eq!(run["exit_code"], 0, "{name}: {run}");
+        let [tests, passed, _, _, skipped_count, ..] = counts(run);
+        assert_eq!((tests, passed, skipped_count), (2, 0, 2), "{name}");
+        let passing = check(&ev, "suites", &format!("{name}/passing"), None);
+        assert_eq!(passing["result"], "fail", "{passing}");
+        let detail = passing["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(&format!(
+                "no test passed in the {name} run: 2 test(s), 0 passed, 2 skipped"
+            )),
+            "{detail}"
+        );
+        assert!(
+            detail.contains(
+                "Runner.certification-tests.test_all_skipped::test_relay_is_checked (skipped: hostile fixture: every test skipped)"
+            ),
+            "{detail}"
+        );
+        assert!(detail.contains("pytestmark = pytest.mark.skip"), "{detail}");
+    }
+    // Both runs skipped the same tests: they agree, and still fail.
+    assert_eq!(
+        check(&ev, "suites", "extracted/same-outcomes", None)["result"],
+        "pass"
+    );
+}
+
+#[test]
+fn fewer_passes_on_the_extraction_than_on_the_tree_fail_naming_the_test() {
+    let repo = fixture_repo(&["suite-skips-on-extraction"]);
+    let suite = "Runner/certification-tests/test_skips_on_extraction.py";
+    let (code, ev, _keep, _dir, text) = run_suites(&repo.root, Some(&profile_with_paths(&[suite])));
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
+    assert_eq!(counts(suite_run(&ev, "tree"))[1], 2);
+    assert_eq!(counts(suite_run(&ev, "extracted"))[1], 1);
+    for name in ["tree", "extracted"] {
+        for c in ["outcomes", "passing"] {
+            assert_eq!(
+                check(&ev, "suites", &format!("{name}/{c}"), None)["result"],
+                "pass",
+                "{name}/{c}"
+            );
+        }
+    }
+    let same = check(&ev, "suites", "extracted/same-outcomes", None);
+    assert_eq!(same["result"], "fail", "{same}");
+    let detail = same["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("fewer tests pass on DIR/extracted (1) than on the committed tree (2)"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains(
+            "Runner.certification-tests.test_skips_on_extraction::test_manifests_only_on_the_tree: tree passed, \
+             extracted skipped (hostile fixture: not checked against the archives)"
+        ),
+        "{detail}"
+    );
+    assert!(
+        !detail.contains("test_candidates_are_present"),
+        "only the differing id is named: {detail}"
+    );
+    assert_eq!(
+        same["observed"]["differences"][0]["extracted"],
+        serde_json::json!(["skipped"])
+    );
 }

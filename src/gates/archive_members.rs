@@ -11,6 +11,9 @@
 //! `manifest-equal-source`, `extraction-exact`. The last three read member
 //! data; they run only when the structure, names, types, encryption and
 //! limits checks passed (they then fail saying they were not examined).
+//! `manifest-equal-source` reads both manifests as the SDK does (PyYAML,
+//! YAML 1.1) and names values YAML 1.2 reads otherwise
+//! ([`crate::manifest_yaml`]).
 //!
 //! Two expectations for the member list. `expected-members` holds the
 //! archive to what `lbp build`'s own rules select from the staged source
@@ -32,6 +35,7 @@ use crate::evidence::{ArchiveRecord, Check, CheckResult, MemberRecord};
 use crate::gitignore::{GitPattern, GitRules, GitVerdict};
 use crate::hash;
 use crate::lbpkg::{self, CentralDirectory, MemberDigest};
+use crate::manifest_yaml::ManifestReader;
 use serde::Serialize;
 use serde_json::json;
 use serde_yaml_ng::Value;
@@ -50,6 +54,8 @@ struct Input {
     archive: Result<(PathBuf, String), String>,
     extract_abs: PathBuf,
     extract_rel: String,
+    /// How `manifest-equal-source` reads the two manifests.
+    manifest_reader: ManifestReader,
 }
 
 impl super::Gate for ArchiveMembers {
@@ -67,6 +73,15 @@ impl super::Gate for ArchiveMembers {
             .enumerate()
             .map(|(i, c)| {
                 let folder = c.folder().to_string();
+                let manifest_reader = match ctx.private_roots("archive-members", &folder) {
+                    Ok((home, tmp)) => ManifestReader::Sdk {
+                        python: ctx.python.clone(),
+                        env: ctx.child_env(&home, &tmp),
+                        cwd: home,
+                        log_stem: ctx.log_stem("archive-members", &format!("{folder}-manifest-yaml")),
+                    },
+                    Err(e) => return Err(format!("cannot create private roots for {folder}: {e}")),
+                };
                 let archive = match ctx.candidates.get(i).and_then(|r| r.manifest.as_ref()) {
                     Some(id) => {
                         let name = id.archive_name();
@@ -76,15 +91,16 @@ impl super::Gate for ArchiveMembers {
                                  run `lbp-build` first"
                         .to_string()),
                 };
-                Input {
+                Ok(Input {
                     staged: ctx.staged_candidate(c),
                     archive,
                     extract_abs: ctx.extracted_root().join(&folder),
                     extract_rel: format!("extracted/{folder}"),
                     folder,
-                }
+                    manifest_reader,
+                })
             })
-            .collect();
+            .collect::<Result<_, String>>()?;
         let results: Vec<(Vec<Check>, Option<ArchiveRecord>)> = std::thread::scope(|s| {
             let handles: Vec<_> = inputs
                 .iter()
@@ -303,11 +319,13 @@ fn inspect(input: &Input) -> (Vec<Check>, Option<ArchiveRecord>) {
         }
     };
     checks.push(members_equal_source(folder, rel, &input.staged, &members));
-    checks.push(manifest_equal_source(
+    checks.push(crate::manifest_yaml::decide(
         folder,
         rel,
-        &input.staged,
-        &input.extract_abs,
+        &input.manifest_reader.observe(
+            &input.staged.join("manifest.yaml"),
+            &input.extract_abs.join("manifest.yaml"),
+        ),
     ));
     let findings = lbpkg::extraction_findings(&input.extract_abs, &members);
     checks.push(findings_check(
@@ -648,45 +666,6 @@ fn members_equal_source(folder: &str, rel: &str, staged: &Path, members: &[Membe
     }
 }
 
-fn manifest_equal_source(folder: &str, rel: &str, staged: &Path, extracted: &Path) -> Check {
-    let read = |p: &Path| -> Result<Value, String> {
-        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: not valid YAML: {e}", p.display()))
-    };
-    let (source, member) = match (
-        read(&staged.join("manifest.yaml")),
-        read(&extracted.join("manifest.yaml")),
-    ) {
-        (Ok(s), Ok(m)) => (s, m),
-        (Err(e), _) | (_, Err(e)) => {
-            return Check::fail(
-                "manifest-equal-source",
-                Some(folder),
-                format!("{rel}: cannot compare manifest.yaml: {e}"),
-            )
-        }
-    };
-    let diffs = manifest_differences(&source, &member);
-    if diffs.is_empty() {
-        Check::pass(
-            "manifest-equal-source",
-            Some(folder),
-            format!("{rel}: manifest.yaml parses to the source's manifest (the build's only addition, `spec.pages: []`, aside)"),
-        )
-    } else {
-        Check::fail(
-            "manifest-equal-source",
-            Some(folder),
-            format!(
-                "{rel}: manifest.yaml differs from the staged source as parsed YAML: {}; expected only the build's \
-                 `spec.pages: []` addition",
-                diffs.join("; ")
-            ),
-        )
-        .with_observed(json!({"differences": diffs}))
-    }
-}
-
 /// Differences between the source manifest and the archived one, as parsed
 /// YAML, by dotted key path. The build's re-serialisation
 /// (`yaml.safe_dump(..., sort_keys=False)` in the SDK's `buildplugin.py`)
@@ -861,6 +840,7 @@ mod tests {
             archive: Ok((archive, "packages/c/a.lbpkg".into())),
             extract_abs: d.path().join("extracted/c"),
             extract_rel: "extracted/c".into(),
+            manifest_reader: ManifestReader::Yaml12,
         };
         (d, input)
     }

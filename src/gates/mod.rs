@@ -5,16 +5,16 @@
 //! a gate means one file here, one entry in [`all`] and one catalogue entry.
 
 pub mod admission;
-mod archive_members;
+pub(crate) mod archive_members;
 pub mod dependencies;
 pub mod discovery_rpc;
 pub mod historical_admission;
 pub mod lbp_build;
-mod sdk_record;
+pub(crate) mod sdk_record;
 mod sdk_shadow;
 mod shared_copies;
 mod stage;
-mod suites;
+pub(crate) mod suites;
 mod tree_clean;
 pub mod vendored_sdk;
 pub mod worker_isolation;

@@ -25,9 +25,14 @@
 //! item and no collection error; exit 5 fails), `historical-not-collected`
 //! (no item of a historical file, by the probe's file and source file and by
 //! the report's classnames), `outcomes` (exit status 0, no failure or error),
-//! `strict-xfail` (no strict xfail passed or was reported as a pass), and for
-//! `extracted` also `source-root` (DIR/extracted holds exactly the candidate
-//! folders) and `extraction-unchanged` (the run did not modify DIR/extracted).
+//! `passing` (at least one test passed: skips, xfails and XPASSes are not
+//! passes, so an all-skipped suite fails), `strict-xfail` (no strict xfail
+//! passed or was reported as a pass), and for `extracted` also `source-root`
+//! (DIR/extracted holds exactly the candidate folders) and
+//! `extraction-unchanged` (the run did not modify DIR/extracted). After both
+//! runs, `extracted/same-outcomes`: both reports hold the same test ids
+//! (`classname::name`) with the same outcomes, so fewer passes on
+//! DIR/extracted than on the tree fail, naming the ids that differ.
 //! Warnings: `xpassed` (a non-strict xfail passed), `stragglers` (the run left
 //! processes behind, which were stopped).
 
@@ -211,6 +216,7 @@ impl super::Gate for Suites {
             },
         ];
 
+        let mut reports_read = Vec::new();
         for plan in &plans {
             let mut before = None;
             if let Some(root) = &plan.source_root {
@@ -225,6 +231,7 @@ impl super::Gate for Suites {
                 before = Some(crate::hash::tree_digests(root)?);
             }
             let outcome = run_once(ctx, &opts, &staged, &private_config, plan)?;
+            reports_read.push(outcome.report_read);
             if record.pytest_version.is_none() {
                 record.pytest_version = outcome.pytest_version;
             }
@@ -234,6 +241,12 @@ impl super::Gate for Suites {
                 let after = crate::hash::tree_digests(root)?;
                 checks.push(unchanged_check(plan.name, root, &before, &after));
             }
+        }
+        if let [tree, extracted] = record.runs.as_slice() {
+            let observed = reports_read.iter().all(|r| *r);
+            checks.push(same_outcomes_check(
+                observed.then_some((&tree.testcases[..], &extracted.testcases[..])),
+            ));
         }
         ctx.suites = Some(record);
         Ok(checks)
@@ -248,6 +261,8 @@ struct RunOutcome {
     pytest_version: Option<String>,
     /// The run's checks, in order.
     checks: Vec<Check>,
+    /// Whether the run's JUnit report was read (its testcases are observed).
+    report_read: bool,
 }
 
 /// Copies the staged tree, collects, runs pytest and judges one run.
@@ -377,6 +392,9 @@ fn run_once(
             ));
         }
     }
+    if let Ok(cases) = &parsed {
+        checks.push(passing_check(name, cases, &counts));
+    }
     checks.push(strict_xfail_check(name, &parsed, &counts, &xfails));
     if counts.xpassed > 0 {
         let ids: Vec<String> = testcases
@@ -422,6 +440,7 @@ fn run_once(
         run,
         pytest_version: collection.ok().map(|c| c.pytest_version),
         checks,
+        report_read: parsed.is_ok(),
     })
 }
 
@@ -592,6 +611,206 @@ fn outcomes_check(
             "pytest exit status 0: {} test(s): {} passed, {} xfailed (expected failures, not passes), {} skipped, \
              {} xpassed (non-strict)",
             counts.tests, counts.passed, counts.xfailed, counts.skipped, counts.xpassed
+        ),
+    )
+    .with_observed(observed)
+}
+
+/// The word the evidence uses for `o` (`passed`, `xpassed-strict`, ...).
+fn outcome_word(o: SuiteOutcome) -> &'static str {
+    match o {
+        SuiteOutcome::Passed => "passed",
+        SuiteOutcome::Failed => "failed",
+        SuiteOutcome::Error => "error",
+        SuiteOutcome::Skipped => "skipped",
+        SuiteOutcome::Xfailed => "xfailed",
+        SuiteOutcome::Xpassed => "xpassed",
+        SuiteOutcome::XpassedStrict => "xpassed-strict",
+    }
+}
+
+/// `classname::name`, the id a testcase is compared and reported by.
+fn test_id(t: &SuiteTestCase) -> String {
+    format!("{}::{}", t.classname, t.name)
+}
+
+/// `<run>/passing`: a run proves something only when at least one test
+/// passed. Skips, xfails and non-strict XPASSes are not passes, so a suite
+/// whose every test is skipped (`pytestmark = pytest.mark.skip`) or xfailed
+/// fails here although pytest exits 0.
+fn passing_check(run: &str, cases: &[SuiteTestCase], counts: &SuiteCounts) -> Check {
+    let name = format!("{run}/passing");
+    let observed = json!({ "tests": counts.tests, "passed": counts.passed });
+    if counts.passed > 0 {
+        return Check::pass(
+            &name,
+            None,
+            format!("{} of {} test(s) passed", counts.passed, counts.tests),
+        )
+        .with_observed(observed);
+    }
+    let examples: Vec<String> = cases
+        .iter()
+        .take(10)
+        .map(|t| match &t.message {
+            Some(m) => format!(
+                "{} ({}: {})",
+                test_id(t),
+                outcome_word(t.outcome),
+                m.chars().take(120).collect::<String>()
+            ),
+            None => format!("{} ({})", test_id(t), outcome_word(t.outcome)),
+        })
+        .collect();
+    Check::fail(
+        &name,
+        None,
+        format!(
+            "no test passed in the {run} run: {} test(s), 0 passed, {} skipped, {} xfailed, {} xpassed \
+             (non-strict), {} failed, {} error(s){}{}; expected at least one passing test, since a suite whose \
+             tests are all skipped or expected to fail proves nothing: remove the skip marks (for example a \
+             module-level `pytestmark = pytest.mark.skip`) or name suites in [suites] paths that run",
+            counts.tests,
+            counts.skipped,
+            counts.xfailed,
+            counts.xpassed,
+            counts.failed,
+            counts.errors,
+            if examples.is_empty() { "" } else { ": " },
+            examples.join("; ")
+        ),
+    )
+    .with_observed(observed)
+}
+
+/// One test whose outcomes differ between the two runs; `None`: the run did
+/// not report it. Outcomes are sorted (a test id reported twice has two).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+struct OutcomeDifference {
+    id: String,
+    tree: Vec<SuiteOutcome>,
+    extracted: Vec<SuiteOutcome>,
+}
+
+/// Every test id whose outcomes differ between the tree run and the
+/// extraction run, in id order.
+fn outcome_differences(
+    tree: &[SuiteTestCase],
+    extracted: &[SuiteTestCase],
+) -> Vec<OutcomeDifference> {
+    let index = |cases: &[SuiteTestCase]| {
+        let mut m: BTreeMap<String, Vec<SuiteOutcome>> = BTreeMap::new();
+        for t in cases {
+            m.entry(test_id(t)).or_default().push(t.outcome);
+        }
+        for v in m.values_mut() {
+            v.sort_by_key(|o| outcome_word(*o));
+        }
+        m
+    };
+    let (a, b) = (index(tree), index(extracted));
+    let ids: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    ids.into_iter()
+        .filter_map(|id| {
+            let ta = a.get(id).cloned().unwrap_or_default();
+            let tb = b.get(id).cloned().unwrap_or_default();
+            (ta != tb).then(|| OutcomeDifference {
+                id: id.clone(),
+                tree: ta,
+                extracted: tb,
+            })
+        })
+        .collect()
+}
+
+/// `extracted/same-outcomes`: the run against DIR/extracted reports the same
+/// test ids with the same outcomes as the run against the committed tree, so
+/// what ships is tested as much as the tree. `reports` is `None` when a run's
+/// JUnit report could not be read.
+fn same_outcomes_check(reports: Option<(&[SuiteTestCase], &[SuiteTestCase])>) -> Check {
+    let name = "extracted/same-outcomes";
+    let Some((tree, extracted)) = reports else {
+        return Check::fail(
+            name,
+            None,
+            "the JUnit report of the tree run or of the DIR/extracted run was not read, so it was not observed \
+             whether both report the same tests with the same outcomes; see the `outcomes` checks",
+        );
+    };
+    let passed = |cases: &[SuiteTestCase]| {
+        cases
+            .iter()
+            .filter(|t| t.outcome == SuiteOutcome::Passed)
+            .count()
+    };
+    let (p_tree, p_extracted) = (passed(tree), passed(extracted));
+    let diffs = outcome_differences(tree, extracted);
+    let observed = json!({
+        "tree": { "tests": tree.len(), "passed": p_tree },
+        "extracted": { "tests": extracted.len(), "passed": p_extracted },
+        "differences": diffs,
+    });
+    if diffs.is_empty() {
+        return Check::pass(
+            name,
+            None,
+            format!(
+                "the tree run and the DIR/extracted run report the same {} test id(s) with the same outcomes \
+                 ({p_tree} passed in each)",
+                tree.len()
+            ),
+        )
+        .with_observed(observed);
+    }
+    let words = |v: &[SuiteOutcome]| {
+        if v.is_empty() {
+            "not reported".to_string()
+        } else {
+            v.iter()
+                .map(|o| outcome_word(*o))
+                .collect::<Vec<_>>()
+                .join("+")
+        }
+    };
+    let reason = |id: &str| {
+        extracted
+            .iter()
+            .find(|t| test_id(t) == id && t.outcome != SuiteOutcome::Passed)
+            .and_then(|t| t.message.as_deref())
+            .map(|m| format!(" ({})", m.chars().take(120).collect::<String>()))
+            .unwrap_or_default()
+    };
+    let listed: Vec<String> = diffs
+        .iter()
+        .take(20)
+        .map(|d| {
+            format!(
+                "{}: tree {}, extracted {}{}",
+                d.id,
+                words(&d.tree),
+                words(&d.extracted),
+                reason(&d.id)
+            )
+        })
+        .collect();
+    let fewer = if p_extracted < p_tree {
+        format!(
+            "fewer tests pass on DIR/extracted ({p_extracted}) than on the committed tree ({p_tree}), so the \
+             archives are tested less than the tree; "
+        )
+    } else {
+        format!("{p_tree} passed on the tree, {p_extracted} on DIR/extracted; ")
+    };
+    Check::fail(
+        name,
+        None,
+        format!(
+            "{fewer}{} test id(s) differ between the two runs: {}{}; expected the same test ids with the same \
+             outcomes: find why the tests behave differently against the archives' extraction (a file the \
+             archive leaves out, a skip or condition on the source-root variable) and make them agree",
+            diffs.len(),
+            listed.join("; "),
+            if diffs.len() > listed.len() { "; ..." } else { "" }
         ),
     )
     .with_observed(observed)
@@ -895,7 +1114,7 @@ struct Pending {
 ///
 /// # Errors
 /// A sentence when the XML is malformed.
-fn parse_junit(
+pub(crate) fn parse_junit(
     text: &str,
     xfails: &HashMap<(String, String), Option<bool>>,
 ) -> Result<Vec<SuiteTestCase>, String> {
@@ -1320,6 +1539,139 @@ mod tests {
             check.detail.contains("changed a/b/f.py"),
             "{}",
             check.detail
+        );
+    }
+
+    fn case(name: &str, outcome: SuiteOutcome, message: Option<&str>) -> SuiteTestCase {
+        SuiteTestCase {
+            classname: "R.t.test_a".into(),
+            name: name.into(),
+            outcome,
+            message: message.map(str::to_string),
+            text: None,
+            duration_ms: None,
+        }
+    }
+
+    #[test]
+    fn a_run_where_everything_is_skipped_fails_the_passing_check() {
+        let cases = vec![
+            case("test_x", SuiteOutcome::Skipped, Some("unconditional skip")),
+            case("test_y", SuiteOutcome::Skipped, Some("unconditional skip")),
+        ];
+        let c = passing_check("tree", &cases, &count(&cases));
+        assert_eq!(c.result, crate::evidence::CheckResult::Fail);
+        assert!(
+            c.detail
+                .contains("no test passed in the tree run: 2 test(s), 0 passed, 2 skipped"),
+            "{}",
+            c.detail
+        );
+        assert!(
+            c.detail
+                .contains("R.t.test_a::test_x (skipped: unconditional skip)"),
+            "{}",
+            c.detail
+        );
+        assert!(
+            c.detail.contains("pytestmark = pytest.mark.skip"),
+            "{}",
+            c.detail
+        );
+    }
+
+    #[test]
+    fn xfails_and_xpasses_alone_are_not_a_passing_run() {
+        let cases = vec![
+            case("test_x", SuiteOutcome::Xfailed, None),
+            case("test_y", SuiteOutcome::Xpassed, None),
+        ];
+        assert_eq!(
+            passing_check("extracted", &cases, &count(&cases)).result,
+            crate::evidence::CheckResult::Fail
+        );
+        assert_eq!(
+            passing_check("extracted", &[], &count(&[])).result,
+            crate::evidence::CheckResult::Fail
+        );
+        let one = vec![case("test_x", SuiteOutcome::Passed, None), cases[0].clone()];
+        assert_eq!(
+            passing_check("extracted", &one, &count(&one)).result,
+            crate::evidence::CheckResult::Pass
+        );
+    }
+
+    #[test]
+    fn fewer_passes_on_the_extraction_fail_naming_the_ids() {
+        let tree = vec![
+            case("test_x", SuiteOutcome::Passed, None),
+            case("test_y", SuiteOutcome::Passed, None),
+        ];
+        let extracted = vec![
+            case("test_x", SuiteOutcome::Passed, None),
+            case(
+                "test_y",
+                SuiteOutcome::Skipped,
+                Some("no pkg/ in the extraction"),
+            ),
+        ];
+        let c = same_outcomes_check(Some((&tree, &extracted)));
+        assert_eq!(c.result, crate::evidence::CheckResult::Fail);
+        assert!(
+            c.detail
+                .contains("fewer tests pass on DIR/extracted (1) than on the committed tree (2)"),
+            "{}",
+            c.detail
+        );
+        assert!(
+            c.detail.contains(
+                "R.t.test_a::test_y: tree passed, extracted skipped (no pkg/ in the extraction)"
+            ),
+            "{}",
+            c.detail
+        );
+        assert!(!c.detail.contains("test_x:"), "{}", c.detail);
+    }
+
+    #[test]
+    fn a_test_missing_from_one_run_or_changing_outcome_is_a_difference() {
+        let tree = vec![
+            case("test_x", SuiteOutcome::Xfailed, None),
+            case("test_y", SuiteOutcome::Passed, None),
+        ];
+        let extracted = vec![
+            case("test_x", SuiteOutcome::Failed, None),
+            case("test_z", SuiteOutcome::Passed, None),
+            case("test_y", SuiteOutcome::Passed, None),
+        ];
+        let d = outcome_differences(&tree, &extracted);
+        let ids: Vec<&str> = d.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(ids, ["R.t.test_a::test_x", "R.t.test_a::test_z"]);
+        assert_eq!(d[1].tree, []);
+        let c = same_outcomes_check(Some((&tree, &extracted)));
+        assert_eq!(c.result, crate::evidence::CheckResult::Fail);
+        assert!(
+            c.detail
+                .contains("R.t.test_a::test_z: tree not reported, extracted passed"),
+            "{}",
+            c.detail
+        );
+        assert!(
+            c.detail
+                .contains("R.t.test_a::test_x: tree xfailed, extracted failed"),
+            "{}",
+            c.detail
+        );
+        // Same ids, same outcomes, any order: agreement.
+        let mut shuffled = tree.clone();
+        shuffled.reverse();
+        assert_eq!(
+            same_outcomes_check(Some((&tree, &shuffled))).result,
+            crate::evidence::CheckResult::Pass
+        );
+        assert_eq!(
+            same_outcomes_check(None).result,
+            crate::evidence::CheckResult::Fail
         );
     }
 }

@@ -48,6 +48,11 @@ pub const WORKER_PATHS_PROBE: &str = include_str!("worker_paths.py");
 /// (see `suites_collect.py`).
 pub const SUITES_COLLECT_PROBE: &str = include_str!("suites_collect.py");
 
+/// Reads two `manifest.yaml` files with PyYAML's `yaml.safe_load`, as the
+/// SDK does (YAML 1.1), and reports the typed values (see
+/// `manifest_yaml_probe.py`).
+pub const MANIFEST_YAML_PROBE: &str = include_str!("manifest_yaml_probe.py");
+
 /// What to do when a probe did not answer: the usual cause is an
 /// interpreter that is not the SDK venv's Python.
 const NOT_AN_INTERPRETER_HINT: &str = "check that --python (or PYTHON) names a CPython 3.10+ \

@@ -5,6 +5,8 @@
 //! - `demo`: certifies a copy of `fixtures/candidate-repo` end to end.
 //! - `test`: provisions the SDK, then `cargo test --workspace` with `PYTHON` set.
 //! - `schema`: regenerates `evidence-schema/v1/evidence.schema.json`.
+//! - `fuzz`: runs every reader of untrusted bytes for N executions
+//!   (`examples/fuzz.rs`, built with `--release`) and prints the figures.
 //!
 //! Progress goes to stderr; a subcommand's result (a path, the demo's
 //! verdict) goes to stdout.
@@ -41,6 +43,9 @@ commands:
   demo     build the verifier and certify a copy of fixtures/candidate-repo; keep and print the paths
   test     provision the SDK, then `cargo test --workspace` with PYTHON set (extra args go to cargo test)
   schema   write evidence-schema/v1/evidence.schema.json from the evidence types
+  fuzz     [--execs N] [--seed S] [--only READER]: run every reader of untrusted bytes (RECORD, ZIP central
+           directory, tar extraction, manifest, profile, JUnit) N times (default 1000000) on mutated inputs;
+           print executions, time, panics and the largest allocation per reader (exit 1 on a panic)
   man      write the man page to target/man/verify-coding-candidates.1
   completions  write shell completions (bash, zsh, fish, elvish, powershell) to target/completions/
 
@@ -60,6 +65,7 @@ fn main() -> ExitCode {
         Some("demo") => demo(),
         Some("test") => test(&rest),
         Some("schema") => schema().map(|_| 0),
+        Some("fuzz") => fuzz(&rest),
         Some("man") => man(&target_dir().join("man")).map(|p| {
             println!("{}", p.display());
             0
@@ -268,6 +274,21 @@ fn test(extra: &[OsString]) -> Result<i32> {
         .env("PYTHON", &python)
         .status()
         .context("cannot start cargo test")?;
+    Ok(status.code().unwrap_or(1))
+}
+
+/// `cargo xtask fuzz [ARGS]`: `cargo run --release --example fuzz -- ARGS`.
+/// The figures go to stdout; a finding's input is saved under
+/// `target/fuzz/findings/`.
+fn fuzz(extra: &[OsString]) -> Result<i32> {
+    eprintln!("fuzz: cargo run --release --example fuzz");
+    let status = Command::new(cargo())
+        .current_dir(workspace_root())
+        .args(["run", "--release", "--example", "fuzz", "--"])
+        .args(extra)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .status()
+        .context("cannot start cargo run")?;
     Ok(status.code().unwrap_or(1))
 }
 

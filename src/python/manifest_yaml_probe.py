@@ -1,0 +1,91 @@
+# How the SDK reads two manifest.yaml files: PyYAML's `yaml.safe_load`, YAML
+# 1.1 rules, as langbot_plugin.utils.discover.engine and
+# langbot_plugin.runtime.plugin.artifact read a plugin's manifest.
+#
+# Usage: python -I -B -c <this> SOURCE ARCHIVED
+#
+#   SOURCE    the staged source's manifest.yaml (DIR/staging/source/<folder>/)
+#   ARCHIVED  the archive's manifest.yaml as extracted (DIR/extracted/<folder>/)
+#
+# Prints one JSON document: {"pyyaml": VERSION, "source": DOC, "archived":
+# DOC}, where DOC is {"value": NODE} or {"error": TEXT}. A NODE keeps the
+# Python type PyYAML constructed: {"t": "null"} | {"t": "bool", "v": b} |
+# {"t": "int", "v": "decimal text"} | {"t": "float", "v": "repr"} |
+# {"t": "str", "v": s} | {"t": "bytes", "v": "base64"} |
+# {"t": "timestamp", "v": "isoformat"} | {"t": "seq", "v": [NODE...]} |
+# {"t": "map", "v": [[KEY NODE, VALUE NODE]...]} | {"t": "other", "v": repr}.
+# Nothing is decided here.
+import base64
+import datetime
+import json
+import sys
+
+import yaml
+
+# Aliases can make a small document expand exponentially; a manifest never
+# needs this many nodes.
+NODE_BUDGET = 100_000
+
+
+class TooLarge(Exception):
+    pass
+
+
+def encode(value, budget, active):
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise TooLarge(f"more than {NODE_BUDGET} nodes once aliases are expanded")
+    if value is None:
+        return {"t": "null"}
+    if isinstance(value, bool):
+        return {"t": "bool", "v": value}
+    if isinstance(value, int):
+        return {"t": "int", "v": str(value)}
+    if isinstance(value, float):
+        return {"t": "float", "v": repr(value)}
+    if isinstance(value, str):
+        return {"t": "str", "v": value}
+    if isinstance(value, bytes):
+        return {"t": "bytes", "v": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, (datetime.datetime, datetime.date)):
+        return {"t": "timestamp", "v": value.isoformat()}
+    if isinstance(value, (list, tuple, dict, set)):
+        if id(value) in active:
+            raise TooLarge("a recursive alias (a node that contains itself)")
+        active.add(id(value))
+        try:
+            if isinstance(value, dict):
+                return {
+                    "t": "map",
+                    "v": [[encode(k, budget, active), encode(v, budget, active)] for k, v in value.items()],
+                }
+            if isinstance(value, set):
+                # !!set: a mapping of keys to null, unordered in Python.
+                return {
+                    "t": "map",
+                    "v": [[encode(k, budget, active), {"t": "null"}] for k in sorted(value, key=repr)],
+                }
+            return {"t": "seq", "v": [encode(v, budget, active) for v in value]}
+        finally:
+            active.discard(id(value))
+    return {"t": "other", "v": repr(value)}
+
+
+def read(path):
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            value = yaml.safe_load(f)
+        return {"value": encode(value, [NODE_BUDGET], set())}
+    except Exception as e:  # the SDK would refuse the manifest: report why
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+print(
+    json.dumps(
+        {
+            "pyyaml": yaml.__version__,
+            "source": read(sys.argv[1]),
+            "archived": read(sys.argv[2]),
+        }
+    )
+)
