@@ -8,8 +8,9 @@
 mod common;
 
 use common::{
-    assert_unchanged, check, evidence_dir, exit_code, fixture_repo, gate_result, read_evidence,
-    stderr_text, stdout_text, tree_snapshot, verifier,
+    assert_unchanged, both, check, checks, evidence_dir, exit_code, fixture_repo, gate_result,
+    processes_under, read_evidence, replay_output, stderr_text, stdout_text, tree_snapshot,
+    verifier,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -357,4 +358,92 @@ fn naming_the_historical_file_as_a_suite_fails_the_historical_check() {
             "{name}: 1 relay xfail + 5 historical xfails"
         );
     }
+}
+
+#[test]
+fn a_test_process_that_leaves_its_group_is_residue_stopped_before_the_evidence_is_sealed() {
+    const ESCAPED: &str = "sh -c sleep 15; echo late > late.txt";
+    let repo = fixture_repo(&["suite-escapes-group"]);
+    let escape = "Runner/certification-tests/test_escaped_child.py";
+    let (code, ev, _keep, dir, text) =
+        run_suites(&repo.root, Some(&profile_with_paths(&[RELAY, escape])));
+    // Right after the run, before anything else: nothing of it is alive.
+    let survivors = processes_under(&dir);
+    assert!(survivors.is_empty(), "survived the run: {survivors:#?}");
+
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
+    let residue: Vec<&Value> = checks(&ev, "suites")
+        .iter()
+        .filter(|c| c["name"] == "RESIDUE")
+        .collect();
+    // Each run (tree, extracted) left `sh` and its `sleep`.
+    let cmdlines: Vec<&str> = residue
+        .iter()
+        .map(|c| c["observed"]["cmdline"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        cmdlines.iter().filter(|c| **c == ESCAPED).count(),
+        2,
+        "{residue:#?}"
+    );
+    assert_eq!(
+        cmdlines.iter().filter(|c| **c == "sleep 15").count(),
+        2,
+        "{residue:#?}"
+    );
+    assert_eq!(residue.len(), 4, "{residue:#?}");
+    for c in &residue {
+        assert_eq!(c["result"], "fail", "{c}");
+        let pid = c["observed"]["pid"].as_i64().unwrap();
+        let cmdline = c["observed"]["cmdline"].as_str().unwrap();
+        let detail = c["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(&format!(
+                "pid {pid} `{cmdline}` was still running after the gate finished"
+            )),
+            "{detail}"
+        );
+        assert!(detail.contains("and reaped"), "{detail}");
+        // Gone: no process of that pid with that command line (a reused pid runs something else).
+        let now = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert_ne!(
+            String::from_utf8_lossy(&now).replace('\0', " ").trim(),
+            cmdline,
+            "pid {pid} still runs"
+        );
+    }
+    let shells: Vec<&&Value> = residue
+        .iter()
+        .filter(|c| c["observed"]["cmdline"] == ESCAPED)
+        .collect();
+    for c in shells {
+        let detail = c["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("re-parented to the harness"),
+            "pytest had exited, so the shell was the harness's orphan: {detail}"
+        );
+    }
+    // The other checks still pass: the residue alone failed the gate.
+    assert!(
+        checks(&ev, "suites")
+            .iter()
+            .filter(|c| c["name"] != "RESIDUE")
+            .all(|c| c["result"] != "fail"),
+        "{text}"
+    );
+
+    // Past the moment the escaped pair would have written `late.txt`: nothing
+    // was written, and the untouched evidence replays.
+    std::thread::sleep(std::time::Duration::from_secs(20));
+    let late: Vec<_> = walkdir::WalkDir::new(&dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name() == "late.txt")
+        .map(|e| e.path().display().to_string())
+        .collect();
+    assert!(late.is_empty(), "written after the run: {late:?}");
+    let out = replay_output(&dir, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(stdout_text(&out).contains("REPLAY OK"), "{}", both(&out));
 }
