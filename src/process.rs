@@ -574,8 +574,9 @@ impl Running {
         if let Some(stopped) = &self.stopped {
             return stopped.clone();
         }
-        self.close_stdin();
+        // Looked at before stdin closes: end of input may end the child.
         let exited_on_its_own = self.try_status().is_some();
+        self.close_stdin();
         let mut term_sent = false;
         let mut needed_kill = false;
         if !exited_on_its_own || !group_is_empty(self.pgid) {

@@ -360,13 +360,34 @@ fn naming_the_historical_file_as_a_suite_fails_the_historical_check() {
     }
 }
 
+/// The command line of the process `suite-escapes-group` starts in a session
+/// of its own, and the test file that starts it.
+const ESCAPED: &str = "sh -c sleep 15; echo late > late.txt";
+const ESCAPE_SUITE: &str = "Runner/certification-tests/test_escaped_child.py";
+
+/// Waits past the moment an escaped `sleep 15` would have written `late.txt`,
+/// then checks that nothing wrote it and that the evidence replays.
+fn assert_no_late_write_and_replay_matches(dir: &Path) {
+    std::thread::sleep(std::time::Duration::from_secs(20));
+    let late: Vec<_> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name() == "late.txt")
+        .map(|e| e.path().display().to_string())
+        .collect();
+    assert!(late.is_empty(), "written after the run: {late:?}");
+    let out = replay_output(dir, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(stdout_text(&out).contains("REPLAY OK"), "{}", both(&out));
+}
+
 #[test]
 fn a_test_process_that_leaves_its_group_is_residue_stopped_before_the_evidence_is_sealed() {
-    const ESCAPED: &str = "sh -c sleep 15; echo late > late.txt";
     let repo = fixture_repo(&["suite-escapes-group"]);
-    let escape = "Runner/certification-tests/test_escaped_child.py";
-    let (code, ev, _keep, dir, text) =
-        run_suites(&repo.root, Some(&profile_with_paths(&[RELAY, escape])));
+    let (code, ev, _keep, dir, text) = run_suites(
+        &repo.root,
+        Some(&profile_with_paths(&[RELAY, ESCAPE_SUITE])),
+    );
     // Right after the run, before anything else: nothing of it is alive.
     let survivors = processes_under(&dir);
     assert!(survivors.is_empty(), "survived the run: {survivors:#?}");
@@ -433,17 +454,61 @@ fn a_test_process_that_leaves_its_group_is_residue_stopped_before_the_evidence_i
         "{text}"
     );
 
-    // Past the moment the escaped pair would have written `late.txt`: nothing
-    // was written, and the untouched evidence replays.
-    std::thread::sleep(std::time::Duration::from_secs(20));
-    let late: Vec<_> = walkdir::WalkDir::new(&dir)
-        .into_iter()
-        .flatten()
-        .filter(|e| e.file_name() == "late.txt")
-        .map(|e| e.path().display().to_string())
+    assert_no_late_write_and_replay_matches(&dir);
+}
+
+#[test]
+fn sigint_while_an_escaped_process_runs_stops_it_before_the_evidence_is_sealed() {
+    use std::time::{Duration, Instant};
+    let repo = fixture_repo(&["suite-escapes-group"]);
+    let (keep, dir) = evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    std::fs::write(&profile, profile_with_paths(&[ESCAPE_SUITE])).unwrap();
+    let mut child =
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("verify-coding-candidates"))
+            .env("PYTHON", common::python())
+            .arg("--repo")
+            .arg(&repo.root)
+            .arg("--evidence")
+            .arg(&dir)
+            .arg("--profile")
+            .arg(&profile)
+            .args(["--only", "suites"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    // Ctrl-C once the escaped shell runs (a terminal's Ctrl-C would not reach
+    // it either: it has a session of its own).
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !processes_under(&dir).iter().any(|p| p.contains(ESCAPED)) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before the escaped process started"
+        );
+        assert!(Instant::now() < deadline, "no escaped process within 300 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(exit::INTERRUPTED)),
+        "{}",
+        both(&out)
+    );
+    let survivors = processes_under(&dir);
+    assert!(survivors.is_empty(), "survived the run: {survivors:#?}");
+    let ev = read_evidence(&dir);
+    assert_eq!(ev["verdict"], "incomplete", "{}", both(&out));
+    let escaped: Vec<&Value> = checks(&ev, "suites")
+        .iter()
+        .filter(|c| c["name"] == "RESIDUE" && c["observed"]["cmdline"] == ESCAPED)
         .collect();
-    assert!(late.is_empty(), "written after the run: {late:?}");
-    let out = replay_output(&dir, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-    assert!(stdout_text(&out).contains("REPLAY OK"), "{}", both(&out));
+    assert!(!escaped.is_empty(), "{}", ev["gates"]);
+    assert_no_late_write_and_replay_matches(&dir);
 }
