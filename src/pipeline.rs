@@ -8,7 +8,7 @@ use crate::evidence::{
     self, CandidateRecord, Check, CheckResult, Evidence, GateRecord, GateResult, ProfileRecord,
     Sdk, Selection, SignOff, Source, Tool, Verdict,
 };
-use crate::{gates, git, hash, interrupt, profile};
+use crate::{gates, git, hash, interrupt, process, profile};
 use std::path::{Component, Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
@@ -107,6 +107,12 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         ))
     })?;
     interrupt::install().map_err(|e| SetupError(format!("cannot install signal handlers: {e}")))?;
+    process::residue::become_subreaper().map_err(|e| {
+        SetupError(format!(
+            "cannot become the child subreaper (prctl PR_SET_CHILD_SUBREAPER): {e}; processes that \
+             leave their group could not be found and stopped"
+        ))
+    })?;
 
     let profile_record = ProfileRecord {
         name: loaded.profile.name.clone(),
@@ -177,6 +183,23 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         .into_iter()
         .filter(|id| !not_applicable.contains(id))
         .collect();
+    // Sealed only when nothing of the run is alive: each gate swept its own
+    // residue; this catches what an interrupted or skipped step left.
+    let late = process::residue::after_gate();
+    if let Some(last) = records
+        .iter_mut()
+        .rev()
+        .find(|g| g.required && !late.is_empty())
+    {
+        if last.result == GateResult::Pass {
+            last.result = GateResult::Fail;
+            last.reason = Some(format!(
+                "{} process(es) of the run outlived the gates",
+                late.len()
+            ));
+        }
+        last.checks.extend(late);
+    }
     // Details name files under the evidence directory as DIR/..., so they
     // stay true when the directory is moved (a CI artifact, a reviewer's copy).
     let mut prefixes = vec![evidence_dir.display().to_string()];
@@ -322,7 +345,7 @@ fn run_gates(
         // A panicking gate is a harness defect; it must still leave evidence
         // behind (verdict `fail`), never abort the run without writing it.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gate.run(ctx)));
-        let checks = match outcome {
+        let mut checks = match outcome {
             Ok(Ok(checks)) => checks,
             Ok(Err(message)) => vec![Check::fail("gate-error", None, message)],
             Err(panic) => {
@@ -341,6 +364,8 @@ fn run_gates(
                 )]
             }
         };
+        // Nothing a gate starts outlives it: what did is a failing RESIDUE check.
+        checks.extend(process::residue::after_gate());
         record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let failed = checks
             .iter()

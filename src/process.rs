@@ -1,34 +1,71 @@
 //! The one way every gate runs a child process.
 //!
 //! A [`ChildSpec`] names the program, arguments, working directory, the whole
-//! environment (the child inherits nothing), a timeout and the log files. The
-//! child gets its own process group; on timeout or interrupt the group is sent
-//! SIGTERM, given [`GRACE`], then SIGKILL. After the leader exits the group is
-//! swept the same way, so no grandchild outlives the step.
+//! environment (the child inherits nothing), a timeout and the log files.
+//! [`duct`] spawns, feeds, captures and waits: the environment is cleared and
+//! set explicitly, stdin is the given bytes or `/dev/null`, output goes to
+//! the log files, a non-zero exit is a result rather than an error, and a
+//! `before_spawn` hook gives the child its own process group. What is ours:
+//! signals to that group (SIGTERM, [`GRACE`], SIGKILL, then the group swept
+//! the same way once the leader is gone) and, in [`residue`], the survey of
+//! what outlives a gate however it left its group.
+//!
+//! [`run`] runs a step to completion; [`spawn`] and [`spawn_long`] start a
+//! child the caller drives (a server, a worker spoken to in lines) and return
+//! one handle type, [`Running`], stopped by [`Running::stop`] or on drop.
+
+pub mod residue;
 
 use crate::interrupt;
-use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal};
-use std::collections::BTreeMap;
+use rustix::process::{kill_process_group, Pid, Signal};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Time between SIGTERM and SIGKILL when a process group is stopped.
 pub const GRACE: Duration = Duration::from_secs(3);
 
-/// How often a running child is polled for exit, timeout and interrupt.
+/// How often a group is polled for emptiness while it is being stopped.
 const POLL: Duration = Duration::from_millis(10);
+
+/// Longest single wait on a running child before the timeout and the
+/// interrupt flag are looked at again.
+const WAKE: Duration = Duration::from_millis(100);
+
+/// Raw wait status of a process killed by SIGKILL: what a leader whose
+/// status could not be read is reported as.
+const KILLED: i32 = 9;
 
 /// Most bytes of each stream kept in memory for [`ChildOutput`]; the log files
 /// hold everything.
 const CAPTURE_LIMIT: u64 = 64 * 1024 * 1024;
 
+/// Longest stdout line kept from a [`spawn_long`] child, in bytes; the rest of
+/// a longer line is dropped.
+const LONG_LINE_LIMIT: u64 = 1024 * 1024;
+
 /// Names of variables a child may inherit from the harness when a gate asks
 /// for the base environment ([`base_env`]).
 pub const ALLOWLIST: &[&str] = &["PATH", "LANG"];
+
+/// Leaders started here and not yet reaped by their handle: [`residue`] never
+/// reaps these (their exit status belongs to the handle).
+static HELD: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+fn held() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
+    HELD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// True while a [`Running`] handle owns process `pid` (it will reap it).
+pub(crate) fn is_held(pid: u32) -> bool {
+    held().contains(&pid)
+}
 
 /// A child process to run.
 #[derive(Debug, Clone)]
@@ -92,8 +129,7 @@ impl ChildOutput {
         if text.trim().is_empty() {
             text = self.stdout_text();
         }
-        let all: Vec<&str> = text.lines().collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
+        last_lines(&text, lines)
     }
 
     /// "exit status 3", "killed by signal 9" or "timed out".
@@ -101,11 +137,7 @@ impl ChildOutput {
         if self.timed_out {
             return "timed out and was stopped".into();
         }
-        match (self.status.code(), self.status.signal()) {
-            (Some(code), _) => format!("exit status {code}"),
-            (None, Some(sig)) => format!("killed by signal {sig}"),
-            _ => "unknown status".into(),
-        }
+        describe_status(self.status)
     }
 }
 
@@ -155,166 +187,285 @@ pub fn base_env() -> BTreeMap<String, String> {
     env
 }
 
-/// Runs `spec` to completion (or timeout, or interrupt).
+/// Runs `spec` to completion (or timeout, or interrupt), then stops whatever
+/// of its process group is left.
 ///
 /// # Errors
 /// [`RunError`] when the child cannot be started or its logs created, or when
 /// the run is interrupted.
 pub fn run(spec: &ChildSpec) -> Result<ChildOutput, RunError> {
-    let (out_file, err_file, (out_path, err_path)) = open_logs(&spec.log_stem)?;
-
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(&spec.env)
-        .stdout(Stdio::from(out_file))
-        .stderr(Stdio::from(err_file))
-        .stdin(if spec.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .process_group(0);
-    let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
-        program: spec.program.display().to_string(),
-        cwd: spec.cwd.display().to_string(),
-        source,
-    })?;
-    let pgid = Pid::from_child(&child);
-    if let (Some(bytes), Some(mut stdin)) = (&spec.stdin, child.stdin.take()) {
-        // A child that exits without reading its input is not an error here.
-        let _ = stdin.write_all(bytes);
-    }
-
+    let mut child = spawn(spec)?;
     let mut timed_out = false;
     let mut interrupted = false;
-    let status = loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            break status;
-        }
-        if started.elapsed() >= spec.timeout {
+    while child.try_status().is_none() {
+        if child.timed_out() {
             timed_out = true;
-            stop_group(pgid);
-            break child.wait().unwrap_or_else(|_| ExitStatus::from_raw(9));
+            break;
         }
         if interrupt::requested() {
             interrupted = true;
-            stop_group(pgid);
-            break child.wait().unwrap_or_else(|_| ExitStatus::from_raw(9));
+            break;
         }
-        std::thread::sleep(POLL);
-    };
-    let stragglers_killed = group_alive(pgid);
-    if stragglers_killed {
-        stop_group(pgid);
+        let left = spec.timeout.saturating_sub(child.elapsed());
+        child.wait_timeout(left.min(WAKE));
     }
-    let duration = started.elapsed();
-
-    let mut cmd_log = format!(
-        "cwd: {}\nprogram: {}\n",
-        spec.cwd.display(),
-        spec.program.display()
-    );
-    for a in &spec.args {
-        cmd_log.push_str(&format!("arg: {a}\n"));
-    }
-    for k in spec.env.keys() {
-        cmd_log.push_str(&format!("env: {k}\n"));
-    }
-    cmd_log.push_str(&format!(
-        "status: {status:?}\ntimed_out: {timed_out}\nstragglers_killed: {stragglers_killed}\nduration_ms: {}\n",
-        duration.as_millis()
-    ));
-    let _ = fs::write(with_ext(&spec.log_stem, "cmd"), cmd_log);
-
+    let stopped = child.stop();
     if interrupted {
         return Err(RunError::Interrupted {
             program: spec.program.display().to_string(),
         });
     }
+    let (out_path, err_path) = child.logs().clone();
     Ok(ChildOutput {
-        status,
+        status: stopped.status,
         stdout: read_capped(&out_path),
         stderr: read_capped(&err_path),
         timed_out,
-        duration,
-        stragglers_killed,
+        duration: stopped.duration,
+        stragglers_killed: stopped.exited_on_its_own && stopped.term_sent,
         logs: (out_path, err_path),
     })
 }
 
-/// A long-running child started by [`spawn`]: a server the caller talks to
-/// (for example the SDK runtime of the `discovery-rpc` gate) rather than a
-/// step that runs to completion.
+/// A child spoken to in lines over its stdin and stdout (JSON lines, for
+/// example), started by [`spawn_long`]: same discipline as [`run`] (own
+/// process group, the whole environment given, logs under `log_stem`), but
+/// the caller drives it and stops it. Used for the `worker-isolation` gate's
+/// workers.
+#[derive(Debug, Clone)]
+pub struct LongSpec {
+    /// Program path or name (looked up on the child's `PATH`).
+    pub program: PathBuf,
+    /// Arguments, without the program.
+    pub args: Vec<String>,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// The child's whole environment.
+    pub env: BTreeMap<String, String>,
+    /// Log file stem: `<stem>.stdout` (every line the child printed),
+    /// `<stem>.stderr`, `<stem>.stdin` (every line sent), `<stem>.cmd`.
+    pub log_stem: PathBuf,
+    /// Values replaced by `<redacted>` in `<stem>.cmd` (a token passed on the
+    /// command line, for example).
+    pub redact: Vec<String>,
+}
+
+/// A started child: a server the caller talks to (the SDK runtime of the
+/// `discovery-rpc` gate, from [`spawn`]), a worker spoken to in lines (from
+/// [`spawn_long`]), or a step of [`run`].
 ///
-/// Same discipline as [`run`]: its own process group, exactly the given
-/// environment, output in `<stem>.stdout`/`<stem>.stderr`, the command line
-/// and result in `<stem>.cmd` (written by [`Running::stop`]). The spec's
-/// `timeout` is not enforced by a thread: the caller polls
-/// [`Running::timed_out`] and must end the child with [`Running::stop`].
+/// The spec's `timeout` is not enforced by a thread: the caller polls
+/// [`Running::timed_out`] and ends the child with [`Running::stop`].
 /// Dropping a `Running` that was not stopped stops its group (TERM, grace,
 /// KILL), so an early return never leaves it running.
 #[derive(Debug)]
 pub struct Running {
-    child: Option<std::process::Child>,
+    handle: duct::Handle,
+    pid: u32,
     pgid: Pid,
     started: Instant,
-    spec: ChildSpec,
+    timeout: Duration,
     logs: (PathBuf, PathBuf),
+    cmd_log: PathBuf,
+    cmd_text: String,
+    status: Option<ExitStatus>,
+    talk: Option<Talk>,
+    stopped: Option<Stopped>,
 }
 
-/// How a [`Running`] child ended.
+/// The line channel of a [`spawn_long`] child.
+#[derive(Debug)]
+struct Talk {
+    stdin: Option<io::PipeWriter>,
+    stdin_log: File,
+    lines: Receiver<String>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How a [`Running`] child ended, from [`Running::stop`].
 #[derive(Debug, Clone)]
 pub struct Stopped {
     /// Exit status of the group leader.
     pub status: ExitStatus,
     /// The leader had already exited before `stop` was called.
     pub exited_on_its_own: bool,
+    /// SIGTERM was sent to the group (the leader ran, or the group still held
+    /// live members after it exited).
+    pub term_sent: bool,
     /// SIGTERM was not enough within [`GRACE`]: SIGKILL was sent to the group.
     pub needed_kill: bool,
-    /// After stopping, no process of the group answered signal 0 (checked
-    /// with the operating system for up to [`GRACE`]).
+    /// After stopping, no live process of the group was left (read from
+    /// `/proc` for up to [`GRACE`]).
     pub group_empty: bool,
     /// Wall-clock lifetime.
     pub duration: Duration,
 }
 
-/// Starts `spec` in its own process group and returns at once.
+impl Stopped {
+    /// The leader's status as text (`exit status 0`, `killed by signal 9`).
+    pub fn describe(&self) -> String {
+        describe_status(self.status)
+    }
+}
+
+/// Starts `spec` in its own process group and returns at once: stdin is the
+/// spec's bytes (or `/dev/null`), stdout and stderr go to the log files.
 ///
 /// # Errors
 /// [`RunError`] when the child cannot be started or its logs created.
 pub fn spawn(spec: &ChildSpec) -> Result<Running, RunError> {
-    let (out_file, err_file, logs) = open_logs(&spec.log_stem)?;
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(&spec.env)
-        .stdout(Stdio::from(out_file))
-        .stderr(Stdio::from(err_file))
-        .stdin(Stdio::null())
-        .process_group(0);
-    let child = cmd.spawn().map_err(|source| RunError::Spawn {
+    create_log_dir(&spec.log_stem)?;
+    let out_path = with_ext(&spec.log_stem, "stdout");
+    let err_path = with_ext(&spec.log_stem, "stderr");
+    let stdout = create_log(&out_path)?;
+    let stderr = create_log(&err_path)?;
+    let expression = expression(spec).stdout_file(stdout).stderr_file(stderr);
+    let expression = match &spec.stdin {
+        Some(bytes) => expression.stdin_bytes(bytes.clone()),
+        None => expression.stdin_null(),
+    };
+    start(spec, &expression, (out_path, err_path), &[], None)
+}
+
+/// Starts `spec` in its own process group with stdin and stdout as line
+/// channels ([`Running::send_line`], [`Running::recv_line`]); every line goes
+/// to the logs too.
+///
+/// # Errors
+/// [`RunError`] when the child cannot be started or its logs created.
+pub fn spawn_long(spec: &LongSpec) -> Result<Running, RunError> {
+    let child = ChildSpec {
+        program: spec.program.clone(),
+        args: spec.args.clone(),
+        cwd: spec.cwd.clone(),
+        env: spec.env.clone(),
+        timeout: Duration::MAX,
+        log_stem: spec.log_stem.clone(),
+        stdin: None,
+    };
+    create_log_dir(&spec.log_stem)?;
+    let out_path = with_ext(&spec.log_stem, "stdout");
+    let err_path = with_ext(&spec.log_stem, "stderr");
+    let stderr = create_log(&err_path)?;
+    let mut out_log = create_log(&out_path)?;
+    let stdin_log = create_log(&with_ext(&spec.log_stem, "stdin"))?;
+    let pipe_error = |source| RunError::Spawn {
+        program: spec.program.display().to_string(),
+        cwd: spec.cwd.display().to_string(),
+        source,
+    };
+    let (stdin_read, stdin_write) = io::pipe().map_err(pipe_error)?;
+    let (stdout_read, stdout_write) = io::pipe().map_err(pipe_error)?;
+    // The expression owns the child's ends; it is dropped once the child has
+    // them, so the pipes close when the child (and whatever inherited them) do.
+    let expression = expression(&child)
+        .stdin_file(stdin_read)
+        .stdout_file(stdout_write)
+        .stderr_file(stderr);
+    let (tx, lines) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut reader = io::BufReader::new(stdout_read);
+        loop {
+            let mut buf = Vec::new();
+            match Read::take(&mut reader, LONG_LINE_LIMIT).read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if !buf.ends_with(b"\n") {
+                // Over-long line: drop the rest of it.
+                let _ = reader.read_until(b'\n', &mut Vec::new());
+                buf.push(b'\n');
+            }
+            let _ = out_log.write_all(&buf);
+            if tx
+                .send(String::from_utf8_lossy(&buf).trim_end().to_string())
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let talk = Talk {
+        stdin: Some(stdin_write),
+        stdin_log,
+        lines,
+        reader: Some(reader),
+    };
+    start(
+        &child,
+        &expression,
+        (out_path, err_path),
+        &spec.redact,
+        Some(talk),
+    )
+}
+
+/// The duct expression of `spec`: program, arguments, cwd, exactly the given
+/// environment, exit status unchecked, own process group.
+fn expression(spec: &ChildSpec) -> duct::Expression {
+    // `as_os_str`: a bare name is looked up on PATH as std does (duct would
+    // turn a relative `Path` into `./name`).
+    duct::cmd(spec.program.as_os_str(), &spec.args)
+        .dir(&spec.cwd)
+        .full_env(&spec.env)
+        .unchecked()
+        .before_spawn(|command| {
+            command.process_group(0);
+            Ok(())
+        })
+}
+
+fn start(
+    spec: &ChildSpec,
+    expression: &duct::Expression,
+    logs: (PathBuf, PathBuf),
+    redact: &[String],
+    talk: Option<Talk>,
+) -> Result<Running, RunError> {
+    let handle = expression.start().map_err(|source| RunError::Spawn {
         program: spec.program.display().to_string(),
         cwd: spec.cwd.display().to_string(),
         source,
     })?;
-    let pgid = Pid::from_child(&child);
+    let started = Instant::now();
+    let pid = handle.pids()[0];
+    held().insert(pid);
+    let pgid = Pid::from_raw(pid as i32).expect("a started child has a positive pid");
+    let mut cmd_text = format!(
+        "cwd: {}\nprogram: {}\n",
+        spec.cwd.display(),
+        spec.program.display()
+    );
+    for a in &spec.args {
+        let mut a = a.clone();
+        for secret in redact.iter().filter(|s| !s.is_empty()) {
+            a = a.replace(secret.as_str(), "<redacted>");
+        }
+        cmd_text.push_str(&format!("arg: {a}\n"));
+    }
+    for k in spec.env.keys() {
+        cmd_text.push_str(&format!("env: {k}\n"));
+    }
+    cmd_text.push_str(&format!("pid: {pid}\n"));
     Ok(Running {
-        child: Some(child),
+        handle,
+        pid,
         pgid,
-        started: Instant::now(),
-        spec: spec.clone(),
+        started,
+        timeout: spec.timeout,
         logs,
+        cmd_log: with_ext(&spec.log_stem, "cmd"),
+        cmd_text,
+        status: None,
+        talk,
+        stopped: None,
     })
 }
 
 impl Running {
     /// Process id of the leader (also the process group id).
     pub fn pid(&self) -> u32 {
-        self.pgid.as_raw_nonzero().get() as u32
+        self.pid
     }
 
     /// The process group id.
@@ -322,22 +473,43 @@ impl Running {
         self.pgid
     }
 
-    /// Time since [`spawn`].
+    /// Time since the child started.
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()
     }
 
     /// True once the spec's `timeout` has elapsed.
     pub fn timed_out(&self) -> bool {
-        self.elapsed() >= self.spec.timeout
+        self.elapsed() >= self.timeout
     }
 
-    /// The leader's exit status if it has exited (the group may still hold
-    /// other processes).
+    /// The leader's exit status if it has exited, reaping it (the group may
+    /// still hold other processes).
     pub fn try_status(&mut self) -> Option<ExitStatus> {
-        self.child
-            .as_mut()
-            .and_then(|c| c.try_wait().ok().flatten())
+        if self.status.is_none() {
+            self.status = match self.handle.try_wait() {
+                Ok(Some(output)) => Some(output.status),
+                Ok(None) => None,
+                // Not ours to wait for any more: report it as killed.
+                Err(_) => Some(ExitStatus::from_raw(KILLED)),
+            };
+        }
+        self.status
+    }
+
+    /// The leader's exit status if it has exited (reaping it); the same as
+    /// [`Running::try_status`].
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.try_status()
+    }
+
+    /// Waits up to `timeout` for the leader to exit.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        if self.try_status().is_none() {
+            // Woken by SIGCHLD (duct's waiter), not by polling.
+            let _ = self.handle.wait_timeout(timeout);
+        }
+        self.try_status()
     }
 
     /// `<stem>.stdout`, `<stem>.stderr`.
@@ -347,128 +519,169 @@ impl Running {
 
     /// The last `lines` lines of the stderr log, else of the stdout log.
     pub fn tail(&self, lines: usize) -> String {
-        log_tail(&self.logs, lines)
-    }
-
-    /// Stops the whole group (SIGTERM, up to [`GRACE`], SIGKILL), reaps the
-    /// leader, checks that the group is empty and writes `<stem>.cmd`.
-    pub fn stop(mut self) -> Stopped {
-        self.stop_inner()
-    }
-
-    fn stop_inner(&mut self) -> Stopped {
-        let Some(mut child) = self.child.take() else {
-            return Stopped {
-                status: ExitStatus::from_raw(0),
-                exited_on_its_own: true,
-                needed_kill: false,
-                group_empty: live_group_members(self.pgid).is_empty(),
-                duration: self.elapsed(),
-            };
-        };
-        let mut status = child.try_wait().ok().flatten();
-        let exited_on_its_own = status.is_some();
-        // TERM the group, then reap the leader while waiting for the group to
-        // empty: an unreaped leader is a zombie that still "belongs" to it.
-        let _ = kill_process_group(self.pgid, Signal::TERM);
-        let deadline = Instant::now() + GRACE;
-        let mut needed_kill = false;
-        loop {
-            if status.is_none() {
-                status = child.try_wait().ok().flatten();
-            }
-            if status.is_some() && live_group_members(self.pgid).is_empty() {
-                break;
-            }
-            if Instant::now() >= deadline {
-                needed_kill = true;
-                let _ = kill_process_group(self.pgid, Signal::KILL);
-                break;
-            }
-            std::thread::sleep(POLL);
+        let read = |p: &Path| String::from_utf8_lossy(&read_capped(p)).into_owned();
+        let mut text = read(&self.logs.1);
+        if text.trim().is_empty() {
+            text = read(&self.logs.0);
         }
-        let status = match status {
-            Some(s) => s,
-            None => child.wait().unwrap_or_else(|_| ExitStatus::from_raw(9)),
-        };
+        last_lines(&text, lines)
+    }
+
+    /// Writes `line` and a newline to the child's stdin (and to `<stem>.stdin`).
+    ///
+    /// # Errors
+    /// When stdin is closed, was never a channel ([`spawn`]), or the write
+    /// fails (the child exited, typically).
+    pub fn send_line(&mut self, line: &str) -> io::Result<()> {
+        let talk = self
+            .talk
+            .as_mut()
+            .filter(|t| t.stdin.is_some())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "stdin closed"))?;
+        let stdin = talk.stdin.as_mut().expect("checked above");
+        stdin.write_all(line.as_bytes())?;
+        stdin.write_all(b"\n")?;
+        stdin.flush()?;
+        let _ = writeln!(talk.stdin_log, "{line}");
+        Ok(())
+    }
+
+    /// Closes the child's stdin (end of input).
+    pub fn close_stdin(&mut self) {
+        if let Some(talk) = self.talk.as_mut() {
+            talk.stdin = None;
+        }
+    }
+
+    /// The next stdout line, waiting up to `timeout`.
+    ///
+    /// # Errors
+    /// `Timeout` when no line came in time; `Disconnected` once stdout closed
+    /// (or when stdout was never a channel).
+    pub fn recv_line(&self, timeout: Duration) -> Result<String, RecvTimeoutError> {
+        match &self.talk {
+            Some(talk) => talk.lines.recv_timeout(timeout),
+            None => Err(RecvTimeoutError::Disconnected),
+        }
+    }
+
+    /// Stops the whole group: SIGTERM (unless the leader exited and left no
+    /// one behind), up to [`GRACE`] for the leader to exit and the group to
+    /// empty, then SIGKILL; reaps the leader, sweeps the group with SIGKILL
+    /// for up to [`GRACE`] more and writes `<stem>.cmd`. Idempotent: a second
+    /// call returns the first report.
+    pub fn stop(&mut self) -> Stopped {
+        if let Some(stopped) = &self.stopped {
+            return stopped.clone();
+        }
+        // Looked at before stdin closes: end of input may end the child.
+        let exited_on_its_own = self.try_status().is_some();
+        self.close_stdin();
+        let mut term_sent = false;
+        let mut needed_kill = false;
+        if !exited_on_its_own || !group_is_empty(self.pgid) {
+            term_sent = kill_process_group(self.pgid, Signal::TERM).is_ok();
+            let deadline = Instant::now() + GRACE;
+            // The leader is reaped while waiting: unreaped, it is a zombie
+            // that still belongs to the group.
+            while self.try_status().is_none() || !group_is_empty(self.pgid) {
+                if Instant::now() >= deadline {
+                    needed_kill = true;
+                    let _ = kill_process_group(self.pgid, Signal::KILL);
+                    break;
+                }
+                if self.wait_timeout(POLL).is_some() {
+                    std::thread::sleep(POLL);
+                }
+            }
+        }
+        // After SIGKILL the leader exits at once; the bound only guards
+        // against a stdin writer kept waiting by an escaped reader.
         let deadline = Instant::now() + GRACE;
-        while !live_group_members(self.pgid).is_empty() && Instant::now() < deadline {
+        while self.wait_timeout(WAKE).is_none() && Instant::now() < deadline {}
+        let status = self
+            .try_status()
+            .unwrap_or_else(|| ExitStatus::from_raw(KILLED));
+        let deadline = Instant::now() + GRACE;
+        while !group_is_empty(self.pgid) && Instant::now() < deadline {
             let _ = kill_process_group(self.pgid, Signal::KILL);
             std::thread::sleep(POLL);
         }
-        let group_empty = live_group_members(self.pgid).is_empty();
-        let duration = self.elapsed();
-        write_cmd_log(
-            &self.spec,
-            &format!(
-                "status: {status:?}\nexited_on_its_own: {exited_on_its_own}\nneeded_kill: {needed_kill}\ngroup_empty: {group_empty}\nduration_ms: {}\n",
-                duration.as_millis()
-            ),
-        );
-        Stopped {
+        let group_empty = group_is_empty(self.pgid);
+        if let Some(reader) = self.talk.as_mut().and_then(|t| t.reader.take()) {
+            // stdout closes when the last holder of the pipe exits.
+            let deadline = Instant::now() + GRACE;
+            while !reader.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(POLL);
+            }
+            if reader.is_finished() {
+                let _ = reader.join();
+            }
+        }
+        held().remove(&self.pid);
+        let stopped = Stopped {
             status,
             exited_on_its_own,
+            term_sent,
             needed_kill,
             group_empty,
-            duration,
-        }
+            duration: self.elapsed(),
+        };
+        self.cmd_text.push_str(&format!(
+            "status: {}\nexited_on_its_own: {exited_on_its_own}\nterm_sent: {term_sent}\n\
+             needed_kill: {needed_kill}\ngroup_empty: {group_empty}\ntimed_out: {}\nduration_ms: {}\n",
+            stopped.describe(),
+            self.timed_out(),
+            stopped.duration.as_millis()
+        ));
+        let _ = fs::write(&self.cmd_log, &self.cmd_text);
+        self.stopped = Some(stopped.clone());
+        stopped
     }
-}
-
-/// Live (not zombie) members of process group `pgid`, from `/proc/<pid>/stat`
-/// (field 5 is the process group, field 3 the state; a zombie is `Z`). Unlike
-/// signal 0, this does not count zombies that only wait to be reaped.
-pub fn live_group_members(pgid: Pid) -> Vec<u32> {
-    let want = pgid.as_raw_nonzero().get();
-    let mut out = Vec::new();
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // The command name may hold spaces and parentheses: split after the last ')'.
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let (Some(state), Some(pgrp)) = (fields.first(), fields.get(2)) else {
-            continue;
-        };
-        if *state != "Z" && pgrp.parse::<i32>().ok() == Some(want) {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if self.child.is_some() {
-            self.stop_inner();
-        }
+        self.stop();
     }
 }
 
-/// Creates the log folder of `stem` and the empty logs `<stem>.stdout` and
-/// `<stem>.stderr` (in that order); returns both files and their paths.
-fn open_logs(stem: &Path) -> Result<(File, File, (PathBuf, PathBuf)), RunError> {
-    create_log_dir(stem)?;
-    let out_path = with_ext(stem, "stdout");
-    let err_path = with_ext(stem, "stderr");
-    Ok((
-        create_log(&out_path)?,
-        create_log(&err_path)?,
-        (out_path, err_path),
-    ))
+/// True when no live (not zombie) process is in group `pgid`.
+fn group_is_empty(pgid: Pid) -> bool {
+    live_group_members(pgid).is_empty()
+}
+
+/// Live (not zombie) members of process group `pgid`, from `/proc/<pid>/stat`
+/// (field 5 is the process group, field 3 the state; a zombie is `Z`).
+///
+/// Zombies are not counted: a leader that exited on SIGTERM stays a zombie
+/// until its parent reaps it, and counting it would make every stop wait the
+/// whole [`GRACE`] and then send SIGKILL to a group that had already obeyed.
+pub fn live_group_members(pgid: Pid) -> Vec<u32> {
+    let want = pgid.as_raw_nonzero().get();
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
+            // The command name may hold spaces and parentheses: split after the last ')'.
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            let (state, pgrp) = (*fields.first()?, fields.get(2)?.parse::<i32>().ok()?);
+            (state != "Z" && pgrp == want).then_some(pid)
+        })
+        .collect()
+}
+
+/// "exit status 3" or "killed by signal 9".
+fn describe_status(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => "unknown status".into(),
+    }
 }
 
 /// Creates the folder that holds the logs of `stem` (and its parents).
@@ -490,32 +703,6 @@ fn create_log(path: &Path) -> Result<File, RunError> {
     })
 }
 
-fn write_cmd_log(spec: &ChildSpec, result: &str) {
-    let mut cmd_log = format!(
-        "cwd: {}\nprogram: {}\n",
-        spec.cwd.display(),
-        spec.program.display()
-    );
-    for a in &spec.args {
-        cmd_log.push_str(&format!("arg: {a}\n"));
-    }
-    for k in spec.env.keys() {
-        cmd_log.push_str(&format!("env: {k}\n"));
-    }
-    cmd_log.push_str(result);
-    let _ = fs::write(with_ext(&spec.log_stem, "cmd"), cmd_log);
-}
-
-fn log_tail(logs: &(PathBuf, PathBuf), lines: usize) -> String {
-    let read = |p: &Path| String::from_utf8_lossy(&read_capped(p)).into_owned();
-    let mut text = read(&logs.1);
-    if text.trim().is_empty() {
-        text = read(&logs.0);
-    }
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
 fn with_ext(stem: &Path, ext: &str) -> PathBuf {
     let mut s = stem.as_os_str().to_owned();
     s.push(".");
@@ -531,310 +718,15 @@ fn read_capped(path: &Path) -> Vec<u8> {
     buf
 }
 
-/// True while any live (not zombie) process of group `pgid` exists.
-///
-/// Zombies are not counted: a leader that exited on SIGTERM stays a zombie
-/// until its parent reaps it, and counting it would make every stop wait the
-/// whole [`GRACE`] and then send SIGKILL to a group that had already obeyed.
-pub fn group_alive(pgid: Pid) -> bool {
-    test_kill_process_group(pgid).is_ok() && !live_group_members(pgid).is_empty()
-}
-
-/// Stops process group `pgid`: SIGTERM, up to [`GRACE`] for it to empty, then
-/// SIGKILL. Returns true when SIGKILL was needed.
-pub fn stop_group(pgid: Pid) -> bool {
-    if kill_process_group(pgid, Signal::TERM).is_err() {
-        return false;
-    }
-    let deadline = Instant::now() + GRACE;
-    while Instant::now() < deadline {
-        if !group_alive(pgid) {
-            return false;
-        }
-        std::thread::sleep(POLL);
-    }
-    let _ = kill_process_group(pgid, Signal::KILL);
-    true
-}
-
-/// A long-running child spoken to over its stdin/stdout (JSON lines, for
-/// example): same discipline as [`run`] (own process group, the whole
-/// environment given, logs under `log_stem`), but the caller drives it and
-/// stops it. Used for the `worker-isolation` gate's workers.
-#[derive(Debug, Clone)]
-pub struct LongSpec {
-    /// Program path or name (looked up on the child's `PATH`).
-    pub program: PathBuf,
-    /// Arguments, without the program.
-    pub args: Vec<String>,
-    /// Working directory.
-    pub cwd: PathBuf,
-    /// The child's whole environment.
-    pub env: BTreeMap<String, String>,
-    /// Log file stem: `<stem>.stdout` (every line the child printed),
-    /// `<stem>.stderr`, `<stem>.stdin` (every line sent), `<stem>.cmd`.
-    pub log_stem: PathBuf,
-    /// Values replaced by `<redacted>` in `<stem>.cmd` (a token passed on the
-    /// command line, for example).
-    pub redact: Vec<String>,
-}
-
-/// Longest stdout line kept, in bytes; the rest of a longer line is dropped.
-const LONG_LINE_LIMIT: u64 = 1024 * 1024;
-
-/// How a [`LongChild`] ended, from [`LongChild::stop`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StopReport {
-    /// The leader had already exited when the stop began.
-    pub already_exited: bool,
-    /// SIGTERM was sent to the group.
-    pub term_sent: bool,
-    /// The group was still alive after [`GRACE`], so SIGKILL was sent.
-    pub kill_needed: bool,
-    /// The leader's exit status, as text (`exit status 0`, `killed by signal 9`).
-    pub leader_status: Option<String>,
-}
-
-/// A running [`LongSpec`] child. Dropping it stops its process group.
-#[derive(Debug)]
-pub struct LongChild {
-    child: std::process::Child,
-    pgid: Pid,
-    stdin: Option<std::process::ChildStdin>,
-    stdin_log: Option<File>,
-    lines: std::sync::mpsc::Receiver<String>,
-    reader: Option<std::thread::JoinHandle<()>>,
-    cmd_log: PathBuf,
-    cmd_text: String,
-    started: Instant,
-    status: Option<ExitStatus>,
-    stop_report: Option<StopReport>,
-}
-
-/// Starts `spec` in its own process group with piped stdin and stdout.
-///
-/// # Errors
-/// [`RunError`] when the child cannot be started or its logs created.
-pub fn spawn_long(spec: &LongSpec) -> Result<LongChild, RunError> {
-    create_log_dir(&spec.log_stem)?;
-    let err_file = create_log(&with_ext(&spec.log_stem, "stderr"))?;
-    let mut out_log = create_log(&with_ext(&spec.log_stem, "stdout"))?;
-    let stdin_log = create_log(&with_ext(&spec.log_stem, "stdin"))?;
-
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(&spec.env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(err_file))
-        .process_group(0);
-    let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
-        program: spec.program.display().to_string(),
-        cwd: spec.cwd.display().to_string(),
-        source,
-    })?;
-    let pgid = Pid::from_child(&child);
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let (tx, lines) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut reader = io::BufReader::new(stdout);
-        loop {
-            let mut buf = Vec::new();
-            match io::BufRead::read_until(
-                &mut Read::take(&mut reader, LONG_LINE_LIMIT),
-                b'\n',
-                &mut buf,
-            ) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            if !buf.ends_with(b"\n") {
-                // Over-long line: drop the rest of it.
-                let mut rest = Vec::new();
-                let _ = io::BufRead::read_until(&mut reader, b'\n', &mut rest);
-                buf.push(b'\n');
-            }
-            let _ = out_log.write_all(&buf);
-            let line = String::from_utf8_lossy(&buf).trim_end().to_string();
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut cmd_text = format!(
-        "cwd: {}\nprogram: {}\n",
-        spec.cwd.display(),
-        spec.program.display()
-    );
-    for a in &spec.args {
-        let mut a = a.clone();
-        for secret in spec.redact.iter().filter(|s| !s.is_empty()) {
-            a = a.replace(secret.as_str(), "<redacted>");
-        }
-        cmd_text.push_str(&format!("arg: {a}\n"));
-    }
-    for k in spec.env.keys() {
-        cmd_text.push_str(&format!("env: {k}\n"));
-    }
-    cmd_text.push_str(&format!("pid: {}\n", child.id()));
-    Ok(LongChild {
-        stdin: child.stdin.take(),
-        child,
-        pgid,
-        stdin_log: Some(stdin_log),
-        lines,
-        reader: Some(reader),
-        cmd_log: with_ext(&spec.log_stem, "cmd"),
-        cmd_text,
-        started: Instant::now(),
-        status: None,
-        stop_report: None,
-    })
-}
-
-impl LongChild {
-    /// The child's process id (also its process group id).
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// The child's process group.
-    pub fn pgid(&self) -> Pid {
-        self.pgid
-    }
-
-    /// Writes `line` and a newline to the child's stdin (and to `<stem>.stdin`).
-    ///
-    /// # Errors
-    /// When stdin is closed or the write fails (the child exited, typically).
-    pub fn send_line(&mut self, line: &str) -> io::Result<()> {
-        let stdin = self
-            .stdin
-            .as_mut()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "stdin closed"))?;
-        stdin.write_all(line.as_bytes())?;
-        stdin.write_all(b"\n")?;
-        stdin.flush()?;
-        if let Some(log) = self.stdin_log.as_mut() {
-            let _ = writeln!(log, "{line}");
-        }
-        Ok(())
-    }
-
-    /// Closes the child's stdin (end of input).
-    pub fn close_stdin(&mut self) {
-        self.stdin = None;
-    }
-
-    /// The next stdout line, waiting up to `timeout`.
-    ///
-    /// # Errors
-    /// `Timeout` when no line came in time; `Disconnected` once stdout closed.
-    pub fn recv_line(
-        &self,
-        timeout: Duration,
-    ) -> Result<String, std::sync::mpsc::RecvTimeoutError> {
-        self.lines.recv_timeout(timeout)
-    }
-
-    /// The leader's exit status if it exited (reaping it).
-    pub fn try_wait(&mut self) -> Option<ExitStatus> {
-        if self.status.is_none() {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                self.status = Some(s);
-            }
-        }
-        self.status
-    }
-
-    /// Waits up to `timeout` for the leader to exit.
-    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(s) = self.try_wait() {
-                return Some(s);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(POLL);
-        }
-    }
-
-    /// Stops the child's process group: SIGTERM, up to [`GRACE`] for the
-    /// leader to exit and the group to empty, then SIGKILL. Idempotent: a
-    /// second call returns the first report.
-    pub fn stop(&mut self) -> StopReport {
-        if let Some(r) = &self.stop_report {
-            return r.clone();
-        }
-        let mut report = StopReport {
-            already_exited: self.try_wait().is_some(),
-            ..StopReport::default()
-        };
-        self.stdin = None;
-        // Zombies waiting for init are not counted (see `live_group_members`).
-        if !report.already_exited || !live_group_members(self.pgid).is_empty() {
-            report.term_sent = kill_process_group(self.pgid, Signal::TERM).is_ok();
-            let deadline = Instant::now() + GRACE;
-            while Instant::now() < deadline {
-                if self.try_wait().is_some() && live_group_members(self.pgid).is_empty() {
-                    break;
-                }
-                std::thread::sleep(POLL);
-            }
-            if self.try_wait().is_none() || !live_group_members(self.pgid).is_empty() {
-                report.kill_needed = true;
-                let _ = kill_process_group(self.pgid, Signal::KILL);
-            }
-        }
-        if self.status.is_none() {
-            self.status = self.child.wait().ok();
-        }
-        report.leader_status = self.status.map(describe_status);
-        if let Some(reader) = self.reader.take() {
-            // stdout closes when the last holder of the pipe exits.
-            let deadline = Instant::now() + GRACE;
-            while !reader.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(POLL);
-            }
-            if reader.is_finished() {
-                let _ = reader.join();
-            }
-        }
-        self.cmd_text.push_str(&format!(
-            "status: {}\nterm_sent: {}\nkill_needed: {}\nduration_ms: {}\n",
-            report.leader_status.as_deref().unwrap_or("unknown"),
-            report.term_sent,
-            report.kill_needed,
-            self.started.elapsed().as_millis()
-        ));
-        let _ = fs::write(&self.cmd_log, &self.cmd_text);
-        self.stop_report = Some(report.clone());
-        report
-    }
-}
-
-impl Drop for LongChild {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// "exit status 3" or "killed by signal 9".
-fn describe_status(status: ExitStatus) -> String {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit status {code}"),
-        (None, Some(sig)) => format!("killed by signal {sig}"),
-        _ => "unknown status".into(),
-    }
+fn last_lines(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::isolation::procfs;
 
     fn spec(dir: &Path, script: &str, timeout: Duration) -> ChildSpec {
         ChildSpec {
@@ -867,8 +759,8 @@ mod tests {
         child.send_line("one").unwrap();
         assert_eq!(child.recv_line(Duration::from_secs(10)).unwrap(), "got-one");
         let report = child.stop();
-        assert!(!report.already_exited && report.term_sent, "{report:?}");
-        assert!(!report.kill_needed, "{report:?}");
+        assert!(!report.exited_on_its_own && report.term_sent, "{report:?}");
+        assert!(!report.needed_kill, "{report:?}");
         let pid: i32 = fs::read_to_string(dir.path().join("gc.pid"))
             .unwrap()
             .trim()
@@ -951,8 +843,11 @@ mod tests {
         }
         assert!(running.try_status().is_none());
         assert!(!running.timed_out());
-        let members = live_group_members(running.pgid());
-        assert!(members.contains(&running.pid()), "{members:?}");
+        let members: Vec<i32> = procfs::live_group_members(running.pid() as i32)
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        assert!(members.contains(&(running.pid() as i32)), "{members:?}");
         let pgid = running.pgid();
         let stopped = running.stop();
         assert!(!stopped.exited_on_its_own);
@@ -962,8 +857,8 @@ mod tests {
             .trim()
             .parse()
             .unwrap();
-        assert!(!live_group_members(pgid).contains(&(pid as u32)));
-        assert!(live_group_members(pgid).is_empty());
+        assert!(procfs::read(pid).is_none_or(|p| p.exited()));
+        assert!(group_is_empty(pgid));
         let cmd = fs::read_to_string(dir.path().join("logs/child.cmd")).unwrap();
         assert!(cmd.contains("group_empty: true"), "{cmd}");
     }

@@ -10,8 +10,9 @@
 mod common;
 
 use common::{
-    assert_unchanged, check, evidence_dir, exit_code, fixture_repo, gate_result, read_evidence,
-    stderr_text, stdout_text, tree_snapshot, verifier,
+    assert_unchanged, both, check, checks, evidence_dir, exit_code, fixture_repo, gate_result,
+    processes_under, read_evidence, replay_output, stderr_text, stdout_text, tree_snapshot,
+    verifier,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -439,4 +440,157 @@ fn fewer_passes_on_the_extraction_than_on_the_tree_fail_naming_the_test() {
         same["observed"]["differences"][0]["extracted"],
         serde_json::json!(["skipped"])
     );
+}
+
+/// The command line of the process `suite-escapes-group` starts in a session
+/// of its own, and the test file that starts it.
+const ESCAPED: &str = "sh -c sleep 15; echo late > late.txt";
+const ESCAPE_SUITE: &str = "Runner/certification-tests/test_escaped_child.py";
+
+/// Waits past the moment an escaped `sleep 15` would have written `late.txt`,
+/// then checks that nothing wrote it and that the evidence replays.
+fn assert_no_late_write_and_replay_matches(dir: &Path) {
+    std::thread::sleep(std::time::Duration::from_secs(20));
+    let late: Vec<_> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name() == "late.txt")
+        .map(|e| e.path().display().to_string())
+        .collect();
+    assert!(late.is_empty(), "written after the run: {late:?}");
+    let out = replay_output(dir, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(stdout_text(&out).contains("REPLAY OK"), "{}", both(&out));
+}
+
+#[test]
+fn a_test_process_that_leaves_its_group_is_residue_stopped_before_the_evidence_is_sealed() {
+    let repo = fixture_repo(&["suite-escapes-group"]);
+    let (code, ev, _keep, dir, text) = run_suites(
+        &repo.root,
+        Some(&profile_with_paths(&[RELAY, ESCAPE_SUITE])),
+    );
+    // Right after the run, before anything else: nothing of it is alive.
+    let survivors = processes_under(&dir);
+    assert!(survivors.is_empty(), "survived the run: {survivors:#?}");
+
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
+    let residue: Vec<&Value> = checks(&ev, "suites")
+        .iter()
+        .filter(|c| c["name"] == "RESIDUE")
+        .collect();
+    // Each run (tree, extracted) left `sh` and its `sleep`.
+    let cmdlines: Vec<&str> = residue
+        .iter()
+        .map(|c| c["observed"]["cmdline"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        cmdlines.iter().filter(|c| **c == ESCAPED).count(),
+        2,
+        "{residue:#?}"
+    );
+    assert_eq!(
+        cmdlines.iter().filter(|c| **c == "sleep 15").count(),
+        2,
+        "{residue:#?}"
+    );
+    assert_eq!(residue.len(), 4, "{residue:#?}");
+    for c in &residue {
+        assert_eq!(c["result"], "fail", "{c}");
+        let pid = c["observed"]["pid"].as_i64().unwrap();
+        let cmdline = c["observed"]["cmdline"].as_str().unwrap();
+        let detail = c["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(&format!(
+                "pid {pid} `{cmdline}` was still running after the gate finished"
+            )),
+            "{detail}"
+        );
+        assert!(detail.contains("and reaped"), "{detail}");
+        // Gone: no process of that pid with that command line (a reused pid runs something else).
+        let now = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert_ne!(
+            String::from_utf8_lossy(&now).replace('\0', " ").trim(),
+            cmdline,
+            "pid {pid} still runs"
+        );
+    }
+    let shells: Vec<&&Value> = residue
+        .iter()
+        .filter(|c| c["observed"]["cmdline"] == ESCAPED)
+        .collect();
+    for c in shells {
+        let detail = c["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("re-parented to the harness"),
+            "pytest had exited, so the shell was the harness's orphan: {detail}"
+        );
+    }
+    // The other checks still pass: the residue alone failed the gate.
+    assert!(
+        checks(&ev, "suites")
+            .iter()
+            .filter(|c| c["name"] != "RESIDUE")
+            .all(|c| c["result"] != "fail"),
+        "{text}"
+    );
+
+    assert_no_late_write_and_replay_matches(&dir);
+}
+
+#[test]
+fn sigint_while_an_escaped_process_runs_stops_it_before_the_evidence_is_sealed() {
+    use std::time::{Duration, Instant};
+    let repo = fixture_repo(&["suite-escapes-group"]);
+    let (keep, dir) = evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    std::fs::write(&profile, profile_with_paths(&[ESCAPE_SUITE])).unwrap();
+    let mut child =
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("verify-coding-candidates"))
+            .env("PYTHON", common::python())
+            .arg("--repo")
+            .arg(&repo.root)
+            .arg("--evidence")
+            .arg(&dir)
+            .arg("--profile")
+            .arg(&profile)
+            .args(["--only", "suites"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    // Ctrl-C once the escaped shell runs (a terminal's Ctrl-C would not reach
+    // it either: it has a session of its own).
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !processes_under(&dir).iter().any(|p| p.contains(ESCAPED)) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before the escaped process started"
+        );
+        assert!(Instant::now() < deadline, "no escaped process within 300 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(exit::INTERRUPTED)),
+        "{}",
+        both(&out)
+    );
+    let survivors = processes_under(&dir);
+    assert!(survivors.is_empty(), "survived the run: {survivors:#?}");
+    let ev = read_evidence(&dir);
+    assert_eq!(ev["verdict"], "incomplete", "{}", both(&out));
+    let escaped: Vec<&Value> = checks(&ev, "suites")
+        .iter()
+        .filter(|c| c["name"] == "RESIDUE" && c["observed"]["cmdline"] == ESCAPED)
+        .collect();
+    assert!(!escaped.is_empty(), "{}", ev["gates"]);
+    assert_no_late_write_and_replay_matches(&dir);
 }

@@ -892,7 +892,7 @@ fn read_from(path: &Path, from: u64) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-fn teardown(rt: Running, spec: &HostSpec, result: &mut HostResult) {
+fn teardown(mut rt: Running, spec: &HostSpec, result: &mut HostResult) {
     let pgid = rt.pgid().as_raw_nonzero().get();
     let stopped = rt.stop();
     let survivors = survey::survey_and_stop(&spec.roots, &[pgid], &spec.marker, process::GRACE);

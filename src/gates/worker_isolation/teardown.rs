@@ -36,11 +36,11 @@ impl Run<'_> {
             let left = deadline.saturating_duration_since(Instant::now());
             let exited = w.child.wait_timeout(left);
             let report = w.child.stop();
-            if !w.stopped || exited.is_none() || report.kill_needed {
+            if !w.stopped || exited.is_none() || report.needed_kill {
                 problems.push(format!(
                     "worker {} {}",
                     w.name,
-                    if report.kill_needed {
+                    if report.needed_kill {
                         "did not exit after `stop` and ignored TERM: it needed KILL".to_string()
                     } else if exited.is_none() {
                         "did not exit after `stop`; TERM stopped it".to_string()
@@ -54,8 +54,8 @@ impl Run<'_> {
                 "answered_stopped": w.stopped,
                 "exited_after_stop": exited.is_some(),
                 "term_sent": report.term_sent,
-                "kill_needed": report.kill_needed,
-                "status": report.leader_status,
+                "kill_needed": report.needed_kill,
+                "status": report.describe(),
             }));
         }
         let mut pgids: BTreeSet<i32> = self.job_pgids.clone();

@@ -2,7 +2,7 @@
 //! running worker, the JSON lines it answered, parsed into typed messages.
 
 use crate::interrupt;
-use crate::process::LongChild;
+use crate::process::Running;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::mpsc::RecvTimeoutError;
@@ -133,7 +133,7 @@ pub struct WorkerProc {
     /// `a` or `b`.
     pub name: &'static str,
     /// The process (its group is stopped on drop).
-    pub child: LongChild,
+    pub child: Running,
     /// The `ready` line, once received.
     pub ready: Option<Ready>,
     /// The job's events, in arrival order.
@@ -158,7 +158,7 @@ pub struct WorkerProc {
 
 impl WorkerProc {
     /// Wraps a started worker.
-    pub fn new(name: &'static str, child: LongChild) -> Self {
+    pub fn new(name: &'static str, child: Running) -> Self {
         Self {
             name,
             child,
