@@ -108,6 +108,12 @@ pub struct Cli {
     #[arg(long, value_name = "DIR")]
     pub release_dir: Option<PathBuf>,
 
+    /// Gates run at once: a gate starts as soon as every gate it requires has passed, at most N
+    /// at a time (default: the available cores); evidence, JUnit and the summary keep catalogue
+    /// order whatever the finishing order. `--jobs 1` runs the gates one after another.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+
     /// No progress lines or notes on stderr (progress lines are also off when stderr is not a
     /// terminal); errors are still printed.
     #[arg(long, short)]
@@ -277,6 +283,9 @@ pub fn main() -> ExitCode {
         partition: cli.partition,
         isolation: cli.isolation,
         release_dir: cli.release_dir,
+        jobs: cli
+            .jobs
+            .map_or_else(crate::pipeline::default_jobs, usize::from),
     };
     // An unknown id is a bad argument: reject it before saying anything about
     // the selection. The prerequisites note waits for the first gate, so it
@@ -342,6 +351,7 @@ const RUN_OPTIONS: &[(&str, &str)] = &[
     ("sign_off_by", "--sign-off-by"),
     ("isolation", "--isolation"),
     ("release_dir", "--release-dir"),
+    ("jobs", "--jobs"),
     ("quiet", "--quiet"),
     ("format", "--format"),
 ];

@@ -22,8 +22,9 @@ pub struct VerifiedSdk {
     pub dist_info: PathBuf,
 }
 
-/// Everything a gate may read or record.
-#[derive(Debug)]
+/// Everything a gate may read; a gate records its own facts through
+/// [`Updates`], applied when it ends.
+#[derive(Debug, Clone)]
 pub struct RunContext {
     /// Top level of the repository under review.
     pub repo: PathBuf,
@@ -117,8 +118,53 @@ impl RunContext {
         env
     }
 
-    /// Index of the candidate record for `folder`.
+    /// The candidate record for `folder`.
     pub fn record_mut(&mut self, folder: &str) -> Option<&mut CandidateRecord> {
         self.candidates.iter_mut().find(|c| c.folder == folder)
+    }
+}
+
+/// A change to the run's facts, applied to the [`RunContext`] when the gate
+/// that made it ends.
+type Update = Box<dyn FnOnce(&mut RunContext) + Send>;
+
+/// The facts a gate hands to the gates after it (the staged tree, the verified
+/// SDK, a candidate's records, ...).
+///
+/// Gates read a [`RunContext`] that does not change while they run (gates run
+/// concurrently, each on the facts of the gates finished before it started);
+/// what a gate establishes it records here, and the pipeline applies it, in
+/// the order recorded, when the gate ends, also when the gate fails or stops
+/// with an error.
+#[derive(Default)]
+pub struct Updates(Vec<Update>);
+
+impl Updates {
+    /// Records one change, applied when the gate ends.
+    pub fn set(&mut self, change: impl FnOnce(&mut RunContext) + Send + 'static) {
+        self.0.push(Box::new(change));
+    }
+
+    /// Applies every recorded change to `ctx`, in order.
+    pub fn apply(self, ctx: &mut RunContext) {
+        for change in self.0 {
+            change(ctx);
+        }
+    }
+
+    /// How many changes are recorded.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no change is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Updates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Updates({} change(s))", self.0.len())
     }
 }

@@ -33,6 +33,13 @@ pub struct RunOptions {
     pub isolation: crate::isolation::IsolationChoice,
     /// `--release-dir`: historical archives for `historical-admission`.
     pub release_dir: Option<PathBuf>,
+    /// `--jobs N`: at most this many gates at once (at least 1).
+    pub jobs: usize,
+}
+
+/// The default of `--jobs`: the cores this process may use (1 when unknown).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 
 /// A reason the run could not start (exit code 2).
@@ -344,7 +351,10 @@ fn run_gates(
         let started = Instant::now();
         // A panicking gate is a harness defect; it must still leave evidence
         // behind (verdict `fail`), never abort the run without writing it.
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gate.run(ctx)));
+        let mut updates = crate::context::Updates::default();
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gate.run(ctx, &mut updates)));
+        updates.apply(ctx);
         let mut checks = match outcome {
             Ok(Ok(checks)) => checks,
             Ok(Err(message)) => vec![Check::fail("gate-error", None, message)],

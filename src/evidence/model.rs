@@ -360,6 +360,12 @@ pub struct Check {
     pub detail: String,
     /// Observed values backing the result.
     pub observed: Option<serde_json::Value>,
+    /// The `name` of the check (same gate, same candidate) whose finding made
+    /// this one impossible to establish: this check is a consequence of that
+    /// finding, reported under it, not a separate cause. Absent: a finding of
+    /// its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consequence_of: Option<String>,
 }
 
 impl Check {
@@ -400,7 +406,16 @@ impl Check {
             result,
             detail,
             observed: None,
+            consequence_of: None,
         }
+    }
+
+    /// Marks this check a consequence of check `root` (see
+    /// [`Check::consequence_of`]).
+    #[must_use]
+    pub fn consequence_of(mut self, root: &str) -> Self {
+        self.consequence_of = Some(root.into());
+        self
     }
 
     /// Attaches observed values.

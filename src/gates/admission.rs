@@ -21,7 +21,7 @@
 //! - `requirement-lines`: no line is one the SDK refuses (pip options, invalid
 //!   requirements), and the SDK's verdict on every line agrees with ours.
 
-use crate::context::RunContext;
+use crate::context::{RunContext, Updates};
 use crate::evidence::{AdmissionRecord, Check, RequirementDecision, SdkRequirementRecord};
 use crate::hash;
 use crate::python;
@@ -995,7 +995,7 @@ impl super::Gate for Admission {
         GATE
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
         let sdk_version = ctx.sdk.version.clone().ok_or_else(|| {
             "admission needs the installed SDK version recorded by sdk-record, and none is \
              recorded; run sdk-record first"
@@ -1066,8 +1066,13 @@ impl super::Gate for Admission {
         });
         for (input, outcome) in inputs.iter().zip(outcomes) {
             checks.extend(outcome.checks);
-            if let (Some(r), Some(c)) = (outcome.record, ctx.record_mut(&input.folder)) {
-                c.admission = Some(r);
+            if let Some(r) = outcome.record {
+                let folder = input.folder.clone();
+                out.set(move |ctx| {
+                    if let Some(c) = ctx.record_mut(&folder) {
+                        c.admission = Some(r);
+                    }
+                });
             }
         }
         Ok(checks)

@@ -30,7 +30,7 @@
 //! rules select.
 
 use crate::build_rules::{self, BuildDrop};
-use crate::context::RunContext;
+use crate::context::{RunContext, Updates};
 use crate::evidence::{ArchiveRecord, Check, CheckResult, MemberRecord};
 use crate::gitignore::{GitPattern, GitRules, GitVerdict};
 use crate::hash;
@@ -63,7 +63,7 @@ impl super::Gate for ArchiveMembers {
         "archive-members"
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
         if ctx.staged_root.is_none() {
             return Err("the staged source is missing (the `stage` gate did not record DIR/staging/source); run `stage` first".into());
         }
@@ -125,9 +125,11 @@ impl super::Gate for ArchiveMembers {
         });
         let mut checks = Vec::new();
         for (i, (c, record)) in results.into_iter().enumerate() {
-            if let Some(slot) = ctx.candidates.get_mut(i) {
-                slot.archive = record;
-            }
+            out.set(move |ctx| {
+                if let Some(slot) = ctx.candidates.get_mut(i) {
+                    slot.archive = record;
+                }
+            });
             checks.extend(c);
         }
         Ok(checks)

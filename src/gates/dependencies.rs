@@ -35,7 +35,7 @@
 //!   each distribution a file of the wheelhouse; nothing when the
 //!   requirements name nothing beyond the SDK.
 
-use crate::context::RunContext;
+use crate::context::{RunContext, Updates};
 use crate::evidence::{
     Check, DependencyRecord, InstalledDistribution, WheelhouseFile, WheelhouseRecord,
 };
@@ -742,7 +742,7 @@ impl super::Gate for Dependencies {
         GATE
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
         let mut checks = Vec::new();
         let mut inputs = Vec::new();
         for record in &ctx.candidates {
@@ -811,7 +811,10 @@ impl super::Gate for Dependencies {
             &wheelhouse::plan(&wanted),
         )
         .map_err(|e| format!("dependencies: cannot build the wheelhouse: {e}"))?;
-        ctx.wheelhouse = Some(built.clone());
+        {
+            let built = built.clone();
+            out.set(move |ctx| ctx.wheelhouse = Some(built));
+        }
         let mut inputs = Vec::new();
         for (input, (_, requirements)) in readable.into_iter().zip(&wanted) {
             let check = wheelhouse_check(&input.folder, requirements, &built, &ctx.evidence_dir);
@@ -857,8 +860,13 @@ impl super::Gate for Dependencies {
         });
         for (input, (c, record)) in inputs.iter().zip(outcomes) {
             checks.extend(c);
-            if let (Some(r), Some(rec)) = (record, ctx.record_mut(&input.folder)) {
-                rec.dependencies = Some(r);
+            if let Some(r) = record {
+                let folder = input.folder.clone();
+                out.set(move |ctx| {
+                    if let Some(rec) = ctx.record_mut(&folder) {
+                        rec.dependencies = Some(r);
+                    }
+                });
             }
         }
         Ok(checks)

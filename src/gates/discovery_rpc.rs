@@ -30,7 +30,7 @@ mod survey;
 
 pub use host::main as host_main;
 
-use crate::context::RunContext;
+use crate::context::{RunContext, Updates};
 use crate::evidence::{Check, DiscoveryRecord, RunnerReplyRecord};
 use crate::netns::{self, NetKind, NetPlan};
 use crate::process::{self, ChildSpec};
@@ -80,7 +80,7 @@ impl super::Gate for DiscoveryRpc {
         ID
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
         let log_dir = ctx.evidence_dir.join("logs").join(ID);
         let roots = ctx.evidence_dir.join("roots").join(ID);
         std::fs::create_dir_all(&log_dir)
@@ -169,9 +169,12 @@ impl super::Gate for DiscoveryRpc {
         };
         checks.extend(result_checks(&plan, &host_spec, &result));
         for o in &result.candidates {
-            if let Some(record) = ctx.record_mut(&o.folder) {
-                record.discovery = Some(discovery_record(o));
-            }
+            let (folder, discovery) = (o.folder.clone(), discovery_record(o));
+            out.set(move |ctx| {
+                if let Some(record) = ctx.record_mut(&folder) {
+                    record.discovery = Some(discovery);
+                }
+            });
         }
         checks.push(teardown_check(Some(&result), &survivors));
         Ok(checks)

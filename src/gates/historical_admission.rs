@@ -21,7 +21,7 @@
 //! Without `--release-dir` the gate is skipped (never passed) with
 //! [`NOT_SUPPLIED`].
 
-use crate::context::RunContext;
+use crate::context::{RunContext, Updates};
 use crate::evidence::Check;
 use crate::hash;
 use crate::profile::{CandidateSpec, HistoricalArchive};
@@ -493,7 +493,7 @@ impl super::Gate for HistoricalAdmission {
         ctx.release_dir.is_none().then(|| NOT_SUPPLIED.to_string())
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, _out: &mut Updates) -> Result<Vec<Check>, String> {
         let dir = ctx.release_dir.clone().ok_or(NOT_SUPPLIED)?;
         let Some(opts) = ctx.profile.profile.historical_admission.clone() else {
             return Ok(vec![Check::fail(

@@ -18,7 +18,7 @@
 //! A name, author or version unsafe in a file name is never built: the SDK
 //! does not validate them and would write outside its output directory.
 
-use crate::context::RunContext;
+use crate::context::{RunContext, Updates};
 use crate::evidence::Check;
 use crate::manifest::{self, ManifestId};
 use crate::process::{self, ChildSpec};
@@ -54,7 +54,7 @@ impl super::Gate for LbpBuild {
         GATE
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
         if ctx.staged_root.is_none() {
             return Err("the staged source is missing (the `stage` gate did not record DIR/staging/source); run `stage` first".into());
         }
@@ -117,11 +117,14 @@ impl super::Gate for LbpBuild {
                 .collect()
         });
         let mut checks = Vec::new();
-        for (i, out) in outputs.into_iter().enumerate() {
-            if let Some(record) = ctx.candidates.get_mut(i) {
-                record.manifest = out.manifest;
-            }
-            checks.extend(out.checks);
+        for (i, output) in outputs.into_iter().enumerate() {
+            let manifest = output.manifest;
+            out.set(move |ctx| {
+                if let Some(record) = ctx.candidates.get_mut(i) {
+                    record.manifest = manifest;
+                }
+            });
+            checks.extend(output.checks);
         }
         Ok(checks)
     }

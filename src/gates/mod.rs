@@ -34,11 +34,11 @@ pub use tree_clean::TreeClean;
 pub use vendored_sdk::VendoredSdk;
 pub use worker_isolation::WorkerIsolation;
 
-use crate::context::RunContext;
+use crate::context::{RunContext, Updates};
 use crate::evidence::Check;
 
 /// One gate.
-pub trait Gate: Sync {
+pub trait Gate: Send + Sync {
     /// Stable kebab-case id, as in the catalogue.
     fn id(&self) -> &'static str;
 
@@ -54,7 +54,7 @@ pub trait Gate: Sync {
     ///
     /// # Errors
     /// A sentence naming what could not be done and what to do.
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String>;
+    fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String>;
 
     /// The reason this run gives the gate nothing to observe (an input such
     /// as `--release-dir` not supplied, a profile section absent), asked

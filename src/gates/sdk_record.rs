@@ -11,7 +11,7 @@
 //! The parsing and verifying logic are pure functions ([`parse_record`],
 //! [`verify_rows`], [`unlisted_files`]) tested without an SDK.
 
-use crate::context::{RunContext, VerifiedSdk};
+use crate::context::{RunContext, Updates, VerifiedSdk};
 use crate::evidence::Check;
 use crate::{hash, python};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -554,7 +554,7 @@ impl super::Gate for SdkRecord {
         "sdk-record"
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
         let (home, tmp) = ctx.private_roots("sdk-record", "probe").map_err(|e| {
             format!(
                 "sdk-record: cannot create private roots under {}: {e}",
@@ -570,11 +570,16 @@ impl super::Gate for SdkRecord {
             ctx.child_env(&home, &tmp),
             &ctx.log_stem("sdk-record", "probe"),
         )?;
-        ctx.sdk.executable = Some(probe.executable.clone());
-        ctx.sdk.python_version = Some(probe.python_version.clone());
-        ctx.sdk.version = probe.version.clone();
-        ctx.sdk.site_packages = probe.site_packages.clone();
-        ctx.sdk.dist_info = probe.dist_info.clone();
+        {
+            let probe = probe.clone();
+            out.set(move |ctx| {
+                ctx.sdk.executable = Some(probe.executable);
+                ctx.sdk.python_version = Some(probe.python_version);
+                ctx.sdk.version = probe.version;
+                ctx.sdk.site_packages = probe.site_packages;
+                ctx.sdk.dist_info = probe.dist_info;
+            });
+        }
 
         let python = ctx.python.display().to_string();
         let pinned = ctx.profile.profile.sdk.version().to_string();
@@ -629,7 +634,10 @@ impl super::Gate for SdkRecord {
                 return Ok(checks);
             }
         };
-        ctx.sdk.record_sha256 = Some(record_digest.hex());
+        {
+            let hex = record_digest.hex();
+            out.set(move |ctx| ctx.sdk.record_sha256 = Some(hex));
+        }
         let parsed = parse_record(std::io::BufReader::new(file), &dist_info_name);
         let layout = RecordLayout {
             site_packages: normalize_join(&site_packages, "."),
@@ -637,9 +645,18 @@ impl super::Gate for SdkRecord {
             console_scripts: probe.console_scripts.clone(),
         };
         let report = verify_rows(&layout, &parsed.rows);
-        ctx.sdk.record_rows = Some(parsed.total_rows as u64);
-        ctx.sdk.hashed_rows_verified = Some(report.hashed_verified);
-        ctx.sdk.unhashed_rows = Some(report.unhashed);
+        {
+            let (rows, hashed, unhashed) = (
+                parsed.total_rows as u64,
+                report.hashed_verified,
+                report.unhashed,
+            );
+            out.set(move |ctx| {
+                ctx.sdk.record_rows = Some(rows);
+                ctx.sdk.hashed_rows_verified = Some(hashed);
+                ctx.sdk.unhashed_rows = Some(unhashed);
+            });
+        }
         checks.push(rows_check(
             &record_path,
             &record_digest.hex(),
@@ -711,11 +728,12 @@ impl super::Gate for SdkRecord {
             .iter()
             .all(|c| c.result != crate::evidence::CheckResult::Fail)
         {
-            ctx.verified_sdk = Some(VerifiedSdk {
+            let verified = VerifiedSdk {
                 site_packages,
                 package_dir,
                 dist_info,
-            });
+            };
+            out.set(move |ctx| ctx.verified_sdk = Some(verified));
         }
         Ok(checks)
     }

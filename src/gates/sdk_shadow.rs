@@ -15,7 +15,7 @@
 //! The dependency environment the runtime prepares per plugin is not checked
 //! here (a later gate owns it).
 
-use crate::context::{RunContext, VerifiedSdk};
+use crate::context::{RunContext, Updates, VerifiedSdk};
 use crate::evidence::{CandidateRecord, Check};
 use crate::python;
 use serde::Deserialize;
@@ -592,7 +592,7 @@ impl super::Gate for SdkShadow {
         "sdk-shadow"
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, _out: &mut Updates) -> Result<Vec<Check>, String> {
         let sdk = ctx.verified_sdk.clone().ok_or_else(|| {
             "sdk-shadow needs the SDK verified by sdk-record, and none is recorded; run sdk-record first".to_string()
         })?;

@@ -7,7 +7,7 @@
 //! fails when the canonical copy is missing. A profile without `[shared]`
 //! yields one `warn` check: nothing was compared, and the reader is told so.
 
-use crate::context::RunContext;
+use crate::context::{RunContext, Updates};
 use crate::evidence::Check;
 use crate::hash;
 use serde_json::json;
@@ -21,7 +21,7 @@ impl super::Gate for SharedCopies {
         "shared-copies"
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, _out: &mut Updates) -> Result<Vec<Check>, String> {
         let root = ctx
             .staged_root
             .clone()

@@ -4,7 +4,7 @@
 //! `git ls-tree -r`. Candidates are built only from this staged copy.
 
 use crate::archive;
-use crate::context::RunContext;
+use crate::context::{RunContext, Updates};
 use crate::evidence::{Check, ExportAttribute};
 use crate::{git, hash};
 use serde_json::json;
@@ -20,7 +20,7 @@ impl super::Gate for Stage {
         "stage"
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
         let staging = ctx.evidence_dir.join("staging");
         std::fs::create_dir_all(&staging)
             .map_err(|e| format!("{}: cannot create: {e}", staging.display()))?;
@@ -35,7 +35,10 @@ impl super::Gate for Stage {
         )?;
         let digest =
             hash::sha256_file(&tar_path).map_err(|e| format!("{}: {e}", tar_path.display()))?;
-        ctx.source.archive_sha256 = Some(digest.hex());
+        {
+            let hex = digest.hex();
+            out.set(move |ctx| ctx.source.archive_sha256 = Some(hex));
+        }
         let mut checks = vec![Check::pass(
             "git-archive",
             None,
@@ -112,7 +115,7 @@ impl super::Gate for Stage {
             )
             .with_observed(json!(attr_list.iter().map(|a| json!({"path": a.path, "attribute": a.attribute})).collect::<Vec<_>>())),
         );
-        ctx.source.export_attributes = attr_list;
+        out.set(move |ctx| ctx.source.export_attributes = attr_list);
 
         let mut all_candidates_ok = true;
         for spec in ctx.candidate_specs().to_vec() {
@@ -245,7 +248,7 @@ impl super::Gate for Stage {
             .iter()
             .any(|c| c.result == crate::evidence::CheckResult::Fail);
         if !failed && all_candidates_ok {
-            ctx.staged_root = Some(source);
+            out.set(move |ctx| ctx.staged_root = Some(source));
         }
         Ok(checks)
     }

@@ -36,7 +36,7 @@
 //! Warnings: `xpassed` (a non-strict xfail passed), `stragglers` (the run left
 //! processes behind, which were stopped).
 
-use crate::context::RunContext;
+use crate::context::{RunContext, Updates};
 use crate::evidence::{Check, SuiteCounts, SuiteOutcome, SuiteRun, SuiteTestCase, SuitesRecord};
 use crate::process::{self, ChildSpec, RunError};
 use crate::profile::SuitesOptions;
@@ -101,7 +101,7 @@ impl super::Gate for Suites {
         "suites"
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
         let Some(opts) = ctx.profile.profile.suites.clone() else {
             return Ok(vec![Check::warn(
                 "suites",
@@ -178,12 +178,12 @@ impl super::Gate for Suites {
                 },
             ));
             if !ok {
-                ctx.suites = Some(record);
+                out.set(move |ctx| ctx.suites = Some(record));
                 return Ok(checks);
             }
         }
         if !missing.is_empty() {
-            ctx.suites = Some(record);
+            out.set(move |ctx| ctx.suites = Some(record));
             return Ok(checks);
         }
 
@@ -248,7 +248,7 @@ impl super::Gate for Suites {
                 observed.then_some((&tree.testcases[..], &extracted.testcases[..])),
             ));
         }
-        ctx.suites = Some(record);
+        out.set(move |ctx| ctx.suites = Some(record));
         Ok(checks)
     }
 }

@@ -2,7 +2,7 @@
 //! untracked-unignored change, so the commit under review is exactly what the
 //! work tree shows. Ignored files are listed, not judged.
 
-use crate::context::RunContext;
+use crate::context::{RunContext, Updates};
 use crate::evidence::{Check, CheckResult};
 use crate::git::{self, StatusEntry};
 use serde_json::json;
@@ -15,7 +15,7 @@ impl super::Gate for TreeClean {
         "tree-clean"
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
         let status = git::run(
             &ctx.repo,
             &[
@@ -101,7 +101,7 @@ impl super::Gate for TreeClean {
             )
             .with_observed(json!({ "commit": ctx.source.commit, "tree": ctx.source.tree })),
         );
-        ctx.source.ignored_files = ignored;
+        out.set(move |ctx| ctx.source.ignored_files = ignored);
         Ok(checks)
     }
 }

@@ -18,7 +18,7 @@
 //! Observation reads the staged commit and the verified install into a
 //! [`VendoredObservation`]; [`decide`] turns it into checks without I/O.
 
-use crate::context::{RunContext, VerifiedSdk};
+use crate::context::{RunContext, Updates, VerifiedSdk};
 use crate::evidence::Check;
 use crate::hash;
 use crate::profile::VendoredSdkOptions;
@@ -488,7 +488,7 @@ impl super::Gate for VendoredSdk {
         None
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, _out: &mut Updates) -> Result<Vec<Check>, String> {
         let opts = ctx
             .profile
             .profile

@@ -46,7 +46,7 @@ mod worker;
 
 pub use hostile::VARIANT_VAR;
 
-use crate::context::RunContext;
+use crate::context::{RunContext, Updates};
 use crate::evidence::Check;
 use crate::isolation::procfs::{self, ProcInfo};
 use crate::isolation::{Backend, Confinement};
@@ -102,7 +102,7 @@ impl super::Gate for WorkerIsolation {
         GATE
     }
 
-    fn run(&self, ctx: &mut RunContext) -> Result<Vec<Check>, String> {
+    fn run(&self, ctx: &RunContext, _out: &mut Updates) -> Result<Vec<Check>, String> {
         let sdk = ctx.verified_sdk.clone().ok_or_else(|| {
             "gate worker-isolation: no verified SDK (sdk-record did not pass); run sdk-record first"
                 .to_string()
