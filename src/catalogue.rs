@@ -26,6 +26,11 @@ pub struct GateInfo {
     /// (needs every candidate; not run in a partition).
     #[serde(default)]
     pub scope: Scope,
+    /// Resources this gate needs to itself (free-form names such as
+    /// `loopback-port-range`): two gates naming one resource never run at
+    /// the same time. Empty: the gate may run beside any other.
+    #[serde(default)]
+    pub exclusive: Vec<String>,
 }
 
 /// Whether a gate checks the run as a whole or each candidate.

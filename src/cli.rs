@@ -413,12 +413,19 @@ struct TerminalProgress {
 }
 
 impl Progress for TerminalProgress {
-    fn gate_started(&mut self, index: usize, total: usize, id: &str) {
+    fn gate_started(&mut self, index: usize, total: usize, id: &str, also_running: &[&str]) {
         if let Some(note) = self.pending_note.take() {
             eprintln!("{note}");
         }
         if self.enabled {
-            eprintln!("[{index}/{total}] {id} ...");
+            if also_running.is_empty() {
+                eprintln!("[{index}/{total}] {id} ...");
+            } else {
+                eprintln!(
+                    "[{index}/{total}] {id} ... (also running: {})",
+                    also_running.join(", ")
+                );
+            }
         }
     }
 

@@ -33,7 +33,7 @@ pub struct RunOptions {
     pub isolation: crate::isolation::IsolationChoice,
     /// `--release-dir`: historical archives for `historical-admission`.
     pub release_dir: Option<PathBuf>,
-    /// `--jobs N`: at most this many gates at once (at least 1).
+    /// `--jobs N`: at most this many gates at once (0 is taken as 1).
     pub jobs: usize,
 }
 
@@ -58,8 +58,10 @@ pub struct Outcome {
 
 /// Progress events for the terminal; gates never print.
 pub trait Progress {
-    /// A gate starts (`index` is 1-based among required gates).
-    fn gate_started(&mut self, index: usize, total: usize, id: &str);
+    /// A gate starts (`index` is its 1-based position among the required
+    /// gates in catalogue order; `also_running` names the gates still
+    /// running beside it, in catalogue order).
+    fn gate_started(&mut self, index: usize, total: usize, id: &str, also_running: &[&str]);
     /// A gate ended.
     fn gate_finished(&mut self, record: &GateRecord);
 }
@@ -147,7 +149,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         python: python.display().to_string(),
         ..Sdk::default()
     };
-    let mut ctx = RunContext {
+    let ctx = RunContext {
         repo: repo.clone(),
         evidence_dir: evidence_dir.clone(),
         profile: loaded,
@@ -171,11 +173,12 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         release_dir,
     };
 
-    let mut records = run_gates(
-        &mut ctx,
+    let (mut records, ctx) = run_gates(
+        ctx,
         &required,
         opts.only.as_deref(),
         opts.partition.is_some(),
+        opts.jobs,
         progress,
     );
     // Gates this run gave nothing to observe (an input not supplied, a
@@ -280,82 +283,190 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
     })
 }
 
+/// Where a gate stands in [`run_gates`].
+enum Slot {
+    /// Not started; waits for its prerequisites (or a free job).
+    Waiting,
+    /// Running since `started` (`span` indexes the residue spans).
+    Running { started: Instant, span: usize },
+    /// Ended: its record is final.
+    Done(Box<GateRecord>),
+}
+
+/// What a gate's thread hands back when the gate ends.
+struct Finished {
+    /// Catalogue index of the gate.
+    index: usize,
+    /// The gate's checks, or the error or panic that stopped it.
+    outcome: std::thread::Result<Result<Vec<Check>, String>>,
+    /// The facts it recorded for later gates.
+    updates: crate::context::Updates,
+}
+
+/// Runs the required gates as the catalogue's graph: a gate starts as soon as
+/// every gate it requires has passed, at most `jobs` at a time, never beside a
+/// running gate that declares one of its exclusive resources; a gate whose
+/// prerequisite ended without passing is `blocked`. Each gate reads the
+/// context as the gates ended before it started left it. Records come back in
+/// catalogue order whatever the finishing order.
 fn run_gates(
-    ctx: &mut RunContext,
+    ctx: RunContext,
     required: &[String],
     only: Option<&[String]>,
     partitioned: bool,
+    jobs: usize,
     progress: &mut dyn Progress,
-) -> Vec<GateRecord> {
-    let mut records: Vec<GateRecord> = Vec::new();
+) -> (Vec<GateRecord>, RunContext) {
+    let catalogue = catalogue::all();
     let total = required.len();
-    let mut index = 0;
-    for info in catalogue::all() {
-        let is_required = required.contains(&info.id);
-        let mut record = GateRecord {
-            id: info.id.clone(),
-            result: GateResult::Skipped,
-            reason: None,
-            note: None,
-            proves: info.proves.clone(),
-            does_not_prove: info.does_not_prove.clone(),
-            required: is_required,
-            duration_ms: 0,
-            checks: Vec::new(),
-        };
-        if !is_required {
-            record.reason = Some(if partitioned && info.scope == catalogue::Scope::Whole {
-                "needs every candidate at once: it runs in an unpartitioned run, not in --partition K/N".into()
-            } else {
-                NOT_SELECTED_REASON.into()
+    let mut ctx = std::sync::Arc::new(ctx);
+    let mut slots: Vec<Slot> = catalogue.iter().map(|_| Slot::Waiting).collect();
+    let mut spans: Vec<process::residue::Span> = Vec::new();
+    let (tx, rx) = std::sync::mpsc::channel::<Finished>();
+    let jobs = jobs.max(1);
+    loop {
+        // Start, block or skip every waiting gate whose turn has come, in
+        // catalogue order.
+        for (i, info) in catalogue.iter().enumerate() {
+            if !matches!(slots[i], Slot::Waiting) {
+                continue;
+            }
+            let mut record = GateRecord {
+                id: info.id.clone(),
+                result: GateResult::Skipped,
+                reason: None,
+                note: None,
+                proves: info.proves.clone(),
+                does_not_prove: info.does_not_prove.clone(),
+                required: required.contains(&info.id),
+                duration_ms: 0,
+                checks: Vec::new(),
+            };
+            if !record.required {
+                record.reason = Some(if partitioned && info.scope == catalogue::Scope::Whole {
+                    "needs every candidate at once: it runs in an unpartitioned run, not in --partition K/N".into()
+                } else {
+                    NOT_SELECTED_REASON.into()
+                });
+                slots[i] = Slot::Done(Box::new(record));
+                continue;
+            }
+            let prerequisites: Vec<Option<GateResult>> = info
+                .requires
+                .iter()
+                .map(|r| {
+                    catalogue
+                        .iter()
+                        .position(|g| &g.id == r)
+                        .and_then(|k| match &slots[k] {
+                            Slot::Done(g) => Some(g.result),
+                            _ => None,
+                        })
+                })
+                .collect();
+            if prerequisites.iter().any(Option::is_none) {
+                continue; // a prerequisite has not ended yet
+            }
+            if interrupt::requested() {
+                record.reason = Some("the run was interrupted before this gate started".into());
+                slots[i] = Slot::Done(Box::new(record));
+                continue;
+            }
+            let gate =
+                gates::by_id(&info.id).expect("every catalogue gate is implemented (unit-tested)");
+            if let Some(reason) = gate.not_applicable(&ctx) {
+                // Skipped, never passed. Named by `--only`, it stays required, so
+                // the run cannot exit 0 on it.
+                record.required = only.is_some_and(|ids| ids.contains(&info.id));
+                record.reason = Some(reason);
+                progress.gate_finished(&record);
+                slots[i] = Slot::Done(Box::new(record));
+                continue;
+            }
+            let unmet: Vec<String> = info
+                .requires
+                .iter()
+                .zip(&prerequisites)
+                .filter(|(_, r)| **r != Some(GateResult::Pass))
+                .map(|(id, _)| id.clone())
+                .collect();
+            if !unmet.is_empty() {
+                record.result = GateResult::Blocked;
+                record.reason = Some(format!(
+                    "prerequisite gate(s) did not pass: {}",
+                    unmet.join(", ")
+                ));
+                progress.gate_finished(&record);
+                slots[i] = Slot::Done(Box::new(record));
+                continue;
+            }
+            let running: Vec<usize> = (0..slots.len())
+                .filter(|k| matches!(slots[*k], Slot::Running { .. }))
+                .collect();
+            let busy = running.iter().any(|k| {
+                catalogue[*k]
+                    .exclusive
+                    .iter()
+                    .any(|r| info.exclusive.contains(r))
             });
-            records.push(record);
-            continue;
+            if running.len() >= jobs || busy {
+                continue;
+            }
+            spans.push(process::residue::Span::start(&info.id));
+            slots[i] = Slot::Running {
+                started: Instant::now(),
+                span: spans.len() - 1,
+            };
+            let mut names: Vec<&str> = (0..slots.len())
+                .filter(|k| matches!(slots[*k], Slot::Running { .. }))
+                .map(|k| catalogue[k].id.as_str())
+                .collect();
+            names.retain(|n| *n != info.id);
+            let position = required
+                .iter()
+                .position(|id| id == &info.id)
+                .map_or(0, |p| p + 1);
+            progress.gate_started(position, total, &info.id, &names);
+            let snapshot = std::sync::Arc::clone(&ctx);
+            let thread_tx = tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("gate {}", info.id))
+                .spawn(move || {
+                    let mut updates = crate::context::Updates::default();
+                    // A panicking gate is a harness defect; it must still leave
+                    // evidence behind (verdict `fail`), never abort the run.
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        gate.run(&snapshot, &mut updates)
+                    }));
+                    let _ = thread_tx.send(Finished {
+                        index: i,
+                        outcome,
+                        updates,
+                    });
+                });
+            if let Err(e) = spawned {
+                let _ = tx.send(Finished {
+                    index: i,
+                    outcome: Ok(Err(format!("cannot start a thread for this gate: {e}"))),
+                    updates: crate::context::Updates::default(),
+                });
+            }
         }
-        if interrupt::requested() {
-            record.reason = Some("the run was interrupted before this gate started".into());
-            records.push(record);
-            continue;
+        let any_running = slots.iter().any(|s| matches!(s, Slot::Running { .. }));
+        if !any_running {
+            break;
         }
+        let Ok(finished) = rx.recv() else { break };
+        let i = finished.index;
+        let Slot::Running { started, span } = slots[i] else {
+            continue;
+        };
+        spans[span].end();
+        finished.updates.apply(std::sync::Arc::make_mut(&mut ctx));
+        let info = &catalogue[i];
         let gate =
             gates::by_id(&info.id).expect("every catalogue gate is implemented (unit-tested)");
-        if let Some(reason) = gate.not_applicable(ctx) {
-            // Skipped, never passed. Named by `--only`, it stays required, so
-            // the run cannot exit 0 on it.
-            record.required = only.is_some_and(|ids| ids.contains(&info.id));
-            record.reason = Some(reason);
-            progress.gate_finished(&record);
-            records.push(record);
-            continue;
-        }
-        let unmet: Vec<String> = info
-            .requires
-            .iter()
-            .filter(|r| {
-                records.iter().find(|g| &g.id == *r).map(|g| g.result) != Some(GateResult::Pass)
-            })
-            .cloned()
-            .collect();
-        index += 1;
-        if !unmet.is_empty() {
-            record.result = GateResult::Blocked;
-            record.reason = Some(format!(
-                "prerequisite gate(s) did not pass: {}",
-                unmet.join(", ")
-            ));
-            progress.gate_finished(&record);
-            records.push(record);
-            continue;
-        }
-        progress.gate_started(index, total, &info.id);
-        let started = Instant::now();
-        // A panicking gate is a harness defect; it must still leave evidence
-        // behind (verdict `fail`), never abort the run without writing it.
-        let mut updates = crate::context::Updates::default();
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gate.run(ctx, &mut updates)));
-        updates.apply(ctx);
-        let mut checks = match outcome {
+        let mut checks = match finished.outcome {
             Ok(Ok(checks)) => checks,
             Ok(Err(message)) => vec![Check::fail("gate-error", None, message)],
             Err(panic) => {
@@ -374,44 +485,90 @@ fn run_gates(
                 )]
             }
         };
-        // Nothing a gate starts outlives it: what did is a failing RESIDUE check.
-        checks.extend(process::residue::after_gate());
-        record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let failed = checks
-            .iter()
-            .filter(|c| c.result == CheckResult::Fail)
-            .count();
-        record.result = if interrupt::requested() {
-            // Checks cut short by SIGINT/SIGTERM say nothing about the
-            // candidates: keep them as a record, judge none of them.
-            record.reason = Some(format!(
-                "interrupted while running; the {} check(s) recorded before the interrupt are kept but not judged",
-                checks.len()
-            ));
-            GateResult::Skipped
-        } else if checks.is_empty() {
-            record.reason = Some("the gate observed nothing to check".into());
-            GateResult::Fail
-        } else if failed > 0 {
-            record.reason = Some(format!("{failed} of {} checks failed", checks.len()));
-            GateResult::Fail
-        } else {
-            GateResult::Pass
+        // Nothing a gate starts outlives it: what did is a failing RESIDUE
+        // check (judged once every gate running when it started has ended).
+        checks.extend(process::residue::after_gate_of(&spans));
+        let mut record = GateRecord {
+            id: info.id.clone(),
+            result: GateResult::Skipped,
+            reason: None,
+            note: None,
+            proves: info.proves.clone(),
+            does_not_prove: info.does_not_prove.clone(),
+            required: true,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            checks: Vec::new(),
         };
-        if record.result == GateResult::Pass {
-            record.note = gate.headline_check().and_then(|name| {
-                checks
-                    .iter()
-                    .find(|c| c.name == name)
-                    .and_then(|c| c.detail.lines().next())
-                    .map(String::from)
-            });
-        }
-        record.checks = checks;
+        judge(&mut record, checks, gate.headline_check());
         progress.gate_finished(&record);
-        records.push(record);
+        slots[i] = Slot::Done(Box::new(record));
     }
-    records
+    let records = slots
+        .into_iter()
+        .map(|s| match s {
+            Slot::Done(record) => *record,
+            // Unreachable: the loop ends only when nothing runs and nothing
+            // can start, and every waiting gate is then decided.
+            Slot::Waiting | Slot::Running { .. } => unreachable!("every gate is decided"),
+        })
+        .collect();
+    let ctx = std::sync::Arc::try_unwrap(ctx).unwrap_or_else(|shared| (*shared).clone());
+    (records, ctx)
+}
+
+/// Sets a ran gate's result, reason, note and checks from its checks: `fail`
+/// when a check failed (consequences of a failed check are counted with it,
+/// not as failures of their own) or none was made, `skipped` (kept, not
+/// judged) when the run was interrupted, else `pass`.
+fn judge(record: &mut GateRecord, checks: Vec<Check>, headline: Option<&str>) {
+    // A consequence counts with its root when its root failed here; one
+    // whose root is not a failure of this gate counts as a failure itself.
+    let is_root_failure = |c: &Check| {
+        c.result == CheckResult::Fail
+            && c.consequence_of.as_deref().is_none_or(|root| {
+                !checks.iter().any(|r| {
+                    r.name == root && r.candidate == c.candidate && r.result == CheckResult::Fail
+                })
+            })
+    };
+    let failed = checks.iter().filter(|c| is_root_failure(c)).count();
+    let consequences = checks
+        .iter()
+        .filter(|c| c.result == CheckResult::Fail && !is_root_failure(c))
+        .count();
+    record.result = if interrupt::requested() {
+        // Checks cut short by SIGINT/SIGTERM say nothing about the
+        // candidates: keep them as a record, judge none of them.
+        record.reason = Some(format!(
+            "interrupted while running; the {} check(s) recorded before the interrupt are kept but not judged",
+            checks.len()
+        ));
+        GateResult::Skipped
+    } else if checks.is_empty() {
+        record.reason = Some("the gate observed nothing to check".into());
+        GateResult::Fail
+    } else if failed + consequences > 0 {
+        let mut reason = format!("{failed} of {} checks failed", checks.len());
+        if consequences > 0 {
+            reason.push_str(&format!(
+                " ({consequences} more not established as a consequence)"
+            ));
+        }
+        record.reason = Some(reason);
+        GateResult::Fail
+    } else {
+        GateResult::Pass
+    };
+    if record.result == GateResult::Pass {
+        record.note = headline.and_then(|name| {
+            checks
+                .iter()
+                .find(|c| c.name == name)
+                .and_then(|c| c.detail.lines().next())
+                .map(String::from)
+        });
+    }
+    record.checks = checks;
 }
 
 /// `--release-dir`: an existing directory, returned absolute (symlinks resolved).

@@ -9,12 +9,19 @@
 //! re-parented to the harness instead, and every process of the run is, while
 //! it lives, a descendant of the harness in `/proc`.
 //!
-//! After each gate, and once more before the evidence is sealed, the pipeline
-//! calls [`sweep`]: every live descendant is a residue (gates run one at a
-//! time and each stops what it starts, so nothing legitimate is left), and is
-//! recorded with its pid and command line, stopped (SIGTERM, [`GRACE`],
-//! SIGKILL) and reaped. [`Residue::check`] is the `RESIDUE` check the gate
-//! reports; it fails the gate.
+//! After each gate the pipeline calls [`after_gate_of`], and once more before
+//! the evidence is sealed [`after_gate`]. Gates run concurrently, so a live
+//! descendant is not necessarily residue: one that a running gate's
+//! [`super::Running`] handle holds, or that descends from one, is that gate's
+//! work in progress. Every other live descendant (an orphan re-parented to
+//! the harness, a child nobody waits for, and what runs below them) is
+//! residue, judged once every gate that was running when it started has
+//! ended: it is recorded with its pid, command line and the gates running
+//! when it started ([`Span`]s, on the clock of `/proc/<pid>/stat` start
+//! times), stopped (SIGTERM, [`GRACE`], SIGKILL) and reaped. With one gate at
+//! a time (`--jobs 1`) that is every live descendant after each gate.
+//! [`Residue::check`] is the `RESIDUE` check the ending gate reports; it
+//! fails the gate.
 
 use super::{is_held, GRACE};
 use crate::evidence::Check;
@@ -61,6 +68,11 @@ pub struct Residue {
     pub cwd: Option<String>,
     /// `TERM`, `KILL`, `exited before a signal` or `still running after KILL`.
     pub stopped_by: String,
+    /// The gates that were running when it (or the outermost process of the
+    /// run above it that nobody holds) started, in start order; empty when it
+    /// started between gates.
+    #[serde(default)]
+    pub started_during: Vec<String>,
 }
 
 impl Residue {
@@ -70,6 +82,14 @@ impl Residue {
             "its parent had exited and it was re-parented to the harness".to_string()
         } else {
             format!("child of pid {}", self.ppid)
+        };
+        let during = match self.started_during.as_slice() {
+            [] => String::new(),
+            [one] => format!("; it started while gate {one} ran"),
+            many => format!(
+                "; it started while gates {} ran (any of them may have started it)",
+                many.join(", ")
+            ),
         };
         let outcome = if self.stopped_by == "still running after KILL" {
             "it was still running after SIGKILL".to_string()
@@ -81,7 +101,7 @@ impl Residue {
             None,
             format!(
                 "pid {} `{}` was still running after the gate finished ({how}; process group {}, \
-                 session {}, cwd {}); {outcome}. Expected nothing this gate started, directly or \
+                 session {}, cwd {}{during}); {outcome}. Expected nothing this gate started, directly or \
                  not, to outlive it: a process that leaves its process group (a new session, a \
                  double fork) escapes the group stop and could write after the evidence is sealed; \
                  make the step wait for or stop every process it starts",
@@ -106,19 +126,117 @@ pub fn descendants() -> Vec<ProcInfo> {
         .collect()
 }
 
+/// One gate's run time on the clock of `/proc/<pid>/stat` start times
+/// (clock ticks since boot, `CLOCK_BOOTTIME`).
+#[derive(Debug, Clone)]
+pub struct Span {
+    /// Gate id.
+    pub gate: String,
+    /// Tick the gate started.
+    pub start: u64,
+    /// Tick the gate ended; none while it runs.
+    pub end: Option<u64>,
+}
+
+/// Ticks either side of a span a start time is still taken to fall in: start
+/// times have a resolution of one tick (10 ms at the usual 100 Hz).
+const SLACK_TICKS: u64 = 2;
+
+impl Span {
+    /// A span starting now.
+    pub fn start(gate: &str) -> Self {
+        Self {
+            gate: gate.into(),
+            start: now_ticks(),
+            end: None,
+        }
+    }
+
+    /// Ends the span now.
+    pub fn end(&mut self) {
+        self.end = Some(now_ticks());
+    }
+
+    /// Whether a process started at tick `t` may have been started during
+    /// this span (`SLACK_TICKS` either side).
+    fn covers(&self, t: u64) -> bool {
+        t + SLACK_TICKS >= self.start && self.end.is_none_or(|e| t <= e + SLACK_TICKS)
+    }
+}
+
+/// Now, in clock ticks since boot (the clock of `/proc/<pid>/stat` field 22).
+pub fn now_ticks() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    let hz = rustix::param::clock_ticks_per_second();
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(t.tv_nsec).unwrap_or(0);
+    secs * hz + nanos * hz / 1_000_000_000
+}
+
+/// Live descendants of the harness that are residue by `spans`: not held by a
+/// [`super::Running`] handle nor below one, and started when no running span
+/// covers the start. Each comes with the gates whose span covers the start of
+/// its outermost unheld ancestor (its "root": the process re-parented to the
+/// harness, or the child nobody waits for).
+fn residue_among(spans: &[Span]) -> Vec<(ProcInfo, Vec<String>)> {
+    let me = getpid().as_raw_nonzero().get();
+    let procs = procfs::all();
+    let live: Vec<ProcInfo> = procfs::descendants(&procs, me)
+        .into_iter()
+        .filter(|p| p.pid != me && !p.exited())
+        .collect();
+    let mut out = Vec::new();
+    for p in live {
+        // Walk up to the process whose parent is the harness.
+        let mut root = p.clone();
+        let mut hops = 0;
+        while root.ppid != me && hops < 4096 {
+            match procs.get(&root.ppid) {
+                Some(parent) => root = parent.clone(),
+                None => break,
+            }
+            hops += 1;
+        }
+        if root.ppid == me && is_held(root.pid as u32) {
+            continue; // a running gate's child, or below one
+        }
+        if spans
+            .iter()
+            .any(|s| s.end.is_none() && s.covers(root.start_time))
+        {
+            continue; // judged when the gates running at its start have ended
+        }
+        let during = spans
+            .iter()
+            .filter(|s| s.covers(root.start_time))
+            .map(|s| s.gate.clone())
+            .collect();
+        out.push((p, during));
+    }
+    out
+}
+
 /// Finds every live descendant of the harness, stops each (SIGTERM, `grace`,
 /// SIGKILL), reaps it, and repeats until none is left (at most [`ROUNDS`]
 /// rounds). Returns one [`Residue`] per process found, in pid order; empty
 /// when nothing of the run was alive.
 pub fn sweep(grace: Duration) -> Vec<Residue> {
+    sweep_where(grace, || {
+        descendants().into_iter().map(|p| (p, Vec::new())).collect()
+    })
+}
+
+/// Stops and reaps what `select` returns, round after round until it returns
+/// nothing (at most [`ROUNDS`] rounds).
+fn sweep_where(grace: Duration, select: impl Fn() -> Vec<(ProcInfo, Vec<String>)>) -> Vec<Residue> {
     let mut found: BTreeMap<(i32, u64), Residue> = BTreeMap::new();
     for _ in 0..ROUNDS {
         reap_orphans();
-        let live = descendants();
+        let (live, during): (Vec<ProcInfo>, Vec<Vec<String>>) = select().into_iter().unzip();
         if live.is_empty() {
             break;
         }
-        for p in &live {
+        for (p, started_during) in live.iter().zip(during) {
             found
                 .entry((p.pid, p.start_time))
                 .or_insert_with(|| Residue {
@@ -129,6 +247,7 @@ pub fn sweep(grace: Duration) -> Vec<Residue> {
                     cmdline: procfs::cmdline(p.pid),
                     cwd: procfs::cwd(p.pid).map(|c| c.display().to_string()),
                     stopped_by: String::new(),
+                    started_during,
                 });
         }
         let refs: Vec<&ProcInfo> = live.iter().collect();
@@ -146,9 +265,20 @@ pub fn sweep(grace: Duration) -> Vec<Residue> {
 }
 
 /// [`sweep`] with [`GRACE`], as the checks of the gate that just finished
-/// (none when nothing of the run is alive).
+/// (none when nothing of the run is alive): for when no gate runs.
 pub fn after_gate() -> Vec<Check> {
     sweep(GRACE).iter().map(Residue::check).collect()
+}
+
+/// The residue to judge now that a gate of `spans` has ended (its span
+/// closed), as that gate's failing `RESIDUE` checks: what no running gate
+/// holds and no running gate may have started, stopped with [`GRACE`] and
+/// reaped. Work of gates still running is left alone.
+pub fn after_gate_of(spans: &[Span]) -> Vec<Check> {
+    sweep_where(GRACE, || residue_among(spans))
+        .iter()
+        .map(Residue::check)
+        .collect()
 }
 
 /// The `stopped_by` of each process of `live`, in order.
@@ -196,6 +326,7 @@ mod tests {
             cmdline: "sh -c sleep 15; echo late > late.txt".into(),
             cwd: Some("/tmp/x".into()),
             stopped_by: "TERM".into(),
+            started_during: vec!["suites".into(), "worker-isolation".into()],
         };
         let check = r.check();
         assert_eq!(check.name, "RESIDUE");
@@ -212,8 +343,79 @@ mod tests {
             "{}",
             check.detail
         );
+        assert!(
+            check
+                .detail
+                .contains("it started while gates suites, worker-isolation ran (any of them may have started it)"),
+            "{}",
+            check.detail
+        );
         let observed = check.observed.unwrap();
         assert_eq!(observed["pid"], 4242);
         assert_eq!(observed["cmdline"], "sh -c sleep 15; echo late > late.txt");
+    }
+
+    #[test]
+    fn a_span_covers_the_ticks_it_ran_with_slack_and_a_running_span_everything_after_it() {
+        let ended = Span {
+            gate: "stage".into(),
+            start: 100,
+            end: Some(200),
+        };
+        assert!(!ended.covers(97));
+        assert!(ended.covers(98));
+        assert!(ended.covers(150));
+        assert!(ended.covers(202));
+        assert!(!ended.covers(203));
+        let running = Span {
+            gate: "suites".into(),
+            start: 100,
+            end: None,
+        };
+        assert!(!running.covers(97));
+        assert!(running.covers(98));
+        assert!(running.covers(1_000_000));
+    }
+
+    #[test]
+    fn now_ticks_is_on_the_clock_of_proc_start_times() {
+        let me = procfs::read(getpid().as_raw_nonzero().get()).expect("own /proc entry");
+        let now = now_ticks();
+        assert!(
+            now >= me.start_time,
+            "now {now} before own start {}",
+            me.start_time
+        );
+        // The test process started at most an hour ago.
+        assert!(now - me.start_time < 3600 * rustix::param::clock_ticks_per_second());
+    }
+
+    #[test]
+    fn an_orphan_that_started_while_a_gate_still_runs_is_left_for_later() {
+        // A process of ours that nobody holds, started now: while a span
+        // started before it is running it is not judged; once that span has
+        // ended it is residue of it.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let pid = child.id() as i32;
+        let mut spans = vec![Span {
+            gate: "suites".into(),
+            start: now_ticks().saturating_sub(100),
+            end: None,
+        }];
+        // Let /proc show the child with its start time.
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!residue_among(&spans).iter().any(|(p, _)| p.pid == pid));
+        spans[0].end = Some(now_ticks());
+        let found = residue_among(&spans);
+        let (_, during) = found
+            .iter()
+            .find(|(p, _)| p.pid == pid)
+            .expect("judged once the span ended");
+        assert_eq!(during, &vec!["suites".to_string()]);
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
