@@ -175,10 +175,15 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
 
     let (mut records, ctx) = run_gates(
         ctx,
-        &required,
-        opts.only.as_deref(),
-        opts.partition.is_some(),
-        opts.jobs,
+        &Graph {
+            catalogue: catalogue::all(),
+            implementation: &gates::by_id,
+            required: &required,
+            only: opts.only.as_deref(),
+            partitioned: opts.partition.is_some(),
+            jobs: opts.jobs,
+            residue: &process::residue::after_gate_of,
+        },
         progress,
     );
     // Gates this run gave nothing to observe (an input not supplied, a
@@ -303,6 +308,26 @@ struct Finished {
     updates: crate::context::Updates,
 }
 
+/// The gates of a run and how to run them.
+#[derive(Clone, Copy)]
+struct Graph<'a> {
+    /// Gates in catalogue order (each `requires` names earlier gates).
+    catalogue: &'a [catalogue::GateInfo],
+    /// The implementation of gate `id`.
+    implementation: &'a dyn Fn(&str) -> Option<Box<dyn gates::Gate>>,
+    /// Ids of the gates the run needs.
+    required: &'a [String],
+    /// `--only`, when given.
+    only: Option<&'a [String]>,
+    /// Whether this is a `--partition K/N` run.
+    partitioned: bool,
+    /// At most this many gates at once.
+    jobs: usize,
+    /// The residue check after a gate ended, given every gate's span
+    /// ([`process::residue::after_gate_of`]).
+    residue: &'a dyn Fn(&[process::residue::Span]) -> Vec<Check>,
+}
+
 /// Runs the required gates as the catalogue's graph: a gate starts as soon as
 /// every gate it requires has passed, at most `jobs` at a time, never beside a
 /// running gate that declares one of its exclusive resources; a gate whose
@@ -311,14 +336,20 @@ struct Finished {
 /// catalogue order whatever the finishing order.
 fn run_gates(
     ctx: RunContext,
-    required: &[String],
-    only: Option<&[String]>,
-    partitioned: bool,
-    jobs: usize,
+    graph: &Graph<'_>,
     progress: &mut dyn Progress,
 ) -> (Vec<GateRecord>, RunContext) {
-    let catalogue = catalogue::all();
+    let Graph {
+        catalogue,
+        implementation,
+        required,
+        only,
+        partitioned,
+        jobs,
+        residue,
+    } = *graph;
     let total = required.len();
+    let run_started = Instant::now();
     let mut ctx = std::sync::Arc::new(ctx);
     let mut slots: Vec<Slot> = catalogue.iter().map(|_| Slot::Waiting).collect();
     let mut spans: Vec<process::residue::Span> = Vec::new();
@@ -340,6 +371,7 @@ fn run_gates(
                 does_not_prove: info.does_not_prove.clone(),
                 required: required.contains(&info.id),
                 duration_ms: 0,
+                started_ms: None,
                 checks: Vec::new(),
             };
             if !record.required {
@@ -372,8 +404,8 @@ fn run_gates(
                 slots[i] = Slot::Done(Box::new(record));
                 continue;
             }
-            let gate =
-                gates::by_id(&info.id).expect("every catalogue gate is implemented (unit-tested)");
+            let gate = implementation(&info.id)
+                .expect("every catalogue gate is implemented (unit-tested)");
             if let Some(reason) = gate.not_applicable(&ctx) {
                 // Skipped, never passed. Named by `--only`, it stays required, so
                 // the run cannot exit 0 on it.
@@ -465,7 +497,7 @@ fn run_gates(
         finished.updates.apply(std::sync::Arc::make_mut(&mut ctx));
         let info = &catalogue[i];
         let gate =
-            gates::by_id(&info.id).expect("every catalogue gate is implemented (unit-tested)");
+            implementation(&info.id).expect("every catalogue gate is implemented (unit-tested)");
         let mut checks = match finished.outcome {
             Ok(Ok(checks)) => checks,
             Ok(Err(message)) => vec![Check::fail("gate-error", None, message)],
@@ -487,7 +519,7 @@ fn run_gates(
         };
         // Nothing a gate starts outlives it: what did is a failing RESIDUE
         // check (judged once every gate running when it started has ended).
-        checks.extend(process::residue::after_gate_of(&spans));
+        checks.extend(residue(&spans));
         let mut record = GateRecord {
             id: info.id.clone(),
             result: GateResult::Skipped,
@@ -497,6 +529,9 @@ fn run_gates(
             does_not_prove: info.does_not_prove.clone(),
             required: true,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            started_ms: Some(
+                u64::try_from(started.duration_since(run_started).as_millis()).unwrap_or(u64::MAX),
+            ),
             checks: Vec::new(),
         };
         judge(&mut record, checks, gate.headline_check());
@@ -521,6 +556,7 @@ fn run_gates(
 /// not as failures of their own) or none was made, `skipped` (kept, not
 /// judged) when the run was interrupted, else `pass`.
 fn judge(record: &mut GateRecord, checks: Vec<Check>, headline: Option<&str>) {
+    record.reason = None;
     // A consequence counts with its root when its root failed here; one
     // whose root is not a failure of this gate counts as a failure itself.
     let is_root_failure = |c: &Check| {
@@ -885,6 +921,334 @@ fn rfc3339(secs: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    mod graph {
+        //! The scheduler over stand-in gates (ours: they sleep and record;
+        //! no SDK is involved), so ordering, concurrency, exclusivity,
+        //! blocking and fact hand-over are observable without Python.
+        use super::super::*;
+        use crate::catalogue::{GateInfo, Scope};
+        use crate::context::Updates;
+        use crate::gates::Gate;
+        use std::sync::{Arc, Mutex};
+        use std::time::Duration;
+
+        type Log = Arc<Mutex<Vec<String>>>;
+
+        struct Standin {
+            id: &'static str,
+            ms: u64,
+            fail: bool,
+            panic: bool,
+            log: Log,
+        }
+
+        impl Gate for Standin {
+            fn id(&self) -> &'static str {
+                self.id
+            }
+            fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
+                let seen = ctx.source.commit.clone();
+                self.log
+                    .lock()
+                    .unwrap()
+                    .push(format!("start {} saw {seen}", self.id));
+                std::thread::sleep(Duration::from_millis(self.ms));
+                assert!(!self.panic, "stand-in panic");
+                let id = self.id;
+                out.set(move |ctx| ctx.source.commit = format!("{}+{id}", ctx.source.commit));
+                self.log.lock().unwrap().push(format!("end {}", self.id));
+                Ok(vec![if self.fail {
+                    Check::fail("x", None, "stand-in failure")
+                } else {
+                    Check::pass("x", None, "held").with_observed(serde_json::json!(1))
+                }])
+            }
+        }
+
+        fn info(id: &str, requires: &[&str], exclusive: &[&str]) -> GateInfo {
+            GateInfo {
+                id: id.into(),
+                title: id.into(),
+                proves: String::new(),
+                does_not_prove: String::new(),
+                requires: requires.iter().map(|r| r.to_string()).collect(),
+                scope: Scope::Global,
+                exclusive: exclusive.iter().map(|r| r.to_string()).collect(),
+            }
+        }
+
+        fn context() -> RunContext {
+            let dir = std::env::temp_dir();
+            RunContext {
+                repo: dir.clone(),
+                evidence_dir: dir.join("vcc-graph-test-never-written"),
+                profile: profile::load(None, &dir).expect("built-in profile"),
+                python: PathBuf::from("python3"),
+                source: Source {
+                    repo: String::new(),
+                    commit: "c".into(),
+                    tree: String::new(),
+                    archive_sha256: None,
+                    ignored_files: Vec::new(),
+                    export_attributes: Vec::new(),
+                },
+                sdk: Sdk::default(),
+                candidates: Vec::new(),
+                staged_root: None,
+                verified_sdk: None,
+                selected: Vec::new(),
+                isolation: crate::isolation::IsolationChoice::default(),
+                suites: None,
+                wheelhouse: None,
+                release_dir: None,
+            }
+        }
+
+        #[derive(Default)]
+        struct Events(Vec<String>);
+
+        impl Progress for Events {
+            fn gate_started(&mut self, index: usize, total: usize, id: &str, also: &[&str]) {
+                self.0
+                    .push(format!("[{index}/{total}] {id} beside {}", also.join(",")));
+            }
+            fn gate_finished(&mut self, record: &GateRecord) {
+                self.0
+                    .push(format!("{} {}", record.id, record.result.word()));
+            }
+        }
+
+        /// Runs `catalogue` with stand-ins (`ms` each, failing the ids in
+        /// `failing`, panicking in `panicking`); returns records, the final
+        /// context, the gates' log and the progress events.
+        fn run(
+            catalogue: &[GateInfo],
+            ms: &[(&'static str, u64)],
+            failing: &[&str],
+            panicking: &[&str],
+            jobs: usize,
+        ) -> (Vec<GateRecord>, RunContext, Vec<String>, Vec<String>) {
+            let log: Log = Arc::default();
+            let ms: Vec<(&'static str, u64)> = ms.to_vec();
+            let failing: Vec<String> = failing.iter().map(|s| s.to_string()).collect();
+            let panicking: Vec<String> = panicking.iter().map(|s| s.to_string()).collect();
+            let l = Arc::clone(&log);
+            let implementation = move |id: &str| -> Option<Box<dyn Gate>> {
+                let (id, ms) = *ms.iter().find(|(g, _)| *g == id)?;
+                Some(Box::new(Standin {
+                    id,
+                    ms,
+                    fail: failing.iter().any(|f| f == id),
+                    panic: panicking.iter().any(|f| f == id),
+                    log: Arc::clone(&l),
+                }))
+            };
+            let required: Vec<String> = catalogue.iter().map(|g| g.id.clone()).collect();
+            let residue_calls: Arc<Mutex<usize>> = Arc::default();
+            let r = Arc::clone(&residue_calls);
+            let residue = move |spans: &[process::residue::Span]| -> Vec<Check> {
+                *r.lock().unwrap() += 1;
+                assert!(
+                    spans.iter().any(|s| s.end.is_some()),
+                    "called after a gate ended"
+                );
+                Vec::new()
+            };
+            let mut events = Events::default();
+            let (records, ctx) = run_gates(
+                context(),
+                &Graph {
+                    catalogue,
+                    implementation: &implementation,
+                    required: &required,
+                    only: None,
+                    partitioned: false,
+                    jobs,
+                    residue: &residue,
+                },
+                &mut events,
+            );
+            let ran = records.iter().filter(|g| g.started_ms.is_some()).count();
+            assert_eq!(
+                *residue_calls.lock().unwrap(),
+                ran,
+                "one residue sweep per gate that ran"
+            );
+            let log = log.lock().unwrap().clone();
+            (records, ctx, log, events.0)
+        }
+
+        fn position(log: &[String], entry: &str) -> usize {
+            log.iter()
+                .position(|l| l.starts_with(entry))
+                .unwrap_or_else(|| panic!("{entry:?} not in {log:?}"))
+        }
+
+        #[test]
+        fn independent_gates_run_at_once_up_to_jobs_and_one_after_another_with_one_job() {
+            let cat = [info("a", &[], &[]), info("b", &[], &[])];
+            let (records, _, log, events) = run(&cat, &[("a", 150), ("b", 150)], &[], &[], 2);
+            assert!(
+                position(&log, "start b") < position(&log, "end a"),
+                "{log:?}"
+            );
+            assert_eq!(events[0], "[1/2] a beside ");
+            assert_eq!(events[1], "[2/2] b beside a");
+            let (a, b) = (&records[0], &records[1]);
+            assert!(b.started_ms.unwrap() < a.started_ms.unwrap() + a.duration_ms);
+
+            let (records, _, log, events) = run(&cat, &[("a", 20), ("b", 20)], &[], &[], 1);
+            assert_eq!(log, ["start a saw c", "end a", "start b saw c+a", "end b"]);
+            assert_eq!(
+                events,
+                ["[1/2] a beside ", "a pass", "[2/2] b beside ", "b pass"]
+            );
+            let (a, b) = (&records[0], &records[1]);
+            assert!(b.started_ms.unwrap() >= a.started_ms.unwrap() + a.duration_ms);
+        }
+
+        #[test]
+        fn gates_sharing_an_exclusive_resource_never_overlap() {
+            let cat = [
+                info("a", &[], &["port-range"]),
+                info("b", &[], &["port-range", "netns"]),
+                info("c", &[], &["other"]),
+            ];
+            let (_, _, log, _) = run(&cat, &[("a", 100), ("b", 100), ("c", 100)], &[], &[], 3);
+            assert!(
+                position(&log, "end a") < position(&log, "start b"),
+                "{log:?}"
+            );
+            assert!(
+                position(&log, "start c") < position(&log, "end a"),
+                "{log:?}"
+            );
+        }
+
+        #[test]
+        fn a_gate_waits_for_its_prerequisites_and_sees_their_facts_only() {
+            // b is independent of a and starts with it: it sees the context
+            // as it was; c requires a and sees a's facts.
+            let cat = [
+                info("a", &[], &[]),
+                info("b", &[], &[]),
+                info("c", &["a"], &[]),
+            ];
+            let (records, ctx, log, _) =
+                run(&cat, &[("a", 120), ("b", 10), ("c", 10)], &[], &[], 4);
+            assert!(log.contains(&"start b saw c".to_string()), "{log:?}");
+            assert!(
+                log.contains(&"start c saw c+a".to_string())
+                    || log.contains(&"start c saw c+b+a".to_string()),
+                "{log:?}"
+            );
+            assert!(
+                position(&log, "end a") < position(&log, "start c"),
+                "{log:?}"
+            );
+            // Records in catalogue order although b ended first.
+            let ids: Vec<&str> = records.iter().map(|g| g.id.as_str()).collect();
+            assert_eq!(ids, ["a", "b", "c"]);
+            assert!(records.iter().all(|g| g.result == GateResult::Pass));
+            // Every gate's facts reached the final context, each once.
+            let mut parts: Vec<&str> = ctx.source.commit.split('+').collect();
+            parts.sort_unstable();
+            assert_eq!(parts, ["a", "b", "c", "c"]);
+        }
+
+        #[test]
+        fn a_failed_or_panicking_prerequisite_blocks_its_dependents_and_nothing_else() {
+            let cat = [
+                info("a", &[], &[]),
+                info("b", &["a"], &[]),
+                info("c", &[], &[]),
+                info("d", &["c"], &[]),
+                info("e", &["b"], &[]),
+            ];
+            let all = [("a", 10), ("b", 10), ("c", 10), ("d", 10), ("e", 10)];
+            let (records, _, log, _) = run(&cat, &all, &["a"], &["c"], 2);
+            let by_id = |id: &str| records.iter().find(|g| g.id == id).unwrap();
+            assert_eq!(by_id("a").result, GateResult::Fail);
+            assert_eq!(by_id("a").reason.as_deref(), Some("1 of 1 checks failed"));
+            assert_eq!(by_id("b").result, GateResult::Blocked);
+            assert_eq!(
+                by_id("b").reason.as_deref(),
+                Some("prerequisite gate(s) did not pass: a")
+            );
+            assert_eq!(by_id("c").result, GateResult::Fail);
+            assert_eq!(by_id("c").checks[0].name, "gate-error");
+            assert!(by_id("c").checks[0].detail.contains("stand-in panic"));
+            assert_eq!(by_id("d").result, GateResult::Blocked);
+            assert_eq!(by_id("e").result, GateResult::Blocked);
+            assert_eq!(
+                by_id("e").reason.as_deref(),
+                Some("prerequisite gate(s) did not pass: b")
+            );
+            assert!(!log
+                .iter()
+                .any(|l| l.starts_with("start b") || l.starts_with("start d")));
+            assert!(by_id("b").started_ms.is_none());
+        }
+
+        #[test]
+        fn a_consequence_counts_with_its_root_failure() {
+            let root = Check::fail("record-rows", None, "row malformed");
+            let consequence = Check::fail(
+                "record-files",
+                None,
+                "not verified because its row is malformed",
+            )
+            .consequence_of("record-rows");
+            let mut record =
+                crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
+            judge(&mut record, vec![root.clone(), consequence.clone()], None);
+            assert_eq!(record.result, GateResult::Fail);
+            assert_eq!(
+                record.reason.as_deref(),
+                Some("1 of 2 checks failed (1 more not established as a consequence)")
+            );
+            // A consequence whose root did not fail is a failure of its own.
+            let mut record =
+                crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
+            judge(
+                &mut record,
+                vec![Check::pass("record-rows", None, "ok"), consequence],
+                None,
+            );
+            assert_eq!(record.reason.as_deref(), Some("1 of 2 checks failed"));
+            // A root in another candidate is not this consequence's root.
+            let elsewhere = Check::fail("record-rows", Some("other"), "row malformed");
+            let mine = Check::fail("record-files", Some("mine"), "x").consequence_of("record-rows");
+            let mut record =
+                crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
+            judge(&mut record, vec![elsewhere, mine], None);
+            assert_eq!(record.reason.as_deref(), Some("2 of 2 checks failed"));
+            // No check at all is a failure, never a pass.
+            let mut record =
+                crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
+            judge(&mut record, Vec::new(), None);
+            assert_eq!(record.result, GateResult::Fail);
+            assert_eq!(
+                record.reason.as_deref(),
+                Some("the gate observed nothing to check")
+            );
+            // A pass takes its note from the headline check.
+            let mut record =
+                crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
+            judge(
+                &mut record,
+                vec![
+                    Check::pass("x", None, "first line\nsecond"),
+                    Check::pass("y", None, "other"),
+                ],
+                Some("x"),
+            );
+            assert_eq!(record.result, GateResult::Pass);
+            assert_eq!(record.note.as_deref(), Some("first line"));
+            assert_eq!(record.reason, None);
+        }
+    }
     use super::*;
 
     #[test]

@@ -288,6 +288,7 @@ pub(crate) mod testing {
             does_not_prove: String::new(),
             required,
             duration_ms: 10,
+            started_ms: None,
             checks,
         }
     }

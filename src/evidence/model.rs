@@ -330,6 +330,11 @@ pub struct GateRecord {
     pub required: bool,
     /// Wall-clock time, in milliseconds.
     pub duration_ms: u64,
+    /// When the gate started, in milliseconds after the first gate of the
+    /// run started (with `duration_ms`, which gates ran at the same time);
+    /// absent for a gate that did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
     /// The checks, in the order they ran.
     pub checks: Vec<Check>,
 }
@@ -346,9 +351,18 @@ pub enum CheckResult {
     Warn,
 }
 
-/// One check of a gate.
+/// One check of a gate. A passing check carries the observed values it rests
+/// on: the schema refuses a `pass` whose `observed` is missing, null, or an
+/// empty object, array or string.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("if" = {"properties": {"result": {"const": "pass"}}, "required": ["result"]}))]
+#[schemars(extend("then" = {
+    "required": ["observed"],
+    "properties": {"observed": {"not": {"anyOf": [
+        {"type": "null"}, {"const": {}}, {"const": []}, {"const": ""}
+    ]}}}
+}))]
 pub struct Check {
     /// Property checked (`record-rows`, `single-archive`, ...).
     pub name: String,
