@@ -115,6 +115,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             evidence_dir.display()
         ))
     })?;
+    crate::python::use_pycache_prefix(&evidence_dir.join("roots").join("pycache"));
     interrupt::install().map_err(|e| SetupError(format!("cannot install signal handlers: {e}")))?;
     process::residue::become_subreaper().map_err(|e| {
         SetupError(format!(

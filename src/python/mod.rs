@@ -9,8 +9,32 @@
 use crate::process::{self, ChildSpec};
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// The run's own bytecode cache (`DIR/roots/pycache`), once set.
+static PYCACHE_PREFIX: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes `dir` the bytecode cache of every later Python step of this process
+/// that asks for [`bytecode_options`]: the interpreter compiles the SDK (and
+/// whatever else it imports) from source once per run into `dir` and reads
+/// bytecode only from there, never from the `__pycache__` folders of the
+/// venv (which a process with `-B` would read). The first call wins.
+pub fn use_pycache_prefix(dir: &Path) {
+    let _ = PYCACHE_PREFIX.set(dir.to_path_buf());
+}
+
+/// The interpreter options for bytecode: `-X pycache_prefix=<dir>` once the
+/// run set its cache ([`use_pycache_prefix`]; `-X` options hold under `-I`,
+/// where `PYTHONPYCACHEPREFIX` would be ignored), else `-B` (write none, read
+/// the venv's).
+pub fn bytecode_options() -> Vec<String> {
+    match PYCACHE_PREFIX.get() {
+        Some(dir) => vec!["-X".into(), format!("pycache_prefix={}", dir.display())],
+        None => vec!["-B".into()],
+    }
+}
 
 pub mod fixtures;
 
@@ -139,12 +163,9 @@ pub fn run_probe_in<T: DeserializeOwned>(
     if !wrapper.is_empty() {
         full_args.push(python.display().to_string());
     }
-    full_args.extend([
-        "-I".to_string(),
-        "-B".to_string(),
-        "-c".to_string(),
-        source.to_string(),
-    ]);
+    full_args.push("-I".to_string());
+    full_args.extend(bytecode_options());
+    full_args.extend(["-c".to_string(), source.to_string()]);
     full_args.extend(args.iter().cloned());
     let program = wrapper
         .first()
