@@ -154,7 +154,7 @@ pub(crate) fn median(values: &[f64]) -> Option<f64> {
     }
     v.sort_by(f64::total_cmp);
     let mid = v.len() / 2;
-    Some(if v.len() % 2 == 0 {
+    Some(if v.len().is_multiple_of(2) {
         (v[mid - 1] + v[mid]) / 2.0
     } else {
         v[mid]
@@ -297,7 +297,8 @@ impl Verifier<'_> {
         jobs: Option<u16>,
         log: &Path,
     ) -> Result<Sample> {
-        let out = std::fs::File::create(log).with_context(|| format!("create {}", log.display()))?;
+        let out =
+            std::fs::File::create(log).with_context(|| format!("create {}", log.display()))?;
         let mut cmd = Command::new(self.binary);
         cmd.arg("--repo")
             .arg(repo)
@@ -527,7 +528,10 @@ fn generate_scale_repo(fixture: &Path, repo: &Path, plan: &[ScaleCandidate]) -> 
         std::fs::write(&manifest, renamed)
             .with_context(|| format!("write {}", manifest.display()))?;
     }
-    let profile = scale_profile(verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS, plan)?;
+    let profile = scale_profile(
+        verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS,
+        plan,
+    )?;
     verify_coding_candidates::profile::parse(&profile, "generated")
         .map_err(|e| anyhow::anyhow!("the generated profile is invalid: {e}"))?;
     std::fs::write(
@@ -638,13 +642,26 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
     )];
     lines.push(format!(
         "default/jobs1 cpu: {:.2}",
-        if j1.cpu > 0.0 { df.cpu / j1.cpu } else { f64::NAN }
+        if j1.cpu > 0.0 {
+            df.cpu / j1.cpu
+        } else {
+            f64::NAN
+        }
     ));
     if let Some(pr) = &pr {
-        lines.push(format_ratio("ours/peer wall", df.wall, pr.wall, PEER_TARGET));
+        lines.push(format_ratio(
+            "ours/peer wall",
+            df.wall,
+            pr.wall,
+            PEER_TARGET,
+        ));
         lines.push(format!(
             "ours/peer cpu: {:.2}",
-            if pr.cpu > 0.0 { df.cpu / pr.cpu } else { f64::NAN }
+            if pr.cpu > 0.0 {
+                df.cpu / pr.cpu
+            } else {
+                f64::NAN
+            }
         ));
     }
 
@@ -923,10 +940,19 @@ mod tests {
         .unwrap();
         let renamed = rename_manifest(&text, "c06").unwrap();
         assert!(renamed.contains("\n  name: codex-agent-c06\n"), "{renamed}");
-        assert!(renamed.contains("\n    en_US: Codex Agent c06\n"), "{renamed}");
-        assert!(renamed.contains("\n    zh_Hans: Codex Agent c06\n"), "{renamed}");
+        assert!(
+            renamed.contains("\n    en_US: Codex Agent c06\n"),
+            "{renamed}"
+        );
+        assert!(
+            renamed.contains("\n    zh_Hans: Codex Agent c06\n"),
+            "{renamed}"
+        );
         // Nothing else changes: the config option's name and label stay.
-        assert!(renamed.contains("\n    - name: daemon-enabled\n"), "{renamed}");
+        assert!(
+            renamed.contains("\n    - name: daemon-enabled\n"),
+            "{renamed}"
+        );
         assert!(renamed.contains("en_US: Enable Daemon Hub\n"), "{renamed}");
         assert_eq!(
             renamed.lines().count(),
@@ -952,8 +978,11 @@ mod tests {
     #[test]
     fn the_generated_profile_is_valid_and_probes_every_copy_like_its_source() {
         let plan = scale_plan(&originals(), 30);
-        let text = scale_profile(verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS, &plan)
-            .unwrap();
+        let text = scale_profile(
+            verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS,
+            &plan,
+        )
+        .unwrap();
         let p = verify_coding_candidates::profile::parse(&text, "generated").unwrap();
         assert_eq!(p.name, "bench-scale-30");
         assert_eq!(p.candidates.len(), 30);

@@ -361,7 +361,9 @@ fn build_verifier(release: bool) -> Result<PathBuf> {
     }
     eprintln!("xtask: cargo {}", args.join(" "));
     run_to_stderr(
-        Command::new(cargo()).current_dir(workspace_root()).args(&args),
+        Command::new(cargo())
+            .current_dir(workspace_root())
+            .args(&args),
         "cargo build",
     )?;
     Ok(target_dir()
