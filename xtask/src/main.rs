@@ -7,6 +7,9 @@
 //! - `schema`: regenerates `evidence-schema/v1/evidence.schema.json`.
 //! - `fuzz`: runs every reader of untrusted bytes for N executions
 //!   (`examples/fuzz.rs`, built with `--release`) and prints the figures.
+//! - `bench`: what certification costs: `--jobs 1` against the default,
+//!   optionally against a peer command, and per candidate at 30 candidates
+//!   (`bench.rs`).
 //!
 //! Progress goes to stderr; a subcommand's result (a path, the demo's
 //! verdict) goes to stdout.
@@ -16,6 +19,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use verify_coding_candidates::exit;
+
+mod bench;
 
 /// The exact SDK requirement (the built-in profile's `sdk.requirement`).
 const SDK_REQUIREMENT: &str = "langbot-plugin==0.6.0b5";
@@ -46,6 +51,9 @@ commands:
   fuzz     [--execs N] [--seed S] [--only READER]: run every reader of untrusted bytes (RECORD, ZIP central
            directory, tar extraction, manifest, profile, JUnit) N times (default 1000000) on mutated inputs;
            print executions, time, panics and the largest allocation per reader (exit 1 on a panic)
+  bench    [--runs N] [--repo DIR] [--peer CMD] [--skip-scale] ...: certify the fixture with --jobs 1 and the
+           default, alternating, N times each (default 3), then a generated 30-candidate repository; print
+           median wall, CPU and peak RSS, and the ratios against their targets (`cargo xtask bench --help`)
   man      write the man page to target/man/verify-coding-candidates.1
   completions  write shell completions (bash, zsh, fish, elvish, powershell) to target/completions/
 
@@ -66,6 +74,7 @@ fn main() -> ExitCode {
         Some("test") => test(&rest),
         Some("schema") => schema().map(|_| 0),
         Some("fuzz") => fuzz(&rest),
+        Some("bench") => bench::bench(&rest),
         Some("man") => man(&target_dir().join("man")).map(|p| {
             println!("{}", p.display());
             0
@@ -295,42 +304,14 @@ fn fuzz(extra: &[OsString]) -> Result<i32> {
 /// `cargo xtask demo`: certifies a fresh git copy of the fixture repository.
 fn demo() -> Result<i32> {
     let root = workspace_root();
-    eprintln!("demo: cargo build --bin verify-coding-candidates");
-    run_to_stderr(
-        Command::new(cargo()).current_dir(&root).args([
-            "build",
-            "--bin",
-            "verify-coding-candidates",
-        ]),
-        "cargo build",
-    )?;
-    let verifier = target_dir().join("debug").join("verify-coding-candidates");
+    let verifier = build_verifier(false)?;
     let python = sdk()?;
 
     let base = unique_temp_dir("vcc-demo")?;
     let repo = base.join("langbot-plugins");
     let evidence = base.join("evidence");
     copy_tree(&root.join("fixtures").join("candidate-repo"), &repo)?;
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["config", "user.name", "verify-coding-candidates demo"],
-        &["config", "user.email", "demo@example.invalid"],
-        &["config", "commit.gpgsign", "false"],
-        &["add", "-A"],
-        &["commit", "-q", "-m", "fixture: candidate repository"],
-    ] {
-        run_to_stderr(
-            Command::new("git")
-                .args(args)
-                .current_dir(&repo)
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .env_remove("GIT_DIR")
-                .env_remove("GIT_WORK_TREE")
-                .env_remove("GIT_INDEX_FILE"),
-            &format!("git {}", args.join(" ")),
-        )?;
-    }
+    git_commit_all(&repo, "fixture: candidate repository")?;
     eprintln!("demo: repository {}", repo.display());
     // The whole command, ready to paste (with a fresh --evidence for a re-run).
     eprintln!(
@@ -370,6 +351,50 @@ fn demo() -> Result<i32> {
         );
     }
     Ok(code)
+}
+
+/// Builds the verifier binary (`--release` when `release`) and returns its path.
+fn build_verifier(release: bool) -> Result<PathBuf> {
+    let mut args = vec!["build", "--bin", "verify-coding-candidates"];
+    if release {
+        args.push("--release");
+    }
+    eprintln!("xtask: cargo {}", args.join(" "));
+    run_to_stderr(
+        Command::new(cargo())
+            .current_dir(workspace_root())
+            .args(&args),
+        "cargo build",
+    )?;
+    Ok(target_dir()
+        .join(if release { "release" } else { "debug" })
+        .join("verify-coding-candidates"))
+}
+
+/// Makes `repo` a git repository whose one commit (on `main`) holds every
+/// file in it, with no user or system git configuration involved.
+fn git_commit_all(repo: &Path, message: &str) -> Result<()> {
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["config", "user.name", "verify-coding-candidates demo"],
+        &["config", "user.email", "demo@example.invalid"],
+        &["config", "commit.gpgsign", "false"],
+        &["add", "-A"],
+        &["commit", "-q", "-m", message],
+    ] {
+        run_to_stderr(
+            Command::new("git")
+                .args(args)
+                .current_dir(repo)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env_remove("GIT_DIR")
+                .env_remove("GIT_WORK_TREE")
+                .env_remove("GIT_INDEX_FILE"),
+            &format!("git {}", args.join(" ")),
+        )?;
+    }
+    Ok(())
 }
 
 /// The `replay` command a reviewer runs next on the demo's evidence, ready

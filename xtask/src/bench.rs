@@ -1,0 +1,1009 @@
+//! `cargo xtask bench`: what certification costs, measured on the verifier
+//! as a child process (a benchmark, not a timed test: nothing here fails on a
+//! slow machine, only on a run whose verdict is not PASS).
+//!
+//! 1. The fixture repository (or `--repo DIR`) is certified with `--jobs 1`
+//!    and with the default, alternating, `--runs` times each (and the
+//!    `--peer` command, when given, in the same rotation). Each run gets a
+//!    fresh evidence folder; the repository is shared (the verifier never
+//!    writes to it).
+//! 2. A generated repository with `--candidates` candidates (30: the
+//!    fixture's three and copies of them under other names) is certified
+//!    with the default jobs; its seconds per candidate are compared with the
+//!    fixture's.
+//!
+//! Per run: wall time; CPU time (user + system of the child and every
+//! descendant reaped under it, from `wait4`); the harness's own peak RSS
+//! (`VmHWM` of `/proc/<pid>/status`, polled every 20 ms, the last value
+//! read); the largest peak RSS of any one process of the tree (`ru_maxrss`
+//! from `wait4`).
+
+use anyhow::{bail, Context, Result};
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Target: median wall of the default jobs over `--jobs 1`.
+pub(crate) const JOBS_TARGET: f64 = 0.6;
+/// Target: our full certification over the repository's own checks.
+pub(crate) const PEER_TARGET: f64 = 0.5;
+/// Target: seconds per candidate at scale over the fixture's.
+pub(crate) const SCALE_TARGET: f64 = 1.2;
+/// How often the harness's `VmHWM` is read while it runs.
+const POLL: Duration = Duration::from_millis(20);
+
+pub(crate) const USAGE: &str = "\
+usage: cargo xtask bench [--runs N] [--repo DIR] [--peer CMD] [--skip-scale] [--candidates N]
+                         [--scale-runs N] [--python PATH] [--release] [--streaming] [--keep]
+
+  --runs N         measured runs of each variant (default 3), alternating jobs1, default[, peer]
+  --repo DIR       benchmark this git repository (its own profile, else the built-in one)
+                   instead of a fresh copy of fixtures/candidate-repo; skips the scale part
+  --peer CMD       also time `sh -c CMD` in the repository, alternating with ours; it sees
+                   PYTHON (the interpreter) and BENCH_DIR (a fresh empty folder per run)
+  --skip-scale     skip the generated many-candidate repository
+  --candidates N   candidates in the generated repository (default 30)
+  --scale-runs N   runs on the generated repository (default 1)
+  --python PATH    interpreter given to the verifier (default: target/sdk-venv, provisioned)
+  --release        build and measure the release binary (default: the debug one the demo uses)
+  --streaming      also run `cargo bench --bench streaming` (harness RSS vs archive size)
+  --keep           keep the benchmark folder (evidence of every run) instead of removing it";
+
+/// `cargo xtask bench` options.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Options {
+    pub runs: usize,
+    pub repo: Option<PathBuf>,
+    pub peer: Option<String>,
+    pub skip_scale: bool,
+    pub candidates: usize,
+    pub scale_runs: usize,
+    pub python: Option<PathBuf>,
+    pub release: bool,
+    pub streaming: bool,
+    pub keep: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            runs: 3,
+            repo: None,
+            peer: None,
+            skip_scale: false,
+            candidates: 30,
+            scale_runs: 1,
+            python: None,
+            release: false,
+            streaming: false,
+            keep: false,
+        }
+    }
+}
+
+/// Parses the arguments after `bench`; `Ok(None)` for `--help`.
+pub(crate) fn parse_options(args: &[OsString]) -> Result<Option<Options>> {
+    let mut o = Options::default();
+    let mut it = args.iter().map(|a| a.to_string_lossy().into_owned());
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |name: &str| -> Result<String> {
+            match inline.clone().or_else(|| it.next()) {
+                Some(v) => Ok(v),
+                None => bail!("{name} needs a value\n\n{USAGE}"),
+            }
+        };
+        let count = |name: &str, v: String, min: usize| -> Result<usize> {
+            match v.parse::<usize>() {
+                Ok(n) if n >= min => Ok(n),
+                _ => bail!("{name} {v:?}: expected a whole number >= {min}"),
+            }
+        };
+        match flag.as_str() {
+            "--runs" => o.runs = count("--runs", value("--runs")?, 1)?,
+            "--repo" => o.repo = Some(PathBuf::from(value("--repo")?)),
+            "--peer" => o.peer = Some(value("--peer")?),
+            "--skip-scale" => o.skip_scale = true,
+            "--candidates" => o.candidates = count("--candidates", value("--candidates")?, 1)?,
+            "--scale-runs" => o.scale_runs = count("--scale-runs", value("--scale-runs")?, 1)?,
+            "--python" => o.python = Some(PathBuf::from(value("--python")?)),
+            "--release" => o.release = true,
+            "--streaming" => o.streaming = true,
+            "--keep" => o.keep = true,
+            "-h" | "--help" => return Ok(None),
+            other => bail!("unknown option {other:?}\n\n{USAGE}"),
+        }
+    }
+    Ok(Some(o))
+}
+
+/// One measured run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Sample {
+    /// Wall seconds from spawn to reaping.
+    pub wall: f64,
+    /// User + system seconds of the child and its reaped descendants.
+    pub cpu: f64,
+    /// The child's own peak RSS (KiB), last `VmHWM` read; `None` if never read.
+    pub own_rss_kib: Option<u64>,
+    /// Largest peak RSS (KiB) of any one process of the tree (`ru_maxrss`).
+    pub tree_rss_kib: u64,
+}
+
+/// Medians of one variant's samples.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Summary {
+    pub label: String,
+    pub runs: usize,
+    pub wall: f64,
+    pub cpu: f64,
+    pub own_rss_kib: Option<u64>,
+    pub tree_rss_kib: u64,
+}
+
+/// The median (mean of the middle two for an even count); `None` when empty.
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    Some(if v.len().is_multiple_of(2) {
+        (v[mid - 1] + v[mid]) / 2.0
+    } else {
+        v[mid]
+    })
+}
+
+/// Medians of `samples` under `label`; `None` when there are none.
+pub(crate) fn summarize(label: &str, samples: &[Sample]) -> Option<Summary> {
+    let field = |f: fn(&Sample) -> f64| median(&samples.iter().map(f).collect::<Vec<_>>());
+    let own: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| s.own_rss_kib.map(|k| k as f64))
+        .collect();
+    Some(Summary {
+        label: label.to_string(),
+        runs: samples.len(),
+        wall: field(|s| s.wall)?,
+        cpu: field(|s| s.cpu)?,
+        own_rss_kib: median(&own).map(|k| k.round() as u64),
+        tree_rss_kib: field(|s| s.tree_rss_kib as f64)?.round() as u64,
+    })
+}
+
+/// KiB as MiB with one decimal.
+fn mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
+}
+
+/// The medians as an aligned table.
+pub(crate) fn format_table(rows: &[Summary]) -> String {
+    let mut out = format!(
+        "{:<24} {:>4} {:>10} {:>10} {:>14} {:>14}\n",
+        "variant", "runs", "wall s", "cpu s", "harness MiB", "tree max MiB"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:<24} {:>4} {:>10.2} {:>10.2} {:>14} {:>14}",
+            r.label,
+            r.runs,
+            r.wall,
+            r.cpu,
+            r.own_rss_kib.map_or_else(|| "-".to_string(), mib),
+            mib(r.tree_rss_kib)
+        );
+    }
+    out
+}
+
+/// `what = num/den` with PASS or MISS against `<= target`.
+pub(crate) fn format_ratio(what: &str, num: f64, den: f64, target: f64) -> String {
+    if den <= 0.0 || !num.is_finite() || !den.is_finite() {
+        return format!("{what}: n/a (a zero or unmeasured denominator)");
+    }
+    let ratio = num / den;
+    let verdict = if ratio <= target { "PASS" } else { "MISS" };
+    format!("{what}: {ratio:.2} (target <= {target:.2}): {verdict}")
+}
+
+/// `VmHWM` in KiB from the text of `/proc/<pid>/status`.
+pub(crate) fn parse_vm_hwm(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Runs `cmd` to its end and measures it; returns the sample and its exit
+/// code (128 + signal when killed by one).
+pub(crate) fn measure(cmd: &mut Command) -> Result<(Sample, i32)> {
+    let start = Instant::now();
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {:?}", cmd.get_program()))?;
+    let pid = i32::try_from(child.id()).context("pid out of range")?;
+    let status_path = format!("/proc/{pid}/status");
+    let mut own_rss = None;
+    // The child is reaped here with wait4 (for its rusage), never through
+    // `child`, which is dropped without waiting.
+    let (status, usage) = loop {
+        if let Some(kib) = std::fs::read_to_string(&status_path)
+            .ok()
+            .as_deref()
+            .and_then(parse_vm_hwm)
+        {
+            own_rss = Some(kib);
+        }
+        let mut status = 0;
+        // SAFETY: a zeroed rusage is a valid value; wait4 writes into both
+        // out-parameters, which live for the whole call.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == pid {
+            break (status, usage);
+        }
+        if r == -1 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e).context("wait4");
+            }
+        }
+        std::thread::sleep(POLL);
+    };
+    let wall = start.elapsed().as_secs_f64();
+    drop(child);
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        1
+    };
+    Ok((
+        Sample {
+            wall,
+            cpu: secs(usage.ru_utime) + secs(usage.ru_stime),
+            own_rss_kib: own_rss,
+            // Linux reports ru_maxrss in KiB.
+            tree_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+        },
+        code,
+    ))
+}
+
+/// What one measured verifier run needs.
+struct Verifier<'a> {
+    binary: &'a Path,
+    python: &'a Path,
+}
+
+impl Verifier<'_> {
+    /// Certifies `repo` into the fresh `evidence` folder, with `--jobs N` or
+    /// the default; the output goes to `log`. Fails unless the verdict is PASS.
+    fn certify(
+        &self,
+        repo: &Path,
+        evidence: &Path,
+        jobs: Option<u16>,
+        log: &Path,
+    ) -> Result<Sample> {
+        let out =
+            std::fs::File::create(log).with_context(|| format!("create {}", log.display()))?;
+        let mut cmd = Command::new(self.binary);
+        cmd.arg("--repo")
+            .arg(repo)
+            .arg("--evidence")
+            .arg(evidence)
+            .arg("--python")
+            .arg(self.python);
+        if let Some(n) = jobs {
+            cmd.arg("--jobs").arg(n.to_string());
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out);
+        let (sample, code) = measure(&mut cmd)?;
+        if code != i32::from(verify_coding_candidates::exit::SUCCESS) {
+            bail!(
+                "the verifier's verdict is not PASS (exit code {code}) on {}; timing a failed run means nothing; \
+                 its output: {}, its evidence: {}",
+                repo.display(),
+                log.display(),
+                evidence.display()
+            );
+        }
+        Ok(sample)
+    }
+}
+
+/// `sh -c CMD` in `repo` with `PYTHON` and `BENCH_DIR` (created, empty).
+fn peer_run(cmd_text: &str, repo: &Path, python: &Path, dir: &Path, log: &Path) -> Result<Sample> {
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let out = std::fs::File::create(log).with_context(|| format!("create {}", log.display()))?;
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(cmd_text)
+        .current_dir(repo)
+        .env("PYTHON", python)
+        .env("BENCH_DIR", dir)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out);
+    let (sample, code) = measure(&mut cmd)?;
+    if code != 0 {
+        bail!(
+            "the peer command exited with {code}; timing a failed run means nothing; its output: {}",
+            log.display()
+        );
+    }
+    Ok(sample)
+}
+
+/// The variants of one round, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Variant {
+    Jobs1,
+    Default,
+    Peer,
+}
+
+impl Variant {
+    fn label(self) -> &'static str {
+        match self {
+            Variant::Jobs1 => "ours --jobs 1",
+            Variant::Default => "ours default jobs",
+            Variant::Peer => "peer",
+        }
+    }
+}
+
+/// The measured runs in order: rounds of jobs1, default (, peer).
+pub(crate) fn schedule(runs: usize, peer: bool) -> Vec<Variant> {
+    let mut round = vec![Variant::Jobs1, Variant::Default];
+    if peer {
+        round.push(Variant::Peer);
+    }
+    (0..runs).flat_map(|_| round.clone()).collect()
+}
+
+/// One candidate of the generated repository: the fixture candidate it
+/// copies (`Runner/codex-agent`), its own path (`Runner/codex-agent-c06`),
+/// and the suffix added to its manifest name and labels (`c06`); `None`
+/// for an original kept as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScaleCandidate {
+    pub source: String,
+    pub path: String,
+    pub suffix: Option<String>,
+}
+
+/// `n` candidates: the originals first, then copies cycling through them,
+/// numbered by position (`-c04` .. `-c30`).
+pub(crate) fn scale_plan(originals: &[String], n: usize) -> Vec<ScaleCandidate> {
+    (0..n)
+        .map(|i| {
+            let source = originals[i % originals.len()].clone();
+            if i < originals.len() {
+                ScaleCandidate {
+                    path: source.clone(),
+                    source,
+                    suffix: None,
+                }
+            } else {
+                let suffix = format!("c{:02}", i + 1);
+                ScaleCandidate {
+                    path: format!("{source}-{suffix}"),
+                    source,
+                    suffix: Some(suffix),
+                }
+            }
+        })
+        .collect()
+}
+
+/// The manifest of a copy: `metadata.name` gets `-<suffix>`, each
+/// `metadata.label` translation ` <suffix>`. Fails unless exactly one
+/// `metadata.name` line and at least one label line were rewritten.
+pub(crate) fn rename_manifest(text: &str, suffix: &str) -> Result<String> {
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut section = "";
+    let mut names = 0;
+    let mut labels = 0;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let ending = &line[body.len()..];
+        let indent = body.len() - body.trim_start().len();
+        if indent == 0 && !body.is_empty() {
+            section = if body == "metadata:" { "metadata" } else { "" };
+        } else if section.starts_with("metadata") && indent == 2 {
+            section = if body.trim() == "label:" {
+                "metadata.label"
+            } else {
+                "metadata"
+            };
+            if let Some(name) = body.strip_prefix("  name: ") {
+                let name = name.trim();
+                let (quote, bare) = match name.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {
+                    Some(bare) => ("\"", bare),
+                    None => ("", name),
+                };
+                let _ = write!(out, "  name: {quote}{bare}-{suffix}{quote}{ending}");
+                names += 1;
+                continue;
+            }
+        } else if section == "metadata.label" && indent == 4 {
+            if let Some((key, value)) = body.split_once(": ") {
+                let _ = write!(out, "{key}: {} {suffix}{ending}", value.trim());
+                labels += 1;
+                continue;
+            }
+        }
+        out.push_str(line);
+    }
+    if names != 1 || labels == 0 {
+        bail!(
+            "manifest: rewrote {names} metadata.name line(s) and {labels} label line(s); expected one name and \
+             at least one label (plain `key: value` lines under `metadata:`)"
+        );
+    }
+    Ok(out)
+}
+
+/// The generated repository's profile: `base` (the built-in profile's
+/// text) renamed, with every copy added as a `[[candidate]]` and given the
+/// runner probe of the candidate it copies. `[shared]`, `[vendored_sdk]`,
+/// `[suites]` and `[historical_admission]` stay as they are: the copies are
+/// byte-identical apart from the manifest, so the shared files and notices
+/// still agree, and the originals the suites name are kept.
+pub(crate) fn scale_profile(base: &str, plan: &[ScaleCandidate]) -> Result<String> {
+    let mut profile: toml::Table = toml::from_str(base).context("parse the built-in profile")?;
+    profile.insert(
+        "name".into(),
+        toml::Value::String(format!("bench-scale-{}", plan.len())),
+    );
+    profile.insert(
+        "candidate".into(),
+        toml::Value::Array(
+            plan.iter()
+                .map(|c| {
+                    let mut t = toml::Table::new();
+                    t.insert("path".into(), toml::Value::String(c.path.clone()));
+                    toml::Value::Table(t)
+                })
+                .collect(),
+        ),
+    );
+    let discovery = profile
+        .get_mut("discovery")
+        .and_then(toml::Value::as_table_mut)
+        .context("the built-in profile has no [discovery]")?;
+    let probes: Vec<toml::Value> = discovery
+        .get("runner_probe")
+        .and_then(toml::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut all = Vec::new();
+    for c in plan {
+        for p in &probes {
+            if p.get("candidate").and_then(toml::Value::as_str) == Some(c.source.as_str()) {
+                let mut p = p.clone();
+                if let Some(t) = p.as_table_mut() {
+                    t.insert("candidate".into(), toml::Value::String(c.path.clone()));
+                }
+                all.push(p);
+            }
+        }
+    }
+    discovery.insert("runner_probe".into(), toml::Value::Array(all));
+    let text = toml::to_string(&profile).context("write the generated profile")?;
+    Ok(format!(
+        "# Generated by `cargo xtask bench`: the fixture's candidates and copies of them\n\
+         # under other names ({} candidates).\n{text}",
+        plan.len()
+    ))
+}
+
+/// Builds the generated repository at `repo` from the fixture `fixture`.
+fn generate_scale_repo(fixture: &Path, repo: &Path, plan: &[ScaleCandidate]) -> Result<()> {
+    crate::copy_tree(fixture, repo)?;
+    for c in plan {
+        let Some(suffix) = &c.suffix else { continue };
+        let to = repo.join(&c.path);
+        crate::copy_tree(&repo.join(&c.source), &to)?;
+        let manifest = to.join("manifest.yaml");
+        let text = std::fs::read_to_string(&manifest)
+            .with_context(|| format!("read {}", manifest.display()))?;
+        let renamed =
+            rename_manifest(&text, suffix).with_context(|| manifest.display().to_string())?;
+        std::fs::write(&manifest, renamed)
+            .with_context(|| format!("write {}", manifest.display()))?;
+    }
+    let profile = scale_profile(
+        verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS,
+        plan,
+    )?;
+    verify_coding_candidates::profile::parse(&profile, "generated")
+        .map_err(|e| anyhow::anyhow!("the generated profile is invalid: {e}"))?;
+    std::fs::write(
+        repo.join(verify_coding_candidates::profile::REPO_PROFILE_NAME),
+        profile,
+    )?;
+    crate::git_commit_all(repo, "bench: generated candidate repository")
+}
+
+/// Prints a table and the lines under it (as soon as they are known, so a
+/// failure in a later part does not lose them).
+fn print_block(rows: &[Summary], lines: &[String]) {
+    println!();
+    print!("{}", format_table(rows));
+    for l in lines {
+        println!("{l}");
+    }
+}
+
+/// The built-in profile's candidate paths.
+fn builtin_candidates() -> Result<Vec<String>> {
+    let p = verify_coding_candidates::profile::parse(
+        verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS,
+        "built-in",
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(p.candidates.into_iter().map(|c| c.path).collect())
+}
+
+/// `cargo xtask bench [OPTIONS]`.
+pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
+    let Some(opts) = parse_options(args)? else {
+        println!("{USAGE}");
+        return Ok(0);
+    };
+    let root = crate::workspace_root();
+    let binary = crate::build_verifier(opts.release)?;
+    let python = match &opts.python {
+        Some(p) => std::path::absolute(p).with_context(|| p.display().to_string())?,
+        None => crate::sdk()?,
+    };
+    let base = crate::unique_temp_dir("vcc-bench")?;
+    let fixture = root.join("fixtures").join("candidate-repo");
+    let repo = match &opts.repo {
+        Some(r) => std::path::absolute(r).with_context(|| r.display().to_string())?,
+        None => {
+            let repo = base.join("fixture-repo");
+            crate::copy_tree(&fixture, &repo)?;
+            crate::git_commit_all(&repo, "fixture: candidate repository")?;
+            repo
+        }
+    };
+    let verifier = Verifier {
+        binary: &binary,
+        python: &python,
+    };
+    eprintln!(
+        "bench: {} on {} ({} run(s) each, alternating; folder {})",
+        binary.display(),
+        repo.display(),
+        opts.runs,
+        base.display()
+    );
+    let (mut jobs1, mut default, mut peer) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, variant) in schedule(opts.runs, opts.peer.is_some())
+        .into_iter()
+        .enumerate()
+    {
+        let run = base.join(format!("run-{i:02}"));
+        std::fs::create_dir_all(&run)?;
+        let log = run.join("output.log");
+        let sample = match variant {
+            Variant::Jobs1 => verifier.certify(&repo, &run.join("evidence"), Some(1), &log)?,
+            Variant::Default => verifier.certify(&repo, &run.join("evidence"), None, &log)?,
+            Variant::Peer => peer_run(
+                opts.peer.as_deref().unwrap_or_default(),
+                &repo,
+                &python,
+                &run.join("peer"),
+                &log,
+            )?,
+        };
+        eprintln!(
+            "bench: run {i}: {:<18} wall {:>7.2} s  cpu {:>7.2} s",
+            variant.label(),
+            sample.wall,
+            sample.cpu
+        );
+        match variant {
+            Variant::Jobs1 => jobs1.push(sample),
+            Variant::Default => default.push(sample),
+            Variant::Peer => peer.push(sample),
+        }
+        if !opts.keep {
+            let _ = std::fs::remove_dir_all(&run);
+        }
+    }
+    let j1 = summarize(Variant::Jobs1.label(), &jobs1).context("no --jobs 1 run")?;
+    let df = summarize(Variant::Default.label(), &default).context("no default run")?;
+    let mut rows = vec![j1.clone(), df.clone()];
+    let pr = summarize(Variant::Peer.label(), &peer);
+    rows.extend(pr.clone());
+    let mut lines = vec![format_ratio(
+        "default/jobs1 wall",
+        df.wall,
+        j1.wall,
+        JOBS_TARGET,
+    )];
+    lines.push(format!(
+        "default/jobs1 cpu: {:.2}",
+        if j1.cpu > 0.0 {
+            df.cpu / j1.cpu
+        } else {
+            f64::NAN
+        }
+    ));
+    if let Some(pr) = &pr {
+        lines.push(format_ratio(
+            "ours/peer wall",
+            df.wall,
+            pr.wall,
+            PEER_TARGET,
+        ));
+        lines.push(format!(
+            "ours/peer cpu: {:.2}",
+            if pr.cpu > 0.0 {
+                df.cpu / pr.cpu
+            } else {
+                f64::NAN
+            }
+        ));
+    }
+
+    print_block(&rows, &lines);
+    let (mut rows, mut lines) = (Vec::new(), Vec::new());
+    if opts.skip_scale {
+        lines.push("scale: skipped (--skip-scale)".into());
+    } else if opts.repo.is_some() {
+        lines.push(
+            "scale: skipped: it compares with the fixture's figure; run without --repo".into(),
+        );
+    } else {
+        let originals = builtin_candidates()?;
+        let plan = scale_plan(&originals, opts.candidates);
+        let scale_repo = base.join(format!("scale-repo-{}", plan.len()));
+        eprintln!(
+            "bench: generating {} ({} candidates)",
+            scale_repo.display(),
+            plan.len()
+        );
+        generate_scale_repo(&fixture, &scale_repo, &plan)?;
+        let mut scale = Vec::new();
+        for i in 0..opts.scale_runs {
+            let run = base.join(format!("scale-run-{i:02}"));
+            std::fs::create_dir_all(&run)?;
+            let sample = verifier.certify(
+                &scale_repo,
+                &run.join("evidence"),
+                None,
+                &run.join("output.log"),
+            )?;
+            eprintln!(
+                "bench: scale run {i}: {} candidates, wall {:.2} s  cpu {:.2} s",
+                plan.len(),
+                sample.wall,
+                sample.cpu
+            );
+            scale.push(sample);
+            if !opts.keep {
+                let _ = std::fs::remove_dir_all(&run);
+            }
+        }
+        let label = format!("ours default, {} cand.", plan.len());
+        let sc = summarize(&label, &scale).context("no scale run")?;
+        rows.push(sc.clone());
+        let small = df.wall / originals.len() as f64;
+        let large = sc.wall / plan.len() as f64;
+        lines.push(format!(
+            "seconds per candidate (wall / candidates): {} candidates {small:.2}, {} candidates {large:.2}",
+            originals.len(),
+            plan.len()
+        ));
+        lines.push(format_ratio(
+            &format!("per-candidate {}/{}", plan.len(), originals.len()),
+            large,
+            small,
+            SCALE_TARGET,
+        ));
+    }
+
+    if !rows.is_empty() {
+        print_block(&rows, &lines);
+    } else {
+        println!();
+        for l in &lines {
+            println!("{l}");
+        }
+    }
+    println!(
+        "\nharness MiB: the verifier's own peak RSS (VmHWM, polled every 20 ms); \
+         tree max MiB: the largest peak RSS of any one process it ran (wait4 ru_maxrss)"
+    );
+    if opts.streaming {
+        println!("\nstreaming (harness RSS as the archive grows):");
+        crate::run_to_stderr(
+            Command::new(crate::cargo())
+                .current_dir(&root)
+                .args(["bench", "--bench", "streaming"])
+                .stdout(Stdio::inherit()),
+            "cargo bench --bench streaming",
+        )?;
+    } else {
+        println!(
+            "archive size vs harness RSS: `cargo bench --bench streaming` (or `cargo xtask bench --streaming`)"
+        );
+    }
+    if opts.keep {
+        println!("bench: kept {}", base.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&base);
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn median_of_odd_even_and_empty_lists() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[7.0]), Some(7.0));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[f64::NAN, 5.0]), Some(5.0));
+    }
+
+    #[test]
+    fn summaries_take_the_median_of_each_column() {
+        let s = |wall, cpu, own, tree| Sample {
+            wall,
+            cpu,
+            own_rss_kib: own,
+            tree_rss_kib: tree,
+        };
+        let sum = summarize(
+            "x",
+            &[
+                s(10.0, 4.0, Some(2048), 100),
+                s(30.0, 1.0, None, 300),
+                s(20.0, 9.0, Some(4096), 200),
+            ],
+        )
+        .unwrap();
+        assert_eq!(sum.runs, 3);
+        assert_eq!(sum.wall, 20.0);
+        assert_eq!(sum.cpu, 4.0);
+        assert_eq!(sum.own_rss_kib, Some(3072));
+        assert_eq!(sum.tree_rss_kib, 200);
+        assert_eq!(summarize("x", &[]), None);
+    }
+
+    #[test]
+    fn the_table_is_aligned_and_names_every_column() {
+        let rows = [
+            Summary {
+                label: "ours --jobs 1".into(),
+                runs: 3,
+                wall: 61.234,
+                cpu: 80.5,
+                own_rss_kib: Some(10240),
+                tree_rss_kib: 153600,
+            },
+            Summary {
+                label: "peer".into(),
+                runs: 3,
+                wall: 5.0,
+                cpu: 4.0,
+                own_rss_kib: None,
+                tree_rss_kib: 1024,
+            },
+        ];
+        let t = format_table(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[0],
+            "variant                  runs     wall s      cpu s    harness MiB   tree max MiB"
+        );
+        assert_eq!(
+            lines[1],
+            "ours --jobs 1               3      61.23      80.50           10.0          150.0"
+        );
+        assert_eq!(
+            lines[2],
+            "peer                        3       5.00       4.00              -            1.0"
+        );
+        assert!(lines.iter().all(|l| l.len() == lines[0].len()));
+    }
+
+    #[test]
+    fn ratios_pass_at_and_below_the_target_and_miss_above() {
+        assert_eq!(
+            format_ratio("default/jobs1 wall", 6.0, 10.0, 0.6),
+            "default/jobs1 wall: 0.60 (target <= 0.60): PASS"
+        );
+        assert_eq!(
+            format_ratio("r", 7.0, 10.0, 0.6),
+            "r: 0.70 (target <= 0.60): MISS"
+        );
+        assert_eq!(
+            format_ratio("r", 1.0, 0.0, 0.6),
+            "r: n/a (a zero or unmeasured denominator)"
+        );
+    }
+
+    #[test]
+    fn vm_hwm_is_read_in_kib() {
+        let status = "Name:\tvcc\nVmPeak:\t  9000 kB\nVmHWM:\t    4321 kB\nVmRSS:\t 100 kB\n";
+        assert_eq!(parse_vm_hwm(status), Some(4321));
+        assert_eq!(parse_vm_hwm("Name:\tzombie\nState:\tZ\n"), None);
+    }
+
+    #[test]
+    fn measure_reports_the_exit_code_and_the_childs_cpu() {
+        // Not a timing assertion: only that the figures are filled in.
+        let (s, code) = measure(Command::new("sh").args(["-c", "exit 3"])).unwrap();
+        assert_eq!(code, 3);
+        assert!(s.wall >= 0.0 && s.cpu >= 0.0);
+        assert!(s.tree_rss_kib > 0);
+        let (_, code) = measure(Command::new("sh").args(["-c", "kill -9 $$"])).unwrap();
+        assert_eq!(code, 128 + 9);
+    }
+
+    #[test]
+    fn runs_alternate_jobs1_default_and_the_peer() {
+        use Variant::*;
+        assert_eq!(schedule(2, false), vec![Jobs1, Default, Jobs1, Default]);
+        assert_eq!(schedule(1, true), vec![Jobs1, Default, Peer]);
+        assert_eq!(schedule(3, true).len(), 9);
+    }
+
+    #[test]
+    fn options_parse_with_defaults_and_refuse_bad_values() {
+        assert_eq!(parse_options(&[]).unwrap(), Some(Options::default()));
+        let o = parse_options(&os(&[
+            "--runs",
+            "5",
+            "--repo=/tmp/real-repo",
+            "--peer",
+            "make check",
+            "--skip-scale",
+            "--python",
+            "/p/python",
+            "--candidates",
+            "12",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(o.runs, 5);
+        assert_eq!(o.repo.as_deref(), Some(Path::new("/tmp/real-repo")));
+        assert_eq!(o.peer.as_deref(), Some("make check"));
+        assert!(o.skip_scale);
+        assert_eq!(o.python.as_deref(), Some(Path::new("/p/python")));
+        assert_eq!(o.candidates, 12);
+        assert_eq!(parse_options(&os(&["--help"])).unwrap(), None);
+        for bad in [
+            &["--runs", "0"][..],
+            &["--runs", "x"],
+            &["--runs"],
+            &["--frobnicate"],
+        ] {
+            assert!(parse_options(&os(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    fn originals() -> Vec<String> {
+        builtin_candidates().unwrap()
+    }
+
+    #[test]
+    fn the_scale_plan_keeps_the_originals_and_numbers_the_copies() {
+        let plan = scale_plan(&originals(), 30);
+        assert_eq!(plan.len(), 30);
+        assert_eq!(plan[0].path, "Runner/acp-agent-runner");
+        assert_eq!(plan[0].suffix, None);
+        assert_eq!(plan[3].path, "Runner/acp-agent-runner-c04");
+        assert_eq!(plan[3].source, "Runner/acp-agent-runner");
+        assert_eq!(plan[29].path, "Runner/codex-agent-c30");
+        assert_eq!(plan[29].suffix.as_deref(), Some("c30"));
+        let folders: std::collections::BTreeSet<_> =
+            plan.iter().map(|c| c.path.rsplit('/').next()).collect();
+        assert_eq!(folders.len(), 30, "folder names key DIR/packages");
+        assert_eq!(scale_plan(&originals(), 2).len(), 2);
+    }
+
+    #[test]
+    fn a_copy_gets_its_own_manifest_name_and_labels() {
+        let text = std::fs::read_to_string(
+            crate::workspace_root()
+                .join("fixtures/candidate-repo/Runner/codex-agent/manifest.yaml"),
+        )
+        .unwrap();
+        let renamed = rename_manifest(&text, "c06").unwrap();
+        assert!(renamed.contains("\n  name: codex-agent-c06\n"), "{renamed}");
+        assert!(
+            renamed.contains("\n    en_US: Codex Agent c06\n"),
+            "{renamed}"
+        );
+        assert!(
+            renamed.contains("\n    zh_Hans: Codex Agent c06\n"),
+            "{renamed}"
+        );
+        // Nothing else changes: the config option's name and label stay.
+        assert!(
+            renamed.contains("\n    - name: daemon-enabled\n"),
+            "{renamed}"
+        );
+        assert!(renamed.contains("en_US: Enable Daemon Hub\n"), "{renamed}");
+        assert_eq!(
+            renamed.lines().count(),
+            text.lines().count(),
+            "line for line"
+        );
+        let id = verify_coding_candidates::manifest::parse_id(&renamed, Path::new("manifest.yaml"))
+            .unwrap();
+        assert_eq!(id.name, "codex-agent-c06");
+    }
+
+    #[test]
+    fn quoted_names_stay_quoted_and_a_manifest_without_a_name_is_refused() {
+        let text = "metadata:\n  name: \"x\"\n  label:\n    en_US: X\nspec: {}\n";
+        assert_eq!(
+            rename_manifest(text, "c04").unwrap(),
+            "metadata:\n  name: \"x-c04\"\n  label:\n    en_US: X c04\nspec: {}\n"
+        );
+        assert!(rename_manifest("metadata:\n  label:\n    en_US: X\n", "c04").is_err());
+        assert!(rename_manifest("spec:\n  name: x\n", "c04").is_err());
+    }
+
+    #[test]
+    fn the_generated_profile_is_valid_and_probes_every_copy_like_its_source() {
+        let plan = scale_plan(&originals(), 30);
+        let text = scale_profile(
+            verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS,
+            &plan,
+        )
+        .unwrap();
+        let p = verify_coding_candidates::profile::parse(&text, "generated").unwrap();
+        assert_eq!(p.name, "bench-scale-30");
+        assert_eq!(p.candidates.len(), 30);
+        assert_eq!(p.discovery.runner_probes.len(), 30);
+        let probe = |path: &str| {
+            p.discovery
+                .runner_probes
+                .iter()
+                .find(|r| r.candidate == path)
+                .unwrap()
+                .fixture
+                .clone()
+        };
+        assert_eq!(probe("Runner/codex-agent-c30"), "builtin:codex-app-server");
+        assert_eq!(probe("Runner/acp-agent-runner-c04"), "builtin:acp-stdio");
+        assert_eq!(
+            probe("Runner/claude-code-agent-c05"),
+            "builtin:claude-code-stream-json"
+        );
+        // The sections that name candidates or files keep applying.
+        assert_eq!(p.shared.unwrap().owner, "Runner/acp-agent-runner");
+        assert!(p.suites.is_some() && p.vendored_sdk.is_some());
+    }
+}
