@@ -232,6 +232,9 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             *text = relative_to_dir(text, &prefixes);
         }
     }
+    // The bytecode cache is the run's working state, not evidence: nothing of
+    // the run is alive now to read it.
+    let _ = std::fs::remove_dir_all(evidence_dir.join("roots").join("pycache"));
     let interrupted = interrupt::requested();
     let verdict = if interrupted {
         Verdict::Incomplete
