@@ -22,7 +22,8 @@ pub struct Fixture {
     pub name: &'static str,
     /// What it speaks.
     pub protocol: &'static str,
-    /// The program.
+    /// The program: `fixtures/common.py` (what every fixture shares)
+    /// followed by the fixture's own file.
     pub source: &'static str,
 }
 
@@ -31,17 +32,26 @@ pub const ALL: [Fixture; 3] = [
     Fixture {
         name: "claude-code-stream-json",
         protocol: "Claude Code CLI `stream-json` lines on stdio",
-        source: include_str!("fixtures/claude_code_stream_json.py"),
+        source: concat!(
+            include_str!("fixtures/common.py"),
+            include_str!("fixtures/claude_code_stream_json.py")
+        ),
     },
     Fixture {
         name: "codex-app-server",
         protocol: "Codex app-server JSON-RPC on stdio",
-        source: include_str!("fixtures/codex_app_server.py"),
+        source: concat!(
+            include_str!("fixtures/common.py"),
+            include_str!("fixtures/codex_app_server.py")
+        ),
     },
     Fixture {
         name: "acp-stdio",
         protocol: "Agent Client Protocol (ACP) JSON-RPC on stdio",
-        source: include_str!("fixtures/acp_stdio.py"),
+        source: concat!(
+            include_str!("fixtures/common.py"),
+            include_str!("fixtures/acp_stdio.py")
+        ),
     },
 ];
 
@@ -76,6 +86,29 @@ mod tests {
                 "{} must refuse network sockets with an audit hook",
                 f.name
             );
+        }
+    }
+
+    #[test]
+    fn every_fixture_is_one_valid_program_starting_with_the_shared_part() {
+        let common = include_str!("fixtures/common.py");
+        for f in ALL {
+            assert!(f.source.starts_with(common), "{}", f.name);
+            let own = &f.source[common.len()..];
+            assert!(
+                own.contains(&format!("NAME = \"{}\"", f.name)),
+                "{}",
+                f.name
+            );
+            // What the shared part defines is defined there only once.
+            for shared in [
+                "def record(",
+                "def refuse_network(",
+                "class StdinLines",
+                "def reply_text(",
+            ] {
+                assert_eq!(f.source.matches(shared).count(), 1, "{} {shared}", f.name);
+            }
         }
     }
 }
