@@ -299,8 +299,50 @@ fn field_problem(name: &str, field: &Field, notice: &str, pattern_key: &str) -> 
     }
 }
 
-/// Decides the three checks of one candidate from its observation. Pure.
-pub fn decide(o: &VendoredObservation) -> Vec<Check> {
+/// One candidate as observed: outside `[vendored_sdk] candidates` (nothing
+/// read), or its notice, SDK file and license.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "coverage")]
+pub enum CandidateObservation {
+    /// The profile does not list this candidate.
+    NotCovered {
+        /// Candidate folder.
+        folder: String,
+        /// Candidate path, relative to the repository.
+        path: String,
+    },
+    /// Listed: what was read.
+    Covered(VendoredObservation),
+}
+
+/// What the gate observed, per candidate in profile order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Observation {
+    /// Every candidate of the run.
+    pub candidates: Vec<CandidateObservation>,
+}
+
+/// Decides every candidate's checks. Pure.
+pub fn decide(obs: &Observation) -> Vec<Check> {
+    obs.candidates
+        .iter()
+        .flat_map(|c| match c {
+            CandidateObservation::NotCovered { folder, path } => vec![Check::warn(
+                "sdk-version",
+                Some(folder),
+                format!(
+                    "{path} is not listed in [vendored_sdk] candidates: nothing is proved about SDK code it \
+                     may vendor; list it when it carries a notice"
+                ),
+            )
+            .with_observed(json!({ "path": path, "covered": false }))],
+            CandidateObservation::Covered(o) => decide_candidate(o),
+        })
+        .collect()
+}
+
+/// Decides the three checks of one covered candidate. Pure.
+pub fn decide_candidate(o: &VendoredObservation) -> Vec<Check> {
     let folder = Some(o.folder.as_str());
     let unreadable = o.notice_error.as_ref().map(|why| {
         format!(
@@ -348,7 +390,16 @@ pub fn decide(o: &VendoredObservation) -> Vec<Check> {
 
     // sdk-file
     let file = match (&unreadable, &o.fields.file, &o.fields.sha256, &o.sdk_file) {
-        (Some(why), ..) => Check::fail("sdk-file", folder, why.clone()),
+        (Some(_), ..) => Check::fail(
+            "sdk-file",
+            folder,
+            format!(
+                "not verified: the notice {} could not be read, so it names no SDK file to look up \
+                 (the sdk-version check names the cause)",
+                o.notice
+            ),
+        )
+        .consequence_of("sdk-version"),
         (None, Field::Found(_), Field::Found(claimed), Some(f)) => sdk_file_check(o, claimed, f),
         (None, file, sha, _) => {
             let problems: Vec<String> = [
@@ -424,6 +475,18 @@ pub fn decide(o: &VendoredObservation) -> Vec<Check> {
 fn sdk_file_check(o: &VendoredObservation, claimed: &str, f: &SdkFile) -> Check {
     let folder = Some(o.folder.as_str());
     let claimed = claimed.to_ascii_lowercase();
+    if !f.inside_package {
+        return Check::fail(
+            "sdk-file",
+            folder,
+            format!(
+                "{} names the SDK file `{}`, which is not a path inside the installed langbot_plugin \
+                 package (expected `langbot_plugin/...`, no `..`, not absolute): name the SDK module \
+                 the vendored code came from",
+                o.notice, f.path
+            ),
+        );
+    }
     match &f.state {
         FileState::Unavailable { why } => Check::fail(
             "sdk-file",
@@ -509,21 +572,16 @@ impl super::Gate for VendoredSdk {
             .ok_or("sdk-record recorded no installed SDK version")?;
         let pinned = ctx.profile.profile.sdk.version().to_string();
         let record = record_paths(&sdk)?;
-        let mut checks = Vec::new();
+        let mut candidates = Vec::new();
         for c in ctx.candidate_specs() {
             if !opts.covers(&c.path) {
-                checks.push(Check::warn(
-                    "sdk-version",
-                    Some(c.folder()),
-                    format!(
-                        "{} is not listed in [vendored_sdk] candidates: nothing is proved about SDK code it \
-                         may vendor; list it when it carries a notice",
-                        c.path
-                    ),
-                ));
+                candidates.push(CandidateObservation::NotCovered {
+                    folder: c.folder().to_string(),
+                    path: c.path.clone(),
+                });
                 continue;
             }
-            let o = observe(
+            candidates.push(CandidateObservation::Covered(observe(
                 &staged,
                 &c.path,
                 c.folder(),
@@ -532,238 +590,11 @@ impl super::Gate for VendoredSdk {
                 &record,
                 &pinned,
                 &installed,
-            )?;
-            checks.extend(decide(&o));
+            )?));
         }
-        Ok(checks)
+        Ok(decide(&Observation { candidates }))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::evidence::CheckResult;
-
-    const SHA: &str = "140d1448666a1412777cd3e51a03ae2ce2ba48b3593b89484b581a1e202d7ad0";
-    const LICENSE: &str = "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4";
-    const DAEMON: &str = "langbot_plugin/api/agent_tools/daemon.py";
-
-    fn opts() -> VendoredSdkOptions {
-        let p = crate::profile::parse(crate::profile::BUILTIN_CODING_RUNNERS, "built-in").unwrap();
-        p.vendored_sdk
-            .expect("the built-in profile has [vendored_sdk]")
-    }
-
-    fn notice(version: &str, file: &str, sha: &str) -> String {
-        format!(
-            "# Relay\n\n`daemon_relay.py` is derived from langbot-plugin {version}\n`{file}`, upstream \
-             https://example.invalid (Apache-2.0).\nOriginal SHA-256: `{sha}`.\nFull license: `LICENSE-sdk.txt`.\n"
-        )
-    }
-
-    fn file(sha256: &str, size: u64) -> FileState {
-        FileState::File {
-            sha256: sha256.into(),
-            size,
-        }
-    }
-
-    /// An observation that passes every check.
-    fn good() -> VendoredObservation {
-        VendoredObservation {
-            folder: "a".into(),
-            notice: "R/a/pkg/RELAY-NOTICE.md".into(),
-            notice_error: None,
-            fields: read_notice(&notice("0.6.0b5", DAEMON, SHA), &opts()).unwrap(),
-            pinned_version: "0.6.0b5".into(),
-            installed_version: "0.6.0b5".into(),
-            sdk_file: Some(SdkFile {
-                path: DAEMON.into(),
-                inside_package: true,
-                in_record: true,
-                state: file(SHA, 17_000),
-            }),
-            license_copy: "R/a/pkg/LICENSE-sdk.txt".into(),
-            license_copy_state: file(LICENSE, 11_357),
-            installed_license: "langbot_plugin-0.6.0b5.dist-info/licenses/LICENSE".into(),
-            installed_license_state: file(LICENSE, 11_357),
-        }
-    }
-
-    fn results(o: &VendoredObservation) -> Vec<(String, CheckResult, String)> {
-        decide(o)
-            .into_iter()
-            .map(|c| (c.name, c.result, c.detail))
-            .collect()
-    }
-
-    fn failing(o: &VendoredObservation, name: &str) -> String {
-        let r = results(o);
-        let (_, result, detail) = r.iter().find(|(n, ..)| n == name).unwrap();
-        assert_eq!(*result, CheckResult::Fail, "{name}: {detail}");
-        assert!(
-            r.iter()
-                .filter(|(n, ..)| n != name)
-                .all(|(_, res, _)| *res == CheckResult::Pass),
-            "only {name} fails: {r:?}"
-        );
-        detail.clone()
-    }
-
-    #[test]
-    fn the_builtin_patterns_read_the_real_notice_shape() {
-        let real = "# Plugin-owned coding relay v1\n\n`daemon_relay.py` is derived from langbot-plugin 0.6.0b5\n\
-                    `langbot_plugin/api/agent_tools/daemon.py`, upstream\nhttps://github.com/langbot-app/langbot-plugin-sdk (Apache-2.0).\n\
-                    Original SHA-256: `140d1448666a1412777cd3e51a03ae2ce2ba48b3593b89484b581a1e202d7ad0`.\n\
-                    Full upstream license: `LICENSE-sdk.txt`.\n\nModified by contributors. Canonical source is ACP's pkg/daemon_relay.py.\n";
-        let f = read_notice(real, &opts()).unwrap();
-        assert_eq!(f.version, Field::Found("0.6.0b5".into()));
-        assert_eq!(f.file, Field::Found(DAEMON.into()));
-        assert_eq!(f.sha256, Field::Found(SHA.into()));
-    }
-
-    #[test]
-    fn a_true_notice_and_an_identical_license_pass() {
-        let r = results(&good());
-        assert_eq!(r.len(), 3);
-        assert!(
-            r.iter().all(|(_, res, _)| *res == CheckResult::Pass),
-            "{r:?}"
-        );
-    }
-
-    #[test]
-    fn another_version_fails_naming_both() {
-        let mut o = good();
-        o.fields = read_notice(&notice("0.6.0b3", DAEMON, SHA), &opts()).unwrap();
-        let d = failing(&o, "sdk-version");
-        assert!(d.contains("names langbot-plugin 0.6.0b3"), "{d}");
-        assert!(d.contains("expected the pinned version 0.6.0b5"), "{d}");
-    }
-
-    #[test]
-    fn a_version_matching_the_pin_but_not_the_install_fails() {
-        let mut o = good();
-        o.installed_version = "0.6.0b6".into();
-        let d = failing(&o, "sdk-version");
-        assert!(d.contains("installed and verified: 0.6.0b6"), "{d}");
-    }
-
-    #[test]
-    fn a_wrong_hash_fails_with_both_digests() {
-        let mut o = good();
-        let wrong = "0".repeat(64);
-        o.fields = read_notice(&notice("0.6.0b5", DAEMON, &wrong), &opts()).unwrap();
-        let d = failing(&o, "sdk-file");
-        assert!(d.contains(&wrong) && d.contains(SHA), "{d}");
-        assert!(d.contains("re-derive"), "{d}");
-    }
-
-    #[test]
-    fn an_upper_case_hash_is_the_same_digest() {
-        let mut o = good();
-        o.fields = read_notice(&notice("0.6.0b5", DAEMON, &SHA.to_uppercase()), &opts()).unwrap();
-        assert!(results(&o).iter().all(|(_, r, _)| *r == CheckResult::Pass));
-    }
-
-    #[test]
-    fn another_file_missing_from_the_install_fails() {
-        let mut o = good();
-        o.sdk_file = Some(SdkFile {
-            path: "langbot_plugin/api/agent_tools/relay.py".into(),
-            inside_package: true,
-            in_record: false,
-            state: FileState::Unavailable {
-                why: "does not exist".into(),
-            },
-        });
-        let d = failing(&o, "sdk-file");
-        assert!(
-            d.contains("`langbot_plugin/api/agent_tools/relay.py`, which does not exist"),
-            "{d}"
-        );
-    }
-
-    #[test]
-    fn a_file_not_in_record_fails() {
-        let mut o = good();
-        o.sdk_file.as_mut().unwrap().in_record = false;
-        let d = failing(&o, "sdk-file");
-        assert!(d.contains("not listed in its RECORD"), "{d}");
-    }
-
-    #[test]
-    fn a_file_outside_the_package_is_not_looked_up() {
-        let sdk = VerifiedSdk {
-            site_packages: "/nonexistent/site-packages".into(),
-            package_dir: "/nonexistent/site-packages/langbot_plugin".into(),
-            dist_info: "/nonexistent/site-packages/langbot_plugin-0.6.0b5.dist-info".into(),
-        };
-        for named in [
-            "../../etc/passwd",
-            "/etc/passwd",
-            "pip/__init__.py",
-            "langbot_plugin",
-        ] {
-            let f = observe_sdk_file(&sdk, named, &[]);
-            assert!(!f.inside_package, "{named}");
-            assert!(
-                matches!(&f.state, FileState::Unavailable { why } if why.contains("not a path inside")),
-                "{named}: {f:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn missing_and_ambiguous_fields_fail_naming_the_pattern() {
-        let mut o = good();
-        o.fields.sha256 = Field::Missing;
-        let d = failing(&o, "sdk-file");
-        assert!(d.contains("vendored_sdk.sha256_pattern"), "{d}");
-        let mut o = good();
-        o.fields.version = read_field(
-            "derived from langbot-plugin 0.6.0b5 and derived from langbot-plugin 0.6.0b3",
-            &opts().version_pattern,
-        )
-        .unwrap();
-        assert_eq!(
-            o.fields.version,
-            Field::Ambiguous(vec!["0.6.0b5".into(), "0.6.0b3".into()])
-        );
-        let d = failing(&o, "sdk-version");
-        assert!(d.contains("more than one SDK version"), "{d}");
-    }
-
-    #[test]
-    fn an_unreadable_notice_fails_every_notice_check() {
-        let mut o = good();
-        o.notice_error = Some("cannot be read in the staged commit: not found".into());
-        let r = results(&o);
-        assert_eq!(r[0].1, CheckResult::Fail);
-        assert_eq!(r[1].1, CheckResult::Fail);
-        assert!(
-            r[0].2.contains("R/a/pkg/RELAY-NOTICE.md cannot be read"),
-            "{}",
-            r[0].2
-        );
-    }
-
-    #[test]
-    fn a_differing_or_missing_license_fails() {
-        let mut o = good();
-        o.license_copy_state = file(&"1".repeat(64), 11_000);
-        let d = failing(&o, "license-copy");
-        assert!(d.contains(&"1".repeat(64)) && d.contains(LICENSE), "{d}");
-        o.license_copy_state = FileState::Unavailable {
-            why: "does not exist".into(),
-        };
-        let d = failing(&o, "license-copy");
-        assert!(d.contains("R/a/pkg/LICENSE-sdk.txt does not exist"), "{d}");
-        let mut o = good();
-        o.installed_license_state = FileState::Unavailable {
-            why: "does not exist".into(),
-        };
-        let d = failing(&o, "license-copy");
-        assert!(d.contains("license_source"), "{d}");
-    }
-}
+mod tests;
