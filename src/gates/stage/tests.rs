@@ -116,14 +116,7 @@ fn long_lists_are_cut_in_the_detail_not_in_the_observation() {
         .collect();
     let c = byte_attributes_check(&found);
     assert!(c.detail.contains("... and 10 more"), "{}", c.detail);
-    assert_eq!(
-        c.observed.as_ref().unwrap()["attributes"]
-            .as_array()
-            .unwrap()
-            .len(),
-        60
-    );
-    assert_eq!(c.observed.unwrap()["count"], 60);
+    assert_eq!(c.observed.unwrap().as_array().unwrap().len(), 60);
 }
 
 #[test]
