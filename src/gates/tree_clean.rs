@@ -106,9 +106,12 @@ pub(crate) fn ignored(obs: &Observation) -> Vec<String> {
         .collect()
 }
 
+/// Whether a status entry counts for a change check.
+type Counts = fn(&StatusLine) -> bool;
+
 /// The three change checks, in order: name, what the paths are, and which
 /// entries count.
-const CHANGE_CHECKS: [(&str, &str, fn(&StatusLine) -> bool); 3] = [
+const CHANGE_CHECKS: [(&str, &str, Counts); 3] = [
     (
         "staged-changes",
         "staged (in the index, not committed)",

@@ -312,7 +312,7 @@ pub enum CandidateObservation {
         path: String,
     },
     /// Listed: what was read.
-    Covered(VendoredObservation),
+    Covered(Box<VendoredObservation>),
 }
 
 /// What the gate observed, per candidate in profile order.
@@ -581,7 +581,7 @@ impl super::Gate for VendoredSdk {
                 });
                 continue;
             }
-            candidates.push(CandidateObservation::Covered(observe(
+            candidates.push(CandidateObservation::Covered(Box::new(observe(
                 &staged,
                 &c.path,
                 c.folder(),
@@ -590,7 +590,7 @@ impl super::Gate for VendoredSdk {
                 &record,
                 &pinned,
                 &installed,
-            )?));
+            )?)));
         }
         Ok(decide(&Observation { candidates }))
     }

@@ -40,7 +40,7 @@ pub(super) fn observe(
     std::fs::create_dir_all(&empty_index)
         .map_err(|e| format!("cannot create {}: {e}", empty_index.display()))?;
     let mut observations = Vec::new();
-    for (path, file) in release_files(&dir)? {
+    for (path, file) in release_files(dir)? {
         let listed = opts
             .archives
             .iter()

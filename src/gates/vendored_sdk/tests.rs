@@ -378,7 +378,7 @@ fn a_candidate_the_profile_does_not_cover_gets_a_warning_and_nothing_else() {
                 folder: "b".into(),
                 path: "R/b".into(),
             },
-            CandidateObservation::Covered(good()),
+            CandidateObservation::Covered(Box::new(good())),
         ],
     });
     assert_eq!(checks.len(), 4);
