@@ -258,3 +258,149 @@ fn release_files(dir: &Path) -> Result<Vec<(PathBuf, ReleaseFile)>, String> {
     out.sort_by(|a, b| a.1.name.cmp(&b.1.name));
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn zip_file(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
+        let path = dir.join("old.lbpkg");
+        let mut w = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        for (name, text) in files {
+            w.start_file(*name, opts).unwrap();
+            w.write_all(text.as_bytes()).unwrap();
+        }
+        w.finish().unwrap();
+        path
+    }
+
+    fn staged(root: &Path, files: &[(&str, &str)]) {
+        for (p, text) in files {
+            let p = root.join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+    }
+
+    const MANIFEST: &str =
+        "apiVersion: v1\nkind: Plugin\nmetadata:\n  author: a\n  name: Runner\n  version: 0.1.0\n";
+
+    fn cands() -> Vec<CandidateSpec> {
+        vec![
+            CandidateSpec {
+                path: "R/other".into(),
+            },
+            CandidateSpec { path: "R/x".into() },
+        ]
+    }
+
+    #[test]
+    fn an_archive_is_compared_with_the_candidate_of_the_same_manifest_name() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("staged");
+        staged(
+            &src,
+            &[
+                (
+                    "R/other/manifest.yaml",
+                    &MANIFEST.replace("Runner", "Other"),
+                ),
+                ("R/x/manifest.yaml", MANIFEST),
+                ("R/x/main.py", "same\n"),
+                ("R/x/pkg/a.py", "new\n"),
+                ("R/x/requirements.txt", "b\n"),
+                ("R/x/new.py", "n\n"),
+                ("R/x/README.md", "not compared\n"),
+                ("R/x/pkg/__pycache__/a.py", "cache\n"),
+            ],
+        );
+        let archive = zip_file(
+            d.path(),
+            &[
+                ("manifest.yaml", MANIFEST),
+                ("main.py", "same\n"),
+                ("pkg/a.py", "old\n"),
+                ("requirements.txt", "a\n"),
+                ("old.py", "o\n"),
+                ("README.md", "different but not compared\n"),
+                ("../evil.py", "never compared\n"),
+            ],
+        );
+        let c = compare_with_source(&archive, &src, &cands());
+        assert_eq!(c.error, None);
+        assert_eq!(c.manifest_name.as_deref(), Some("Runner"));
+        assert_eq!(c.candidate.as_deref(), Some("R/x"));
+        assert_eq!(c.same, ["main.py"]);
+        assert_eq!(c.differing, ["pkg/a.py", "requirements.txt"]);
+        assert_eq!(c.only_in_archive, ["old.py"]);
+        assert_eq!(c.only_in_source, ["new.py"]);
+    }
+
+    #[test]
+    fn an_archive_without_a_matching_candidate_or_manifest_or_zip_says_why() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("staged");
+        staged(&src, &[("R/x/manifest.yaml", MANIFEST)]);
+        let a = zip_file(
+            d.path(),
+            &[("manifest.yaml", &MANIFEST.replace("Runner", "Gone"))],
+        );
+        let c = compare_with_source(&a, &src, &cands());
+        assert_eq!(
+            c.error.as_deref(),
+            Some("no candidate of the profile has a manifest named \"Gone\"")
+        );
+        assert_eq!(c.manifest_name.as_deref(), Some("Gone"));
+        let a = zip_file(d.path(), &[("main.py", "x\n")]);
+        let c = compare_with_source(&a, &src, &cands());
+        assert_eq!(
+            c.error.as_deref(),
+            Some("the archive has no manifest.yaml with a metadata.name")
+        );
+        std::fs::write(d.path().join("old.lbpkg"), b"not a zip").unwrap();
+        let c = compare_with_source(&d.path().join("old.lbpkg"), &src, &cands());
+        assert!(
+            c.error
+                .as_deref()
+                .unwrap()
+                .starts_with("the archive not a readable ZIP"),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn only_regular_files_at_the_top_of_the_release_dir_are_hashed_by_name() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("b.lbpkg"), b"2").unwrap();
+        std::fs::write(d.path().join("a.lbpkg"), b"1").unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        std::fs::write(d.path().join("sub/c.lbpkg"), b"3").unwrap();
+        std::os::unix::fs::symlink("a.lbpkg", d.path().join("link.lbpkg")).unwrap();
+        let files: Vec<ReleaseFile> = release_files(d.path())
+            .unwrap()
+            .into_iter()
+            .map(|(_, f)| f)
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ReleaseFile {
+                    name: "a.lbpkg".into(),
+                    sha256: hash::sha256_bytes(b"1"),
+                    size: 1
+                },
+                ReleaseFile {
+                    name: "b.lbpkg".into(),
+                    sha256: hash::sha256_bytes(b"2"),
+                    size: 1
+                },
+            ]
+        );
+        assert!(release_files(&d.path().join("missing"))
+            .unwrap_err()
+            .contains("cannot list"));
+    }
+}

@@ -282,3 +282,112 @@ fn observe_blobs(
     }
     b
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(path: &str, mode: &str, bytes: &[u8]) -> git::TreeEntry {
+        git::TreeEntry {
+            mode: mode.into(),
+            kind: "blob".into(),
+            id: hash::git_blob_id_of_bytes(bytes),
+            path: path.into(),
+        }
+    }
+
+    fn write(root: &Path, rel: &str, bytes: &[u8], mode: u32) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn every_staged_file_is_compared_with_the_tree_by_blob_id_and_mode() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        write(root, "R/a/ok.py", b"x = 1\n", 0o644);
+        write(root, "R/a/run.sh", b"#!/bin/sh\n", 0o755);
+        write(root, "R/a/crlf.txt", b"a\r\n", 0o644);
+        write(root, "R/a/lost-x.sh", b"#!/bin/sh\n", 0o644);
+        write(root, "R/a/gained-x.py", b"y\n", 0o755);
+        write(root, "R/a/extra.txt", b"not committed\n", 0o644);
+        std::os::unix::fs::symlink("ok.py", root.join("R/a/link")).unwrap();
+        let tree = vec![
+            blob("R/a/ok.py", "100644", b"x = 1\n"),
+            blob("R/a/run.sh", "100755", b"#!/bin/sh\n"),
+            blob("R/a/crlf.txt", "100644", b"a\n"),
+            blob("R/a/lost-x.sh", "100755", b"#!/bin/sh\n"),
+            blob("R/a/gained-x.py", "100644", b"y\n"),
+            blob("R/a/link", "120000", b"ok.py"),
+            blob("R/a/gone.py", "100644", b"z\n"),
+            blob("R/a/docs.md", "100644", b"d\n"),
+            git::TreeEntry {
+                mode: "160000".into(),
+                kind: "commit".into(),
+                id: "f".repeat(40),
+                path: "R/a/sub".into(),
+            },
+        ];
+        let export: BTreeMap<String, Vec<String>> =
+            [("R/a/docs.md".to_string(), vec!["export-ignore".to_string()])].into();
+        let converting: BTreeMap<String, Vec<String>> =
+            [("R/a/crlf.txt".to_string(), vec!["eol=crlf".to_string()])].into();
+        let b = observe_blobs(root, &tree, &export, &converting);
+        assert_eq!(b.tree_entries, 9);
+        // ok.py, run.sh, lost-x.sh, gained-x.py (bytes right) and the link.
+        assert_eq!(b.verified, 5);
+        assert_eq!(b.export_ignored, ["R/a/docs.md"]);
+        assert_eq!(
+            b.problems,
+            [
+                BlobProblem::Differs {
+                    path: "R/a/crlf.txt".into(),
+                    expected: hash::git_blob_id_of_bytes(b"a\n"),
+                    found: hash::git_blob_id_of_bytes(b"a\r\n"),
+                    attributes: vec!["eol=crlf".into()],
+                },
+                BlobProblem::Mode {
+                    path: "R/a/lost-x.sh".into(),
+                    git_mode: "100755".into(),
+                    staged_mode: "644".into(),
+                },
+                BlobProblem::Mode {
+                    path: "R/a/gained-x.py".into(),
+                    git_mode: "100644".into(),
+                    staged_mode: "755".into(),
+                },
+                BlobProblem::Missing {
+                    path: "R/a/gone.py".into(),
+                    error: "No such file or directory (os error 2)".into(),
+                },
+                BlobProblem::NotBlob {
+                    path: "R/a/sub".into(),
+                    object: "commit".into(),
+                },
+                BlobProblem::Extra {
+                    path: "R/a/extra.txt".into(),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn lfs_pointers_are_found_by_content_inside_the_prefix_only() {
+        let d = tempfile::tempdir().unwrap();
+        let pointer = b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 9\n";
+        write(d.path(), "R/a/m.onnx", pointer, 0o644);
+        write(d.path(), "R/b/m.onnx", pointer, 0o644);
+        write(d.path(), "R/a/real.bin", &[7u8; 2000], 0o644);
+        let tree = vec![
+            blob("R/a/m.onnx", "100644", pointer),
+            blob("R/b/m.onnx", "100644", pointer),
+            blob("R/a/real.bin", "100644", &[7u8; 2000]),
+        ];
+        assert_eq!(
+            lfs_pointers(d.path(), &tree, "R/a/"),
+            [("R/a/m.onnx".to_string(), pointer.len() as u64)]
+        );
+    }
+}
