@@ -410,3 +410,14 @@ fn an_empty_release_dir_fails_naming_the_listed_archives() {
         checks[0].detail
     );
 }
+
+#[test]
+fn exactly_as_many_paths_as_are_listed_need_no_more() {
+    let paths: Vec<String> = (0..LISTED).map(|i| format!("p{i}.py")).collect();
+    let text = listed(&paths);
+    assert!(!text.contains("more"), "{text}");
+    assert!(text.ends_with("`p19.py`"), "{text}");
+    let mut one_more = paths.clone();
+    one_more.push("last.py".into());
+    assert!(listed(&one_more).ends_with("`p19.py` and 1 more"));
+}

@@ -195,3 +195,87 @@ fn move_archive(input: &BuildInput, expected: &str) -> Result<MovedArchive, Stri
         size: std::fs::metadata(&to).map(|m| m.len()).unwrap_or(0),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(dir: &Path) -> BuildInput {
+        BuildInput {
+            folder: "c".into(),
+            staged: dir.join("staged"),
+            out: dir.join("out"),
+            packages: dir.join("packages/c"),
+            spec: Err("unused".into()),
+        }
+    }
+
+    #[test]
+    fn the_output_directory_is_listed_sorted_with_what_is_a_file() {
+        let d = tempfile::tempdir().unwrap();
+        let inp = input(d.path());
+        std::fs::create_dir_all(inp.out.join("b.lbpkg")).unwrap();
+        std::fs::write(inp.out.join("a.lbpkg"), b"x").unwrap();
+        assert_eq!(
+            list_out(&inp.out).unwrap(),
+            [
+                OutEntry {
+                    name: "a.lbpkg".into(),
+                    is_file: true
+                },
+                OutEntry {
+                    name: "b.lbpkg".into(),
+                    is_file: false
+                },
+            ]
+        );
+        assert!(list_out(&d.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn the_archive_moves_to_packages_with_its_size() {
+        let d = tempfile::tempdir().unwrap();
+        let inp = input(d.path());
+        std::fs::create_dir_all(&inp.out).unwrap();
+        std::fs::write(inp.out.join("a-n-1.lbpkg"), b"12345").unwrap();
+        assert_eq!(
+            move_archive(&inp, "a-n-1.lbpkg").unwrap(),
+            MovedArchive {
+                path: "packages/c/a-n-1.lbpkg".into(),
+                size: 5
+            }
+        );
+        assert!(inp.packages.join("a-n-1.lbpkg").is_file());
+        assert!(!inp.out.join("a-n-1.lbpkg").exists());
+        let e = move_archive(&inp, "a-n-1.lbpkg").unwrap_err();
+        assert!(e.starts_with("cannot move "), "{e}");
+    }
+
+    #[test]
+    fn an_unsafe_name_is_never_built() {
+        let d = tempfile::tempdir().unwrap();
+        let inp = input(d.path());
+        std::fs::create_dir_all(&inp.staged).unwrap();
+        std::fs::write(
+            inp.staged.join("manifest.yaml"),
+            "apiVersion: v1\nkind: Plugin\nmetadata:\n  author: a\n  name: ../../evil\n  version: '1'\n",
+        )
+        .unwrap();
+        let b = build_one(&inp);
+        assert!(b.identity.is_err());
+        assert_eq!(b.unsafe_fields, ["metadata.name = \"../../evil\""]);
+        assert_eq!(b.run, None);
+        assert!(!inp.out.exists(), "nothing was prepared for a build");
+    }
+
+    #[test]
+    fn a_build_that_cannot_be_set_up_is_not_run() {
+        let d = tempfile::tempdir().unwrap();
+        let inp = input(d.path());
+        std::fs::create_dir_all(&inp.staged).unwrap();
+        let b = build_one(&inp);
+        assert_eq!(b.setup_error.as_deref(), Some("unused"));
+        assert_eq!(b.run, None);
+        assert!(b.unsafe_fields.is_empty());
+    }
+}

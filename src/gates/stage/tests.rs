@@ -573,3 +573,22 @@ fn export_attributes_are_listed_not_judged() {
         Some(json!({"count": 1, "paths": [{"path": "docs/x", "attribute": "export-ignore"}]}))
     );
 }
+
+#[test]
+fn exactly_as_many_attributes_as_are_named_need_no_more_line() {
+    let found: Vec<ByteAttribute> = (0..NAMED_AT_MOST)
+        .map(|i| ByteAttribute {
+            path: format!("f{i}.txt"),
+            attribute: "text".into(),
+        })
+        .collect();
+    let c = byte_attributes_check(&found);
+    assert!(!c.detail.contains("more (all in"), "{}", c.detail);
+    assert!(c.detail.contains("\n  f49.txt: text\n"), "{}", c.detail);
+    assert!(
+        c.detail
+            .contains(&format!("found {NAMED_AT_MOST} attribute(s)")),
+        "{}",
+        c.detail
+    );
+}

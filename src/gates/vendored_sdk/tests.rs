@@ -392,3 +392,125 @@ fn a_candidate_the_profile_does_not_cover_gets_a_warning_and_nothing_else() {
         .iter()
         .all(|c| c.result == CheckResult::Pass && c.candidate.as_deref() == Some("a")));
 }
+
+/// A fake verified install under `root`: one module, a RECORD listing it
+/// (and a file the RECORD does not list next to it), and the license.
+fn install(root: &Path) -> VerifiedSdk {
+    let sp = root.join("site-packages");
+    let pkg = sp.join("langbot_plugin");
+    let di = sp.join("langbot_plugin-0.6.0b5.dist-info");
+    std::fs::create_dir_all(pkg.join("api")).unwrap();
+    std::fs::create_dir_all(di.join("licenses")).unwrap();
+    std::fs::write(pkg.join("api/daemon.py"), b"daemon\n").unwrap();
+    std::fs::write(pkg.join("api/stray.py"), b"stray\n").unwrap();
+    std::fs::write(di.join("licenses/LICENSE"), b"Apache\n").unwrap();
+    std::fs::write(
+        di.join("RECORD"),
+        "langbot_plugin/api/daemon.py,sha256=x,7\nlangbot_plugin-0.6.0b5.dist-info/RECORD,,\n",
+    )
+    .unwrap();
+    VerifiedSdk {
+        site_packages: sp,
+        package_dir: pkg,
+        dist_info: di,
+    }
+}
+
+fn observe_in(staged: &Path, sdk: &VerifiedSdk) -> VendoredObservation {
+    let record = record_paths(sdk).unwrap();
+    observe(
+        staged,
+        "R/a",
+        "a",
+        &opts(),
+        sdk,
+        &record,
+        "0.6.0b5",
+        "0.6.0b5",
+    )
+    .unwrap()
+}
+
+#[test]
+fn observation_reads_the_notice_the_install_and_both_licenses() {
+    let d = tempfile::tempdir().unwrap();
+    let sdk = install(d.path());
+    let staged = d.path().join("staged");
+    let o = opts();
+    let notice_path = staged.join("R/a").join(&o.notice);
+    std::fs::create_dir_all(notice_path.parent().unwrap()).unwrap();
+    let daemon_sha = hash::sha256_bytes(b"daemon\n");
+    std::fs::write(
+        &notice_path,
+        notice("0.6.0b5", "langbot_plugin/api/daemon.py", &daemon_sha),
+    )
+    .unwrap();
+    let license = staged.join("R/a").join(&o.license_copy);
+    std::fs::create_dir_all(license.parent().unwrap()).unwrap();
+    std::fs::write(&license, b"Apache\n").unwrap();
+    assert_eq!(
+        record_paths(&sdk).unwrap(),
+        [
+            "langbot_plugin/api/daemon.py",
+            "langbot_plugin-0.6.0b5.dist-info/RECORD"
+        ]
+    );
+    let v = observe_in(&staged, &sdk);
+    assert_eq!(v.notice_error, None);
+    assert_eq!(
+        v.sdk_file,
+        Some(SdkFile {
+            path: "langbot_plugin/api/daemon.py".into(),
+            inside_package: true,
+            in_record: true,
+            state: file(&daemon_sha, 7),
+        })
+    );
+    assert_eq!(v.license_copy_state, v.installed_license_state);
+    assert_eq!(
+        v.installed_license,
+        "langbot_plugin-0.6.0b5.dist-info/licenses/LICENSE"
+    );
+    assert!(decide_candidate(&v)
+        .iter()
+        .all(|c| c.result == CheckResult::Pass));
+
+    // A file the install has but its RECORD does not list.
+    std::fs::write(
+        &notice_path,
+        notice("0.6.0b5", "langbot_plugin/api/stray.py", &daemon_sha),
+    )
+    .unwrap();
+    let v = observe_in(&staged, &sdk);
+    let f = v.sdk_file.as_ref().unwrap();
+    assert!(f.inside_package && !f.in_record, "{f:?}");
+
+    // A notice that is not UTF-8, then none at all.
+    std::fs::write(&notice_path, b"\xff\xfe").unwrap();
+    let v = observe_in(&staged, &sdk);
+    assert!(
+        v.notice_error
+            .as_deref()
+            .unwrap()
+            .starts_with("is not UTF-8"),
+        "{v:?}"
+    );
+    assert_eq!(v.fields.version, Field::Missing);
+    assert_eq!(v.sdk_file, None);
+    std::fs::remove_file(&notice_path).unwrap();
+    std::fs::remove_file(&license).unwrap();
+    let v = observe_in(&staged, &sdk);
+    assert!(
+        v.notice_error
+            .as_deref()
+            .unwrap()
+            .starts_with("cannot be read in the staged commit"),
+        "{v:?}"
+    );
+    assert_eq!(
+        v.license_copy_state,
+        FileState::Unavailable {
+            why: "does not exist".into()
+        }
+    );
+}
