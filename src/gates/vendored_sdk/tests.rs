@@ -1,8 +1,13 @@
 //! Counterexamples for `vendored-sdk`, one per clause of its `proves`
 //! sentence, over observation values (no Python, no install).
 
+use super::observe::{observe, observe_sdk_file, record_paths};
 use super::*;
+use crate::context::VerifiedSdk;
 use crate::evidence::CheckResult;
+use crate::hash;
+use crate::profile::VendoredSdkOptions;
+use std::path::Path;
 
 const SHA: &str = "140d1448666a1412777cd3e51a03ae2ce2ba48b3593b89484b581a1e202d7ad0";
 const LICENSE: &str = "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4";
