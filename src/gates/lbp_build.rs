@@ -12,14 +12,14 @@
 //! Checks per candidate: `manifest-identity` (the manifest names a string
 //! author, name and version safe in a file name), `build-exit`,
 //! `single-archive` (exactly one file, `<author>-<name>-<version>.lbpkg`,
-//! moved to DIR/packages/<folder>/) and `source-untouched` (every staged file's
+//! moved to `DIR/packages/<folder>/`) and `source-untouched` (every staged file's
 //! sha256 is the same after the build). The SDK's build exits 0 and writes
 //! nothing on an invalid manifest, so the file is what counts, not the status.
 //! A name, author or version unsafe in a file name is never built: the SDK
 //! does not validate them and would write outside its output directory.
 //!
-//! [`observe`] (in `lbp_build/observe.rs`) runs the builds and records, per
-//! candidate, a [`CandidateBuild`]; [`decide`] judges it without I/O.
+//! `observe` (in `lbp_build/observe.rs`) runs the builds and records, per
+//! candidate, a `CandidateBuild`; `decide` judges it without I/O.
 
 use crate::context::{RunContext, Updates};
 use crate::evidence::Check;
