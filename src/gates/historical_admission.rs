@@ -23,15 +23,12 @@
 
 use crate::context::{RunContext, Updates};
 use crate::evidence::Check;
-use crate::hash;
-use crate::profile::{CandidateSpec, HistoricalArchive};
-use crate::python;
-use serde::{Deserialize, Serialize};
+use crate::profile::HistoricalArchive;
+use serde::Serialize;
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+
+mod observe;
 
 /// Gate id.
 pub const GATE: &str = "historical-admission";
@@ -68,19 +65,6 @@ pub struct AdmissionAttempt {
     pub kept_requirements: Option<Vec<String>>,
     /// The prepared environment's digest, when it was admitted.
     pub environment_digest: Option<String>,
-}
-
-/// The probe's report (`dependencies_probe.py`), the fields used here.
-#[derive(Debug, Deserialize)]
-struct ProbeReport {
-    requirements: Option<Vec<String>>,
-    environment: Option<ProbeEnvironment>,
-    error: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ProbeEnvironment {
-    digest: String,
 }
 
 /// A historical archive compared with the source under review.
@@ -123,12 +107,6 @@ pub fn compared_kind(path: &str) -> bool {
     path.ends_with(".py") || (base.starts_with("requirements") && base.ends_with(".txt"))
 }
 
-fn safe_relative(p: &str) -> bool {
-    !p.is_empty()
-        && !p.starts_with('/')
-        && p.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
-}
-
 /// Compares `members` (archive path -> sha256, compared kinds only) with the
 /// candidate `source` (source path -> sha256, compared kinds only). Pure.
 pub fn compare_files(
@@ -151,116 +129,6 @@ pub fn compare_files(
     c
 }
 
-/// The archive's compared members (path -> sha256) and its manifest name.
-fn read_archive(path: &Path) -> Result<(BTreeMap<String, String>, Option<String>), String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    let mut zip = zip::ZipArchive::new(file).map_err(|e| format!("not a readable ZIP: {e}"))?;
-    let mut members = BTreeMap::new();
-    let mut manifest_name = None;
-    for i in 0..zip.len() {
-        let mut entry = zip
-            .by_index(i)
-            .map_err(|e| format!("member {i} cannot be read: {e}"))?;
-        if entry.is_dir() {
-            continue;
-        }
-        let name = entry.name().to_string();
-        if name == "manifest.yaml" {
-            let mut text = String::new();
-            entry
-                .read_to_string(&mut text)
-                .map_err(|e| format!("manifest.yaml cannot be read: {e}"))?;
-            manifest_name = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text)
-                .ok()
-                .and_then(|v| {
-                    v.get("metadata")
-                        .and_then(|m| m.get("name"))
-                        .and_then(|n| n.as_str())
-                        .map(String::from)
-                });
-        } else if compared_kind(&name) && safe_relative(&name) {
-            let digest = hash::sha256_reader(&mut entry)
-                .map_err(|e| format!("member {name} cannot be read: {e}"))?;
-            members.insert(name, digest.hex());
-        }
-    }
-    Ok((members, manifest_name))
-}
-
-/// The compared files of a staged candidate (path -> sha256).
-fn read_source(root: &Path) -> Result<BTreeMap<String, String>, String> {
-    let mut out = BTreeMap::new();
-    // Files are `sha256:size`; a symlink (`-> target`) never equals a member.
-    for (path, value) in hash::tree_digests(root)? {
-        if compared_kind(&path) && !path.split('/').any(|s| s == "__pycache__") {
-            let digest = value.split(':').next().unwrap_or_default().to_string();
-            out.insert(path, digest);
-        }
-    }
-    Ok(out)
-}
-
-/// The staged candidate whose manifest's `metadata.name` is `name`.
-fn candidate_named(
-    staged: &Path,
-    candidates: &[CandidateSpec],
-    name: &str,
-) -> Option<(String, PathBuf)> {
-    candidates.iter().find_map(|c| {
-        let mut dir = staged.to_path_buf();
-        dir.extend(c.path.split('/'));
-        crate::manifest::read_id(&dir.join("manifest.yaml"))
-            .ok()
-            .filter(|id| id.name == name)
-            .map(|_| (c.path.clone(), dir))
-    })
-}
-
-/// Compares one archive with the source under review.
-fn compare_with_source(
-    archive: &Path,
-    staged: &Path,
-    candidates: &[CandidateSpec],
-) -> SourceComparison {
-    let (members, manifest_name) = match read_archive(archive) {
-        Ok(x) => x,
-        Err(e) => {
-            return SourceComparison {
-                error: Some(format!("the archive {e}")),
-                ..SourceComparison::default()
-            }
-        }
-    };
-    let Some(name) = manifest_name else {
-        return SourceComparison {
-            error: Some("the archive has no manifest.yaml with a metadata.name".into()),
-            ..SourceComparison::default()
-        };
-    };
-    let Some((path, dir)) = candidate_named(staged, candidates, &name) else {
-        return SourceComparison {
-            manifest_name: Some(name.clone()),
-            error: Some(format!(
-                "no candidate of the profile has a manifest named {name:?}"
-            )),
-            ..SourceComparison::default()
-        };
-    };
-    match read_source(&dir) {
-        Ok(source) => SourceComparison {
-            manifest_name: Some(name),
-            candidate: Some(path),
-            ..compare_files(&members, &source)
-        },
-        Err(e) => SourceComparison {
-            manifest_name: Some(name),
-            candidate: Some(path),
-            error: Some(e),
-            ..SourceComparison::default()
-        },
-    }
-}
-
 fn listed(paths: &[String]) -> String {
     let mut text = paths
         .iter()
@@ -277,9 +145,33 @@ fn listed(paths: &[String]) -> String {
     text
 }
 
-/// Decides the gate's checks from every observation and the profile's list.
+/// What the gate observed in the release directory.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Observation {
+    /// `--release-dir`, as given.
+    pub release_dir: String,
+    /// Every regular file at its top, by name (none when the profile lists
+    /// no archive: nothing is run then).
+    pub files: Vec<HistoricalObservation>,
+}
+
+/// Decides the gate's checks from the observation and the profile's list.
 /// Pure.
-pub fn decide(observations: &[HistoricalObservation], profile: &[HistoricalArchive]) -> Vec<Check> {
+pub(crate) fn decide(obs: &Observation, profile: &[HistoricalArchive]) -> Vec<Check> {
+    if profile.is_empty() {
+        return vec![Check::fail(
+            "listed-archives",
+            None,
+            format!(
+                "--release-dir {} was given, but the profile lists no historical archive: expected \
+                 [[historical_admission.archive]] entries (name, sha256, reason, refusal_contains); \
+                 add them, or leave --release-dir out",
+                obs.release_dir
+            ),
+        )
+        .with_observed(json!({ "release_dir": obs.release_dir, "listed": 0 }))];
+    }
+    let observations = &obs.files;
     let mut checks = Vec::new();
     for o in observations {
         let f = &o.file;
@@ -313,6 +205,7 @@ pub fn decide(observations: &[HistoricalObservation], profile: &[HistoricalArchi
         .filter(|a| !supplied.contains(&a.sha256.as_str()))
         .collect();
     if supplied.is_empty() {
+        let seen: Vec<&ReleaseFile> = observations.iter().map(|o| &o.file).collect();
         checks.push(Check::fail(
             "listed-archives",
             None,
@@ -327,7 +220,8 @@ pub fn decide(observations: &[HistoricalObservation], profile: &[HistoricalArchi
                     .join("; "),
                 listed(&observations.iter().map(|o| o.file.name.clone()).collect::<Vec<_>>())
             ),
-        ));
+        )
+        .with_observed(json!({ "release_dir": obs.release_dir, "files": seen, "supplied": [] })));
     } else if !missing.is_empty() {
         checks.push(
             Check::warn(
@@ -347,14 +241,17 @@ pub fn decide(observations: &[HistoricalObservation], profile: &[HistoricalArchi
             })),
         );
     } else {
-        checks.push(Check::pass(
-            "listed-archives",
-            None,
-            format!(
-                "every archive the profile lists ({}) was supplied",
-                profile.len()
-            ),
-        ));
+        checks.push(
+            Check::pass(
+                "listed-archives",
+                None,
+                format!(
+                    "every archive the profile lists ({}) was supplied",
+                    profile.len()
+                ),
+            )
+            .with_observed(json!({ "release_dir": obs.release_dir, "supplied": supplied })),
+        );
     }
     checks
 }
@@ -380,6 +277,18 @@ fn refused_check(o: &HistoricalObservation, entry: &HistoricalArchive) -> Check 
             &name,
             None,
             format!("not observed: the SDK's admission of {what} did not report: {e}"),
+        ),
+        Some(Ok(AdmissionAttempt {
+            refusal: None,
+            environment_digest: None,
+            ..
+        })) => Check::fail(
+            &name,
+            None,
+            format!(
+                "not observed: the SDK's admission of {what} reported neither a refusal nor a prepared \
+                 environment; see the probe's log under logs/{GATE}/ (a probe that says nothing is not a refusal)"
+            ),
         ),
         Some(Ok(a)) => match &a.refusal {
             None => Check::fail(
@@ -457,33 +366,6 @@ fn comparison_check(o: &HistoricalObservation, entry: &HistoricalArchive) -> Che
     .with_observed(observed)
 }
 
-/// The regular files at the top of `dir`, hashed, by name.
-fn release_files(dir: &Path) -> Result<Vec<(PathBuf, ReleaseFile)>, String> {
-    let mut out = Vec::new();
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("--release-dir {}: cannot list: {e}", dir.display()))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("--release-dir {}: {e}", dir.display()))?;
-        let path = entry.path();
-        let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
-        if !is_file {
-            continue;
-        }
-        let digest = hash::sha256_file(&path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        out.push((
-            path.clone(),
-            ReleaseFile {
-                name: entry.file_name().to_string_lossy().into_owned(),
-                sha256: digest.hex(),
-                size: digest.size,
-            },
-        ));
-    }
-    out.sort_by(|a, b| a.1.name.cmp(&b.1.name));
-    Ok(out)
-}
-
 impl super::Gate for HistoricalAdmission {
     fn id(&self) -> &'static str {
         GATE
@@ -495,272 +377,19 @@ impl super::Gate for HistoricalAdmission {
 
     fn run(&self, ctx: &RunContext, _out: &mut Updates) -> Result<Vec<Check>, String> {
         let dir = ctx.release_dir.clone().ok_or(NOT_SUPPLIED)?;
-        let Some(opts) = ctx.profile.profile.historical_admission.clone() else {
-            return Ok(vec![Check::fail(
-                "listed-archives",
-                None,
-                format!(
-                    "--release-dir {} was given, but the profile lists no historical archive: expected \
-                     [[historical_admission.archive]] entries (name, sha256, reason, refusal_contains); \
-                     add them, or leave --release-dir out",
-                    dir.display()
-                ),
-            )]);
+        let profile = ctx.profile.profile.historical_admission.clone();
+        let obs = match &profile {
+            // Nothing is run without a list to run it against.
+            None => Observation {
+                release_dir: dir.display().to_string(),
+                files: Vec::new(),
+            },
+            Some(opts) => observe::observe(ctx, &dir, opts)?,
         };
-        let staged = ctx.staged_root.clone().ok_or(
-            "the staged source is missing (the `stage` gate did not record DIR/staging/source)",
-        )?;
-        let candidates = ctx.profile.profile.candidates.clone();
-        let empty_index = ctx
-            .evidence_dir
-            .join("roots")
-            .join(GATE)
-            .join("empty-index");
-        std::fs::create_dir_all(&empty_index)
-            .map_err(|e| format!("cannot create {}: {e}", empty_index.display()))?;
-        let mut observations = Vec::new();
-        for (path, file) in release_files(&dir)? {
-            let listed = opts
-                .archives
-                .iter()
-                .find(|a| a.sha256 == file.sha256)
-                .cloned();
-            if listed.is_none() {
-                observations.push(HistoricalObservation {
-                    file,
-                    listed,
-                    attempt: None,
-                    comparison: SourceComparison::default(),
-                });
-                continue;
-            }
-            let key = &file.sha256[..16];
-            let (home, tmp) = ctx
-                .private_roots(GATE, key)
-                .map_err(|e| format!("cannot create private roots for {}: {e}", file.name))?;
-            let root = home
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| home.clone());
-            let mut env = ctx.child_env(&home, &tmp);
-            // An empty local index: nothing a historical archive names is
-            // ever downloaded.
-            env.insert(
-                "LANGBOT_PLUGIN_PYPI_INDEX_URL".into(),
-                format!("file://{}/", empty_index.display()),
-            );
-            let report: Result<ProbeReport, String> = python::run_probe_with_timeout(
-                &ctx.python,
-                "dependencies_probe",
-                python::DEPENDENCIES_PROBE,
-                &[
-                    path.display().to_string(),
-                    file.sha256.clone(),
-                    root.join("data").display().to_string(),
-                ],
-                &root,
-                env,
-                &ctx.log_stem(GATE, key),
-                Duration::from_secs(opts.timeout_secs),
-            );
-            let attempt = report.map(|r| AdmissionAttempt {
-                refusal: r.error.or_else(|| {
-                    r.environment
-                        .is_none()
-                        .then(|| "no environment and no error reported".to_string())
-                }),
-                kept_requirements: r.requirements,
-                environment_digest: r.environment.map(|e| e.digest),
-            });
-            let comparison = compare_with_source(&path, &staged, &candidates);
-            observations.push(HistoricalObservation {
-                file,
-                listed,
-                attempt: Some(attempt),
-                comparison,
-            });
-        }
-        Ok(decide(&observations, &opts.archives))
+        let archives = profile.map(|p| p.archives).unwrap_or_default();
+        Ok(decide(&obs, &archives))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::evidence::CheckResult;
-
-    fn entry(sha: &str) -> HistoricalArchive {
-        HistoricalArchive {
-            name: "ACPAgentRunner 0.1.12".into(),
-            sha256: sha.into(),
-            reason: "pins b3".into(),
-            refusal_contains: "Plugin requires langbot-plugin==0.6.0b3".into(),
-        }
-    }
-
-    fn obs(sha: &str, listed: bool, refusal: Option<&str>) -> HistoricalObservation {
-        HistoricalObservation {
-            file: ReleaseFile {
-                name: format!("{}.lbpkg", &sha[..4]),
-                sha256: sha.into(),
-                size: 10,
-            },
-            listed: listed.then(|| entry(sha)),
-            attempt: listed.then(|| {
-                Ok(AdmissionAttempt {
-                    refusal: refusal.map(String::from),
-                    kept_requirements: None,
-                    environment_digest: refusal.is_none().then(|| "e".repeat(64)),
-                })
-            }),
-            comparison: SourceComparison {
-                manifest_name: Some("ACPAgentRunner".into()),
-                candidate: Some("Runner/acp-agent-runner".into()),
-                same: vec!["main.py".into()],
-                differing: vec!["pkg/daemon_relay.py".into()],
-                ..SourceComparison::default()
-            },
-        }
-    }
-
-    const B3: &str = "DependencyEnvironmentPreparationError: Plugin requires langbot-plugin==0.6.0b3, but the Runtime provides langbot-plugin==0.6.0b5";
-
-    fn find<'a>(checks: &'a [Check], name: &str) -> &'a Check {
-        checks
-            .iter()
-            .find(|c| c.name == name)
-            .unwrap_or_else(|| panic!("{name} in {checks:?}"))
-    }
-
-    #[test]
-    fn a_listed_archive_refused_for_the_listed_reason_passes() {
-        let a = "a".repeat(64);
-        let checks = decide(&[obs(&a, true, Some(B3))], &[entry(&a)]);
-        let refused = find(&checks, "aaaa.lbpkg/refused");
-        assert_eq!(refused.result, CheckResult::Pass, "{}", refused.detail);
-        assert!(
-            refused.detail.contains("before any install"),
-            "{}",
-            refused.detail
-        );
-        let compared = find(&checks, "aaaa.lbpkg/compared-with-source");
-        assert_eq!(compared.result, CheckResult::Pass);
-        assert!(
-            compared.detail.contains("differing: `pkg/daemon_relay.py`"),
-            "{}",
-            compared.detail
-        );
-        assert_eq!(find(&checks, "listed-archives").result, CheckResult::Pass);
-    }
-
-    #[test]
-    fn an_admitted_archive_fails() {
-        let a = "a".repeat(64);
-        let checks = decide(&[obs(&a, true, None)], &[entry(&a)]);
-        let c = find(&checks, "aaaa.lbpkg/refused");
-        assert_eq!(c.result, CheckResult::Fail);
-        assert!(c.detail.contains("found it admitted"), "{}", c.detail);
-    }
-
-    #[test]
-    fn a_refusal_for_another_reason_fails_naming_both() {
-        let a = "a".repeat(64);
-        let other = "PluginArtifactError: archive has too many entries";
-        let checks = decide(&[obs(&a, true, Some(other))], &[entry(&a)]);
-        let c = find(&checks, "aaaa.lbpkg/refused");
-        assert_eq!(c.result, CheckResult::Fail);
-        assert!(
-            c.detail.contains(other)
-                && c.detail.contains("Plugin requires langbot-plugin==0.6.0b3"),
-            "{}",
-            c.detail
-        );
-    }
-
-    #[test]
-    fn a_probe_that_did_not_report_is_not_a_refusal() {
-        let a = "a".repeat(64);
-        let mut o = obs(&a, true, None);
-        o.attempt = Some(Err("exit status 1".into()));
-        let checks = decide(&[o], &[entry(&a)]);
-        let c = find(&checks, "aaaa.lbpkg/refused");
-        assert_eq!(c.result, CheckResult::Fail);
-        assert!(c.detail.starts_with("not observed"), "{}", c.detail);
-    }
-
-    #[test]
-    fn an_unlisted_archive_is_reported_not_trusted_and_does_not_count() {
-        let a = "a".repeat(64);
-        let b = "b".repeat(64);
-        let checks = decide(&[obs(&b, false, None)], &[entry(&a)]);
-        let c = find(&checks, "bbbb.lbpkg/unlisted");
-        assert_eq!(c.result, CheckResult::Warn);
-        assert!(
-            c.detail.contains(&b) && c.detail.contains("not trusted"),
-            "{}",
-            c.detail
-        );
-        // Only unlisted files: nothing the profile lists was supplied.
-        let l = find(&checks, "listed-archives");
-        assert_eq!(l.result, CheckResult::Fail, "{}", l.detail);
-        assert!(l.detail.contains(&a), "{}", l.detail);
-    }
-
-    #[test]
-    fn a_listed_archive_not_supplied_is_a_warning() {
-        let a = "a".repeat(64);
-        let c2 = "c".repeat(64);
-        let checks = decide(&[obs(&a, true, Some(B3))], &[entry(&a), entry(&c2)]);
-        let l = find(&checks, "listed-archives");
-        assert_eq!(l.result, CheckResult::Warn);
-        assert!(l.detail.contains(&c2), "{}", l.detail);
-    }
-
-    #[test]
-    fn comparison_sorts_files_into_same_differing_and_one_sided() {
-        let m: BTreeMap<String, String> = [
-            ("main.py", "1"),
-            ("pkg/x.py", "2"),
-            ("old.py", "3"),
-            ("requirements.txt", "4"),
-        ]
-        .into_iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
-        let s: BTreeMap<String, String> = [
-            ("main.py", "1"),
-            ("pkg/x.py", "9"),
-            ("new.py", "5"),
-            ("requirements.txt", "7"),
-        ]
-        .into_iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
-        let c = compare_files(&m, &s);
-        assert_eq!(c.same, ["main.py"]);
-        assert_eq!(c.differing, ["pkg/x.py", "requirements.txt"]);
-        assert_eq!(c.only_in_archive, ["old.py"]);
-        assert_eq!(c.only_in_source, ["new.py"]);
-    }
-
-    #[test]
-    fn compared_kinds_are_python_and_requirements_files() {
-        for p in [
-            "main.py",
-            "pkg/a.py",
-            "requirements.txt",
-            "requirements-dev.txt",
-        ] {
-            assert!(compared_kind(p), "{p}");
-        }
-        for p in [
-            "manifest.yaml",
-            "README.md",
-            "pkg/LICENSE-sdk.txt",
-            "notes.txt",
-            "a.pyc",
-        ] {
-            assert!(!compared_kind(p), "{p}");
-        }
-    }
-}
+mod tests;

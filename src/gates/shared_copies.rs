@@ -6,10 +6,14 @@
 //! the candidate. The owner's own check records the canonical digest and
 //! fails when the canonical copy is missing. A profile without `[shared]`
 //! yields one `warn` check: nothing was compared, and the reader is told so.
+//!
+//! [`observe`] hashes the staged files into an [`Observation`]; [`decide`]
+//! compares digests without I/O.
 
 use crate::context::{RunContext, Updates};
 use crate::evidence::Check;
 use crate::hash;
+use serde::Serialize;
 use serde_json::json;
 use std::path::Path;
 
@@ -26,47 +30,93 @@ impl super::Gate for SharedCopies {
             .staged_root
             .clone()
             .ok_or("the staged source is missing (the `stage` gate did not record DIR/staging/source); run `stage` first")?;
-        let Some(shared) = ctx
-            .profile
-            .profile
-            .shared
-            .as_ref()
-            .filter(|s| !s.files.is_empty())
-        else {
-            return Ok(vec![Check::warn(
-                "canonical-files",
-                None,
-                "profile declares no canonical files: nothing was compared; add a [shared] table (owner, files) \
-                 to the profile if candidates carry copies of one file",
-            )]);
+        let (owner, files) = match ctx.profile.profile.shared.as_ref() {
+            Some(s) => (s.owner.clone(), s.files.clone()),
+            None => (String::new(), Vec::new()),
         };
         let candidates: Vec<(String, String)> = ctx
             .candidate_specs()
             .iter()
             .map(|c| (c.path.clone(), c.folder().to_string()))
             .collect();
-        Ok(compare(&root, &shared.owner, &shared.files, &candidates))
+        Ok(decide(&observe(&root, &owner, &files, &candidates)))
     }
 }
 
 /// A staged file's state.
-enum Copy {
-    Digest(hash::Sha256Digest),
-    Missing(String),
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub(crate) enum CopyState {
+    /// A regular file.
+    File {
+        /// sha256, lower-case hex.
+        sha256: String,
+        /// Bytes.
+        size: u64,
+    },
+    /// Missing, a symlink, not a regular file, or unreadable.
+    Unavailable {
+        /// Why, as a predicate: `does not exist`, `is a symlink, not a file`.
+        why: String,
+    },
 }
 
-fn read_copy(root: &Path, rel: &str) -> Copy {
+/// One candidate's copy of a shared file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct CandidateCopy {
+    /// Candidate folder.
+    pub folder: String,
+    /// Whether this candidate is the owner (its copy is the canonical one).
+    pub owner: bool,
+    /// The copy, relative to the repository (`Runner/x/pkg/a.py`).
+    pub path: String,
+    /// Its state.
+    pub state: CopyState,
+}
+
+/// One declared shared file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct SharedFile {
+    /// As the profile names it, relative to a candidate.
+    pub file: String,
+    /// Whether it is a relative path without empty, `.` or `..` parts; when
+    /// not, nothing was read for it.
+    pub safe: bool,
+    /// The canonical copy, relative to the repository.
+    pub canonical_path: String,
+    /// The canonical copy's state (unsafe names: unavailable).
+    pub canonical: CopyState,
+    /// Every candidate's copy, in profile order (unsafe names: unavailable).
+    pub copies: Vec<CandidateCopy>,
+}
+
+/// What the gate observed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Observation {
+    /// The profile's `shared.owner` (empty without `[shared]`).
+    pub owner: String,
+    /// Every declared file (none without `[shared]`).
+    pub files: Vec<SharedFile>,
+}
+
+fn read_copy(root: &Path, rel: &str) -> CopyState {
     let mut p = root.to_path_buf();
     p.extend(rel.split('/'));
-    match std::fs::symlink_metadata(&p) {
+    let why = match std::fs::symlink_metadata(&p) {
         Ok(m) if m.file_type().is_file() => match hash::sha256_file(&p) {
-            Ok(d) => Copy::Digest(d),
-            Err(e) => Copy::Missing(format!("cannot be read: {e}")),
+            Ok(d) => {
+                return CopyState::File {
+                    sha256: d.hex(),
+                    size: d.size,
+                }
+            }
+            Err(e) => format!("cannot be read: {e}"),
         },
-        Ok(m) if m.file_type().is_symlink() => Copy::Missing("is a symlink, not a file".into()),
-        Ok(_) => Copy::Missing("is not a regular file".into()),
-        Err(_) => Copy::Missing("does not exist".into()),
-    }
+        Ok(m) if m.file_type().is_symlink() => "is a symlink, not a file".into(),
+        Ok(_) => "is not a regular file".into(),
+        Err(_) => "does not exist".into(),
+    };
+    CopyState::Unavailable { why }
 }
 
 /// True for a `/`-separated relative path without empty, `.` or `..` parts.
@@ -76,186 +126,165 @@ fn safe_relative(p: &str) -> bool {
         && p.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
 }
 
-/// Compares every `files` entry of every candidate (`(path, folder)`) under
-/// `root` with the owner's copy.
-fn compare(
+/// Reads every `files` entry of every candidate (`(path, folder)`) under the
+/// staged `root`, and the owner's copy.
+pub(crate) fn observe(
     root: &Path,
     owner: &str,
     files: &[String],
     candidates: &[(String, String)],
-) -> Vec<Check> {
-    let mut checks = Vec::new();
-    for file in files {
-        if !safe_relative(file) {
-            for (_, folder) in candidates {
-                checks.push(Check::fail(
-                    file,
-                    Some(folder),
-                    format!(
-                        "profile shared.files names {file:?}; expected a relative path inside the candidate \
-                         without `.`, `..` or empty components: fix the profile"
-                    ),
-                ));
-            }
-            continue;
-        }
-        let owner_rel = format!("{owner}/{file}");
-        let canonical = read_copy(root, &owner_rel);
-        for (path, folder) in candidates {
-            let rel = format!("{path}/{file}");
-            let check = if path == owner {
-                match &canonical {
-                    Copy::Digest(d) => Check::pass(
-                        file,
-                        Some(folder),
-                        format!("{rel} is the canonical copy (sha256 {})", d.hex()),
-                    )
-                    .with_observed(json!({"path": rel, "sha256": d.hex(), "size": d.size, "canonical": true})),
-                    Copy::Missing(why) => Check::fail(
-                        file,
-                        Some(folder),
-                        format!(
-                            "the canonical copy {rel} {why} in the staged commit; expected a regular file: \
-                             commit it, or fix shared.owner/shared.files in the profile"
-                        ),
-                    ),
-                }
-            } else {
-                match (&canonical, read_copy(root, &rel)) {
-                    (_, Copy::Missing(why)) => Check::fail(
-                        file,
-                        Some(folder),
-                        format!(
-                            "{rel} {why} in the staged commit; expected a byte-identical copy of {owner_rel}: \
-                             copy the canonical file there and commit it"
-                        ),
-                    ),
-                    (Copy::Missing(why), Copy::Digest(d)) => Check::fail(
-                        file,
-                        Some(folder),
-                        format!(
-                            "cannot compare {rel} (sha256 {}): the canonical copy {owner_rel} {why}; \
-                             commit the canonical file or fix the profile",
-                            d.hex()
-                        ),
-                    ),
-                    (Copy::Digest(c), Copy::Digest(d)) if c == &d => Check::pass(
-                        file,
-                        Some(folder),
-                        format!("{rel} is byte-identical to {owner_rel} (sha256 {})", d.hex()),
-                    )
-                    .with_observed(json!({"path": rel, "sha256": d.hex(), "size": d.size, "canonical_path": owner_rel})),
-                    (Copy::Digest(c), Copy::Digest(d)) => Check::fail(
-                        file,
-                        Some(folder),
-                        format!(
-                            "{rel} (sha256 {}, {} bytes) differs from the canonical {owner_rel} (sha256 {}, {} bytes); \
-                             copy the canonical file over it byte-for-byte and commit",
-                            d.hex(),
-                            d.size,
-                            c.hex(),
-                            c.size
-                        ),
-                    )
-                    .with_observed(json!({
-                        "path": rel, "sha256": d.hex(), "size": d.size,
-                        "canonical_path": owner_rel, "canonical_sha256": c.hex(), "canonical_size": c.size,
-                    })),
+) -> Observation {
+    let files = files
+        .iter()
+        .map(|file| {
+            let safe = safe_relative(file);
+            let state = |rel: &str| {
+                if safe {
+                    read_copy(root, rel)
+                } else {
+                    CopyState::Unavailable {
+                        why: "was not read: the profile's name is unsafe".into(),
+                    }
                 }
             };
-            checks.push(check);
+            let canonical_path = format!("{owner}/{file}");
+            SharedFile {
+                file: file.clone(),
+                safe,
+                canonical: state(&canonical_path),
+                canonical_path,
+                copies: candidates
+                    .iter()
+                    .map(|(path, folder)| {
+                        let rel = format!("{path}/{file}");
+                        CandidateCopy {
+                            folder: folder.clone(),
+                            owner: path == owner,
+                            state: state(&rel),
+                            path: rel,
+                        }
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    Observation {
+        owner: owner.to_string(),
+        files,
+    }
+}
+
+/// Judges the observation: one check per (file, candidate). Pure.
+pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
+    if obs.files.is_empty() {
+        return vec![Check::warn(
+            "canonical-files",
+            None,
+            "profile declares no canonical files: nothing was compared; add a [shared] table (owner, files) \
+             to the profile if candidates carry copies of one file",
+        )
+        .with_observed(json!({ "owner": obs.owner, "files": [] }))];
+    }
+    let mut checks = Vec::new();
+    for f in &obs.files {
+        for copy in &f.copies {
+            checks.push(copy_check(f, copy));
         }
     }
     checks
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::evidence::CheckResult;
-
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let d = tempfile::tempdir().unwrap();
-        for (p, text) in files {
-            let path = d.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        d
+fn copy_check(f: &SharedFile, copy: &CandidateCopy) -> Check {
+    let (file, folder, rel, owner_rel) = (
+        f.file.as_str(),
+        Some(copy.folder.as_str()),
+        copy.path.as_str(),
+        f.canonical_path.as_str(),
+    );
+    if !f.safe {
+        return Check::fail(
+            file,
+            folder,
+            format!(
+                "profile shared.files names {file:?}; expected a relative path inside the candidate \
+                 without `.`, `..` or empty components: fix the profile"
+            ),
+        )
+        .with_observed(json!({ "file": file, "safe": false }));
     }
-
-    fn cands() -> Vec<(String, String)> {
-        ["R/a", "R/b", "R/c"]
-            .iter()
-            .map(|p| (p.to_string(), p.rsplit('/').next().unwrap().to_string()))
-            .collect()
+    if copy.owner {
+        return match &f.canonical {
+            CopyState::File { sha256, size } => Check::pass(
+                file,
+                folder,
+                format!("{rel} is the canonical copy (sha256 {sha256})"),
+            )
+            .with_observed(json!({"path": rel, "sha256": sha256, "size": size, "canonical": true})),
+            CopyState::Unavailable { why } => Check::fail(
+                file,
+                folder,
+                format!(
+                    "the canonical copy {rel} {why} in the staged commit; expected a regular file: \
+                     commit it, or fix shared.owner/shared.files in the profile"
+                ),
+            )
+            .with_observed(json!({"path": rel, "canonical": true, "state": f.canonical})),
+        };
     }
-
-    #[test]
-    fn identical_copies_pass_one_check_per_file_and_candidate() {
-        let d = tree(&[
-            ("R/a/pkg/x.py", "1"),
-            ("R/b/pkg/x.py", "1"),
-            ("R/c/pkg/x.py", "1"),
-        ]);
-        let checks = compare(d.path(), "R/a", &["pkg/x.py".into()], &cands());
-        assert_eq!(checks.len(), 3);
-        assert!(
-            checks.iter().all(|c| c.result == CheckResult::Pass),
-            "{checks:?}"
-        );
-    }
-
-    #[test]
-    fn drift_names_both_files_and_both_digests() {
-        let d = tree(&[
-            ("R/a/pkg/x.py", "1"),
-            ("R/b/pkg/x.py", "1"),
-            ("R/c/pkg/x.py", "2"),
-        ]);
-        let checks = compare(d.path(), "R/a", &["pkg/x.py".into()], &cands());
-        let bad: Vec<_> = checks
-            .iter()
-            .filter(|c| c.result == CheckResult::Fail)
-            .collect();
-        assert_eq!(bad.len(), 1);
-        let detail = &bad[0].detail;
-        assert_eq!(bad[0].candidate.as_deref(), Some("c"));
-        for needle in [
-            "R/c/pkg/x.py",
-            "R/a/pkg/x.py",
-            &hash::sha256_bytes(b"1"),
-            &hash::sha256_bytes(b"2"),
-        ] {
-            assert!(detail.contains(needle), "{needle} missing from {detail}");
-        }
-    }
-
-    #[test]
-    fn missing_copies_fail_naming_the_file() {
-        let d = tree(&[("R/b/pkg/x.py", "1")]);
-        let checks = compare(d.path(), "R/a", &["pkg/x.py".into()], &cands());
-        assert!(
-            checks[0]
-                .detail
-                .contains("canonical copy R/a/pkg/x.py does not exist"),
-            "{}",
-            checks[0].detail
-        );
-        assert!(
-            checks[2].detail.contains("R/c/pkg/x.py does not exist"),
-            "{}",
-            checks[2].detail
-        );
-        assert!(checks.iter().all(|c| c.result == CheckResult::Fail));
-    }
-
-    #[test]
-    fn escaping_file_names_fail() {
-        let d = tree(&[]);
-        let checks = compare(d.path(), "R/a", &["../x".into()], &cands());
-        assert!(checks
-            .iter()
-            .all(|c| c.result == CheckResult::Fail && c.detail.contains("\"../x\"")));
+    match (&f.canonical, &copy.state) {
+        (_, CopyState::Unavailable { why }) => Check::fail(
+            file,
+            folder,
+            format!(
+                "{rel} {why} in the staged commit; expected a byte-identical copy of {owner_rel}: \
+                 copy the canonical file there and commit it"
+            ),
+        )
+        .with_observed(json!({"path": rel, "state": copy.state, "canonical_path": owner_rel})),
+        (CopyState::Unavailable { why }, CopyState::File { sha256, size }) => Check::fail(
+            file,
+            folder,
+            format!(
+                "{rel} (sha256 {sha256}) was not compared: the canonical copy {owner_rel} {why}; \
+                 commit the canonical file or fix shared.owner/shared.files in the profile"
+            ),
+        )
+        .with_observed(json!({
+            "path": rel, "sha256": sha256, "size": size,
+            "canonical_path": owner_rel, "canonical_state": f.canonical,
+        })),
+        (
+            CopyState::File {
+                sha256: c,
+                size: cs,
+            },
+            CopyState::File { sha256, size },
+        ) if c == sha256 && cs == size => Check::pass(
+            file,
+            folder,
+            format!("{rel} is byte-identical to {owner_rel} (sha256 {sha256})"),
+        )
+        .with_observed(json!({"path": rel, "sha256": sha256, "size": size, "canonical_path": owner_rel})),
+        (
+            CopyState::File {
+                sha256: c,
+                size: cs,
+            },
+            CopyState::File { sha256, size },
+        ) => Check::fail(
+            file,
+            folder,
+            format!(
+                "{rel} (sha256 {sha256}, {size} bytes) differs from the canonical {owner_rel} (sha256 {c}, {cs} bytes); \
+                 copy the canonical file over it byte-for-byte and commit"
+            ),
+        )
+        .with_observed(json!({
+            "path": rel, "sha256": sha256, "size": size,
+            "canonical_path": owner_rel, "canonical_sha256": c, "canonical_size": cs,
+        })),
     }
 }
+
+#[cfg(test)]
+mod tests;

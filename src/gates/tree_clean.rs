@@ -1,14 +1,47 @@
 //! The `tree-clean` gate: the repository has no staged, unstaged or
 //! untracked-unignored change, so the commit under review is exactly what the
 //! work tree shows. Ignored files are listed, not judged.
+//!
+//! [`observe`] runs hermetic `git status` and records every entry as git
+//! printed it; [`decide`] sorts the entries into staged, unstaged, untracked
+//! and ignored and judges them, without I/O.
 
 use crate::context::{RunContext, Updates};
-use crate::evidence::{Check, CheckResult};
-use crate::git::{self, StatusEntry};
+use crate::evidence::Check;
+use crate::git;
+use serde::Serialize;
 use serde_json::json;
 
 /// The `tree-clean` gate.
 pub struct TreeClean;
+
+/// One `git status --porcelain=v1` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct StatusLine {
+    /// Index status letter (`X`): ` `, `M`, `A`, `D`, `R`, `C`, `T`, `U`,
+    /// `?` (untracked) or `!` (ignored).
+    pub index: char,
+    /// Work-tree status letter (`Y`).
+    pub worktree: char,
+    /// Repository-relative path.
+    pub path: String,
+    /// Original path of a rename or copy.
+    pub orig: Option<String>,
+}
+
+/// What hermetic git reported about the work tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Observation {
+    /// Every entry of `git status --porcelain=v1 -z --untracked-files=all
+    /// --ignored=matching`, in git's order.
+    pub entries: Vec<StatusLine>,
+    /// The human-readable `git status --untracked-files=all`.
+    pub git_status: String,
+    /// The commit under review.
+    pub commit: String,
+    /// Its tree id.
+    pub tree: String,
+}
 
 impl super::Gate for TreeClean {
     fn id(&self) -> &'static str {
@@ -16,94 +49,130 @@ impl super::Gate for TreeClean {
     }
 
     fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
-        let status = git::run(
-            &ctx.repo,
-            &[
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--untracked-files=all",
-                "--ignored=matching",
-            ],
-            Some(&ctx.log_stem("tree-clean", "git-status-porcelain")),
-            None,
-        )?;
-        let entries = git::parse_status_z(&status.stdout);
-        let human = git::run(
-            &ctx.repo,
-            &["status", "--untracked-files=all"],
-            Some(&ctx.log_stem("tree-clean", "git-status")),
-            None,
-        )?
-        .stdout_text();
-
-        let staged: Vec<&StatusEntry> = entries
-            .iter()
-            .filter(|e| !matches!(e.index, ' ' | '?' | '!'))
-            .collect();
-        let unstaged: Vec<&StatusEntry> = entries
-            .iter()
-            .filter(|e| !matches!(e.worktree, ' ' | '?' | '!'))
-            .collect();
-        let untracked: Vec<&StatusEntry> = entries.iter().filter(|e| e.index == '?').collect();
-        let ignored: Vec<String> = entries
-            .iter()
-            .filter(|e| e.index == '!')
-            .map(|e| e.path.clone())
-            .collect();
-
-        // The full `git status` goes into the first failing check only; the
-        // others keep their own path lists and point back to it.
-        let mut status_shown_in: Option<&str> = None;
-        let mut checks = Vec::new();
-        for (name, what, entries) in [
-            (
-                "staged-changes",
-                "staged (in the index, not committed)",
-                &staged,
-            ),
-            (
-                "unstaged-changes",
-                "modified in the work tree and not staged",
-                &unstaged,
-            ),
-            ("untracked-files", "untracked and not ignored", &untracked),
-        ] {
-            let status = match status_shown_in {
-                None => GitStatus::Full(&human),
-                Some(first) => GitStatus::SeeCheck(first),
-            };
-            let check = change_check(name, what, entries, status);
-            if check.result == CheckResult::Fail && status_shown_in.is_none() {
-                status_shown_in = Some(name);
-            }
-            checks.push(check);
-        }
-        checks.push(
-            Check::pass(
-                "ignored-files",
-                None,
-                format!(
-                    "{} ignored path(s) present; listed in source.ignored_files, not judged",
-                    ignored.len()
-                ),
-            )
-            .with_observed(json!({ "ignored": ignored })),
-        );
-        checks.push(
-            Check::pass(
-                "commit",
-                None,
-                format!(
-                    "reviewing commit {} (tree {})",
-                    ctx.source.commit, ctx.source.tree
-                ),
-            )
-            .with_observed(json!({ "commit": ctx.source.commit, "tree": ctx.source.tree })),
-        );
+        let obs = observe(ctx)?;
+        let ignored = ignored(&obs);
         out.set(move |ctx| ctx.source.ignored_files = ignored);
-        Ok(checks)
+        Ok(decide(&obs))
     }
+}
+
+/// Runs hermetic `git status` twice (machine and human form).
+///
+/// # Errors
+/// When git cannot be run.
+pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
+    let status = git::run(
+        &ctx.repo,
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--ignored=matching",
+        ],
+        Some(&ctx.log_stem("tree-clean", "git-status-porcelain")),
+        None,
+    )?;
+    let entries = git::parse_status_z(&status.stdout)
+        .into_iter()
+        .map(|e| StatusLine {
+            index: e.index,
+            worktree: e.worktree,
+            path: e.path,
+            orig: e.orig,
+        })
+        .collect();
+    let git_status = git::run(
+        &ctx.repo,
+        &["status", "--untracked-files=all"],
+        Some(&ctx.log_stem("tree-clean", "git-status")),
+        None,
+    )?
+    .stdout_text();
+    Ok(Observation {
+        entries,
+        git_status,
+        commit: ctx.source.commit.clone(),
+        tree: ctx.source.tree.clone(),
+    })
+}
+
+/// The ignored paths (`!!` entries), recorded in `source.ignored_files`.
+pub(crate) fn ignored(obs: &Observation) -> Vec<String> {
+    obs.entries
+        .iter()
+        .filter(|e| e.index == '!')
+        .map(|e| e.path.clone())
+        .collect()
+}
+
+/// Whether a status entry counts for a change check.
+type Counts = fn(&StatusLine) -> bool;
+
+/// The three change checks, in order: name, what the paths are, and which
+/// entries count.
+const CHANGE_CHECKS: [(&str, &str, Counts); 3] = [
+    (
+        "staged-changes",
+        "staged (in the index, not committed)",
+        |e| !matches!(e.index, ' ' | '?' | '!'),
+    ),
+    (
+        "unstaged-changes",
+        "modified in the work tree and not staged",
+        |e| !matches!(e.worktree, ' ' | '?' | '!'),
+    ),
+    ("untracked-files", "untracked and not ignored", |e| {
+        e.index == '?'
+    }),
+];
+
+/// Judges the observation. Pure.
+pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
+    // The full `git status` goes into the first failing check only; the
+    // others keep their own path lists and point back to it.
+    let mut status_shown_in: Option<&str> = None;
+    let mut checks = Vec::new();
+    for (name, what, counts) in CHANGE_CHECKS {
+        let paths: Vec<String> = obs
+            .entries
+            .iter()
+            .filter(|e| counts(e))
+            .map(|e| match &e.orig {
+                Some(orig) => format!("{orig} -> {}", e.path),
+                None => e.path.clone(),
+            })
+            .collect();
+        let status = match status_shown_in {
+            None => GitStatus::Full(&obs.git_status),
+            Some(first) => GitStatus::SeeCheck(first),
+        };
+        if !paths.is_empty() && status_shown_in.is_none() {
+            status_shown_in = Some(name);
+        }
+        checks.push(change_check(name, what, paths, status));
+    }
+    let ignored = ignored(obs);
+    checks.push(
+        Check::pass(
+            "ignored-files",
+            None,
+            format!(
+                "{} ignored path(s) present; listed in source.ignored_files, not judged",
+                ignored.len()
+            ),
+        )
+        .with_observed(json!({ "count": ignored.len(), "ignored": ignored })),
+    );
+    checks.push(
+        Check::pass(
+            "commit",
+            None,
+            format!("reviewing commit {} (tree {})", obs.commit, obs.tree),
+        )
+        .with_observed(json!({ "commit": obs.commit, "tree": obs.tree })),
+    );
+    checks
 }
 
 /// Where a failing change check finds the human-readable `git status`.
@@ -114,16 +183,10 @@ enum GitStatus<'a> {
     SeeCheck(&'a str),
 }
 
-fn change_check(name: &str, what: &str, entries: &[&StatusEntry], status: GitStatus) -> Check {
-    let paths: Vec<String> = entries
-        .iter()
-        .map(|e| match &e.orig {
-            Some(orig) => format!("{orig} -> {}", e.path),
-            None => e.path.clone(),
-        })
-        .collect();
+fn change_check(name: &str, what: &str, paths: Vec<String>, status: GitStatus) -> Check {
+    let observed = json!({ "count": paths.len(), "paths": paths });
     if paths.is_empty() {
-        return Check::pass(name, None, format!("no path is {what}"));
+        return Check::pass(name, None, format!("no path is {what}")).with_observed(observed);
     }
     let status = match status {
         GitStatus::Full(text) => format!("git status:\n{}", text.trim_end()),
@@ -140,67 +203,8 @@ fn change_check(name: &str, what: &str, entries: &[&StatusEntry], status: GitSta
             paths.join("\n  "),
         ),
     )
-    .with_observed(json!({ "paths": paths }))
+    .with_observed(observed)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(index: char, worktree: char, path: &str) -> StatusEntry {
-        StatusEntry {
-            index,
-            worktree,
-            path: path.into(),
-            orig: None,
-        }
-    }
-
-    #[test]
-    fn git_status_is_shown_once_and_every_failing_check_keeps_its_paths() {
-        let human = "On branch main\nChanges not staged for commit:\n\tmodified:   a.py";
-        let a = entry(' ', 'M', "a.py");
-        let b = entry('?', '?', "new.txt");
-        let unstaged = change_check(
-            "unstaged-changes",
-            "modified in the work tree and not staged",
-            &[&a],
-            GitStatus::Full(human),
-        );
-        let untracked = change_check(
-            "untracked-files",
-            "untracked and not ignored",
-            &[&b],
-            GitStatus::SeeCheck("unstaged-changes"),
-        );
-        assert_eq!(unstaged.result, CheckResult::Fail);
-        assert_eq!(untracked.result, CheckResult::Fail);
-        assert!(
-            unstaged.detail.contains("\n  a.py\n"),
-            "{}",
-            unstaged.detail
-        );
-        assert!(
-            unstaged.detail.ends_with(&format!("git status:\n{human}")),
-            "{}",
-            unstaged.detail
-        );
-        assert!(
-            untracked.detail.contains("\n  new.txt\n"),
-            "{}",
-            untracked.detail
-        );
-        assert!(
-            !untracked.detail.contains("On branch"),
-            "{}",
-            untracked.detail
-        );
-        assert!(
-            untracked
-                .detail
-                .ends_with("git status: see the unstaged-changes check above"),
-            "{}",
-            untracked.detail
-        );
-    }
-}
+mod tests;

@@ -18,13 +18,14 @@
 //! Observation reads the staged commit and the verified install into a
 //! [`VendoredObservation`]; [`decide`] turns it into checks without I/O.
 
-use crate::context::{RunContext, Updates, VerifiedSdk};
+use crate::context::{RunContext, Updates};
 use crate::evidence::Check;
-use crate::hash;
-use crate::profile::VendoredSdkOptions;
 use serde::Serialize;
 use serde_json::json;
-use std::path::{Component, Path};
+
+mod observe;
+
+pub use observe::{read_field, read_notice};
 
 /// Gate id.
 pub const GATE: &str = "vendored-sdk";
@@ -114,177 +115,6 @@ pub struct VendoredObservation {
     pub installed_license_state: FileState,
 }
 
-/// Reads one field: every match of `pattern` (one capture group) in `text`.
-///
-/// # Errors
-/// When `pattern` is not a regex with exactly one capture group (the
-/// profile loader refuses such a profile first).
-pub fn read_field(text: &str, pattern: &str) -> Result<Field, String> {
-    let re = regex::Regex::new(pattern).map_err(|e| format!("{pattern:?}: {e}"))?;
-    if re.captures_len() != 2 {
-        return Err(format!("{pattern:?}: expected exactly one capture group"));
-    }
-    let mut values: Vec<String> = Vec::new();
-    for c in re.captures_iter(text) {
-        if let Some(m) = c.get(1) {
-            values.push(m.as_str().to_string());
-        }
-    }
-    Ok(match values.first() {
-        None => Field::Missing,
-        Some(first) if values.iter().all(|v| v == first) => Field::Found(first.clone()),
-        Some(_) => Field::Ambiguous(values),
-    })
-}
-
-/// Reads the three fields of `text` with the profile's patterns.
-///
-/// # Errors
-/// As [`read_field`].
-pub fn read_notice(text: &str, opts: &VendoredSdkOptions) -> Result<NoticeFields, String> {
-    Ok(NoticeFields {
-        version: read_field(text, &opts.version_pattern)?,
-        file: read_field(text, &opts.file_pattern)?,
-        sha256: read_field(text, &opts.sha256_pattern)?,
-    })
-}
-
-fn file_state(path: &Path) -> FileState {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_file() => match hash::sha256_file(path) {
-            Ok(d) => FileState::File {
-                sha256: d.hex(),
-                size: d.size,
-            },
-            Err(e) => FileState::Unavailable {
-                why: format!("cannot be read: {e}"),
-            },
-        },
-        Ok(m) if m.file_type().is_symlink() => FileState::Unavailable {
-            why: "is a symlink, not a regular file".into(),
-        },
-        Ok(_) => FileState::Unavailable {
-            why: "is not a regular file".into(),
-        },
-        Err(_) => FileState::Unavailable {
-            why: "does not exist".into(),
-        },
-    }
-}
-
-/// The RECORD paths of the verified install (first CSV column).
-fn record_paths(sdk: &VerifiedSdk) -> Result<Vec<String>, String> {
-    let record = sdk.dist_info.join("RECORD");
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_path(&record)
-        .map_err(|e| format!("cannot read {}: {e}", record.display()))?;
-    let mut out = Vec::new();
-    for row in reader.records() {
-        let row = row.map_err(|e| format!("{}: {e}", record.display()))?;
-        if let Some(p) = row.get(0) {
-            out.push(p.to_string());
-        }
-    }
-    Ok(out)
-}
-
-/// Looks up the SDK file `named` in the verified install.
-fn observe_sdk_file(sdk: &VerifiedSdk, named: &str, record: &[String]) -> SdkFile {
-    let rel = Path::new(named);
-    let package = sdk
-        .package_dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let inside_package = !named.is_empty()
-        && rel.components().all(|c| matches!(c, Component::Normal(_)))
-        && rel
-            .components()
-            .next()
-            .is_some_and(|c| c.as_os_str().to_string_lossy() == package)
-        && rel.components().count() > 1;
-    let state = if inside_package {
-        file_state(&sdk.site_packages.join(rel))
-    } else {
-        FileState::Unavailable {
-            why: format!("is not a path inside the installed `{package}` package"),
-        }
-    };
-    SdkFile {
-        path: named.to_string(),
-        inside_package,
-        in_record: record.iter().any(|r| r == named),
-        state,
-    }
-}
-
-fn join(root: &Path, rel: &str) -> std::path::PathBuf {
-    let mut p = root.to_path_buf();
-    p.extend(rel.split('/'));
-    p
-}
-
-/// Observes one candidate (`path` relative to the repository).
-#[allow(clippy::too_many_arguments)]
-fn observe(
-    staged_root: &Path,
-    path: &str,
-    folder: &str,
-    opts: &VendoredSdkOptions,
-    sdk: &VerifiedSdk,
-    record: &[String],
-    pinned_version: &str,
-    installed_version: &str,
-) -> Result<VendoredObservation, String> {
-    let notice = format!("{path}/{}", opts.notice);
-    let license_copy = format!("{path}/{}", opts.license_copy);
-    let (notice_error, fields) = match std::fs::read(join(staged_root, &notice)) {
-        Err(e) => (
-            Some(format!("cannot be read in the staged commit: {e}")),
-            NoticeFields {
-                version: Field::Missing,
-                file: Field::Missing,
-                sha256: Field::Missing,
-            },
-        ),
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Err(e) => (
-                Some(format!("is not UTF-8 ({e})")),
-                NoticeFields {
-                    version: Field::Missing,
-                    file: Field::Missing,
-                    sha256: Field::Missing,
-                },
-            ),
-            Ok(text) => (None, read_notice(&text, opts)?),
-        },
-    };
-    let sdk_file = match &fields.file {
-        Field::Found(named) => Some(observe_sdk_file(sdk, named, record)),
-        _ => None,
-    };
-    let dist_info_name = sdk
-        .dist_info
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    Ok(VendoredObservation {
-        folder: folder.to_string(),
-        notice,
-        notice_error,
-        fields,
-        pinned_version: pinned_version.to_string(),
-        installed_version: installed_version.to_string(),
-        sdk_file,
-        license_copy_state: file_state(&join(staged_root, &license_copy)),
-        license_copy,
-        installed_license: format!("{dist_info_name}/{}", opts.license_source),
-        installed_license_state: file_state(&join(&sdk.dist_info, &opts.license_source)),
-    })
-}
-
 fn field_problem(name: &str, field: &Field, notice: &str, pattern_key: &str) -> Option<String> {
     match field {
         Field::Found(_) => None,
@@ -299,8 +129,50 @@ fn field_problem(name: &str, field: &Field, notice: &str, pattern_key: &str) -> 
     }
 }
 
-/// Decides the three checks of one candidate from its observation. Pure.
-pub fn decide(o: &VendoredObservation) -> Vec<Check> {
+/// One candidate as observed: outside `[vendored_sdk] candidates` (nothing
+/// read), or its notice, SDK file and license.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "coverage")]
+pub enum CandidateObservation {
+    /// The profile does not list this candidate.
+    NotCovered {
+        /// Candidate folder.
+        folder: String,
+        /// Candidate path, relative to the repository.
+        path: String,
+    },
+    /// Listed: what was read.
+    Covered(Box<VendoredObservation>),
+}
+
+/// What the gate observed, per candidate in profile order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Observation {
+    /// Every candidate of the run.
+    pub candidates: Vec<CandidateObservation>,
+}
+
+/// Decides every candidate's checks. Pure.
+pub fn decide(obs: &Observation) -> Vec<Check> {
+    obs.candidates
+        .iter()
+        .flat_map(|c| match c {
+            CandidateObservation::NotCovered { folder, path } => vec![Check::warn(
+                "sdk-version",
+                Some(folder),
+                format!(
+                    "{path} is not listed in [vendored_sdk] candidates: nothing is proved about SDK code it \
+                     may vendor; list it when it carries a notice"
+                ),
+            )
+            .with_observed(json!({ "path": path, "covered": false }))],
+            CandidateObservation::Covered(o) => decide_candidate(o),
+        })
+        .collect()
+}
+
+/// Decides the three checks of one covered candidate. Pure.
+pub fn decide_candidate(o: &VendoredObservation) -> Vec<Check> {
     let folder = Some(o.folder.as_str());
     let unreadable = o.notice_error.as_ref().map(|why| {
         format!(
@@ -348,7 +220,16 @@ pub fn decide(o: &VendoredObservation) -> Vec<Check> {
 
     // sdk-file
     let file = match (&unreadable, &o.fields.file, &o.fields.sha256, &o.sdk_file) {
-        (Some(why), ..) => Check::fail("sdk-file", folder, why.clone()),
+        (Some(_), ..) => Check::fail(
+            "sdk-file",
+            folder,
+            format!(
+                "not verified: the notice {} could not be read, so it names no SDK file to look up \
+                 (the sdk-version check names the cause)",
+                o.notice
+            ),
+        )
+        .consequence_of("sdk-version"),
         (None, Field::Found(_), Field::Found(claimed), Some(f)) => sdk_file_check(o, claimed, f),
         (None, file, sha, _) => {
             let problems: Vec<String> = [
@@ -424,6 +305,18 @@ pub fn decide(o: &VendoredObservation) -> Vec<Check> {
 fn sdk_file_check(o: &VendoredObservation, claimed: &str, f: &SdkFile) -> Check {
     let folder = Some(o.folder.as_str());
     let claimed = claimed.to_ascii_lowercase();
+    if !f.inside_package {
+        return Check::fail(
+            "sdk-file",
+            folder,
+            format!(
+                "{} names the SDK file `{}`, which is not a path inside the installed langbot_plugin \
+                 package (expected `langbot_plugin/...`, no `..`, not absolute): name the SDK module \
+                 the vendored code came from",
+                o.notice, f.path
+            ),
+        );
+    }
     match &f.state {
         FileState::Unavailable { why } => Check::fail(
             "sdk-file",
@@ -508,22 +401,17 @@ impl super::Gate for VendoredSdk {
             .clone()
             .ok_or("sdk-record recorded no installed SDK version")?;
         let pinned = ctx.profile.profile.sdk.version().to_string();
-        let record = record_paths(&sdk)?;
-        let mut checks = Vec::new();
+        let record = observe::record_paths(&sdk)?;
+        let mut candidates = Vec::new();
         for c in ctx.candidate_specs() {
             if !opts.covers(&c.path) {
-                checks.push(Check::warn(
-                    "sdk-version",
-                    Some(c.folder()),
-                    format!(
-                        "{} is not listed in [vendored_sdk] candidates: nothing is proved about SDK code it \
-                         may vendor; list it when it carries a notice",
-                        c.path
-                    ),
-                ));
+                candidates.push(CandidateObservation::NotCovered {
+                    folder: c.folder().to_string(),
+                    path: c.path.clone(),
+                });
                 continue;
             }
-            let o = observe(
+            candidates.push(CandidateObservation::Covered(Box::new(observe::observe(
                 &staged,
                 &c.path,
                 c.folder(),
@@ -532,238 +420,11 @@ impl super::Gate for VendoredSdk {
                 &record,
                 &pinned,
                 &installed,
-            )?;
-            checks.extend(decide(&o));
+            )?)));
         }
-        Ok(checks)
+        Ok(decide(&Observation { candidates }))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::evidence::CheckResult;
-
-    const SHA: &str = "140d1448666a1412777cd3e51a03ae2ce2ba48b3593b89484b581a1e202d7ad0";
-    const LICENSE: &str = "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4";
-    const DAEMON: &str = "langbot_plugin/api/agent_tools/daemon.py";
-
-    fn opts() -> VendoredSdkOptions {
-        let p = crate::profile::parse(crate::profile::BUILTIN_CODING_RUNNERS, "built-in").unwrap();
-        p.vendored_sdk
-            .expect("the built-in profile has [vendored_sdk]")
-    }
-
-    fn notice(version: &str, file: &str, sha: &str) -> String {
-        format!(
-            "# Relay\n\n`daemon_relay.py` is derived from langbot-plugin {version}\n`{file}`, upstream \
-             https://example.invalid (Apache-2.0).\nOriginal SHA-256: `{sha}`.\nFull license: `LICENSE-sdk.txt`.\n"
-        )
-    }
-
-    fn file(sha256: &str, size: u64) -> FileState {
-        FileState::File {
-            sha256: sha256.into(),
-            size,
-        }
-    }
-
-    /// An observation that passes every check.
-    fn good() -> VendoredObservation {
-        VendoredObservation {
-            folder: "a".into(),
-            notice: "R/a/pkg/RELAY-NOTICE.md".into(),
-            notice_error: None,
-            fields: read_notice(&notice("0.6.0b5", DAEMON, SHA), &opts()).unwrap(),
-            pinned_version: "0.6.0b5".into(),
-            installed_version: "0.6.0b5".into(),
-            sdk_file: Some(SdkFile {
-                path: DAEMON.into(),
-                inside_package: true,
-                in_record: true,
-                state: file(SHA, 17_000),
-            }),
-            license_copy: "R/a/pkg/LICENSE-sdk.txt".into(),
-            license_copy_state: file(LICENSE, 11_357),
-            installed_license: "langbot_plugin-0.6.0b5.dist-info/licenses/LICENSE".into(),
-            installed_license_state: file(LICENSE, 11_357),
-        }
-    }
-
-    fn results(o: &VendoredObservation) -> Vec<(String, CheckResult, String)> {
-        decide(o)
-            .into_iter()
-            .map(|c| (c.name, c.result, c.detail))
-            .collect()
-    }
-
-    fn failing(o: &VendoredObservation, name: &str) -> String {
-        let r = results(o);
-        let (_, result, detail) = r.iter().find(|(n, ..)| n == name).unwrap();
-        assert_eq!(*result, CheckResult::Fail, "{name}: {detail}");
-        assert!(
-            r.iter()
-                .filter(|(n, ..)| n != name)
-                .all(|(_, res, _)| *res == CheckResult::Pass),
-            "only {name} fails: {r:?}"
-        );
-        detail.clone()
-    }
-
-    #[test]
-    fn the_builtin_patterns_read_the_real_notice_shape() {
-        let real = "# Plugin-owned coding relay v1\n\n`daemon_relay.py` is derived from langbot-plugin 0.6.0b5\n\
-                    `langbot_plugin/api/agent_tools/daemon.py`, upstream\nhttps://github.com/langbot-app/langbot-plugin-sdk (Apache-2.0).\n\
-                    Original SHA-256: `140d1448666a1412777cd3e51a03ae2ce2ba48b3593b89484b581a1e202d7ad0`.\n\
-                    Full upstream license: `LICENSE-sdk.txt`.\n\nModified by contributors. Canonical source is ACP's pkg/daemon_relay.py.\n";
-        let f = read_notice(real, &opts()).unwrap();
-        assert_eq!(f.version, Field::Found("0.6.0b5".into()));
-        assert_eq!(f.file, Field::Found(DAEMON.into()));
-        assert_eq!(f.sha256, Field::Found(SHA.into()));
-    }
-
-    #[test]
-    fn a_true_notice_and_an_identical_license_pass() {
-        let r = results(&good());
-        assert_eq!(r.len(), 3);
-        assert!(
-            r.iter().all(|(_, res, _)| *res == CheckResult::Pass),
-            "{r:?}"
-        );
-    }
-
-    #[test]
-    fn another_version_fails_naming_both() {
-        let mut o = good();
-        o.fields = read_notice(&notice("0.6.0b3", DAEMON, SHA), &opts()).unwrap();
-        let d = failing(&o, "sdk-version");
-        assert!(d.contains("names langbot-plugin 0.6.0b3"), "{d}");
-        assert!(d.contains("expected the pinned version 0.6.0b5"), "{d}");
-    }
-
-    #[test]
-    fn a_version_matching_the_pin_but_not_the_install_fails() {
-        let mut o = good();
-        o.installed_version = "0.6.0b6".into();
-        let d = failing(&o, "sdk-version");
-        assert!(d.contains("installed and verified: 0.6.0b6"), "{d}");
-    }
-
-    #[test]
-    fn a_wrong_hash_fails_with_both_digests() {
-        let mut o = good();
-        let wrong = "0".repeat(64);
-        o.fields = read_notice(&notice("0.6.0b5", DAEMON, &wrong), &opts()).unwrap();
-        let d = failing(&o, "sdk-file");
-        assert!(d.contains(&wrong) && d.contains(SHA), "{d}");
-        assert!(d.contains("re-derive"), "{d}");
-    }
-
-    #[test]
-    fn an_upper_case_hash_is_the_same_digest() {
-        let mut o = good();
-        o.fields = read_notice(&notice("0.6.0b5", DAEMON, &SHA.to_uppercase()), &opts()).unwrap();
-        assert!(results(&o).iter().all(|(_, r, _)| *r == CheckResult::Pass));
-    }
-
-    #[test]
-    fn another_file_missing_from_the_install_fails() {
-        let mut o = good();
-        o.sdk_file = Some(SdkFile {
-            path: "langbot_plugin/api/agent_tools/relay.py".into(),
-            inside_package: true,
-            in_record: false,
-            state: FileState::Unavailable {
-                why: "does not exist".into(),
-            },
-        });
-        let d = failing(&o, "sdk-file");
-        assert!(
-            d.contains("`langbot_plugin/api/agent_tools/relay.py`, which does not exist"),
-            "{d}"
-        );
-    }
-
-    #[test]
-    fn a_file_not_in_record_fails() {
-        let mut o = good();
-        o.sdk_file.as_mut().unwrap().in_record = false;
-        let d = failing(&o, "sdk-file");
-        assert!(d.contains("not listed in its RECORD"), "{d}");
-    }
-
-    #[test]
-    fn a_file_outside_the_package_is_not_looked_up() {
-        let sdk = VerifiedSdk {
-            site_packages: "/nonexistent/site-packages".into(),
-            package_dir: "/nonexistent/site-packages/langbot_plugin".into(),
-            dist_info: "/nonexistent/site-packages/langbot_plugin-0.6.0b5.dist-info".into(),
-        };
-        for named in [
-            "../../etc/passwd",
-            "/etc/passwd",
-            "pip/__init__.py",
-            "langbot_plugin",
-        ] {
-            let f = observe_sdk_file(&sdk, named, &[]);
-            assert!(!f.inside_package, "{named}");
-            assert!(
-                matches!(&f.state, FileState::Unavailable { why } if why.contains("not a path inside")),
-                "{named}: {f:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn missing_and_ambiguous_fields_fail_naming_the_pattern() {
-        let mut o = good();
-        o.fields.sha256 = Field::Missing;
-        let d = failing(&o, "sdk-file");
-        assert!(d.contains("vendored_sdk.sha256_pattern"), "{d}");
-        let mut o = good();
-        o.fields.version = read_field(
-            "derived from langbot-plugin 0.6.0b5 and derived from langbot-plugin 0.6.0b3",
-            &opts().version_pattern,
-        )
-        .unwrap();
-        assert_eq!(
-            o.fields.version,
-            Field::Ambiguous(vec!["0.6.0b5".into(), "0.6.0b3".into()])
-        );
-        let d = failing(&o, "sdk-version");
-        assert!(d.contains("more than one SDK version"), "{d}");
-    }
-
-    #[test]
-    fn an_unreadable_notice_fails_every_notice_check() {
-        let mut o = good();
-        o.notice_error = Some("cannot be read in the staged commit: not found".into());
-        let r = results(&o);
-        assert_eq!(r[0].1, CheckResult::Fail);
-        assert_eq!(r[1].1, CheckResult::Fail);
-        assert!(
-            r[0].2.contains("R/a/pkg/RELAY-NOTICE.md cannot be read"),
-            "{}",
-            r[0].2
-        );
-    }
-
-    #[test]
-    fn a_differing_or_missing_license_fails() {
-        let mut o = good();
-        o.license_copy_state = file(&"1".repeat(64), 11_000);
-        let d = failing(&o, "license-copy");
-        assert!(d.contains(&"1".repeat(64)) && d.contains(LICENSE), "{d}");
-        o.license_copy_state = FileState::Unavailable {
-            why: "does not exist".into(),
-        };
-        let d = failing(&o, "license-copy");
-        assert!(d.contains("R/a/pkg/LICENSE-sdk.txt does not exist"), "{d}");
-        let mut o = good();
-        o.installed_license_state = FileState::Unavailable {
-            why: "does not exist".into(),
-        };
-        let d = failing(&o, "license-copy");
-        assert!(d.contains("license_source"), "{d}");
-    }
-}
+mod tests;

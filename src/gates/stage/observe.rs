@@ -1,0 +1,393 @@
+//! What the `stage` gate observes: `git archive` of the commit, its
+//! extraction, `git ls-tree -r`, `git check-attr` for every tree path, every
+//! staged file's blob id and mode, and per candidate its export-ignored
+//! files, symlinks and Git LFS pointer files.
+
+use super::parse_check_attr_z;
+use super::{
+    byte_changing_attributes, export_attributes, is_lfs_pointer, ArchiveFile, BlobProblem, Blobs,
+    CandidateStage, Extracted, ExtractionFailure, Observation, Presence, Staged, READ_ATTRIBUTES,
+};
+use crate::archive::{self, TarError};
+use crate::context::RunContext;
+use crate::{git, hash};
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use walkdir::WalkDir;
+
+/// Stages the commit and observes the staged copy.
+///
+/// # Errors
+/// When git cannot be run or the tar cannot be written or hashed.
+pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
+    let staging = ctx.evidence_dir.join("staging");
+    std::fs::create_dir_all(&staging)
+        .map_err(|e| format!("{}: cannot create: {e}", staging.display()))?;
+    let tar_path = staging.join("source.tar");
+    let tar_arg = tar_path.display().to_string();
+    let commit = ctx.source.commit.clone();
+    git::run(
+        &ctx.repo,
+        &["archive", "--format=tar", "-o", &tar_arg, &commit],
+        Some(&ctx.log_stem("stage", "git-archive")),
+        None,
+    )?;
+    let digest =
+        hash::sha256_file(&tar_path).map_err(|e| format!("{}: {e}", tar_path.display()))?;
+    let archive = ArchiveFile {
+        path: "staging/source.tar".into(),
+        sha256: digest.hex(),
+        size: digest.size,
+    };
+    let source = ctx.staging_source();
+    let extraction = match archive::extract_tar(&tar_path, &source) {
+        Ok(x) => x,
+        Err(e) => {
+            let message = e.to_string();
+            let failure = match e {
+                TarError::Unsafe { .. } => ExtractionFailure::UnsafeEntry { message },
+                _ => ExtractionFailure::Io { message },
+            };
+            return Ok(Observation {
+                commit,
+                archive,
+                staged: Err(failure),
+            });
+        }
+    };
+    let extracted = Extracted {
+        files: extraction.files.len(),
+        symlinks: extraction.symlinks.clone(),
+        dirs: extraction.dirs.len(),
+    };
+    let listing = git::run(
+        &ctx.repo,
+        &["ls-tree", "-r", "-z", "--full-tree", &commit],
+        Some(&ctx.log_stem("stage", "git-ls-tree")),
+        None,
+    )?;
+    let tree = git::parse_ls_tree_z(&listing.stdout);
+    let attributes = commit_attributes(ctx, &tree);
+    let (blobs, candidates) = match &attributes {
+        Err(_) => (Blobs::default(), Vec::new()),
+        Ok(all) => {
+            let export = export_attributes(all);
+            let mut converting: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for a in byte_changing_attributes(all) {
+                converting.entry(a.path).or_default().push(a.attribute);
+            }
+            let blobs = observe_blobs(&source, &tree, &export, &converting);
+            let candidates = ctx
+                .candidate_specs()
+                .iter()
+                .map(|spec| {
+                    let dir = ctx.staged_candidate(spec);
+                    let presence = if dir.is_dir() {
+                        Presence::Folder
+                    } else {
+                        Presence::Absent {
+                            found: match std::fs::symlink_metadata(&dir) {
+                                Ok(m) if m.is_file() => "a file",
+                                Ok(_) => "something that is not a folder",
+                                Err(_) => "none",
+                            }
+                            .into(),
+                        }
+                    };
+                    let prefix = format!("{}/", spec.path);
+                    CandidateStage {
+                        folder: spec.folder().to_string(),
+                        path: spec.path.clone(),
+                        export_ignored: export
+                            .iter()
+                            .filter(|(p, a)| {
+                                p.starts_with(&prefix) && a.iter().any(|a| a == "export-ignore")
+                            })
+                            .map(|(p, _)| p.clone())
+                            .collect(),
+                        symlinks: extraction
+                            .symlinks
+                            .iter()
+                            .filter(|(p, _)| p == &spec.path || p.starts_with(&prefix))
+                            .cloned()
+                            .collect(),
+                        lfs_pointers: if presence == Presence::Folder {
+                            lfs_pointers(&source, &tree, &prefix)
+                        } else {
+                            Vec::new()
+                        },
+                        presence,
+                    }
+                })
+                .collect();
+            (blobs, candidates)
+        }
+    };
+    Ok(Observation {
+        commit,
+        archive,
+        staged: Ok(Staged {
+            extracted,
+            attributes,
+            blobs,
+            candidates,
+        }),
+    })
+}
+
+/// `path -> [(attribute, state)]` as `git check-attr -z` prints it, for every
+/// attribute that is not `unspecified`: the state is `set`, `unset` or the
+/// value. Read at the commit (`git check-attr --source`, git 2.40+) or,
+/// failing that, from the clean work tree; `.git/info/attributes` counts in
+/// both (the per-user attributes file does not: see `git::HERMETIC_CONFIG`).
+///
+/// # Errors
+/// When neither `git check-attr` answers.
+fn commit_attributes(
+    ctx: &RunContext,
+    tree: &[git::TreeEntry],
+) -> Result<BTreeMap<String, Vec<(String, String)>>, String> {
+    let stdin: Vec<u8> = tree
+        .iter()
+        .flat_map(|e| e.path.bytes().chain(std::iter::once(0)))
+        .collect();
+    let commit = ctx.source.commit.clone();
+    let mut with_source = vec!["check-attr", "-z", "--stdin", "--source", commit.as_str()];
+    with_source.extend_from_slice(READ_ATTRIBUTES);
+    let mut plain = vec!["check-attr", "-z", "--stdin"];
+    plain.extend_from_slice(READ_ATTRIBUTES);
+    let stem = ctx.log_stem("stage", "git-check-attr");
+    let out = git::run(&ctx.repo, &with_source, Some(&stem), Some(stdin.clone()))
+        .or_else(|_| git::run(&ctx.repo, &plain, Some(&stem), Some(stdin)))?;
+    Ok(parse_check_attr_z(&out.stdout))
+}
+
+/// Staged files under `prefix` (`Runner/x/`) whose content is a Git LFS
+/// pointer, with their size.
+fn lfs_pointers(
+    source: &std::path::Path,
+    tree: &[git::TreeEntry],
+    prefix: &str,
+) -> Vec<(String, u64)> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    for entry in tree {
+        if entry.kind != "blob" || entry.mode == "120000" || !entry.path.starts_with(prefix) {
+            continue;
+        }
+        let Ok(file) = std::fs::File::open(source.join(&entry.path)) else {
+            continue;
+        };
+        let mut head = Vec::with_capacity(1024);
+        if file.take(1024).read_to_end(&mut head).is_ok()
+            && is_lfs_pointer(&head, head.len() as u64)
+        {
+            out.push((entry.path.clone(), head.len() as u64));
+        }
+    }
+    out
+}
+
+/// Compares staging/source (`source`) with the commit's `tree`.
+fn observe_blobs(
+    source: &Path,
+    tree: &[git::TreeEntry],
+    export: &BTreeMap<String, Vec<String>>,
+    converting: &BTreeMap<String, Vec<String>>,
+) -> Blobs {
+    let mut b = Blobs {
+        tree_entries: tree.len(),
+        ..Blobs::default()
+    };
+    let mut expected: BTreeSet<String> = BTreeSet::new();
+    for entry in tree {
+        if entry.kind != "blob" {
+            b.problems.push(BlobProblem::NotBlob {
+                path: entry.path.clone(),
+                object: entry.kind.clone(),
+            });
+            continue;
+        }
+        let path = source.join(&entry.path);
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(_)
+                if export
+                    .get(&entry.path)
+                    .is_some_and(|a| a.iter().any(|a| a == "export-ignore")) =>
+            {
+                b.export_ignored.push(entry.path.clone());
+                continue;
+            }
+            Err(e) => {
+                b.problems.push(BlobProblem::Missing {
+                    path: entry.path.clone(),
+                    error: e.to_string(),
+                });
+                continue;
+            }
+        };
+        expected.insert(entry.path.clone());
+        let observed = if entry.mode == "120000" {
+            std::fs::read_link(&path)
+                .map(|target| hash::git_blob_id_of_bytes(target.as_os_str().as_encoded_bytes()))
+        } else {
+            hash::git_blob_id(&path)
+        };
+        match observed {
+            Ok(id) if id == entry.id => b.verified += 1,
+            Ok(id) => b.problems.push(BlobProblem::Differs {
+                path: entry.path.clone(),
+                expected: entry.id.clone(),
+                found: id,
+                attributes: converting.get(&entry.path).cloned().unwrap_or_default(),
+            }),
+            Err(e) => b.problems.push(BlobProblem::Unreadable {
+                path: entry.path.clone(),
+                error: e.to_string(),
+            }),
+        }
+        let exec = meta.permissions().mode() & 0o111 != 0;
+        if entry.mode == "100755" && !exec || entry.mode == "100644" && exec {
+            b.problems.push(BlobProblem::Mode {
+                path: entry.path.clone(),
+                git_mode: entry.mode.clone(),
+                staged_mode: format!("{:o}", meta.permissions().mode() & 0o777),
+            });
+        }
+    }
+    for f in WalkDir::new(source)
+        .min_depth(1)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        if f.file_type().is_dir() {
+            continue;
+        }
+        let rel = f
+            .path()
+            .strip_prefix(source)
+            .map(|p| {
+                // Joined by component: a backslash is part of a Unix file name.
+                p.components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .unwrap_or_default();
+        if !expected.contains(&rel) {
+            b.problems.push(BlobProblem::Extra { path: rel });
+        }
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(path: &str, mode: &str, bytes: &[u8]) -> git::TreeEntry {
+        git::TreeEntry {
+            mode: mode.into(),
+            kind: "blob".into(),
+            id: hash::git_blob_id_of_bytes(bytes),
+            path: path.into(),
+        }
+    }
+
+    fn write(root: &Path, rel: &str, bytes: &[u8], mode: u32) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn every_staged_file_is_compared_with_the_tree_by_blob_id_and_mode() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        write(root, "R/a/ok.py", b"x = 1\n", 0o644);
+        write(root, "R/a/run.sh", b"#!/bin/sh\n", 0o755);
+        write(root, "R/a/crlf.txt", b"a\r\n", 0o644);
+        write(root, "R/a/lost-x.sh", b"#!/bin/sh\n", 0o644);
+        write(root, "R/a/gained-x.py", b"y\n", 0o755);
+        write(root, "R/a/extra.txt", b"not committed\n", 0o644);
+        std::os::unix::fs::symlink("ok.py", root.join("R/a/link")).unwrap();
+        let tree = vec![
+            blob("R/a/ok.py", "100644", b"x = 1\n"),
+            blob("R/a/run.sh", "100755", b"#!/bin/sh\n"),
+            blob("R/a/crlf.txt", "100644", b"a\n"),
+            blob("R/a/lost-x.sh", "100755", b"#!/bin/sh\n"),
+            blob("R/a/gained-x.py", "100644", b"y\n"),
+            blob("R/a/link", "120000", b"ok.py"),
+            blob("R/a/gone.py", "100644", b"z\n"),
+            blob("R/a/docs.md", "100644", b"d\n"),
+            git::TreeEntry {
+                mode: "160000".into(),
+                kind: "commit".into(),
+                id: "f".repeat(40),
+                path: "R/a/sub".into(),
+            },
+        ];
+        let export: BTreeMap<String, Vec<String>> =
+            [("R/a/docs.md".to_string(), vec!["export-ignore".to_string()])].into();
+        let converting: BTreeMap<String, Vec<String>> =
+            [("R/a/crlf.txt".to_string(), vec!["eol=crlf".to_string()])].into();
+        let b = observe_blobs(root, &tree, &export, &converting);
+        assert_eq!(b.tree_entries, 9);
+        // ok.py, run.sh, lost-x.sh, gained-x.py (bytes right) and the link.
+        assert_eq!(b.verified, 5);
+        assert_eq!(b.export_ignored, ["R/a/docs.md"]);
+        assert_eq!(
+            b.problems,
+            [
+                BlobProblem::Differs {
+                    path: "R/a/crlf.txt".into(),
+                    expected: hash::git_blob_id_of_bytes(b"a\n"),
+                    found: hash::git_blob_id_of_bytes(b"a\r\n"),
+                    attributes: vec!["eol=crlf".into()],
+                },
+                BlobProblem::Mode {
+                    path: "R/a/lost-x.sh".into(),
+                    git_mode: "100755".into(),
+                    staged_mode: "644".into(),
+                },
+                BlobProblem::Mode {
+                    path: "R/a/gained-x.py".into(),
+                    git_mode: "100644".into(),
+                    staged_mode: "755".into(),
+                },
+                BlobProblem::Missing {
+                    path: "R/a/gone.py".into(),
+                    error: "No such file or directory (os error 2)".into(),
+                },
+                BlobProblem::NotBlob {
+                    path: "R/a/sub".into(),
+                    object: "commit".into(),
+                },
+                BlobProblem::Extra {
+                    path: "R/a/extra.txt".into(),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn lfs_pointers_are_found_by_content_inside_the_prefix_only() {
+        let d = tempfile::tempdir().unwrap();
+        let pointer = b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 9\n";
+        write(d.path(), "R/a/m.onnx", pointer, 0o644);
+        write(d.path(), "R/b/m.onnx", pointer, 0o644);
+        write(d.path(), "R/a/real.bin", &[7u8; 2000], 0o644);
+        let tree = vec![
+            blob("R/a/m.onnx", "100644", pointer),
+            blob("R/b/m.onnx", "100644", pointer),
+            blob("R/a/real.bin", "100644", &[7u8; 2000]),
+        ];
+        assert_eq!(
+            lfs_pointers(d.path(), &tree, "R/a/"),
+            [("R/a/m.onnx".to_string(), pointer.len() as u64)]
+        );
+    }
+}
