@@ -12,16 +12,24 @@ stdout:  one JSON document:
      "items": [{"nodeid", "path", "source_file", "classname", "name",
                 "xfail": null | {"strict": bool, "reason": str} | {"error": str}}],
      "errors": [{"nodeid", "longrepr"}]}
-pytest's own output goes to stderr.
+    or, when the interpreter cannot import pytest at all:
+    {"pytest_missing": "<exception type>: <message>"}
+pytest's own output, and anything the collected modules write to stdout
+(file descriptor 1 included, so child processes too), goes to stderr.
 """
 
 import contextlib
 import inspect
 import json
+import os
 import re
 import sys
 
-import pytest
+try:
+    import pytest
+except ImportError as exc:  # the interpreter's fault, not the suites': say so
+    print(json.dumps({"pytest_missing": f"{type(exc).__name__}: {exc}"}))
+    sys.exit(0)
 
 
 def mangle(nodeid):
@@ -88,8 +96,16 @@ class Recorder:
 def main():
     args = json.loads(sys.argv[1])
     recorder = Recorder()
-    with contextlib.redirect_stdout(sys.stderr):
-        code = pytest.main([*args, "--collect-only", "-q"], plugins=[recorder])
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            code = pytest.main([*args, "--collect-only", "-q"], plugins=[recorder])
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
     print(
         json.dumps(
             {
