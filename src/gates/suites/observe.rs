@@ -350,7 +350,7 @@ fn mark_historical(c: &mut Collection, tree: &Path, historical: &[String]) {
     };
     for item in &mut c.items {
         item.historical =
-            matches(&item.path).or_else(|| item.source_file.as_deref().and_then(|s| matches(s)));
+            matches(&item.path).or_else(|| item.source_file.as_deref().and_then(&matches));
     }
 }
 
