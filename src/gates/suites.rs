@@ -29,13 +29,19 @@
 //! passes, so an all-skipped suite fails), `strict-xfail` (no strict xfail
 //! passed or was reported as a pass), and for `extracted` also `source-root`
 //! (DIR/extracted holds exactly the candidate folders) and
-//! `extraction-unchanged` (the run did not modify DIR/extracted). After both
+//! `extraction-unchanged` (the runs did not modify DIR/extracted). After both
 //! runs, `extracted/same-outcomes`: both reports hold the same test ids
 //! (`classname::name`) with the same outcomes, so fewer passes on
 //! DIR/extracted than on the tree fail, naming the ids that differ.
 //! Warnings: `xpassed` (a non-strict xfail passed), `stragglers` (the run left
 //! processes behind, which were stopped).
-
+//!
+//! `collected` names its cause, each with its own advice: an interpreter
+//! that cannot import pytest (the one cause about `--python`), a probe
+//! stopped by the time limit or ended by the suites themselves, collection
+//! errors, a usage or internal error of pytest, nothing collected. A suite
+//! that collected but failed its run fails `outcomes`, whose advice is about
+//! the tests and the candidates, never the interpreter.
 //!
 //! The two runs go at the same time, each in its own private copy, roots,
 //! logs and report; the evidence lists the tree run first. DIR/extracted's
@@ -165,6 +171,10 @@ pub(crate) struct Collection {
     pub items: Vec<CollectedItem>,
     /// Every collector that failed.
     pub errors: Vec<CollectError>,
+    /// The code a conftest or plugin passed to `sys.exit` inside pytest's
+    /// session (`repr`), if one did.
+    #[serde(default)]
+    pub system_exit: Option<String>,
 }
 
 /// One collected test item.
@@ -651,6 +661,16 @@ fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
             c.exit_code,
             first.nodeid,
             last_lines(&first.longrepr, 6)
+        )
+    } else if let Some(code) = &c.system_exit {
+        format!(
+            "a conftest or plugin called exit({code}) inside pytest's session while collecting {paths:?}, after \
+             {} item(s) were collected (exit status {}): {}; pytest and the interpreter are not the cause: expected \
+             no hook to end the session: remove the exit call from the hook; see {}",
+            c.items.len(),
+            c.exit_code,
+            probe.tail,
+            probe.log
         )
     } else if c.exit_code == 4 {
         format!(

@@ -421,6 +421,7 @@ mod tests {
                 ),
             ],
             errors: vec![],
+            system_exit: None,
         };
         mark_historical(&mut c, d.path(), &[rel.to_string()]);
         let marks: Vec<Option<&str>> = c.items.iter().map(|i| i.historical.as_deref()).collect();

@@ -54,6 +54,7 @@ fn collected(items: Vec<CollectedItem>, exit_code: i32) -> CollectAnswer {
         pytest_version: "9.0.2".into(),
         items,
         errors: vec![],
+        system_exit: None,
     })
 }
 
@@ -439,6 +440,7 @@ fn refuses_a_collection_error_with_import_advice_and_puts_the_run_under_it() {
             longrepr: "ImportError while importing test module\nE   ModuleNotFoundError: No module named 'pkg'"
                 .into(),
         }],
+        system_exit: None,
     });
     obs.runs[1].pytest = ran(2);
     obs.runs[1].report = Ok(vec![case(
@@ -518,6 +520,37 @@ fn another_nonzero_collection_status_fails_with_the_tail() {
         "{}",
         c.detail
     );
+}
+
+#[test]
+fn a_hook_that_calls_exit_after_collection_is_named_and_does_not_blame_the_interpreter() {
+    // A conftest's `pytest_sessionfinish` calling `sys.exit(3)`: collection
+    // passed (one item), the session ends with 3. This used to surface as a
+    // failed probe with advice about --python.
+    let mut obs = good();
+    if let CollectAnswer::Collected(c) = &mut obs.runs[0].collection.answer {
+        c.exit_code = 3;
+        c.system_exit = Some("3".into());
+    }
+    obs.runs[0].collection.probe.tail = "suites_collect: pytest ended with SystemExit(3)".into();
+    obs.runs[0].pytest = ran(3);
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "tree/collected");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.starts_with(
+            "a conftest or plugin called exit(3) inside pytest's session while collecting [\"R/t/test_a.py\"], after 3 \
+             item(s) were collected (exit status 3)"
+        ),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("remove the exit call from the hook"));
+    assert!(!c.detail.contains("--python"), "{}", c.detail);
+    assert!(!c.detail.contains("internal error"), "{}", c.detail);
+    let o = find(&checks, "tree/outcomes");
+    assert!(!o.detail.contains("--python"), "{}", o.detail);
+    assert_eq!(o.consequence_of.as_deref(), Some("tree/collected"));
 }
 
 #[test]
