@@ -90,6 +90,7 @@ impl Run<'_> {
             survey::stop_processes(&refs, process::GRACE);
         }
         let bw = &self.workers[1];
+        let seqs: Vec<u64> = bw.outputs().filter_map(|e| e.data.seq).collect();
         let completion: Vec<Option<String>> = bw
             .events
             .iter()
@@ -110,7 +111,8 @@ impl Run<'_> {
             b: JobB {
                 running_at_cancel: b_running_at_cancel,
                 outputs_at_cancel: b_outputs_at_cancel,
-                seqs: bw.outputs().filter_map(|e| e.data.seq).collect(),
+                outputs_total: seqs.len(),
+                seqs,
                 expected_outputs: JOB_EVENTS,
                 completion,
                 expected_completion: format!(

@@ -576,6 +576,8 @@ pub(crate) struct JobB {
     pub running_at_cancel: bool,
     /// Outputs received when a's cancel was sent.
     pub outputs_at_cancel: usize,
+    /// Outputs carrying a sequence number.
+    pub outputs_total: usize,
     /// Sequence numbers of its outputs, in arrival order.
     pub seqs: Vec<u64>,
     /// Outputs expected.

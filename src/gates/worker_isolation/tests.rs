@@ -159,6 +159,7 @@ fn independence() -> IndependenceObs {
         b: JobB {
             running_at_cancel: true,
             outputs_at_cancel: 4,
+            outputs_total: JOB_EVENTS as usize,
             seqs: (0..JOB_EVENTS).collect(),
             expected_outputs: JOB_EVENTS,
             completion: vec![Some(format!(
