@@ -29,24 +29,44 @@
 //! passes, so an all-skipped suite fails), `strict-xfail` (no strict xfail
 //! passed or was reported as a pass), and for `extracted` also `source-root`
 //! (DIR/extracted holds exactly the candidate folders) and
-//! `extraction-unchanged` (the run did not modify DIR/extracted). After both
+//! `extraction-unchanged` (the runs did not modify DIR/extracted). After both
 //! runs, `extracted/same-outcomes`: both reports hold the same test ids
 //! (`classname::name`) with the same outcomes, so fewer passes on
 //! DIR/extracted than on the tree fail, naming the ids that differ.
 //! Warnings: `xpassed` (a non-strict xfail passed), `stragglers` (the run left
 //! processes behind, which were stopped).
+//!
+//! `collected` names its cause, each with its own advice: an interpreter
+//! that cannot import pytest (the one cause about `--python`), a probe
+//! stopped by the time limit or ended by the suites themselves, collection
+//! errors, a usage or internal error of pytest, nothing collected. A suite
+//! that collected but failed its run fails `outcomes`, whose advice is about
+//! the tests and the candidates, never the interpreter.
+//!
+//! The two runs go at the same time, each in its own private copy, roots,
+//! logs and report; the evidence lists the tree run first. DIR/extracted's
+//! digests are taken before both and after both.
+//!
+//! Shape: [`observe`] (`suites/observe.rs`) runs the probes and pytest and
+//! returns an [`Observation`]; [`decide`] is a pure function from it and the
+//! profile's `[suites]` options to the checks; `suites/junit.rs` reads
+//! pytest's report. When one finding makes others impossible (pytest
+//! missing, a collection that failed, a run whose tests failed, a report
+//! not written) the others name it in `consequence_of`.
+
+mod junit;
+mod observe;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use junit::parse_junit;
 
 use crate::context::{RunContext, Updates};
 use crate::evidence::{Check, SuiteCounts, SuiteOutcome, SuiteRun, SuiteTestCase, SuitesRecord};
-use crate::process::{self, ChildSpec, RunError};
 use crate::profile::SuitesOptions;
-use crate::python;
-use quick_xml::events::{BytesStart, Event};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The `suites` gate.
 pub struct Suites;
@@ -54,46 +74,187 @@ pub struct Suites;
 /// Most bytes of a failure, error or skip text kept per testcase.
 const TEXT_LIMIT: usize = 8 * 1024;
 
-/// What `suites_collect.py` reports.
-#[derive(Debug, Deserialize)]
-struct Collection {
-    exit_code: i32,
-    pytest_version: String,
-    items: Vec<CollectedItem>,
-    errors: Vec<CollectError>,
+/// Everything the gate observed.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Observation {
+    /// The commit DIR/staging/source is.
+    pub commit: String,
+    /// `[suites] paths` that are not in the committed tree.
+    pub missing_paths: Vec<String>,
+    /// `[suites] historical` files that are not files of the committed tree.
+    pub missing_historical: Vec<String>,
+    /// Whether `[suites] config` is a file of the committed tree; `None`: the
+    /// profile names no configuration.
+    pub config_present: Option<bool>,
+    /// The runs, `tree` then `extracted`; empty when a path or the
+    /// configuration is missing (nothing was run).
+    pub runs: Vec<RunObservation>,
+    /// DIR/extracted around the runs; `None` when nothing was run.
+    pub extraction: Option<ExtractionObservation>,
+}
+
+/// One pytest run (`tree` or `extracted`).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RunObservation {
+    /// `tree` or `extracted`.
+    pub name: String,
+    /// Working directory and rootdir, relative to DIR.
+    pub cwd: String,
+    /// The source-root variable's value, relative to DIR; `None`: unset.
+    pub source_root: Option<String>,
+    /// The interpreter path the run used.
+    pub python: String,
+    /// The profile's time limit for the collection and, apart, the run.
+    pub timeout_secs: u64,
+    /// What the collection probe reported.
+    pub collection: CollectionObs,
+    /// How the pytest run ended.
+    pub pytest: PytestObs,
+    /// The JUnit report's path relative to DIR.
+    pub junit_rel: String,
+    /// pytest wrote the report.
+    pub junit_written: bool,
+    /// The report's testcases, or why it could not be read.
+    pub report: Result<Vec<SuiteTestCase>, String>,
+}
+
+/// The collection probe as a process, and what it answered.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct CollectionObs {
+    /// How the probe process ended.
+    pub probe: ProbeRun,
+    /// Its answer.
+    pub answer: CollectAnswer,
+}
+
+/// How a child process ended.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ProbeRun {
+    /// "exit status 0", "killed by signal 9", "timed out and was stopped".
+    pub status: String,
+    /// Exit status; `None` when stopped (time limit, signal) or not started.
+    pub exit_code: Option<i32>,
+    /// The time limit elapsed.
+    pub timed_out: bool,
+    /// Last lines of its stderr (of stdout when stderr is empty).
+    pub tail: String,
+    /// Its stderr log.
+    pub log: String,
+}
+
+/// What `suites_collect.py` answered.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) enum CollectAnswer {
+    /// pytest ran its collection and the probe reported it.
+    Collected(Collection),
+    /// The interpreter could not import pytest.
+    PytestMissing {
+        /// `<exception type>: <message>`.
+        error: String,
+    },
+    /// The probe printed no report (it was stopped, crashed, or something
+    /// else wrote over its stdout).
+    NoReport {
+        /// Why there is no report.
+        error: String,
+    },
+}
+
+/// What `suites_collect.py` reports when pytest ran its collection.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub(crate) struct Collection {
+    /// pytest's exit status for `--collect-only`.
+    pub exit_code: i32,
+    /// `pytest.__version__`.
+    pub pytest_version: String,
+    /// Every collected item.
+    pub items: Vec<CollectedItem>,
+    /// Every collector that failed.
+    pub errors: Vec<CollectError>,
+    /// The code a conftest or plugin passed to `sys.exit` inside pytest's
+    /// session (`repr`), if one did.
+    #[serde(default)]
+    pub system_exit: Option<String>,
 }
 
 /// One collected test item.
-#[derive(Debug, Deserialize)]
-struct CollectedItem {
-    nodeid: String,
-    path: String,
-    source_file: Option<String>,
-    classname: String,
-    name: String,
-    xfail: Option<XfailMark>,
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub(crate) struct CollectedItem {
+    /// pytest's node id.
+    pub nodeid: String,
+    /// The item's file (absolute).
+    pub path: String,
+    /// The file its test function is defined in, when known.
+    pub source_file: Option<String>,
+    /// JUnit classname.
+    pub classname: String,
+    /// JUnit name.
+    pub name: String,
+    /// The xfail that applies, if any.
+    pub xfail: Option<XfailMark>,
+    /// The historical file (profile path) the item's file or source file is,
+    /// set by the observation.
+    #[serde(default)]
+    pub historical: Option<String>,
 }
 
 /// The xfail that applies to an item, as pytest evaluated it; `error` when
 /// its condition could not be evaluated.
-#[derive(Debug, Deserialize)]
-struct XfailMark {
-    strict: Option<bool>,
-    error: Option<String>,
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub(crate) struct XfailMark {
+    /// `strict=` as evaluated.
+    pub strict: Option<bool>,
+    /// Why the mark could not be evaluated.
+    pub error: Option<String>,
 }
 
 /// A collector that failed (import error, syntax error).
-#[derive(Debug, Deserialize)]
-struct CollectError {
-    nodeid: String,
-    longrepr: String,
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub(crate) struct CollectError {
+    /// The collector's node id.
+    pub nodeid: String,
+    /// pytest's report of the failure (last 4000 characters).
+    pub longrepr: String,
 }
 
-/// One of the two runs.
-struct RunPlan {
-    name: &'static str,
-    /// Absolute value of the source-root variable, if set.
-    source_root: Option<PathBuf>,
+/// How the pytest run ended.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) enum PytestObs {
+    /// pytest ran.
+    Ran {
+        /// Exit status; `None` when stopped (time limit, signal).
+        exit_code: Option<i32>,
+        /// "exit status 1", "timed out and was stopped", ...
+        status: String,
+        /// The time limit elapsed.
+        timed_out: bool,
+        /// Processes it left behind were stopped.
+        stragglers_killed: bool,
+        /// Its stdout log.
+        log: String,
+    },
+    /// pytest could not be started.
+    NotRun {
+        /// Why.
+        error: String,
+    },
+}
+
+/// DIR/extracted as the `extracted` run was given it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ExtractionObservation {
+    /// Its absolute path.
+    pub root: String,
+    /// The candidate folders' last components, which it must hold exactly.
+    pub candidates: Vec<String>,
+    /// Its entries' names, or why it could not be read.
+    pub entries: Result<Vec<String>, String>,
+    /// Those entries that are directories.
+    pub dirs: Vec<String>,
+    /// `relative path -> digest` before the runs.
+    pub before: BTreeMap<String, String>,
+    /// The same after the runs.
+    pub after: BTreeMap<String, String>,
 }
 
 impl super::Gate for Suites {
@@ -103,304 +264,324 @@ impl super::Gate for Suites {
 
     fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
         let Some(opts) = ctx.profile.profile.suites.clone() else {
-            return Ok(vec![Check::warn(
-                "suites",
-                None,
-                "the profile names no pytest suites ([suites] paths): nothing was run and nothing is claimed; \
-                 add a [suites] table naming the repository's suites to run them",
-            )]);
+            return Ok(vec![no_suites_check()]);
         };
         let staged = ctx.staged_root.clone().ok_or(
             "the staged source is missing (the `stage` gate did not record DIR/staging/source); run `stage` first",
         )?;
-        let mut checks = Vec::new();
-        let mut record = SuitesRecord {
-            paths: opts.paths.clone(),
-            historical: opts.historical.clone(),
-            source_root_env: opts.source_root_env.clone(),
-            config: opts.config.clone(),
-            pytest_version: None,
-            runs: Vec::new(),
-        };
-
-        let missing: Vec<&String> = opts
-            .paths
-            .iter()
-            .filter(|p| !staged.join(p).exists())
-            .collect();
-        checks.push(
-            Check::from_bool(
-                "suite-paths",
-                None,
-                missing.is_empty(),
-                if missing.is_empty() {
-                    format!("every suite path of the profile is in the committed tree: {}", opts.paths.join(", "))
-                } else {
-                    format!(
-                        "suite path(s) {missing:?} named by [suites] paths are not in commit {}; expected each to be \
-                         a committed file or folder: commit them or fix the profile",
-                        ctx.source.commit
-                    )
-                },
-            )
-            .with_observed(json!({ "paths": opts.paths, "missing": missing })),
-        );
-        let missing_historical: Vec<&String> = opts
-            .historical
-            .iter()
-            .filter(|p| !staged.join(p).is_file())
-            .collect();
-        if !missing_historical.is_empty() {
-            checks.push(Check::warn(
-                "historical-files",
-                None,
-                format!(
-                    "file(s) {missing_historical:?} marked historical by [suites] historical are not in commit {}; \
-                     the not-collected checks hold trivially for them: remove them from the profile or commit them",
-                    ctx.source.commit
-                ),
-            ));
-        }
-        if let Some(config) = &opts.config {
-            let ok = staged.join(config).is_file();
-            checks.push(Check::from_bool(
-                "config",
-                None,
-                ok,
-                if ok {
-                    format!("pytest configuration {config} is in the committed tree")
-                } else {
-                    format!(
-                        "[suites] config names {config}, which is not a file in commit {}; expected the pytest \
-                         configuration file: commit it or remove `config` from the profile",
-                        ctx.source.commit
-                    )
-                },
-            ));
-            if !ok {
-                out.set(move |ctx| ctx.suites = Some(record));
-                return Ok(checks);
-            }
-        }
-        if !missing.is_empty() {
-            out.set(move |ctx| ctx.suites = Some(record));
-            return Ok(checks);
-        }
-
-        let private_config = ctx
-            .evidence_dir
-            .join("roots")
-            .join("suites")
-            .join("pytest.ini");
-        if opts.config.is_none() {
-            std::fs::create_dir_all(private_config.parent().unwrap_or(&ctx.evidence_dir))
-                .and_then(|()| {
-                    std::fs::write(
-                        &private_config,
-                        "# Written by verify-coding-candidates: the profile names no pytest configuration.\n[pytest]\n",
-                    )
-                })
-                .map_err(|e| format!("cannot write {}: {e}", private_config.display()))?;
-        }
-
-        // `suites` has scope `whole`: the pipeline never runs it in a
-        // `--partition` run, so DIR/extracted holds every candidate here.
-        let plans = [
-            RunPlan {
-                name: "tree",
-                source_root: None,
-            },
-            RunPlan {
-                name: "extracted",
-                source_root: Some(ctx.extracted_root()),
-            },
-        ];
-
-        let mut reports_read = Vec::new();
-        for plan in &plans {
-            let mut before = None;
-            if let Some(root) = &plan.source_root {
-                let folders: Vec<String> = ctx
-                    .profile
-                    .profile
-                    .candidates
-                    .iter()
-                    .map(|c| c.folder().to_string())
-                    .collect();
-                checks.push(source_root_check(root, &folders));
-                before = Some(crate::hash::tree_digests(root)?);
-            }
-            let outcome = run_once(ctx, &opts, &staged, &private_config, plan)?;
-            reports_read.push(outcome.report_read);
-            if record.pytest_version.is_none() {
-                record.pytest_version = outcome.pytest_version;
-            }
-            checks.extend(outcome.checks);
-            record.runs.push(outcome.run);
-            if let (Some(root), Some(before)) = (&plan.source_root, before) {
-                let after = crate::hash::tree_digests(root)?;
-                checks.push(unchanged_check(plan.name, root, &before, &after));
-            }
-        }
-        if let [tree, extracted] = record.runs.as_slice() {
-            let observed = reports_read.iter().all(|r| *r);
-            checks.push(same_outcomes_check(
-                observed.then_some((&tree.testcases[..], &extracted.testcases[..])),
-            ));
-        }
+        let obs = observe::observe(ctx, &opts, &staged)?;
+        let checks = decide(&obs, &opts);
+        let record = record_of(&obs, &opts);
         out.set(move |ctx| ctx.suites = Some(record));
         Ok(checks)
     }
 }
 
-/// What one run produced.
-struct RunOutcome {
-    /// The run as recorded in the evidence.
-    run: SuiteRun,
-    /// `pytest.__version__`, when the collection probe answered.
-    pytest_version: Option<String>,
-    /// The run's checks, in order.
-    checks: Vec<Check>,
-    /// Whether the run's JUnit report was read (its testcases are observed).
-    report_read: bool,
+/// The `suites` warning when the profile names no suites.
+fn no_suites_check() -> Check {
+    Check::warn(
+        "suites",
+        None,
+        "the profile names no pytest suites ([suites] paths): nothing was run and nothing is claimed; \
+         add a [suites] table naming the repository's suites to run them",
+    )
+    .with_observed(json!({ "suites": null }))
 }
 
-/// Copies the staged tree, collects, runs pytest and judges one run.
-fn run_once(
-    ctx: &RunContext,
-    opts: &SuitesOptions,
-    staged: &Path,
-    private_config: &Path,
-    plan: &RunPlan,
-) -> Result<RunOutcome, String> {
-    let name = plan.name;
-    let base = ctx.evidence_dir.join("roots").join("suites").join(name);
-    let tree = base.join("source");
-    copy_tree(staged, &tree)?;
-    let (home, tmp) = ctx
-        .private_roots("suites", name)
-        .map_err(|e| format!("cannot create private roots under {}: {e}", base.display()))?;
-    let mut env = ctx.child_env(&home, &tmp);
-    if let Some(root) = &plan.source_root {
-        env.insert(opts.source_root_env.clone(), root.display().to_string());
+/// The evidence's record of the suites.
+fn record_of(obs: &Observation, opts: &SuitesOptions) -> SuitesRecord {
+    SuitesRecord {
+        paths: opts.paths.clone(),
+        historical: opts.historical.clone(),
+        source_root_env: opts.source_root_env.clone(),
+        config: opts.config.clone(),
+        pytest_version: obs.runs.iter().find_map(|r| match &r.collection.answer {
+            CollectAnswer::Collected(c) => Some(c.pytest_version.clone()),
+            _ => None,
+        }),
+        runs: obs.runs.iter().map(suite_run).collect(),
     }
-    let mut common: Vec<String> = opts.paths.clone();
-    common.extend(["-p", "no:cacheprovider", "--rootdir"].map(String::from));
-    common.push(tree.display().to_string());
-    common.push("-c".into());
-    match &opts.config {
-        Some(config) => common.push(tree.join(config).display().to_string()),
-        None => {
-            common.push(private_config.display().to_string());
-            common.push("--confcutdir".into());
-            common.push(tree.display().to_string());
-        }
+}
+
+/// One run as the evidence records it.
+fn suite_run(r: &RunObservation) -> SuiteRun {
+    let testcases = r.report.as_ref().cloned().unwrap_or_default();
+    let (exit_code, timed_out) = match &r.pytest {
+        PytestObs::Ran {
+            exit_code,
+            timed_out,
+            ..
+        } => (*exit_code, *timed_out),
+        PytestObs::NotRun { .. } => (None, false),
+    };
+    SuiteRun {
+        name: r.name.clone(),
+        cwd: r.cwd.clone(),
+        source_root: r.source_root.clone(),
+        collected: collection(r).map(|c| c.items.len() as u64).unwrap_or(0),
+        exit_code,
+        timed_out,
+        junit: r.junit_written.then(|| r.junit_rel.clone()),
+        counts: count(&testcases),
+        testcases,
     }
-    let timeout = Duration::from_secs(opts.timeout_secs);
-    let mut checks = Vec::new();
+}
 
-    let collection: Result<Collection, String> = python::run_probe_with_timeout(
-        &ctx.python,
-        "suites_collect",
-        python::SUITES_COLLECT_PROBE,
-        &[serde_json::to_string(&common).expect("strings serialise")],
-        &tree,
-        env.clone(),
-        &ctx.log_stem("suites", &format!("{name}-collect")),
-        timeout,
-    );
-    checks.push(collected_check(name, &opts.paths, &collection));
+/// The run's collection, when pytest ran it.
+fn collection(r: &RunObservation) -> Option<&Collection> {
+    match &r.collection.answer {
+        CollectAnswer::Collected(c) => Some(c),
+        _ => None,
+    }
+}
 
-    let junit_abs = ctx
-        .evidence_dir
-        .join("logs")
-        .join("suites")
-        .join(format!("{name}.xml"));
-    let junit_rel = format!("logs/suites/{name}.xml");
-    let mut args: Vec<String> = ["-I", "-B", "-m", "pytest"].map(String::from).to_vec();
-    args.extend(common.iter().cloned());
-    args.push(format!("--junitxml={}", junit_abs.display()));
-    args.push("-q".into());
-    let spec = ChildSpec {
-        program: ctx.python.clone(),
-        args,
-        cwd: tree.clone(),
-        env,
-        timeout,
-        log_stem: ctx.log_stem("suites", name),
-        stdin: None,
-    };
-    let output = match process::run(&spec) {
-        Ok(out) => Some(out),
-        Err(e @ RunError::Interrupted { .. }) => return Err(e.to_string()),
-        Err(e) => {
-            checks.push(Check::fail(
-                &format!("{name}/outcomes"),
-                None,
-                format!("pytest could not be run: {e}"),
-            ));
-            None
-        }
-    };
-    let xfails: HashMap<(String, String), Option<bool>> = collection
-        .as_ref()
-        .map(|c| {
-            c.items
-                .iter()
-                .filter_map(|i| {
-                    i.xfail.as_ref().map(|x| {
-                        (
-                            (i.classname.clone(), i.name.clone()),
-                            x.strict.filter(|_| x.error.is_none()),
-                        )
-                    })
-                })
-                .collect()
+/// `(classname, name)` of each collected item carrying an applicable xfail,
+/// to its strictness (`None`: unknown, such as an unevaluable condition).
+pub(crate) fn xfail_map(c: &Collection) -> HashMap<(String, String), Option<bool>> {
+    c.items
+        .iter()
+        .filter_map(|i| {
+            i.xfail.as_ref().map(|x| {
+                (
+                    (i.classname.clone(), i.name.clone()),
+                    x.strict.filter(|_| x.error.is_none()),
+                )
+            })
         })
-        .unwrap_or_default();
-    let parsed: Result<Vec<SuiteTestCase>, String> = if junit_abs.is_file() {
-        std::fs::read_to_string(&junit_abs)
-            .map_err(|e| format!("{junit_rel}: cannot read: {e}"))
-            .and_then(|text| parse_junit(&text, &xfails))
-    } else {
-        Err(format!("pytest wrote no JUnit report ({junit_rel})"))
-    };
-    let testcases = parsed.as_ref().cloned().unwrap_or_default();
-    let counts = count(&testcases);
+        .collect()
+}
 
-    let historical = HistoricalFiles::new(&tree, &opts.historical);
-    if !opts.historical.is_empty() {
-        checks.push(historical.check(name, collection.as_ref().ok(), parsed.as_ref().ok()));
+/// The checks `obs` supports under the profile's `[suites]` options.
+pub(crate) fn decide(obs: &Observation, opts: &SuitesOptions) -> Vec<Check> {
+    let mut checks = vec![suite_paths_check(obs, opts)];
+    if !obs.missing_historical.is_empty() {
+        checks.push(
+            Check::warn(
+                "historical-files",
+                None,
+                format!(
+                    "file(s) {:?} marked historical by [suites] historical are not in commit {}; the \
+                     not-collected checks hold trivially for them: remove them from the profile or commit them",
+                    obs.missing_historical, obs.commit
+                ),
+            )
+            .with_observed(json!({ "historical": opts.historical, "missing": obs.missing_historical })),
+        );
     }
-    let exit_code = output
-        .as_ref()
-        .and_then(|o| if o.timed_out { None } else { o.status.code() });
-    let timed_out = output.as_ref().is_some_and(|o| o.timed_out);
-    if let Some(out) = &output {
-        checks.push(outcomes_check(
-            name, out, &parsed, &counts, &junit_rel, timeout,
-        ));
-        if out.stragglers_killed {
-            checks.push(Check::warn(
+    if let (Some(config), Some(present)) = (&opts.config, obs.config_present) {
+        let observed = json!({ "config": config, "present": present });
+        checks.push(
+            if present {
+                Check::pass(
+                    "config",
+                    None,
+                    format!("pytest configuration {config} is in the committed tree"),
+                )
+            } else {
+                Check::fail(
+                    "config",
+                    None,
+                    format!(
+                        "[suites] config names {config}, which is not a file in commit {}; expected the pytest \
+                         configuration file: commit it or remove `config` from the profile",
+                        obs.commit
+                    ),
+                )
+            }
+            .with_observed(observed),
+        );
+    }
+    let mut roots: Vec<Option<String>> = Vec::new();
+    for run in &obs.runs {
+        if let (Some(ext), Some(_)) = (&obs.extraction, &run.source_root) {
+            checks.push(source_root_check(ext));
+        }
+        checks.extend(run_checks(run, opts));
+        roots.push(run_root(run));
+        if let (Some(ext), Some(_)) = (&obs.extraction, &run.source_root) {
+            checks.push(unchanged_check(&run.name, ext));
+        }
+    }
+    if let [tree, extracted] = obs.runs.as_slice() {
+        let reports = match (&tree.report, &extracted.report) {
+            (Ok(t), Ok(e)) => Some((&t[..], &e[..])),
+            _ => None,
+        };
+        let mut check = same_outcomes_check(reports);
+        // A run whose report was not read, or whose collection failed,
+        // explains the comparison's failure.
+        let cause = [tree, extracted].iter().zip(&roots).find_map(|(r, root)| {
+            let collected = format!("{}/collected", r.name);
+            match root {
+                Some(root) if r.report.is_err() || *root == collected => Some(root.clone()),
+                _ => None,
+            }
+        });
+        if let (Some(cause), crate::evidence::CheckResult::Fail) = (cause, check.result) {
+            check = check.consequence_of(&cause);
+        }
+        checks.push(check);
+    }
+    checks
+}
+
+fn suite_paths_check(obs: &Observation, opts: &SuitesOptions) -> Check {
+    let missing = &obs.missing_paths;
+    Check::from_bool(
+        "suite-paths",
+        None,
+        missing.is_empty(),
+        if missing.is_empty() {
+            format!(
+                "every suite path of the profile is in the committed tree: {}",
+                opts.paths.join(", ")
+            )
+        } else {
+            format!(
+                "suite path(s) {missing:?} named by [suites] paths are not in commit {}; expected each to be \
+                 a committed file or folder: commit them or fix the profile",
+                obs.commit
+            )
+        },
+    )
+    .with_observed(json!({ "paths": opts.paths, "missing": missing }))
+}
+
+/// Whether the run's `collected` check fails.
+fn collection_failed(r: &RunObservation) -> bool {
+    match collection(r) {
+        Some(c) => !c.errors.is_empty() || c.exit_code != 0 || c.items.is_empty(),
+        None => true,
+    }
+}
+
+/// Whether the run's `outcomes` check fails.
+fn outcomes_failed(r: &RunObservation) -> bool {
+    let PytestObs::Ran {
+        exit_code,
+        timed_out,
+        ..
+    } = &r.pytest
+    else {
+        return true;
+    };
+    let Ok(cases) = &r.report else {
+        return true;
+    };
+    *timed_out || *exit_code != Some(0) || cases.is_empty() || !bad_cases(cases).is_empty()
+}
+
+/// Testcases that fail a run: failed, error, strict XPASS.
+fn bad_cases(cases: &[SuiteTestCase]) -> Vec<&SuiteTestCase> {
+    cases
+        .iter()
+        .filter(|t| {
+            matches!(
+                t.outcome,
+                SuiteOutcome::Failed | SuiteOutcome::Error | SuiteOutcome::XpassedStrict
+            )
+        })
+        .collect()
+}
+
+/// The run's first finding that explains its other failures: `collected`
+/// when the collection failed and no test failed on its own, else
+/// `outcomes` when it failed; `None` when neither failed.
+fn run_root(r: &RunObservation) -> Option<String> {
+    let counts = count(r.report.as_deref().unwrap_or_default());
+    if collection_failed(r) && counts.failed == 0 && counts.xpassed_strict == 0 {
+        return Some(format!("{}/collected", r.name));
+    }
+    if outcomes_failed(r) {
+        if only_strict_xpasses(r) {
+            return Some(format!("{}/strict-xfail", r.name));
+        }
+        return Some(format!("{}/outcomes", r.name));
+    }
+    None
+}
+
+/// The run exited 1 only because strict xfails passed: its report holds
+/// strict XPASSes and no other failure or error.
+fn only_strict_xpasses(r: &RunObservation) -> bool {
+    let (
+        Ok(cases),
+        PytestObs::Ran {
+            exit_code: Some(1), ..
+        },
+    ) = (&r.report, &r.pytest)
+    else {
+        return false;
+    };
+    let bad = bad_cases(cases);
+    !bad.is_empty() && bad.iter().all(|t| t.outcome == SuiteOutcome::XpassedStrict)
+}
+
+/// The checks of one run, in order.
+fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
+    let name = r.name.as_str();
+    let root = run_root(r);
+    let collected_name = format!("{name}/collected");
+    let under = |check: Check| match (&root, check.result) {
+        (Some(root), crate::evidence::CheckResult::Fail) if *root != check.name => {
+            check.consequence_of(root)
+        }
+        _ => check,
+    };
+    let mut checks = vec![collected_check(r, &opts.paths)];
+    if !opts.historical.is_empty() {
+        let c = historical_check(
+            name,
+            &opts.historical,
+            collection(r),
+            r.report.as_ref().ok(),
+        );
+        // Observed neither way: a consequence of the collection's failure.
+        checks.push(if collection(r).is_none() && r.report.is_err() {
+            c.consequence_of(root.as_deref().unwrap_or(&collected_name))
+        } else {
+            c
+        });
+    }
+    let counts = count(r.report.as_deref().unwrap_or_default());
+    checks.push(under(outcomes_check(r, &counts)));
+    if let PytestObs::Ran {
+        stragglers_killed: true,
+        log,
+        ..
+    } = &r.pytest
+    {
+        checks.push(
+            Check::warn(
                 &format!("{name}/stragglers"),
                 None,
                 format!(
                     "the pytest run left processes behind after it exited; they were stopped (TERM, then KILL): \
-                     make the suites wait for their children (see {})",
-                    out.logs.0.display()
+                     make the suites wait for their children (see {log})"
                 ),
-            ));
-        }
+            )
+            .with_observed(json!({ "stragglers_killed": true, "log": log })),
+        );
     }
-    if let Ok(cases) = &parsed {
-        checks.push(passing_check(name, cases, &counts));
+    if let Ok(cases) = &r.report {
+        checks.push(under(passing_check(name, cases, &counts)));
     }
-    checks.push(strict_xfail_check(name, &parsed, &counts, &xfails));
+    let xfails = collection(r).map(xfail_map).unwrap_or_default();
+    let strict = strict_xfail_check(name, r.report.as_deref().ok(), &counts, &xfails);
+    // A strict XPASS is a finding of its own; an unread report is not.
+    checks.push(if r.report.is_err() {
+        under(strict)
+    } else {
+        strict
+    });
     if counts.xpassed > 0 {
-        let ids: Vec<String> = testcases
+        let ids: Vec<String> = r
+            .report
+            .as_deref()
+            .unwrap_or_default()
             .iter()
             .filter(|t| t.outcome == SuiteOutcome::Xpassed)
-            .map(|t| format!("{}::{}", t.classname, t.name))
+            .map(test_id)
             .collect();
         checks.push(
             Check::warn(
@@ -416,156 +597,183 @@ fn run_once(
             .with_observed(json!({ "xpassed": ids })),
         );
     }
-
-    let rel = |p: &Path| {
-        p.strip_prefix(&ctx.evidence_dir)
-            .map(|r| r.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| p.display().to_string())
-    };
-    let run = SuiteRun {
-        name: name.to_string(),
-        cwd: rel(&tree),
-        source_root: plan.source_root.as_deref().map(rel),
-        collected: collection
-            .as_ref()
-            .map(|c| c.items.len() as u64)
-            .unwrap_or(0),
-        exit_code,
-        timed_out,
-        junit: junit_abs.is_file().then_some(junit_rel),
-        counts,
-        testcases,
-    };
-    Ok(RunOutcome {
-        run,
-        pytest_version: collection.ok().map(|c| c.pytest_version),
-        checks,
-        report_read: parsed.is_ok(),
-    })
+    checks
 }
 
-fn collected_check(run: &str, paths: &[String], collection: &Result<Collection, String>) -> Check {
-    let name = format!("{run}/collected");
-    let c = match collection {
-        Ok(c) => c,
-        Err(e) => {
+/// `<run>/collected`: pytest collected at least one item and no collector
+/// failed. Each cause gets its own advice: an interpreter without pytest
+/// (the only one that is about `--python`), a probe that was stopped or
+/// ended early, collection errors, nothing collected, a usage or internal
+/// error.
+fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
+    let name = format!("{}/collected", r.name);
+    let probe = &r.collection.probe;
+    let c = match &r.collection.answer {
+        CollectAnswer::Collected(c) => c,
+        CollectAnswer::PytestMissing { error } => {
             return Check::fail(
                 &name,
                 None,
-                format!("could not collect the suites {paths:?}: {e}; expected pytest to be importable by the interpreter"),
+                format!(
+                    "the interpreter {} cannot import pytest ({error}), so the suites {paths:?} could not be \
+                     collected or run; expected pytest importable by the interpreter that has the pinned SDK: \
+                     install pytest and pytest-asyncio into it (`{} -m pip install pytest pytest-asyncio`), or \
+                     pass --python with the interpreter `cargo xtask sdk` prints, which has both",
+                    r.python, r.python
+                ),
             )
+            .with_observed(json!({ "pytest_importable": false, "error": error, "python": r.python }));
+        }
+        CollectAnswer::NoReport { error } => {
+            let observed = json!({ "probe": probe, "error": error });
+            let detail = if probe.timed_out {
+                format!(
+                    "collecting the suites {paths:?} did not finish within {} s and was stopped; expected \
+                     the collection to finish: fix what hangs while the suites are imported (a module-level \
+                     call, a conftest hook) or raise [suites] timeout_secs; see {}",
+                    r.timeout_secs, probe.log
+                )
+            } else {
+                format!(
+                    "the collection probe {} without reporting what pytest collected from {paths:?} ({error}); \
+                     output tail: {}; pytest itself was importable, so the interpreter is not the cause: \
+                     something the suites run while they are imported (a conftest or test module calling \
+                     exit, a crashing extension, a process writing to the probe's stdout) ended or garbled \
+                     it: fix that code; see {}",
+                    probe.status, probe.tail, probe.log
+                )
+            };
+            return Check::fail(&name, None, detail).with_observed(observed);
         }
     };
     let observed = json!({
         "exit_code": c.exit_code,
         "items": c.items.len(),
         "errors": c.errors.iter().map(|e| &e.nodeid).collect::<Vec<_>>(),
+        "pytest_version": c.pytest_version,
     });
-    if !c.errors.is_empty() {
-        let first = &c.errors[0];
-        return Check::fail(
-            &name,
-            None,
-            format!(
-                "pytest could not collect {} of the suites (exit status {}): {} failed with: {}; fix the import or \
-                 syntax error",
-                c.errors.len(),
-                c.exit_code,
-                first.nodeid,
-                last_lines(&first.longrepr, 6)
-            ),
-        )
-        .with_observed(observed);
-    }
-    if c.exit_code == 5 || c.items.is_empty() {
-        return Check::fail(
-            &name,
-            None,
-            format!(
-                "pytest collected nothing from {paths:?} (exit status {}, 5 means no tests); expected at least one \
-                 test: name files that hold `test_*` functions in [suites] paths",
-                c.exit_code
-            ),
-        )
-        .with_observed(observed);
-    }
-    if c.exit_code != 0 {
-        return Check::fail(
-            &name,
-            None,
-            format!(
-                "pytest exited with status {} while collecting {paths:?}; expected 0: see the `-collect` logs under \
-                 DIR/logs/suites/",
-                c.exit_code
-            ),
-        )
-        .with_observed(observed);
-    }
-    Check::pass(
-        &name,
-        None,
+    let detail = if let Some(first) = c.errors.first() {
         format!(
-            "pytest collected {} test(s) from {}",
+            "pytest could not collect {} of the suites (exit status {}): {} failed with: {}; expected every \
+             suite module to import: fix the import or syntax error (the pytest run stops at collection \
+             errors, so its outcomes are reported under this check)",
+            c.errors.len(),
+            c.exit_code,
+            first.nodeid,
+            last_lines(&first.longrepr, 6)
+        )
+    } else if let Some(code) = &c.system_exit {
+        format!(
+            "a conftest or plugin called exit({code}) inside pytest's session while collecting {paths:?}, after \
+             {} item(s) were collected (exit status {}): {}; pytest and the interpreter are not the cause: expected \
+             no hook to end the session: remove the exit call from the hook; see {}",
             c.items.len(),
-            paths.join(", ")
-        ),
-    )
-    .with_observed(observed)
+            c.exit_code,
+            probe.tail,
+            probe.log
+        )
+    } else if c.exit_code == 4 {
+        format!(
+            "pytest rejected its command line or configuration while collecting {paths:?} (exit status 4, \
+             usage error): {}; expected the configuration to be valid for this pytest: fix the pytest \
+             configuration ([suites] config and its addopts) or install the plugin it names into the \
+             interpreter; see {}",
+            probe.tail, probe.log
+        )
+    } else if c.exit_code == 3 {
+        format!(
+            "pytest hit an internal error while collecting {paths:?} (exit status 3): {}; expected no plugin \
+             or conftest hook to raise: fix the hook that raised; see {}",
+            probe.tail, probe.log
+        )
+    } else if c.exit_code == 5 || (c.exit_code == 0 && c.items.is_empty()) {
+        format!(
+            "pytest collected nothing from {paths:?} (exit status {}, 5 means no tests); expected at least one \
+             test: name files that hold `test_*` functions in [suites] paths",
+            c.exit_code
+        )
+    } else if c.exit_code != 0 {
+        format!(
+            "pytest exited with status {} while collecting {paths:?} ({} item(s), no collector error): {}; \
+             expected 0: see {}",
+            c.exit_code,
+            c.items.len(),
+            probe.tail,
+            probe.log
+        )
+    } else {
+        return Check::pass(
+            &name,
+            None,
+            format!(
+                "pytest collected {} test(s) from {}",
+                c.items.len(),
+                paths.join(", ")
+            ),
+        )
+        .with_observed(observed);
+    };
+    Check::fail(&name, None, detail).with_observed(observed)
 }
 
-fn outcomes_check(
-    run: &str,
-    out: &process::ChildOutput,
-    parsed: &Result<Vec<SuiteTestCase>, String>,
-    counts: &SuiteCounts,
-    junit_rel: &str,
-    timeout: Duration,
-) -> Check {
-    let name = format!("{run}/outcomes");
-    let observed =
-        json!({ "exit_code": out.status.code(), "timed_out": out.timed_out, "counts": counts });
-    let log = out.logs.0.display();
-    if out.timed_out {
+/// `<run>/outcomes`: pytest exited 0 with no failure, error or strict XPASS.
+/// The advice is about the tests or the candidates, never the interpreter:
+/// pytest ran.
+fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
+    let name = format!("{}/outcomes", r.name);
+    let junit_rel = &r.junit_rel;
+    let (exit_code, status, timed_out, log) = match &r.pytest {
+        PytestObs::Ran {
+            exit_code,
+            status,
+            timed_out,
+            log,
+            ..
+        } => (*exit_code, status, *timed_out, log),
+        PytestObs::NotRun { error } => {
+            return Check::fail(
+                &name,
+                None,
+                format!(
+                    "pytest could not be started: {error}; expected the interpreter {} to start",
+                    r.python
+                ),
+            )
+            .with_observed(json!({ "started": false, "error": error }));
+        }
+    };
+    let observed = json!({ "exit_code": exit_code, "timed_out": timed_out, "counts": counts });
+    if timed_out {
         return Check::fail(
             &name,
             None,
             format!(
                 "pytest did not finish within {} s and was stopped; expected the suites to finish: raise \
                  [suites] timeout_secs or fix the hanging test (see {log})",
-                timeout.as_secs()
+                r.timeout_secs
             ),
         )
         .with_observed(observed);
     }
-    let parsed = match parsed {
+    let parsed = match &r.report {
         Ok(p) => p,
         Err(e) => {
             return Check::fail(
                 &name,
                 None,
-                format!(
-                    "pytest {}, and its JUnit report could not be read: {e}; see {log}",
-                    out.describe()
-                ),
+                format!("pytest {status}, and its JUnit report could not be read: {e}; see {log}"),
             )
             .with_observed(observed)
         }
     };
-    let bad: Vec<String> = parsed
+    let bad: Vec<String> = bad_cases(parsed)
         .iter()
-        .filter(|t| {
-            matches!(
-                t.outcome,
-                SuiteOutcome::Failed | SuiteOutcome::Error | SuiteOutcome::XpassedStrict
-            )
-        })
         .take(10)
         .map(|t| {
             format!(
-                "{}::{} ({:?}: {})",
-                t.classname,
-                t.name,
-                t.outcome,
+                "{} ({}: {})",
+                test_id(t),
+                outcome_word(t.outcome),
                 t.message
                     .as_deref()
                     .unwrap_or("")
@@ -575,27 +783,25 @@ fn outcomes_check(
             )
         })
         .collect();
-    let code = out.status.code();
-    if code == Some(5) || counts.tests == 0 {
+    if exit_code == Some(5) || counts.tests == 0 {
         return Check::fail(
             &name,
             None,
             format!(
-                "pytest {} and ran no test (5 means nothing was collected); expected at least one test in \
-                 [suites] paths (see {log})",
-                out.describe()
+                "pytest {status} and ran no test (5 means nothing was collected); expected at least one test in \
+                 [suites] paths (see {log})"
             ),
         )
         .with_observed(observed);
     }
-    if code != Some(0) || !bad.is_empty() {
+    if exit_code != Some(0) || !bad.is_empty() {
         return Check::fail(
             &name,
             None,
             format!(
-                "pytest {}; expected status 0 with no failure or error; found {} failed, {} error(s), {} strict \
-                 XPASS: {}; fix the tests or the candidates (report {junit_rel}, output {log})",
-                out.describe(),
+                "pytest {status}; expected status 0 with no failure or error; found {} failed, {} error(s), {} \
+                 strict XPASS: {}; the suites were collected and ran, so these are the tests' own results: fix \
+                 the tests or the candidates (report {junit_rel}, output {log})",
                 counts.failed,
                 counts.errors,
                 counts.xpassed_strict,
@@ -637,7 +843,8 @@ fn test_id(t: &SuiteTestCase) -> String {
 /// `<run>/passing`: a run proves something only when at least one test
 /// passed. Skips, xfails and non-strict XPASSes are not passes, so a suite
 /// whose every test is skipped (`pytestmark = pytest.mark.skip`) or xfailed
-/// fails here although pytest exits 0.
+/// fails here although pytest exits 0. When tests failed, the advice points
+/// at the failures, not at skip marks.
 fn passing_check(run: &str, cases: &[SuiteTestCase], counts: &SuiteCounts) -> Check {
     let name = format!("{run}/passing");
     let observed = json!({ "tests": counts.tests, "passed": counts.passed });
@@ -662,14 +869,24 @@ fn passing_check(run: &str, cases: &[SuiteTestCase], counts: &SuiteCounts) -> Ch
             None => format!("{} ({})", test_id(t), outcome_word(t.outcome)),
         })
         .collect();
+    let failing = counts.failed + counts.errors + counts.xpassed_strict;
+    let advice = if failing > 0 {
+        format!(
+            "expected at least one passing test; {failing} test(s) failed, errored or passed a strict xfail: \
+             see the `{run}/outcomes` check and fix those tests"
+        )
+    } else {
+        "expected at least one passing test, since a suite whose tests are all skipped or expected to fail \
+         proves nothing: remove the skip marks (for example a module-level `pytestmark = pytest.mark.skip`) \
+         or name suites in [suites] paths that run"
+            .to_string()
+    };
     Check::fail(
         &name,
         None,
         format!(
             "no test passed in the {run} run: {} test(s), 0 passed, {} skipped, {} xfailed, {} xpassed \
-             (non-strict), {} failed, {} error(s){}{}; expected at least one passing test, since a suite whose \
-             tests are all skipped or expected to fail proves nothing: remove the skip marks (for example a \
-             module-level `pytestmark = pytest.mark.skip`) or name suites in [suites] paths that run",
+             (non-strict), {} failed, {} error(s){}{}; {advice}",
             counts.tests,
             counts.skipped,
             counts.xfailed,
@@ -683,7 +900,7 @@ fn passing_check(run: &str, cases: &[SuiteTestCase], counts: &SuiteCounts) -> Ch
     .with_observed(observed)
 }
 
-/// One test whose outcomes differ between the two runs; `None`: the run did
+/// One test whose outcomes differ between the two runs; empty: the run did
 /// not report it. Outcomes are sorted (a test id reported twice has two).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 struct OutcomeDifference {
@@ -722,7 +939,6 @@ fn outcome_differences(
         })
         .collect()
 }
-
 /// `extracted/same-outcomes`: the run against DIR/extracted reports the same
 /// test ids with the same outcomes as the run against the committed tree, so
 /// what ships is tested as much as the tree. `reports` is `None` when a run's
@@ -816,29 +1032,32 @@ fn same_outcomes_check(reports: Option<(&[SuiteTestCase], &[SuiteTestCase])>) ->
     .with_observed(observed)
 }
 
+/// `<run>/strict-xfail`: no strict xfail passed; `cases` is `None` when the
+/// report was not read.
 fn strict_xfail_check(
     run: &str,
-    parsed: &Result<Vec<SuiteTestCase>, String>,
+    cases: Option<&[SuiteTestCase]>,
     counts: &SuiteCounts,
     xfails: &HashMap<(String, String), Option<bool>>,
 ) -> Check {
     let name = format!("{run}/strict-xfail");
-    let Ok(parsed) = parsed else {
+    let Some(parsed) = cases else {
         return Check::fail(
             &name,
             None,
             "no JUnit report was read, so no xfail outcome could be observed; see the `outcomes` check",
-        );
+        )
+        .with_observed(json!({ "report_read": false }));
     };
     let strict_xpass: Vec<String> = parsed
         .iter()
         .filter(|t| t.outcome == SuiteOutcome::XpassedStrict)
-        .map(|t| format!("{}::{}", t.classname, t.name))
+        .map(test_id)
         .collect();
     let xfailed: Vec<String> = parsed
         .iter()
         .filter(|t| t.outcome == SuiteOutcome::Xfailed)
-        .map(|t| format!("{}::{}", t.classname, t.name))
+        .map(test_id)
         .collect();
     let strict_marked = xfails.values().filter(|s| **s == Some(true)).count();
     let observed = json!({ "xfailed": xfailed, "xpassed_strict": strict_xpass, "strict_xfail_items": strict_marked });
@@ -867,113 +1086,77 @@ fn strict_xfail_check(
     .with_observed(observed)
 }
 
-/// The files a profile marks historical, in one run's tree copy.
-struct HistoricalFiles {
-    /// `(relative path, absolute path, canonical path, JUnit classname)`.
-    files: Vec<(String, PathBuf, Option<PathBuf>, String)>,
-}
-
-impl HistoricalFiles {
-    fn new(tree: &Path, historical: &[String]) -> Self {
-        let files = historical
-            .iter()
-            .map(|rel| {
-                let abs = tree.join(rel);
-                let canonical = abs.canonicalize().ok();
-                (rel.clone(), abs, canonical, module_classname(rel))
-            })
-            .collect();
-        Self { files }
+/// `<run>/historical-not-collected`: no item of a historical file was
+/// collected (by the observation's file and source-file marks) and no
+/// report testcase has a historical file's classname. `collection` and
+/// `cases` are `None` when not observed.
+fn historical_check(
+    run: &str,
+    historical: &[String],
+    collection: Option<&Collection>,
+    cases: Option<&Vec<SuiteTestCase>>,
+) -> Check {
+    let name = format!("{run}/historical-not-collected");
+    let mut found: BTreeSet<String> = BTreeSet::new();
+    if let Some(c) = collection {
+        for item in &c.items {
+            if let Some(rel) = &item.historical {
+                found.insert(format!("{} (collected item from {rel})", item.nodeid));
+            }
+        }
     }
-
-    /// The historical file `path` is (by path or canonical path), if any.
-    fn matches(&self, path: &str) -> Option<&str> {
-        let p = Path::new(path);
-        let canonical = p.canonicalize().ok();
-        self.files
-            .iter()
-            .find(|(_, abs, canon, _)| {
-                p == abs || (canonical.is_some() && canonical.as_ref() == canon.as_ref())
-            })
-            .map(|(rel, ..)| rel.as_str())
-    }
-
-    fn check(
-        &self,
-        run: &str,
-        collection: Option<&Collection>,
-        parsed: Option<&Vec<SuiteTestCase>>,
-    ) -> Check {
-        let name = format!("{run}/historical-not-collected");
-        let mut found: BTreeSet<String> = BTreeSet::new();
-        if let Some(c) = collection {
-            for item in &c.items {
-                let hit = self
-                    .matches(&item.path)
-                    .or_else(|| item.source_file.as_deref().and_then(|s| self.matches(s)));
-                if let Some(rel) = hit {
-                    found.insert(format!("{} (collected item from {rel})", item.nodeid));
+    if let Some(cases) = cases {
+        for t in cases {
+            for rel in historical {
+                let classname = module_classname(rel);
+                if t.classname == classname || t.classname.starts_with(&format!("{classname}.")) {
+                    found.insert(format!("{} (JUnit testcase of {rel})", test_id(t)));
                 }
             }
         }
-        if let Some(cases) = parsed {
-            for t in cases {
-                for (rel, _, _, classname) in &self.files {
-                    if t.classname == *classname
-                        || t.classname.starts_with(&format!("{classname}."))
-                    {
-                        found.insert(format!(
-                            "{}::{} (JUnit testcase of {rel})",
-                            t.classname, t.name
-                        ));
-                    }
-                }
-            }
-        }
-        let names: Vec<&str> = self.files.iter().map(|(rel, ..)| rel.as_str()).collect();
-        let observed = json!({
-            "historical": names,
-            "collection_observed": collection.is_some(),
-            "report_observed": parsed.is_some(),
-            "found": found,
-        });
-        if !found.is_empty() {
-            return Check::fail(
-                &name,
-                None,
-                format!(
-                    "tests of historical file(s) {names:?} were collected: {}; historical files are excluded from \
-                     discovery and never counted: remove them from [suites] paths and do not import their tests \
-                     into a suite",
-                    found.iter().cloned().collect::<Vec<_>>().join(", ")
-                ),
-            )
-            .with_observed(observed);
-        }
-        if collection.is_none() && parsed.is_none() {
-            return Check::fail(
-                &name,
-                None,
-                format!(
-                    "neither the collection nor the JUnit report could be read, so it was not observed whether \
-                     {names:?} were collected; see the `collected` and `outcomes` checks"
-                ),
-            )
-            .with_observed(observed);
-        }
-        Check::pass(
+    }
+    let observed = json!({
+        "historical": historical,
+        "collection_observed": collection.is_some(),
+        "report_observed": cases.is_some(),
+        "found": found,
+    });
+    if !found.is_empty() {
+        return Check::fail(
             &name,
             None,
             format!(
-                "no test of the historical file(s) {} was collected (by collected file and source file{}, and by \
-                 JUnit classname{})",
-                names.join(", "),
-                if collection.is_some() { "" } else { ": not observed" },
-                if parsed.is_some() { "" } else { ": not observed" }
+                "tests of historical file(s) {historical:?} were collected: {}; historical files are excluded \
+                 from discovery and never counted: remove them from [suites] paths and do not import their tests \
+                 into a suite",
+                found.iter().cloned().collect::<Vec<_>>().join(", ")
             ),
         )
-        .with_observed(observed)
+        .with_observed(observed);
     }
+    if collection.is_none() && cases.is_none() {
+        return Check::fail(
+            &name,
+            None,
+            format!(
+                "neither the collection nor the JUnit report could be read, so it was not observed whether \
+                 {historical:?} were collected; see the `collected` and `outcomes` checks"
+            ),
+        )
+        .with_observed(observed);
+    }
+    Check::pass(
+        &name,
+        None,
+        format!(
+            "no test of the historical file(s) {} was collected (by collected file and source file{}, and by \
+             JUnit classname{})",
+            historical.join(", "),
+            if collection.is_some() { "" } else { ": not observed" },
+            if cases.is_some() { "" } else { ": not observed" }
+        ),
+    )
+    .with_observed(observed)
 }
 
 /// The JUnit classname pytest gives the tests of `rel` (a `/`-separated path
@@ -986,37 +1169,37 @@ fn module_classname(rel: &str) -> String {
         .unwrap_or(dotted)
 }
 
-fn source_root_check(root: &Path, folders: &[String]) -> Check {
+/// `extracted/source-root`: DIR/extracted holds exactly the candidate
+/// folders.
+fn source_root_check(ext: &ExtractionObservation) -> Check {
     let name = "extracted/source-root";
-    let present: BTreeSet<String> = match std::fs::read_dir(root) {
-        Ok(entries) => entries
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect(),
+    let root = &ext.root;
+    let folders = &ext.candidates;
+    let present = match &ext.entries {
+        Ok(entries) => entries,
         Err(e) => {
             return Check::fail(
                 name,
                 None,
                 format!(
-                    "{} cannot be read ({e}); expected one exact extraction per candidate, made by \
-                     `archive-members`",
-                    root.display()
+                    "{root} cannot be read ({e}); expected one exact extraction per candidate, made by \
+                     `archive-members`"
                 ),
             )
+            .with_observed(json!({ "root": root, "error": e }))
         }
     };
-    let missing: Vec<&String> = folders.iter().filter(|f| !root.join(f).is_dir()).collect();
+    let missing: Vec<&String> = folders.iter().filter(|f| !ext.dirs.contains(f)).collect();
     let extra: Vec<&String> = present.iter().filter(|p| !folders.contains(p)).collect();
-    let observed = json!({ "root": root.display().to_string(), "folders": present, "missing": missing, "unexpected": extra });
+    let observed =
+        json!({ "root": root, "folders": present, "missing": missing, "unexpected": extra });
     if !missing.is_empty() || !extra.is_empty() {
         return Check::fail(
             name,
             None,
             format!(
-                "{} holds {:?}; expected exactly the candidate folders {folders:?} (missing {missing:?}, unexpected \
-                 {extra:?}): re-run the build gates",
-                root.display(),
-                present
+                "{root} holds {present:?}; expected exactly the candidate folders {folders:?} (missing \
+                 {missing:?}, unexpected {extra:?}): re-run the build gates"
             ),
         )
         .with_observed(observed);
@@ -1025,21 +1208,18 @@ fn source_root_check(root: &Path, folders: &[String]) -> Check {
         name,
         None,
         format!(
-            "{} holds exactly the candidate folders {}",
-            root.display(),
+            "{root} holds exactly the candidate folders {}",
             folders.join(", ")
         ),
     )
     .with_observed(observed)
 }
 
-fn unchanged_check(
-    run: &str,
-    root: &Path,
-    before: &BTreeMap<String, String>,
-    after: &BTreeMap<String, String>,
-) -> Check {
+/// `<run>/extraction-unchanged`: DIR/extracted's digests after the runs
+/// equal those before.
+fn unchanged_check(run: &str, ext: &ExtractionObservation) -> Check {
     let name = format!("{run}/extraction-unchanged");
+    let (before, after) = (&ext.before, &ext.after);
     let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
     let changes: Vec<String> = keys
         .into_iter()
@@ -1050,16 +1230,18 @@ fn unchanged_check(
             _ => None,
         })
         .collect();
+    let observed = json!({ "root": ext.root, "entries": before.len(), "changes": changes });
     if changes.is_empty() {
         return Check::pass(
             &name,
             None,
             format!(
-                "all {} entries of {} are unchanged after the run (sha256 and size)",
+                "all {} entries of {} are unchanged after the runs (sha256 and size)",
                 before.len(),
-                root.display()
+                ext.root
             ),
-        );
+        )
+        .with_observed(observed);
     }
     Check::fail(
         &name,
@@ -1067,11 +1249,11 @@ fn unchanged_check(
         format!(
             "the suites modified {}, the exact extractions they were to test: {}; expected them read-only: make \
              the tests write under their tmp_path instead",
-            root.display(),
+            ext.root,
             changes.iter().take(20).cloned().collect::<Vec<_>>().join(", ")
         ),
     )
-    .with_observed(json!({ "changes": changes }))
+    .with_observed(observed)
 }
 
 /// Counts outcomes; `tests` is the number of testcases.
@@ -1094,584 +1276,8 @@ fn count(cases: &[SuiteTestCase]) -> SuiteCounts {
     c
 }
 
-/// A testcase being read.
-#[derive(Default)]
-struct Pending {
-    classname: String,
-    name: String,
-    duration_ms: Option<u64>,
-    /// The most severe result element so far: `(rank, kind, type, message)`,
-    /// rank error 3 > failure 2 > skipped 1.
-    result: Option<(u8, String, Option<String>, Option<String>)>,
-    text: String,
-    /// Inside a result element: its text is collected.
-    in_result: bool,
-}
-
-/// Reads pytest's JUnit report into testcases. `xfails` maps `(classname,
-/// name)` of collected items carrying an applicable xfail to its strictness
-/// (`None`: unknown), so a plain pass of such an item is an XPASS.
-///
-/// # Errors
-/// A sentence when the XML is malformed.
-pub(crate) fn parse_junit(
-    text: &str,
-    xfails: &HashMap<(String, String), Option<bool>>,
-) -> Result<Vec<SuiteTestCase>, String> {
-    let mut reader = quick_xml::Reader::from_str(text);
-    let mut out = Vec::new();
-    let mut current: Option<Pending> = None;
-    let attr = |e: &BytesStart, key: &[u8]| -> Result<Option<String>, String> {
-        for a in e.attributes() {
-            let a = a.map_err(|err| format!("malformed JUnit attribute: {err}"))?;
-            if a.key.as_ref() == key {
-                return a
-                    .unescape_value()
-                    .map(|v| Some(v.into_owned()))
-                    .map_err(|err| format!("malformed JUnit attribute value: {err}"));
-            }
-        }
-        Ok(None)
-    };
-    loop {
-        let event = reader.read_event().map_err(|e| {
-            format!(
-                "malformed JUnit XML at byte {}: {e}",
-                reader.buffer_position()
-            )
-        })?;
-        match event {
-            Event::Start(ref e) | Event::Empty(ref e) => {
-                let empty = matches!(event, Event::Empty(_));
-                match e.name().as_ref() {
-                    b"testcase" => {
-                        let pending = Pending {
-                            classname: attr(e, b"classname")?.unwrap_or_default(),
-                            name: attr(e, b"name")?.unwrap_or_default(),
-                            duration_ms: attr(e, b"time")?
-                                .and_then(|t| t.parse::<f64>().ok())
-                                .map(|s| (s * 1000.0).round() as u64),
-                            ..Pending::default()
-                        };
-                        if empty {
-                            out.push(finish(pending, xfails));
-                        } else {
-                            current = Some(pending);
-                        }
-                    }
-                    kind @ (b"failure" | b"error" | b"skipped") => {
-                        if let Some(p) = current.as_mut() {
-                            let rank = match kind {
-                                b"error" => 3,
-                                b"failure" => 2,
-                                _ => 1,
-                            };
-                            if !matches!(&p.result, Some(r) if r.0 >= rank) {
-                                p.result = Some((
-                                    rank,
-                                    String::from_utf8_lossy(kind).into_owned(),
-                                    attr(e, b"type")?,
-                                    attr(e, b"message")?,
-                                ));
-                                p.text.clear();
-                                p.in_result = !empty;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            Event::Text(t) => {
-                if let Some(p) = current.as_mut().filter(|p| p.in_result) {
-                    p.text.push_str(
-                        &t.decode()
-                            .map_err(|e| format!("malformed JUnit text: {e}"))?,
-                    );
-                }
-            }
-            Event::CData(t) => {
-                if let Some(p) = current.as_mut().filter(|p| p.in_result) {
-                    let raw = t
-                        .decode()
-                        .map_err(|e| format!("malformed JUnit CDATA: {e}"))?;
-                    p.text.push_str(&quick_xml::escape::escape(raw.as_ref()));
-                }
-            }
-            Event::GeneralRef(r) => {
-                if let Some(p) = current.as_mut().filter(|p| p.in_result) {
-                    let raw = r
-                        .decode()
-                        .map_err(|e| format!("malformed JUnit reference: {e}"))?;
-                    p.text.push('&');
-                    p.text.push_str(&raw);
-                    p.text.push(';');
-                }
-            }
-            Event::End(ref e) => match e.name().as_ref() {
-                b"testcase" => {
-                    if let Some(p) = current.take() {
-                        out.push(finish(p, xfails));
-                    }
-                }
-                b"failure" | b"error" | b"skipped" => {
-                    if let Some(p) = current.as_mut() {
-                        p.in_result = false;
-                    }
-                }
-                _ => {}
-            },
-            Event::Eof => break,
-            _ => {}
-        }
-    }
-    if current.is_some() {
-        return Err("malformed JUnit XML: a testcase element is not closed".into());
-    }
-    Ok(out)
-}
-
-fn finish(p: Pending, xfails: &HashMap<(String, String), Option<bool>>) -> SuiteTestCase {
-    let text = if p.text.trim().is_empty() {
-        None
-    } else {
-        let unescaped = quick_xml::escape::unescape(&p.text)
-            .map(|c| c.into_owned())
-            .unwrap_or_else(|_| p.text.clone());
-        Some(truncate(&unescaped, TEXT_LIMIT))
-    };
-    let (outcome, message) = match p.result {
-        None => {
-            let outcome = match xfails.get(&(p.classname.clone(), p.name.clone())) {
-                Some(Some(true)) => SuiteOutcome::XpassedStrict,
-                Some(_) => SuiteOutcome::Xpassed,
-                None => SuiteOutcome::Passed,
-            };
-            (outcome, None)
-        }
-        Some((_, kind, ty, message)) => {
-            let outcome = match kind.as_str() {
-                "error" => SuiteOutcome::Error,
-                "failure"
-                    if message
-                        .as_deref()
-                        .is_some_and(|m| m.starts_with("[XPASS(strict)]")) =>
-                {
-                    SuiteOutcome::XpassedStrict
-                }
-                "failure" => SuiteOutcome::Failed,
-                _ if ty.as_deref() == Some("pytest.xfail") => SuiteOutcome::Xfailed,
-                _ => SuiteOutcome::Skipped,
-            };
-            (outcome, message)
-        }
-    };
-    SuiteTestCase {
-        classname: p.classname,
-        name: p.name,
-        outcome,
-        message,
-        text,
-        duration_ms: p.duration_ms,
-    }
-}
-
-fn truncate(s: &str, limit: usize) -> String {
-    if s.len() <= limit {
-        return s.to_string();
-    }
-    let mut end = limit;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
-
+/// The last `n` lines of `s`, joined by ` | `.
 fn last_lines(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(n)..].join(" | ")
-}
-
-/// Copies `src` into `dst` (created): directories, regular files (with their
-/// permissions) and symlinks as symlinks with the same target.
-///
-/// # Errors
-/// A sentence naming the entry that could not be copied.
-fn copy_tree(src: &Path, dst: &Path) -> Result<(), String> {
-    for entry in walkdir::WalkDir::new(src).sort_by_file_name() {
-        let entry = entry.map_err(|e| format!("cannot walk {}: {e}", src.display()))?;
-        let rel = entry.path().strip_prefix(src).map_err(|e| e.to_string())?;
-        let target = dst.join(rel);
-        let kind = entry.file_type();
-        let result = if kind.is_dir() {
-            std::fs::create_dir_all(&target)
-        } else if kind.is_symlink() {
-            std::fs::read_link(entry.path())
-                .and_then(|link| std::os::unix::fs::symlink(link, &target))
-        } else {
-            std::fs::copy(entry.path(), &target).map(|_| ())
-        };
-        result.map_err(|e| {
-            format!(
-                "cannot copy the committed tree entry {} to {}: {e}",
-                entry.path().display(),
-                target.display()
-            )
-        })?;
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The report pytest 9.2 wrote for one test of each shape (captured from
-    /// a real run; tracebacks shortened).
-    const SHAPES: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="1" failures="2" skipped="2" tests="6" time="0.046" timestamp="2026-11-29T18:17:21.411663+00:00" hostname="vm"><testcase classname="test_shapes" name="test_xpass_strict" time="0.001"><failure message="[XPASS(strict)] strictreason">[XPASS(strict)] strictreason</failure></testcase><testcase classname="test_shapes" name="test_xpass_loose" time="0.000" /><testcase classname="test_shapes" name="test_skip" time="0.000"><skipped type="pytest.skip" message="skipreason">/tmp/x/test_shapes.py:12: skipreason</skipped></testcase><testcase classname="test_shapes" name="test_error" time="0.000"><error message="failed on setup with &quot;RuntimeError: fixture boom&quot;">E       RuntimeError: fixture boom&#10;&gt; x</error></testcase><testcase classname="test_shapes" name="test_fail" time="0.001"><failure message="assert 1 == 2">&gt;       assert 1 == 2</failure></testcase><testcase classname="test_shapes" name="test_xfail_imperative" time="0.000"><skipped type="pytest.xfail" message="imperative" /></testcase><testcase classname="Runner.certification-tests.test_a" name="test_ok[p-1]" time="1.019" /></testsuite></testsuites>"#;
-
-    fn xfails() -> HashMap<(String, String), Option<bool>> {
-        HashMap::from([
-            (
-                ("test_shapes".into(), "test_xpass_strict".into()),
-                Some(true),
-            ),
-            (
-                ("test_shapes".into(), "test_xpass_loose".into()),
-                Some(false),
-            ),
-        ])
-    }
-
-    #[test]
-    fn every_pytest_shape_is_classified() {
-        let cases = parse_junit(SHAPES, &xfails()).unwrap();
-        let outcomes: Vec<(&str, SuiteOutcome)> =
-            cases.iter().map(|c| (c.name.as_str(), c.outcome)).collect();
-        assert_eq!(
-            outcomes,
-            [
-                ("test_xpass_strict", SuiteOutcome::XpassedStrict),
-                ("test_xpass_loose", SuiteOutcome::Xpassed),
-                ("test_skip", SuiteOutcome::Skipped),
-                ("test_error", SuiteOutcome::Error),
-                ("test_fail", SuiteOutcome::Failed),
-                ("test_xfail_imperative", SuiteOutcome::Xfailed),
-                ("test_ok[p-1]", SuiteOutcome::Passed),
-            ]
-        );
-        assert_eq!(
-            cases[3].message.as_deref(),
-            Some("failed on setup with \"RuntimeError: fixture boom\"")
-        );
-        assert_eq!(
-            cases[3].text.as_deref(),
-            Some("E       RuntimeError: fixture boom\n> x")
-        );
-        assert_eq!(cases[4].text.as_deref(), Some(">       assert 1 == 2"));
-        assert_eq!(cases[6].duration_ms, Some(1019));
-        assert_eq!(cases[6].classname, "Runner.certification-tests.test_a");
-    }
-
-    #[test]
-    fn xfail_is_never_counted_as_a_pass() {
-        let counts = count(&parse_junit(SHAPES, &xfails()).unwrap());
-        assert_eq!(
-            counts,
-            SuiteCounts {
-                tests: 7,
-                passed: 1,
-                failed: 1,
-                errors: 1,
-                skipped: 1,
-                xfailed: 1,
-                xpassed: 1,
-                xpassed_strict: 1,
-            }
-        );
-    }
-
-    #[test]
-    fn a_plain_pass_of_a_strict_xfail_item_is_a_strict_xpass() {
-        let map = HashMap::from([(
-            ("test_shapes".to_string(), "test_xpass_loose".to_string()),
-            Some(true),
-        )]);
-        let cases = parse_junit(SHAPES, &map).unwrap();
-        assert_eq!(cases[1].outcome, SuiteOutcome::XpassedStrict);
-    }
-
-    #[test]
-    fn malformed_reports_are_errors() {
-        assert!(
-            parse_junit("<testsuites><testcase name=\"a\">", &HashMap::new())
-                .unwrap_err()
-                .contains("not closed")
-        );
-        assert!(parse_junit(
-            "<testsuites><testcase name=\"a\"></testsuite>",
-            &HashMap::new()
-        )
-        .is_err());
-    }
-
-    #[test]
-    fn module_classname_is_pytests_dotted_path() {
-        assert_eq!(
-            module_classname(
-                "Runner/certification-tests/historical_coding_runner_shared_blockers.py"
-            ),
-            "Runner.certification-tests.historical_coding_runner_shared_blockers"
-        );
-    }
-
-    #[test]
-    fn historical_check_sees_items_by_file_source_file_and_classname() {
-        let d = tempfile::tempdir().unwrap();
-        let rel = "R/t/historical_x.py";
-        std::fs::create_dir_all(d.path().join("R/t")).unwrap();
-        std::fs::write(d.path().join(rel), "").unwrap();
-        let h = HistoricalFiles::new(d.path(), &[rel.to_string()]);
-        let item = |path: String, source: Option<String>| CollectedItem {
-            nodeid: "R/t/test_a.py::test_x".into(),
-            path,
-            source_file: source,
-            classname: "R.t.test_a".into(),
-            name: "test_x".into(),
-            xfail: None,
-        };
-        let clean = Collection {
-            exit_code: 0,
-            pytest_version: "9".into(),
-            items: vec![item(
-                d.path().join("R/t/test_a.py").display().to_string(),
-                None,
-            )],
-            errors: vec![],
-        };
-        let check = h.check("tree", Some(&clean), Some(&vec![]));
-        assert_eq!(
-            check.result,
-            crate::evidence::CheckResult::Pass,
-            "{}",
-            check.detail
-        );
-
-        let imported = Collection {
-            items: vec![item(
-                d.path().join("R/t/test_a.py").display().to_string(),
-                Some(d.path().join(rel).display().to_string()),
-            )],
-            ..clean
-        };
-        let check = h.check("tree", Some(&imported), None);
-        assert_eq!(check.result, crate::evidence::CheckResult::Fail);
-        assert!(
-            check
-                .detail
-                .contains("R/t/test_a.py::test_x (collected item from R/t/historical_x.py)"),
-            "{}",
-            check.detail
-        );
-
-        let junit = vec![SuiteTestCase {
-            classname: "R.t.historical_x".into(),
-            name: "test_y".into(),
-            outcome: SuiteOutcome::Xfailed,
-            message: None,
-            text: None,
-            duration_ms: None,
-        }];
-        let check = h.check("extracted", None, Some(&junit));
-        assert_eq!(check.result, crate::evidence::CheckResult::Fail);
-        assert!(
-            check.detail.contains("R.t.historical_x::test_y"),
-            "{}",
-            check.detail
-        );
-
-        let check = h.check("extracted", None, None);
-        assert_eq!(check.result, crate::evidence::CheckResult::Fail);
-        assert!(check.detail.contains("not observed"), "{}", check.detail);
-    }
-
-    #[test]
-    fn source_root_must_hold_exactly_the_candidate_folders() {
-        let d = tempfile::tempdir().unwrap();
-        for f in ["a", "b"] {
-            std::fs::create_dir(d.path().join(f)).unwrap();
-        }
-        let folders = vec!["a".to_string(), "b".to_string()];
-        assert_eq!(
-            source_root_check(d.path(), &folders).result,
-            crate::evidence::CheckResult::Pass
-        );
-        std::fs::create_dir(d.path().join("c")).unwrap();
-        let check = source_root_check(d.path(), &folders[..1]);
-        assert_eq!(check.result, crate::evidence::CheckResult::Fail);
-        assert!(
-            check.detail.contains("unexpected [\"b\", \"c\"]"),
-            "{}",
-            check.detail
-        );
-    }
-
-    #[test]
-    fn copy_tree_copies_files_and_links_and_digests_see_changes() {
-        let src = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(src.path().join("a/b")).unwrap();
-        std::fs::write(src.path().join("a/b/f.py"), "x = 1\n").unwrap();
-        std::os::unix::fs::symlink("b/f.py", src.path().join("a/link")).unwrap();
-        let dst = tempfile::tempdir().unwrap();
-        let target = dst.path().join("copy");
-        copy_tree(src.path(), &target).unwrap();
-        let before = crate::hash::tree_digests(src.path()).unwrap();
-        assert_eq!(crate::hash::tree_digests(&target).unwrap(), before);
-        assert_eq!(before["a/link"], "-> b/f.py");
-        std::fs::write(target.join("a/b/f.py"), "x = 2\n").unwrap();
-        let check = unchanged_check(
-            "extracted",
-            &target,
-            &before,
-            &crate::hash::tree_digests(&target).unwrap(),
-        );
-        assert_eq!(check.result, crate::evidence::CheckResult::Fail);
-        assert!(
-            check.detail.contains("changed a/b/f.py"),
-            "{}",
-            check.detail
-        );
-    }
-
-    fn case(name: &str, outcome: SuiteOutcome, message: Option<&str>) -> SuiteTestCase {
-        SuiteTestCase {
-            classname: "R.t.test_a".into(),
-            name: name.into(),
-            outcome,
-            message: message.map(str::to_string),
-            text: None,
-            duration_ms: None,
-        }
-    }
-
-    #[test]
-    fn a_run_where_everything_is_skipped_fails_the_passing_check() {
-        let cases = vec![
-            case("test_x", SuiteOutcome::Skipped, Some("unconditional skip")),
-            case("test_y", SuiteOutcome::Skipped, Some("unconditional skip")),
-        ];
-        let c = passing_check("tree", &cases, &count(&cases));
-        assert_eq!(c.result, crate::evidence::CheckResult::Fail);
-        assert!(
-            c.detail
-                .contains("no test passed in the tree run: 2 test(s), 0 passed, 2 skipped"),
-            "{}",
-            c.detail
-        );
-        assert!(
-            c.detail
-                .contains("R.t.test_a::test_x (skipped: unconditional skip)"),
-            "{}",
-            c.detail
-        );
-        assert!(
-            c.detail.contains("pytestmark = pytest.mark.skip"),
-            "{}",
-            c.detail
-        );
-    }
-
-    #[test]
-    fn xfails_and_xpasses_alone_are_not_a_passing_run() {
-        let cases = vec![
-            case("test_x", SuiteOutcome::Xfailed, None),
-            case("test_y", SuiteOutcome::Xpassed, None),
-        ];
-        assert_eq!(
-            passing_check("extracted", &cases, &count(&cases)).result,
-            crate::evidence::CheckResult::Fail
-        );
-        assert_eq!(
-            passing_check("extracted", &[], &count(&[])).result,
-            crate::evidence::CheckResult::Fail
-        );
-        let one = vec![case("test_x", SuiteOutcome::Passed, None), cases[0].clone()];
-        assert_eq!(
-            passing_check("extracted", &one, &count(&one)).result,
-            crate::evidence::CheckResult::Pass
-        );
-    }
-
-    #[test]
-    fn fewer_passes_on_the_extraction_fail_naming_the_ids() {
-        let tree = vec![
-            case("test_x", SuiteOutcome::Passed, None),
-            case("test_y", SuiteOutcome::Passed, None),
-        ];
-        let extracted = vec![
-            case("test_x", SuiteOutcome::Passed, None),
-            case(
-                "test_y",
-                SuiteOutcome::Skipped,
-                Some("no pkg/ in the extraction"),
-            ),
-        ];
-        let c = same_outcomes_check(Some((&tree, &extracted)));
-        assert_eq!(c.result, crate::evidence::CheckResult::Fail);
-        assert!(
-            c.detail
-                .contains("fewer tests pass on DIR/extracted (1) than on the committed tree (2)"),
-            "{}",
-            c.detail
-        );
-        assert!(
-            c.detail.contains(
-                "R.t.test_a::test_y: tree passed, extracted skipped (no pkg/ in the extraction)"
-            ),
-            "{}",
-            c.detail
-        );
-        assert!(!c.detail.contains("test_x:"), "{}", c.detail);
-    }
-
-    #[test]
-    fn a_test_missing_from_one_run_or_changing_outcome_is_a_difference() {
-        let tree = vec![
-            case("test_x", SuiteOutcome::Xfailed, None),
-            case("test_y", SuiteOutcome::Passed, None),
-        ];
-        let extracted = vec![
-            case("test_x", SuiteOutcome::Failed, None),
-            case("test_z", SuiteOutcome::Passed, None),
-            case("test_y", SuiteOutcome::Passed, None),
-        ];
-        let d = outcome_differences(&tree, &extracted);
-        let ids: Vec<&str> = d.iter().map(|d| d.id.as_str()).collect();
-        assert_eq!(ids, ["R.t.test_a::test_x", "R.t.test_a::test_z"]);
-        assert_eq!(d[1].tree, []);
-        let c = same_outcomes_check(Some((&tree, &extracted)));
-        assert_eq!(c.result, crate::evidence::CheckResult::Fail);
-        assert!(
-            c.detail
-                .contains("R.t.test_a::test_z: tree not reported, extracted passed"),
-            "{}",
-            c.detail
-        );
-        assert!(
-            c.detail
-                .contains("R.t.test_a::test_x: tree xfailed, extracted failed"),
-            "{}",
-            c.detail
-        );
-        // Same ids, same outcomes, any order: agreement.
-        let mut shuffled = tree.clone();
-        shuffled.reverse();
-        assert_eq!(
-            same_outcomes_check(Some((&tree, &shuffled))).result,
-            crate::evidence::CheckResult::Pass
-        );
-        assert_eq!(
-            same_outcomes_check(None).result,
-            crate::evidence::CheckResult::Fail
-        );
-    }
 }

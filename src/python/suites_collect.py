@@ -11,17 +11,26 @@ stdout:  one JSON document:
     {"exit_code": int, "pytest_version": str,
      "items": [{"nodeid", "path", "source_file", "classname", "name",
                 "xfail": null | {"strict": bool, "reason": str} | {"error": str}}],
-     "errors": [{"nodeid", "longrepr"}]}
-pytest's own output goes to stderr.
+     "errors": [{"nodeid", "longrepr"}],
+     "system_exit": null | "<repr of the code a conftest or plugin passed to exit>"}
+    or, when the interpreter cannot import pytest at all:
+    {"pytest_missing": "<exception type>: <message>"}
+pytest's own output, and anything the collected modules write to stdout
+(file descriptor 1 included, so child processes too), goes to stderr.
 """
 
 import contextlib
 import inspect
 import json
+import os
 import re
 import sys
 
-import pytest
+try:
+    import pytest
+except ImportError as exc:  # the interpreter's fault, not the suites': say so
+    print(json.dumps({"pytest_missing": f"{type(exc).__name__}: {exc}"}))
+    sys.exit(0)
 
 
 def mangle(nodeid):
@@ -88,8 +97,22 @@ class Recorder:
 def main():
     args = json.loads(sys.argv[1])
     recorder = Recorder()
-    with contextlib.redirect_stdout(sys.stderr):
-        code = pytest.main([*args, "--collect-only", "-q"], plugins=[recorder])
+    system_exit = None
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            try:
+                code = pytest.main([*args, "--collect-only", "-q"], plugins=[recorder])
+            except SystemExit as exc:  # a conftest or plugin called exit: report what was collected
+                code = exc.code if isinstance(exc.code, int) else 1
+                system_exit = repr(exc.code)
+                print(f"suites_collect: pytest ended with SystemExit({exc.code!r})", file=sys.stderr)
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
     print(
         json.dumps(
             {
@@ -97,6 +120,7 @@ def main():
                 "pytest_version": pytest.__version__,
                 "items": recorder.items,
                 "errors": recorder.errors,
+                "system_exit": system_exit,
             }
         )
     )

@@ -1,9 +1,9 @@
 //! Choosing the isolation backend for `--isolation auto|process|bwrap`, with
 //! the bwrap preflight.
 
+use super::decide::BackendObs;
 use super::GATE;
 use crate::context::RunContext;
-use crate::evidence::Check;
 use crate::isolation::{bwrap, Backend, Confinement, IsolationChoice};
 use crate::process::{self, ChildSpec};
 use serde::{Deserialize, Serialize};
@@ -58,73 +58,31 @@ pub fn read_only_paths(python: &Path, p: &InterpreterPaths) -> Vec<PathBuf> {
     bwrap::minimal_cover(&v)
 }
 
-/// The selected backend (none when a requested one is unavailable) and the
-/// `backend` check recording the choice and the preflight.
+/// The selected backend (none when a requested one is unavailable) and what
+/// the choice rests on (the `backend` check's observation).
 pub fn select(
     ctx: &RunContext,
     choice: IsolationChoice,
     base: &Path,
     host: &InterpreterPaths,
     read_only: &[PathBuf],
-) -> (Option<Backend>, Check) {
-    let process_note =
-        "separate processes, each in its own process group, private HOME/TMPDIR/data \
-                        roots named by an allowlisted environment; no namespaces";
+) -> (Option<Backend>, BackendObs) {
+    let obs = |selected: &str, preflight: serde_json::Value, failure: Option<String>| BackendObs {
+        requested: choice.word().to_string(),
+        selected: selected.to_string(),
+        preflight,
+        failure,
+    };
     if choice == IsolationChoice::Process {
         return (
             Some(Backend::Process),
-            Check::pass(
-                "backend",
-                None,
-                format!("--isolation process: {process_note}"),
-            )
-            .with_observed(
-                json!({"requested": "process", "selected": "process", "preflight": null}),
-            ),
+            obs("process", serde_json::Value::Null, None),
         );
     }
-    let preflight = preflight(ctx, base, host, read_only);
-    let observed = |selected: &str, pf: serde_json::Value| json!({"requested": choice.word(), "selected": selected, "preflight": pf});
-    match (choice, preflight) {
-        (_, Ok((b, pf))) => {
-            let detail = format!(
-                "--isolation {}: bwrap preflight succeeded ({}); each worker runs in new pid, mount, IPC \
-                 and UTS namespaces with a cleared environment, read-only system/interpreter/SDK binds \
-                 and only its own root writable",
-                choice.word(),
-                b.version
-            );
-            (
-                Some(Backend::Bwrap(b)),
-                Check::pass("backend", None, detail).with_observed(observed("bwrap", pf)),
-            )
-        }
-        (IsolationChoice::Bwrap, Err((why, pf))) => (
-            None,
-            Check::fail(
-                "backend",
-                None,
-                format!(
-                    "--isolation bwrap was requested, but bubblewrap is unavailable: {why}; the gate \
-                     does not fall back to another backend. Install Debian's `bubblewrap` \
-                     (`apt-get install bubblewrap`; `.ci/run` does) or pass `--isolation process` \
-                     or `--isolation auto`"
-                ),
-            )
-            .with_observed(observed("none", pf)),
-        ),
-        (_, Err((why, pf))) => (
-            Some(Backend::Process),
-            Check::warn(
-                "backend",
-                None,
-                format!(
-                    "--isolation auto: the bwrap preflight failed ({why}), so the workers ran with the \
-                     process backend ({process_note}); install `bubblewrap` for namespace isolation"
-                ),
-            )
-            .with_observed(observed("process", pf)),
-        ),
+    match (choice, preflight(ctx, base, host, read_only)) {
+        (_, Ok((b, pf))) => (Some(Backend::Bwrap(b)), obs("bwrap", pf, None)),
+        (IsolationChoice::Bwrap, Err((why, pf))) => (None, obs("none", pf, Some(why))),
+        (_, Err((why, pf))) => (Some(Backend::Process), obs("process", pf, Some(why))),
     }
 }
 

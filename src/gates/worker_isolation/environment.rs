@@ -1,15 +1,16 @@
-//! The `environment-allowlist` check: no harness variable below a worker.
+//! Observing `environment-allowlist`: the environment of every process
+//! below each worker, by variable name, and which of the harness's own
+//! `NAME=value` entries reached it (values never leave the OS).
 
-use super::{first_names, role_of, Run, CANARY_NAME, MARKER_NAME};
-use crate::evidence::Check;
+use super::decide::{EnvRow, EnvironmentObs};
+use super::{role_of, Run, CANARY_NAME, MARKER_NAME};
 use crate::isolation::procfs;
-use serde_json::json;
 use std::collections::BTreeSet;
 
 impl Run<'_> {
-    /// `environment-allowlist`: reads `/proc/<pid>/environ` of every process below each worker
-    /// (and any other process carrying the run's marker).
-    pub(super) fn check_environment(&mut self) {
+    /// Reads `/proc/<pid>/environ` of every process below each worker (and
+    /// any other process carrying the run's marker).
+    pub(super) fn observe_environment(&mut self) {
         let procs = procfs::all();
         // The harness's own variables, as exec'd (`/proc/self/environ`), other
         // than those a worker is given on purpose (PATH, LANG, TZ, HOME, ...):
@@ -39,7 +40,7 @@ impl Run<'_> {
             names
         };
         let mut rows = Vec::new();
-        let mut problems = Vec::new();
+        let mut unreadable = Vec::new();
         let mut seen = BTreeSet::new();
         for (i, w) in self.workers.iter().enumerate() {
             let o = &self.observed[i];
@@ -49,42 +50,34 @@ impl Run<'_> {
                 let role = role_of(o, &p, self.backend.new_pid_namespace());
                 let Some(env) = procfs::environ(p.pid) else {
                     if procfs::still_running(&p) {
-                        problems.push(format!(
-                            "worker {}: cannot read /proc/{}/environ of its {role}",
-                            w.name, p.pid
-                        ));
+                        unreadable.push(EnvRow {
+                            worker: Some(w.name.to_string()),
+                            pid: p.pid,
+                            role: role.to_string(),
+                            names: Vec::new(),
+                            leaked_from_harness: Vec::new(),
+                            unexpected: Vec::new(),
+                        });
                     }
                     continue;
                 };
                 let keys = procfs::env_keys(&env);
-                let leaked = leaks_in(&env);
-                if !leaked.is_empty() {
-                    problems.push(format!(
-                        "worker {}: {} of the harness's variables ({}) reached its {role} (pid {})",
-                        w.name,
-                        leaked.len(),
-                        first_names(&leaked),
-                        p.pid
-                    ));
-                }
-                let unexpected: Vec<&String> = if role == "worker" {
-                    keys.iter().filter(|k| !allowed.contains(*k)).collect()
+                let unexpected: Vec<String> = if role == "worker" {
+                    keys.iter()
+                        .filter(|k| !allowed.contains(*k))
+                        .cloned()
+                        .collect()
                 } else {
                     Vec::new()
                 };
-                if !unexpected.is_empty() {
-                    problems.push(format!(
-                        "worker {}: unexpected variables {unexpected:?} in the worker's environment",
-                        w.name
-                    ));
-                }
-                rows.push(json!({
-                    "worker": w.name,
-                    "pid": p.pid,
-                    "role": role,
-                    "names": keys,
-                    "leaked_from_harness": leaked,
-                }));
+                rows.push(EnvRow {
+                    worker: Some(w.name.to_string()),
+                    pid: p.pid,
+                    role: role.to_string(),
+                    leaked_from_harness: leaks_in(&env),
+                    names: keys,
+                    unexpected,
+                });
             }
         }
         // Anything else carrying the run's marker (an escaped process) is read too.
@@ -97,56 +90,23 @@ impl Run<'_> {
                 continue;
             };
             if env.iter().any(|e| e.as_slice() == marker.as_bytes()) {
-                let leaked = leaks_in(&env);
-                if !leaked.is_empty() {
-                    problems.push(format!(
-                        "process {} carrying the run's marker holds {} of the harness's variables ({})",
-                        p.pid,
-                        leaked.len(),
-                        first_names(&leaked)
-                    ));
-                }
-                rows.push(json!({
-                    "worker": null,
-                    "pid": p.pid,
-                    "role": "marked, outside the worker trees",
-                    "names": procfs::env_keys(&env),
-                    "leaked_from_harness": leaked,
-                }));
+                rows.push(EnvRow {
+                    worker: None,
+                    pid: p.pid,
+                    role: "marked, outside the worker trees".into(),
+                    leaked_from_harness: leaks_in(&env),
+                    names: procfs::env_keys(&env),
+                    unexpected: Vec::new(),
+                });
             }
         }
-        let allow: Vec<String> = self.worker_env_keys(0).into_iter().collect();
-        self.checks.push(
-            if problems.is_empty() {
-                Check::pass(
-                    "environment-allowlist",
-                    None,
-                    format!(
-                        "neither the harness canary {CANARY_NAME} nor any other variable of the harness's own \
-                         environment (other than the allowlisted names) is in any of the {} processes of the two workers' \
-                         trees (workers, job children, grandchildren); each worker's environment holds only \
-                         allowlisted variables",
-                        rows.len()
-                    ),
-                )
-            } else {
-                Check::fail(
-                    "environment-allowlist",
-                    None,
-                    format!(
-                        "{}; a worker and everything it starts must get only the allowlisted environment, \
-                         never the harness's: fix what copied it",
-                        problems.join("; ")
-                    ),
-                )
-            }
-            .with_observed(json!({
-                "canary_variable": CANARY_NAME,
-                "harness_variables_watched": harness.len(),
-                "allowlist": allow,
-                "processes": rows,
-            })),
-        );
+        self.obs.environment = Some(EnvironmentObs {
+            canary_variable: CANARY_NAME.into(),
+            harness_variables_watched: harness.len(),
+            allowlist: self.worker_env_keys(0).into_iter().collect(),
+            processes: rows,
+            unreadable,
+        });
     }
 
     /// Variable names a worker may have: those the harness gave it, plus PWD

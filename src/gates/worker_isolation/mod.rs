@@ -36,6 +36,7 @@
 
 mod backend;
 mod cancellation;
+mod decide;
 mod environment;
 mod hostile;
 mod listeners;
@@ -43,6 +44,9 @@ mod roots;
 mod teardown;
 mod token_probe;
 mod worker;
+
+#[cfg(test)]
+mod tests;
 
 pub use hostile::VARIANT_VAR;
 
@@ -52,11 +56,15 @@ use crate::isolation::procfs::{self, ProcInfo};
 use crate::isolation::{Backend, Confinement};
 use crate::process::{self, LongSpec};
 use backend::InterpreterPaths;
-use serde_json::{json, Value};
+use decide::{
+    BackendObs, CancelObs, EnvironmentObs, HubObs, IndependenceObs, ProcRow, ProcessesObs,
+    RootsObs, RoutingObs, TeardownObs, TokenProbe, VisibilityObs,
+};
+use serde::Serialize;
+use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use token_probe::HelloOutcome;
 use worker::{wait_for, WorkerProc};
 
 /// The gate id.
@@ -137,15 +145,108 @@ impl super::Gate for WorkerIsolation {
             &ctx.log_stem(GATE, "worker-paths"),
         )?;
         let read_only = backend::read_only_paths(&ctx.python, &host);
-        let (selected, check) = backend::select(ctx, ctx.isolation, &base, &host, &read_only);
-        checks.push(check);
+        let (selected, backend_obs) = backend::select(ctx, ctx.isolation, &base, &host, &read_only);
         let Some(backend) = selected else {
+            checks.extend(decide(&Observation::backend_only(backend_obs)));
             return Ok(checks);
         };
         let run = Run::new(ctx, backend, variant, base, read_only, sdk.package_dir)?;
-        checks.extend(run.execute());
+        let obs = run.execute(backend_obs);
+        checks.extend(decide(&obs));
         Ok(checks)
     }
+}
+
+/// Everything the gate observed, check by check; `None`: not reached (the
+/// exercise stopped before it, see `protocol_error`).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Observation {
+    /// The backend choice and its preflight.
+    pub backend: BackendObs,
+    /// The OS's view of both workers.
+    pub processes: Option<ProcessesObs>,
+    /// The hub each worker imported.
+    pub hub: Option<HubObs>,
+    /// The harness's `daemon.hello` probes.
+    pub tokens: Option<Vec<TokenProbe>>,
+    /// Environments below the workers.
+    pub environment: Option<EnvironmentObs>,
+    /// A's job around its cancellation.
+    pub cancel: Option<CancelObs>,
+    /// Both jobs around A's cancellation.
+    pub independence: Option<IndependenceObs>,
+    /// Which events reached which worker.
+    pub routing: Option<RoutingObs>,
+    /// Each worker's peek at the other's root.
+    pub visibility: Option<VisibilityObs>,
+    /// Why the exercise stopped early, if it did.
+    pub protocol_error: Option<String>,
+    /// DIR/logs/worker-isolation.
+    pub logs: String,
+    /// The workers' stop and the survey.
+    pub teardown: Option<TeardownObs>,
+    /// The evidence directory before and after.
+    pub roots: Option<RootsObs>,
+}
+
+impl Observation {
+    /// Only the backend choice: no backend was available, nothing ran.
+    fn backend_only(backend: BackendObs) -> Self {
+        Self {
+            backend,
+            processes: None,
+            hub: None,
+            tokens: None,
+            environment: None,
+            cancel: None,
+            independence: None,
+            routing: None,
+            visibility: None,
+            protocol_error: None,
+            logs: String::new(),
+            teardown: None,
+            roots: None,
+        }
+    }
+}
+
+/// The gate's checks from `obs`, in the order of the exercise.
+pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
+    let mut checks = vec![decide::backend(&obs.backend)];
+    if let Some(o) = &obs.processes {
+        checks.push(decide::separate_processes(o));
+    }
+    if let Some(o) = &obs.hub {
+        checks.push(decide::sdk_daemon_hub(o));
+    }
+    if let Some(o) = &obs.tokens {
+        checks.extend(decide::tokens(o));
+    }
+    if let Some(o) = &obs.environment {
+        checks.push(decide::environment(o));
+    }
+    if let Some(o) = &obs.cancel {
+        checks.push(decide::cancel_quiescence(o));
+    }
+    if let Some(o) = &obs.independence {
+        checks.push(decide::independent_cancellation(o));
+    }
+    if let Some(o) = &obs.routing {
+        checks.push(decide::routing(o));
+    }
+    if let Some(o) = &obs.visibility {
+        checks.push(decide::root_visibility(o));
+    }
+    if let Some(e) = &obs.protocol_error {
+        checks.push(decide::protocol(e, &obs.logs));
+    }
+    if let Some(o) = &obs.teardown {
+        checks.push(decide::teardown(o));
+    }
+    if let Some(o) = &obs.roots {
+        checks.push(decide::private_roots(o, obs.protocol_error.is_some()));
+    }
+    checks
 }
 
 /// One worker's private settings.
@@ -183,7 +284,7 @@ struct Run<'a> {
     workers: Vec<WorkerProc>,
     observed: Vec<Observed>,
     job_pgids: BTreeSet<i32>,
-    checks: Vec<Check>,
+    obs: Observation,
 }
 
 impl<'a> Run<'a> {
@@ -232,32 +333,37 @@ impl<'a> Run<'a> {
             workers: Vec::new(),
             observed: vec![Observed::default(), Observed::default()],
             job_pgids: BTreeSet::new(),
-            checks: Vec::new(),
+            obs: Observation::backend_only(BackendObs {
+                requested: String::new(),
+                selected: String::new(),
+                preflight: serde_json::Value::Null,
+                failure: None,
+            }),
         })
     }
 
-    fn execute(mut self) -> Vec<Check> {
+    fn execute(mut self, backend: BackendObs) -> Observation {
+        self.obs.backend = backend;
+        self.obs.logs = self
+            .ctx
+            .evidence_dir
+            .join("logs")
+            .join(GATE)
+            .display()
+            .to_string();
         let skip = vec![PathBuf::from("logs").join(GATE)];
         let before = roots::snapshot(&self.ctx.evidence_dir, &skip);
         // The canary lives in the harness's environment for the workers' whole
         // life: a leak anywhere below would carry it.
         std::env::set_var(CANARY_NAME, &self.canary);
         if let Err(e) = self.exercise() {
-            self.checks.push(Check::fail(
-                "worker-protocol",
-                None,
-                format!(
-                    "the workers did not complete the exercise: {e}; see {} for their output, and fix \
-                     the worker or its environment",
-                    self.ctx.evidence_dir.join("logs").join(GATE).display()
-                ),
-            ));
+            self.obs.protocol_error = Some(e);
         }
         self.teardown();
         std::env::remove_var(CANARY_NAME);
         let after = roots::snapshot(&self.ctx.evidence_dir, &skip);
-        self.check_private_roots(&before, &after);
-        self.checks
+        self.observe_private_roots(&before, &after);
+        self.obs
     }
 
     fn exercise(&mut self) -> Result<(), String> {
@@ -276,14 +382,14 @@ impl<'a> Run<'a> {
                 .map_err(|e| format!("cannot remove {}: {e}", token_file.display()))?;
         }
         self.resolve_workers()?;
-        self.check_processes();
-        self.check_tokens();
+        self.observe_processes();
+        self.observe_tokens();
         self.start_jobs()?;
         self.resolve_jobs()?;
-        self.check_environment();
+        self.observe_environment();
         self.cancel_and_finish()?;
-        self.check_routing();
-        self.check_root_visibility()?;
+        self.observe_routing();
+        self.observe_root_visibility()?;
         Ok(())
     }
 
@@ -409,10 +515,6 @@ impl<'a> Run<'a> {
         }
         Ok(())
     }
-
-    // ----- checks --------------------------------------------------------
-
-    // ----- teardown --------------------------------------------------------
 }
 
 /// The process below `root` whose pid in its own namespace is `inner`, at
@@ -450,34 +552,17 @@ fn group_answers_signal_0(pgid: i32) -> bool {
         .is_some_and(|p| rustix::process::test_kill_process_group(p).is_ok())
 }
 
-fn proc_json(p: &ProcInfo) -> Value {
-    json!({
-        "host_pid": p.pid,
-        "pid_in_namespace": p.inner_pid(),
-        "pgid": p.pgid,
-        "sid": p.sid,
-        "still_running": procfs::still_running(p),
-        "state_now": procfs::read(p.pid).filter(|n| n.start_time == p.start_time).map(|n| n.state.to_string()),
-    })
-}
-
-fn describe_outcome(o: &HelloOutcome) -> String {
-    match o {
-        HelloOutcome::Accepted { reply } => format!("accepted ({reply})"),
-        HelloOutcome::Refused { close_code, reason } => {
-            format!("closed with code {close_code} ({reason})")
-        }
-        HelloOutcome::Error { error } => format!("error: {error}"),
+fn proc_row(p: &ProcInfo) -> ProcRow {
+    ProcRow {
+        host_pid: p.pid,
+        pid_in_namespace: p.inner_pid(),
+        pgid: p.pgid,
+        sid: p.sid,
+        still_running: procfs::still_running(p),
+        state_now: procfs::read(p.pid)
+            .filter(|n| n.start_time == p.start_time)
+            .map(|n| n.state.to_string()),
     }
-}
-
-/// Up to five names, then "and N more".
-fn first_names(names: &[String]) -> String {
-    let mut s = names.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
-    if names.len() > 5 {
-        s.push_str(&format!(" and {} more", names.len() - 5));
-    }
-    s
 }
 
 fn canonical(p: &Path) -> PathBuf {

@@ -1,9 +1,10 @@
-//! Stopping the workers, the end-of-run survey, and the private-roots
-//! comparison of the evidence directory before and after.
+//! Observing `teardown` (stopping the workers, then the end-of-run survey)
+//! and `private-roots` (the evidence directory before and after). The
+//! decisions are in [`super::decide`].
 
+use super::decide::{RootRow, RootsObs, SurveyObs, SurvivorRow, TeardownObs, WorkerStop};
 use super::roots;
 use super::{Run, GATE, MARKER_NAME, NAMES, STOP_TIMEOUT};
-use crate::evidence::Check;
 use crate::isolation::survey;
 use crate::process;
 use serde_json::json;
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 const SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Run<'_> {
-    /// `teardown`: `stop` to both workers, their process groups stopped, then the survey.
+    /// `stop` to both workers, their process groups stopped, then the survey.
     pub(super) fn teardown(&mut self) {
         for w in self.workers.iter_mut() {
             let _ = w.send(&json!({"cmd": "stop"}));
@@ -31,32 +32,18 @@ impl Run<'_> {
             std::thread::sleep(Duration::from_millis(10));
         }
         let mut stops = Vec::new();
-        let mut problems = Vec::new();
         for w in self.workers.iter_mut() {
             let left = deadline.saturating_duration_since(Instant::now());
             let exited = w.child.wait_timeout(left);
             let report = w.child.stop();
-            if !w.stopped || exited.is_none() || report.needed_kill {
-                problems.push(format!(
-                    "worker {} {}",
-                    w.name,
-                    if report.needed_kill {
-                        "did not exit after `stop` and ignored TERM: it needed KILL".to_string()
-                    } else if exited.is_none() {
-                        "did not exit after `stop`; TERM stopped it".to_string()
-                    } else {
-                        "exited without answering `stopped`".to_string()
-                    }
-                ));
-            }
-            stops.push(json!({
-                "worker": w.name,
-                "answered_stopped": w.stopped,
-                "exited_after_stop": exited.is_some(),
-                "term_sent": report.term_sent,
-                "kill_needed": report.needed_kill,
-                "status": report.describe(),
-            }));
+            stops.push(WorkerStop {
+                worker: w.name.to_string(),
+                answered_stopped: w.stopped,
+                exited_after_stop: exited.is_some(),
+                term_sent: report.term_sent,
+                kill_needed: report.needed_kill,
+                status: report.describe(),
+            });
         }
         let mut pgids: BTreeSet<i32> = self.job_pgids.clone();
         for (i, w) in self.workers.iter().enumerate() {
@@ -84,74 +71,35 @@ impl Run<'_> {
         }
         let stopped = survey::stop_all(&survivors, process::GRACE);
         let after = survey::survey(&rules);
-        if !survivors.is_empty() {
-            let list: Vec<String> = survivors
-                .iter()
-                .map(|s| {
-                    let how = stopped
-                        .iter()
-                        .find(|x| x.pid == s.pid)
-                        .map_or("?", |x| x.stopped_by.as_str());
-                    format!(
-                        "pid {} (pgid {}, sid {}; matched by {}; stopped by {how})",
-                        s.pid,
-                        s.pgid,
-                        s.sid,
-                        s.matched_by.join("+")
-                    )
-                })
-                .collect();
-            problems.push(format!(
-                "RESIDUE: {} process(es) tied to the run survived the workers' stop: {}",
-                survivors.len(),
-                list.join(", ")
-            ));
-        }
-        if !after.is_empty() {
-            problems.push(format!(
-                "RESIDUE: pids {:?} still run after TERM, grace and KILL",
-                after.iter().map(|s| s.pid).collect::<Vec<_>>()
-            ));
-        }
-        let observed = json!({
-            "verdict": if survivors.is_empty() { "CLEAN" } else { "RESIDUE" },
-            "workers": stops,
-            "survey": {
-                "by": ["process group", "environment marker", "working directory under the run's roots"],
-                "process_groups": rules.pgids,
-                "marker": format!("{MARKER_NAME}={}", self.marker),
-                "roots": self.base.display().to_string(),
-                "found": survivors,
-                "stopped": stopped,
-                "remaining_after_kill": after,
+        self.obs.teardown = Some(TeardownObs {
+            verdict: if survivors.is_empty() {
+                "CLEAN"
+            } else {
+                "RESIDUE"
+            }
+            .into(),
+            workers: stops,
+            survey: SurveyObs {
+                by: [
+                    "process group",
+                    "environment marker",
+                    "working directory under the run's roots",
+                ]
+                .map(String::from)
+                .to_vec(),
+                process_groups: rules.pgids.iter().copied().collect(),
+                marker: format!("{MARKER_NAME}={}", self.marker),
+                roots: self.base.display().to_string(),
+                found: survivors.iter().map(SurvivorRow::from).collect(),
+                stopped,
+                remaining_after_kill: after.iter().map(SurvivorRow::from).collect(),
             },
         });
-        self.checks.push(
-            if problems.is_empty() {
-                Check::pass(
-                    "teardown",
-                    None,
-                    "after `stop` both workers exited on their own, and a survey of /proc by process group, \
-                     environment marker and working directory found no process tied to the run",
-                )
-            } else {
-                Check::fail(
-                    "teardown",
-                    None,
-                    format!(
-                        "{}; every process a worker starts must end with it: keep children in the job's process \
-                         group and stop the group",
-                        problems.join("; ")
-                    ),
-                )
-            }
-            .with_observed(observed),
-        );
     }
 
-    /// `private-roots`: the evidence directory before and after, and whose tag each new file
+    /// The evidence directory before and after, and whose tag each new file
     /// carries.
-    pub(super) fn check_private_roots(
+    pub(super) fn observe_private_roots(
         &mut self,
         before: &roots::Snapshot,
         after: &roots::Snapshot,
@@ -166,18 +114,6 @@ impl Run<'_> {
                 Some(n) => per.entry(n).or_default().push(c.path.clone()),
                 None => outside.push(c.clone()),
             }
-        }
-        let mut problems = Vec::new();
-        if !outside.is_empty() {
-            problems.push(format!(
-                "changes outside the workers' roots: {}",
-                outside
-                    .iter()
-                    .take(10)
-                    .map(|c| format!("{} {}", c.change, c.path))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
         }
         let mut rows = Vec::new();
         for (i, spec) in self.specs.iter().enumerate() {
@@ -210,58 +146,21 @@ impl Run<'_> {
                 .iter()
                 .filter(|r| r.contains("/jobs/") && r.contains("child-"))
                 .count();
-            if !foreign.is_empty() {
-                problems.push(format!(
-                    "worker {}'s root holds files written by worker {}: {foreign:?}",
-                    spec.name, other.name
-                ));
-            }
-            if !missing.is_empty() {
-                problems.push(format!(
-                    "worker {} did not write its tag where its HOME, TMPDIR and data root point: missing {missing:?}",
-                    spec.name
-                ));
-            }
-            if child_files == 0 {
-                problems.push(format!(
-                    "worker {}'s job child wrote nothing under its data root",
-                    spec.name
-                ));
-            }
-            rows.push(json!({
-                "worker": spec.name,
-                "root": spec.root.display().to_string(),
-                "changed_entries": added.len(),
-                "own_tagged_files": own_tagged,
-                "job_child_files": child_files,
-                "foreign_files": foreign,
-                "missing_tags": missing,
-                "entries": added.iter().take(50).collect::<Vec<_>>(),
-            }));
+            rows.push(RootRow {
+                worker: spec.name.to_string(),
+                root: spec.root.display().to_string(),
+                changed_entries: added.len(),
+                own_tagged_files: own_tagged,
+                job_child_files: child_files,
+                foreign_files: foreign,
+                missing_tags: missing,
+                entries: added.iter().take(50).cloned().collect(),
+            });
         }
-        self.checks.push(
-            if problems.is_empty() {
-                Check::pass(
-                    "private-roots",
-                    None,
-                    "each worker (and its job) wrote only under its own root: the evidence directory changed \
-                     nowhere else, and neither root holds a file tagged by the other worker",
-                )
-            } else {
-                Check::fail(
-                    "private-roots",
-                    None,
-                    format!(
-                        "{}; workers must write only under their own HOME, TMPDIR and data roots",
-                        problems.join("; ")
-                    ),
-                )
-            }
-            .with_observed(json!({
-                "snapshot": "DIR before and after the workers ran (kind, size, mtime, mode), DIR/logs/worker-isolation excluded",
-                "outside_roots": outside,
-                "workers": rows,
-            })),
-        );
+        self.obs.roots = Some(RootsObs {
+            snapshot: "DIR before and after the workers ran (kind, size, mtime, mode), DIR/logs/worker-isolation excluded".into(),
+            outside_roots: outside,
+            workers: rows,
+        });
     }
 }

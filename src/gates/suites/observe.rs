@@ -1,0 +1,457 @@
+//! What the `suites` gate observes: the profile's paths in the committed
+//! tree, then the two pytest runs (`tree` and `extracted`), at the same time,
+//! each in its own private copy of the tree with its own HOME/TMP, logs and
+//! JUnit report, and DIR/extracted's digests before and after both.
+//!
+//! Nothing here judges: every fact goes into an [`Observation`] that
+//! [`super::decide`] turns into checks.
+
+use super::junit::parse_junit;
+use super::{
+    xfail_map, CollectAnswer, Collection, CollectionObs, ExtractionObservation, Observation,
+    ProbeRun, PytestObs, RunObservation,
+};
+use crate::context::RunContext;
+use crate::evidence::SuiteTestCase;
+use crate::process::{self, ChildSpec, RunError};
+use crate::profile::SuitesOptions;
+use crate::python;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// One of the two runs.
+struct RunPlan {
+    name: &'static str,
+    /// Absolute value of the source-root variable, if set.
+    source_root: Option<PathBuf>,
+}
+
+/// Observes the suites of `opts` against the staged tree `staged`.
+///
+/// # Errors
+/// A sentence when the gate's own machinery fails (a private root cannot be
+/// written, DIR/extracted cannot be digested, the run was interrupted).
+pub(super) fn observe(
+    ctx: &RunContext,
+    opts: &SuitesOptions,
+    staged: &Path,
+) -> Result<Observation, String> {
+    let missing_paths: Vec<String> = opts
+        .paths
+        .iter()
+        .filter(|p| !staged.join(p).exists())
+        .cloned()
+        .collect();
+    let missing_historical: Vec<String> = opts
+        .historical
+        .iter()
+        .filter(|p| !staged.join(p).is_file())
+        .cloned()
+        .collect();
+    let config_present = opts.config.as_ref().map(|c| staged.join(c).is_file());
+    let mut obs = Observation {
+        commit: ctx.source.commit.clone(),
+        missing_paths,
+        missing_historical,
+        config_present,
+        runs: Vec::new(),
+        extraction: None,
+    };
+    if config_present == Some(false) || !obs.missing_paths.is_empty() {
+        return Ok(obs);
+    }
+
+    let private_config = ctx
+        .evidence_dir
+        .join("roots")
+        .join("suites")
+        .join("pytest.ini");
+    if opts.config.is_none() {
+        std::fs::create_dir_all(private_config.parent().unwrap_or(&ctx.evidence_dir))
+            .and_then(|()| {
+                std::fs::write(
+                    &private_config,
+                    "# Written by verify-coding-candidates: the profile names no pytest configuration.\n[pytest]\n",
+                )
+            })
+            .map_err(|e| format!("cannot write {}: {e}", private_config.display()))?;
+    }
+
+    // `suites` has scope `whole`: the pipeline never runs it in a
+    // `--partition` run, so DIR/extracted holds every candidate here.
+    let root = ctx.extracted_root();
+    let tree_plan = RunPlan {
+        name: "tree",
+        source_root: None,
+    };
+    let extracted_plan = RunPlan {
+        name: "extracted",
+        source_root: Some(root.clone()),
+    };
+    let (entries, dirs) = list_root(&root);
+    // The digests bracket both runs: they run at the same time, and a write
+    // to DIR/extracted by either is a change the extraction run cannot rule
+    // out.
+    let before = crate::hash::tree_digests(&root)?;
+    let (tree, extracted) = std::thread::scope(|s| {
+        let tree = s.spawn(|| observe_run(ctx, opts, staged, &private_config, &tree_plan));
+        let extracted = observe_run(ctx, opts, staged, &private_config, &extracted_plan);
+        let tree = tree
+            .join()
+            .unwrap_or_else(|_| Err("the tree run's thread panicked".to_string()));
+        (tree, extracted)
+    });
+    let after = crate::hash::tree_digests(&root)?;
+    obs.runs = vec![tree?, extracted?];
+    obs.extraction = Some(ExtractionObservation {
+        root: root.display().to_string(),
+        candidates: ctx
+            .profile
+            .profile
+            .candidates
+            .iter()
+            .map(|c| c.folder().to_string())
+            .collect(),
+        entries,
+        dirs,
+        before,
+        after,
+    });
+    Ok(obs)
+}
+
+/// The names of `root`'s entries (or why they cannot be read), and those of
+/// them that are directories.
+fn list_root(root: &Path) -> (Result<Vec<String>, String>, Vec<String>) {
+    match std::fs::read_dir(root) {
+        Ok(read) => {
+            let mut entries = Vec::new();
+            let mut dirs = Vec::new();
+            for e in read.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if root.join(&name).is_dir() {
+                    dirs.push(name.clone());
+                }
+                entries.push(name);
+            }
+            entries.sort();
+            dirs.sort();
+            (Ok(entries), dirs)
+        }
+        Err(e) => (Err(e.to_string()), Vec::new()),
+    }
+}
+
+/// Copies the staged tree, collects and runs pytest once.
+fn observe_run(
+    ctx: &RunContext,
+    opts: &SuitesOptions,
+    staged: &Path,
+    private_config: &Path,
+    plan: &RunPlan,
+) -> Result<RunObservation, String> {
+    let name = plan.name;
+    let base = ctx.evidence_dir.join("roots").join("suites").join(name);
+    let tree = base.join("source");
+    copy_tree(staged, &tree)?;
+    let (home, tmp) = ctx
+        .private_roots("suites", name)
+        .map_err(|e| format!("cannot create private roots under {}: {e}", base.display()))?;
+    let mut env = ctx.child_env(&home, &tmp);
+    if let Some(root) = &plan.source_root {
+        env.insert(opts.source_root_env.clone(), root.display().to_string());
+    }
+    let mut common: Vec<String> = opts.paths.clone();
+    common.extend(["-p", "no:cacheprovider", "--rootdir"].map(String::from));
+    common.push(tree.display().to_string());
+    common.push("-c".into());
+    match &opts.config {
+        Some(config) => common.push(tree.join(config).display().to_string()),
+        None => {
+            common.push(private_config.display().to_string());
+            common.push("--confcutdir".into());
+            common.push(tree.display().to_string());
+        }
+    }
+    let timeout = Duration::from_secs(opts.timeout_secs);
+    let rel = |p: &Path| {
+        p.strip_prefix(&ctx.evidence_dir)
+            .map(|r| r.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| p.display().to_string())
+    };
+
+    let mut collection = collect(
+        ctx,
+        &common,
+        &tree,
+        env.clone(),
+        &ctx.log_stem("suites", &format!("{name}-collect")),
+        timeout,
+    )?;
+    if let CollectAnswer::Collected(c) = &mut collection.answer {
+        mark_historical(c, &tree, &opts.historical);
+    }
+
+    let junit_abs = ctx
+        .evidence_dir
+        .join("logs")
+        .join("suites")
+        .join(format!("{name}.xml"));
+    let junit_rel = format!("logs/suites/{name}.xml");
+    let mut args: Vec<String> = ["-I", "-B", "-m", "pytest"].map(String::from).to_vec();
+    args.extend(common.iter().cloned());
+    args.push(format!("--junitxml={}", junit_abs.display()));
+    args.push("-q".into());
+    let spec = ChildSpec {
+        program: ctx.python.clone(),
+        args,
+        cwd: tree.clone(),
+        env,
+        timeout,
+        log_stem: ctx.log_stem("suites", name),
+        stdin: None,
+    };
+    let pytest = match process::run(&spec) {
+        Ok(out) => PytestObs::Ran {
+            exit_code: if out.timed_out {
+                None
+            } else {
+                out.status.code()
+            },
+            status: out.describe(),
+            timed_out: out.timed_out,
+            stragglers_killed: out.stragglers_killed,
+            log: out.logs.0.display().to_string(),
+        },
+        Err(e @ RunError::Interrupted { .. }) => return Err(e.to_string()),
+        Err(e) => PytestObs::NotRun {
+            error: e.to_string(),
+        },
+    };
+    let xfails = match &collection.answer {
+        CollectAnswer::Collected(c) => xfail_map(c),
+        _ => Default::default(),
+    };
+    let junit_written = junit_abs.is_file();
+    let report: Result<Vec<SuiteTestCase>, String> = if junit_written {
+        std::fs::read_to_string(&junit_abs)
+            .map_err(|e| format!("{junit_rel}: cannot read: {e}"))
+            .and_then(|text| parse_junit(&text, &xfails))
+    } else {
+        Err(format!("pytest wrote no JUnit report ({junit_rel})"))
+    };
+    Ok(RunObservation {
+        name: name.to_string(),
+        cwd: rel(&tree),
+        source_root: plan.source_root.as_deref().map(rel),
+        python: ctx.python.display().to_string(),
+        timeout_secs: opts.timeout_secs,
+        collection,
+        pytest,
+        junit_rel,
+        junit_written,
+        report,
+    })
+}
+
+/// Runs `suites_collect.py` with the run's pytest arguments.
+///
+/// # Errors
+/// Only when the run was interrupted; every other failure is observed.
+fn collect(
+    ctx: &RunContext,
+    common: &[String],
+    cwd: &Path,
+    env: std::collections::BTreeMap<String, String>,
+    log_stem: &Path,
+    timeout: Duration,
+) -> Result<CollectionObs, String> {
+    let spec = ChildSpec {
+        program: ctx.python.clone(),
+        args: vec![
+            "-I".into(),
+            "-B".into(),
+            "-c".into(),
+            python::SUITES_COLLECT_PROBE.into(),
+            serde_json::to_string(common).expect("strings serialise"),
+        ],
+        cwd: cwd.to_path_buf(),
+        env,
+        timeout,
+        log_stem: log_stem.to_path_buf(),
+        stdin: None,
+    };
+    let out = match process::run(&spec) {
+        Ok(out) => out,
+        Err(e @ RunError::Interrupted { .. }) => return Err(e.to_string()),
+        Err(e) => {
+            return Ok(CollectionObs {
+                probe: ProbeRun {
+                    status: "not started".into(),
+                    exit_code: None,
+                    timed_out: false,
+                    tail: String::new(),
+                    log: log_stem.display().to_string(),
+                },
+                answer: CollectAnswer::NoReport {
+                    error: e.to_string(),
+                },
+            })
+        }
+    };
+    let probe = ProbeRun {
+        status: out.describe(),
+        exit_code: if out.timed_out {
+            None
+        } else {
+            out.status.code()
+        },
+        timed_out: out.timed_out,
+        tail: out.tail(8),
+        log: out.logs.1.display().to_string(),
+    };
+    let answer = match serde_json::from_slice::<serde_json::Value>(&out.stdout) {
+        Ok(v) if v.get("pytest_missing").is_some() => CollectAnswer::PytestMissing {
+            error: v["pytest_missing"].as_str().unwrap_or_default().to_string(),
+        },
+        Ok(v) => match serde_json::from_value::<Collection>(v) {
+            Ok(c) => CollectAnswer::Collected(c),
+            Err(e) => CollectAnswer::NoReport {
+                error: format!("its report has an unexpected shape: {e}"),
+            },
+        },
+        Err(e) => CollectAnswer::NoReport {
+            error: format!("its stdout is not one JSON document: {e}"),
+        },
+    };
+    Ok(CollectionObs { probe, answer })
+}
+
+/// Marks each collected item whose file or source file is one of the
+/// `historical` files (by path or canonical path, in the run's copy `tree`).
+fn mark_historical(c: &mut Collection, tree: &Path, historical: &[String]) {
+    let files: Vec<(&String, PathBuf, Option<PathBuf>)> = historical
+        .iter()
+        .map(|rel| {
+            let abs = tree.join(rel);
+            let canonical = abs.canonicalize().ok();
+            (rel, abs, canonical)
+        })
+        .collect();
+    let matches = |path: &str| -> Option<String> {
+        let p = Path::new(path);
+        let canonical = p.canonicalize().ok();
+        files
+            .iter()
+            .find(|(_, abs, canon)| {
+                p == abs || (canonical.is_some() && canonical.as_ref() == canon.as_ref())
+            })
+            .map(|(rel, ..)| (*rel).clone())
+    };
+    for item in &mut c.items {
+        item.historical =
+            matches(&item.path).or_else(|| item.source_file.as_deref().and_then(&matches));
+    }
+}
+
+/// Copies `src` into `dst` (created): directories, regular files (with their
+/// permissions) and symlinks as symlinks with the same target.
+///
+/// # Errors
+/// A sentence naming the entry that could not be copied.
+pub(super) fn copy_tree(src: &Path, dst: &Path) -> Result<(), String> {
+    for entry in walkdir::WalkDir::new(src).sort_by_file_name() {
+        let entry = entry.map_err(|e| format!("cannot walk {}: {e}", src.display()))?;
+        let rel = entry.path().strip_prefix(src).map_err(|e| e.to_string())?;
+        let target = dst.join(rel);
+        let kind = entry.file_type();
+        let result = if kind.is_dir() {
+            std::fs::create_dir_all(&target)
+        } else if kind.is_symlink() {
+            std::fs::read_link(entry.path())
+                .and_then(|link| std::os::unix::fs::symlink(link, &target))
+        } else {
+            std::fs::copy(entry.path(), &target).map(|_| ())
+        };
+        result.map_err(|e| {
+            format!(
+                "cannot copy the committed tree entry {} to {}: {e}",
+                entry.path().display(),
+                target.display()
+            )
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn historical_items_are_marked_by_file_and_by_source_file() {
+        let d = tempfile::tempdir().unwrap();
+        let rel = "R/t/historical_x.py";
+        std::fs::create_dir_all(d.path().join("R/t")).unwrap();
+        std::fs::write(d.path().join(rel), "").unwrap();
+        let item = |path: String, source: Option<String>| super::super::CollectedItem {
+            nodeid: "R/t/test_a.py::test_x".into(),
+            path,
+            source_file: source,
+            classname: "R.t.test_a".into(),
+            name: "test_x".into(),
+            xfail: None,
+            historical: None,
+        };
+        let mut c = Collection {
+            exit_code: 0,
+            pytest_version: "9".into(),
+            items: vec![
+                item(d.path().join("R/t/test_a.py").display().to_string(), None),
+                item(
+                    d.path().join("R/t/test_a.py").display().to_string(),
+                    Some(d.path().join(rel).display().to_string()),
+                ),
+                item(
+                    d.path()
+                        .join("R/t/../t/historical_x.py")
+                        .display()
+                        .to_string(),
+                    None,
+                ),
+            ],
+            errors: vec![],
+            system_exit: None,
+        };
+        mark_historical(&mut c, d.path(), &[rel.to_string()]);
+        let marks: Vec<Option<&str>> = c.items.iter().map(|i| i.historical.as_deref()).collect();
+        assert_eq!(marks, [None, Some(rel), Some(rel)]);
+    }
+
+    #[test]
+    fn copy_tree_copies_files_and_links() {
+        let src = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(src.path().join("a/b")).unwrap();
+        std::fs::write(src.path().join("a/b/f.py"), "x = 1\n").unwrap();
+        std::os::unix::fs::symlink("b/f.py", src.path().join("a/link")).unwrap();
+        let dst = tempfile::tempdir().unwrap();
+        let target = dst.path().join("copy");
+        copy_tree(src.path(), &target).unwrap();
+        let before = crate::hash::tree_digests(src.path()).unwrap();
+        assert_eq!(crate::hash::tree_digests(&target).unwrap(), before);
+        assert_eq!(before["a/link"], "-> b/f.py");
+    }
+
+    #[test]
+    fn list_root_names_entries_and_directories() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("b")).unwrap();
+        std::fs::write(d.path().join("a"), "").unwrap();
+        let (entries, dirs) = list_root(d.path());
+        assert_eq!(entries.unwrap(), ["a", "b"]);
+        assert_eq!(dirs, ["b"]);
+        let (entries, dirs) = list_root(&d.path().join("none"));
+        assert!(entries.is_err());
+        assert!(dirs.is_empty());
+    }
+}

@@ -1,0 +1,1177 @@
+//! The `suites` gate's decision over observation values, without Python:
+//! one counterexample per clause of the catalogue's `proves` sentence, one
+//! test per detail and advice, and the JUnit reader over pytest's shapes.
+
+use super::*;
+use crate::evidence::CheckResult;
+
+/// The report pytest 9.2 wrote for one test of each shape (captured from
+/// a real run; tracebacks shortened).
+const SHAPES: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="1" failures="2" skipped="2" tests="6" time="0.046" timestamp="2026-11-29T18:17:21.411663+00:00" hostname="vm"><testcase classname="test_shapes" name="test_xpass_strict" time="0.001"><failure message="[XPASS(strict)] strictreason">[XPASS(strict)] strictreason</failure></testcase><testcase classname="test_shapes" name="test_xpass_loose" time="0.000" /><testcase classname="test_shapes" name="test_skip" time="0.000"><skipped type="pytest.skip" message="skipreason">/tmp/x/test_shapes.py:12: skipreason</skipped></testcase><testcase classname="test_shapes" name="test_error" time="0.000"><error message="failed on setup with &quot;RuntimeError: fixture boom&quot;">E       RuntimeError: fixture boom&#10;&gt; x</error></testcase><testcase classname="test_shapes" name="test_fail" time="0.001"><failure message="assert 1 == 2">&gt;       assert 1 == 2</failure></testcase><testcase classname="test_shapes" name="test_xfail_imperative" time="0.000"><skipped type="pytest.xfail" message="imperative" /></testcase><testcase classname="Runner.certification-tests.test_a" name="test_ok[p-1]" time="1.019" /></testsuite></testsuites>"#;
+
+const HISTORICAL: &str = "R/t/historical_x.py";
+const PY: &str = "/venv/bin/python";
+
+fn xfails() -> HashMap<(String, String), Option<bool>> {
+    HashMap::from([
+        (
+            ("test_shapes".into(), "test_xpass_strict".into()),
+            Some(true),
+        ),
+        (
+            ("test_shapes".into(), "test_xpass_loose".into()),
+            Some(false),
+        ),
+    ])
+}
+
+fn case(name: &str, outcome: SuiteOutcome, message: Option<&str>) -> SuiteTestCase {
+    SuiteTestCase {
+        classname: "R.t.test_a".into(),
+        name: name.into(),
+        outcome,
+        message: message.map(str::to_string),
+        text: None,
+        duration_ms: None,
+    }
+}
+
+fn item(name: &str) -> CollectedItem {
+    CollectedItem {
+        nodeid: format!("R/t/test_a.py::{name}"),
+        path: "/d/R/t/test_a.py".into(),
+        source_file: None,
+        classname: "R.t.test_a".into(),
+        name: name.into(),
+        xfail: None,
+        historical: None,
+    }
+}
+
+fn collected(items: Vec<CollectedItem>, exit_code: i32) -> CollectAnswer {
+    CollectAnswer::Collected(Collection {
+        exit_code,
+        pytest_version: "9.0.2".into(),
+        items,
+        errors: vec![],
+        system_exit: None,
+    })
+}
+
+fn probe_ok() -> ProbeRun {
+    ProbeRun {
+        status: "exit status 0".into(),
+        exit_code: Some(0),
+        timed_out: false,
+        tail: "3 tests collected".into(),
+        log: "DIR/logs/suites/tree-collect.stderr".into(),
+    }
+}
+
+fn ran(exit: i32) -> PytestObs {
+    PytestObs::Ran {
+        exit_code: Some(exit),
+        status: format!("exit status {exit}"),
+        timed_out: false,
+        stragglers_killed: false,
+        log: "DIR/logs/suites/tree.stdout".into(),
+    }
+}
+
+/// A run that collected `test_x`, `test_y` and the strict xfail `test_z`,
+/// and whose report says so: two passes, one xfail, exit 0.
+fn good_run(name: &str) -> RunObservation {
+    let mut z = item("test_z");
+    z.xfail = Some(XfailMark {
+        strict: Some(true),
+        error: None,
+    });
+    RunObservation {
+        name: name.into(),
+        cwd: format!("roots/suites/{name}/source"),
+        source_root: (name == "extracted").then(|| "extracted".to_string()),
+        python: PY.into(),
+        timeout_secs: 600,
+        collection: CollectionObs {
+            probe: probe_ok(),
+            answer: collected(vec![item("test_x"), item("test_y"), z], 0),
+        },
+        pytest: ran(0),
+        junit_rel: format!("logs/suites/{name}.xml"),
+        junit_written: true,
+        report: Ok(vec![
+            case("test_x", SuiteOutcome::Passed, None),
+            case("test_y", SuiteOutcome::Passed, None),
+            case("test_z", SuiteOutcome::Xfailed, Some("known limitation")),
+        ]),
+    }
+}
+
+fn extraction() -> ExtractionObservation {
+    let digests = BTreeMap::from([
+        ("a".to_string(), "dir".to_string()),
+        ("a/f.py".to_string(), "ab12:6".to_string()),
+        ("b".to_string(), "dir".to_string()),
+    ]);
+    ExtractionObservation {
+        root: "/ev/extracted".into(),
+        candidates: vec!["a".into(), "b".into()],
+        entries: Ok(vec!["a".into(), "b".into()]),
+        dirs: vec!["a".into(), "b".into()],
+        before: digests.clone(),
+        after: digests,
+    }
+}
+
+fn good() -> Observation {
+    Observation {
+        commit: "c0ffee".into(),
+        missing_paths: vec![],
+        missing_historical: vec![],
+        config_present: None,
+        runs: vec![good_run("tree"), good_run("extracted")],
+        extraction: Some(extraction()),
+    }
+}
+
+fn opts() -> SuitesOptions {
+    SuitesOptions {
+        paths: vec!["R/t/test_a.py".into()],
+        historical: vec![HISTORICAL.into()],
+        source_root_env: "CODING_RUNNER_SOURCE_ROOT".into(),
+        config: None,
+        timeout_secs: 600,
+    }
+}
+
+fn find<'a>(checks: &'a [Check], name: &str) -> &'a Check {
+    checks
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no check {name} in {checks:#?}"))
+}
+
+fn failing(checks: &[Check]) -> Vec<(&str, Option<&str>)> {
+    checks
+        .iter()
+        .filter(|c| c.result == CheckResult::Fail)
+        .map(|c| (c.name.as_str(), c.consequence_of.as_deref()))
+        .collect()
+}
+
+fn names(checks: &[Check]) -> Vec<&str> {
+    checks.iter().map(|c| c.name.as_str()).collect()
+}
+
+// ----- the passing observation ---------------------------------------------
+
+#[test]
+fn a_good_observation_passes_every_check_in_order_and_every_pass_carries_observed() {
+    let checks = decide(&good(), &opts());
+    assert_eq!(
+        names(&checks),
+        [
+            "suite-paths",
+            "tree/collected",
+            "tree/historical-not-collected",
+            "tree/outcomes",
+            "tree/passing",
+            "tree/strict-xfail",
+            "extracted/source-root",
+            "extracted/collected",
+            "extracted/historical-not-collected",
+            "extracted/outcomes",
+            "extracted/passing",
+            "extracted/strict-xfail",
+            "extracted/extraction-unchanged",
+            "extracted/same-outcomes",
+        ]
+    );
+    for c in &checks {
+        assert_eq!(c.result, CheckResult::Pass, "{}: {}", c.name, c.detail);
+        assert_eq!(c.consequence_of, None, "{}", c.name);
+        let observed = c.observed.as_ref().unwrap_or_else(|| panic!("{}", c.name));
+        assert!(
+            !observed.is_null() && observed.as_object().is_some_and(|o| !o.is_empty()),
+            "{}: {observed}",
+            c.name
+        );
+    }
+    assert_eq!(
+        find(&checks, "tree/collected").detail,
+        "pytest collected 3 test(s) from R/t/test_a.py"
+    );
+    assert_eq!(
+        find(&checks, "tree/outcomes").detail,
+        "pytest exit status 0: 3 test(s): 2 passed, 1 xfailed (expected failures, not passes), 0 skipped, \
+         0 xpassed (non-strict)"
+    );
+    assert_eq!(
+        find(&checks, "tree/passing").detail,
+        "2 of 3 test(s) passed"
+    );
+    assert_eq!(
+        find(&checks, "extracted/strict-xfail").observed,
+        Some(
+            json!({"xfailed": ["R.t.test_a::test_z"], "xpassed_strict": [], "strict_xfail_items": 1})
+        )
+    );
+    assert_eq!(
+        find(&checks, "extracted/extraction-unchanged").detail,
+        "all 3 entries of /ev/extracted are unchanged after the runs (sha256 and size)"
+    );
+    assert_eq!(
+        find(&checks, "extracted/same-outcomes").detail,
+        "the tree run and the DIR/extracted run report the same 3 test id(s) with the same outcomes \
+         (2 passed in each)"
+    );
+}
+
+#[test]
+fn the_record_holds_both_runs_in_order_with_counts_and_the_pytest_version() {
+    let mut obs = good();
+    obs.runs[1].junit_written = false;
+    obs.runs[1].pytest = PytestObs::Ran {
+        exit_code: None,
+        status: "timed out and was stopped".into(),
+        timed_out: true,
+        stragglers_killed: false,
+        log: "l".into(),
+    };
+    let r = record_of(&obs, &opts());
+    assert_eq!(r.pytest_version.as_deref(), Some("9.0.2"));
+    assert_eq!(
+        r.runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+        ["tree", "extracted"]
+    );
+    assert_eq!(r.runs[0].collected, 3);
+    assert_eq!(r.runs[0].exit_code, Some(0));
+    assert_eq!(r.runs[0].junit.as_deref(), Some("logs/suites/tree.xml"));
+    assert_eq!(r.runs[0].counts.passed, 2);
+    assert_eq!(r.runs[0].counts.xfailed, 1);
+    assert_eq!(r.runs[1].source_root.as_deref(), Some("extracted"));
+    assert_eq!(r.runs[1].exit_code, None);
+    assert!(r.runs[1].timed_out);
+    assert_eq!(r.runs[1].junit, None);
+}
+
+#[test]
+fn no_suites_in_the_profile_is_a_warning_that_claims_nothing() {
+    let c = no_suites_check();
+    assert_eq!(c.result, CheckResult::Warn);
+    assert!(c.detail.contains("nothing was run and nothing is claimed"));
+    assert_eq!(c.observed, Some(json!({"suites": null})));
+}
+
+// ----- profile paths -------------------------------------------------------
+
+#[test]
+fn refuses_when_a_suite_path_is_not_in_the_commit_and_runs_nothing() {
+    let obs = Observation {
+        missing_paths: vec!["R/t/test_gone.py".into()],
+        runs: vec![],
+        extraction: None,
+        ..good()
+    };
+    let checks = decide(&obs, &opts());
+    assert_eq!(names(&checks), ["suite-paths"]);
+    assert_eq!(checks[0].result, CheckResult::Fail);
+    assert!(
+        checks[0].detail.contains(
+            "suite path(s) [\"R/t/test_gone.py\"] named by [suites] paths are not in commit c0ffee"
+        ),
+        "{}",
+        checks[0].detail
+    );
+    assert!(checks[0].detail.contains("commit them or fix the profile"));
+}
+
+#[test]
+fn refuses_when_the_named_pytest_configuration_is_not_committed() {
+    let obs = Observation {
+        config_present: Some(false),
+        runs: vec![],
+        extraction: None,
+        ..good()
+    };
+    let o = SuitesOptions {
+        config: Some("pytest.ini".into()),
+        ..opts()
+    };
+    let checks = decide(&obs, &o);
+    assert_eq!(names(&checks), ["suite-paths", "config"]);
+    let c = find(&checks, "config");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(c
+        .detail
+        .contains("[suites] config names pytest.ini, which is not a file in commit c0ffee"));
+    assert_eq!(
+        c.observed,
+        Some(json!({"config": "pytest.ini", "present": false}))
+    );
+    let ok = decide(
+        &Observation {
+            config_present: Some(true),
+            ..good()
+        },
+        &o,
+    );
+    assert_eq!(find(&ok, "config").result, CheckResult::Pass);
+    assert_eq!(
+        find(&ok, "config").observed,
+        Some(json!({"config": "pytest.ini", "present": true}))
+    );
+}
+
+#[test]
+fn a_historical_file_missing_from_the_commit_is_a_warning() {
+    let obs = Observation {
+        missing_historical: vec![HISTORICAL.into()],
+        ..good()
+    };
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "historical-files");
+    assert_eq!(c.result, CheckResult::Warn);
+    assert!(c.detail.contains("not in commit c0ffee"), "{}", c.detail);
+    assert_eq!(c.observed.as_ref().unwrap()["missing"], json!([HISTORICAL]));
+}
+
+// ----- clause: the genuine interpreter, pytest importable -----------------
+
+#[test]
+fn refuses_when_the_interpreter_has_no_pytest_and_names_the_interpreter_as_the_cause() {
+    let mut obs = good();
+    for r in &mut obs.runs {
+        r.collection.answer = CollectAnswer::PytestMissing {
+            error: "ModuleNotFoundError: No module named 'pytest'".into(),
+        };
+        r.pytest = ran(1);
+        r.junit_written = false;
+        r.report = Err("pytest wrote no JUnit report (logs/suites/tree.xml)".into());
+    }
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "tree/collected");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.contains(
+            "the interpreter /venv/bin/python cannot import pytest (ModuleNotFoundError: No module named 'pytest')"
+        ),
+        "{}",
+        c.detail
+    );
+    assert!(c
+        .detail
+        .contains("/venv/bin/python -m pip install pytest pytest-asyncio"));
+    assert!(c.detail.contains("--python"), "{}", c.detail);
+    assert_eq!(c.consequence_of, None);
+    // Everything else of the run is a consequence of the missing pytest.
+    assert_eq!(
+        failing(&checks),
+        [
+            ("tree/collected", None),
+            ("tree/historical-not-collected", Some("tree/collected")),
+            ("tree/outcomes", Some("tree/collected")),
+            ("tree/strict-xfail", Some("tree/collected")),
+            ("extracted/collected", None),
+            (
+                "extracted/historical-not-collected",
+                Some("extracted/collected")
+            ),
+            ("extracted/outcomes", Some("extracted/collected")),
+            ("extracted/strict-xfail", Some("extracted/collected")),
+            ("extracted/same-outcomes", Some("tree/collected")),
+        ]
+    );
+}
+
+// ----- clause: collected at least one test, exit 5 fails -------------------
+
+#[test]
+fn refuses_when_pytest_collects_nothing_exit_5() {
+    let mut obs = good();
+    obs.runs[0].collection.answer = collected(vec![], 5);
+    obs.runs[0].pytest = ran(5);
+    obs.runs[0].report = Ok(vec![]);
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "tree/collected");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.contains(
+            "pytest collected nothing from [\"R/t/test_a.py\"] (exit status 5, 5 means no tests)"
+        ),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("name files that hold `test_*` functions"));
+    let o = find(&checks, "tree/outcomes");
+    assert!(o.detail.contains("ran no test"), "{}", o.detail);
+    assert_eq!(o.consequence_of.as_deref(), Some("tree/collected"));
+    assert_eq!(
+        find(&checks, "tree/passing").consequence_of.as_deref(),
+        Some("tree/collected")
+    );
+    assert_eq!(
+        find(&checks, "extracted/same-outcomes")
+            .consequence_of
+            .as_deref(),
+        Some("tree/collected")
+    );
+}
+
+#[test]
+fn refuses_when_pytest_exits_0_with_no_item() {
+    let mut r = good_run("tree");
+    r.collection.answer = collected(vec![], 0);
+    let c = collected_check(&r, &opts().paths);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(c.detail.contains("collected nothing"), "{}", c.detail);
+    assert_eq!(c.observed.as_ref().unwrap()["items"], 0);
+}
+
+#[test]
+fn refuses_a_collection_error_with_import_advice_and_puts_the_run_under_it() {
+    let mut obs = good();
+    obs.runs[1].collection.answer = CollectAnswer::Collected(Collection {
+        exit_code: 2,
+        pytest_version: "9.0.2".into(),
+        items: vec![item("test_x")],
+        errors: vec![CollectError {
+            nodeid: "R/t/test_b.py".into(),
+            longrepr: "ImportError while importing test module\nE   ModuleNotFoundError: No module named 'pkg'"
+                .into(),
+        }],
+        system_exit: None,
+    });
+    obs.runs[1].pytest = ran(2);
+    obs.runs[1].report = Ok(vec![case(
+        "R/t/test_b.py",
+        SuiteOutcome::Error,
+        Some("collection failure"),
+    )]);
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "extracted/collected");
+    assert!(
+        c.detail.contains(
+            "pytest could not collect 1 of the suites (exit status 2): R/t/test_b.py failed with: ImportError while \
+             importing test module | E   ModuleNotFoundError: No module named 'pkg'"
+        ),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("fix the import or syntax error"));
+    assert!(!c.detail.contains("--python"), "{}", c.detail);
+    assert_eq!(
+        failing(&checks),
+        [
+            ("extracted/collected", None),
+            ("extracted/outcomes", Some("extracted/collected")),
+            ("extracted/passing", Some("extracted/collected")),
+            ("extracted/same-outcomes", Some("extracted/collected")),
+        ]
+    );
+}
+
+#[test]
+fn a_usage_error_while_collecting_is_about_the_configuration_not_missing_tests() {
+    let mut r = good_run("tree");
+    r.collection.answer = collected(vec![], 4);
+    r.collection.probe.tail = "ERROR: usage: pytest: error: unrecognized arguments: -n".into();
+    let c = collected_check(&r, &opts().paths);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("(exit status 4, usage error): ERROR: usage"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail.contains("fix the pytest configuration"),
+        "{}",
+        c.detail
+    );
+    assert!(!c.detail.contains("collected nothing"), "{}", c.detail);
+}
+
+#[test]
+fn an_internal_error_while_collecting_names_the_hook() {
+    let mut r = good_run("tree");
+    r.collection.answer = collected(vec![item("test_x")], 3);
+    r.collection.probe.tail = "INTERNALERROR> RuntimeError: hook".into();
+    let c = collected_check(&r, &opts().paths);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.contains("internal error while collecting"),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("INTERNALERROR> RuntimeError: hook"));
+}
+
+#[test]
+fn another_nonzero_collection_status_fails_with_the_tail() {
+    let mut r = good_run("tree");
+    r.collection.answer = collected(vec![item("test_x")], 2);
+    r.collection.probe.tail = "Interrupted".into();
+    let c = collected_check(&r, &opts().paths);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("pytest exited with status 2 while collecting [\"R/t/test_a.py\"] (1 item(s), no collector error): Interrupted"),
+        "{}",
+        c.detail
+    );
+}
+
+#[test]
+fn a_hook_that_calls_exit_after_collection_is_named_and_does_not_blame_the_interpreter() {
+    // A conftest's `pytest_sessionfinish` calling `sys.exit(3)`: collection
+    // passed (one item), the session ends with 3. This used to surface as a
+    // failed probe with advice about --python.
+    let mut obs = good();
+    if let CollectAnswer::Collected(c) = &mut obs.runs[0].collection.answer {
+        c.exit_code = 3;
+        c.system_exit = Some("3".into());
+    }
+    obs.runs[0].collection.probe.tail = "suites_collect: pytest ended with SystemExit(3)".into();
+    obs.runs[0].pytest = ran(3);
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "tree/collected");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.starts_with(
+            "a conftest or plugin called exit(3) inside pytest's session while collecting [\"R/t/test_a.py\"], after 3 \
+             item(s) were collected (exit status 3)"
+        ),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("remove the exit call from the hook"));
+    assert!(!c.detail.contains("--python"), "{}", c.detail);
+    assert!(!c.detail.contains("internal error"), "{}", c.detail);
+    let o = find(&checks, "tree/outcomes");
+    assert!(!o.detail.contains("--python"), "{}", o.detail);
+    assert_eq!(o.consequence_of.as_deref(), Some("tree/collected"));
+}
+
+#[test]
+fn a_probe_that_ended_early_does_not_blame_the_interpreter() {
+    let mut r = good_run("tree");
+    r.collection.probe = ProbeRun {
+        status: "exit status 3".into(),
+        exit_code: Some(3),
+        timed_out: false,
+        tail: "conftest called os._exit(3)".into(),
+        log: "L".into(),
+    };
+    r.collection.answer = CollectAnswer::NoReport {
+        error: "its stdout is not one JSON document: EOF".into(),
+    };
+    let c = collected_check(&r, &opts().paths);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("the collection probe exit status 3 without reporting"),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("the interpreter is not the cause"));
+    assert!(!c.detail.contains("--python"), "{}", c.detail);
+    r.collection.probe.timed_out = true;
+    let c = collected_check(&r, &opts().paths);
+    assert!(
+        c.detail
+            .contains("did not finish within 600 s and was stopped"),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("raise [suites] timeout_secs"));
+}
+
+// ----- clause: no historical file collected --------------------------------
+
+#[test]
+fn refuses_an_item_collected_from_a_historical_file() {
+    let mut r = good_run("tree");
+    if let CollectAnswer::Collected(c) = &mut r.collection.answer {
+        c.items[0].historical = Some(HISTORICAL.into());
+    }
+    let c = historical_check(
+        "tree",
+        &opts().historical,
+        collection(&r),
+        r.report.as_ref().ok(),
+    );
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("R/t/test_a.py::test_x (collected item from R/t/historical_x.py)"),
+        "{}",
+        c.detail
+    );
+}
+
+#[test]
+fn refuses_a_junit_testcase_whose_classname_is_a_historical_file() {
+    for classname in ["R.t.historical_x", "R.t.historical_x.TestClass"] {
+        let mut t = case("test_y", SuiteOutcome::Xfailed, None);
+        t.classname = classname.into();
+        let c = historical_check("extracted", &opts().historical, None, Some(&vec![t]));
+        assert_eq!(c.result, CheckResult::Fail, "{classname}");
+        assert!(c.detail.contains(&format!(
+            "{classname}::test_y (JUnit testcase of {HISTORICAL})"
+        )));
+    }
+    // A module whose name only starts with the historical one is not it.
+    let mut t = case("test_y", SuiteOutcome::Passed, None);
+    t.classname = "R.t.historical_x2".into();
+    assert_eq!(
+        historical_check("tree", &opts().historical, None, Some(&vec![t])).result,
+        CheckResult::Pass
+    );
+}
+
+#[test]
+fn historical_check_fails_when_nothing_was_observed() {
+    let c = historical_check("tree", &opts().historical, None, None);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(c.detail.contains("was not observed"), "{}", c.detail);
+    let c = historical_check("tree", &opts().historical, None, Some(&vec![]));
+    assert_eq!(c.result, CheckResult::Pass);
+    assert!(
+        c.detail.contains("source file: not observed"),
+        "{}",
+        c.detail
+    );
+}
+
+#[test]
+fn module_classname_is_pytests_dotted_path() {
+    assert_eq!(
+        module_classname("Runner/certification-tests/historical_coding_runner_shared_blockers.py"),
+        "Runner.certification-tests.historical_coding_runner_shared_blockers"
+    );
+    assert_eq!(module_classname("R/pkg"), "R.pkg");
+}
+
+// ----- clause: exit status 0 with no failure or error ----------------------
+
+#[test]
+fn a_suite_that_collects_but_fails_its_run_blames_the_tests_not_the_interpreter() {
+    let mut obs = good();
+    obs.runs[0].pytest = ran(1);
+    obs.runs[0].report = Ok(vec![
+        case("test_x", SuiteOutcome::Failed, Some("assert 1 == 2")),
+        case("test_y", SuiteOutcome::Error, Some("fixture boom")),
+        case("test_z", SuiteOutcome::Xfailed, None),
+    ]);
+    let checks = decide(&obs, &opts());
+    assert_eq!(find(&checks, "tree/collected").result, CheckResult::Pass);
+    let c = find(&checks, "tree/outcomes");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert_eq!(c.consequence_of, None);
+    assert!(
+        c.detail.contains(
+            "pytest exit status 1; expected status 0 with no failure or error; found 1 failed, 1 error(s), 0 \
+             strict XPASS: R.t.test_a::test_x (failed: assert 1 == 2); R.t.test_a::test_y (error: fixture boom)"
+        ),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("fix the tests or the candidates"));
+    for word in [
+        "--python",
+        "PYTHON",
+        "interpreter",
+        "pytest to be importable",
+    ] {
+        assert!(!c.detail.contains(word), "{word}: {}", c.detail);
+    }
+    // No test passed: a consequence of the failures, with their advice.
+    let p = find(&checks, "tree/passing");
+    assert_eq!(p.consequence_of.as_deref(), Some("tree/outcomes"));
+    assert!(
+        p.detail.contains("see the `tree/outcomes` check"),
+        "{}",
+        p.detail
+    );
+    assert!(!p.detail.contains("skip marks"), "{}", p.detail);
+    // The comparison is a finding of its own: the tree is tested less.
+    let s = find(&checks, "extracted/same-outcomes");
+    assert_eq!(s.result, CheckResult::Fail);
+    assert_eq!(s.consequence_of, None);
+}
+
+#[test]
+fn refuses_an_error_testcase_even_when_pytest_exits_0() {
+    let mut r = good_run("tree");
+    r.report = Ok(vec![
+        case("test_x", SuiteOutcome::Passed, None),
+        case("test_y", SuiteOutcome::Error, Some("teardown")),
+    ]);
+    let counts = count(r.report.as_deref().unwrap());
+    let c = outcomes_check(&r, &counts);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.contains("found 0 failed, 1 error(s)"),
+        "{}",
+        c.detail
+    );
+}
+
+#[test]
+fn refuses_a_nonzero_exit_with_no_failing_testcase() {
+    let mut r = good_run("tree");
+    r.pytest = ran(1);
+    let counts = count(r.report.as_deref().unwrap());
+    let c = outcomes_check(&r, &counts);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.contains("pytest exit status 1; expected status 0"),
+        "{}",
+        c.detail
+    );
+    assert_eq!(c.observed.as_ref().unwrap()["exit_code"], 1);
+}
+
+#[test]
+fn refuses_a_run_that_timed_out_and_puts_its_report_checks_under_it() {
+    let mut obs = good();
+    obs.runs[0].pytest = PytestObs::Ran {
+        exit_code: None,
+        status: "timed out and was stopped".into(),
+        timed_out: true,
+        stragglers_killed: false,
+        log: "DIR/logs/suites/tree.stdout".into(),
+    };
+    obs.runs[0].junit_written = false;
+    obs.runs[0].report = Err("pytest wrote no JUnit report (logs/suites/tree.xml)".into());
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "tree/outcomes");
+    assert!(
+        c.detail.contains(
+            "pytest did not finish within 600 s and was stopped; expected the suites to finish"
+        ),
+        "{}",
+        c.detail
+    );
+    assert_eq!(
+        failing(&checks),
+        [
+            ("tree/outcomes", None),
+            ("tree/strict-xfail", Some("tree/outcomes")),
+            ("extracted/same-outcomes", Some("tree/outcomes")),
+        ]
+    );
+}
+
+#[test]
+fn refuses_an_unreadable_report_and_a_run_that_could_not_start() {
+    let mut r = good_run("tree");
+    r.report = Err("malformed JUnit XML at byte 3: x".into());
+    let c = outcomes_check(&r, &SuiteCounts::default());
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.contains(
+            "pytest exit status 0, and its JUnit report could not be read: malformed JUnit XML"
+        ),
+        "{}",
+        c.detail
+    );
+    r.pytest = PytestObs::NotRun {
+        error: "cannot start /venv/bin/python: No such file".into(),
+    };
+    let c = outcomes_check(&r, &SuiteCounts::default());
+    assert!(
+        c.detail
+            .starts_with("pytest could not be started: cannot start"),
+        "{}",
+        c.detail
+    );
+    assert_eq!(
+        c.observed,
+        Some(json!({"started": false, "error": "cannot start /venv/bin/python: No such file"}))
+    );
+}
+
+#[test]
+fn stragglers_are_a_warning_naming_the_log() {
+    let mut r = good_run("tree");
+    r.pytest = PytestObs::Ran {
+        exit_code: Some(0),
+        status: "exit status 0".into(),
+        timed_out: false,
+        stragglers_killed: true,
+        log: "DIR/logs/suites/tree.stdout".into(),
+    };
+    let checks = run_checks(&r, &opts());
+    let c = find(&checks, "tree/stragglers");
+    assert_eq!(c.result, CheckResult::Warn);
+    assert!(
+        c.detail.contains("see DIR/logs/suites/tree.stdout"),
+        "{}",
+        c.detail
+    );
+}
+
+// ----- clause: at least one test passed in each run -------------------------
+
+#[test]
+fn a_run_where_everything_is_skipped_fails_the_passing_check() {
+    let cases = vec![
+        case("test_x", SuiteOutcome::Skipped, Some("unconditional skip")),
+        case("test_y", SuiteOutcome::Skipped, Some("unconditional skip")),
+    ];
+    let mut obs = good();
+    obs.runs[0].report = Ok(cases.clone());
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "tree/passing");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert_eq!(c.consequence_of, None, "the skips are the cause");
+    assert!(
+        c.detail
+            .contains("no test passed in the tree run: 2 test(s), 0 passed, 2 skipped"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail
+            .contains("R.t.test_a::test_x (skipped: unconditional skip)"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail.contains("pytestmark = pytest.mark.skip"),
+        "{}",
+        c.detail
+    );
+    assert_eq!(find(&checks, "tree/outcomes").result, CheckResult::Pass);
+}
+
+#[test]
+fn xfails_and_xpasses_alone_are_not_a_passing_run() {
+    let cases = vec![
+        case("test_x", SuiteOutcome::Xfailed, None),
+        case("test_y", SuiteOutcome::Xpassed, None),
+    ];
+    assert_eq!(
+        passing_check("extracted", &cases, &count(&cases)).result,
+        CheckResult::Fail
+    );
+    assert_eq!(
+        passing_check("extracted", &[], &count(&[])).result,
+        CheckResult::Fail
+    );
+    let one = vec![case("test_x", SuiteOutcome::Passed, None), cases[0].clone()];
+    let c = passing_check("extracted", &one, &count(&one));
+    assert_eq!(c.result, CheckResult::Pass);
+    assert_eq!(c.observed, Some(json!({"tests": 2, "passed": 1})));
+}
+
+#[test]
+fn an_xpass_is_a_warning_and_not_a_pass() {
+    let mut r = good_run("tree");
+    r.report = Ok(vec![
+        case("test_x", SuiteOutcome::Passed, None),
+        case("test_z", SuiteOutcome::Xpassed, None),
+    ]);
+    let checks = run_checks(&r, &opts());
+    let c = find(&checks, "tree/xpassed");
+    assert_eq!(c.result, CheckResult::Warn);
+    assert!(c
+        .detail
+        .starts_with("1 non-strict xfail test(s) passed (XPASS): R.t.test_a::test_z"));
+    assert_eq!(
+        find(&checks, "tree/passing").detail,
+        "1 of 2 test(s) passed"
+    );
+}
+
+// ----- clause: strict xfail never a pass, strict XPASS fails ---------------
+
+#[test]
+fn refuses_a_strict_xpass_and_puts_the_exit_status_under_it() {
+    let mut obs = good();
+    obs.runs[0].pytest = ran(1);
+    obs.runs[0].report = Ok(vec![
+        case("test_x", SuiteOutcome::Passed, None),
+        case("test_y", SuiteOutcome::Passed, None),
+        case(
+            "test_z",
+            SuiteOutcome::XpassedStrict,
+            Some("[XPASS(strict)] known"),
+        ),
+    ]);
+    let checks = decide(&obs, &opts());
+    let s = find(&checks, "tree/strict-xfail");
+    assert_eq!(s.result, CheckResult::Fail);
+    assert_eq!(s.consequence_of, None);
+    assert!(
+        s.detail
+            .starts_with("1 strict xfail test(s) passed (XPASS(strict)): R.t.test_a::test_z;"),
+        "{}",
+        s.detail
+    );
+    let o = find(&checks, "tree/outcomes");
+    assert_eq!(o.result, CheckResult::Fail);
+    assert_eq!(o.consequence_of.as_deref(), Some("tree/strict-xfail"));
+    // A strict XPASS beside a real failure: two findings.
+    obs.runs[0].report.as_mut().unwrap()[0].outcome = SuiteOutcome::Failed;
+    let checks = decide(&obs, &opts());
+    assert_eq!(find(&checks, "tree/outcomes").consequence_of, None);
+    assert_eq!(find(&checks, "tree/strict-xfail").consequence_of, None);
+}
+
+#[test]
+fn strict_xfail_check_fails_when_no_report_was_read() {
+    let c = strict_xfail_check("tree", None, &SuiteCounts::default(), &HashMap::new());
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(c.detail.contains("no xfail outcome could be observed"));
+}
+
+#[test]
+fn every_pytest_shape_is_classified() {
+    let cases = parse_junit(SHAPES, &xfails()).unwrap();
+    let outcomes: Vec<(&str, SuiteOutcome)> =
+        cases.iter().map(|c| (c.name.as_str(), c.outcome)).collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("test_xpass_strict", SuiteOutcome::XpassedStrict),
+            ("test_xpass_loose", SuiteOutcome::Xpassed),
+            ("test_skip", SuiteOutcome::Skipped),
+            ("test_error", SuiteOutcome::Error),
+            ("test_fail", SuiteOutcome::Failed),
+            ("test_xfail_imperative", SuiteOutcome::Xfailed),
+            ("test_ok[p-1]", SuiteOutcome::Passed),
+        ]
+    );
+    assert_eq!(
+        cases[3].message.as_deref(),
+        Some("failed on setup with \"RuntimeError: fixture boom\"")
+    );
+    assert_eq!(
+        cases[3].text.as_deref(),
+        Some("E       RuntimeError: fixture boom\n> x")
+    );
+    assert_eq!(cases[4].text.as_deref(), Some(">       assert 1 == 2"));
+    assert_eq!(cases[6].duration_ms, Some(1019));
+    assert_eq!(cases[6].classname, "Runner.certification-tests.test_a");
+}
+
+#[test]
+fn xfail_is_never_counted_as_a_pass() {
+    let counts = count(&parse_junit(SHAPES, &xfails()).unwrap());
+    assert_eq!(
+        counts,
+        SuiteCounts {
+            tests: 7,
+            passed: 1,
+            failed: 1,
+            errors: 1,
+            skipped: 1,
+            xfailed: 1,
+            xpassed: 1,
+            xpassed_strict: 1,
+        }
+    );
+}
+
+#[test]
+fn a_plain_pass_of_a_strict_xfail_item_is_a_strict_xpass() {
+    let map = HashMap::from([(
+        ("test_shapes".to_string(), "test_xpass_loose".to_string()),
+        Some(true),
+    )]);
+    let cases = parse_junit(SHAPES, &map).unwrap();
+    assert_eq!(cases[1].outcome, SuiteOutcome::XpassedStrict);
+}
+
+#[test]
+fn xfail_map_keeps_strictness_only_when_the_condition_was_evaluated() {
+    let mut a = item("test_a");
+    a.xfail = Some(XfailMark {
+        strict: Some(true),
+        error: None,
+    });
+    let mut b = item("test_b");
+    b.xfail = Some(XfailMark {
+        strict: Some(true),
+        error: Some("NameError: x".into()),
+    });
+    let CollectAnswer::Collected(c) = collected(vec![a, b, item("test_c")], 0) else {
+        unreachable!()
+    };
+    let m = xfail_map(&c);
+    assert_eq!(m.len(), 2);
+    assert_eq!(
+        m[&("R.t.test_a".to_string(), "test_a".to_string())],
+        Some(true)
+    );
+    assert_eq!(m[&("R.t.test_a".to_string(), "test_b".to_string())], None);
+}
+
+#[test]
+fn malformed_reports_are_errors() {
+    assert!(
+        parse_junit("<testsuites><testcase name=\"a\">", &HashMap::new())
+            .unwrap_err()
+            .contains("not closed")
+    );
+    assert!(parse_junit(
+        "<testsuites><testcase name=\"a\"></testsuite>",
+        &HashMap::new()
+    )
+    .is_err());
+}
+
+// ----- clause: run against DIR/extracted, the exact extractions ------------
+
+#[test]
+fn refuses_a_source_root_that_is_not_exactly_the_candidate_folders() {
+    let mut e = extraction();
+    e.entries = Ok(vec!["a".into(), "b".into(), "c".into()]);
+    e.dirs = vec!["a".into(), "c".into()];
+    let c = source_root_check(&e);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("(missing [\"b\"], unexpected [\"c\"]): re-run the build gates"),
+        "{}",
+        c.detail
+    );
+    e.entries = Err("No such file or directory".into());
+    let c = source_root_check(&e);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(c
+        .detail
+        .contains("/ev/extracted cannot be read (No such file or directory)"));
+    let c = source_root_check(&extraction());
+    assert_eq!(c.result, CheckResult::Pass);
+    assert_eq!(
+        c.detail,
+        "/ev/extracted holds exactly the candidate folders a, b"
+    );
+}
+
+// ----- clause: the run left DIR/extracted unchanged ------------------------
+
+#[test]
+fn refuses_when_the_runs_changed_added_or_removed_an_extracted_file() {
+    let mut e = extraction();
+    e.after.insert("a/f.py".into(), "ff00:6".into());
+    e.after.insert("a/new.txt".into(), "00:0".into());
+    e.after.remove("b");
+    let mut obs = good();
+    obs.extraction = Some(e);
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "extracted/extraction-unchanged");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("the suites modified /ev/extracted, the exact extractions they were to test: changed a/f.py, added a/new.txt, removed b"),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("write under their tmp_path"));
+    assert_eq!(
+        c.observed.as_ref().unwrap()["changes"],
+        json!(["changed a/f.py", "added a/new.txt", "removed b"])
+    );
+}
+
+// ----- clause: both runs report the same ids with the same outcomes --------
+
+#[test]
+fn fewer_passes_on_the_extraction_fail_naming_the_ids() {
+    let tree = vec![
+        case("test_x", SuiteOutcome::Passed, None),
+        case("test_y", SuiteOutcome::Passed, None),
+    ];
+    let extracted = vec![
+        case("test_x", SuiteOutcome::Passed, None),
+        case(
+            "test_y",
+            SuiteOutcome::Skipped,
+            Some("no pkg/ in the extraction"),
+        ),
+    ];
+    let c = same_outcomes_check(Some((&tree, &extracted)));
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("fewer tests pass on DIR/extracted (1) than on the committed tree (2)"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail.contains(
+            "R.t.test_a::test_y: tree passed, extracted skipped (no pkg/ in the extraction)"
+        ),
+        "{}",
+        c.detail
+    );
+    assert!(!c.detail.contains("test_x:"), "{}", c.detail);
+}
+
+#[test]
+fn a_test_missing_from_one_run_or_changing_outcome_is_a_difference() {
+    let tree = vec![
+        case("test_x", SuiteOutcome::Xfailed, None),
+        case("test_y", SuiteOutcome::Passed, None),
+    ];
+    let extracted = vec![
+        case("test_x", SuiteOutcome::Failed, None),
+        case("test_z", SuiteOutcome::Passed, None),
+        case("test_y", SuiteOutcome::Passed, None),
+    ];
+    let d = outcome_differences(&tree, &extracted);
+    let ids: Vec<&str> = d.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["R.t.test_a::test_x", "R.t.test_a::test_z"]);
+    assert_eq!(d[1].tree, []);
+    let c = same_outcomes_check(Some((&tree, &extracted)));
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("R.t.test_a::test_z: tree not reported, extracted passed"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail
+            .contains("R.t.test_a::test_x: tree xfailed, extracted failed"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail
+            .contains("1 passed on the tree, 2 on DIR/extracted"),
+        "{}",
+        c.detail
+    );
+    // Same ids, same outcomes, any order: agreement.
+    let mut shuffled = tree.clone();
+    shuffled.reverse();
+    assert_eq!(
+        same_outcomes_check(Some((&tree, &shuffled))).result,
+        CheckResult::Pass
+    );
+    assert_eq!(same_outcomes_check(None).result, CheckResult::Fail);
+}
+
+#[test]
+fn a_test_reported_twice_in_one_run_only_is_a_difference() {
+    let once = vec![case("test_x", SuiteOutcome::Passed, None)];
+    let twice = vec![once[0].clone(), once[0].clone()];
+    let d = outcome_differences(&once, &twice);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].extracted, [SuiteOutcome::Passed, SuiteOutcome::Passed]);
+}
+
+// ----- helpers ---------------------------------------------------------------
+
+#[test]
+fn last_lines_keeps_the_last_n_lines() {
+    assert_eq!(last_lines("a\nb\nc", 2), "b | c");
+    assert_eq!(last_lines("a", 6), "a");
+    assert_eq!(last_lines("", 6), "");
+}
