@@ -29,18 +29,20 @@
 //! git would ignore is not unexpected: it is a committed file the build's
 //! rules select.
 
+mod committed;
+mod manifest;
 mod observe;
 
-use crate::build_rules::BuildDrop;
+use committed::COMMITTED_FILES;
+pub use committed::{decide_committed, CommittedFile};
+pub use manifest::manifest_differences;
+
 use crate::context::{RunContext, Updates};
 use crate::evidence::{ArchiveRecord, Check, CheckResult, MemberRecord};
-use crate::gitignore::{GitPattern, GitVerdict};
 use crate::lbpkg;
 use crate::manifest_yaml::ManifestReader;
 use observe::{Expected, Input, MemberData, Observation, ZipObservation};
-use serde::Serialize;
 use serde_json::json;
-use serde_yaml_ng::Value;
 
 /// The `archive-members` gate.
 pub struct ArchiveMembers;
@@ -503,153 +505,6 @@ fn expected_members_check(folder: &str, rel: &str, expected: &Result<Expected, S
     .with_observed(observed)
 }
 
-/// The check holding the build to git's ignore rules.
-const COMMITTED_FILES: &str = "committed-files";
-
-/// One committed file of a candidate as both readings of `.gitignore` see
-/// it: the observation `committed-files` decides from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CommittedFile {
-    /// Path relative to the candidate folder, `/`-separated.
-    pub path: String,
-    /// Whether the archive holds a member of that name.
-    pub in_archive: bool,
-    /// Git's verdict from the candidate's own `.gitignore` files.
-    pub git: GitVerdict,
-    /// Why `lbp build`'s rules leave it out; `None`: they select it.
-    pub build: Option<BuildDrop>,
-}
-
-/// `` `file` line N `pattern` ``.
-fn git_line(p: &GitPattern) -> String {
-    format!("`{}` line {} `{}`", p.file, p.line, p.pattern)
-}
-
-/// How the build's rules left `file` out, for a message.
-fn build_reason(file: &CommittedFile) -> String {
-    match &file.build {
-        Some(BuildDrop::Gitignore { at, line, pattern }) => {
-            let via = if *at == file.path {
-                String::new()
-            } else {
-                format!(", which matched its directory `{at}`")
-            };
-            format!("the build dropped it by `.gitignore` line {line} `{pattern}`{via}")
-        }
-        Some(BuildDrop::AlwaysExcluded { at, pattern }) => {
-            format!("the build always excludes `{at}` (`{pattern}`)")
-        }
-        None => {
-            "the build's rules select it, yet the archive lacks it (see expected-members)".into()
-        }
-    }
-}
-
-/// Why git keeps or ignores `file`, for a message.
-fn git_reason(file: &CommittedFile) -> String {
-    match &file.git {
-        GitVerdict::Kept { by: None } => {
-            "git keeps it: no line of the candidate's .gitignore files ignores it".into()
-        }
-        GitVerdict::Kept { by: Some(by) } => format!("git keeps it by {}", git_line(by)),
-        GitVerdict::Ignored { by } => {
-            let via = if by.at == file.path {
-                String::new()
-            } else {
-                format!(", which matches its directory `{}`", by.at)
-            };
-            format!(
-                "git ignores it too, by {}{via}, so it was force-added",
-                git_line(by)
-            )
-        }
-    }
-}
-
-/// The `committed-files` decision over the observed committed files of one
-/// candidate (`archive`: the archive's path relative to DIR, for messages).
-///
-/// - A committed file that is a member: satisfied, whatever either reading
-///   says.
-/// - Not a member, and a path component matches the SDK's fixed exclusions
-///   ([`build_rules::ALWAYS_EXCLUDE`]): expected to be absent.
-/// - Not a member, and git keeps it: a failure naming the file, the
-///   `.gitignore` line the build dropped it by (or that the build's rules
-///   select it) and why git keeps it.
-/// - Not a member, and git ignores it too (it was force-added): a warning
-///   naming the file and both lines.
-///
-/// Fails when any failure was found (the warnings are listed too), warns
-/// when only warnings were, passes otherwise.
-pub fn decide_committed(folder: &str, archive: &str, files: &[CommittedFile]) -> Check {
-    let mut missing = Vec::new();
-    let mut forced = Vec::new();
-    let mut always_excluded = Vec::new();
-    for file in files.iter().filter(|f| !f.in_archive) {
-        if matches!(file.build, Some(BuildDrop::AlwaysExcluded { .. })) {
-            always_excluded.push(file);
-        } else if file.git.is_kept() {
-            missing.push(file);
-        } else {
-            forced.push(file);
-        }
-    }
-    let describe = |list: &[&CommittedFile]| -> String {
-        list.iter()
-            .map(|f| format!("`{}` ({}; {})", f.path, build_reason(f), git_reason(f)))
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
-    let observed = json!({
-        "committed": files.len(),
-        "missing": missing,
-        "force_added_missing": forced,
-        "always_excluded": always_excluded.iter().map(|f| &f.path).collect::<Vec<_>>(),
-    });
-    let forced_text = format!(
-        "{} committed file(s) that git's own rules ignore too (force-added) are not members: {}; \
-         if the plugin needs them, stop ignoring them in .gitignore, otherwise remove them from the commit",
-        forced.len(),
-        describe(&forced)
-    );
-    if !missing.is_empty() {
-        let mut detail = format!(
-            "{archive}: {} committed file(s) that git's own ignore rules keep are missing from the archive: {}; \
-             expected every committed file that the candidate's own .gitignore files (root and nested, read as \
-             git reads them with the candidate folder as top level; ancestor .gitignore files do not count) keep, \
-             and that the SDK does not always exclude, to be a member. `lbp build` reads only the root .gitignore, \
-             a leading `/` as a name prefix, `!` as a literal name and `*` across `/`: reword those lines so \
-             both readings agree (or rename the files), then rebuild",
-            missing.len(),
-            describe(&missing)
-        );
-        if !forced.is_empty() {
-            detail.push_str(&format!("; also {forced_text}"));
-        }
-        return Check::fail(COMMITTED_FILES, Some(folder), detail).with_observed(observed);
-    }
-    if !forced.is_empty() {
-        return Check::warn(
-            COMMITTED_FILES,
-            Some(folder),
-            format!("{archive}: {forced_text}"),
-        )
-        .with_observed(observed);
-    }
-    Check::pass(
-        COMMITTED_FILES,
-        Some(folder),
-        format!(
-            "{archive}: every committed file that git's own ignore rules keep is a member ({} committed, {} \
-             left out by the SDK's fixed exclusions); git's rules: the candidate's own .gitignore files, root \
-             and nested, with the candidate folder as top level (ancestor .gitignore files do not count)",
-            files.len(),
-            always_excluded.len()
-        ),
-    )
-    .with_observed(observed)
-}
-
 fn members_equal_source(folder: &str, rel: &str, data: &MemberData) -> Check {
     let observed = json!({"compared": data.compared, "differences": data.differences});
     if data.differences.is_empty() {
@@ -669,94 +524,6 @@ fn members_equal_source(folder: &str, rel: &str, data: &MemberData) -> Check {
         )
     }
     .with_observed(observed)
-}
-
-/// Differences between the source manifest and the archived one, as parsed
-/// YAML, by dotted key path. The build's re-serialisation
-/// (`yaml.safe_dump(..., sort_keys=False)` in the SDK's `buildplugin.py`)
-/// keeps values and adds `spec.pages` (`populate_plugin_pages`); when the
-/// source has no `spec.pages`, a member `spec.pages: []` is accepted, nothing
-/// else.
-pub fn manifest_differences(source: &Value, member: &Value) -> Vec<String> {
-    let mut member = member.clone();
-    let source_has_pages = source.get("spec").and_then(|s| s.get("pages")).is_some();
-    if !source_has_pages {
-        if let Some(Value::Mapping(spec)) = member.get_mut("spec") {
-            if matches!(spec.get("pages"), Some(Value::Sequence(s)) if s.is_empty()) {
-                spec.remove("pages");
-            }
-        }
-    }
-    let mut out = Vec::new();
-    diff_values(source, &member, "", &mut out);
-    out
-}
-
-fn key_text(k: &Value) -> String {
-    match k {
-        Value::String(s) => s.clone(),
-        other => serde_yaml_ng::to_string(other)
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
-    }
-}
-
-fn value_text(v: &Value) -> String {
-    let t = serde_yaml_ng::to_string(v).unwrap_or_default();
-    let t = t.trim();
-    if t.len() > 80 {
-        format!(
-            "{}...",
-            &t[..t.char_indices().nth(77).map(|(i, _)| i).unwrap_or(t.len())]
-        )
-    } else {
-        t.to_string()
-    }
-}
-
-fn diff_values(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
-    let at = |k: &str| {
-        if path.is_empty() {
-            k.to_string()
-        } else {
-            format!("{path}.{k}")
-        }
-    };
-    let shown = if path.is_empty() { "(document)" } else { path };
-    match (a, b) {
-        (Value::Mapping(ma), Value::Mapping(mb)) => {
-            for (k, va) in ma {
-                match mb.get(k) {
-                    Some(vb) => diff_values(va, vb, &at(&key_text(k)), out),
-                    None => out.push(format!(
-                        "{}: in the source, missing from the archive",
-                        at(&key_text(k))
-                    )),
-                }
-            }
-            for (k, vb) in mb {
-                if !ma.contains_key(k) {
-                    out.push(format!(
-                        "{}: added by the build ({})",
-                        at(&key_text(k)),
-                        value_text(vb)
-                    ));
-                }
-            }
-        }
-        (Value::Sequence(sa), Value::Sequence(sb)) if sa.len() == sb.len() => {
-            for (i, (va, vb)) in sa.iter().zip(sb).enumerate() {
-                diff_values(va, vb, &format!("{shown}[{i}]"), out);
-            }
-        }
-        _ if a == b => {}
-        _ => out.push(format!(
-            "{shown}: source {}, archive {}",
-            value_text(a),
-            value_text(b)
-        )),
-    }
 }
 
 #[cfg(test)]

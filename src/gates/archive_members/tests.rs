@@ -1,5 +1,8 @@
 use super::*;
+use crate::build_rules::BuildDrop;
+use crate::gitignore::{GitPattern, GitVerdict};
 use crate::hash;
+use serde_yaml_ng::Value;
 use std::fs::File;
 
 fn y(s: &str) -> Value {

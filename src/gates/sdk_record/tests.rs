@@ -1,3 +1,4 @@
+use super::bytecode::Root;
 use super::*;
 
 const DIST: &str = "demo-1.0.dist-info";
