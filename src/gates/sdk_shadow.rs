@@ -15,7 +15,7 @@
 //! The dependency environment the runtime prepares per plugin is not checked
 //! here (a later gate owns it).
 
-use crate::context::{RunContext, Updates, VerifiedSdk};
+use crate::context::{RunContext, Updates};
 use crate::evidence::{CandidateRecord, Check};
 use crate::python;
 use serde::Serialize;

@@ -13,6 +13,9 @@ use std::path::Path;
 /// another finding (its source's row), not the bytecode itself.
 pub(crate) type Root = Option<&'static str>;
 
+/// A problem's sentence and its root.
+type Problem = (String, Root);
+
 /// One sentence per bytecode file that is not the compilation of its
 /// verified source by this interpreter (`path: expected ..., found ...`),
 /// with the check it is a consequence of: bytecode equal to a source that is
@@ -136,7 +139,7 @@ pub(crate) fn bytecode_check(
             .unwrap_or_else(|| "none".into());
         *kinds.entry(kind).or_default() += 1;
     }
-    let (own, caused): (Vec<&(String, Root)>, Vec<&(String, Root)>) =
+    let (own, caused): (Vec<&Problem>, Vec<&Problem>) =
         problems.iter().partition(|(_, root)| root.is_none());
     let texts =
         |list: &[&(String, Root)]| -> Vec<String> { list.iter().map(|(t, _)| t.clone()).collect() };

@@ -1,4 +1,5 @@
 use super::*;
+use crate::context::VerifiedSdk;
 use crate::evidence::CheckResult;
 
 fn verified() -> VerifiedPaths {
