@@ -555,6 +555,15 @@ fn host_unsafe(name: &str) -> bool {
         || first.chars().nth(1) == Some(':')
 }
 
+/// Whether the host would refuse or misplace a member named `name`: it is
+/// absolute, climbs out with `..`, names a drive, or holds a backslash (the
+/// host reads `\` as a separator). On Linux such a name can be a committed
+/// file's own name (`a\..\b.py` is one file name there), which the build
+/// copies as it is.
+pub fn unsafe_on_host(name: &str) -> bool {
+    host_unsafe(name) || name.contains('\\')
+}
+
 /// Member-name findings: empty or NUL names; absolute, `..`, drive-letter or
 /// backslash names; `.` or empty components (never written by the build);
 /// duplicates after the host's normalisation; a file where another member

@@ -146,7 +146,7 @@ pub enum ManifestReader {
 }
 
 /// Everything the `manifest-equal-source` decision needs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ManifestObservation {
     /// PyYAML's version, when the probe answered.
     pub pyyaml: Option<String>,

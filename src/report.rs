@@ -1,7 +1,9 @@
 //! Terminal views of the catalogue and of a finished run's evidence.
 
 use crate::catalogue::GateInfo;
-use crate::evidence::{statement, CheckResult, Evidence, GateRecord, GateResult, Verdict};
+use crate::evidence::{
+    self, statement, Check, CheckResult, Evidence, GateRecord, GateResult, Verdict,
+};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -81,24 +83,30 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
         }
         out.push('\n');
         let judged = matches!(g.result, GateResult::Pass | GateResult::Fail);
-        for c in g
-            .checks
-            .iter()
-            .filter(|c| judged && c.result != CheckResult::Pass)
-        {
-            let who = c
-                .candidate
-                .as_deref()
-                .map(|s| format!("{s}: "))
-                .unwrap_or_default();
+        // A consequence is shown under its root finding, never as a
+        // failure of its own (issue 14: one cause, one failure).
+        for c in g.checks.iter().filter(|c| {
+            judged && c.result != CheckResult::Pass && evidence::root_of(g, c).is_none()
+        }) {
             let tag = if c.result == CheckResult::Warn {
                 "warning"
             } else {
                 "failed"
             };
-            let _ = writeln!(out, "      {tag} {}{}:", who, c.name);
+            let _ = writeln!(out, "      {tag} {}{}:", who(c), c.name);
             for line in c.detail.lines() {
                 let _ = writeln!(out, "        {line}");
+            }
+            for k in evidence::consequences_of(g, c) {
+                let _ = writeln!(
+                    out,
+                    "        consequence (not a separate failure) {}{}:",
+                    who(k),
+                    k.name
+                );
+                for line in k.detail.lines() {
+                    let _ = writeln!(out, "          {line}");
+                }
             }
         }
     }
@@ -138,6 +146,14 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
     );
     let _ = writeln!(out, "      {}", statement_line(evidence));
     out
+}
+
+/// `candidate: ` for a per-candidate check, empty otherwise.
+fn who(c: &Check) -> String {
+    c.candidate
+        .as_deref()
+        .map(|s| format!("{s}: "))
+        .unwrap_or_default()
 }
 
 /// ` with N warning(s)` after the verdict word of a pass whose required
@@ -236,7 +252,8 @@ fn partial_note(evidence: &Evidence) -> String {
 /// `--format json`: the summary as one JSON document (verdict, evidence
 /// directory, sign-off digest, `warnings`, the statement's
 /// `statement_result`, and per gate its result, reason, time and failing
-/// checks; `partial` and `gates_not_run` for a partial run), from the same
+/// checks, each with the checks that are its `consequences`, which are not
+/// listed as failing checks of their own; `partial` and `gates_not_run` for a partial run), from the same
 /// evidence as the table.
 pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
     let gates: Vec<serde_json::Value> = evidence
@@ -249,9 +266,23 @@ pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
                 "required": g.required,
                 "reason": g.reason,
                 "duration_ms": g.duration_ms,
-                "failed_checks": g.checks.iter().filter(|c| c.result == CheckResult::Fail).map(|c| serde_json::json!({
-                    "name": c.name, "candidate": c.candidate, "detail": c.detail
-                })).collect::<Vec<_>>(),
+                "failed_checks": g
+                    .checks
+                    .iter()
+                    .filter(|c| c.result == CheckResult::Fail && evidence::root_of(g, c).is_none())
+                    .map(|c| {
+                        let consequences: Vec<serde_json::Value> = evidence::consequences_of(g, c)
+                            .into_iter()
+                            .map(|k| serde_json::json!({
+                                "name": k.name, "candidate": k.candidate, "detail": k.detail
+                            }))
+                            .collect();
+                        serde_json::json!({
+                            "name": c.name, "candidate": c.candidate, "detail": c.detail,
+                            "consequences": consequences,
+                        })
+                    })
+                    .collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -329,6 +360,82 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    /// A gate whose `record-rows` failed and whose `unlisted-files` failed
+    /// only because of it, and a `bytecode` failure of its own.
+    fn gate_with_a_consequence() -> Evidence {
+        evidence(
+            vec![gate(
+                "sdk-record",
+                GateResult::Fail,
+                true,
+                vec![
+                    Check::pass("sdk-version", None, "0.6.0b5"),
+                    Check::fail("record-rows", None, "row 7 is malformed"),
+                    Check::fail(
+                        "unlisted-files",
+                        None,
+                        "a.py not verified: its row is malformed",
+                    )
+                    .consequence_of("record-rows"),
+                    Check::fail("bytecode", None, "x.pyc differs"),
+                ],
+            )],
+            Verdict::Fail,
+        )
+    }
+
+    #[test]
+    fn a_consequence_is_shown_under_its_root_not_as_a_failure_of_its_own() {
+        let text = summary(&gate_with_a_consequence(), Path::new("/ev"), false);
+        assert!(
+            text.contains(
+                "      failed record-rows:\n        row 7 is malformed\n        consequence (not a separate failure) unlisted-files:\n          a.py not verified: its row is malformed\n      failed bytecode:\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("failed unlisted-files"), "{text}");
+        assert_eq!(text.matches("      failed ").count(), 2, "{text}");
+    }
+
+    #[test]
+    fn json_summary_nests_consequences_under_their_root() {
+        let json: serde_json::Value =
+            serde_json::from_str(&summary_json(&gate_with_a_consequence(), Path::new("/ev")))
+                .unwrap();
+        let failed = json["gates"][0]["failed_checks"].as_array().unwrap();
+        let names: Vec<&str> = failed.iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["record-rows", "bytecode"]);
+        assert_eq!(failed[0]["consequences"][0]["name"], "unlisted-files");
+        assert_eq!(failed[1]["consequences"].as_array().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn a_consequence_of_a_root_that_passed_or_is_absent_is_shown_as_its_own_failure() {
+        let ev = evidence(
+            vec![gate(
+                "sdk-record",
+                GateResult::Fail,
+                true,
+                vec![
+                    Check::pass("record-rows", None, "ok"),
+                    Check::fail("unlisted-files", None, "u").consequence_of("record-rows"),
+                    Check::fail("bytecode", Some("a"), "b").consequence_of("missing-root"),
+                ],
+            )],
+            Verdict::Fail,
+        );
+        let text = summary(&ev, Path::new("/ev"), false);
+        assert!(
+            text.contains("      failed unlisted-files:\n        u\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("      failed a: bytecode:\n        b\n"),
+            "{text}"
+        );
+        assert!(!text.contains("consequence"), "{text}");
     }
 
     #[test]

@@ -509,3 +509,49 @@ fn yaml_1_1_values_are_compared_as_the_sdk_reads_them_and_named_with_advice() {
         "{logs:?}"
     );
 }
+
+/// Issue 14: a committed file whose own name the host reads as climbing out
+/// (on Linux `pkg\..\..\evil.py` is one file name; the host reads `\` as
+/// `/`) is copied by every `lbp build`: the advice is to rename the
+/// committed file, never to rebuild; the member data checks are
+/// consequences of `member-names`, not failures of their own.
+#[test]
+fn a_committed_file_named_unsafely_for_the_host_is_answered_with_renaming_it() {
+    let name = "pkg\\..\\..\\evil.py";
+    let repo = fixture_repo(&[]);
+    std::fs::write(
+        repo.root.join("Runner/codex-agent").join(name),
+        "print('outside')\n",
+    )
+    .unwrap();
+    git(&repo.root, &["add", "-A"]);
+    git(&repo.root, &["commit", "-q", "-m", "unsafe name"]);
+    let (_keep, ev_dir) = evidence_dir();
+    let (code, ev) = run_only(&repo.root, &ev_dir, "archive-members");
+    assert_eq!(code, 1);
+    let c = check_of(&ev, "archive-members", "member-names", "codex-agent");
+    assert_eq!(c["result"], "fail", "{c:#}");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!(
+            "these names are committed files' own names ({name:?})"
+        )) && detail.contains("rename the committed file(s)")
+            && !detail.contains("clean tree")
+            && !detail.contains("rebuild it from"),
+        "{detail}"
+    );
+    assert_eq!(c["observed"]["committed_unsafe_names"][0], name);
+    for data in [
+        "members-equal-source",
+        "manifest-equal-source",
+        "extraction-exact",
+    ] {
+        let d = check_of(&ev, "archive-members", data, "codex-agent");
+        assert_eq!(d["consequence_of"], "member-names", "{d:#}");
+    }
+    let text = std::fs::read_to_string(ev_dir.join("junit.xml")).unwrap();
+    assert!(
+        !text.contains("<testcase name=\"codex-agent: extraction-exact\""),
+        "a consequence is no testcase of its own"
+    );
+}

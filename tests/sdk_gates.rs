@@ -519,3 +519,72 @@ fn a_pth_file_adding_a_second_copy_fails_sdk_shadow() {
         detail(pth)
     );
 }
+
+/// Issue 14: `buildplugin.py`'s RECORD row rewritten with a 64-hex digest
+/// (the sha256 of the same bytes) in a copy of the genuine install: one
+/// finding, the malformed row; the file is "not verified because its row is
+/// malformed" under it, never "not listed in RECORD".
+#[test]
+fn a_hex_digest_row_is_one_finding_and_its_file_is_never_called_unlisted() {
+    use base64::Engine as _;
+    let repo = fixture_repo(&[]);
+    let venv = copy_venv(&sdk_venv());
+    let (_, dist_info) = sdk_paths(venv.path());
+    let record_path = dist_info.join("RECORD");
+    let record = std::fs::read_to_string(&record_path).unwrap();
+    const FILE: &str = "langbot_plugin/cli/commands/buildplugin.py";
+    let mut row = 0;
+    let lines: Vec<String> = record
+        .lines()
+        .enumerate()
+        .map(
+            |(i, line)| match line.strip_prefix(&format!("{FILE},sha256=")) {
+                Some(rest) => {
+                    row = i + 1;
+                    let (digest, size) = rest.split_once(',').unwrap();
+                    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                        .decode(digest)
+                        .unwrap();
+                    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                    format!("{FILE},sha256={hex},{size}")
+                }
+                None => line.to_string(),
+            },
+        )
+        .collect();
+    assert!(row > 0);
+    std::fs::write(&record_path, lines.join("\n") + "\n").unwrap();
+
+    let (code, ev, text) = run(
+        &repo.root,
+        &venv_python(&venv),
+        &["--only", "sdk-record"],
+        &[],
+    );
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    let rows = check(&ev, "sdk-record", "record-rows", None);
+    assert_eq!(rows["result"], "fail");
+    assert!(
+        detail(rows).contains(&format!("row {row} ({FILE}): hex digest")),
+        "{}",
+        detail(rows)
+    );
+    let unlisted = check(&ev, "sdk-record", "unlisted-files", None);
+    assert_eq!(unlisted["consequence_of"], "record-rows", "{unlisted:#}");
+    assert!(
+        detail(unlisted).contains(&format!(
+            "not verified because their RECORD row is malformed: {FILE} (row {row})"
+        )),
+        "{}",
+        detail(unlisted)
+    );
+    assert!(!text.contains("not listed in"), "{text}");
+    // The terminal shows it under record-rows, not as a failure of its own.
+    assert!(!text.contains("failed unlisted-files"), "{text}");
+    assert!(
+        text.contains("consequence (not a separate failure) unlisted-files:"),
+        "{text}"
+    );
+    let bytecode = check(&ev, "sdk-record", "bytecode", None);
+    assert_eq!(bytecode["consequence_of"], "record-rows", "{bytecode:#}");
+}

@@ -14,7 +14,7 @@
 //! names the skipped count `disabled`, which that schema does not allow, so
 //! the serialised report renames it (see [`skipped_not_disabled`]).
 
-use super::model::{CheckResult, Evidence, GateResult, SuiteOutcome, SuiteRun};
+use super::model::{Check, CheckResult, Evidence, GateResult, SuiteOutcome, SuiteRun};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::time::Duration;
 
@@ -74,24 +74,28 @@ pub fn render(evidence: &Evidence) -> std::io::Result<String> {
             case.set_classname(gate.id.as_str());
             suite.add_test_case(case);
         }
-        for check in gate.checks.iter().filter(|_| finished) {
-            let name = match &check.candidate {
-                Some(c) => format!("{c}: {}", check.name),
-                None => check.name.clone(),
-            };
+        // A consequence is no testcase of its own: its text goes into its
+        // root's testcase (issue 14: one cause, one failure).
+        for check in gate
+            .checks
+            .iter()
+            .filter(|c| finished && super::root_of(gate, c).is_none())
+        {
+            let name = testcase_name(check);
+            let text = with_consequences(&check.detail, &super::consequences_of(gate, check));
             let status = match check.result {
                 CheckResult::Pass | CheckResult::Warn => TestCaseStatus::success(),
                 CheckResult::Fail => {
                     let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
                     s.set_message(first_line(&check.detail));
-                    s.set_description(check.detail.clone());
+                    s.set_description(text.clone());
                     s
                 }
             };
             let mut case = TestCase::new(name, status);
             case.set_classname(gate.id.as_str());
             if check.result == CheckResult::Warn {
-                case.set_system_out(format!("warning: {}", check.detail));
+                case.set_system_out(format!("warning: {text}"));
             }
             suite.add_test_case(case);
         }
@@ -205,6 +209,28 @@ fn pytest_suite(run: &SuiteRun, commit: &str) -> TestSuite {
     suite
 }
 
+/// `candidate: check` for a per-candidate check, `check` otherwise.
+fn testcase_name(check: &Check) -> String {
+    match &check.candidate {
+        Some(c) => format!("{c}: {}", check.name),
+        None => check.name.clone(),
+    }
+}
+
+/// `detail`, followed by one paragraph per consequence:
+/// `consequence (not a separate failure) <name>: <detail>`.
+fn with_consequences(detail: &str, consequences: &[&Check]) -> String {
+    let mut text = detail.to_string();
+    for k in consequences {
+        text.push_str(&format!(
+            "\n\nconsequence (not a separate failure) {}: {}",
+            testcase_name(k),
+            k.detail
+        ));
+    }
+    text
+}
+
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or("").chars().take(200).collect()
 }
@@ -260,6 +286,45 @@ mod tests {
         );
         assert!(
             xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"verify-coding-candidates\" tests=\"4\" failures=\"0\" errors=\"2\">"),
+            "{xml}"
+        );
+    }
+
+    #[test]
+    fn a_consequence_is_in_its_roots_failure_text_not_a_failing_testcase_of_its_own() {
+        let ev = evidence(
+            vec![gate(
+                "sdk-record",
+                GateResult::Fail,
+                true,
+                vec![
+                    Check::fail("record-rows", None, "row 7 is malformed"),
+                    Check::fail("unlisted-files", None, "a.py not verified")
+                        .consequence_of("record-rows"),
+                    Check::fail("record-rows", Some("c"), "other candidate"),
+                    Check::fail("bytecode", Some("d"), "no root in d")
+                        .consequence_of("record-rows"),
+                ],
+            )],
+            Verdict::Fail,
+        );
+        let xml = render(&ev).unwrap();
+        assert_eq!(
+            suite_tag(&xml, "sdk-record"),
+            "<testsuite name=\"sdk-record\" tests=\"3\" skipped=\"0\" errors=\"0\" failures=\"3\" time=\"0.010\">"
+        );
+        assert!(!xml.contains("<testcase name=\"unlisted-files\""), "{xml}");
+        assert!(
+            xml.contains("<failure message=\"row 7 is malformed\">row 7 is malformed\n\nconsequence (not a separate failure) unlisted-files: a.py not verified</failure>"),
+            "{xml}"
+        );
+        // A consequence whose root (same candidate) is absent stays a failure.
+        assert!(
+            xml.contains("<testcase name=\"d: bytecode\" classname=\"sdk-record\">"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<failure message=\"other candidate\">other candidate</failure>"),
             "{xml}"
         );
     }

@@ -42,6 +42,30 @@ fn sorted(value: serde_json::Value) -> serde_json::Value {
     }
 }
 
+/// The check of `gate` that `check` is a consequence of: the one its
+/// [`Check::consequence_of`] names, with the same candidate, which did not
+/// pass. `None` when `check` is a finding of its own, or when that root is
+/// absent or passed (the views then show `check` as a finding of its own, so
+/// nothing is hidden under a root nobody sees).
+pub fn root_of<'a>(gate: &'a GateRecord, check: &Check) -> Option<&'a Check> {
+    let root = check.consequence_of.as_deref()?;
+    gate.checks.iter().find(|c| {
+        c.name == root
+            && c.candidate == check.candidate
+            && c.result != CheckResult::Pass
+            && c.consequence_of.is_none()
+    })
+}
+
+/// The checks of `gate` reported under `root` (those whose [`root_of`] is
+/// `root`), in order.
+pub fn consequences_of<'a>(gate: &'a GateRecord, root: &'a Check) -> Vec<&'a Check> {
+    gate.checks
+        .iter()
+        .filter(|c| root_of(gate, c).is_some_and(|r| std::ptr::eq(r, root)))
+        .collect()
+}
+
 /// The sign-off digest of an evidence document: sha256 hex of the document
 /// with the top-level `sign_off` removed, object keys sorted, serialised
 /// compactly (no whitespace) as UTF-8. Replay recomputes it from the file.

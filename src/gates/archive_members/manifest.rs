@@ -1,0 +1,92 @@
+//! How the archived `manifest.yaml` may differ from the staged one: only by
+//! the build's `spec.pages: []` addition.
+
+use serde_yaml_ng::Value;
+
+/// Differences between the source manifest and the archived one, as parsed
+/// YAML, by dotted key path. The build's re-serialisation
+/// (`yaml.safe_dump(..., sort_keys=False)` in the SDK's `buildplugin.py`)
+/// keeps values and adds `spec.pages` (`populate_plugin_pages`); when the
+/// source has no `spec.pages`, a member `spec.pages: []` is accepted, nothing
+/// else.
+pub fn manifest_differences(source: &Value, member: &Value) -> Vec<String> {
+    let mut member = member.clone();
+    let source_has_pages = source.get("spec").and_then(|s| s.get("pages")).is_some();
+    if !source_has_pages {
+        if let Some(Value::Mapping(spec)) = member.get_mut("spec") {
+            if matches!(spec.get("pages"), Some(Value::Sequence(s)) if s.is_empty()) {
+                spec.remove("pages");
+            }
+        }
+    }
+    let mut out = Vec::new();
+    diff_values(source, &member, "", &mut out);
+    out
+}
+
+fn key_text(k: &Value) -> String {
+    match k {
+        Value::String(s) => s.clone(),
+        other => serde_yaml_ng::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    }
+}
+
+fn value_text(v: &Value) -> String {
+    let t = serde_yaml_ng::to_string(v).unwrap_or_default();
+    let t = t.trim();
+    if t.len() > 80 {
+        format!(
+            "{}...",
+            &t[..t.char_indices().nth(77).map(|(i, _)| i).unwrap_or(t.len())]
+        )
+    } else {
+        t.to_string()
+    }
+}
+
+fn diff_values(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
+    let at = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    let shown = if path.is_empty() { "(document)" } else { path };
+    match (a, b) {
+        (Value::Mapping(ma), Value::Mapping(mb)) => {
+            for (k, va) in ma {
+                match mb.get(k) {
+                    Some(vb) => diff_values(va, vb, &at(&key_text(k)), out),
+                    None => out.push(format!(
+                        "{}: in the source, missing from the archive",
+                        at(&key_text(k))
+                    )),
+                }
+            }
+            for (k, vb) in mb {
+                if !ma.contains_key(k) {
+                    out.push(format!(
+                        "{}: added by the build ({})",
+                        at(&key_text(k)),
+                        value_text(vb)
+                    ));
+                }
+            }
+        }
+        (Value::Sequence(sa), Value::Sequence(sb)) if sa.len() == sb.len() => {
+            for (i, (va, vb)) in sa.iter().zip(sb).enumerate() {
+                diff_values(va, vb, &format!("{shown}[{i}]"), out);
+            }
+        }
+        _ if a == b => {}
+        _ => out.push(format!(
+            "{shown}: source {}, archive {}",
+            value_text(a),
+            value_text(b)
+        )),
+    }
+}

@@ -1,0 +1,211 @@
+//! The `bytecode` decision of the `sdk-record` gate: every bytecode file the
+//! probe examined is the compilation of its RECORD-verified source, and
+//! bytecode of a source that is not verified is a consequence of that
+//! source's row, not a finding of its own.
+
+use super::{normalize_join, BytecodeOutcome, BytecodeProbe, RecordObservation, DISTRIBUTION};
+use crate::evidence::Check;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The check a bytecode problem is a consequence of, when its cause is
+/// another finding (its source's row), not the bytecode itself.
+pub(crate) type Root = Option<&'static str>;
+
+/// A problem's sentence and its root.
+type Problem = (String, Root);
+
+/// One sentence per bytecode file that is not the compilation of its
+/// verified source by this interpreter (`path: expected ..., found ...`),
+/// with the check it is a consequence of: bytecode equal to a source that is
+/// not verified is no finding of its own, the source's row is
+/// (`record-rows` for a malformed, mismatched or missing row,
+/// `unlisted-files` for a source RECORD does not list).
+pub(crate) fn bytecode_problems(
+    probe: &BytecodeProbe,
+    record: &RecordObservation,
+) -> Vec<(String, Root)> {
+    let site_packages = Path::new(&record.site_packages);
+    let tag = &probe.cache_tag;
+    let mut problems = Vec::new();
+    for file in &probe.files {
+        let path = &file.path;
+        let source = file.source.as_deref().unwrap_or("?");
+        let level = file.optimize.unwrap_or(0);
+        let why = file.difference.as_deref().unwrap_or("");
+        let problem = match file.outcome {
+            BytecodeOutcome::Equal => {
+                let resolved = file
+                    .source
+                    .as_deref()
+                    .map(|s| normalize_join(site_packages, s));
+                let Some(resolved) = resolved else {
+                    problems.push((
+                        format!(
+                            "{path}: expected the compilation of a RECORD-verified source, found no \
+                             source named"
+                        ),
+                        None,
+                    ));
+                    continue;
+                };
+                if record.rows.verified.contains(&resolved) {
+                    continue;
+                }
+                let text = resolved.display().to_string();
+                let expected = "expected the compilation of a RECORD-verified source, found it equal to";
+                if let Some(m) = record.malformed_paths.iter().find(|m| m.resolved == text) {
+                    (
+                        format!(
+                            "{path}: {expected} {source}, which is not verified because its RECORD \
+                             row (row {}) is malformed",
+                            m.row
+                        ),
+                        Some("record-rows"),
+                    )
+                } else if record.rows.listed.contains(&resolved) {
+                    (
+                        format!(
+                            "{path}: {expected} {source}, whose RECORD row did not verify (see \
+                             record-rows)"
+                        ),
+                        Some("record-rows"),
+                    )
+                } else {
+                    (
+                        format!(
+                            "{path}: {expected} {source}, which RECORD does not list (see \
+                             unlisted-files)"
+                        ),
+                        Some("unlisted-files"),
+                    )
+                }
+            }
+            BytecodeOutcome::Differs => (
+                format!(
+                    "{path}: expected this interpreter's compilation of {source} (optimize {level}), \
+                     found other code (first difference: {why})"
+                ),
+                None,
+            ),
+            BytecodeOutcome::NoSource => (
+                format!("{path}: expected the compilation of {source}, found no such source file"),
+                None,
+            ),
+            BytecodeOutcome::ForeignName => (
+                format!(
+                    "{path}: expected only `<module>.{tag}.pyc` or `<module>.{tag}.opt-N.pyc` in \
+                     __pycache__, found a file this interpreter's bytecode cache does not name"
+                ),
+                None,
+            ),
+            BytecodeOutcome::BadHeader => (
+                format!(
+                    "{path}: expected a header for this interpreter (PEP 552, magic {}), found {why}",
+                    probe.magic
+                ),
+                None,
+            ),
+            BytecodeOutcome::Unreadable => (
+                format!("{path}: expected a readable bytecode file, found {why}"),
+                None,
+            ),
+            BytecodeOutcome::Sourceless => (
+                format!(
+                    "{path}: expected bytecode only in __pycache__, found a sourceless .pyc, which \
+                     import loads with no source to verify it against"
+                ),
+                None,
+            ),
+        };
+        problems.push(problem);
+    }
+    problems
+}
+
+pub(crate) fn bytecode_check(
+    probe: &BytecodeProbe,
+    package_dir: &Path,
+    problems: &[(String, Root)],
+    pinned: &str,
+) -> Check {
+    let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
+    for file in &probe.files {
+        let kind = file
+            .header
+            .as_ref()
+            .and_then(|h| h.kind.clone())
+            .unwrap_or_else(|| "none".into());
+        *kinds.entry(kind).or_default() += 1;
+    }
+    let (own, caused): (Vec<&Problem>, Vec<&Problem>) =
+        problems.iter().partition(|(_, root)| root.is_none());
+    let texts =
+        |list: &[&(String, Root)]| -> Vec<String> { list.iter().map(|(t, _)| t.clone()).collect() };
+    let observed = json!({
+        "cache_tag": probe.cache_tag,
+        "magic": probe.magic,
+        "files": probe.files.len(),
+        "equal": probe.files.iter().filter(|f| f.outcome == BytecodeOutcome::Equal).count(),
+        "header_kinds": kinds,
+        "problems": texts(&own),
+        "unverified_sources": texts(&caused),
+    });
+    let dir = package_dir.display();
+    let tag = &probe.cache_tag;
+    if problems.is_empty() {
+        return Check::pass(
+            "bytecode",
+            None,
+            format!(
+                "all {} bytecode files under {dir} are this interpreter's ({tag}) compilation of their \
+                 RECORD-verified sources: code objects equal, recursively",
+                probe.files.len(),
+            ),
+        )
+        .with_observed(observed);
+    }
+    if own.is_empty() {
+        // Every problem is bytecode of a source that is not verified: the
+        // source's row is the finding, this is its consequence.
+        let root = if caused.iter().any(|(_, r)| *r == Some("record-rows")) {
+            "record-rows"
+        } else {
+            "unlisted-files"
+        };
+        return Check::fail(
+            "bytecode",
+            None,
+            format!(
+                "{} bytecode file(s) under {dir} are not verified because their source is not:\n  {}",
+                caused.len(),
+                texts(&caused).join("\n  ")
+            ),
+        )
+        .with_observed(observed)
+        .consequence_of(root);
+    }
+    let more = if caused.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n{} more not verified because their source is not (see record-rows, unlisted-files):\n  {}",
+            caused.len(),
+            texts(&caused).join("\n  ")
+        )
+    };
+    Check::fail(
+        "bytecode",
+        None,
+        format!(
+            "{} bytecode file(s) under {dir} are not this interpreter's compilation of their verified \
+             source, and Python (even with -I -B) would run them instead of the source:\n  {}\n\
+             delete them (Python then compiles the verified source) or reinstall \
+             {DISTRIBUTION}=={pinned} into a fresh environment{more}",
+            own.len(),
+            texts(&own).join("\n  ")
+        ),
+    )
+    .with_observed(observed)
+}
