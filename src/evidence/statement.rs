@@ -87,6 +87,9 @@ pub fn render(evidence: &Evidence) -> Value {
             match check.result {
                 CheckResult::Pass => passed.push(name),
                 CheckResult::Warn => warned.push(name),
+                // A consequence is part of its root's failure, listed once
+                // (under the root's name), not a failed test of its own.
+                CheckResult::Fail if super::root_of(gate, check).is_some() => {}
                 CheckResult::Fail => failed.push(name),
             }
         }
@@ -176,5 +179,32 @@ mod tests {
         assert_eq!(result(&failed), "FAILED");
         failed.verdict = Verdict::Incomplete;
         assert_eq!(result(&failed), "FAILED");
+    }
+
+    #[test]
+    fn a_consequence_is_not_a_failed_test_of_its_own() {
+        let root = Check::fail("record-rows", None, "row 306 is malformed");
+        let consequence = Check::fail(
+            "unlisted-files",
+            None,
+            "not verified because its row is malformed",
+        )
+        .consequence_of("record-rows");
+        let orphan = Check::fail("bytecode", None, "x").consequence_of("record-files");
+        let ev = evidence(
+            vec![gate(
+                "sdk-record",
+                GateResult::Fail,
+                true,
+                vec![root, consequence, orphan],
+            )],
+            Verdict::Fail,
+        );
+        // The root is listed; its consequence is not; a consequence whose
+        // root is not there is a failure of its own, so nothing is hidden.
+        assert_eq!(
+            render(&ev)["predicate"]["failedTests"],
+            json!(["sdk-record/record-rows", "sdk-record/bytecode"])
+        );
     }
 }
