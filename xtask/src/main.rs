@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use verify_coding_candidates::exit;
 
+mod mutants;
+
 /// The exact SDK requirement (the built-in profile's `sdk.requirement`).
 const SDK_REQUIREMENT: &str = "langbot-plugin==0.6.0b5";
 /// The version `SDK_REQUIREMENT` pins.
@@ -46,6 +48,8 @@ commands:
   fuzz     [--execs N] [--seed S] [--only READER]: run every reader of untrusted bytes (RECORD, ZIP central
            directory, tar extraction, manifest, profile, JUnit) N times (default 1000000) on mutated inputs;
            print executions, time, panics and the largest allocation per reader (exit 1 on a panic)
+  mutants  [--list] [--file PATH]...: cargo-mutants over the gates and readers against the unit tests;
+           print caught/missed/unviable/timeouts per file (exit 1 when a gate file catches < 90 %)
   man      write the man page to target/man/verify-coding-candidates.1
   completions  write shell completions (bash, zsh, fish, elvish, powershell) to target/completions/
 
@@ -66,6 +70,7 @@ fn main() -> ExitCode {
         Some("test") => test(&rest),
         Some("schema") => schema().map(|_| 0),
         Some("fuzz") => fuzz(&rest),
+        Some("mutants") => mutants::run(&workspace_root(), &target_dir(), sdk, &rest),
         Some("man") => man(&target_dir().join("man")).map(|p| {
             println!("{}", p.display());
             0
