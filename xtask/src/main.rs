@@ -21,6 +21,7 @@ use std::process::{Command, ExitCode, Stdio};
 use verify_coding_candidates::exit;
 
 mod bench;
+mod mutants;
 
 /// The exact SDK requirement (the built-in profile's `sdk.requirement`).
 const SDK_REQUIREMENT: &str = "langbot-plugin==0.6.0b5";
@@ -54,6 +55,8 @@ commands:
   bench    [--runs N] [--repo DIR] [--peer CMD] [--skip-scale] ...: certify the fixture with --jobs 1 and the
            default, alternating, N times each (default 3), then a generated 30-candidate repository; print
            median wall, CPU and peak RSS, and the ratios against their targets (`cargo xtask bench --help`)
+  mutants  [--list] [--file PATH]...: cargo-mutants over the gates and readers against the unit tests;
+           print caught/missed/unviable/timeouts per file (exit 1 when a gate file catches < 90 %)
   man      write the man page to target/man/verify-coding-candidates.1
   completions  write shell completions (bash, zsh, fish, elvish, powershell) to target/completions/
 
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
         Some("schema") => schema().map(|_| 0),
         Some("fuzz") => fuzz(&rest),
         Some("bench") => bench::bench(&rest),
+        Some("mutants") => mutants::run(&workspace_root(), &target_dir(), sdk, &rest),
         Some("man") => man(&target_dir().join("man")).map(|p| {
             println!("{}", p.display());
             0

@@ -1,0 +1,835 @@
+//! `cargo xtask mutants`: cargo-mutants over the gates and the readers of
+//! untrusted bytes, against the fast tests (the library's unit tests), with
+//! a table per file and the 90 % target for every gate file.
+//!
+//! cargo-mutants' own settings (the tests it runs, the profile, where its
+//! results go) are in `.cargo/mutants.toml`; the scope is here, because
+//! cargo-mutants adds command-line `--file` globs to the configured ones,
+//! so a configured scope could not be narrowed to one file.
+//!
+//! Surviving mutants that no test can kill are listed, one line each with
+//! the reason, in `mutants-equivalent.txt` (see [`parse_equivalents`]).
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The cargo-mutants release `cargo xtask mutants` runs (and installs when
+/// missing): its mutant names and `outcomes.json` are what the table reads.
+pub const VERSION: &str = "27.1.0";
+
+/// Gate files: each must have at least [`TARGET_PERCENT`] of its viable
+/// mutants caught.
+pub const GATES: &str = "src/gates/";
+
+/// What is mutated: every gate, and the readers of untrusted bytes (the
+/// RECORD parser is `src/gates/sdk_record.rs`).
+pub const SCOPE: &[&str] = &[
+    "src/gates/**/*.rs",
+    "src/lbpkg.rs",
+    "src/archive.rs",
+    "src/hash.rs",
+    "src/manifest.rs",
+    "src/manifest_yaml.rs",
+    "src/profile.rs",
+];
+
+/// The share of viable mutants (caught, missed or timed out, less the ones
+/// listed as equivalent) a gate file's unit tests must catch.
+pub const TARGET_PERCENT: u32 = 90;
+
+/// The checked-in list of equivalent mutants, at the workspace root.
+pub const EQUIVALENTS: &str = "mutants-equivalent.txt";
+
+/// Seconds one mutant took on the development machine (2 cores, shared),
+/// for `--list`'s estimate: the incremental rebuild of the library's test
+/// binary with `[profile.mutants]`, then its unit tests.
+pub const SECONDS_PER_MUTANT: u32 = 30;
+
+const USAGE: &str = "\
+usage: cargo xtask mutants [--list] [--file PATH]... [CARGO-MUTANTS ARGS] [-- CARGO TEST ARGS]
+
+  --list        list the mutants per file and estimate the time; run nothing
+  --report      print the table of the last run (target/mutants.out) again; run nothing
+  --file PATH   only this file (repeatable; a glob as cargo-mutants takes it);
+                default: every gate (src/gates/) and the readers
+  other args    passed to cargo mutants, e.g. --jobs 2, --shard 1/4,
+                --in-diff FILE, --timeout 300, --re REGEX
+
+Runs cargo-mutants (installed at version VERSION when missing) with PYTHON set
+to the SDK interpreter, then prints caught, missed, equivalent, unviable and
+timeouts per file from target/mutants.out/outcomes.json, and the missed mutants
+that mutants-equivalent.txt does not list. Exit 1 when a gate file catches fewer
+than TARGET % of its viable mutants (caught + missed + timeouts, less the
+equivalent ones).";
+
+/// The command line of `cargo xtask mutants`.
+#[derive(Debug, Default, PartialEq)]
+struct Args {
+    list: bool,
+    report: bool,
+    files: Vec<String>,
+    passthrough: Vec<OsString>,
+}
+
+fn parse_args(args: &[OsString]) -> Result<Option<Args>> {
+    let mut parsed = Args::default();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.to_str() {
+            Some("--") => {
+                parsed.passthrough.push(arg.clone());
+                parsed.passthrough.extend(it.by_ref().cloned());
+            }
+            Some("-h" | "--help") => return Ok(None),
+            Some("--list") => parsed.list = true,
+            Some("--report") => parsed.report = true,
+            Some("--file" | "-f") => {
+                let path = it.next().context("--file needs a path")?;
+                parsed.files.push(path.to_string_lossy().into_owned());
+            }
+            Some(s) if s.starts_with("--file=") => {
+                parsed.files.push(s["--file=".len()..].to_string());
+            }
+            _ => parsed.passthrough.push(arg.clone()),
+        }
+    }
+    Ok(Some(parsed))
+}
+
+/// `cargo xtask mutants [ARGS]`.
+pub fn run(
+    root: &Path,
+    target: &Path,
+    python: impl FnOnce() -> Result<PathBuf>,
+    args: &[OsString],
+) -> Result<i32> {
+    let Some(args) = parse_args(args)? else {
+        println!(
+            "{}",
+            USAGE
+                .replace("VERSION", VERSION)
+                .replace("TARGET", &TARGET_PERCENT.to_string())
+        );
+        return Ok(0);
+    };
+    if args.report {
+        return report(root, target);
+    }
+    let tool = ensure_installed(target)?;
+    let files: Vec<String> = if args.files.is_empty() {
+        SCOPE.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.files.clone()
+    };
+    let mut cmd = Command::new(&tool);
+    cmd.current_dir(root).arg("mutants");
+    for file in &files {
+        cmd.arg("--file").arg(file);
+    }
+    if args.list {
+        let out = cmd
+            .args(["--list", "--json"])
+            .args(&args.passthrough)
+            .stderr(Stdio::inherit())
+            .output()
+            .context("cannot start cargo mutants --list")?;
+        if !out.status.success() {
+            bail!("cargo mutants --list failed ({})", out.status);
+        }
+        let listed: Value =
+            serde_json::from_slice(&out.stdout).context("cargo mutants --list --json: not JSON")?;
+        print!("{}", render_list(&count_listed(&listed)?));
+        return Ok(0);
+    }
+    let python = python()?;
+    // One persistent target directory for the scratch copy when one job runs:
+    // the dependencies (and most of the crate) stay built from one run to the
+    // next. With several jobs each copy needs its own, as cargo-mutants makes.
+    if !args.passthrough.iter().any(|a| {
+        let a = a.to_string_lossy();
+        a == "-j" || a.starts_with("--jobs") || a.starts_with("-j")
+    }) && std::env::var_os("CARGO_MUTANTS_JOBS").is_none()
+    {
+        cmd.env("CARGO_TARGET_DIR", target.join("mutants-build"));
+    }
+    eprintln!(
+        "mutants: cargo mutants {} with PYTHON={} (results in {})",
+        files
+            .iter()
+            .map(|f| format!("--file {f}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        python.display(),
+        target.join("mutants.out").display()
+    );
+    let status = cmd
+        .args(&args.passthrough)
+        .env("PYTHON", &python)
+        .stdin(Stdio::null())
+        .stdout(std::io::stderr())
+        .status()
+        .context("cannot start cargo mutants")?;
+    // cargo-mutants: 0 all caught, 2 some missed, 3 some timed out; others
+    // (1 usage, 4 the unmutated tree fails its tests) leave no table.
+    if !matches!(status.code(), Some(0 | 2 | 3)) {
+        bail!("cargo mutants failed ({status}); see its output above and target/mutants.out/");
+    }
+    report(root, target)
+}
+
+/// Prints the table of the run in `<target>/mutants.out`; 1 when a gate
+/// file is below the target.
+fn report(root: &Path, target: &Path) -> Result<i32> {
+    let outcomes_path = target.join("mutants.out").join("outcomes.json");
+    let text = std::fs::read_to_string(&outcomes_path)
+        .with_context(|| format!("read {}", outcomes_path.display()))?;
+    let outcomes: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not JSON", outcomes_path.display()))?;
+    let equivalents_path = root.join(EQUIVALENTS);
+    let equivalents = match std::fs::read_to_string(&equivalents_path) {
+        Ok(text) => {
+            parse_equivalents(&text).with_context(|| format!("{}", equivalents_path.display()))?
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_context(|| format!("read {}", equivalents_path.display())),
+    };
+    let report = Report::new(&parse_outcomes(&outcomes)?, &equivalents);
+    print!("{}", report.render());
+    Ok(if report.target_met() { 0 } else { 1 })
+}
+
+/// The cargo-mutants to run: the one on PATH when it is [`VERSION`], else
+/// `<target>/tools/bin/cargo-mutants`, installed there (`cargo install
+/// --locked`) when missing or of another version.
+fn ensure_installed(target: &Path) -> Result<PathBuf> {
+    let version_of = |bin: &Path| {
+        Command::new(bin)
+            .args(["mutants", "--version"])
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let wanted = format!("cargo-mutants {VERSION}");
+    let on_path = PathBuf::from("cargo-mutants");
+    if version_of(&on_path).as_deref() == Some(wanted.as_str()) {
+        return Ok(on_path);
+    }
+    let root = target.join("tools");
+    let local = root.join("bin").join("cargo-mutants");
+    if version_of(&local).as_deref() == Some(wanted.as_str()) {
+        return Ok(local);
+    }
+    eprintln!(
+        "mutants: cargo install --locked cargo-mutants@{VERSION} --root {} (once; takes minutes)",
+        root.display()
+    );
+    let status = Command::new(crate::cargo())
+        .args(["install", "--locked", "--root"])
+        .arg(&root)
+        .arg(format!("cargo-mutants@{VERSION}"))
+        .stdin(Stdio::null())
+        .stdout(std::io::stderr())
+        .status()
+        .context("cannot start cargo install")?;
+    if !status.success() {
+        bail!("cargo install cargo-mutants@{VERSION} failed ({status})");
+    }
+    Ok(local)
+}
+
+/// What became of one mutant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    Caught,
+    Missed,
+    Unviable,
+    Timeout,
+}
+
+/// One mutant's outcome, from `outcomes.json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// `src/gates/stage.rs`
+    pub file: String,
+    /// cargo-mutants' name: `src/gates/stage.rs:12:5: replace < with <= in decide`
+    pub name: String,
+    /// The name without file, line and column: `replace < with <= in decide`
+    pub mutation: String,
+    pub fate: Fate,
+}
+
+/// The mutants' outcomes in `outcomes.json` (the baseline left out).
+pub fn parse_outcomes(json: &Value) -> Result<Vec<Outcome>> {
+    let list = json
+        .get("outcomes")
+        .and_then(Value::as_array)
+        .context("outcomes.json: no `outcomes` list")?;
+    let mut out = Vec::new();
+    for entry in list {
+        let Some(mutant) = entry.get("scenario").and_then(|s| s.get("Mutant")) else {
+            continue; // "Baseline"
+        };
+        let summary = entry.get("summary").and_then(Value::as_str).unwrap_or("");
+        let fate = match summary {
+            "CaughtMutant" => Fate::Caught,
+            "MissedMutant" => Fate::Missed,
+            "Unviable" => Fate::Unviable,
+            "Timeout" => Fate::Timeout,
+            other => bail!("outcomes.json: unknown summary {other:?} for {mutant}"),
+        };
+        out.push(mutant_outcome(mutant, fate)?);
+    }
+    Ok(out)
+}
+
+/// An [`Outcome`] from one mutant as cargo-mutants writes it (in
+/// `outcomes.json` and in `--list --json`).
+fn mutant_outcome(mutant: &Value, fate: Fate) -> Result<Outcome> {
+    let file = mutant
+        .get("file")
+        .and_then(Value::as_str)
+        .with_context(|| format!("mutant without a file: {mutant}"))?;
+    let name = mutant
+        .get("name")
+        .and_then(Value::as_str)
+        .with_context(|| format!("mutant without a name: {mutant}"))?;
+    Ok(Outcome {
+        file: file.to_string(),
+        name: name.to_string(),
+        mutation: mutation_of(file, name),
+        fate,
+    })
+}
+
+/// `replace < with <= in decide` from `src/x.rs:12:5: replace < with <= in decide`.
+pub fn mutation_of(file: &str, name: &str) -> String {
+    let rest = name.strip_prefix(file).unwrap_or(name);
+    let mut rest = rest;
+    // `:LINE:COL: ` (or none, with `--line-col false`).
+    for _ in 0..2 {
+        if let Some(r) = rest.strip_prefix(':') {
+            let digits = r.len() - r.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            if digits > 0 {
+                rest = &r[digits..];
+            }
+        }
+    }
+    rest.strip_prefix(": ").unwrap_or(rest).trim().to_string()
+}
+
+/// One line of `mutants-equivalent.txt`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Equivalent {
+    pub file: String,
+    pub mutation: String,
+    pub why: String,
+}
+
+/// Reads `mutants-equivalent.txt`: blank lines and `#` comments aside, one
+/// surviving mutant per line, `FILE: MUTATION # WHY`, MUTATION being
+/// cargo-mutants' name without line and column (so that an edit elsewhere
+/// in the file does not stale the entry), WHY one sentence on why no test
+/// can tell the mutant from the code. An entry covers every mutant of that
+/// file with that mutation (the same operator twice in one function).
+pub fn parse_equivalents(text: &str) -> Result<Vec<Equivalent>> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (file, rest) = line
+            .split_once(": ")
+            .with_context(|| format!("line {}: expected `FILE: MUTATION # WHY`", n + 1))?;
+        let (mutation, why) = rest.split_once(" # ").with_context(|| {
+            format!(
+                "line {}: no ` # WHY` saying why the mutant is equivalent",
+                n + 1
+            )
+        })?;
+        if why.trim().is_empty() || mutation.trim().is_empty() {
+            bail!(
+                "line {}: expected `FILE: MUTATION # WHY`, each part non-empty",
+                n + 1
+            );
+        }
+        out.push(Equivalent {
+            file: file.trim().to_string(),
+            mutation: mutation.trim().to_string(),
+            why: why.trim().to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Counts of one file's mutants.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub caught: u32,
+    pub missed: u32,
+    /// Missed, and listed in `mutants-equivalent.txt`.
+    pub equivalent: u32,
+    pub unviable: u32,
+    pub timeouts: u32,
+}
+
+impl Row {
+    /// Caught, missed (not equivalent) and timed out.
+    pub fn viable(&self) -> u32 {
+        self.caught + self.missed + self.timeouts
+    }
+
+    /// Caught as a share of viable, in percent (100 with nothing viable).
+    pub fn percent(&self) -> f64 {
+        match self.viable() {
+            0 => 100.0,
+            v => f64::from(self.caught) * 100.0 / f64::from(v),
+        }
+    }
+
+    /// At least [`TARGET_PERCENT`] of the viable mutants caught.
+    pub fn target_met(&self) -> bool {
+        self.caught * 100 >= self.viable() * TARGET_PERCENT
+    }
+}
+
+/// The table of a run.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub rows: BTreeMap<String, Row>,
+    /// Missed mutants no equivalent covers: each needs a test or a line.
+    pub missed: Vec<String>,
+    /// Equivalent-list lines that covered a mutant a test caught or that
+    /// timed out: the line is wrong (or stale) and should go.
+    pub not_equivalent: Vec<String>,
+}
+
+impl Report {
+    pub fn new(outcomes: &[Outcome], equivalents: &[Equivalent]) -> Self {
+        let mut report = Report::default();
+        let covers = |o: &Outcome| {
+            equivalents
+                .iter()
+                .any(|e| e.file == o.file && e.mutation == o.mutation)
+        };
+        for o in outcomes {
+            let row = report.rows.entry(o.file.clone()).or_default();
+            match o.fate {
+                Fate::Caught | Fate::Timeout if covers(o) => {
+                    report
+                        .not_equivalent
+                        .push(format!("{}: {}", o.file, o.mutation));
+                    if o.fate == Fate::Caught {
+                        row.caught += 1;
+                    } else {
+                        row.timeouts += 1;
+                    }
+                }
+                Fate::Caught => row.caught += 1,
+                Fate::Timeout => row.timeouts += 1,
+                Fate::Unviable => row.unviable += 1,
+                Fate::Missed if covers(o) => row.equivalent += 1,
+                Fate::Missed => {
+                    row.missed += 1;
+                    report.missed.push(o.name.clone());
+                }
+            }
+        }
+        report.not_equivalent.sort();
+        report.not_equivalent.dedup();
+        report
+    }
+
+    /// Every gate file meets the target (readers are reported, not held to it).
+    pub fn target_met(&self) -> bool {
+        self.rows
+            .iter()
+            .all(|(file, row)| !file.starts_with(GATES) || row.target_met())
+    }
+
+    pub fn render(&self) -> String {
+        let width = self.rows.keys().map(String::len).max().unwrap_or(4).max(4);
+        let mut out = format!(
+            "\n{:<width$}  {:>6}  {:>6}  {:>5}  {:>8}  {:>8}  {:>7}  target {TARGET_PERCENT} %\n",
+            "file", "caught", "missed", "equiv", "unviable", "timeouts", "caught%"
+        );
+        let mut total = Row::default();
+        for (file, row) in &self.rows {
+            let verdict = match (file.starts_with(GATES), row.target_met()) {
+                (true, true) => "met",
+                (true, false) => "MISSED",
+                (false, true) => "met (reader)",
+                (false, false) => "below (reader)",
+            };
+            out.push_str(&format!(
+                "{file:<width$}  {:>6}  {:>6}  {:>5}  {:>8}  {:>8}  {:>6.1}%  {verdict}\n",
+                row.caught,
+                row.missed,
+                row.equivalent,
+                row.unviable,
+                row.timeouts,
+                row.percent()
+            ));
+            total.caught += row.caught;
+            total.missed += row.missed;
+            total.equivalent += row.equivalent;
+            total.unviable += row.unviable;
+            total.timeouts += row.timeouts;
+        }
+        out.push_str(&format!(
+            "{:<width$}  {:>6}  {:>6}  {:>5}  {:>8}  {:>8}  {:>6.1}%\n",
+            "total",
+            total.caught,
+            total.missed,
+            total.equivalent,
+            total.unviable,
+            total.timeouts,
+            total.percent()
+        ));
+        out.push_str(&format!(
+            "\ncaught% = caught / (caught + missed + timeouts); mutants listed in {EQUIVALENTS} are \
+             left out; the {TARGET_PERCENT} % target holds for every file under {GATES}\n"
+        ));
+        if !self.missed.is_empty() {
+            out.push_str(&format!(
+                "\nmissed, not listed in {EQUIVALENTS} (kill each with a unit test, or add \
+                 `FILE: MUTATION # WHY` there):\n"
+            ));
+            for name in &self.missed {
+                out.push_str(&format!("  {name}\n"));
+            }
+        }
+        if !self.not_equivalent.is_empty() {
+            out.push_str(&format!(
+                "\nlisted in {EQUIVALENTS} but caught or timed out (remove the line):\n"
+            ));
+            for name in &self.not_equivalent {
+                out.push_str(&format!("  {name}\n"));
+            }
+        }
+        out
+    }
+}
+
+/// Mutants per file from `cargo mutants --list --json`.
+pub fn count_listed(json: &Value) -> Result<BTreeMap<String, u32>> {
+    let list = json
+        .as_array()
+        .context("cargo mutants --list --json: not a list")?;
+    let mut counts = BTreeMap::new();
+    for mutant in list {
+        let file = mutant
+            .get("file")
+            .and_then(Value::as_str)
+            .with_context(|| format!("mutant without a file: {mutant}"))?;
+        *counts.entry(file.to_string()).or_insert(0) += 1;
+    }
+    Ok(counts)
+}
+
+/// The `--list` table: mutants per file, the total and the time it would take.
+pub fn render_list(counts: &BTreeMap<String, u32>) -> String {
+    let width = counts.keys().map(String::len).max().unwrap_or(4).max(5);
+    let mut out = String::new();
+    let mut gates = 0;
+    for (file, n) in counts {
+        out.push_str(&format!("{file:<width$}  {n:>5}\n"));
+        if file.starts_with(GATES) {
+            gates += n;
+        }
+    }
+    let total: u32 = counts.values().sum();
+    let files: BTreeSet<&String> = counts.keys().collect();
+    out.push_str(&format!("{:<width$}  {total:>5}\n", "total"));
+    out.push_str(&format!(
+        "\n{total} mutants in {} files ({gates} in gate files); at about {SECONDS_PER_MUTANT} s a \
+         mutant with one job, about {}\n",
+        files.len(),
+        hours_minutes(u64::from(total) * u64::from(SECONDS_PER_MUTANT))
+    ));
+    out
+}
+
+fn hours_minutes(seconds: u64) -> String {
+    let minutes = seconds.div_ceil(60);
+    if minutes < 60 {
+        format!("{minutes} min")
+    } else {
+        format!("{} h {:02} min", minutes / 60, minutes % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn mutant(file: &str, line: u32, mutation: &str) -> Value {
+        json!({
+            "package": "verify-coding-candidates",
+            "file": file,
+            "name": format!("{file}:{line}:9: {mutation}"),
+            "replacement": "true",
+            "genre": "BinaryOperator",
+        })
+    }
+
+    /// The shape cargo-mutants 27 writes: a baseline, then one entry per mutant.
+    fn sample() -> Value {
+        let entry =
+            |m: Value, summary: &str| json!({"scenario": {"Mutant": m}, "summary": summary});
+        json!({
+            "outcomes": [
+                {"scenario": "Baseline", "summary": "Success"},
+                entry(mutant("src/gates/a.rs", 10, "replace == with != in decide"), "CaughtMutant"),
+                entry(mutant("src/gates/a.rs", 11, "replace && with || in decide"), "CaughtMutant"),
+                entry(mutant("src/gates/a.rs", 12, "replace < with <= in decide"), "MissedMutant"),
+                entry(mutant("src/gates/a.rs", 40, "replace < with <= in decide"), "MissedMutant"),
+                entry(mutant("src/gates/a.rs", 13, "replace decide -> Vec<Check> with vec![]"), "Unviable"),
+                entry(mutant("src/gates/b.rs", 5, "replace f -> bool with true"), "CaughtMutant"),
+                entry(mutant("src/gates/b.rs", 6, "replace f -> bool with false"), "MissedMutant"),
+                entry(mutant("src/gates/b.rs", 7, "replace + with * in g"), "Timeout"),
+                entry(mutant("src/hash.rs", 3, "replace to_hex -> String with String::new()"), "MissedMutant"),
+            ],
+            "total_mutants": 9,
+        })
+    }
+
+    #[test]
+    fn outcomes_json_gives_each_mutant_its_file_mutation_and_fate() {
+        let outcomes = parse_outcomes(&sample()).unwrap();
+        assert_eq!(outcomes.len(), 9, "the baseline is not a mutant");
+        assert_eq!(
+            outcomes[2],
+            Outcome {
+                file: "src/gates/a.rs".into(),
+                name: "src/gates/a.rs:12:9: replace < with <= in decide".into(),
+                mutation: "replace < with <= in decide".into(),
+                fate: Fate::Missed,
+            }
+        );
+        assert_eq!(outcomes[4].fate, Fate::Unviable);
+        assert_eq!(outcomes[7].fate, Fate::Timeout);
+    }
+
+    #[test]
+    fn an_unknown_summary_is_an_error_not_a_silent_catch() {
+        let json = json!({"outcomes": [{"scenario": {"Mutant": mutant("src/a.rs", 1, "x")}, "summary": "Lost"}]});
+        assert!(parse_outcomes(&json).is_err());
+        assert!(parse_outcomes(&json!({"total_mutants": 0})).is_err());
+    }
+
+    #[test]
+    fn the_mutation_is_the_name_without_file_line_and_column() {
+        assert_eq!(
+            mutation_of("src/x.rs", "src/x.rs:12:5: replace < with <= in f"),
+            "replace < with <= in f"
+        );
+        assert_eq!(
+            mutation_of("src/x.rs", "src/x.rs: replace f -> bool with true"),
+            "replace f -> bool with true"
+        );
+        // A mutation that itself holds `: ` keeps it.
+        assert_eq!(
+            mutation_of(
+                "src/x.rs",
+                "src/x.rs:3:1: replace f -> Result<(), String> with Ok(())"
+            ),
+            "replace f -> Result<(), String> with Ok(())"
+        );
+    }
+
+    #[test]
+    fn counts_per_file_leave_equivalents_out_of_the_viable_mutants() {
+        let equivalents = parse_equivalents(
+            "# comment\n\nsrc/gates/a.rs: replace < with <= in decide # the sides are never equal\n",
+        )
+        .unwrap();
+        let report = Report::new(&parse_outcomes(&sample()).unwrap(), &equivalents);
+        let a = &report.rows["src/gates/a.rs"];
+        assert_eq!(
+            a,
+            &Row {
+                caught: 2,
+                missed: 0,
+                equivalent: 2,
+                unviable: 1,
+                timeouts: 0
+            },
+            "one line covers both `<` of decide"
+        );
+        assert_eq!(a.viable(), 2);
+        assert!(a.target_met());
+        let b = &report.rows["src/gates/b.rs"];
+        assert_eq!(
+            b,
+            &Row {
+                caught: 1,
+                missed: 1,
+                equivalent: 0,
+                unviable: 0,
+                timeouts: 1
+            }
+        );
+        assert_eq!(b.viable(), 3, "a timeout counts as viable, not caught");
+        assert!((b.percent() - 100.0 / 3.0).abs() < 1e-9);
+        assert!(!b.target_met());
+        assert!(!report.target_met(), "b.rs is a gate file below 90 %");
+        assert_eq!(
+            report.missed,
+            [
+                "src/gates/b.rs:6:9: replace f -> bool with false",
+                "src/hash.rs:3:9: replace to_hex -> String with String::new()"
+            ]
+        );
+        assert!(report.not_equivalent.is_empty());
+    }
+
+    #[test]
+    fn a_reader_below_the_target_is_reported_but_does_not_fail_the_run() {
+        let outcomes = parse_outcomes(&sample()).unwrap();
+        let only_a_and_hash: Vec<_> = outcomes
+            .into_iter()
+            .filter(|o| o.file != "src/gates/b.rs")
+            .collect();
+        let equivalents =
+            parse_equivalents("src/gates/a.rs: replace < with <= in decide # never equal\n")
+                .unwrap();
+        let report = Report::new(&only_a_and_hash, &equivalents);
+        assert_eq!(report.rows["src/hash.rs"].percent(), 0.0);
+        assert!(report.target_met());
+        let table = report.render();
+        assert!(table.contains("below (reader)"), "{table}");
+        assert!(
+            table.contains("src/hash.rs:3:9: replace to_hex -> String with String::new()"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn the_target_is_ninety_percent_inclusive() {
+        let row = |caught, missed| Row {
+            caught,
+            missed,
+            ..Row::default()
+        };
+        assert!(row(9, 1).target_met());
+        assert!(!row(8, 1).target_met(), "88.9 %");
+        assert!(row(0, 0).target_met(), "nothing viable");
+        assert!(!row(0, 1).target_met());
+    }
+
+    #[test]
+    fn an_equivalent_that_a_test_catches_is_reported_as_wrong() {
+        let equivalents =
+            parse_equivalents("src/gates/a.rs: replace == with != in decide # wrong\n").unwrap();
+        let report = Report::new(&parse_outcomes(&sample()).unwrap(), &equivalents);
+        assert_eq!(
+            report.not_equivalent,
+            ["src/gates/a.rs: replace == with != in decide"]
+        );
+        assert_eq!(
+            report.rows["src/gates/a.rs"].caught, 2,
+            "still counted as caught"
+        );
+        assert!(report
+            .render()
+            .contains("but caught or timed out (remove the line)"));
+    }
+
+    #[test]
+    fn an_equivalent_needs_file_mutation_and_a_reason() {
+        assert!(
+            parse_equivalents("src/a.rs: replace f -> bool with true\n").is_err(),
+            "no reason"
+        );
+        assert!(
+            parse_equivalents("replace f -> bool with true # why\n").is_err(),
+            "no file"
+        );
+        assert!(
+            parse_equivalents("src/a.rs:  # why\n").is_err(),
+            "no mutation"
+        );
+        let parsed = parse_equivalents(
+            "src/a.rs: replace f -> Result<(), String> with Ok(()) # only logs; nothing reads it\n",
+        )
+        .unwrap();
+        assert_eq!(
+            parsed,
+            [Equivalent {
+                file: "src/a.rs".into(),
+                mutation: "replace f -> Result<(), String> with Ok(())".into(),
+                why: "only logs; nothing reads it".into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_file_and_a_total() {
+        let report = Report::new(&parse_outcomes(&sample()).unwrap(), &[]);
+        let table = report.render();
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[1].starts_with("file "), "{table}");
+        assert!(lines[2].starts_with("src/gates/a.rs"), "{table}");
+        assert!(lines[2].ends_with("50.0%  MISSED"), "{table}");
+        assert!(lines[3].contains("33.3%  MISSED"), "{table}");
+        assert!(lines[5].starts_with("total"), "{table}");
+        assert!(
+            lines[5].contains("3       4      0         1         1"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn list_counts_mutants_per_file_and_estimates_the_time() {
+        let listed = json!([
+            mutant("src/gates/a.rs", 1, "x"),
+            mutant("src/gates/a.rs", 2, "y"),
+            mutant("src/hash.rs", 3, "z"),
+        ]);
+        let counts = count_listed(&listed).unwrap();
+        assert_eq!(counts["src/gates/a.rs"], 2);
+        let text = render_list(&counts);
+        assert!(
+            text.contains("3 mutants in 2 files (2 in gate files)"),
+            "{text}"
+        );
+        assert!(text.contains("about 2 min"), "{text}");
+        assert_eq!(hours_minutes(2 * 3600 + 61), "2 h 02 min");
+    }
+
+    #[test]
+    fn arguments_split_into_ours_and_cargo_mutants() {
+        let args: Vec<OsString> = [
+            "--file",
+            "src/a.rs",
+            "--jobs",
+            "2",
+            "--list",
+            "--file=src/b.rs",
+            "--",
+            "--lib",
+            "--file",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let parsed = parse_args(&args).unwrap().unwrap();
+        assert!(parsed.list);
+        assert_eq!(parsed.files, ["src/a.rs", "src/b.rs"]);
+        assert_eq!(
+            parsed.passthrough,
+            ["--jobs", "2", "--", "--lib", "--file"].map(OsString::from)
+        );
+        assert!(parse_args(&["--help".into()]).unwrap().is_none());
+        assert!(parse_args(&["--report".into()]).unwrap().unwrap().report);
+        assert!(parse_args(&["--file".into()]).is_err());
+    }
+}
