@@ -2,7 +2,7 @@
 //! staged candidate, produces exactly one archive named after the manifest.
 //!
 //! Per candidate (all candidates in parallel, results in profile order):
-//! `<python> -I -B -m langbot_plugin.cli build -o DIR/roots/lbp-build/<folder>/out`
+//! `<python> -I -X pycache_prefix=DIR/roots/pycache -m langbot_plugin.cli build -o DIR/roots/lbp-build/<folder>/out`
 //! with cwd = the staged candidate, a private HOME/TMP, the allowlisted
 //! environment and `LANG=C.UTF-8` (the SDK's `cli_print` picks its language
 //! from `LANG`; English keeps "Plugin manifest not found" recognisable). `-I`
@@ -163,7 +163,9 @@ impl super::Gate for LbpBuild {
 }
 
 /// The official build of the candidate at `source` into `out`:
-/// `<python> -I -B -m langbot_plugin.cli build -o <out>` run from `source`
+/// `<python> -I <bytecode options> -m langbot_plugin.cli build -o <out>`
+/// ([`crate::python::bytecode_options`]: the run's cache, or `-B` outside a
+/// run) run from `source`
 /// (the SDK's `langbot_plugin.cli.commands.buildplugin` needs `./manifest.yaml`),
 /// with `env` plus `LANG=C.UTF-8` (so the SDK's messages, such as "Plugin
 /// manifest not found", are in English). `-I` keeps the plugin folder off
@@ -179,15 +181,17 @@ pub fn official_build_spec(
     env.insert("LANG".into(), "C.UTF-8".into());
     ChildSpec {
         program: python.to_path_buf(),
-        args: vec![
-            "-I".into(),
-            "-B".into(),
-            "-m".into(),
-            "langbot_plugin.cli".into(),
-            "build".into(),
-            "-o".into(),
-            out.display().to_string(),
-        ],
+        args: ["-I".to_string()]
+            .into_iter()
+            .chain(crate::python::bytecode_options())
+            .chain([
+                "-m".into(),
+                "langbot_plugin.cli".into(),
+                "build".into(),
+                "-o".into(),
+                out.display().to_string(),
+            ])
+            .collect(),
         cwd: source.to_path_buf(),
         env,
         timeout,

@@ -8,7 +8,7 @@
 //!    (`CODING_RUNNER_SOURCE_ROOT`) set to DIR/extracted, whose children are
 //!    the exact extractions of the archives: the suites test what ships.
 //!
-//! Each run is `python -I -B -m pytest <paths> -p no:cacheprovider --rootdir
+//! Each run is `python -I -X pycache_prefix=DIR/roots/pycache -m pytest <paths> -p no:cacheprovider --rootdir
 //! <copy> -c <config> --junitxml DIR/logs/suites/<run>.xml -q` with a private
 //! HOME/TMP, the allowlisted environment plus the source-root variable, its
 //! own process group and the profile's time limit. Before it, the

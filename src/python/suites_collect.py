@@ -1,7 +1,7 @@
 """Collects pytest suites without running them and reports every item.
 
 Used by the `suites` gate (src/gates/suites.rs) before each pytest run, with
-the same interpreter flags (`-I -B`), working directory, environment and
+the same interpreter flags (`-I` and the run's bytecode cache), working directory, environment and
 pytest arguments as the run, so the gate knows what the run will execute:
 which files the items come from (the historical-not-collected check) and
 which items carry an xfail mark that applies, and whether it is strict.

@@ -198,7 +198,9 @@ fn observe_run(
         .join("suites")
         .join(format!("{name}.xml"));
     let junit_rel = format!("logs/suites/{name}.xml");
-    let mut args: Vec<String> = ["-I", "-B", "-m", "pytest"].map(String::from).to_vec();
+    let mut args: Vec<String> = vec!["-I".into()];
+    args.extend(python::bytecode_options());
+    args.extend(["-m".to_string(), "pytest".to_string()]);
     args.extend(common.iter().cloned());
     args.push(format!("--junitxml={}", junit_abs.display()));
     args.push("-q".into());
@@ -268,13 +270,15 @@ fn collect(
 ) -> Result<CollectionObs, String> {
     let spec = ChildSpec {
         program: ctx.python.clone(),
-        args: vec![
-            "-I".into(),
-            "-B".into(),
-            "-c".into(),
-            python::SUITES_COLLECT_PROBE.into(),
-            serde_json::to_string(common).expect("strings serialise"),
-        ],
+        args: ["-I".to_string()]
+            .into_iter()
+            .chain(python::bytecode_options())
+            .chain([
+                "-c".into(),
+                python::SUITES_COLLECT_PROBE.into(),
+                serde_json::to_string(common).expect("strings serialise"),
+            ])
+            .collect(),
         cwd: cwd.to_path_buf(),
         env,
         timeout,
