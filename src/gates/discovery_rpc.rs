@@ -563,7 +563,11 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
     let plugin = format!("{}/{}", c.author, c.name);
     let mut checks = Vec::new();
     let apply_ok = o.apply.as_ref().is_some_and(|a| a.ok);
-    let install_ok = o.upload_error.is_none() && apply_ok;
+    // The bytes the runtime received, and the binding they were applied
+    // under, are the archive's: checked here, not only trusted from the host.
+    let bytes_agree = o.uploaded_sha256.as_deref() == Some(c.sha256.as_str())
+        && o.binding["artifact_digest"].as_str() == Some(c.sha256.as_str());
+    let install_ok = o.upload_error.is_none() && apply_ok && bytes_agree;
     let install_detail = if install_ok {
         format!(
             "{} ({} bytes, sha256 {}) uploaded in {} __file_chunk request(s) and applied with an InstallationBinding whose artifact_digest is that sha256",
@@ -578,8 +582,14 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
             c.archive.display(),
             o.upload_error
                 .clone()
-                .or_else(|| o.apply.as_ref().map(|a| format!("apply_plugin_installation: {}", a.message)))
-                .unwrap_or_else(|| "no apply response".into()),
+                .or_else(|| o.apply.as_ref().filter(|a| !a.ok).map(|a| format!("apply_plugin_installation: {}", a.message)))
+                .or_else(|| o.apply.is_none().then(|| "no apply response".to_string()))
+                .unwrap_or_else(|| format!(
+                    "the uploaded bytes hash to {} and the binding's artifact_digest is {}, while the archive's sha256 is {}: the runtime was not given the certified bytes; this is a harness defect: report it",
+                    o.uploaded_sha256.as_deref().unwrap_or("nothing"),
+                    o.binding["artifact_digest"],
+                    c.sha256
+                )),
             r.transcript.display()
         )
     };
@@ -604,7 +614,11 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
         })
         .count();
     let still = o.final_status.as_deref() == Some("initialized");
-    let initialized = o.status.as_deref() == Some("initialized") && o.failure.is_none() && still;
+    let listed_initialized =
+        o.status.as_deref() == Some("initialized") && o.failure.is_none() && still;
+    // The runtime initializes a plugin only after asking the host for its
+    // settings: an initialization without that call is not the host's.
+    let initialized = listed_initialized && settings_calls > 0;
     let init_observed = json!({
         "plugin": plugin, "status": o.status, "final_status": o.final_status, "init_ms": o.init_ms,
         "worker_failures": o.worker_failures, "get_plugin_settings_answered": settings_calls,
@@ -625,10 +639,14 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
                 Some(folder),
                 format!(
                     "plugin {plugin} ({folder}) was not initialized by the runtime: {}; the runtime's message: {message}; expected list_plugins to show it `initialized`; {}",
-                    o.failure.clone().unwrap_or_else(|| format!(
-                        "it was `initialized`, but after every candidate was installed list_plugins showed it {}",
-                        o.final_status.as_deref().unwrap_or("no longer listed")
-                    )),
+                    o.failure.clone().unwrap_or_else(|| if listed_initialized {
+                        "list_plugins showed it `initialized`, but the runtime never asked the host for its settings (get_plugin_settings with this installation_uuid), so it did not run with the settings LangBot gives it".to_string()
+                    } else {
+                        format!(
+                            "it was `initialized`, but after every candidate was installed list_plugins showed it {}",
+                            o.final_status.as_deref().unwrap_or("no longer listed")
+                        )
+                    }),
                     initialized_advice(o, &r.runtime.log)
                 ),
             )

@@ -344,25 +344,90 @@ fn a_placeholder_within_a_command_line_is_shell_quoted() {
 
 #[test]
 fn components_differing_from_the_manifest_fail() {
-    let c = candidate();
-    let o = CandidateOutcome {
-        apply: Some(spec::Step {
-            ok: true,
-            ..spec::Step::default()
-        }),
-        status: Some("initialized".into()),
-        final_status: Some("initialized".into()),
-        listed_components: vec![ComponentId {
-            kind: "Runner".into(),
-            name: "other".into(),
-        }],
-        ..CandidateOutcome::default()
-    };
-    let checks = candidate_checks(&c, &o, &HostResult::default());
-    let comps = checks.iter().find(|k| k.name == "components").unwrap();
+    let mut obs = observed_run();
+    obs.result.as_mut().unwrap().candidates[0].listed_components = vec![ComponentId {
+        kind: "Runner".into(),
+        name: "other".into(),
+    }];
+    let comps = find(&decide(&obs), "components", Some("codex-agent"));
     assert_eq!(comps.result, CheckResult::Fail);
     assert!(comps.detail.contains("Runner/default"), "{}", comps.detail);
     assert!(comps.detail.contains("Runner/other"), "{}", comps.detail);
+    assert!(
+        comps.detail.contains("check spec.components"),
+        "{}",
+        comps.detail
+    );
+    // Listing fewer components than declared fails too.
+    obs.result.as_mut().unwrap().candidates[0]
+        .listed_components
+        .clear();
+    assert_eq!(
+        find(&decide(&obs), "components", Some("codex-agent")).result,
+        CheckResult::Fail
+    );
+}
+
+#[test]
+fn refuses_an_installation_of_other_bytes_than_the_archives() {
+    let mut obs = observed_run();
+    obs.result.as_mut().unwrap().candidates[0].uploaded_sha256 = Some("00".repeat(32));
+    let c = find(&decide(&obs), "installation", Some("codex-agent"));
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains(&format!("the uploaded bytes hash to {}", "00".repeat(32))),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail.contains("not given the certified bytes"),
+        "{}",
+        c.detail
+    );
+    let mut obs = observed_run();
+    obs.result.as_mut().unwrap().candidates[0].binding["artifact_digest"] = json!("ff");
+    let c = find(&decide(&obs), "installation", Some("codex-agent"));
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.contains("artifact_digest is \"ff\""),
+        "{}",
+        c.detail
+    );
+    let mut obs = observed_run();
+    obs.result.as_mut().unwrap().candidates[0].apply = None;
+    let c = find(&decide(&obs), "installation", Some("codex-agent"));
+    assert!(c.detail.contains("no apply response"), "{}", c.detail);
+}
+
+#[test]
+fn refuses_an_initialization_without_the_hosts_settings() {
+    let mut obs = observed_run();
+    obs.result.as_mut().unwrap().inbound[0].installation_uuid = Some("other".into());
+    let c = find(&decide(&obs), "initialized", Some("codex-agent"));
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.contains("never asked the host for its settings"),
+        "{}",
+        c.detail
+    );
+}
+
+#[test]
+fn a_failed_dependency_installer_is_sent_to_the_wheelhouse() {
+    let mut obs = observed_run();
+    let o = &mut obs.result.as_mut().unwrap().candidates[0];
+    o.status = None;
+    o.final_status = None;
+    o.failure = Some("apply_plugin_installation answered state \"failed\": dependency_prepare_failed Plugin dependency installer exited with code 1".into());
+    let c = find(&decide(&obs), "initialized", Some("codex-agent"));
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.contains("missing from the wheelhouse"),
+        "{}",
+        c.detail
+    );
+    assert!(!c.detail.contains("execution.python"), "{}", c.detail);
 }
 
 // ---- decision counterexamples over whole observations ----
@@ -438,6 +503,11 @@ fn observed_run() -> Observation {
         ping: ok(json!({"message": "pong"})),
         runtime_config: ok(json!({})),
         candidates: vec![o],
+        inbound: vec![crate::rpc::InboundCall {
+            action: "get_plugin_settings".into(),
+            installation_uuid: Some("u1".into()),
+            answered_ok: true,
+        }],
         teardown: Some(Teardown {
             group_empty: true,
             status: "exit status 0".into(),
