@@ -735,6 +735,31 @@ pub fn wheelhouse_check(
     .with_observed(observed)
 }
 
+/// The `prepare` check of a candidate without an admitted archive: what to
+/// do depends on whether admission ran and refused it, or never ran.
+pub fn not_admitted(folder: &str, admission: Option<&crate::evidence::AdmissionRecord>) -> Check {
+    match admission {
+        Some(a) => Check::fail(
+            "prepare",
+            Some(folder),
+            format!(
+                "not observed: the admission gate did not admit this archive ({}), so there is \
+                 nothing to prepare; fix what admission names, rebuild, and run again",
+                a.refusal
+                    .as_deref()
+                    .unwrap_or("see its artifact-store check")
+            ),
+        )
+        .with_observed(json!({ "admitted": false, "refusal": a.refusal })),
+        None => Check::fail(
+            "prepare",
+            Some(folder),
+            "not observed: expected an archive the admission gate admitted, found no admission \
+             recorded; run the admission gate first",
+        ),
+    }
+}
+
 /// Runs `f` on every input in its own thread; a panicking thread yields
 /// `on_panic(input)`.
 fn each_in_parallel<T: Send>(
@@ -764,12 +789,7 @@ impl super::Gate for Dependencies {
             let folder = record.folder.as_str();
             let admitted = record.admission.as_ref().is_some_and(|a| a.accepted);
             let Some(archive) = record.archive.as_ref().filter(|_| admitted) else {
-                checks.push(Check::fail(
-                    "prepare",
-                    Some(folder),
-                    "not observed: expected an archive the admission gate admitted, found none; \
-                     run admission first",
-                ));
+                checks.push(not_admitted(folder, record.admission.as_ref()));
                 continue;
             };
             let (home, tmp) = ctx.private_roots(GATE, folder).map_err(|e| {

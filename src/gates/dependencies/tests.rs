@@ -584,3 +584,39 @@ fn refuses_a_requirement_with_no_installed_distribution() {
     obs.runs[0].requirement_names = Some(vec!["SIX".into()]);
     assert_eq!(named(&decide(&obs), "installed").result, CheckResult::Pass);
 }
+
+#[test]
+fn an_archive_admission_refused_is_sent_back_to_admission_not_to_run_it() {
+    let refused = crate::evidence::AdmissionRecord {
+        accepted: false,
+        refusal: Some("ValueError: unsafe archive path '../x'".into()),
+        marker: None,
+        code_dir: None,
+        installed_sdk_version: "0.6.0b5".into(),
+        sdk_requirements: vec![],
+    };
+    let c = not_admitted("codex-agent", Some(&refused));
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("did not admit this archive (ValueError: unsafe archive path"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail.contains("fix what admission names"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        !c.detail.contains("run the admission gate first"),
+        "{}",
+        c.detail
+    );
+    let c = not_admitted("codex-agent", None);
+    assert!(
+        c.detail.contains("run the admission gate first"),
+        "{}",
+        c.detail
+    );
+}

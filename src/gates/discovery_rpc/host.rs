@@ -514,12 +514,14 @@ fn remove(
 /// Waits for every starting installation at once until each is listed
 /// `initialized` or has failed.
 ///
-/// The runtime counts failed worker starts only in total (`/healthz`
-/// `restart_failures_total`), so a count is attributed to a candidate only
-/// while it is the one still starting (counted from the moment it became
-/// so); while several start together none is failed on the count, and each
-/// waits at most the plugin time limit. The runtime's messages of a failed
-/// candidate are those logged since the wave of installations began.
+/// Failed worker starts are counted per installation from the runtime's log
+/// line "Plugin installation worker exited unexpectedly; restarting <uuid>"
+/// (`PluginManager._supervise_plugin_installation`); `/healthz` counts them
+/// only in total (`restart_failures_total`), so that count is attributed to
+/// a candidate only while it is the one still starting (counted from the
+/// moment it became so). The larger of the two counts is the candidate's.
+/// The runtime's messages of a failed candidate are those logged since the
+/// wave of installations began.
 fn wait_all<'a>(
     client: &mut HostClient,
     spec: &HostSpec,
@@ -586,24 +588,36 @@ fn wait_all<'a>(
             }
         }
         pending = still;
-        if pending.len() == 1 {
+        if pending.is_empty() {
+            break;
+        }
+        let log = read_log_since(rt, wave_mark);
+        let alone = if pending.len() == 1 {
             let base = *alone_since.get_or_insert_with(|| restart_failures(port));
-            let p = &mut pending[0];
-            let failures = restart_failures(port)
+            restart_failures(port)
                 .zip(base)
                 .map(|(now, before)| now.saturating_sub(before))
-                .unwrap_or(0);
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        let mut still = Vec::new();
+        for mut p in pending.drain(..) {
+            let uuid = p.out.binding["installation_uuid"].as_str().unwrap_or("");
+            let failures = logged_restarts(&log, uuid).max(alone);
             p.out.worker_failures = failures;
             if failures >= spec.failure_restarts {
                 p.out.failure = Some(format!(
                     "the runtime reported {failures} failed start(s) of the plugin's worker and never listed it as initialized"
                 ));
-                let mut p = pending.pop().expect("one pending");
                 p.out.runtime_messages = runtime_messages(rt, wave_mark);
                 remove(client, rt, &mut p.out, call_timeout)?;
                 done.push((p.cand, p.out));
+            } else {
+                still.push(p);
             }
         }
+        pending = still;
     }
     Ok(done)
 }
@@ -987,6 +1001,28 @@ fn runtime_messages(rt: &Running, mark: (u64, u64)) -> Vec<String> {
     select_messages(&text)
 }
 
+/// The runtime's stderr and stdout written since `mark`.
+fn read_log_since(rt: &Running, mark: (u64, u64)) -> String {
+    let mut text = read_from(&rt.logs().1, mark.1);
+    text.push_str(&read_from(&rt.logs().0, mark.0));
+    text
+}
+
+/// How many times the runtime logged restarting installation `uuid` after
+/// its worker exited (`PluginManager._supervise_plugin_installation`).
+fn logged_restarts(log: &str, uuid: &str) -> u64 {
+    if uuid.is_empty() {
+        return 0;
+    }
+    log.lines()
+        .filter(|l| {
+            l.contains("worker exited unexpectedly")
+                && l.split_once("restarting ")
+                    .is_some_and(|(_, rest)| rest.split_whitespace().next() == Some(uuid))
+        })
+        .count() as u64
+}
+
 fn select_messages(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in text.lines() {
@@ -1198,6 +1234,19 @@ mod tests {
             message_text(&json!({"content": [{"type": "text", "text": "hi"}]}))
                 .is_some_and(|t| t.contains("hi"))
         );
+    }
+
+    #[test]
+    fn restarts_are_counted_per_installation_from_the_runtime_log() {
+        let log = "[WARNING] Plugin installation worker exited unexpectedly; restarting u-1 in 1.0s\n\
+                   [WARNING] Plugin installation worker exited unexpectedly; restarting u-2 in 0.9s\n\
+                   [WARNING] Plugin installation worker exited unexpectedly; restarting u-1 in 2.1s\n\
+                   [WARNING] Plugin installation worker exited unexpectedly; restarting u-10 in 1.1s\n\
+                   [INFO] restarting u-1 for another reason\n";
+        assert_eq!(logged_restarts(log, "u-1"), 2);
+        assert_eq!(logged_restarts(log, "u-2"), 1);
+        assert_eq!(logged_restarts(log, "u-3"), 0);
+        assert_eq!(logged_restarts(log, ""), 0);
     }
 
     #[test]
