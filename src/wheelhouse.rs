@@ -324,19 +324,36 @@ pub struct BuildInput {
     pub log_dir: PathBuf,
 }
 
-/// Downloads every group (one `pip wheel` each, in order) into
-/// `DIR/wheelhouse`, writes the index and returns the record. Failed runs are
-/// recorded with their reason; nothing here fails as a whole but an I/O error
-/// on the wheelhouse itself.
+/// Downloads every group into `DIR/wheelhouse`, writes the index and
+/// returns the record. The `pip wheel` runs (one per group, each into its own
+/// folder) run concurrently; their files are then moved into the wheelhouse
+/// one group after another, in order, so a name clash is decided the same
+/// way whatever run finished first. Failed runs are recorded with their
+/// reason; nothing here fails as a whole but an I/O error on the wheelhouse
+/// itself.
 ///
 /// # Errors
 /// When the wheelhouse or its index cannot be written.
 pub fn build(input: &BuildInput, groups: &[DownloadGroup]) -> Result<WheelhouseRecord, String> {
     let wheelhouse = dir(&input.evidence_dir);
     std::fs::create_dir_all(&wheelhouse).map_err(|e| format!("{}: {e}", wheelhouse.display()))?;
+    let fetched: Vec<Result<Fetched, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = groups
+            .iter()
+            .enumerate()
+            .map(|(i, group)| s.spawn(move || fetch(input, i + 1, group)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("the download thread panicked".to_string()))
+            })
+            .collect()
+    });
     let mut downloads = Vec::new();
-    for (i, group) in groups.iter().enumerate() {
-        downloads.push(download(input, i + 1, group, &wheelhouse)?);
+    for f in fetched {
+        downloads.push(merge(f?, &wheelhouse)?);
     }
     let files = write_index(&wheelhouse)?;
     Ok(WheelhouseRecord {
@@ -354,16 +371,17 @@ fn relative(base: &Path, path: &Path) -> String {
         .unwrap_or_else(|_| path.display().to_string())
 }
 
-/// One `pip wheel` run into a fresh folder, whose files are then moved into
-/// the wheelhouse (a name already there is kept when its bytes are equal;
-/// when they differ, the first is kept and the run fails: the wheelhouse
-/// would otherwise hold two files under one name).
-fn download(
-    input: &BuildInput,
-    n: usize,
-    group: &DownloadGroup,
-    wheelhouse: &Path,
-) -> Result<WheelhouseDownload, String> {
+/// One `pip wheel` run into its own fresh folder, not yet in the wheelhouse.
+struct Fetched {
+    record: WheelhouseDownload,
+    /// Where pip put the files, when it succeeded.
+    target: Option<PathBuf>,
+    /// pip's output tail.
+    tail: String,
+}
+
+/// Runs `pip wheel` for one group into `<scratch>/download-N/`.
+fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched, String> {
     let target = input.scratch.join(format!("download-{n}"));
     let requirements_file = input.scratch.join(format!("download-{n}.txt"));
     let log_stem = input.log_dir.join(format!("download-{n}"));
@@ -425,7 +443,11 @@ fn download(
                 requirement: None,
                 pip_tail: String::new(),
             });
-            return Ok(record);
+            return Ok(Fetched {
+                record,
+                target: None,
+                tail: String::new(),
+            });
         }
     };
     record.duration_ms = u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX);
@@ -436,8 +458,32 @@ fn download(
             requirement: failed_requirement(&all),
             pip_tail: out.tail(12),
         });
-        return Ok(record);
+        return Ok(Fetched {
+            record,
+            target: None,
+            tail: String::new(),
+        });
     }
+    Ok(Fetched {
+        record,
+        target: Some(target),
+        tail: out.tail(12),
+    })
+}
+
+/// Moves a successful run's files into the wheelhouse (a name already there
+/// is kept when its bytes are equal; when they differ, the first is kept and
+/// the run fails: the wheelhouse would otherwise hold two files under one
+/// name).
+fn merge(fetched: Fetched, wheelhouse: &Path) -> Result<WheelhouseDownload, String> {
+    let Fetched {
+        mut record,
+        target,
+        tail,
+    } = fetched;
+    let Some(target) = target else {
+        return Ok(record);
+    };
     let produced = scan(&target)?;
     let mut conflicts = Vec::new();
     for f in &produced {
@@ -469,7 +515,7 @@ fn download(
                 conflicts.join(", ")
             ),
             requirement: None,
-            pip_tail: out.tail(12),
+            pip_tail: tail,
         });
     }
     Ok(record)

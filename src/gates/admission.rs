@@ -20,18 +20,27 @@
 //!   the SDK does), and the SDK's decision agrees;
 //! - `requirement-lines`: no line is one the SDK refuses (pip options, invalid
 //!   requirements), and the SDK's verdict on every line agrees with ours.
+//!
+//! The gate is observe + decide: [`observe`](observe::observe) runs the probe
+//! and reads the store's marker, both extractions and `requirements.txt` into
+//! an [`Observation`]; [`decide`] is a pure function from it to the checks.
+
+mod observe;
+#[cfg(test)]
+mod tests;
+
+pub use observe::{
+    analyse_requirements, compare_trees, python_splitlines, LineKind, RequirementLine,
+    TreeDifferences,
+};
 
 use crate::context::{RunContext, Updates};
 use crate::evidence::{AdmissionRecord, Check, RequirementDecision, SdkRequirementRecord};
-use crate::hash;
-use crate::python;
-use pep440_rs::Version;
-use pep508_rs::{MarkerEnvironment, Requirement, VerbatimUrl, VersionOrUrl};
-use serde::Deserialize;
+use observe::{ProbeArtifact, ProbeReport, SdkLine, SdkVerdict};
+use serde::Serialize;
 use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 /// Gate id.
 pub const GATE: &str = "admission";
@@ -40,9 +49,6 @@ pub const GATE: &str = "admission";
 /// provides and drops from every plugin's install list
 /// (`_RUNTIME_PROVIDED_DISTRIBUTIONS` in the SDK's `dependency_environment`).
 pub const SDK_DISTRIBUTION: &str = "langbot-plugin";
-
-/// The SDK's marker file next to an artifact's code directory.
-const VERIFIED_MARKER: &str = ".verified-sha256";
 
 /// Most differences listed in a failing `extraction-agrees` detail.
 const LISTED_DIFFERENCES: usize = 20;
@@ -87,316 +93,253 @@ pub struct AdmissionOutcome {
     pub record: Option<AdmissionRecord>,
 }
 
-/// The probe's report (`admission_probe.py`).
-#[derive(Debug, Deserialize)]
-struct ProbeReport {
-    installed_sdk_version: String,
-    marker_environment: serde_json::Value,
-    artifact: Option<ProbeArtifact>,
-    artifact_error: Option<String>,
-    artifact_requirements: Option<SdkVerdict>,
-    file_requirements: SdkVerdict,
-    lines: Vec<SdkLine>,
+/// What the gate observed for one candidate: plain data, no decision.
+#[derive(Debug, Clone, Serialize)]
+pub struct Observation {
+    /// Candidate folder.
+    pub folder: String,
+    /// The archive, relative to DIR.
+    pub archive: String,
+    /// The archive as the probe was given it (absolute).
+    pub archive_path: String,
+    /// Its sha256 as `archive-members` recorded it.
+    pub archive_sha256: String,
+    /// The harness's extraction, relative to DIR.
+    pub extracted: String,
+    /// The installed SDK version `sdk-record` recorded.
+    pub sdk_version: String,
+    /// Why the probe did not report, when it did not.
+    pub probe_error: Option<String>,
+    /// The probe's report (the SDK's own decisions).
+    pub(crate) report: Option<ProbeReport>,
+    /// The artifact store on disk, when the SDK accepted the bytes.
+    pub store: Option<StoreObservation>,
+    /// The harness's reading of `requirements.txt`.
+    pub requirements: RequirementsObservation,
 }
 
-#[derive(Debug, Deserialize)]
-struct ProbeArtifact {
-    digest: String,
-    root_path: String,
-    code_path: String,
-    marker: String,
-    plugin_author: String,
-    plugin_name: String,
-    plugin_version: String,
+/// The artifact store's layout on disk after `install_package`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreObservation {
+    /// Where the SDK's layout puts the artifact (`data/artifacts/sha256/<sha256>`).
+    pub expected_root: String,
+    /// Its code directory (`.../code`).
+    pub expected_code: String,
+    /// The code directory relative to DIR.
+    pub code_dir: String,
+    /// The `.verified-sha256` marker, relative to DIR.
+    pub marker_file: String,
+    /// The marker's contents, when readable.
+    pub marker: Option<String>,
+    /// Why the marker could not be read.
+    pub marker_error: Option<String>,
+    /// The two extractions compared, when the SDK's code directory is where
+    /// expected.
+    pub tree: Option<TreeDifferences>,
+    /// Why the extractions could not be compared.
+    pub tree_error: Option<String>,
 }
 
-/// The SDK's requirement check on one `requirements.txt`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-struct SdkVerdict {
-    accepted: bool,
-    /// The error is the SDK's own refusal (`DependencyEnvironmentPreparationError`),
-    /// not its check crashing.
-    refusal: bool,
-    kept: Vec<String>,
-    digest: Option<String>,
-    error: Option<String>,
+/// `DIR/extracted/<folder>/requirements.txt` as the harness read it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RequirementsObservation {
+    /// The file, relative to DIR.
+    pub file: String,
+    /// Whether it exists (absent reads as empty, as the SDK reads it).
+    pub present: bool,
+    /// Why the harness could not read or judge it at all.
+    pub unreadable: Option<String>,
+    /// The file is not UTF-8 (the reader's message).
+    pub not_utf8: Option<String>,
+    /// Every requirement line and the harness's decision on it.
+    pub lines: Vec<RequirementLine>,
 }
 
-/// The SDK's requirement check on one line alone.
-#[derive(Debug, Deserialize)]
-struct SdkLine {
-    number: usize,
-    text: String,
-    accepted: bool,
-    /// As [`SdkVerdict::refusal`].
-    refusal: bool,
-    kept: Vec<String>,
-    error: Option<String>,
-}
-
-impl SdkLine {
-    fn decision(&self) -> String {
-        match &self.error {
-            None => "accepted".into(),
-            Some(e) if self.refusal => format!("refused: {e}"),
-            Some(e) => format!("undecided: its check raised {e}"),
-        }
+/// Admits one archive through the genuine SDK and checks the result:
+/// [`observe`](observe::observe), then [`decide`].
+///
+/// Never fails as a whole: a probe that could not run becomes a failing
+/// `artifact-store` check naming the interpreter, status and output tail.
+pub fn admit(input: &AdmissionInput) -> AdmissionOutcome {
+    let obs = observe::observe(input);
+    AdmissionOutcome {
+        checks: decide(&obs),
+        record: record(&obs),
     }
+}
 
-    /// What the SDK did, as a verb phrase (`refused it: ...`).
-    fn says(&self) -> String {
-        match &self.error {
-            None if self.kept.is_empty() => {
-                "accepted it and dropped it from the install list".into()
-            }
-            None => format!("kept it for the installer as {:?}", self.kept),
-            Some(e) if self.refusal => format!("refused it: {e}"),
-            Some(e) => format!(
-                "did not decide: its check raised {e}, which is not the SDK's refusal \
-                 (DependencyEnvironmentPreparationError)"
+/// The facts for `candidates[].admission`, when the probe reported.
+pub fn record(obs: &Observation) -> Option<AdmissionRecord> {
+    let report = obs.report.as_ref()?;
+    Some(AdmissionRecord {
+        accepted: report.artifact.is_some(),
+        refusal: report.artifact_error.clone(),
+        marker: obs.store.as_ref().and_then(|s| s.marker.clone()),
+        code_dir: obs.store.as_ref().map(|s| s.code_dir.clone()),
+        installed_sdk_version: obs.sdk_version.clone(),
+        sdk_requirements: sdk_lines(obs, report)
+            .into_iter()
+            .map(|(o, s, decision)| SdkRequirementRecord {
+                line: o.number as u64,
+                requirement: o.text.clone(),
+                decision,
+                sdk_decision: s.decision(),
+            })
+            .collect(),
+    })
+}
+
+/// Whether the harness and the SDK split the file into the same lines.
+fn split_agrees(obs: &Observation, report: &ProbeReport) -> bool {
+    let ours = &obs.requirements.lines;
+    ours.len() == report.lines.len()
+        && ours
+            .iter()
+            .zip(&report.lines)
+            .all(|(o, s)| o.number == s.number && o.text == s.text)
+}
+
+/// The `langbot-plugin` lines, paired with the SDK's reading, when both
+/// readings split the file alike.
+fn sdk_lines<'a>(
+    obs: &'a Observation,
+    report: &'a ProbeReport,
+) -> Vec<(&'a RequirementLine, &'a SdkLine, RequirementDecision)> {
+    if obs.requirements.unreadable.is_some() || !split_agrees(obs, report) {
+        return Vec::new();
+    }
+    obs.requirements
+        .lines
+        .iter()
+        .zip(&report.lines)
+        .filter_map(|(o, s)| match o.kind {
+            LineKind::Sdk(d) => Some((o, s, d)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The checks of one candidate, from its observation alone: pure.
+pub fn decide(obs: &Observation) -> Vec<Check> {
+    let folder = obs.folder.as_str();
+    let Some(report) = &obs.report else {
+        return vec![Check::fail(
+            "artifact-store",
+            Some(folder),
+            format!(
+                "not observed: the admission probe did not report for {}: {}",
+                obs.archive_path,
+                obs.probe_error.as_deref().unwrap_or("no reason recorded")
             ),
-        }
-    }
-
-    /// The SDK decided this line: accepted it, or refused it with its own
-    /// refusal (not a crash of its check).
-    fn decided(&self) -> bool {
-        self.accepted || self.refusal
-    }
-}
-
-/// One requirement line as the harness reads it: the SDK's splitting
-/// (`str.splitlines`, `str.strip`, blank and `#` lines skipped).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequirementLine {
-    /// 1-based line number.
-    pub number: usize,
-    /// The stripped line.
-    pub text: String,
-    /// What the line is and the harness's decision on it.
-    pub kind: LineKind,
-}
-
-/// The harness's reading of one requirement line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LineKind {
-    /// Starts with `-`: a pip option, which the SDK refuses in an archive.
-    PipOption,
-    /// Not a PEP 508 requirement (the parser's message).
-    Invalid(String),
-    /// A `langbot-plugin` requirement, with the decision against the SDK.
-    Sdk(RequirementDecision),
-    /// Any other requirement: left for the installer.
-    Other,
-}
-
-impl LineKind {
-    /// Whether the SDK should accept the line.
-    pub fn accepted(&self) -> bool {
-        match self {
-            LineKind::PipOption | LineKind::Invalid(_) => false,
-            LineKind::Sdk(d) => matches!(
-                d,
-                RequirementDecision::Satisfied | RequirementDecision::MarkerExcludes
-            ),
-            LineKind::Other => true,
-        }
-    }
-
-    /// Whether an accepted line stays in the install list.
-    pub fn kept(&self) -> bool {
-        matches!(self, LineKind::Other)
-    }
-}
-
-/// Python's `str.splitlines()` boundaries (the SDK splits `requirements.txt`
-/// with it): `\n`, `\r`, `\r\n`, `\x0b`, `\x0c`, `\x1c`-`\x1e`, `\x85`,
-/// U+2028, U+2029.
-pub fn python_splitlines(text: &str) -> Vec<&str> {
-    let mut lines = Vec::new();
-    let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let boundary = matches!(
-            c,
-            '\n' | '\r'
-                | '\x0b'
-                | '\x0c'
-                | '\x1c'
-                | '\x1d'
-                | '\x1e'
-                | '\u{85}'
-                | '\u{2028}'
-                | '\u{2029}'
-        );
-        if !boundary {
-            continue;
-        }
-        lines.push(&text[start..i]);
-        let mut end = i + c.len_utf8();
-        if c == '\r' {
-            if let Some(&(j, '\n')) = chars.peek() {
-                chars.next();
-                end = j + 1;
-            }
-        }
-        start = end;
-    }
-    if start < text.len() {
-        lines.push(&text[start..]);
-    }
-    lines
-}
-
-/// Python's `str.strip()` with no argument: Unicode whitespace plus the
-/// separators `\x1c`-`\x1f`, which Python counts as whitespace and Rust does not.
-fn python_strip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
-}
-
-/// Reads `requirements.txt` bytes as the SDK does and decides every line.
-///
-/// The `langbot-plugin` rule mirrors the SDK (`dependency_environment.py`):
-/// a false environment marker makes the line not apply; a direct URL is
-/// refused; otherwise the PEP 440 specifier must contain the installed version,
-/// pre-releases allowed (`pep440_rs`'s `contains` applies no pre-release
-/// exclusion, like `SpecifierSet.contains(v, prereleases=True)`).
-///
-/// # Errors
-/// When the bytes are not UTF-8 (the SDK refuses such a file).
-pub fn analyse_requirements(
-    bytes: &[u8],
-    installed: &Version,
-    markers: &MarkerEnvironment,
-) -> Result<Vec<RequirementLine>, String> {
-    let text =
-        std::str::from_utf8(bytes).map_err(|e| format!("requirements.txt is not UTF-8 ({e})"))?;
-    let mut out = Vec::new();
-    for (index, raw) in python_splitlines(text).into_iter().enumerate() {
-        let line = python_strip(raw);
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let kind = if line.starts_with('-') {
-            LineKind::PipOption
-        } else {
-            match Requirement::<VerbatimUrl>::from_str(line) {
-                Err(e) => LineKind::Invalid(e.message.to_string()),
-                Ok(req) if req.name.as_ref() == SDK_DISTRIBUTION => {
-                    LineKind::Sdk(sdk_decision(&req, installed, markers))
-                }
-                Ok(_) => LineKind::Other,
-            }
-        };
-        out.push(RequirementLine {
-            number: index + 1,
-            text: line.to_string(),
-            kind,
-        });
-    }
-    Ok(out)
-}
-
-fn sdk_decision(
-    req: &Requirement<VerbatimUrl>,
-    installed: &Version,
-    markers: &MarkerEnvironment,
-) -> RequirementDecision {
-    if !req.marker.is_true() && !req.evaluate_markers(markers, &[]) {
-        return RequirementDecision::MarkerExcludes;
-    }
-    match &req.version_or_url {
-        Some(VersionOrUrl::Url(_)) => RequirementDecision::DirectUrl,
-        Some(VersionOrUrl::VersionSpecifier(spec)) if !spec.contains(installed) => {
-            RequirementDecision::NotSatisfied
-        }
-        _ => RequirementDecision::Satisfied,
-    }
-}
-
-/// One file of an extracted tree: its sha256, or the kind of a non-file entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum TreeEntry {
-    File(String),
-    Other(&'static str),
-}
-
-/// Every non-directory entry under `root`, by `/`-separated relative path.
-fn tree_entries(root: &Path) -> Result<BTreeMap<String, TreeEntry>, String> {
-    let mut out = BTreeMap::new();
-    for entry in walkdir::WalkDir::new(root).follow_links(false) {
-        let entry = entry.map_err(|e| format!("cannot walk {}: {e}", root.display()))?;
-        let ft = entry.file_type();
-        if ft.is_dir() {
-            continue;
-        }
-        let rel = entry
-            .path()
-            .strip_prefix(root)
-            .map_err(|e| format!("{}: {e}", entry.path().display()))?
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join("/");
-        let value = if ft.is_file() {
-            let digest = hash::sha256_file(entry.path())
-                .map_err(|e| format!("cannot read {}: {e}", entry.path().display()))?;
-            TreeEntry::File(digest.hex())
-        } else if ft.is_symlink() {
-            TreeEntry::Other("symlink")
-        } else {
-            TreeEntry::Other("special file")
-        };
-        out.insert(rel, value);
-    }
-    Ok(out)
-}
-
-/// Differences between two extractions of the same archive.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct TreeDifferences {
-    /// Files compared (union of both sides).
-    pub files: usize,
-    /// Paths only in the first tree.
-    pub only_in_first: Vec<String>,
-    /// Paths only in the second tree.
-    pub only_in_second: Vec<String>,
-    /// Paths in both whose sha256 (or entry kind) differs.
-    pub differing: Vec<String>,
-}
-
-impl TreeDifferences {
-    /// True when the trees hold the same files with the same bytes.
-    pub fn is_empty(&self) -> bool {
-        self.only_in_first.is_empty() && self.only_in_second.is_empty() && self.differing.is_empty()
-    }
-}
-
-/// Compares every non-directory entry of `first` and `second` by relative
-/// path and sha256 (streamed); a symlink or special file on either side is a
-/// difference.
-///
-/// # Errors
-/// When a tree cannot be walked or a file read.
-pub fn compare_trees(first: &Path, second: &Path) -> Result<TreeDifferences, String> {
-    let a = tree_entries(first)?;
-    let b = tree_entries(second)?;
-    let paths: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    let mut d = TreeDifferences {
-        files: paths.len(),
-        ..TreeDifferences::default()
+        )];
     };
-    for p in paths {
-        match (a.get(p), b.get(p)) {
-            (Some(_), None) => d.only_in_first.push(p.clone()),
-            (None, Some(_)) => d.only_in_second.push(p.clone()),
-            (Some(x), Some(y)) if x != y || matches!(x, TreeEntry::Other(_)) => {
-                d.differing.push(p.clone())
-            }
-            _ => {}
+    let mut checks = Vec::new();
+    match (&report.artifact, &obs.store) {
+        (Some(artifact), Some(store)) => {
+            checks.push(
+                Check::pass(
+                    "artifact-store",
+                    Some(folder),
+                    format!(
+                        "the SDK's PluginArtifactStore.install_package accepted the exact bytes of \
+                         {} (sha256 {}) as {}/{} {} into {}",
+                        obs.archive,
+                        obs.archive_sha256,
+                        artifact.plugin_author,
+                        artifact.plugin_name,
+                        artifact.plugin_version,
+                        store.code_dir
+                    ),
+                )
+                .with_observed(json!({
+                    "archive": obs.archive,
+                    "digest": artifact.digest,
+                    "code_dir": store.code_dir,
+                    "plugin": {
+                        "author": artifact.plugin_author,
+                        "name": artifact.plugin_name,
+                        "version": artifact.plugin_version,
+                    },
+                })),
+            );
+            checks.push(marker_check(obs, artifact, store));
+            checks.push(extraction_check(obs, artifact, store));
+        }
+        _ => {
+            let why = report
+                .artifact_error
+                .clone()
+                .unwrap_or_else(|| "no artifact and no error reported".into());
+            checks.push(
+                Check::fail(
+                    "artifact-store",
+                    Some(folder),
+                    format!(
+                        "{}: expected the SDK's PluginArtifactStore.install_package to accept the \
+                         exact archive bytes (sha256 {}), found it refused them: {why}; the \
+                         LangBot host refuses this archive the same way: fix what the SDK names \
+                         in the plugin source and rebuild",
+                        obs.archive, obs.archive_sha256
+                    ),
+                )
+                .with_observed(json!({ "archive": obs.archive, "sdk_error": why })),
+            );
         }
     }
-    Ok(d)
+    checks.extend(requirement_checks(obs, report));
+    checks
+}
+
+fn marker_check(obs: &Observation, artifact: &ProbeArtifact, store: &StoreObservation) -> Check {
+    let folder = obs.folder.as_str();
+    let observed = json!({
+        "marker_file": store.marker_file,
+        "marker": store.marker,
+        "probe_marker": artifact.marker,
+        "probe_root": artifact.root_path,
+        "expected": obs.archive_sha256,
+    });
+    let Some(on_disk) = &store.marker else {
+        return Check::fail(
+            "marker",
+            Some(folder),
+            format!(
+                "{}: expected the SDK's verified-digest marker holding {}, found it unreadable \
+                 ({}); the artifact store did not publish where the SDK's layout puts it: read \
+                 the probe log",
+                store.marker_file,
+                obs.archive_sha256,
+                store
+                    .marker_error
+                    .as_deref()
+                    .unwrap_or("no reason recorded")
+            ),
+        )
+        .with_observed(observed);
+    };
+    let ok = *on_disk == obs.archive_sha256
+        && artifact.marker == obs.archive_sha256
+        && artifact.digest == obs.archive_sha256
+        && artifact.root_path == store.expected_root;
+    let detail = if ok {
+        format!(
+            "{} holds the archive's sha256 {}, as the SDK reported",
+            store.marker_file, obs.archive_sha256
+        )
+    } else {
+        format!(
+            "{}: expected the marker, the SDK's artifact digest and its location to name the \
+             archive's sha256 {}, found marker {:?}, SDK-reported marker {:?}, digest {}, root \
+             {}; the artifact store did not verify these bytes: treat the archive as unadmitted",
+            store.marker_file,
+            obs.archive_sha256,
+            on_disk,
+            artifact.marker,
+            artifact.digest,
+            artifact.root_path
+        )
+    };
+    Check::from_bool("marker", Some(folder), ok, detail).with_observed(observed)
 }
 
 fn listed(paths: &[String]) -> String {
@@ -412,206 +355,14 @@ fn listed(paths: &[String]) -> String {
     text
 }
 
-fn relative(dir: &Path, path: &Path) -> String {
-    path.strip_prefix(dir)
-        .map(|p| {
-            p.components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join("/")
-        })
-        .unwrap_or_else(|_| path.display().to_string())
-}
-
-/// Admits one archive through the genuine SDK and checks the result.
-///
-/// Never fails as a whole: a probe that could not run becomes a failing
-/// `artifact-store` check naming the interpreter, status and output tail.
-pub fn admit(input: &AdmissionInput) -> AdmissionOutcome {
-    let folder = input.folder.as_str();
-    let data_root = input.root.join("data");
-    let lines_root = input.root.join("requirements");
-    let requirements_file = input.extracted.join("requirements.txt");
-    let args = vec![
-        input.archive.display().to_string(),
-        input.archive_sha256.clone(),
-        data_root.display().to_string(),
-        requirements_file.display().to_string(),
-        lines_root.display().to_string(),
-    ];
-    let report: ProbeReport = match python::run_probe(
-        &input.python,
-        "admission_probe",
-        python::ADMISSION_PROBE,
-        &args,
-        &input.root,
-        input.env.clone(),
-        &input.log_stem,
-    ) {
-        Ok(r) => r,
-        Err(e) => {
-            return AdmissionOutcome {
-                checks: vec![Check::fail(
-                    "artifact-store",
-                    Some(folder),
-                    format!(
-                        "not observed: the admission probe did not report for {}: {e}",
-                        input.archive.display()
-                    ),
-                )],
-                record: None,
-            }
-        }
-    };
-
-    let mut checks = Vec::new();
-    let mut record = AdmissionRecord {
-        accepted: report.artifact.is_some(),
-        refusal: report.artifact_error.clone(),
-        marker: None,
-        code_dir: None,
-        installed_sdk_version: input.sdk_version.clone(),
-        sdk_requirements: Vec::new(),
-    };
-    let archive_rel = relative(&input.evidence_dir, &input.archive);
-
-    match &report.artifact {
-        None => {
-            let why = report
-                .artifact_error
-                .clone()
-                .unwrap_or_else(|| "no artifact and no error reported".into());
-            checks.push(
-                Check::fail(
-                    "artifact-store",
-                    Some(folder),
-                    format!(
-                        "{archive_rel}: expected the SDK's PluginArtifactStore.install_package to \
-                         accept the exact archive bytes (sha256 {}), found it refused them: {why}; \
-                         the LangBot host refuses this archive the same way: fix what the SDK \
-                         names in the plugin source and rebuild",
-                        input.archive_sha256
-                    ),
-                )
-                .with_observed(json!({ "archive": archive_rel, "sdk_error": why })),
-            );
-        }
-        Some(artifact) => {
-            let expected_root = data_root
-                .join("artifacts")
-                .join("sha256")
-                .join(&input.archive_sha256);
-            let expected_code = expected_root.join("code");
-            record.code_dir = Some(relative(&input.evidence_dir, &expected_code));
-            checks.push(
-                Check::pass(
-                    "artifact-store",
-                    Some(folder),
-                    format!(
-                        "the SDK's PluginArtifactStore.install_package accepted the exact bytes of \
-                         {archive_rel} (sha256 {}) as {}/{} {} into {}",
-                        input.archive_sha256,
-                        artifact.plugin_author,
-                        artifact.plugin_name,
-                        artifact.plugin_version,
-                        relative(&input.evidence_dir, &expected_code)
-                    ),
-                )
-                .with_observed(json!({
-                    "archive": archive_rel,
-                    "digest": artifact.digest,
-                    "code_dir": relative(&input.evidence_dir, &expected_code),
-                    "plugin": {
-                        "author": artifact.plugin_author,
-                        "name": artifact.plugin_name,
-                        "version": artifact.plugin_version,
-                    },
-                })),
-            );
-            checks.push(marker_check(
-                folder,
-                input,
-                artifact,
-                &expected_root,
-                &mut record,
-            ));
-            checks.push(extraction_check(folder, input, artifact, &expected_code));
-        }
-    }
-
-    let (sdk_check, lines_check) = requirement_checks(folder, input, &report, &mut record);
-    checks.push(sdk_check);
-    checks.push(lines_check);
-    AdmissionOutcome {
-        checks,
-        record: Some(record),
-    }
-}
-
-fn marker_check(
-    folder: &str,
-    input: &AdmissionInput,
-    artifact: &ProbeArtifact,
-    expected_root: &Path,
-    record: &mut AdmissionRecord,
-) -> Check {
-    let marker_path = expected_root.join(VERIFIED_MARKER);
-    let marker_rel = relative(&input.evidence_dir, &marker_path);
-    let on_disk = std::fs::read_to_string(&marker_path);
-    let observed = json!({
-        "marker_file": marker_rel,
-        "marker": on_disk.as_ref().ok(),
-        "probe_marker": artifact.marker,
-        "probe_root": artifact.root_path,
-        "expected": input.archive_sha256,
-    });
-    let on_disk = match on_disk {
-        Ok(text) => text,
-        Err(e) => {
-            return Check::fail(
-                "marker",
-                Some(folder),
-                format!(
-                    "{marker_rel}: expected the SDK's verified-digest marker holding {}, found it \
-                     unreadable ({e}); the artifact store did not publish where the SDK's layout \
-                     puts it: read the probe log",
-                    input.archive_sha256
-                ),
-            )
-            .with_observed(observed);
-        }
-    };
-    record.marker = Some(on_disk.clone());
-    let root_agrees = Path::new(&artifact.root_path) == expected_root;
-    let ok = on_disk == input.archive_sha256
-        && artifact.marker == input.archive_sha256
-        && artifact.digest == input.archive_sha256
-        && root_agrees;
-    let detail = if ok {
-        format!(
-            "{marker_rel} holds the archive's sha256 {}, as the SDK reported",
-            input.archive_sha256
-        )
-    } else {
-        format!(
-            "{marker_rel}: expected the marker, the SDK's artifact digest and its location to name \
-             the archive's sha256 {}, found marker {:?}, SDK-reported marker {:?}, digest {}, root \
-             {}; the artifact store did not verify these bytes: treat the archive as unadmitted",
-            input.archive_sha256, on_disk, artifact.marker, artifact.digest, artifact.root_path
-        )
-    };
-    Check::from_bool("marker", Some(folder), ok, detail).with_observed(observed)
-}
-
 fn extraction_check(
-    folder: &str,
-    input: &AdmissionInput,
+    obs: &Observation,
     artifact: &ProbeArtifact,
-    expected_code: &Path,
+    store: &StoreObservation,
 ) -> Check {
-    let store_rel = relative(&input.evidence_dir, expected_code);
-    let ours_rel = relative(&input.evidence_dir, &input.extracted);
-    if Path::new(&artifact.code_path) != expected_code {
+    let folder = obs.folder.as_str();
+    let (store_rel, ours_rel) = (&store.code_dir, &obs.extracted);
+    if artifact.code_path != store.expected_code {
         return Check::fail(
             "extraction-agrees",
             Some(folder),
@@ -620,75 +371,77 @@ fn extraction_check(
                  the SDK's artifact layout changed: re-check SDK-FACTS.md",
                 artifact.code_path
             ),
-        );
+        )
+        .with_observed(json!({ "expected": store.expected_code, "reported": artifact.code_path }));
     }
-    match compare_trees(expected_code, &input.extracted) {
-        Err(e) => Check::fail(
+    let Some(d) = &store.tree else {
+        return Check::fail(
             "extraction-agrees",
             Some(folder),
-            format!("not observed: {e}"),
-        ),
-        Ok(d) => {
-            let observed = json!({
-                "artifact_code_dir": store_rel,
-                "extracted": ours_rel,
-                "files": d.files,
-                "only_in_artifact_store": d.only_in_first,
-                "only_in_extracted": d.only_in_second,
-                "differing": d.differing,
-            });
-            if d.is_empty() {
-                Check::pass(
-                    "extraction-agrees",
-                    Some(folder),
-                    format!(
-                        "the SDK's extraction {store_rel} and {ours_rel} hold the same {} files \
-                         with the same sha256",
-                        d.files
-                    ),
-                )
-            } else {
-                let mut parts = Vec::new();
-                if !d.only_in_first.is_empty() {
-                    parts.push(format!(
-                        "only in the artifact store: {}",
-                        listed(&d.only_in_first)
-                    ));
-                }
-                if !d.only_in_second.is_empty() {
-                    parts.push(format!("only in {ours_rel}: {}", listed(&d.only_in_second)));
-                }
-                if !d.differing.is_empty() {
-                    parts.push(format!("different bytes: {}", listed(&d.differing)));
-                }
-                Check::fail(
-                    "extraction-agrees",
-                    Some(folder),
-                    format!(
-                        "expected two independent extractions of the same archive bytes, the \
-                         SDK's ({store_rel}) and the harness's ({ours_rel}), to hold the same \
-                         files with the same sha256; found {}; one extractor is wrong: compare \
-                         the two trees and report the extractor at fault",
-                        parts.join("; ")
-                    ),
-                )
-            }
-            .with_observed(observed)
-        }
+            format!(
+                "not observed: {}",
+                store
+                    .tree_error
+                    .as_deref()
+                    .unwrap_or("the trees were not compared")
+            ),
+        );
+    };
+    let observed = json!({
+        "artifact_code_dir": store_rel,
+        "extracted": ours_rel,
+        "files": d.files,
+        "only_in_artifact_store": d.only_in_first,
+        "only_in_extracted": d.only_in_second,
+        "differing": d.differing,
+    });
+    if d.is_empty() {
+        return Check::pass(
+            "extraction-agrees",
+            Some(folder),
+            format!(
+                "the SDK's extraction {store_rel} and {ours_rel} hold the same {} files with the \
+                 same sha256",
+                d.files
+            ),
+        )
+        .with_observed(observed);
     }
+    let mut parts = Vec::new();
+    if !d.only_in_first.is_empty() {
+        parts.push(format!(
+            "only in the artifact store: {}",
+            listed(&d.only_in_first)
+        ));
+    }
+    if !d.only_in_second.is_empty() {
+        parts.push(format!("only in {ours_rel}: {}", listed(&d.only_in_second)));
+    }
+    if !d.differing.is_empty() {
+        parts.push(format!("different bytes: {}", listed(&d.differing)));
+    }
+    Check::fail(
+        "extraction-agrees",
+        Some(folder),
+        format!(
+            "expected two independent extractions of the same archive bytes, the SDK's \
+             ({store_rel}) and the harness's ({ours_rel}), to hold the same files with the same \
+             sha256; found {}; one extractor is wrong: compare the two trees and report the \
+             extractor at fault",
+            parts.join("; ")
+        ),
+    )
+    .with_observed(observed)
 }
 
 /// The `sdk-requirement` and `requirement-lines` checks.
-fn requirement_checks(
-    folder: &str,
-    input: &AdmissionInput,
-    report: &ProbeReport,
-    record: &mut AdmissionRecord,
-) -> (Check, Check) {
-    let req_path = input.extracted.join("requirements.txt");
-    let req_rel = relative(&input.evidence_dir, &req_path);
-    let not_observed = |why: String| {
-        (
+fn requirement_checks(obs: &Observation, report: &ProbeReport) -> [Check; 2] {
+    let folder = obs.folder.as_str();
+    let req = &obs.requirements;
+    let req_rel = req.file.as_str();
+    if let Some(why) = &req.unreadable {
+        // One cause: the second check could not be taken for the same reason.
+        return [
             Check::fail(
                 "sdk-requirement",
                 Some(folder),
@@ -697,122 +450,70 @@ fn requirement_checks(
             Check::fail(
                 "requirement-lines",
                 Some(folder),
-                format!("not observed: {why}"),
-            ),
-        )
-    };
-    let installed = match Version::from_str(&input.sdk_version) {
-        Ok(v) => v,
-        Err(e) => {
-            return not_observed(format!(
-                "the installed SDK version {:?} recorded by sdk-record is not a PEP 440 version \
-                 ({e})",
-                input.sdk_version
-            ))
-        }
-    };
-    let markers: MarkerEnvironment = match serde_json::from_value(report.marker_environment.clone())
-    {
-        Ok(m) => m,
-        Err(e) => {
-            return not_observed(format!(
-                "the interpreter's marker environment could not be read ({e}); see the \
-                     admission probe log"
-            ))
-        }
-    };
-    let bytes = if req_path.is_file() {
-        match std::fs::read(&req_path) {
-            Ok(b) => b,
-            Err(e) => return not_observed(format!("cannot read {req_rel}: {e}")),
-        }
-    } else {
-        Vec::new()
-    };
-    let ours = analyse_requirements(&bytes, &installed, &markers);
+                format!("not observed: {req_rel} could not be judged (see sdk-requirement: {why})"),
+            )
+            .consequence_of("sdk-requirement"),
+        ];
+    }
     let sdk_file = &report.file_requirements;
-
-    // Pair our lines with the SDK's, by number and text.
-    let ours_lines = ours.as_ref().map(|l| l.as_slice()).unwrap_or(&[]);
-    let split_agrees = ours_lines.len() == report.lines.len()
-        && ours_lines
-            .iter()
-            .zip(&report.lines)
-            .all(|(o, s)| o.number == s.number && o.text == s.text);
+    let ours_lines = &req.lines;
+    let split_agrees = split_agrees(obs, report);
+    let pinned = sdk_lines(obs, report);
 
     // --- sdk-requirement ---
     let mut sdk_failures = Vec::new();
     let mut sdk_passes = Vec::new();
-    if report.installed_sdk_version != input.sdk_version {
+    if report.installed_sdk_version != obs.sdk_version {
         sdk_failures.push(format!(
             "the SDK compares against langbot-plugin {} (importlib.metadata in the interpreter), \
              but sdk-record recorded {}: the two decisions are not about the same SDK",
-            report.installed_sdk_version, input.sdk_version
+            report.installed_sdk_version, obs.sdk_version
         ));
     }
-    if split_agrees {
-        for (o, s) in ours_lines.iter().zip(&report.lines) {
-            let LineKind::Sdk(decision) = o.kind else {
-                continue;
-            };
-            record.sdk_requirements.push(SdkRequirementRecord {
-                line: o.number as u64,
-                requirement: o.text.clone(),
-                decision,
-                sdk_decision: s.decision(),
-            });
-            let ours_accepts = o.kind.accepted();
-            let agree =
-                s.decided() && ours_accepts == s.accepted && (!s.accepted || s.kept.is_empty());
-            let sdk_says = s.says();
-            if !agree {
-                sdk_failures.push(format!(
-                    "{req_rel} line {} `{}`: the harness decides {} against langbot-plugin {} \
-                     (PEP 440, pre-releases allowed), but the SDK {sdk_says}; a disagreement \
-                     between the two evaluations is itself a failure: report both with the \
-                     requirement and the SDK version",
-                    o.number,
-                    o.text,
-                    decision_word(decision),
-                    input.sdk_version
-                ));
-                continue;
-            }
-            match decision {
-                RequirementDecision::Satisfied => sdk_passes.push(format!(
-                    "line {} `{}` is satisfied by the installed langbot-plugin {} (PEP 440, \
-                     pre-releases allowed) and the SDK agrees: it {sdk_says}",
-                    o.number, o.text, input.sdk_version
-                )),
-                RequirementDecision::MarkerExcludes => sdk_passes.push(format!(
-                    "line {} `{}` does not apply here (its environment marker is false) and the \
-                     SDK agrees: it {sdk_says}",
-                    o.number, o.text
-                )),
-                RequirementDecision::NotSatisfied => sdk_failures.push(format!(
-                    "{folder}: {req_rel} line {} `{}` is not satisfied by the installed \
-                     langbot-plugin {} (PEP 440, pre-releases allowed), and the SDK refuses it \
-                     too, before any install ({sdk_says}); the host will not admit this archive. \
-                     A pin-only change would hide the admission failure: port and re-test the \
-                     candidate against langbot-plugin {}, then pin that version",
-                    o.number, o.text, input.sdk_version, input.sdk_version
-                )),
-                RequirementDecision::DirectUrl => sdk_failures.push(format!(
-                    "{folder}: {req_rel} line {} `{}` names the runtime-provided SDK by direct \
-                     URL, which the SDK refuses ({sdk_says}): pin a version instead",
-                    o.number, o.text
-                )),
-            }
-        }
-        if record.sdk_requirements.is_empty() && ours.is_ok() {
+    for (o, s, decision) in &pinned {
+        let ours_accepts = o.kind.accepted();
+        let agree = s.decided() && ours_accepts == s.accepted && (!s.accepted || s.kept.is_empty());
+        let sdk_says = s.says();
+        if !agree {
             sdk_failures.push(format!(
-                "{req_rel}: expected a `langbot-plugin` requirement pinning the SDK the candidate \
-                 was built and tested against, found none; the host would run it against whatever \
-                 SDK it provides: add `langbot-plugin==<version>` (the profile's requirement)"
+                "{req_rel} line {} `{}`: the harness decides {} against langbot-plugin {} \
+                 (PEP 440, pre-releases allowed), but the SDK {sdk_says}; a disagreement between \
+                 the two evaluations is itself a failure: report both with the requirement and \
+                 the SDK version",
+                o.number,
+                o.text,
+                decision_word(*decision),
+                obs.sdk_version
             ));
+            continue;
+        }
+        match decision {
+            RequirementDecision::Satisfied => sdk_passes.push(format!(
+                "line {} `{}` is satisfied by the installed langbot-plugin {} (PEP 440, \
+                 pre-releases allowed) and the SDK agrees: it {sdk_says}",
+                o.number, o.text, obs.sdk_version
+            )),
+            RequirementDecision::MarkerExcludes => sdk_passes.push(format!(
+                "line {} `{}` does not apply here (its environment marker is false) and the SDK \
+                 agrees: it {sdk_says}",
+                o.number, o.text
+            )),
+            RequirementDecision::NotSatisfied => sdk_failures.push(format!(
+                "{folder}: {req_rel} line {} `{}` is not satisfied by the installed \
+                 langbot-plugin {} (PEP 440, pre-releases allowed), and the SDK refuses it too, \
+                 before any install ({sdk_says}); the host will not admit this archive. A \
+                 pin-only change would hide the admission failure: port and re-test the \
+                 candidate against langbot-plugin {}, then pin that version",
+                o.number, o.text, obs.sdk_version, obs.sdk_version
+            )),
+            RequirementDecision::DirectUrl => sdk_failures.push(format!(
+                "{folder}: {req_rel} line {} `{}` names the runtime-provided SDK by direct URL, \
+                 which the SDK refuses ({sdk_says}): pin a version instead",
+                o.number, o.text
+            )),
         }
     }
-    if let Err(e) = &ours {
+    if let Some(e) = &req.not_utf8 {
         sdk_failures.push(format!(
             "{req_rel}: {e}; the SDK refuses it too ({}): save it as UTF-8",
             sdk_file
@@ -834,16 +535,22 @@ fn requirement_checks(
                 .map(|l| (l.number, l.text.as_str()))
                 .collect::<Vec<_>>()
         ));
+    } else if pinned.is_empty() {
+        sdk_failures.push(format!(
+            "{req_rel}: expected a `langbot-plugin` requirement pinning the SDK the candidate \
+             was built and tested against, found none; the host would run it against whatever \
+             SDK it provides: add `langbot-plugin==<version>` (the profile's requirement)"
+        ));
     }
     let sdk_observed = json!({
         "requirements_file": req_rel,
-        "installed_sdk_version": input.sdk_version,
+        "installed_sdk_version": obs.sdk_version,
         "sdk_reported_version": report.installed_sdk_version,
-        "lines": record.sdk_requirements.iter().map(|r| json!({
-            "line": r.line,
-            "requirement": r.requirement,
-            "decision": r.decision,
-            "sdk_decision": r.sdk_decision,
+        "lines": pinned.iter().map(|(o, s, d)| json!({
+            "line": o.number,
+            "requirement": o.text,
+            "decision": d,
+            "sdk_decision": s.decision(),
         })).collect::<Vec<_>>(),
     });
     let sdk_check = if sdk_failures.is_empty() {
@@ -857,8 +564,22 @@ fn requirement_checks(
     }
     .with_observed(sdk_observed);
 
-    // --- requirement-lines ---
-    let mut line_failures = Vec::new();
+    [sdk_check, lines_check(obs, report, split_agrees, sdk_file)]
+}
+
+fn lines_check(
+    obs: &Observation,
+    report: &ProbeReport,
+    split_agrees: bool,
+    sdk_file: &SdkVerdict,
+) -> Check {
+    let folder = obs.folder.as_str();
+    let req = &obs.requirements;
+    let req_rel = req.file.as_str();
+    let ours_lines = &req.lines;
+    // Findings of this check's own, and ones another check already names.
+    let mut own = Vec::new();
+    let mut consequences = Vec::new();
     let mut refused_by_line = false;
     if split_agrees {
         for (o, s) in ours_lines.iter().zip(&report.lines) {
@@ -871,7 +592,7 @@ fn requirement_checks(
                 && o.kind.accepted() == s.accepted
                 && (!s.accepted || o.kind.kept() != s.kept.is_empty());
             match (&o.kind, agree) {
-                (_, false) => line_failures.push(format!(
+                (_, false) => own.push(format!(
                     "line {} `{}`: the harness reads it as {}, but the SDK {sdk_says} (kept {:?}); \
                      a disagreement between the two readings is itself a failure: report it",
                     o.number,
@@ -879,13 +600,13 @@ fn requirement_checks(
                     kind_word(&o.kind),
                     s.kept
                 )),
-                (LineKind::PipOption, true) => line_failures.push(format!(
+                (LineKind::PipOption, true) => own.push(format!(
                     "line {} `{}` is a pip option, which the SDK refuses in an archive's \
                      requirements.txt ({sdk_says}): remove it (package indexes and install \
                      options are host configuration, not plugin content)",
                     o.number, o.text
                 )),
-                (LineKind::Invalid(why), true) => line_failures.push(format!(
+                (LineKind::Invalid(why), true) => own.push(format!(
                     "line {} `{}` is not a PEP 508 requirement ({why}), and the SDK refuses it \
                      ({sdk_says}): correct it",
                     o.number, o.text
@@ -893,48 +614,51 @@ fn requirement_checks(
                 _ => {}
             }
         }
-    } else {
-        line_failures.push(
-            "the harness and the SDK read different requirement lines (see sdk-requirement)"
+    } else if req.not_utf8.is_none() {
+        consequences.push(
+            "the harness and the SDK read different requirement lines, so no line's decision \
+             can be compared (see sdk-requirement)"
                 .to_string(),
         );
     }
-    if ours.is_err() {
-        line_failures.push("the file is not UTF-8 (see sdk-requirement)".to_string());
+    if req.not_utf8.is_some() {
+        consequences.push(
+            "the file is not UTF-8, so no line could be read (see sdk-requirement)".to_string(),
+        );
     }
     if !sdk_file.accepted && !sdk_file.refusal {
-        line_failures.push(format!(
+        own.push(format!(
             "the SDK's check of the whole file did not decide: it raised {}, which is not the \
              SDK's refusal (DependencyEnvironmentPreparationError); the host would fail the \
              installation on it: report it with the line that triggers it",
             sdk_file.error.clone().unwrap_or_default()
         ));
     }
-    // File-level limits (size, count, encoding) only show on the whole file.
-    if !sdk_file.accepted && sdk_file.refusal && !refused_by_line && ours.is_ok() {
-        line_failures.push(format!(
+    // File-level limits (size, count) only show on the whole file.
+    if !sdk_file.accepted && sdk_file.refusal && !refused_by_line && req.not_utf8.is_none() {
+        own.push(format!(
             "the SDK refuses the file as a whole although it accepts every line: {}",
             sdk_file.error.clone().unwrap_or_default()
         ));
     }
     if sdk_file.accepted && refused_by_line {
-        line_failures.push(format!(
+        own.push(format!(
             "the SDK refuses a line alone but accepts the whole file (kept {:?}): report this",
             sdk_file.kept
         ));
     }
     if let Some(from_artifact) = &report.artifact_requirements {
         if from_artifact != sdk_file {
-            line_failures.push(format!(
+            own.push(format!(
                 "the SDK's verdict on the artifact store's requirements.txt ({:?}) differs from \
                  its verdict on {req_rel} ({:?}): the two extractions disagree",
                 from_artifact, sdk_file
             ));
         }
     }
-    let lines_observed = json!({
+    let observed = json!({
         "requirements_file": req_rel,
-        "present": req_path.is_file(),
+        "present": req.present,
         "lines": report.lines.iter().map(|s| json!({
             "line": s.number,
             "text": s.text,
@@ -944,12 +668,12 @@ fn requirement_checks(
         "left_for_installer": sdk_file.kept,
         "requirements_sha256": sdk_file.digest,
     });
-    let lines_check = if line_failures.is_empty() {
+    if own.is_empty() && consequences.is_empty() {
         let count = ours_lines.len();
-        Check::pass(
+        return Check::pass(
             "requirement-lines",
             Some(folder),
-            if req_path.is_file() {
+            if req.present {
                 format!(
                     "{req_rel}: {count} requirement line(s), each read the same way by the harness \
                      and the SDK, none a pip option or an invalid requirement (the \
@@ -961,15 +685,21 @@ fn requirement_checks(
                 format!("{req_rel} is absent: no requirement to refuse (the SDK reads it as empty)")
             },
         )
-    } else {
-        Check::fail(
-            "requirement-lines",
-            Some(folder),
-            format!("{req_rel}: {}", line_failures.join("; ")),
-        )
+        .with_observed(observed);
     }
-    .with_observed(lines_observed);
-    (sdk_check, lines_check)
+    let only_consequences = own.is_empty();
+    own.extend(consequences);
+    let check = Check::fail(
+        "requirement-lines",
+        Some(folder),
+        format!("{req_rel}: {}", own.join("; ")),
+    )
+    .with_observed(observed);
+    if only_consequences {
+        check.consequence_of("sdk-requirement")
+    } else {
+        check
+    }
 }
 
 fn decision_word(d: RequirementDecision) -> &'static str {
@@ -1076,139 +806,5 @@ impl super::Gate for Admission {
             }
         }
         Ok(checks)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn markers() -> MarkerEnvironment {
-        serde_json::from_value(json!({
-            "implementation_name": "cpython",
-            "implementation_version": "3.11.7",
-            "os_name": "posix",
-            "platform_machine": "x86_64",
-            "platform_release": "6.0",
-            "platform_system": "Linux",
-            "platform_version": "#1",
-            "python_full_version": "3.11.7",
-            "platform_python_implementation": "CPython",
-            "python_version": "3.11",
-            "sys_platform": "linux"
-        }))
-        .unwrap()
-    }
-
-    fn kinds(text: &str, installed: &str) -> Vec<(usize, LineKind)> {
-        analyse_requirements(
-            text.as_bytes(),
-            &Version::from_str(installed).unwrap(),
-            &markers(),
-        )
-        .unwrap()
-        .into_iter()
-        .map(|l| (l.number, l.kind))
-        .collect()
-    }
-
-    #[test]
-    fn exact_pin_of_the_installed_prerelease_is_satisfied() {
-        assert_eq!(
-            kinds("langbot-plugin==0.6.0b5\n", "0.6.0b5"),
-            [(1, LineKind::Sdk(RequirementDecision::Satisfied))]
-        );
-    }
-
-    #[test]
-    fn b3_pin_under_b5_is_not_satisfied() {
-        assert_eq!(
-            kinds("# pinned\n\nlangbot-plugin==0.6.0b3\n", "0.6.0b5"),
-            [(3, LineKind::Sdk(RequirementDecision::NotSatisfied))]
-        );
-    }
-
-    #[test]
-    fn ranges_admit_prereleases_as_the_sdk_does() {
-        // `>=0.6.0b1,<0.7` would exclude 0.6.0b5 under default pre-release
-        // rules; the SDK passes prereleases=True, and so must we.
-        assert_eq!(
-            kinds("LangBot_Plugin >=0.6.0b1, <0.7", "0.6.0b5"),
-            [(1, LineKind::Sdk(RequirementDecision::Satisfied))]
-        );
-        assert_eq!(
-            kinds("langbot.plugin>=0.6.0", "0.6.0b5"),
-            [(1, LineKind::Sdk(RequirementDecision::NotSatisfied))]
-        );
-    }
-
-    #[test]
-    fn markers_urls_options_and_others_are_classified() {
-        let got = kinds(
-            "langbot-plugin==0.5.0; python_version < '3.0'\n\
-             langbot-plugin @ https://example.invalid/sdk.whl\n\
-             --index-url https://example.invalid/simple\n\
-             -e .\n\
-             requests>=2\n\
-             not a requirement !!\n",
-            "0.6.0b5",
-        );
-        assert_eq!(
-            got[0],
-            (1, LineKind::Sdk(RequirementDecision::MarkerExcludes))
-        );
-        assert_eq!(got[1], (2, LineKind::Sdk(RequirementDecision::DirectUrl)));
-        assert_eq!(got[2], (3, LineKind::PipOption));
-        assert_eq!(got[3], (4, LineKind::PipOption));
-        assert_eq!(got[4], (5, LineKind::Other));
-        assert!(matches!(got[5], (6, LineKind::Invalid(_))));
-    }
-
-    #[test]
-    fn lines_are_split_and_stripped_as_python_does() {
-        assert_eq!(
-            python_splitlines("a\r\nb\rc\x0bd\u{2028}e\n"),
-            ["a", "b", "c", "d", "e"]
-        );
-        assert_eq!(python_splitlines("a\n\nb"), ["a", "", "b"]);
-        assert_eq!(python_strip("\x1c pkg \t"), "pkg");
-        let got = kinds("\u{feff}x\r\n  \r\n\x1frequests\x1f\n", "1.0");
-        // U+FEFF is not whitespace to Python either: line 1 is invalid.
-        assert!(matches!(got[0], (1, LineKind::Invalid(_))));
-        assert_eq!(got[1], (3, LineKind::Other));
-    }
-
-    #[test]
-    fn non_utf8_requirements_are_refused() {
-        let err = analyse_requirements(
-            b"langbot-plugin==0.6.0b5\n\xff\n",
-            &Version::from_str("0.6.0b5").unwrap(),
-            &markers(),
-        )
-        .unwrap_err();
-        assert!(err.contains("not UTF-8"), "{err}");
-    }
-
-    #[test]
-    fn trees_are_compared_by_path_and_sha256() {
-        let a = tempfile::tempdir().unwrap();
-        let b = tempfile::tempdir().unwrap();
-        for d in [a.path(), b.path()] {
-            std::fs::create_dir_all(d.join("pkg")).unwrap();
-            std::fs::write(d.join("pkg/same.py"), b"same").unwrap();
-        }
-        std::fs::write(a.path().join("pkg/changed.py"), b"one").unwrap();
-        std::fs::write(b.path().join("pkg/changed.py"), b"two").unwrap();
-        std::fs::write(a.path().join("only-a.txt"), b"").unwrap();
-        std::fs::write(b.path().join("only-b.txt"), b"").unwrap();
-        let d = compare_trees(a.path(), b.path()).unwrap();
-        assert_eq!(d.files, 4);
-        assert_eq!(d.only_in_first, ["only-a.txt"]);
-        assert_eq!(d.only_in_second, ["only-b.txt"]);
-        assert_eq!(d.differing, ["pkg/changed.py"]);
-        std::fs::remove_file(a.path().join("only-a.txt")).unwrap();
-        std::fs::remove_file(b.path().join("only-b.txt")).unwrap();
-        std::fs::write(b.path().join("pkg/changed.py"), b"one").unwrap();
-        assert!(compare_trees(a.path(), b.path()).unwrap().is_empty());
     }
 }

@@ -40,11 +40,10 @@ use crate::evidence::{
     Check, DependencyRecord, InstalledDistribution, WheelhouseFile, WheelhouseRecord,
 };
 use crate::netns::{self, NetKind};
-use crate::{process, python, wheelhouse};
-use serde::Deserialize;
+use crate::{process, wheelhouse};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -95,8 +94,8 @@ pub struct DependencyInput {
 }
 
 /// The probe's report (`dependencies_probe.py`).
-#[derive(Debug, Clone, Deserialize)]
-struct ProbeReport {
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ProbeReport {
     runtime_profile: String,
     #[serde(default)]
     pip_index_args: Vec<String>,
@@ -107,8 +106,8 @@ struct ProbeReport {
     error: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-struct ProbeEnvironment {
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ProbeEnvironment {
     digest: String,
     artifact_digest: String,
     requirements_digest: String,
@@ -117,86 +116,6 @@ struct ProbeEnvironment {
     site_packages_path: String,
     ready_readback: bool,
     ready_marker: serde_json::Value,
-}
-
-fn relative(dir: &Path, path: &Path) -> String {
-    path.strip_prefix(dir)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| path.display().to_string())
-}
-
-/// PEP 503 normalisation of a distribution or file name (lower case, runs of
-/// `-`, `_`, `.` as one `-`).
-fn normalise(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut sep = false;
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            sep = true;
-        } else {
-            if sep && !out.is_empty() {
-                out.push('-');
-            }
-            sep = false;
-            out.extend(c.to_lowercase());
-        }
-    }
-    out
-}
-
-/// Every entry under `root` whose name is the SDK's (`langbot_plugin`,
-/// `langbot-plugin`, any case or separator, with any suffix such as
-/// `-0.6.0b5.dist-info` or `.pth`), `/`-separated relative paths.
-///
-/// # Errors
-/// When the tree cannot be walked.
-pub fn shadow_copies(root: &Path) -> Result<Vec<String>, String> {
-    let mut found = Vec::new();
-    for entry in walkdir::WalkDir::new(root).follow_links(false).min_depth(1) {
-        let entry = entry.map_err(|e| format!("cannot walk {}: {e}", root.display()))?;
-        let name = entry.file_name().to_string_lossy();
-        if normalise(&name).starts_with("langbot-plugin") {
-            found.push(relative(root, entry.path()));
-        }
-    }
-    Ok(found)
-}
-
-/// The distributions in a `site-packages` directory, from each
-/// `*.dist-info/METADATA` (`Name` and `Version` headers), sorted by name.
-///
-/// # Errors
-/// When the directory or a METADATA file cannot be read, or lacks a header.
-pub fn installed_distributions(site_packages: &Path) -> Result<Vec<InstalledDistribution>, String> {
-    let mut out = Vec::new();
-    let entries = std::fs::read_dir(site_packages)
-        .map_err(|e| format!("cannot read {}: {e}", site_packages.display()))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("cannot read {}: {e}", site_packages.display()))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".dist-info") {
-            continue;
-        }
-        let metadata = entry.path().join("METADATA");
-        let text = std::fs::read_to_string(&metadata)
-            .map_err(|e| format!("cannot read {}: {e}", metadata.display()))?;
-        let header = |key: &str| {
-            text.lines()
-                .take_while(|l| !l.is_empty())
-                .find_map(|l| {
-                    l.split_once(':')
-                        .filter(|(k, _)| k.eq_ignore_ascii_case(key))
-                        .map(|(_, v)| v.trim().to_string())
-                })
-                .ok_or_else(|| format!("{}: no `{key}` header", metadata.display()))
-        };
-        out.push(InstalledDistribution {
-            name: header("Name")?,
-            version: header("Version")?,
-        });
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
 }
 
 /// The wheelhouse file names the `installed` distributions came from
@@ -220,109 +139,193 @@ pub fn wheelhouse_sources(
     (from, foreign)
 }
 
+/// What the gate observed of one candidate's preparations: plain data.
+#[derive(Debug, Clone, Serialize)]
+pub struct Observation {
+    /// Candidate folder.
+    pub folder: String,
+    /// The archive, relative to DIR.
+    pub archive: String,
+    /// Its sha256.
+    pub archive_sha256: String,
+    /// Where the probe logs are.
+    pub log_dir: String,
+    /// How the preparations' network was isolated.
+    pub network: String,
+    /// The index arguments the SDK's installer must build (`-i <wheelhouse>`),
+    /// from the probe's environment; `None` when it names no wheelhouse.
+    pub expected_index: Option<Vec<String>>,
+    /// The wheelhouse's files.
+    pub wheelhouse_files: Vec<WheelhouseFile>,
+    /// The reports of the runs that succeeded, in order.
+    pub(crate) runs: Vec<ProbeReport>,
+    /// The run that did not succeed, which ended the observation.
+    pub stopped: Option<StoppedRun>,
+    /// The published environment on disk, when every run succeeded.
+    pub environment: Option<EnvironmentObservation>,
+}
+
+/// A preparation that did not succeed.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoppedRun {
+    /// 1-based run number.
+    pub run: usize,
+    /// The runtime profile the probe reported, when it reported.
+    pub runtime_profile: Option<String>,
+    /// The SDK's refusal (the probe reported an error, or no environment).
+    pub sdk_error: Option<String>,
+    /// The probe did not report at all (why).
+    pub probe_error: Option<String>,
+}
+
+/// The environment the first run published, as found on disk.
+#[derive(Debug, Clone, Serialize)]
+pub struct EnvironmentObservation {
+    /// Where the SDK's layout puts it (`data/environments/sha256/<digest>`).
+    pub expected_root: String,
+    /// Its `site-packages`.
+    pub site_packages: String,
+    /// The environment relative to DIR.
+    pub env_rel: String,
+    /// Its `.ready.json`, relative to DIR.
+    pub marker_rel: String,
+    /// The marker's JSON, when readable.
+    pub marker: Option<serde_json::Value>,
+    /// Why the marker could not be read.
+    pub marker_error: Option<String>,
+    /// Mode bits of the environment and its `site-packages`.
+    pub modes: Vec<DirMode>,
+    /// Entries named `langbot_plugin*`, when the tree could be walked.
+    pub shadow: Option<Vec<String>>,
+    /// Why it could not.
+    pub shadow_error: Option<String>,
+    /// Installed distributions, when `site-packages` could be read.
+    pub installed: Option<Vec<InstalledDistribution>>,
+    /// Why it could not.
+    pub installed_error: Option<String>,
+}
+
+/// One directory's permission bits.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirMode {
+    /// Relative to DIR.
+    pub path: String,
+    /// `st_mode & 0o7777`, when readable.
+    pub mode: Option<u32>,
+    /// Why not.
+    pub error: Option<String>,
+}
+
 /// Prepares one archive's environment [`RUNS`] times through the SDK and
-/// checks the results. Never fails as a whole: a probe that could not run is a
-/// failing `prepare` check.
+/// checks the results: [`observe`], then [`decide`]. Never fails as a whole:
+/// a probe that could not run is a failing `prepare` check.
 pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyRecord>) {
-    let folder = input.folder.as_str();
-    let data_root = input.root.join("data");
-    let archive_rel = relative(&input.evidence_dir, &input.archive);
-    let mut reports = Vec::new();
-    for run in 1..=RUNS {
-        let report: Result<ProbeReport, String> = python::run_probe_in(
-            &input.wrapper,
-            &input.python,
-            "dependencies_probe",
-            python::DEPENDENCIES_PROBE,
-            &[
-                input.archive.display().to_string(),
-                input.archive_sha256.clone(),
-                data_root.display().to_string(),
-            ],
-            &input.root,
-            input.env.clone(),
-            &input.log_dir.join(format!("run-{run}")),
-            PREPARE_TIMEOUT,
-        );
-        match report {
-            Ok(r) if r.error.is_none() && r.environment.is_some() => reports.push(r),
-            Ok(r) => {
-                let why = r
-                    .error
-                    .unwrap_or_else(|| "no environment and no error reported".into());
-                return (
-                    vec![Check::fail(
-                        "prepare",
-                        Some(folder),
-                        format!(
-                            "{archive_rel}: expected the SDK's dependency-environment preparation \
-                             (run {run} of {RUNS}, runtime profile {}) to succeed, found it \
-                             refused: {why}; the host would fail this installation with \
-                             `dependency_prepare_failed`: fix the candidate's requirements.txt",
-                            r.runtime_profile
-                        ),
-                    )
-                    .with_observed(json!({ "run": run, "sdk_error": why }))],
-                    None,
-                );
-            }
-            Err(e) => {
-                return (
-                    vec![Check::fail(
-                        "prepare",
-                        Some(folder),
-                        format!("not observed: run {run} of {RUNS}: {e}"),
-                    )],
-                    None,
-                )
-            }
-        }
+    let obs = observe(input);
+    (decide(&obs), record(&obs))
+}
+
+/// The facts for `candidates[].dependencies`, when every run succeeded.
+pub fn record(obs: &Observation) -> Option<DependencyRecord> {
+    let env = obs.environment.as_ref()?;
+    let first = obs.runs.first()?;
+    let first_env = first.environment.as_ref()?;
+    let installed = env.installed.clone().unwrap_or_default();
+    Some(DependencyRecord {
+        digests: digests(obs),
+        environment: Some(env.env_rel.clone()),
+        runtime_profile: first.runtime_profile.clone(),
+        runtime_fingerprint: Some(first_env.runtime_fingerprint.clone()),
+        requirements_digest: Some(first_env.requirements_digest.clone()),
+        requirements: first.requirements.clone().unwrap_or_default(),
+        nothing_installed: env.installed.as_ref().is_some_and(|i| i.is_empty()),
+        wheelhouse_files: wheelhouse_sources(&installed, &obs.wheelhouse_files).0,
+        installed,
+    })
+}
+
+fn digests(obs: &Observation) -> Vec<String> {
+    obs.runs
+        .iter()
+        .filter_map(|r| r.environment.as_ref())
+        .map(|e| e.digest.clone())
+        .collect()
+}
+
+/// The checks of one candidate's preparations, from its observation: pure.
+pub fn decide(obs: &Observation) -> Vec<Check> {
+    let folder = obs.folder.as_str();
+    let archive_rel = obs.archive.as_str();
+    if let Some(stop) = &obs.stopped {
+        let run = stop.run;
+        return vec![match (&stop.sdk_error, &stop.probe_error) {
+            (Some(why), _) => Check::fail(
+                "prepare",
+                Some(folder),
+                format!(
+                    "{archive_rel}: expected the SDK's dependency-environment preparation (run {run} \
+                     of {RUNS}, runtime profile {}) to succeed, found it refused: {why}; the host \
+                     would fail this installation with `dependency_prepare_failed`: fix the \
+                     candidate's requirements.txt",
+                    stop.runtime_profile.as_deref().unwrap_or("unknown")
+                ),
+            )
+            .with_observed(json!({ "run": run, "sdk_error": why })),
+            (None, e) => Check::fail(
+                "prepare",
+                Some(folder),
+                format!(
+                    "not observed: run {run} of {RUNS}: {}",
+                    e.as_deref().unwrap_or("no reason recorded")
+                ),
+            ),
+        }];
     }
-    let envs: Vec<&ProbeEnvironment> = reports
+    let (Some(env), Some(first_report)) = (&obs.environment, obs.runs.first()) else {
+        return vec![Check::fail(
+            "prepare",
+            Some(folder),
+            "not observed: no preparation reported an environment; this is a harness defect: \
+             report it",
+        )];
+    };
+    let Some(first) = first_report.environment.as_ref() else {
+        return Vec::new();
+    };
+    let envs: Vec<&ProbeEnvironment> = obs
+        .runs
         .iter()
         .filter_map(|r| r.environment.as_ref())
         .collect();
-    let first = envs[0];
-    let digests: Vec<String> = envs.iter().map(|e| e.digest.clone()).collect();
-    let expected_root = data_root
-        .join("environments")
-        .join("sha256")
-        .join(&first.digest);
-    let site_packages = expected_root.join("site-packages");
-    let env_rel = relative(&input.evidence_dir, &expected_root);
-    let requirements = reports[0].requirements.clone().unwrap_or_default();
-    let expected_index = input
-        .env
-        .get(wheelhouse::INDEX_URL_ENV)
-        .map(|url| vec!["-i".to_string(), url.clone()]);
-    let index_args: Vec<&Vec<String>> = reports.iter().map(|r| &r.pip_index_args).collect();
+    let digests = digests(obs);
+    let log_dir = obs.log_dir.as_str();
+    let index_args: Vec<&Vec<String>> = obs.runs.iter().map(|r| &r.pip_index_args).collect();
     let prepare_observed = json!({
-        "pip_index_args": reports[0].pip_index_args, "network": input.network,
+        "pip_index_args": first_report.pip_index_args, "network": obs.network,
+        "runs": obs.runs.len(),
     });
-    let mut checks = vec![match &expected_index {
+    let mut checks = vec![match &obs.expected_index {
         Some(expected) if index_args.iter().all(|a| *a == expected) => Check::pass(
             "prepare",
             Some(folder),
             format!(
-                "the SDK prepared the dependency environment of {archive_rel} {RUNS} times (runtime \
-                 profile {}), in separate interpreters on one data root, without error; its installer's \
-                 index arguments were `{}` (the run's wheelhouse only), network: {}",
-                reports[0].runtime_profile,
+                "the SDK prepared the dependency environment of {archive_rel} {RUNS} times \
+                 (runtime profile {}), in separate interpreters on one data root, without error; \
+                 its installer's index arguments were `{}` (the run's wheelhouse only), network: {}",
+                first_report.runtime_profile,
                 expected.join(" "),
-                input.network
+                obs.network
             ),
         ),
         _ => Check::fail(
             "prepare",
             Some(folder),
             format!(
-                "{archive_rel}: expected the SDK's installer to read only the run's wheelhouse (index \
-                 arguments {:?}, from {} in the probe's environment), found it built {index_args:?}; \
-                 the preparation could have reached another index: this is a harness defect, report it \
-                 with the probe logs under {}",
-                expected_index.clone().unwrap_or_default(),
+                "{archive_rel}: expected the SDK's installer to read only the run's wheelhouse \
+                 (index arguments {:?}, from {} in the probe's environment), found it built \
+                 {index_args:?}; the preparation could have reached another index: this is a \
+                 harness defect, report it with the probe logs under {log_dir}",
+                obs.expected_index.clone().unwrap_or_default(),
                 wheelhouse::INDEX_URL_ENV,
-                input.log_dir.display()
             ),
         ),
     }
@@ -344,15 +347,32 @@ pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyR
                 format!(
                     "expected every preparation of the same archive, requirements and runtime to \
                      return one environment digest, found {digests:?}; the SDK's environment \
-                     identity is not stable here: report it with the probe logs under {}",
-                    input.log_dir.display()
+                     identity is not stable here: report it with the probe logs under {log_dir}"
                 )
             },
         )
         .with_observed(json!({ "digests": digests })),
     );
 
-    // ready
+    checks.push(ready_check(obs, env, &envs, first));
+    checks.push(shadow_check(folder, env));
+    checks.push(installed_check(obs, env, first_report));
+    checks
+}
+
+/// Whether the environment directory itself could not be found: every later
+/// reading of it is then a consequence of the `ready` finding.
+fn environment_missing(env: &EnvironmentObservation) -> bool {
+    env.modes.first().is_some_and(|m| m.error.is_some())
+}
+
+fn ready_check(
+    obs: &Observation,
+    env: &EnvironmentObservation,
+    envs: &[&ProbeEnvironment],
+    first: &ProbeEnvironment,
+) -> Check {
+    let folder = obs.folder.as_str();
     let mut not_ready = Vec::new();
     for (i, e) in envs.iter().enumerate() {
         if !e.ready_readback {
@@ -361,26 +381,27 @@ pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyR
                 i + 1
             ));
         }
-        if Path::new(&e.root_path) != expected_root
-            || Path::new(&e.site_packages_path) != site_packages
+        // A run with another digest is at another path: same-digest names it.
+        if e.digest == first.digest
+            && (e.root_path != env.expected_root || e.site_packages_path != env.site_packages)
         {
             not_ready.push(format!(
                 "run {} reported the environment at {}, expected {}",
                 i + 1,
                 e.root_path,
-                expected_root.display()
+                env.expected_root
             ));
         }
-        if e.artifact_digest != input.archive_sha256 {
+        if e.artifact_digest != obs.archive_sha256 {
             not_ready.push(format!(
                 "run {} prepared it for artifact {}, expected the archive's {}",
                 i + 1,
                 e.artifact_digest,
-                input.archive_sha256
+                obs.archive_sha256
             ));
         }
     }
-    if let Some(second) = reports.get(1) {
+    if let Some(second) = obs.runs.get(1) {
         if !second.environments_before.contains(&first.digest) {
             not_ready.push(format!(
                 "the second run did not find the first run's environment {} published before it \
@@ -389,218 +410,212 @@ pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyR
             ));
         }
     }
-    let marker_path = expected_root.join(READY_MARKER);
-    match std::fs::read_to_string(&marker_path)
-        .map_err(|e| e.to_string())
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string()))
-    {
-        Err(e) => not_ready.push(format!(
-            "{}: unreadable ({e})",
-            relative(&input.evidence_dir, &marker_path)
+    match &env.marker {
+        None => not_ready.push(format!(
+            "{}: unreadable ({})",
+            env.marker_rel,
+            env.marker_error.as_deref().unwrap_or("no reason recorded")
         )),
-        Ok(marker) => {
+        Some(marker) => {
             if marker.get("digest").and_then(|v| v.as_str()) != Some(first.digest.as_str())
                 || marker.get("artifact_digest").and_then(|v| v.as_str())
-                    != Some(input.archive_sha256.as_str())
+                    != Some(obs.archive_sha256.as_str())
             {
                 not_ready.push(format!(
                     "{} names digest {} and artifact {}, expected {} and {}",
-                    relative(&input.evidence_dir, &marker_path),
+                    env.marker_rel,
                     marker["digest"],
                     marker["artifact_digest"],
                     first.digest,
-                    input.archive_sha256
+                    obs.archive_sha256
                 ));
             }
-            if envs.iter().any(|e| e.ready_marker != marker) {
+            if envs.iter().any(|e| e.ready_marker != *marker) {
                 not_ready.push("the SDK-reported ready marker differs from the file".into());
             }
         }
     }
-    for dir in [&expected_root, &site_packages] {
-        match std::fs::metadata(dir) {
-            Ok(m) if m.permissions().mode() & 0o222 == 0 => {}
-            Ok(m) => not_ready.push(format!(
-                "{} is writable (mode {:o}); the SDK publishes environments read-only",
-                relative(&input.evidence_dir, dir),
-                m.permissions().mode() & 0o7777
+    for m in &env.modes {
+        match (m.mode, &m.error) {
+            (Some(mode), _) if mode & 0o222 == 0 => {}
+            (Some(mode), _) => not_ready.push(format!(
+                "{} is writable (mode {mode:o}); the SDK publishes environments read-only",
+                m.path
             )),
-            Err(e) => not_ready.push(format!("{}: {e}", relative(&input.evidence_dir, dir))),
+            (None, e) => not_ready.push(format!(
+                "{}: {}",
+                m.path,
+                e.as_deref().unwrap_or("no mode recorded")
+            )),
         }
     }
-    checks.push(
-        if not_ready.is_empty() {
-            Check::pass(
-                "ready",
-                Some(folder),
-                format!(
-                    "{env_rel} reads back ready: through the SDK's get_ready in both runs (the \
-                     second found the first's environment published), and from its read-only \
-                     {READY_MARKER} naming this archive"
-                ),
-            )
-        } else {
-            Check::fail(
-                "ready",
-                Some(folder),
-                format!(
-                    "{env_rel}: expected a published, read-only environment that reads back ready \
-                     for this archive; found: {}; a worker would not start on it: read the probe \
-                     logs under {}",
-                    not_ready.join("; "),
-                    input.log_dir.display()
-                ),
-            )
-        }
-        .with_observed(json!({ "environment": env_rel, "ready_marker": first.ready_marker })),
-    );
+    let observed = json!({
+        "environment": env.env_rel, "ready_marker": first.ready_marker,
+        "modes": env.modes,
+    });
+    if not_ready.is_empty() {
+        Check::pass(
+            "ready",
+            Some(folder),
+            format!(
+                "{} reads back ready: through the SDK's get_ready in both runs (the second found \
+                 the first's environment published), and from its read-only {READY_MARKER} \
+                 naming this archive",
+                env.env_rel
+            ),
+        )
+    } else {
+        Check::fail(
+            "ready",
+            Some(folder),
+            format!(
+                "{}: expected a published, read-only environment that reads back ready for this \
+                 archive; found: {}; a worker would not start on it: read the probe logs under {}",
+                env.env_rel,
+                not_ready.join("; "),
+                obs.log_dir
+            ),
+        )
+    }
+    .with_observed(observed)
+}
 
-    // no-shadow-sdk
-    checks.push(match shadow_copies(&expected_root) {
-        Err(e) => Check::fail("no-shadow-sdk", Some(folder), format!("not observed: {e}")),
-        Ok(found) if found.is_empty() => Check::pass(
+fn shadow_check(folder: &str, env: &EnvironmentObservation) -> Check {
+    let env_rel = env.env_rel.as_str();
+    match &env.shadow {
+        None => {
+            let c = Check::fail(
+                "no-shadow-sdk",
+                Some(folder),
+                format!(
+                    "not observed: {}",
+                    env.shadow_error.as_deref().unwrap_or("the environment was not walked")
+                ),
+            );
+            if environment_missing(env) {
+                c.consequence_of("ready")
+            } else {
+                c
+            }
+        }
+        Some(found) if found.is_empty() => Check::pass(
             "no-shadow-sdk",
             Some(folder),
-            format!("{env_rel} holds nothing named langbot_plugin*: workers import the runtime's own SDK"),
-        ),
-        Ok(found) => Check::fail(
+            format!(
+                "{env_rel} holds nothing named langbot_plugin*: workers import the runtime's own SDK"
+            ),
+        )
+        .with_observed(json!({ "environment": env_rel, "found": found })),
+        Some(found) => Check::fail(
             "no-shadow-sdk",
             Some(folder),
             format!(
                 "{env_rel}: expected no copy of the SDK in the dependency environment, found {}; \
-                 on a worker's sys.path it can shadow the runtime's SDK: remove whatever requirement \
-                 pulls it in",
-                found.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+                 on a worker's sys.path it can shadow the runtime's SDK: remove whatever \
+                 requirement pulls it in",
+                found
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         )
-        .with_observed(json!({ "found": found })),
-    });
-
-    // installed
-    let installed = installed_distributions(&site_packages);
-    let mut record = DependencyRecord {
-        digests: digests.clone(),
-        environment: Some(env_rel.clone()),
-        runtime_profile: reports[0].runtime_profile.clone(),
-        runtime_fingerprint: Some(first.runtime_fingerprint.clone()),
-        requirements_digest: Some(first.requirements_digest.clone()),
-        requirements: requirements.clone(),
-        installed: Vec::new(),
-        nothing_installed: false,
-        wheelhouse_files: Vec::new(),
-    };
-    checks.push(match installed {
-        Err(e) => Check::fail("installed", Some(folder), format!("not observed: {e}")),
-        Ok(installed) => {
-            record.nothing_installed = installed.is_empty();
-            record.installed = installed.clone();
-            let names: Vec<String> = installed.iter().map(|d| normalise(&d.name)).collect();
-            let wanted = reports[0].requirement_names.clone().unwrap_or_default();
-            let missing: Vec<&String> = wanted
-                .iter()
-                .filter(|w| !names.contains(&normalise(w)))
-                .collect();
-            let listed = installed
-                .iter()
-                .map(|d| format!("{} {}", d.name, d.version))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let (from, foreign) = wheelhouse_sources(&installed, &input.wheelhouse_files);
-            record.wheelhouse_files = from.clone();
-            let observed = json!({
-                "requirements": requirements, "installed": installed, "wheelhouse_files": from,
-            });
-            if !foreign.is_empty() {
-                Check::fail(
-                    "installed",
-                    Some(folder),
-                    format!(
-                        "{env_rel}: expected every installed distribution to be a file of the run's \
-                         wheelhouse (DIR/{}), found {} with no wheelhouse file of that name and version; \
-                         the preparation installed from somewhere else: report it with the probe logs \
-                         under {}",
-                        wheelhouse::DIR_NAME,
-                        foreign.join(", "),
-                        input.log_dir.display()
-                    ),
-                )
-            } else if requirements.is_empty() && installed.is_empty() {
-                Check::pass(
-                    "installed",
-                    Some(folder),
-                    "the requirements name nothing beyond the SDK, and nothing was installed",
-                )
-            } else if requirements.is_empty() {
-                Check::fail(
-                    "installed",
-                    Some(folder),
-                    format!(
-                        "{env_rel}: expected nothing installed, as the requirements name nothing \
-                         beyond the SDK, found {listed}; the environment holds what the archive \
-                         did not ask for: report it with the probe logs"
-                    ),
-                )
-            } else if !missing.is_empty() {
-                Check::fail(
-                    "installed",
-                    Some(folder),
-                    format!(
-                        "{env_rel}: expected a distribution for every applicable requirement \
-                         {wanted:?}, found none for {missing:?} (installed: {listed}); fix the \
-                         requirement names"
-                    ),
-                )
-            } else {
-                Check::pass(
-                    "installed",
-                    Some(folder),
-                    format!(
-                        "for requirements {requirements:?} the SDK installed: {listed}, each from a \
-                         wheelhouse file ({})",
-                        from.join(", ")
-                    ),
-                )
-            }
-            .with_observed(observed)
-        }
-    });
-    (checks, Some(record))
+        .with_observed(json!({ "environment": env_rel, "found": found })),
+    }
 }
 
-/// The requirements the SDK keeps for one archive (its own pin dropped), as
-/// the probe in mode `requirements` reports them, on a scratch data root
-/// (`<root>/requirements-data`) so the preparations' root stays untouched.
-///
-/// # Errors
-/// A sentence for a failing `wheelhouse` check: the probe did not answer, or
-/// the SDK refused the requirements.
-pub fn read_requirements(input: &DependencyInput) -> Result<Vec<String>, String> {
-    let archive_rel = relative(&input.evidence_dir, &input.archive);
-    let report: ProbeReport = python::run_probe_with_timeout(
-        &input.python,
-        "dependencies_probe",
-        python::DEPENDENCIES_PROBE,
-        &[
-            input.archive.display().to_string(),
-            input.archive_sha256.clone(),
-            input.root.join("requirements-data").display().to_string(),
-            "requirements".into(),
-        ],
-        &input.root,
-        input.env.clone(),
-        &input.log_dir.join("requirements"),
-        python::PROBE_TIMEOUT,
-    )
-    .map_err(|e| format!("not observed: reading the requirements: {e}"))?;
-    match (report.error, report.requirements) {
-        (None, Some(requirements)) => Ok(requirements),
-        (error, _) => Err(format!(
-            "{archive_rel}: expected the SDK to read the archive's requirements.txt, found it refused: {}; \
-             the host would fail this installation with `dependency_prepare_failed`: fix the candidate's \
-             requirements.txt",
-            error.unwrap_or_else(|| "no requirements and no error reported".into())
-        )),
+fn installed_check(
+    obs: &Observation,
+    env: &EnvironmentObservation,
+    first_report: &ProbeReport,
+) -> Check {
+    let folder = obs.folder.as_str();
+    let env_rel = env.env_rel.as_str();
+    let Some(installed) = &env.installed else {
+        let c = Check::fail(
+            "installed",
+            Some(folder),
+            format!(
+                "not observed: {}",
+                env.installed_error
+                    .as_deref()
+                    .unwrap_or("site-packages was not read")
+            ),
+        );
+        return if environment_missing(env) {
+            c.consequence_of("ready")
+        } else {
+            c
+        };
+    };
+    let requirements = first_report.requirements.clone().unwrap_or_default();
+    let names: Vec<String> = installed.iter().map(|d| normalise(&d.name)).collect();
+    let wanted = first_report.requirement_names.clone().unwrap_or_default();
+    let missing: Vec<&String> = wanted
+        .iter()
+        .filter(|w| !names.contains(&normalise(w)))
+        .collect();
+    let listed = installed
+        .iter()
+        .map(|d| format!("{} {}", d.name, d.version))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (from, foreign) = wheelhouse_sources(installed, &obs.wheelhouse_files);
+    let observed = json!({
+        "requirements": requirements, "installed": installed, "wheelhouse_files": from,
+    });
+    if !foreign.is_empty() {
+        Check::fail(
+            "installed",
+            Some(folder),
+            format!(
+                "{env_rel}: expected every installed distribution to be a file of the run's \
+                 wheelhouse (DIR/{}), found {} with no wheelhouse file of that name and version; \
+                 the preparation installed from somewhere else: report it with the probe logs \
+                 under {}",
+                wheelhouse::DIR_NAME,
+                foreign.join(", "),
+                obs.log_dir
+            ),
+        )
+    } else if requirements.is_empty() && installed.is_empty() {
+        Check::pass(
+            "installed",
+            Some(folder),
+            "the requirements name nothing beyond the SDK, and nothing was installed",
+        )
+    } else if requirements.is_empty() {
+        Check::fail(
+            "installed",
+            Some(folder),
+            format!(
+                "{env_rel}: expected nothing installed, as the requirements name nothing beyond \
+                 the SDK, found {listed}; the environment holds what the archive did not ask \
+                 for: report it with the probe logs under {}",
+                obs.log_dir
+            ),
+        )
+    } else if !missing.is_empty() {
+        Check::fail(
+            "installed",
+            Some(folder),
+            format!(
+                "{env_rel}: expected a distribution for every applicable requirement {wanted:?}, \
+                 found none for {missing:?} (installed: {listed}); fix the requirement names"
+            ),
+        )
+    } else {
+        Check::pass(
+            "installed",
+            Some(folder),
+            format!(
+                "for requirements {requirements:?} the SDK installed: {listed}, each from a \
+                 wheelhouse file ({})",
+                from.join(", ")
+            ),
+        )
     }
+    .with_observed(observed)
 }
 
 /// The `wheelhouse` check of one candidate whose SDK-kept requirements are
@@ -720,6 +735,31 @@ pub fn wheelhouse_check(
     .with_observed(observed)
 }
 
+/// The `prepare` check of a candidate without an admitted archive: what to
+/// do depends on whether admission ran and refused it, or never ran.
+pub fn not_admitted(folder: &str, admission: Option<&crate::evidence::AdmissionRecord>) -> Check {
+    match admission {
+        Some(a) => Check::fail(
+            "prepare",
+            Some(folder),
+            format!(
+                "not observed: the admission gate did not admit this archive ({}), so there is \
+                 nothing to prepare; fix what admission names, rebuild, and run again",
+                a.refusal
+                    .as_deref()
+                    .unwrap_or("see its artifact-store check")
+            ),
+        )
+        .with_observed(json!({ "admitted": false, "refusal": a.refusal })),
+        None => Check::fail(
+            "prepare",
+            Some(folder),
+            "not observed: expected an archive the admission gate admitted, found no admission \
+             recorded; run the admission gate first",
+        ),
+    }
+}
+
 /// Runs `f` on every input in its own thread; a panicking thread yields
 /// `on_panic(input)`.
 fn each_in_parallel<T: Send>(
@@ -749,12 +789,7 @@ impl super::Gate for Dependencies {
             let folder = record.folder.as_str();
             let admitted = record.admission.as_ref().is_some_and(|a| a.accepted);
             let Some(archive) = record.archive.as_ref().filter(|_| admitted) else {
-                checks.push(Check::fail(
-                    "prepare",
-                    Some(folder),
-                    "not observed: expected an archive the admission gate admitted, found none; \
-                     run admission first",
-                ));
+                checks.push(not_admitted(folder, record.admission.as_ref()));
                 continue;
             };
             let (home, tmp) = ctx.private_roots(GATE, folder).map_err(|e| {
@@ -873,183 +908,9 @@ impl super::Gate for Dependencies {
     }
 }
 
+mod observe;
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod tests;
 
-    use crate::evidence::{CheckResult, WheelhouseDownload, WheelhouseFailure};
-
-    fn six() -> WheelhouseFile {
-        WheelhouseFile {
-            name: "six-1.16.0-py2.py3-none-any.whl".into(),
-            project: "six".into(),
-            version: "1.16.0".into(),
-            size: 11053,
-            sha256: "8a".repeat(32),
-        }
-    }
-
-    fn record(download: Option<WheelhouseDownload>) -> WheelhouseRecord {
-        WheelhouseRecord {
-            dir: "wheelhouse".into(),
-            index: "wheelhouse/simple/".into(),
-            upstream_index: wheelhouse::UPSTREAM_INDEX.into(),
-            files: if download.as_ref().is_some_and(|d| d.ok) {
-                vec![six()]
-            } else {
-                vec![]
-            },
-            downloads: download.into_iter().collect(),
-        }
-    }
-
-    fn download(ok: bool) -> WheelhouseDownload {
-        WheelhouseDownload {
-            candidates: vec!["codex-agent".into(), "claude-code-agent".into()],
-            requirements: vec!["six==1.16.0".into()],
-            ok,
-            files: if ok { vec![six().name] } else { vec![] },
-            duration_ms: 1200,
-            log: "logs/dependencies/wheelhouse/download-1".into(),
-            failure: (!ok).then(|| WheelhouseFailure {
-                status: "exit status 1".into(),
-                requirement: Some("vcc-no-such-package-xyz==1.0".into()),
-                pip_tail: "ERROR: No matching distribution found for vcc-no-such-package-xyz==1.0"
-                    .into(),
-            }),
-        }
-    }
-
-    #[test]
-    fn the_wheelhouse_check_lists_each_file_or_names_the_failed_requirement() {
-        let ev = Path::new("/ev");
-        let reqs = vec!["six==1.16.0".to_string()];
-        let pass = wheelhouse_check("codex-agent", &reqs, &record(Some(download(true))), ev);
-        assert_eq!(pass.result, CheckResult::Pass, "{}", pass.detail);
-        assert!(
-            pass.detail.contains(&format!("sha256 {}", "8a".repeat(32))),
-            "{}",
-            pass.detail
-        );
-        assert!(
-            pass.detail.contains("file:///ev/wheelhouse/simple/"),
-            "{}",
-            pass.detail
-        );
-        assert!(
-            pass.detail.contains("shared with [\"claude-code-agent\"]"),
-            "{}",
-            pass.detail
-        );
-        assert_eq!(pass.observed.as_ref().unwrap()["files"][0]["size"], 11053);
-
-        let fail = wheelhouse_check("codex-agent", &reqs, &record(Some(download(false))), ev);
-        assert_eq!(fail.result, CheckResult::Fail);
-        for needle in [
-            "on `vcc-no-such-package-xyz==1.0`",
-            "ERROR: No matching distribution found",
-            "/ev/logs/dependencies/wheelhouse/download-1.stderr",
-            "remove it from requirements.txt",
-        ] {
-            assert!(fail.detail.contains(needle), "{needle}: {}", fail.detail);
-        }
-
-        let none = wheelhouse_check("acp-agent-runner", &[], &record(None), ev);
-        assert_eq!(none.result, CheckResult::Pass);
-        assert!(
-            none.detail.contains("nothing to download"),
-            "{}",
-            none.detail
-        );
-        // Requirements without a recorded download are never a pass.
-        let lost = wheelhouse_check("acp-agent-runner", &reqs, &record(Some(download(true))), ev);
-        assert_eq!(lost.result, CheckResult::Fail);
-        assert!(lost.detail.starts_with("not observed"), "{}", lost.detail);
-    }
-
-    #[test]
-    fn installed_distributions_outside_the_wheelhouse_are_named() {
-        let installed = [
-            InstalledDistribution {
-                name: "six".into(),
-                version: "1.16.0".into(),
-            },
-            InstalledDistribution {
-                name: "requests".into(),
-                version: "2.32.0".into(),
-            },
-        ];
-        let (from, foreign) = wheelhouse_sources(&installed, &[six()]);
-        assert_eq!(from, [six().name]);
-        assert_eq!(foreign, ["requests 2.32.0"]);
-        let (from, foreign) = wheelhouse_sources(&installed[..1], &[six()]);
-        assert_eq!((from.len(), foreign.len()), (1, 0));
-    }
-
-    #[test]
-    fn names_are_normalised_as_pep_503() {
-        assert_eq!(normalise("LangBot_Plugin"), "langbot-plugin");
-        assert_eq!(
-            normalise("langbot.plugin-0.6.0b5.dist-info"),
-            "langbot-plugin-0-6-0b5-dist-info"
-        );
-        assert_eq!(normalise("__init__.py"), "init-py");
-    }
-
-    #[test]
-    fn shadow_copies_are_found_at_any_depth_and_spelling() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join("site-packages/langbot_plugin")).unwrap();
-        std::fs::create_dir_all(
-            d.path()
-                .join("site-packages/LangBot_Plugin-0.6.0b3.dist-info"),
-        )
-        .unwrap();
-        std::fs::create_dir_all(d.path().join("site-packages/requests")).unwrap();
-        std::fs::write(
-            d.path()
-                .join("site-packages/requests/langbot_plugin_compat.py"),
-            b"",
-        )
-        .unwrap();
-        let mut found = shadow_copies(d.path()).unwrap();
-        found.sort();
-        assert_eq!(
-            found,
-            [
-                "site-packages/LangBot_Plugin-0.6.0b3.dist-info",
-                "site-packages/langbot_plugin",
-                "site-packages/requests/langbot_plugin_compat.py",
-            ]
-        );
-        let clean = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(clean.path().join("site-packages/six")).unwrap();
-        assert!(shadow_copies(clean.path()).unwrap().is_empty());
-    }
-
-    #[test]
-    fn installed_distributions_come_from_dist_info_metadata() {
-        let d = tempfile::tempdir().unwrap();
-        let di = d.path().join("six-1.17.0.dist-info");
-        std::fs::create_dir_all(&di).unwrap();
-        std::fs::write(
-            di.join("METADATA"),
-            "Metadata-Version: 2.1\nName: six\nVersion: 1.17.0\n\nName: not-a-header\n",
-        )
-        .unwrap();
-        std::fs::create_dir_all(d.path().join("six")).unwrap();
-        assert_eq!(
-            installed_distributions(d.path()).unwrap(),
-            [InstalledDistribution {
-                name: "six".into(),
-                version: "1.17.0".into()
-            }]
-        );
-        let bad = d.path().join("broken-1.0.dist-info");
-        std::fs::create_dir_all(&bad).unwrap();
-        std::fs::write(bad.join("METADATA"), "Name: broken\n").unwrap();
-        assert!(installed_distributions(d.path())
-            .unwrap_err()
-            .contains("no `Version` header"));
-    }
-}
+use observe::normalise;
+pub use observe::{installed_distributions, observe, read_requirements, shadow_copies};

@@ -25,18 +25,21 @@
 
 mod components;
 mod host;
+mod plan;
 pub mod spec;
 mod survey;
+#[cfg(test)]
+mod tests;
 
 pub use host::main as host_main;
 
 use crate::context::{RunContext, Updates};
 use crate::evidence::{Check, DiscoveryRecord, RunnerReplyRecord};
+use crate::interrupt;
 use crate::netns::{self, NetKind, NetPlan};
 use crate::process::{self, ChildSpec};
-use crate::profile::{CandidateSpec, RunnerProbeSpec, NONCE_PLACEHOLDER};
-use crate::python;
-use crate::{hash, interrupt};
+use plan::SetupProblem;
+use serde::Serialize;
 use serde_json::json;
 use spec::{CandidateOutcome, ComponentId, HostCandidate, HostResult, HostSpec, ProbePlan};
 use std::path::{Path, PathBuf};
@@ -92,10 +95,13 @@ impl super::Gate for DiscoveryRpc {
         std::fs::create_dir_all(&data_root)
             .map_err(|e| format!("{}: cannot create: {e}", data_root.display()))?;
 
-        let mut checks = Vec::new();
-        let candidates = host_candidates(ctx, &roots, &mut checks);
+        let mut setup = Vec::new();
+        let candidates = plan::host_candidates(ctx, &roots, &mut setup);
         if candidates.is_empty() {
-            return Ok(checks);
+            return Ok(decide(&Observation {
+                setup,
+                ..Observation::default()
+            }));
         }
         let marker = host::random_token()?;
         let mut env = ctx.child_env(&home, &tmp);
@@ -144,31 +150,23 @@ impl super::Gate for DiscoveryRpc {
             .collect();
         let survivors = survey::survey_and_stop(&roots, &pgids, &host_spec.marker, process::GRACE);
         let host_out = match outcome {
-            Err(e) if interrupt::requested() => {
-                let _ = e;
-                return Ok(Vec::new());
-            }
+            Err(_) if interrupt::requested() => return Ok(Vec::new()),
             Err(e) => return Err(format!("{ID}: could not run the host process: {e}")),
             Ok(out) => out,
         };
-        let Some(result) = result else {
-            checks.push(Check::fail(
-                "host",
-                None,
-                format!(
-                    "the discovery host (`{} {HOST_SUBCOMMAND}`) {} without writing {}; expected a result document; its output tail:\n{}\nsee {}",
-                    std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
-                    host_out.describe(),
-                    host_spec.result_path.display(),
-                    host_out.tail(20),
-                    host_out.logs.1.display()
-                ),
-            ));
-            checks.push(teardown_check(None, &survivors));
-            return Ok(checks);
-        };
-        checks.extend(result_checks(&plan, &host_spec, &result));
-        for o in &result.candidates {
+        let host_failure = result.is_none().then(|| HostFailure {
+            program: format!(
+                "{} {HOST_SUBCOMMAND}",
+                std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            ),
+            status: host_out.describe(),
+            tail: host_out.tail(20),
+            result_path: host_spec.result_path.display().to_string(),
+            stderr_log: host_out.logs.1.display().to_string(),
+        });
+        for o in result.iter().flat_map(|r| &r.candidates) {
             let (folder, discovery) = (o.folder.clone(), discovery_record(o));
             out.set(move |ctx| {
                 if let Some(record) = ctx.record_mut(&folder) {
@@ -176,9 +174,119 @@ impl super::Gate for DiscoveryRpc {
                 }
             });
         }
-        checks.push(teardown_check(Some(&result), &survivors));
-        Ok(checks)
+        Ok(decide(&Observation {
+            setup,
+            network: Some(plan),
+            spec: Some(host_spec),
+            result,
+            host_failure,
+            survivors,
+        }))
     }
+}
+
+/// What the gate observed: plain data, no decision.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Observation {
+    /// What could not be planned before the host ran.
+    pub setup: Vec<SetupProblem>,
+    /// The network isolation chosen for the host and runtime.
+    pub network: Option<NetPlan>,
+    /// What the host was asked to do (candidates, limits, roots).
+    pub spec: Option<HostSpec>,
+    /// What the host observed of the runtime, when it wrote its result.
+    pub result: Option<HostResult>,
+    /// How the host ended without a result.
+    pub host_failure: Option<HostFailure>,
+    /// Processes tied to the run found after the host exited.
+    pub survivors: Vec<spec::Survivor>,
+}
+
+/// A host process that wrote no result.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostFailure {
+    /// The host's command.
+    pub program: String,
+    /// Its exit status, described.
+    pub status: String,
+    /// Its output tail.
+    pub tail: String,
+    /// The result file it should have written.
+    pub result_path: String,
+    /// Its stderr log.
+    pub stderr_log: String,
+}
+
+/// The gate's checks from its observation: pure.
+pub fn decide(obs: &Observation) -> Vec<Check> {
+    let mut checks: Vec<Check> = obs.setup.iter().map(setup_check).collect();
+    let (Some(plan), Some(spec)) = (&obs.network, &obs.spec) else {
+        return checks;
+    };
+    match &obs.result {
+        Some(result) => {
+            checks.extend(result_checks(plan, spec, result));
+            checks.push(teardown_check(Some(result), &obs.survivors));
+        }
+        None => {
+            let f = obs.host_failure.clone().unwrap_or(HostFailure {
+                program: HOST_SUBCOMMAND.into(),
+                status: "ended".into(),
+                tail: String::new(),
+                result_path: spec.result_path.display().to_string(),
+                stderr_log: String::new(),
+            });
+            checks.push(
+                Check::fail(
+                    "host",
+                    None,
+                    format!(
+                        "the discovery host (`{}`) {} without writing {}; expected a result document; its output tail:\n{}\nsee {}",
+                        f.program, f.status, f.result_path, f.tail, f.stderr_log
+                    ),
+                )
+                .with_observed(json!({"status": f.status, "result_path": f.result_path})),
+            );
+            let teardown = teardown_check(None, &obs.survivors);
+            // With no survivor, the only teardown finding is the missing report.
+            checks.push(if obs.survivors.is_empty() {
+                teardown.consequence_of("host")
+            } else {
+                teardown
+            });
+        }
+    }
+    checks
+}
+
+fn setup_check(p: &SetupProblem) -> Check {
+    match p {
+        SetupProblem::NoArchive { folder } => Check::fail(
+            "installation",
+            Some(folder),
+            format!(
+                "{folder}: no archive is recorded for this candidate; expected archive-members to record DIR/packages/{folder}/*.lbpkg; run the lbp-build and archive-members gates first"
+            ),
+        ),
+        SetupProblem::Manifest { folder, error } => Check::fail(
+            "components",
+            Some(folder),
+            format!("{error}; expected a manifest.yaml whose spec.components the SDK can discover; fix the manifest"),
+        ),
+        SetupProblem::UndeclaredRunner { folder, candidate, runner, runners } => Check::fail(
+            "runner-probe-setup",
+            Some(folder),
+            format!(
+                "the profile's discovery.runner_probe for {candidate} names runner {runner:?}, which the archive's manifest does not declare (its Runner components: {runners:?}); expected the probe to name a declared Runner; fix `runner` in the profile or the manifest"
+            ),
+        ),
+        SetupProblem::Unprepared { folder, runner, error } => Check::fail(
+            "runner-probe-setup",
+            Some(folder),
+            format!("cannot prepare the runner probe of `{runner}`: {error}"),
+        ),
+    }
+    .with_observed(serde_json::to_value(p).unwrap_or_default())
 }
 
 /// The host's whole time limit: health, then per candidate its start, one
@@ -226,257 +334,6 @@ fn run_host(
         stdin: None,
     })
     .map_err(|e| e.to_string())
-}
-
-/// One [`HostCandidate`] per selected candidate with a recorded archive;
-/// candidates without one, or whose manifest cannot be read, fail here.
-fn host_candidates(ctx: &RunContext, roots: &Path, checks: &mut Vec<Check>) -> Vec<HostCandidate> {
-    let mut out = Vec::new();
-    for c in ctx.candidate_specs() {
-        let folder = c.folder();
-        let archive = ctx
-            .candidates
-            .iter()
-            .find(|r| r.folder == folder)
-            .and_then(|r| r.archive.as_ref());
-        let Some(archive) = archive else {
-            checks.push(Check::fail(
-                "installation",
-                Some(folder),
-                format!(
-                    "{folder}: no archive is recorded for this candidate; expected archive-members to record DIR/packages/{folder}/*.lbpkg; run the lbp-build and archive-members gates first"
-                ),
-            ));
-            continue;
-        };
-        let path = ctx.evidence_dir.join(&archive.path);
-        match components::read(&path) {
-            Ok(declared) => {
-                let (probes, unprepared, problems) =
-                    plan_probes(ctx, roots, c, &declared.components);
-                checks.extend(problems);
-                out.push(HostCandidate {
-                    folder: folder.to_string(),
-                    archive: path,
-                    sha256: archive.sha256.clone(),
-                    author: declared.author,
-                    name: declared.name,
-                    plugin_config: plugin_config(ctx, c, &declared.config_defaults),
-                    declared: declared.components,
-                    probes,
-                    unprepared,
-                })
-            }
-            Err(e) => checks.push(Check::fail(
-                "components",
-                Some(folder),
-                format!("{e}; expected a manifest.yaml whose spec.components the SDK can discover; fix the manifest"),
-            )),
-        }
-    }
-    out
-}
-
-/// Plans the profile's runner probes of one candidate: writes each fixture
-/// program into `DIR/roots/discovery-rpc/probes/<folder>/<runner>/fixture.py`
-/// beside a fresh `workspace/`, and resolves the placeholders of both
-/// invocation configs. A probe that cannot be planned is a failing check.
-fn plan_probes(
-    ctx: &RunContext,
-    roots: &Path,
-    candidate: &CandidateSpec,
-    declared: &[ComponentId],
-) -> (Vec<ProbePlan>, Vec<String>, Vec<Check>) {
-    let folder = candidate.folder();
-    let mut plans = Vec::new();
-    let mut unprepared = Vec::new();
-    let mut checks = Vec::new();
-    let python = std::path::absolute(&ctx.python).unwrap_or_else(|_| ctx.python.clone());
-    let runners: Vec<&str> = declared
-        .iter()
-        .filter(|d| d.kind == "Runner")
-        .map(|d| d.name.as_str())
-        .collect();
-    for entry in ctx
-        .profile
-        .profile
-        .discovery
-        .runner_probes
-        .iter()
-        .filter(|p| p.candidate == candidate.path)
-    {
-        let targets: Vec<&str> = match &entry.runner {
-            Some(r) if runners.contains(&r.as_str()) => vec![r.as_str()],
-            Some(r) => {
-                checks.push(Check::fail(
-                    "runner-probe-setup",
-                    Some(folder),
-                    format!(
-                        "the profile's discovery.runner_probe for {} names runner {r:?}, which the archive's manifest does not declare (its Runner components: {runners:?}); expected the probe to name a declared Runner; fix `runner` in the profile or the manifest",
-                        candidate.path
-                    ),
-                ));
-                continue;
-            }
-            None => runners.clone(),
-        };
-        for runner in targets {
-            if plans.iter().any(|p: &ProbePlan| p.runner == runner) {
-                continue;
-            }
-            match plan_one(ctx, roots, &python, folder, runner, entry) {
-                Ok(plan) => plans.push(plan),
-                Err(e) => {
-                    unprepared.push(runner.to_string());
-                    checks.push(Check::fail(
-                        "runner-probe-setup",
-                        Some(folder),
-                        format!("cannot prepare the runner probe of `{runner}`: {e}"),
-                    ));
-                }
-            }
-        }
-    }
-    (plans, unprepared, checks)
-}
-
-fn plan_one(
-    ctx: &RunContext,
-    roots: &Path,
-    python: &Path,
-    folder: &str,
-    runner: &str,
-    entry: &RunnerProbeSpec,
-) -> Result<ProbePlan, String> {
-    let dir = roots.join("probes").join(folder).join(runner);
-    let workspace = dir.join("workspace");
-    std::fs::create_dir_all(&workspace)
-        .map_err(|e| format!("{}: cannot create: {e}", workspace.display()))?;
-    let fixture_path = dir.join("fixture.py");
-    let (bytes, expect_template) = match entry.builtin() {
-        Some(name) => {
-            let f = python::fixtures::get(name)
-                .ok_or_else(|| format!("no built-in fixture {name:?}"))?;
-            (
-                f.source.as_bytes().to_vec(),
-                python::fixtures::reply_text(name, NONCE_PLACEHOLDER),
-            )
-        }
-        None => {
-            let mut source = ctx.staging_source();
-            source.extend(entry.fixture.split('/'));
-            let bytes = std::fs::read(&source).map_err(|e| {
-                format!(
-                    "{}: cannot read the profile's fixture {:?} from the staged commit: {e}; expected a committed file",
-                    source.display(),
-                    entry.fixture
-                )
-            })?;
-            (bytes, entry.expect.clone().unwrap_or_default())
-        }
-    };
-    std::fs::write(&fixture_path, &bytes)
-        .map_err(|e| format!("{}: cannot write: {e}", fixture_path.display()))?;
-    let nonce = format!("VCC-PROBE-{}", &host::random_token()?[..16]);
-    let control_nonce = format!("VCC-PROBE-{}", &host::random_token()?[..16]);
-    let vars = [
-        ("{python}", python.display().to_string()),
-        ("{fixture}", fixture_path.display().to_string()),
-        ("{workspace}", workspace.display().to_string()),
-    ];
-    let resolve = |t: &toml::Table| -> Result<serde_json::Value, String> {
-        let v = serde_json::to_value(t).map_err(|e| format!("invocation config: {e}"))?;
-        Ok(substitute(v, &vars))
-    };
-    Ok(ProbePlan {
-        runner: runner.to_string(),
-        fixture: entry.fixture.clone(),
-        fixture_sha256: hash::sha256_bytes(&bytes),
-        workspace,
-        fixture_transcript: dir.join("transcript.jsonl"),
-        config: resolve(&entry.config)?,
-        invalid_config: resolve(&entry.invalid_config)?,
-        expect: expect_template.replace(NONCE_PLACEHOLDER, &nonce),
-        nonce,
-        control_nonce,
-        fixture_path,
-    })
-}
-
-/// `value` with every placeholder of `vars` replaced in every string, in
-/// one pass: a value is never scanned again, so a path that happens to hold
-/// `{workspace}` is not rewritten. A string that is exactly one placeholder
-/// gets the value as it is; within a longer string the value is
-/// shell-quoted as Python's `shlex.quote` does (unchanged when it holds only
-/// `[A-Za-z0-9@%+=:,./_-]`), because runners split such a string as a
-/// command line (Codex reads `command = "{python} {fixture}"` with
-/// `shlex.split`): a path with a space stays one word.
-fn substitute(value: serde_json::Value, vars: &[(&str, String)]) -> serde_json::Value {
-    use serde_json::Value;
-    match value {
-        Value::String(s) => Value::String(substitute_str(&s, vars)),
-        Value::Array(a) => Value::Array(a.into_iter().map(|v| substitute(v, vars)).collect()),
-        Value::Object(o) => Value::Object(
-            o.into_iter()
-                .map(|(k, v)| (k, substitute(v, vars)))
-                .collect(),
-        ),
-        other => other,
-    }
-}
-
-fn substitute_str(s: &str, vars: &[(&str, String)]) -> String {
-    if let Some((_, v)) = vars.iter().find(|(k, _)| *k == s) {
-        return v.clone();
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(c) = rest.chars().next() {
-        match vars.iter().find(|(k, _)| rest.starts_with(k)) {
-            Some((k, v)) => {
-                out.push_str(&shell_quote(v));
-                rest = &rest[k.len()..];
-            }
-            None => {
-                out.push(c);
-                rest = &rest[c.len_utf8()..];
-            }
-        }
-    }
-    out
-}
-
-/// `word` quoted for a POSIX shell word split (`shlex.quote`).
-fn shell_quote(word: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c);
-    if !word.is_empty() && word.chars().all(safe) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\"'\"'"))
-    }
-}
-
-/// The plugin settings of a candidate's installation: its manifest's
-/// `spec.config` defaults, then each of its probes' `plugin_config`.
-fn plugin_config(
-    ctx: &RunContext,
-    candidate: &CandidateSpec,
-    defaults: &serde_json::Map<String, serde_json::Value>,
-) -> serde_json::Value {
-    let mut config = defaults.clone();
-    for entry in ctx
-        .profile
-        .profile
-        .discovery
-        .runner_probes
-        .iter()
-        .filter(|p| p.candidate == candidate.path)
-    {
-        if let Ok(serde_json::Value::Object(o)) = serde_json::to_value(&entry.plugin_config) {
-            config.extend(o);
-        }
-    }
-    serde_json::Value::Object(config)
 }
 
 /// The candidate's facts for `evidence.json`'s `candidates[].discovery`.
@@ -568,11 +425,14 @@ fn result_checks(plan: &NetPlan, spec: &HostSpec, r: &HostResult) -> Vec<Check> 
         };
         checks.push(Check::fail("runtime-healthy", None, detail).with_observed(runtime_observed));
         for c in &spec.candidates {
-            checks.push(Check::fail(
-                "initialized",
-                Some(&c.folder),
-                format!("{}: not installed: the runtime never became healthy (see the runtime-healthy check)", c.folder),
-            ));
+            checks.push(
+                Check::fail(
+                    "initialized",
+                    Some(&c.folder),
+                    format!("{}: not installed: the runtime never became healthy (see the runtime-healthy check)", c.folder),
+                )
+                .consequence_of("runtime-healthy"),
+            );
         }
         return checks;
     }
@@ -629,19 +489,27 @@ fn result_checks(plan: &NetPlan, spec: &HostSpec, r: &HostResult) -> Vec<Check> 
     for c in &spec.candidates {
         match r.candidates.iter().find(|o| o.folder == c.folder) {
             Some(o) => checks.extend(candidate_checks(c, o, r)),
-            None => checks.push(Check::fail(
-                "initialized",
-                Some(&c.folder),
-                format!(
-                    "{}: the host did not reach this candidate{}; see {}",
-                    c.folder,
-                    r.fatal
-                        .as_ref()
-                        .map(|f| format!(" ({f})"))
-                        .unwrap_or_default(),
-                    r.transcript.display()
-                ),
-            )),
+            None => {
+                let c = Check::fail(
+                    "initialized",
+                    Some(&c.folder),
+                    format!(
+                        "{}: the host did not reach this candidate{}; see {}",
+                        c.folder,
+                        r.fatal
+                            .as_ref()
+                            .map(|f| format!(" ({f})"))
+                            .unwrap_or_default(),
+                        r.transcript.display()
+                    ),
+                );
+                // A failed handshake is the one cause of every unreached candidate.
+                checks.push(if ping_ok && config_ok {
+                    c
+                } else {
+                    c.consequence_of("control-handshake")
+                });
+            }
         }
     }
     checks
@@ -695,7 +563,11 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
     let plugin = format!("{}/{}", c.author, c.name);
     let mut checks = Vec::new();
     let apply_ok = o.apply.as_ref().is_some_and(|a| a.ok);
-    let install_ok = o.upload_error.is_none() && apply_ok;
+    // The bytes the runtime received, and the binding they were applied
+    // under, are the archive's: checked here, not only trusted from the host.
+    let bytes_agree = o.uploaded_sha256.as_deref() == Some(c.sha256.as_str())
+        && o.binding["artifact_digest"].as_str() == Some(c.sha256.as_str());
+    let install_ok = o.upload_error.is_none() && apply_ok && bytes_agree;
     let install_detail = if install_ok {
         format!(
             "{} ({} bytes, sha256 {}) uploaded in {} __file_chunk request(s) and applied with an InstallationBinding whose artifact_digest is that sha256",
@@ -710,8 +582,14 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
             c.archive.display(),
             o.upload_error
                 .clone()
-                .or_else(|| o.apply.as_ref().map(|a| format!("apply_plugin_installation: {}", a.message)))
-                .unwrap_or_else(|| "no apply response".into()),
+                .or_else(|| o.apply.as_ref().filter(|a| !a.ok).map(|a| format!("apply_plugin_installation: {}", a.message)))
+                .or_else(|| o.apply.is_none().then(|| "no apply response".to_string()))
+                .unwrap_or_else(|| format!(
+                    "the uploaded bytes hash to {} and the binding's artifact_digest is {}, while the archive's sha256 is {}: the runtime was not given the certified bytes; this is a harness defect: report it",
+                    o.uploaded_sha256.as_deref().unwrap_or("nothing"),
+                    o.binding["artifact_digest"],
+                    c.sha256
+                )),
             r.transcript.display()
         )
     };
@@ -736,7 +614,11 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
         })
         .count();
     let still = o.final_status.as_deref() == Some("initialized");
-    let initialized = o.status.as_deref() == Some("initialized") && o.failure.is_none() && still;
+    let listed_initialized =
+        o.status.as_deref() == Some("initialized") && o.failure.is_none() && still;
+    // The runtime initializes a plugin only after asking the host for its
+    // settings: an initialization without that call is not the host's.
+    let initialized = listed_initialized && settings_calls > 0;
     let init_observed = json!({
         "plugin": plugin, "status": o.status, "final_status": o.final_status, "init_ms": o.init_ms,
         "worker_failures": o.worker_failures, "get_plugin_settings_answered": settings_calls,
@@ -757,10 +639,14 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
                 Some(folder),
                 format!(
                     "plugin {plugin} ({folder}) was not initialized by the runtime: {}; the runtime's message: {message}; expected list_plugins to show it `initialized`; {}",
-                    o.failure.clone().unwrap_or_else(|| format!(
-                        "it was `initialized`, but after every candidate was installed list_plugins showed it {}",
-                        o.final_status.as_deref().unwrap_or("no longer listed")
-                    )),
+                    o.failure.clone().unwrap_or_else(|| if listed_initialized {
+                        "list_plugins showed it `initialized`, but the runtime never asked the host for its settings (get_plugin_settings with this installation_uuid), so it did not run with the settings LangBot gives it".to_string()
+                    } else {
+                        format!(
+                            "it was `initialized`, but after every candidate was installed list_plugins showed it {}",
+                            o.final_status.as_deref().unwrap_or("no longer listed")
+                        )
+                    }),
                     initialized_advice(o, &r.runtime.log)
                 ),
             )
@@ -841,6 +727,8 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
         .with_observed(observed);
     }
     let mut problems = Vec::new();
+    // Problems that are the runner-probe-setup finding seen again.
+    let mut unprepared = 0;
     let mut generic = Vec::new();
     let mut passed = Vec::new();
     for r in &runners {
@@ -852,6 +740,7 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
             problems.push(format!(
                 "`{name}` was not probed: its declared probe could not be prepared (see runner-probe-setup)"
             ));
+            unprepared += 1;
             continue;
         }
         let Some(p) = o.runner_probes.iter().find(|p| p.runner == name) else {
@@ -918,7 +807,7 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
         }
     }
     if !problems.is_empty() {
-        return Check::fail(
+        let c = Check::fail(
             "runner-probe",
             Some(folder),
             format!(
@@ -927,6 +816,11 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
             ),
         )
         .with_observed(observed);
+        return if unprepared == problems.len() {
+            c.consequence_of("runner-probe-setup")
+        } else {
+            c
+        };
     }
     if !generic.is_empty() {
         return Check::warn(
@@ -1119,368 +1013,4 @@ fn indent(text: &str) -> String {
         .map(|l| format!("  {l}"))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::evidence::CheckResult;
-    use spec::{RunnerCall, RunnerProbe, Survivor, Teardown};
-
-    fn candidate() -> HostCandidate {
-        HostCandidate {
-            folder: "codex-agent".into(),
-            archive: PathBuf::from("/ev/packages/codex-agent/a.lbpkg"),
-            sha256: "ab".repeat(32),
-            author: "acme".into(),
-            name: "codex-agent".into(),
-            declared: vec![ComponentId {
-                kind: "Runner".into(),
-                name: "default".into(),
-            }],
-            plugin_config: json!({}),
-            probes: vec![],
-            unprepared: vec![],
-        }
-    }
-
-    fn survivor(stopped_by: &str) -> Survivor {
-        Survivor {
-            pid: 4242,
-            matched_by: vec!["cwd".into()],
-            cwd: Some("/ev/roots/discovery-rpc/runtime/data".into()),
-            cmdline: "python -m langbot_plugin.cli.__init__ run -s --prod".into(),
-            stopped_by: stopped_by.into(),
-        }
-    }
-
-    #[test]
-    fn teardown_fails_on_any_survivor_and_names_residue() {
-        let clean = HostResult {
-            teardown: Some(Teardown {
-                group_empty: true,
-                ..Teardown::default()
-            }),
-            ..HostResult::default()
-        };
-        assert_eq!(teardown_check(Some(&clean), &[]).result, CheckResult::Pass);
-        let c = teardown_check(Some(&clean), &[survivor("TERM")]);
-        assert_eq!(c.result, CheckResult::Fail);
-        assert!(c.detail.contains("pid 4242"), "{}", c.detail);
-        let c = teardown_check(Some(&clean), &[survivor("still running after KILL")]);
-        assert!(c.detail.contains("RESIDUE: pids [4242]"), "{}", c.detail);
-        assert_eq!(teardown_check(None, &[]).result, CheckResult::Fail);
-    }
-
-    #[test]
-    fn a_namespace_with_another_interface_fails_and_no_namespace_warns() {
-        let plan = NetPlan {
-            kind: NetKind::UnshareNet,
-            wrapper: vec!["/usr/bin/unshare".into(), "--net".into(), "--".into()],
-            ip: Some("/usr/sbin/ip".into()),
-            attempts: vec![],
-        };
-        let mut r = HostResult {
-            interfaces: vec!["lo".into()],
-            ..HostResult::default()
-        };
-        assert_eq!(network_check(&plan, &r).result, CheckResult::Pass);
-        r.interfaces.push("eth0".into());
-        assert_eq!(network_check(&plan, &r).result, CheckResult::Fail);
-        let none = NetPlan {
-            kind: NetKind::None,
-            wrapper: vec![],
-            ip: None,
-            attempts: vec!["unshare: not found".into()],
-        };
-        let c = network_check(&none, &r);
-        assert_eq!(c.result, CheckResult::Warn);
-        assert!(c.detail.contains("0.0.0.0"), "{}", c.detail);
-    }
-
-    fn call(types: &[&str], reply: Option<&str>, error: Option<&str>) -> RunnerCall {
-        RunnerCall {
-            runner: "default".into(),
-            result_types: types.iter().map(|t| t.to_string()).collect(),
-            reply: reply.map(str::to_string),
-            error: error.map(str::to_string),
-            ..RunnerCall::default()
-        }
-    }
-
-    fn plan() -> ProbePlan {
-        ProbePlan {
-            runner: "default".into(),
-            fixture: "builtin:codex-app-server".into(),
-            fixture_path: "/ev/roots/discovery-rpc/probes/codex-agent/default/fixture.py".into(),
-            fixture_sha256: "cd".repeat(32),
-            workspace: "/ev/roots/discovery-rpc/probes/codex-agent/default/workspace".into(),
-            fixture_transcript:
-                "/ev/roots/discovery-rpc/probes/codex-agent/default/transcript.jsonl".into(),
-            nonce: "VCC-PROBE-0123456789abcdef".into(),
-            control_nonce: "VCC-PROBE-fedcba9876543210".into(),
-            config: json!({"location": "local", "command": "/py /fx.py"}),
-            invalid_config: json!({"location": "invalid"}),
-            expect: python::fixtures::reply_text("codex-app-server", "VCC-PROBE-0123456789abcdef"),
-        }
-    }
-
-    /// A candidate whose declared probe passed: the negative control failed,
-    /// the fixture answered with the nonce it read.
-    fn probed() -> (HostCandidate, CandidateOutcome) {
-        let plan = plan();
-        let mut c = candidate();
-        c.probes = vec![plan.clone()];
-        let o = CandidateOutcome {
-            runners_listed: vec!["default".into()],
-            runner_probes: vec![RunnerProbe {
-                runner: "default".into(),
-                negative_control: Some(call(
-                    &["run.failed"],
-                    None,
-                    Some("codex.invalid_config: unsupported location"),
-                )),
-                call: call(
-                    &["message.delta", "run.completed"],
-                    Some(&format!("fixture says {}", plan.expect)),
-                    None,
-                ),
-                fixture_transcript: vec![
-                    json!({"pid": 7, "direction": "in", "line": format!("{{\"prompt\": \"{}\"}}", plan.nonce)}),
-                    json!({"pid": 7, "direction": "out", "line": plan.expect}),
-                ],
-                plan: Some(plan),
-            }],
-            ..CandidateOutcome::default()
-        };
-        (c, o)
-    }
-
-    #[test]
-    fn a_declared_probe_passes_only_with_a_failing_control_and_the_fixture_reply() {
-        let (c, o) = probed();
-        let pass = runner_check(&c, &o, "acme/codex-agent");
-        assert_eq!(pass.result, CheckResult::Pass, "{}", pass.detail);
-        assert!(pass.detail.contains(FIXTURE_LABEL));
-        assert!(
-            pass.detail.contains("codex.invalid_config"),
-            "{}",
-            pass.detail
-        );
-
-        // Counterexamples, one per clause of the check.
-        type Mutation = Box<dyn Fn(&mut RunnerProbe)>;
-        let cases: Vec<(&str, Mutation)> = vec![
-            (
-                "a runner that ignores its config would pass",
-                Box::new(|p| {
-                    p.negative_control =
-                        Some(call(&["run.completed"], Some("ignored the config"), None));
-                }),
-            ),
-            (
-                "without run.failed",
-                Box::new(|p| {
-                    p.negative_control = Some(call(&["message.delta"], None, None));
-                }),
-            ),
-            (
-                "request error instead of run.failed",
-                Box::new(|p| {
-                    let mut n = call(&[], None, Some("no answer within 60 s"));
-                    n.rpc_error = true;
-                    p.negative_control = Some(n);
-                }),
-            ),
-            (
-                "negative control (invalid config) was not run",
-                Box::new(|p| p.negative_control = None),
-            ),
-            (
-                "ended in run.failed",
-                Box::new(|p| {
-                    p.call.result_types.insert(0, "run.failed".into());
-                    p.call.error = Some("codex.protocol: late".into());
-                }),
-            ),
-            (
-                "without a run.completed",
-                Box::new(|p| p.call.result_types = vec!["message.delta".into()]),
-            ),
-            ("without a reply", Box::new(|p| p.call.reply = None)),
-            (
-                "does not contain the fixture's text",
-                Box::new(|p| {
-                    p.call.reply = Some("[verify-coding-candidates local protocol fixture builtin:codex-app-server] received VCC-PROBE-ffffffffffffffff".into());
-                }),
-            ),
-            (
-                "does not show it receiving the prompt's nonce",
-                Box::new(|p| {
-                    p.fixture_transcript.retain(|l| l["direction"] == "out");
-                }),
-            ),
-            (
-                // The fixture was reached only by the negative control: its
-                // transcript holds that call's nonce, not the fixture call's.
-                "does not show it receiving the prompt's nonce",
-                Box::new(|p| {
-                    let control = p.plan.as_ref().unwrap().control_nonce.clone();
-                    for line in &mut p.fixture_transcript {
-                        let text = line
-                            .to_string()
-                            .replace("VCC-PROBE-0123456789abcdef", &control);
-                        *line = serde_json::from_str(&text).unwrap();
-                    }
-                }),
-            ),
-            (
-                "receiving the negative control's nonce",
-                Box::new(|p| {
-                    let control = p.plan.as_ref().unwrap().control_nonce.clone();
-                    p.fixture_transcript.insert(
-                        0,
-                        json!({"pid": 6, "direction": "in", "line": format!("{{\"prompt\": \"{control}\"}}")}),
-                    );
-                }),
-            ),
-        ];
-        for (needle, mutate) in cases {
-            let (c, mut o) = probed();
-            mutate(&mut o.runner_probes[0]);
-            let k = runner_check(&c, &o, "acme/codex-agent");
-            assert_eq!(k.result, CheckResult::Fail, "{needle}: {}", k.detail);
-            assert!(k.detail.contains(needle), "{needle}: {}", k.detail);
-        }
-        let (c, mut o) = probed();
-        o.runners_listed.clear();
-        assert_eq!(runner_check(&c, &o, "p").result, CheckResult::Fail);
-        o.runner_probes.clear();
-        assert_eq!(runner_check(&c, &o, "p").result, CheckResult::Fail);
-    }
-
-    #[test]
-    fn a_missing_command_names_the_config_key_to_set() {
-        let (c, mut o) = probed();
-        o.runner_probes[0].call = call(
-            &["run.failed"],
-            None,
-            Some("codex.command_not_found: Codex command not found: codex"),
-        );
-        let k = runner_check(&c, &o, "acme/codex-agent");
-        assert_eq!(k.result, CheckResult::Fail);
-        assert!(k.detail.contains("codex.command_not_found"), "{}", k.detail);
-        assert!(k.detail.contains("(`command`)"), "{}", k.detail);
-        assert!(
-            k.detail.contains("[[discovery.runner_probe]]"),
-            "{}",
-            k.detail
-        );
-    }
-
-    #[test]
-    fn a_runner_without_a_declared_probe_warns_and_still_must_complete() {
-        let c = candidate();
-        let mut o = CandidateOutcome {
-            runners_listed: vec!["default".into()],
-            runner_probes: vec![RunnerProbe {
-                runner: "default".into(),
-                call: call(&["run.completed"], Some("[local-fixture] hi"), None),
-                ..RunnerProbe::default()
-            }],
-            ..CandidateOutcome::default()
-        };
-        let warn = runner_check(&c, &o, "acme/codex-agent");
-        assert_eq!(warn.result, CheckResult::Warn);
-        assert!(
-            warn.detail.contains("no runner probe declared"),
-            "{}",
-            warn.detail
-        );
-        o.runner_probes[0].call.error = Some("runner.exception: boom".into());
-        o.runner_probes[0].call.rpc_error = true;
-        let fail = runner_check(&c, &o, "acme/codex-agent");
-        assert_eq!(fail.result, CheckResult::Fail);
-        assert!(fail.detail.contains("boom"), "{}", fail.detail);
-        o.runner_probes[0].call = call(&["run.completed"], None, None);
-        let silent = runner_check(&c, &o, "p");
-        assert!(
-            silent.detail.contains("without a reply"),
-            "{}",
-            silent.detail
-        );
-    }
-
-    #[test]
-    fn placeholders_are_replaced_in_every_string() {
-        let vars = [
-            ("{python}", "/v/bin/python".to_string()),
-            ("{fixture}", "/p/fixture.py".to_string()),
-        ];
-        let got = substitute(
-            json!({"command": "{python} {fixture}", "args": ["{fixture}", 3], "nested": {"x": "{python}"}, "n": 1}),
-            &vars,
-        );
-        assert_eq!(
-            got,
-            json!({"command": "/v/bin/python /p/fixture.py", "args": ["/p/fixture.py", 3], "nested": {"x": "/v/bin/python"}, "n": 1})
-        );
-    }
-
-    #[test]
-    fn a_placeholder_value_is_never_substituted_again() {
-        // An evidence directory whose name holds a placeholder.
-        let vars = [
-            ("{python}", "/v/bin/python".to_string()),
-            ("{fixture}", "/ev/{workspace}/fixture.py".to_string()),
-            ("{workspace}", "/ev/{workspace}/workspace".to_string()),
-        ];
-        let got = substitute(json!({"args": ["{fixture}"], "w": "{workspace}"}), &vars);
-        assert_eq!(
-            got,
-            json!({"args": ["/ev/{workspace}/fixture.py"], "w": "/ev/{workspace}/workspace"})
-        );
-    }
-
-    #[test]
-    fn a_placeholder_within_a_command_line_is_shell_quoted() {
-        let vars = [
-            ("{python}", "/v/bin/python".to_string()),
-            ("{fixture}", "/e v/it's/fixture.py".to_string()),
-        ];
-        let got = substitute(
-            json!({"command": "{python} {fixture}", "args": ["{fixture}"]}),
-            &vars,
-        );
-        // What `shlex.split` reads back as two words.
-        assert_eq!(
-            got,
-            json!({"command": "/v/bin/python '/e v/it'\"'\"'s/fixture.py'", "args": ["/e v/it's/fixture.py"]})
-        );
-        assert_eq!(shell_quote(""), "''");
-        assert_eq!(shell_quote("/a/b-c_d.py"), "/a/b-c_d.py");
-    }
-
-    #[test]
-    fn components_differing_from_the_manifest_fail() {
-        let c = candidate();
-        let o = CandidateOutcome {
-            apply: Some(spec::Step {
-                ok: true,
-                ..spec::Step::default()
-            }),
-            status: Some("initialized".into()),
-            final_status: Some("initialized".into()),
-            listed_components: vec![ComponentId {
-                kind: "Runner".into(),
-                name: "other".into(),
-            }],
-            ..CandidateOutcome::default()
-        };
-        let checks = candidate_checks(&c, &o, &HostResult::default());
-        let comps = checks.iter().find(|k| k.name == "components").unwrap();
-        assert_eq!(comps.result, CheckResult::Fail);
-        assert!(comps.detail.contains("Runner/default"), "{}", comps.detail);
-        assert!(comps.detail.contains("Runner/other"), "{}", comps.detail);
-    }
 }

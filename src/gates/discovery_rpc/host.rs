@@ -288,9 +288,14 @@ fn drive(
         "set_runtime_config",
         json!({
             "runtime_identity": {"instance_uuid": instance_uuid, "runtime_id": random_uuid()?},
+            // The runtime prepares dependencies and launches workers under one
+            // semaphore of `max_concurrent_restarts` permits (SDK default 1:
+            // `PluginWorkerPolicy`, `PluginManager._installation_lifecycle_semaphore`);
+            // one permit per candidate lets their starts overlap.
             "worker_policy": {
                 "max_cpus": 1, "max_memory_mb": 1024, "max_pids": 256,
-                "max_open_files": 1024, "max_file_size_mb": 64
+                "max_open_files": 1024, "max_file_size_mb": 64,
+                "max_concurrent_restarts": spec.candidates.len().max(1)
             },
             "runtime_profile": "oss_dev"
         }),
@@ -303,24 +308,56 @@ fn drive(
         return Ok(());
     }
     let workspace_uuid = random_uuid()?;
+    let ids = Ids {
+        instance: &instance_uuid,
+        workspace: &workspace_uuid,
+        settings: &settings,
+    };
+    // Candidates start together: every archive is uploaded and applied (the
+    // runtime answers apply_plugin_installation with `starting` and starts the
+    // worker in the background), then the host waits for all of them at
+    // once, then probes each initialized one. The one control connection is
+    // the SDK's limit: the runtime keeps a single active control handler and
+    // a new connection supersedes the previous one
+    // (`RuntimeApplication.set_control_handler`), and its `__file_chunk`
+    // writes are serialised by one lock (`Handler._file_transfer_lock`); so
+    // uploads and requests go one after another on this connection, and the
+    // overlap is in the runtime's own work (dependency preparation and worker
+    // start, the slow part).
+    let wave_mark = log_sizes(rt);
+    let failures_before = restart_failures(port);
+    let mut pending = Vec::new();
     for cand in &spec.candidates {
         if interrupt::requested() {
             break;
         }
-        let outcome = install_one(
-            &mut client,
-            spec,
-            cand,
-            rt,
-            &Ids {
-                instance: &instance_uuid,
-                workspace: &workspace_uuid,
-                settings: &settings,
-            },
-            port,
-        )?;
+        match begin(&mut client, spec, cand, rt, &ids)? {
+            Begun::Done(outcome) => result.candidates.push(outcome),
+            Begun::Starting(p) => pending.push(p),
+        }
+    }
+    let waited = wait_all(
+        &mut client,
+        spec,
+        rt,
+        port,
+        pending,
+        wave_mark,
+        failures_before,
+    )?;
+    for (cand, mut outcome) in waited {
+        if outcome.failure.is_none() && !interrupt::requested() {
+            probe_runners(&mut client, spec, cand, &mut outcome)?;
+        }
         result.candidates.push(outcome);
     }
+    // Evidence in the spec's candidate order, whatever order they finished in.
+    result.candidates.sort_by_key(|o| {
+        spec.candidates
+            .iter()
+            .position(|c| c.folder == o.folder)
+            .unwrap_or(usize::MAX)
+    });
     // Every plugin must still be initialized once all are installed: a later
     // installation must not have disturbed an earlier one.
     for out in result
@@ -356,16 +393,31 @@ struct Ids<'a> {
     settings: &'a RefCell<BTreeMap<String, Value>>,
 }
 
-/// Installs one archive and waits for its plugin; errors only when the
+/// A candidate whose installation was applied and whose worker is starting.
+struct Pending<'a> {
+    cand: &'a HostCandidate,
+    out: CandidateOutcome,
+    /// The runtime's answer to apply_plugin_installation.
+    apply: Value,
+    started: Instant,
+}
+
+/// What [`begin`] left: a finished outcome (upload or apply failed) or a
+/// starting installation.
+enum Begun<'a> {
+    Done(CandidateOutcome),
+    Starting(Pending<'a>),
+}
+
+/// Uploads one archive and applies its installation; errors only when the
 /// control connection itself fails.
-fn install_one(
+fn begin<'a>(
     client: &mut HostClient,
     spec: &HostSpec,
-    cand: &HostCandidate,
+    cand: &'a HostCandidate,
     rt: &mut Running,
     ids: &Ids,
-    port: u16,
-) -> Result<CandidateOutcome, String> {
+) -> Result<Begun<'a>, String> {
     let call_timeout = Duration::from_millis(spec.call_timeout_ms);
     let installation_uuid = random_uuid()?;
     let plugin_config = match &cand.plugin_config {
@@ -402,11 +454,10 @@ fn install_one(
         &mut out,
     )? {
         Some(k) => k,
-        None => return Ok(out),
+        None => return Ok(Begun::Done(out)),
     };
 
     let log_mark = log_sizes(rt);
-    let failures_before = restart_failures(port);
     let apply = client.call(
         "apply_plugin_installation",
         json!({"artifact_file_key": file_key, "enabled": true}),
@@ -420,79 +471,166 @@ fn install_one(
             apply.message
         ));
         out.runtime_messages = runtime_messages(rt, log_mark);
-        return Ok(out);
+        return Ok(Begun::Done(out));
     }
-    let state = apply.data["state"].as_str().unwrap_or("");
-    if state == "failed" {
+    if apply.data["state"].as_str() == Some("failed") {
         out.failure = Some(format!(
             "apply_plugin_installation answered state \"failed\": {} {}",
             apply.data["error_code"].as_str().unwrap_or(""),
             apply.data["message"].as_str().unwrap_or("")
         ));
+        out.runtime_messages = runtime_messages(rt, log_mark);
+        remove(client, rt, &mut out, call_timeout)?;
+        return Ok(Begun::Done(out));
     }
+    Ok(Begun::Starting(Pending {
+        cand,
+        out,
+        apply: apply.data,
+        started: Instant::now(),
+    }))
+}
 
-    let started = Instant::now();
+/// Stops the runtime's restart loop for a failed installation, as LangBot
+/// does when it removes a plugin.
+fn remove(
+    client: &mut HostClient,
+    rt: &mut Running,
+    out: &mut CandidateOutcome,
+    call_timeout: Duration,
+) -> Result<(), String> {
+    if rt.try_status().is_none() {
+        let removed = client.call(
+            "remove_plugin_installation",
+            json!({}),
+            Some(&out.binding),
+            call_timeout,
+        )?;
+        out.removed = Some(step(&removed));
+    }
+    Ok(())
+}
+
+/// Waits for every starting installation at once until each is listed
+/// `initialized` or has failed.
+///
+/// Failed worker starts are counted per installation from the runtime's log
+/// line "Plugin installation worker exited unexpectedly; restarting <uuid>"
+/// (`PluginManager._supervise_plugin_installation`); `/healthz` counts them
+/// only in total (`restart_failures_total`), so that count is attributed to
+/// a candidate only while it is the one still starting (counted from the
+/// moment it became so). The larger of the two counts is the candidate's.
+/// The runtime's messages of a failed candidate are those logged since the
+/// wave of installations began.
+fn wait_all<'a>(
+    client: &mut HostClient,
+    spec: &HostSpec,
+    rt: &mut Running,
+    port: u16,
+    mut pending: Vec<Pending<'a>>,
+    wave_mark: (u64, u64),
+    failures_before: Option<u64>,
+) -> Result<Vec<(&'a HostCandidate, CandidateOutcome)>, String> {
+    let call_timeout = Duration::from_millis(spec.call_timeout_ms);
     let plugin_timeout = Duration::from_millis(spec.plugin_timeout_ms);
-    while out.failure.is_none() {
-        if interrupt::requested() {
-            out.failure = Some("interrupted while waiting for the plugin".into());
-            break;
-        }
+    let mut done = Vec::new();
+    // Failures counted before the last remaining candidate was alone.
+    let mut alone_since: Option<Option<u64>> = (pending.len() == 1).then_some(failures_before);
+    while !pending.is_empty() {
         client.pump(POLL)?;
-        let listed = client.call("list_plugins", json!({}), Some(&binding), call_timeout)?;
-        if !listed.ok() {
-            out.failure = Some(format!("list_plugins was refused: {}", listed.message));
-            break;
-        }
-        if let Some(plugin) = own_plugin(&listed.data, &cand.author, &cand.name) {
-            out.status = plugin["status"].as_str().map(str::to_string);
-            if out.status.as_deref() == Some("initialized") {
-                out.init_ms = Some(started.elapsed().as_millis() as u64);
-                out.listed_components = listed_components(plugin);
-                let code_dir = spec
-                    .data_root
-                    .join(apply.data["artifact_path"].as_str().unwrap_or_default());
-                out.worker = observe_worker(rt.pid() as i32, &code_dir);
-                break;
+        let mut still = Vec::new();
+        for mut p in pending.drain(..) {
+            if interrupt::requested() {
+                p.out.failure = Some("interrupted while waiting for the plugin".into());
+            } else {
+                let listed = client.call(
+                    "list_plugins",
+                    json!({}),
+                    Some(&p.out.binding),
+                    call_timeout,
+                )?;
+                if !listed.ok() {
+                    p.out.failure = Some(format!("list_plugins was refused: {}", listed.message));
+                } else if let Some(plugin) = own_plugin(&listed.data, &p.cand.author, &p.cand.name)
+                {
+                    p.out.status = plugin["status"].as_str().map(str::to_string);
+                    if p.out.status.as_deref() == Some("initialized") {
+                        p.out.init_ms = Some(p.started.elapsed().as_millis() as u64);
+                        p.out.listed_components = listed_components(plugin);
+                        let code_dir = spec
+                            .data_root
+                            .join(p.apply["artifact_path"].as_str().unwrap_or_default());
+                        p.out.worker = observe_worker(rt.pid() as i32, &code_dir);
+                        done.push((p.cand, p.out));
+                        continue;
+                    }
+                }
+            }
+            if p.out.failure.is_none() {
+                if let Some(status) = rt.try_status() {
+                    p.out.failure = Some(format!(
+                        "the runtime exited ({status}) while the plugin was starting"
+                    ));
+                } else if p.started.elapsed() >= plugin_timeout {
+                    p.out.failure = Some(format!(
+                        "not listed as initialized within {} s (last status: {})",
+                        plugin_timeout.as_secs(),
+                        p.out.status.as_deref().unwrap_or("not listed")
+                    ));
+                }
+            }
+            if p.out.failure.is_some() {
+                p.out.runtime_messages = runtime_messages(rt, wave_mark);
+                remove(client, rt, &mut p.out, call_timeout)?;
+                done.push((p.cand, p.out));
+            } else {
+                still.push(p);
             }
         }
-        let failures = restart_failures(port)
-            .zip(failures_before)
-            .map(|(now, before)| now.saturating_sub(before))
-            .unwrap_or(0);
-        out.worker_failures = failures;
-        if failures >= spec.failure_restarts {
-            out.failure = Some(format!(
-                "the runtime reported {failures} failed start(s) of the plugin's worker and never listed it as initialized"
-            ));
-        } else if let Some(status) = rt.try_status() {
-            out.failure = Some(format!(
-                "the runtime exited ({status}) while the plugin was starting"
-            ));
-        } else if started.elapsed() >= plugin_timeout {
-            out.failure = Some(format!(
-                "not listed as initialized within {} s (last status: {})",
-                plugin_timeout.as_secs(),
-                out.status.as_deref().unwrap_or("not listed")
-            ));
+        pending = still;
+        if pending.is_empty() {
+            break;
         }
-    }
-    if out.failure.is_some() {
-        out.runtime_messages = runtime_messages(rt, log_mark);
-        // Stop the runtime's restart loop for this installation, as LangBot
-        // does when it removes a plugin.
-        if rt.try_status().is_none() {
-            let removed = client.call(
-                "remove_plugin_installation",
-                json!({}),
-                Some(&binding),
-                call_timeout,
-            )?;
-            out.removed = Some(step(&removed));
+        let log = read_log_since(rt, wave_mark);
+        let alone = if pending.len() == 1 {
+            let base = *alone_since.get_or_insert_with(|| restart_failures(port));
+            restart_failures(port)
+                .zip(base)
+                .map(|(now, before)| now.saturating_sub(before))
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        let mut still = Vec::new();
+        for mut p in pending.drain(..) {
+            let uuid = p.out.binding["installation_uuid"].as_str().unwrap_or("");
+            let failures = logged_restarts(&log, uuid).max(alone);
+            p.out.worker_failures = failures;
+            if failures >= spec.failure_restarts {
+                p.out.failure = Some(format!(
+                    "the runtime reported {failures} failed start(s) of the plugin's worker and never listed it as initialized"
+                ));
+                p.out.runtime_messages = runtime_messages(rt, wave_mark);
+                remove(client, rt, &mut p.out, call_timeout)?;
+                done.push((p.cand, p.out));
+            } else {
+                still.push(p);
+            }
         }
-        return Ok(out);
+        pending = still;
     }
+    Ok(done)
+}
 
+/// Lists the runners of an initialized candidate and probes each Runner.
+fn probe_runners(
+    client: &mut HostClient,
+    spec: &HostSpec,
+    cand: &HostCandidate,
+    out: &mut CandidateOutcome,
+) -> Result<(), String> {
+    let call_timeout = Duration::from_millis(spec.call_timeout_ms);
+    let binding = out.binding.clone();
     let runners = client.call("list_runners", json!({}), Some(&binding), call_timeout)?;
     out.runners_listed = runners.data["runners"]
         .as_array()
@@ -502,6 +640,8 @@ fn install_one(
                 .collect()
         })
         .unwrap_or_default();
+    // One call after another: this client waits for each stream's end (the
+    // runtime would run them as separate tasks, but each takes about 0.1 s).
     for comp in cand
         .declared
         .iter()
@@ -554,7 +694,7 @@ fn install_one(
         }
         out.runner_probes.push(probe);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Streams the archive in `__file_chunk`s, hashing as it goes. Returns the
@@ -861,6 +1001,28 @@ fn runtime_messages(rt: &Running, mark: (u64, u64)) -> Vec<String> {
     select_messages(&text)
 }
 
+/// The runtime's stderr and stdout written since `mark`.
+fn read_log_since(rt: &Running, mark: (u64, u64)) -> String {
+    let mut text = read_from(&rt.logs().1, mark.1);
+    text.push_str(&read_from(&rt.logs().0, mark.0));
+    text
+}
+
+/// How many times the runtime logged restarting installation `uuid` after
+/// its worker exited (`PluginManager._supervise_plugin_installation`).
+fn logged_restarts(log: &str, uuid: &str) -> u64 {
+    if uuid.is_empty() {
+        return 0;
+    }
+    log.lines()
+        .filter(|l| {
+            l.contains("worker exited unexpectedly")
+                && l.split_once("restarting ")
+                    .is_some_and(|(_, rest)| rest.split_whitespace().next() == Some(uuid))
+        })
+        .count() as u64
+}
+
 fn select_messages(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in text.lines() {
@@ -1072,6 +1234,19 @@ mod tests {
             message_text(&json!({"content": [{"type": "text", "text": "hi"}]}))
                 .is_some_and(|t| t.contains("hi"))
         );
+    }
+
+    #[test]
+    fn restarts_are_counted_per_installation_from_the_runtime_log() {
+        let log = "[WARNING] Plugin installation worker exited unexpectedly; restarting u-1 in 1.0s\n\
+                   [WARNING] Plugin installation worker exited unexpectedly; restarting u-2 in 0.9s\n\
+                   [WARNING] Plugin installation worker exited unexpectedly; restarting u-1 in 2.1s\n\
+                   [WARNING] Plugin installation worker exited unexpectedly; restarting u-10 in 1.1s\n\
+                   [INFO] restarting u-1 for another reason\n";
+        assert_eq!(logged_restarts(log, "u-1"), 2);
+        assert_eq!(logged_restarts(log, "u-2"), 1);
+        assert_eq!(logged_restarts(log, "u-3"), 0);
+        assert_eq!(logged_restarts(log, ""), 0);
     }
 
     #[test]

@@ -1,0 +1,482 @@
+//! What the `admission` gate observes: the SDK's admission probe's report,
+//! the artifact store's marker and extraction on disk, and the harness's own
+//! reading of the archive's `requirements.txt` (Python's line splitting and
+//! stripping, PEP 508/440 in Rust). Nothing here decides a check.
+
+use super::{
+    AdmissionInput, Observation, RequirementsObservation, StoreObservation, SDK_DISTRIBUTION,
+};
+use crate::evidence::RequirementDecision;
+use crate::hash;
+use crate::python;
+use pep440_rs::Version;
+use pep508_rs::{MarkerEnvironment, Requirement, VerbatimUrl, VersionOrUrl};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::str::FromStr;
+
+/// The SDK's marker file next to an artifact's code directory.
+const VERIFIED_MARKER: &str = ".verified-sha256";
+
+/// The probe's report (`admission_probe.py`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ProbeReport {
+    pub(crate) installed_sdk_version: String,
+    pub(crate) marker_environment: serde_json::Value,
+    pub(crate) artifact: Option<ProbeArtifact>,
+    pub(crate) artifact_error: Option<String>,
+    pub(crate) artifact_requirements: Option<SdkVerdict>,
+    pub(crate) file_requirements: SdkVerdict,
+    pub(crate) lines: Vec<SdkLine>,
+}
+
+/// What `PluginArtifactStore.install_package` returned.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ProbeArtifact {
+    pub(crate) digest: String,
+    pub(crate) root_path: String,
+    pub(crate) code_path: String,
+    pub(crate) marker: String,
+    pub(crate) plugin_author: String,
+    pub(crate) plugin_name: String,
+    pub(crate) plugin_version: String,
+}
+
+/// The SDK's requirement check on one `requirements.txt`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SdkVerdict {
+    pub(crate) accepted: bool,
+    /// The error is the SDK's own refusal (`DependencyEnvironmentPreparationError`),
+    /// not its check crashing.
+    pub(crate) refusal: bool,
+    pub(crate) kept: Vec<String>,
+    pub(crate) digest: Option<String>,
+    pub(crate) error: Option<String>,
+}
+
+/// The SDK's requirement check on one line alone.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct SdkLine {
+    pub(crate) number: usize,
+    pub(crate) text: String,
+    pub(crate) accepted: bool,
+    /// As [`SdkVerdict::refusal`].
+    pub(crate) refusal: bool,
+    pub(crate) kept: Vec<String>,
+    pub(crate) error: Option<String>,
+}
+
+impl SdkLine {
+    /// The SDK's decision as recorded in the evidence.
+    pub(crate) fn decision(&self) -> String {
+        match &self.error {
+            None => "accepted".into(),
+            Some(e) if self.refusal => format!("refused: {e}"),
+            Some(e) => format!("undecided: its check raised {e}"),
+        }
+    }
+
+    /// What the SDK did, as a verb phrase (`refused it: ...`).
+    pub(crate) fn says(&self) -> String {
+        match &self.error {
+            None if self.kept.is_empty() => {
+                "accepted it and dropped it from the install list".into()
+            }
+            None => format!("kept it for the installer as {:?}", self.kept),
+            Some(e) if self.refusal => format!("refused it: {e}"),
+            Some(e) => format!(
+                "did not decide: its check raised {e}, which is not the SDK's refusal \
+                 (DependencyEnvironmentPreparationError)"
+            ),
+        }
+    }
+
+    /// The SDK decided this line: accepted it, or refused it with its own
+    /// refusal (not a crash of its check).
+    pub(crate) fn decided(&self) -> bool {
+        self.accepted || self.refusal
+    }
+}
+
+/// One requirement line as the harness reads it: the SDK's splitting
+/// (`str.splitlines`, `str.strip`, blank and `#` lines skipped).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequirementLine {
+    /// 1-based line number.
+    pub number: usize,
+    /// The stripped line.
+    pub text: String,
+    /// What the line is and the harness's decision on it.
+    pub kind: LineKind,
+}
+
+/// The harness's reading of one requirement line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "why")]
+pub enum LineKind {
+    /// Starts with `-`: a pip option, which the SDK refuses in an archive.
+    PipOption,
+    /// Not a PEP 508 requirement (the parser's message).
+    Invalid(String),
+    /// A `langbot-plugin` requirement, with the decision against the SDK.
+    Sdk(RequirementDecision),
+    /// Any other requirement: left for the installer.
+    Other,
+}
+
+impl LineKind {
+    /// Whether the SDK should accept the line.
+    pub fn accepted(&self) -> bool {
+        match self {
+            LineKind::PipOption | LineKind::Invalid(_) => false,
+            LineKind::Sdk(d) => matches!(
+                d,
+                RequirementDecision::Satisfied | RequirementDecision::MarkerExcludes
+            ),
+            LineKind::Other => true,
+        }
+    }
+
+    /// Whether an accepted line stays in the install list.
+    pub fn kept(&self) -> bool {
+        matches!(self, LineKind::Other)
+    }
+}
+
+/// Python's `str.splitlines()` boundaries (the SDK splits `requirements.txt`
+/// with it): `\n`, `\r`, `\r\n`, `\x0b`, `\x0c`, `\x1c`-`\x1e`, `\x85`,
+/// U+2028, U+2029.
+pub fn python_splitlines(text: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let boundary = matches!(
+            c,
+            '\n' | '\r'
+                | '\x0b'
+                | '\x0c'
+                | '\x1c'
+                | '\x1d'
+                | '\x1e'
+                | '\u{85}'
+                | '\u{2028}'
+                | '\u{2029}'
+        );
+        if !boundary {
+            continue;
+        }
+        lines.push(&text[start..i]);
+        let mut end = i + c.len_utf8();
+        if c == '\r' {
+            if let Some(&(j, '\n')) = chars.peek() {
+                chars.next();
+                end = j + 1;
+            }
+        }
+        start = end;
+    }
+    if start < text.len() {
+        lines.push(&text[start..]);
+    }
+    lines
+}
+
+/// Python's `str.strip()` with no argument: Unicode whitespace plus the
+/// separators `\x1c`-`\x1f`, which Python counts as whitespace and Rust does not.
+pub(crate) fn python_strip(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
+}
+
+/// Reads `requirements.txt` bytes as the SDK does and decides every line.
+///
+/// The `langbot-plugin` rule mirrors the SDK (`dependency_environment.py`):
+/// a false environment marker makes the line not apply; a direct URL is
+/// refused; otherwise the PEP 440 specifier must contain the installed version,
+/// pre-releases allowed (`pep440_rs`'s `contains` applies no pre-release
+/// exclusion, like `SpecifierSet.contains(v, prereleases=True)`).
+///
+/// # Errors
+/// When the bytes are not UTF-8 (the SDK refuses such a file).
+pub fn analyse_requirements(
+    bytes: &[u8],
+    installed: &Version,
+    markers: &MarkerEnvironment,
+) -> Result<Vec<RequirementLine>, String> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| format!("requirements.txt is not UTF-8 ({e})"))?;
+    let mut out = Vec::new();
+    for (index, raw) in python_splitlines(text).into_iter().enumerate() {
+        let line = python_strip(raw);
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let kind = if line.starts_with('-') {
+            LineKind::PipOption
+        } else {
+            match Requirement::<VerbatimUrl>::from_str(line) {
+                Err(e) => LineKind::Invalid(e.message.to_string()),
+                Ok(req) if req.name.as_ref() == SDK_DISTRIBUTION => {
+                    LineKind::Sdk(sdk_decision(&req, installed, markers))
+                }
+                Ok(_) => LineKind::Other,
+            }
+        };
+        out.push(RequirementLine {
+            number: index + 1,
+            text: line.to_string(),
+            kind,
+        });
+    }
+    Ok(out)
+}
+
+fn sdk_decision(
+    req: &Requirement<VerbatimUrl>,
+    installed: &Version,
+    markers: &MarkerEnvironment,
+) -> RequirementDecision {
+    if !req.marker.is_true() && !req.evaluate_markers(markers, &[]) {
+        return RequirementDecision::MarkerExcludes;
+    }
+    match &req.version_or_url {
+        Some(VersionOrUrl::Url(_)) => RequirementDecision::DirectUrl,
+        Some(VersionOrUrl::VersionSpecifier(spec)) if !spec.contains(installed) => {
+            RequirementDecision::NotSatisfied
+        }
+        _ => RequirementDecision::Satisfied,
+    }
+}
+
+/// One file of an extracted tree: its sha256, or the kind of a non-file entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TreeEntry {
+    File(String),
+    Other(&'static str),
+}
+
+/// Every non-directory entry under `root`, by `/`-separated relative path.
+fn tree_entries(root: &Path) -> Result<BTreeMap<String, TreeEntry>, String> {
+    let mut out = BTreeMap::new();
+    for entry in walkdir::WalkDir::new(root).follow_links(false) {
+        let entry = entry.map_err(|e| format!("cannot walk {}: {e}", root.display()))?;
+        let ft = entry.file_type();
+        if ft.is_dir() {
+            continue;
+        }
+        let rel = entry
+            .path()
+            .strip_prefix(root)
+            .map_err(|e| format!("{}: {e}", entry.path().display()))?
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        let value = if ft.is_file() {
+            let digest = hash::sha256_file(entry.path())
+                .map_err(|e| format!("cannot read {}: {e}", entry.path().display()))?;
+            TreeEntry::File(digest.hex())
+        } else if ft.is_symlink() {
+            TreeEntry::Other("symlink")
+        } else {
+            TreeEntry::Other("special file")
+        };
+        out.insert(rel, value);
+    }
+    Ok(out)
+}
+
+/// Differences between two extractions of the same archive.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct TreeDifferences {
+    /// Files compared (union of both sides).
+    pub files: usize,
+    /// Paths only in the first tree.
+    pub only_in_first: Vec<String>,
+    /// Paths only in the second tree.
+    pub only_in_second: Vec<String>,
+    /// Paths in both whose sha256 (or entry kind) differs.
+    pub differing: Vec<String>,
+}
+
+impl TreeDifferences {
+    /// True when the trees hold the same files with the same bytes.
+    pub fn is_empty(&self) -> bool {
+        self.only_in_first.is_empty() && self.only_in_second.is_empty() && self.differing.is_empty()
+    }
+}
+
+/// Compares every non-directory entry of `first` and `second` by relative
+/// path and sha256 (streamed); a symlink or special file on either side is a
+/// difference.
+///
+/// # Errors
+/// When a tree cannot be walked or a file read.
+pub fn compare_trees(first: &Path, second: &Path) -> Result<TreeDifferences, String> {
+    let a = tree_entries(first)?;
+    let b = tree_entries(second)?;
+    let paths: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let mut d = TreeDifferences {
+        files: paths.len(),
+        ..TreeDifferences::default()
+    };
+    for p in paths {
+        match (a.get(p), b.get(p)) {
+            (Some(_), None) => d.only_in_first.push(p.clone()),
+            (None, Some(_)) => d.only_in_second.push(p.clone()),
+            (Some(x), Some(y)) if x != y || matches!(x, TreeEntry::Other(_)) => {
+                d.differing.push(p.clone())
+            }
+            _ => {}
+        }
+    }
+    Ok(d)
+}
+
+/// `path` relative to `dir`, `/`-separated; the whole path when outside it.
+pub(crate) fn relative(dir: &Path, path: &Path) -> String {
+    path.strip_prefix(dir)
+        .map(|p| {
+            p.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+        .unwrap_or_else(|_| path.display().to_string())
+}
+
+/// Runs the admission probe on one archive and reads what it left on disk.
+/// Never fails: a probe that did not report is recorded in `probe_error`.
+pub(crate) fn observe(input: &AdmissionInput) -> Observation {
+    let data_root = input.root.join("data");
+    let lines_root = input.root.join("requirements");
+    let requirements_file = input.extracted.join("requirements.txt");
+    let args = vec![
+        input.archive.display().to_string(),
+        input.archive_sha256.clone(),
+        data_root.display().to_string(),
+        requirements_file.display().to_string(),
+        lines_root.display().to_string(),
+    ];
+    let mut obs = Observation {
+        folder: input.folder.clone(),
+        archive: relative(&input.evidence_dir, &input.archive),
+        archive_path: input.archive.display().to_string(),
+        archive_sha256: input.archive_sha256.clone(),
+        extracted: relative(&input.evidence_dir, &input.extracted),
+        sdk_version: input.sdk_version.clone(),
+        probe_error: None,
+        report: None,
+        store: None,
+        requirements: RequirementsObservation {
+            file: relative(&input.evidence_dir, &requirements_file),
+            present: requirements_file.is_file(),
+            unreadable: None,
+            not_utf8: None,
+            lines: Vec::new(),
+        },
+    };
+    let report: ProbeReport = match python::run_probe(
+        &input.python,
+        "admission_probe",
+        python::ADMISSION_PROBE,
+        &args,
+        &input.root,
+        input.env.clone(),
+        &input.log_stem,
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            obs.probe_error = Some(e);
+            return obs;
+        }
+    };
+    if let Some(artifact) = &report.artifact {
+        obs.store = Some(observe_store(input, &data_root, artifact));
+    }
+    observe_requirements(input, &report, &requirements_file, &mut obs.requirements);
+    obs.report = Some(report);
+    obs
+}
+
+fn observe_store(
+    input: &AdmissionInput,
+    data_root: &Path,
+    artifact: &ProbeArtifact,
+) -> StoreObservation {
+    let expected_root = data_root
+        .join("artifacts")
+        .join("sha256")
+        .join(&input.archive_sha256);
+    let expected_code = expected_root.join("code");
+    let marker_path = expected_root.join(VERIFIED_MARKER);
+    let (marker, marker_error) = match std::fs::read_to_string(&marker_path) {
+        Ok(t) => (Some(t), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    // Two extractions are compared only where the SDK says its code is.
+    let (tree, tree_error) = if Path::new(&artifact.code_path) == expected_code {
+        match compare_trees(&expected_code, &input.extracted) {
+            Ok(d) => (Some(d), None),
+            Err(e) => (None, Some(e)),
+        }
+    } else {
+        (None, None)
+    };
+    StoreObservation {
+        expected_root: expected_root.display().to_string(),
+        expected_code: expected_code.display().to_string(),
+        code_dir: relative(&input.evidence_dir, &expected_code),
+        marker_file: relative(&input.evidence_dir, &marker_path),
+        marker,
+        marker_error,
+        tree,
+        tree_error,
+    }
+}
+
+fn observe_requirements(
+    input: &AdmissionInput,
+    report: &ProbeReport,
+    path: &Path,
+    out: &mut RequirementsObservation,
+) {
+    let installed = match Version::from_str(&input.sdk_version) {
+        Ok(v) => v,
+        Err(e) => {
+            out.unreadable = Some(format!(
+                "the installed SDK version {:?} recorded by sdk-record is not a PEP 440 version \
+                 ({e})",
+                input.sdk_version
+            ));
+            return;
+        }
+    };
+    let markers: MarkerEnvironment = match serde_json::from_value(report.marker_environment.clone())
+    {
+        Ok(m) => m,
+        Err(e) => {
+            out.unreadable = Some(format!(
+                "the interpreter's marker environment could not be read ({e}); see the \
+                 admission probe log"
+            ));
+            return;
+        }
+    };
+    let bytes = if out.present {
+        match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => {
+                out.unreadable = Some(format!("cannot read {}: {e}", out.file));
+                return;
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    match analyse_requirements(&bytes, &installed, &markers) {
+        Ok(lines) => out.lines = lines,
+        Err(e) => out.not_utf8 = Some(e),
+    }
+}
