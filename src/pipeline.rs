@@ -567,7 +567,10 @@ fn judge(record: &mut GateRecord, checks: Vec<Check>, headline: Option<&str>) {
         c.result == CheckResult::Fail
             && c.consequence_of.as_deref().is_none_or(|root| {
                 !checks.iter().any(|r| {
-                    r.name == root && r.candidate == c.candidate && r.result == CheckResult::Fail
+                    r.name == root
+                        && (r.candidate == c.candidate || r.candidate.is_none())
+                        && r.result == CheckResult::Fail
+                        && r.consequence_of.is_none()
                 })
             })
     };
@@ -1226,8 +1229,17 @@ mod tests {
             let mine = Check::fail("record-files", Some("mine"), "x").consequence_of("record-rows");
             let mut record =
                 crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
-            judge(&mut record, vec![elsewhere, mine], None);
+            judge(&mut record, vec![elsewhere, mine.clone()], None);
             assert_eq!(record.reason.as_deref(), Some("2 of 2 checks failed"));
+            // A gate-wide root (no candidate) is the root of every candidate's consequence.
+            let gate_wide = Check::fail("record-rows", None, "runtime never healthy");
+            let mut record =
+                crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
+            judge(&mut record, vec![gate_wide, mine], None);
+            assert_eq!(
+                record.reason.as_deref(),
+                Some("1 of 2 checks failed (1 more not established as a consequence)")
+            );
             // No check at all is a failure, never a pass.
             let mut record =
                 crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());

@@ -303,7 +303,7 @@ mod tests {
                         .consequence_of("record-rows"),
                     Check::fail("record-rows", Some("c"), "other candidate"),
                     Check::fail("bytecode", Some("d"), "no root in d")
-                        .consequence_of("record-rows"),
+                        .consequence_of("archive-digest"),
                 ],
             )],
             Verdict::Fail,

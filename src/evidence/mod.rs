@@ -43,15 +43,15 @@ fn sorted(value: serde_json::Value) -> serde_json::Value {
 }
 
 /// The check of `gate` that `check` is a consequence of: the one its
-/// [`Check::consequence_of`] names, with the same candidate, which did not
-/// pass. `None` when `check` is a finding of its own, or when that root is
+/// [`Check::consequence_of`] names, with the same candidate or gate-wide
+/// (no candidate), which did not pass and is not itself a consequence. `None` when `check` is a finding of its own, or when that root is
 /// absent or passed (the views then show `check` as a finding of its own, so
 /// nothing is hidden under a root nobody sees).
 pub fn root_of<'a>(gate: &'a GateRecord, check: &Check) -> Option<&'a Check> {
     let root = check.consequence_of.as_deref()?;
     gate.checks.iter().find(|c| {
         c.name == root
-            && c.candidate == check.candidate
+            && (c.candidate == check.candidate || c.candidate.is_none())
             && c.result != CheckResult::Pass
             && c.consequence_of.is_none()
     })

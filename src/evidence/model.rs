@@ -374,10 +374,10 @@ pub struct Check {
     pub detail: String,
     /// Observed values backing the result.
     pub observed: Option<serde_json::Value>,
-    /// The `name` of the check (same gate, same candidate) whose finding made
-    /// this one impossible to establish: this check is a consequence of that
-    /// finding, reported under it, not a separate cause. Absent: a finding of
-    /// its own.
+    /// The `name` of the check (same gate; same candidate, or a gate-wide
+    /// check without one) whose finding made this one impossible to
+    /// establish: this check is a consequence of that finding, reported under
+    /// it, not a separate cause. Absent: a finding of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consequence_of: Option<String>,
 }
