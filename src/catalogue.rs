@@ -28,9 +28,26 @@ pub struct GateInfo {
     pub scope: Scope,
     /// Resources this gate needs to itself (free-form names such as
     /// `loopback-port-range`): two gates naming one resource never run at
-    /// the same time. Empty: the gate may run beside any other.
+    /// the same time. Every gate uses [`EVIDENCE_DIRECTORY`] (it writes under
+    /// DIR), so a gate naming it runs alone. Empty: the gate may run beside
+    /// any other.
     #[serde(default)]
     pub exclusive: Vec<String>,
+}
+
+/// The resource every gate shares, the evidence directory: a gate that
+/// observes writes anywhere under DIR names it in `exclusive` and so runs
+/// while no other gate does.
+pub const EVIDENCE_DIRECTORY: &str = "evidence-directory";
+
+impl GateInfo {
+    /// Whether this gate and `other` must not run at the same time: they
+    /// name one resource in `exclusive`, or either needs the evidence
+    /// directory ([`EVIDENCE_DIRECTORY`]), which every gate uses, to itself.
+    pub fn conflicts_with(&self, other: &GateInfo) -> bool {
+        let alone = |g: &GateInfo| g.exclusive.iter().any(|r| r == EVIDENCE_DIRECTORY);
+        alone(self) || alone(other) || self.exclusive.iter().any(|r| other.exclusive.contains(r))
+    }
 }
 
 /// Whether a gate checks the run as a whole or each candidate.
@@ -190,6 +207,22 @@ mod tests {
         assert!(!check_ids(&["bogus".into()])
             .unwrap_err()
             .contains("did you mean"));
+    }
+
+    #[test]
+    fn worker_isolation_runs_alone_and_every_other_pair_may_overlap() {
+        let wi = get("worker-isolation").unwrap();
+        for g in all() {
+            assert!(wi.conflicts_with(g) && g.conflicts_with(wi), "{}", g.id);
+        }
+        let (stage, suites) = (get("stage").unwrap(), get("suites").unwrap());
+        assert!(!stage.conflicts_with(suites) && !suites.conflicts_with(stage));
+        let mut a = stage.clone();
+        let mut b = suites.clone();
+        a.exclusive = vec!["port-range".into()];
+        assert!(!a.conflicts_with(&b));
+        b.exclusive = vec!["netns".into(), "port-range".into()];
+        assert!(a.conflicts_with(&b) && b.conflicts_with(&a));
     }
 
     #[test]

@@ -439,12 +439,7 @@ fn run_gates(
             let running: Vec<usize> = (0..slots.len())
                 .filter(|k| matches!(slots[*k], Slot::Running { .. }))
                 .collect();
-            let busy = running.iter().any(|k| {
-                catalogue[*k]
-                    .exclusive
-                    .iter()
-                    .any(|r| info.exclusive.contains(r))
-            });
+            let busy = running.iter().any(|k| catalogue[*k].conflicts_with(info));
             if running.len() >= jobs || busy {
                 continue;
             }
@@ -1131,6 +1126,31 @@ mod tests {
                 position(&log, "start c") < position(&log, "end a"),
                 "{log:?}"
             );
+        }
+
+        #[test]
+        fn a_gate_that_needs_the_evidence_directory_to_itself_runs_alone() {
+            let cat = [
+                info("a", &[], &[]),
+                info("w", &[], &[crate::catalogue::EVIDENCE_DIRECTORY]),
+                info("b", &[], &[]),
+            ];
+            let (records, _, log, _) = run(&cat, &[("a", 80), ("w", 80), ("b", 80)], &[], &[], 3);
+            // a starts; w waits for a to end; b, later in the catalogue and
+            // free, starts beside a; w runs once both ended, and alone.
+            assert!(
+                position(&log, "start b") < position(&log, "end a"),
+                "{log:?}"
+            );
+            assert!(
+                position(&log, "end a") < position(&log, "start w"),
+                "{log:?}"
+            );
+            assert!(
+                position(&log, "end b") < position(&log, "start w"),
+                "{log:?}"
+            );
+            assert!(records.iter().all(|g| g.result == GateResult::Pass));
         }
 
         #[test]
