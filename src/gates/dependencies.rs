@@ -767,14 +767,8 @@ fn each_in_parallel<T: Send>(
     f: impl Fn(&DependencyInput) -> T + Sync,
     on_panic: impl Fn(&DependencyInput) -> T,
 ) -> Vec<T> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = inputs.iter().map(|i| s.spawn(|| f(i))).collect();
-        handles
-            .into_iter()
-            .zip(inputs)
-            .map(|(h, i)| h.join().unwrap_or_else(|_| on_panic(i)))
-            .collect()
-    })
+    // As many candidates at once as the run's jobs allow (`--jobs`).
+    crate::jobs::map(inputs, f, on_panic)
 }
 
 impl super::Gate for Dependencies {
