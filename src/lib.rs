@@ -18,7 +18,6 @@ pub mod gitignore;
 pub mod hash;
 pub mod interrupt;
 pub mod isolation;
-pub mod jobs;
 pub mod lbpkg;
 pub mod manifest;
 pub mod manifest_yaml;

@@ -116,7 +116,6 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         ))
     })?;
     crate::python::use_pycache_prefix(&evidence_dir.join("roots").join("pycache"));
-    crate::jobs::set_budget(opts.jobs);
     interrupt::install().map_err(|e| SetupError(format!("cannot install signal handlers: {e}")))?;
     process::residue::become_subreaper().map_err(|e| {
         SetupError(format!(
@@ -297,13 +296,8 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
 enum Slot {
     /// Not started; waits for its prerequisites (or a free job).
     Waiting,
-    /// Running since `started` (`span` indexes the residue spans), holding
-    /// a job of the run's budget.
-    Running {
-        started: Instant,
-        span: usize,
-        _job: crate::jobs::Job<'static>,
-    },
+    /// Running since `started` (`span` indexes the residue spans).
+    Running { started: Instant, span: usize },
     /// Ended: its record is final.
     Done(Box<GateRecord>),
 }
@@ -449,15 +443,10 @@ fn run_gates(
             if running.len() >= jobs || busy {
                 continue;
             }
-            // The gate's own job; a gate's extra threads take further ones.
-            let Some(job) = crate::jobs::try_acquire() else {
-                continue;
-            };
             spans.push(process::residue::Span::start(&info.id));
             slots[i] = Slot::Running {
                 started: Instant::now(),
                 span: spans.len() - 1,
-                _job: job,
             };
             let mut names: Vec<&str> = (0..slots.len())
                 .filter(|k| matches!(slots[*k], Slot::Running { .. }))
@@ -498,17 +487,10 @@ fn run_gates(
         if !any_running {
             break;
         }
-        // A job a gate's extra thread gives back may let a waiting gate
-        // start before any gate ends: look again now and then.
-        let finished = match rx.recv_timeout(std::time::Duration::from_millis(50)) {
-            Ok(finished) => finished,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-        };
+        let Ok(finished) = rx.recv() else { break };
         let i = finished.index;
-        let (started, span) = match &slots[i] {
-            Slot::Running { started, span, .. } => (*started, *span),
-            _ => continue,
+        let Slot::Running { started, span } = slots[i] else {
+            continue;
         };
         spans[span].end();
         finished.updates.apply(std::sync::Arc::make_mut(&mut ctx));

@@ -337,13 +337,20 @@ pub struct BuildInput {
 pub fn build(input: &BuildInput, groups: &[DownloadGroup]) -> Result<WheelhouseRecord, String> {
     let wheelhouse = dir(&input.evidence_dir);
     std::fs::create_dir_all(&wheelhouse).map_err(|e| format!("{}: {e}", wheelhouse.display()))?;
-    // As many downloads at once as the run's jobs allow (`--jobs`).
-    let numbered: Vec<(usize, &DownloadGroup)> = groups.iter().enumerate().collect();
-    let fetched: Vec<Result<Fetched, String>> = crate::jobs::map(
-        &numbered,
-        |(i, group)| fetch(input, i + 1, group),
-        |_| Err("the download thread panicked".to_string()),
-    );
+    let fetched: Vec<Result<Fetched, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = groups
+            .iter()
+            .enumerate()
+            .map(|(i, group)| s.spawn(move || fetch(input, i + 1, group)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("the download thread panicked".to_string()))
+            })
+            .collect()
+    });
     let mut downloads = Vec::new();
     for f in fetched {
         downloads.push(merge(f?, &wheelhouse)?);

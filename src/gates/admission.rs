@@ -776,17 +776,24 @@ impl super::Gate for Admission {
                 log_stem: ctx.log_stem(GATE, folder),
             });
         }
-        // As many candidates at once as the run's jobs allow (`--jobs`).
-        let outcomes: Vec<AdmissionOutcome> =
-            crate::jobs::map(&inputs, admit, |i| AdmissionOutcome {
-                checks: vec![Check::fail(
-                    "artifact-store",
-                    Some(&i.folder),
-                    "not observed: the admission thread panicked; this is a harness \
-                     defect: report it",
-                )],
-                record: None,
-            });
+        let outcomes: Vec<AdmissionOutcome> = std::thread::scope(|s| {
+            let handles: Vec<_> = inputs.iter().map(|i| s.spawn(move || admit(i))).collect();
+            handles
+                .into_iter()
+                .zip(&inputs)
+                .map(|(h, i)| {
+                    h.join().unwrap_or_else(|_| AdmissionOutcome {
+                        checks: vec![Check::fail(
+                            "artifact-store",
+                            Some(&i.folder),
+                            "not observed: the admission thread panicked; this is a harness \
+                             defect: report it",
+                        )],
+                        record: None,
+                    })
+                })
+                .collect()
+        });
         for (input, outcome) in inputs.iter().zip(outcomes) {
             checks.extend(outcome.checks);
             if let Some(r) = outcome.record {

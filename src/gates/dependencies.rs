@@ -767,8 +767,14 @@ fn each_in_parallel<T: Send>(
     f: impl Fn(&DependencyInput) -> T + Sync,
     on_panic: impl Fn(&DependencyInput) -> T,
 ) -> Vec<T> {
-    // As many candidates at once as the run's jobs allow (`--jobs`).
-    crate::jobs::map(inputs, f, on_panic)
+    std::thread::scope(|s| {
+        let handles: Vec<_> = inputs.iter().map(|i| s.spawn(|| f(i))).collect();
+        handles
+            .into_iter()
+            .zip(inputs)
+            .map(|(h, i)| h.join().unwrap_or_else(|_| on_panic(i)))
+            .collect()
+    })
 }
 
 impl super::Gate for Dependencies {

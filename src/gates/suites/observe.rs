@@ -93,20 +93,16 @@ pub(super) fn observe(
     // to DIR/extracted by either is a change the extraction run cannot rule
     // out.
     let before = crate::hash::tree_digests(&root)?;
-    // Both runs at once when the run's jobs allow (`--jobs`).
-    let mut runs = crate::jobs::map(
-        &[&tree_plan, &extracted_plan],
-        |plan| observe_run(ctx, opts, staged, &private_config, plan),
-        |plan| Err(format!("the {} run's thread panicked", plan.name)),
-    )
-    .into_iter();
-    let (tree, extracted) = (runs.next(), runs.next());
+    let (tree, extracted) = std::thread::scope(|s| {
+        let tree = s.spawn(|| observe_run(ctx, opts, staged, &private_config, &tree_plan));
+        let extracted = observe_run(ctx, opts, staged, &private_config, &extracted_plan);
+        let tree = tree
+            .join()
+            .unwrap_or_else(|_| Err("the tree run's thread panicked".to_string()));
+        (tree, extracted)
+    });
     let after = crate::hash::tree_digests(&root)?;
-    let missing = || Err("the run was not observed".to_string());
-    obs.runs = vec![
-        tree.unwrap_or_else(missing)?,
-        extracted.unwrap_or_else(missing)?,
-    ];
+    obs.runs = vec![tree?, extracted?];
     obs.extraction = Some(ExtractionObservation {
         root: root.display().to_string(),
         candidates: ctx
