@@ -479,8 +479,8 @@ fn default_build_timeout() -> u64 {
 }
 
 /// Options of the `suites` gate (`[suites]`): which pytest suites of the
-/// repository to run, twice (on a private copy of the committed tree, then
-/// with `source_root_env` pointing at DIR/extracted).
+/// repository to run, twice and at the same time (on a private copy of the
+/// committed tree, and with `source_root_env` pointing at DIR/extracted).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SuitesOptions {

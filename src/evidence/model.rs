@@ -749,7 +749,7 @@ pub struct SuitesRecord {
     pub config: Option<String>,
     /// `pytest.__version__`, as the collection probe reported it.
     pub pytest_version: Option<String>,
-    /// The runs, in run order: `tree`, then `extracted`.
+    /// The runs, `tree` first, then `extracted` (they run at the same time).
     pub runs: Vec<SuiteRun>,
 }
 
