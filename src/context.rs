@@ -118,6 +118,39 @@ impl RunContext {
         env
     }
 
+    /// A context for unit tests: the built-in profile, every candidate of it
+    /// selected, no gate's facts yet, paths under the system temporary
+    /// directory that nothing writes to.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Self {
+        let dir = std::env::temp_dir();
+        let profile = crate::profile::load(None, &dir).expect("built-in profile");
+        let selected = profile.profile.candidates.clone();
+        Self {
+            repo: dir.clone(),
+            evidence_dir: dir.join("vcc-unit-test-never-written"),
+            profile,
+            python: PathBuf::from("python3"),
+            source: Source {
+                repo: String::new(),
+                commit: String::new(),
+                tree: String::new(),
+                archive_sha256: None,
+                ignored_files: Vec::new(),
+                export_attributes: Vec::new(),
+            },
+            sdk: Sdk::default(),
+            candidates: Vec::new(),
+            staged_root: None,
+            verified_sdk: None,
+            selected,
+            isolation: crate::isolation::IsolationChoice::default(),
+            suites: None,
+            wheelhouse: None,
+            release_dir: None,
+        }
+    }
+
     /// The candidate record for `folder`.
     pub fn record_mut(&mut self, folder: &str) -> Option<&mut CandidateRecord> {
         self.candidates.iter_mut().find(|c| c.folder == folder)

@@ -981,30 +981,9 @@ mod tests {
         }
 
         fn context() -> RunContext {
-            let dir = std::env::temp_dir();
-            RunContext {
-                repo: dir.clone(),
-                evidence_dir: dir.join("vcc-graph-test-never-written"),
-                profile: profile::load(None, &dir).expect("built-in profile"),
-                python: PathBuf::from("python3"),
-                source: Source {
-                    repo: String::new(),
-                    commit: "c".into(),
-                    tree: String::new(),
-                    archive_sha256: None,
-                    ignored_files: Vec::new(),
-                    export_attributes: Vec::new(),
-                },
-                sdk: Sdk::default(),
-                candidates: Vec::new(),
-                staged_root: None,
-                verified_sdk: None,
-                selected: Vec::new(),
-                isolation: crate::isolation::IsolationChoice::default(),
-                suites: None,
-                wheelhouse: None,
-                release_dir: None,
-            }
+            let mut ctx = RunContext::for_tests();
+            ctx.source.commit = "c".into();
+            ctx
         }
 
         #[derive(Default)]

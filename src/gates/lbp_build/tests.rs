@@ -377,3 +377,33 @@ fn unsafe_names_are_detected_but_floats_are_not_unsafe() {
     std::fs::write(&p, "metadata:\n  author: a\n  name: x\n  version: 1.0\n").unwrap();
     assert!(observe::unsafe_identity_fields(&p).is_empty());
 }
+
+#[test]
+fn an_unreadable_identity_without_unsafe_fields_is_built_anyway_and_says_so() {
+    let mut b = good();
+    b.identity = Err("manifest.yaml: metadata.version is a float (1.0)".into());
+    let checks = decide(&b);
+    let c = get(&checks, "manifest-identity");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert_eq!(
+        c.detail,
+        "manifest.yaml: metadata.version is a float (1.0); the build runs anyway to record what it does"
+    );
+    assert_eq!(c.observed.as_ref().unwrap()["built"], true);
+}
+
+#[test]
+fn a_right_archive_after_a_failed_build_passes_as_a_finding_of_its_own() {
+    // The build exited non-zero yet wrote the expected archive: build-exit
+    // fails; single-archive holds and is nobody's consequence.
+    let mut b = good();
+    let run = b.run.as_mut().unwrap();
+    run.status = Some(1);
+    run.success = false;
+    run.outcome = "exited with status 1".into();
+    let checks = decide(&b);
+    let c = get(&checks, "single-archive");
+    assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+    assert_eq!(c.consequence_of, None);
+    assert_eq!(get(&checks, "build-exit").result, CheckResult::Fail);
+}

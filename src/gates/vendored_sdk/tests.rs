@@ -519,3 +519,35 @@ fn observation_reads_the_notice_the_install_and_both_licenses() {
         }
     );
 }
+
+#[test]
+fn the_gate_applies_only_when_the_profile_covers_a_candidate_of_the_run() {
+    use crate::gates::Gate;
+    // The built-in profile covers the three runners: the gate applies.
+    let mut ctx = crate::context::RunContext::for_tests();
+    assert!(ctx.profile.profile.vendored_sdk.is_some());
+    assert_eq!(VendoredSdk.not_applicable(&ctx), None);
+    // A section listing candidates, and a run of another one.
+    ctx.profile
+        .profile
+        .vendored_sdk
+        .as_mut()
+        .unwrap()
+        .candidates = Some(vec![ctx.selected[0].path.clone()]);
+    assert_eq!(VendoredSdk.not_applicable(&ctx), None);
+    let mut other = ctx.selected[0].clone();
+    other.path = "Elsewhere/not-listed".into();
+    ctx.selected = vec![other];
+    let reason = VendoredSdk.not_applicable(&ctx).expect("skipped");
+    assert!(
+        reason.starts_with("no candidate of this run is listed in [vendored_sdk] candidates"),
+        "{reason}"
+    );
+    // No section at all.
+    ctx.profile.profile.vendored_sdk = None;
+    let reason = VendoredSdk.not_applicable(&ctx).expect("skipped");
+    assert!(
+        reason.starts_with("the profile has no [vendored_sdk] section"),
+        "{reason}"
+    );
+}
