@@ -1197,6 +1197,11 @@ mod tests {
             assert!(by_id("b").started_ms.is_none());
         }
 
+        /// A required gate's record before [`judge`] sets its result.
+        fn unjudged() -> GateRecord {
+            crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new())
+        }
+
         #[test]
         fn a_consequence_counts_with_its_root_failure() {
             let root = Check::fail("record-rows", None, "row malformed");
@@ -1206,8 +1211,7 @@ mod tests {
                 "not verified because its row is malformed",
             )
             .consequence_of("record-rows");
-            let mut record =
-                crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
+            let mut record = unjudged();
             judge(&mut record, vec![root.clone(), consequence.clone()], None);
             assert_eq!(record.result, GateResult::Fail);
             assert_eq!(
@@ -1215,8 +1219,7 @@ mod tests {
                 Some("1 of 2 checks failed (1 more not established as a consequence)")
             );
             // A consequence whose root did not fail is a failure of its own.
-            let mut record =
-                crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
+            let mut record = unjudged();
             judge(
                 &mut record,
                 vec![Check::pass("record-rows", None, "ok"), consequence],
@@ -1226,22 +1229,19 @@ mod tests {
             // A root in another candidate is not this consequence's root.
             let elsewhere = Check::fail("record-rows", Some("other"), "row malformed");
             let mine = Check::fail("record-files", Some("mine"), "x").consequence_of("record-rows");
-            let mut record =
-                crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
+            let mut record = unjudged();
             judge(&mut record, vec![elsewhere, mine.clone()], None);
             assert_eq!(record.reason.as_deref(), Some("2 of 2 checks failed"));
             // A gate-wide root (no candidate) is the root of every candidate's consequence.
             let gate_wide = Check::fail("record-rows", None, "runtime never healthy");
-            let mut record =
-                crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
+            let mut record = unjudged();
             judge(&mut record, vec![gate_wide, mine], None);
             assert_eq!(
                 record.reason.as_deref(),
                 Some("1 of 2 checks failed (1 more not established as a consequence)")
             );
             // No check at all is a failure, never a pass.
-            let mut record =
-                crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
+            let mut record = unjudged();
             judge(&mut record, Vec::new(), None);
             assert_eq!(record.result, GateResult::Fail);
             assert_eq!(
@@ -1249,8 +1249,7 @@ mod tests {
                 Some("the gate observed nothing to check")
             );
             // A pass takes its note from the headline check.
-            let mut record =
-                crate::evidence::testing::gate("g", GateResult::Skipped, true, Vec::new());
+            let mut record = unjudged();
             judge(
                 &mut record,
                 vec![

@@ -293,6 +293,22 @@ pub fn read(dir: &Path) -> Result<Evidence, String> {
 pub(crate) mod testing {
     use super::*;
 
+    /// Asserts every check passed and carries a non-empty object of observed
+    /// values (what the evidence schema asks of a pass, held to an object).
+    pub fn assert_all_pass_with_observed_object(checks: &[Check]) {
+        for c in checks {
+            assert_eq!(c.result, CheckResult::Pass, "{}: {}", c.name, c.detail);
+            assert!(
+                c.observed
+                    .as_ref()
+                    .and_then(|o| o.as_object())
+                    .is_some_and(|o| !o.is_empty()),
+                "{} has no observed values",
+                c.name
+            );
+        }
+    }
+
     /// A gate record `id` with `result`, `required`, and `checks`.
     pub fn gate(id: &str, result: GateResult, required: bool, checks: Vec<Check>) -> GateRecord {
         GateRecord {

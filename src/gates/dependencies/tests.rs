@@ -286,17 +286,7 @@ fn two_preparations_from_the_wheelhouse_pass_and_each_pass_carries_observed_valu
             "installed"
         ]
     );
-    for c in &checks {
-        assert_eq!(c.result, CheckResult::Pass, "{}: {}", c.name, c.detail);
-        assert!(
-            c.observed
-                .as_ref()
-                .and_then(|o| o.as_object())
-                .is_some_and(|o| !o.is_empty()),
-            "{} has no observed values",
-            c.name
-        );
-    }
+    crate::evidence::testing::assert_all_pass_with_observed_object(&checks);
     assert!(named(&checks, "prepare")
         .detail
         .contains(&format!("`-i {INDEX}`")));

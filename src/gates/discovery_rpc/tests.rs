@@ -557,18 +557,8 @@ fn a_whole_passing_run_carries_observed_values_on_every_pass() {
             "teardown"
         ]
     );
-    for c in &checks {
-        assert_eq!(c.result, CheckResult::Pass, "{}: {}", c.name, c.detail);
-        assert!(
-            c.observed
-                .as_ref()
-                .and_then(|o| o.as_object())
-                .is_some_and(|o| !o.is_empty()),
-            "{} has no observed values",
-            c.name
-        );
-        assert_eq!(c.consequence_of, None);
-    }
+    crate::evidence::testing::assert_all_pass_with_observed_object(&checks);
+    assert!(checks.iter().all(|c| c.consequence_of.is_none()));
     assert_eq!(
         find(&checks, "installation", Some("codex-agent"))
             .observed
