@@ -91,6 +91,71 @@ pub fn by_id(id: &str) -> Option<Box<dyn Gate>> {
     all().into_iter().find(|g| g.id() == id)
 }
 
+/// What the gates' `run` tests share: a context over a temporary evidence
+/// directory and, where a gate reads the repository, a real git repository.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::context::{RunContext, Updates};
+    use std::path::Path;
+    use std::process::Command;
+
+    /// Runs `git ARGS` in `dir`, panicking with its stderr when it fails.
+    pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .current_dir(dir)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// A git repository in `dir` with `files` committed; returns the commit.
+    pub(crate) fn repo(dir: &Path, files: &[(&str, &str)]) -> String {
+        git(dir, &["init", "-q", "-b", "main"]);
+        for (path, text) in files {
+            let path = dir.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "-m", "c"]);
+        git(dir, &["rev-parse", "HEAD"])
+    }
+
+    /// [`RunContext::for_tests`] writing into `evidence` (which it creates).
+    pub(crate) fn ctx(evidence: &Path) -> RunContext {
+        let mut ctx = RunContext::for_tests();
+        std::fs::create_dir_all(evidence).unwrap();
+        ctx.evidence_dir = evidence.to_path_buf();
+        ctx
+    }
+
+    /// `gate.run`, with the facts it recorded applied to a copy of `ctx`.
+    pub(crate) fn run(
+        gate: &dyn super::Gate,
+        ctx: &RunContext,
+    ) -> (Result<Vec<crate::evidence::Check>, String>, RunContext) {
+        let mut out = Updates::default();
+        let result = gate.run(ctx, &mut out);
+        let mut after = ctx.clone();
+        out.apply(&mut after);
+        (result, after)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -44,25 +44,33 @@ pub const TARGET_PERCENT: u32 = 90;
 /// The checked-in list of equivalent mutants, at the workspace root.
 pub const EQUIVALENTS: &str = "mutants-equivalent.txt";
 
-/// Seconds one mutant took on the development machine (2 cores, shared),
+/// Seconds one mutant takes on the development machine (2 cores, idle; a
+/// loaded machine takes two or three times as long),
 /// for `--list`'s estimate: the incremental rebuild of the library's test
 /// binary with `[profile.mutants]`, then its unit tests.
-pub const SECONDS_PER_MUTANT: u32 = 30;
+pub const SECONDS_PER_MUTANT: u32 = 10;
 
 const USAGE: &str = "\
-usage: cargo xtask mutants [--list] [--file PATH]... [CARGO-MUTANTS ARGS] [-- CARGO TEST ARGS]
+usage: cargo xtask mutants [--list] [--report] [--file PATH]... [CARGO-MUTANTS ARGS] [-- CARGO TEST ARGS]
 
   --list        list the mutants per file and estimate the time; run nothing
-  --report      print the table of the last run (target/mutants.out) again; run nothing
-  --file PATH   only this file (repeatable; a glob as cargo-mutants takes it);
-                default: every gate (src/gates/) and the readers
-  other args    passed to cargo mutants, e.g. --jobs 2, --shard 1/4,
-                --in-diff FILE, --timeout 300, --re REGEX
+  --report      print the table of the last runs (target/mutants-shards/) again; run nothing
+  --file PATH   only this file (repeatable; src/gates/<gate>.rs, src/gates/<gate>/<file>.rs
+                or src/<reader>.rs); default: every gate (src/gates/) and the readers
+  other args    passed to cargo mutants, e.g. --timeout 300, --re REGEX, --iterate
+                (skip the mutants the shard's last run caught), --in-diff FILE
+  -- ARGS       replace the shard's test filter: ARGS go to `cargo test --lib`
 
 Runs cargo-mutants (installed at version VERSION when missing) with PYTHON set
-to the SDK interpreter, then prints caught, missed, equivalent, unviable and
-timeouts per file from target/mutants.out/outcomes.json, and the missed mutants
-that mutants-equivalent.txt does not list. Exit 1 when a gate file catches fewer
+to the SDK interpreter, one shard per module: a gate's file and folder
+(src/gates/<gate>.rs, src/gates/<gate>/) against the gate's own unit tests
+(`cargo test --lib gates::<gate>::`), each reader against its own. A mutant
+that only another module's tests would catch counts as missed, so the table
+can only understate. Each shard's results go to
+target/mutants-shards/<shard>/mutants.out; the table adds up every shard there
+(a shard not rerun keeps its last results). It prints caught, missed,
+equivalent, unviable and timeouts per file, and the missed mutants that
+mutants-equivalent.txt does not list. Exit 1 when a gate file catches fewer
 than TARGET % of its viable mutants (caught + missed + timeouts, less the
 equivalent ones).";
 
@@ -120,17 +128,17 @@ pub fn run(
         return report(root, target);
     }
     let tool = ensure_installed(target)?;
-    let files: Vec<String> = if args.files.is_empty() {
-        SCOPE.iter().map(|s| s.to_string()).collect()
-    } else {
-        args.files.clone()
-    };
-    let mut cmd = Command::new(&tool);
-    cmd.current_dir(root).arg("mutants");
-    for file in &files {
-        cmd.arg("--file").arg(file);
-    }
     if args.list {
+        let files: Vec<String> = if args.files.is_empty() {
+            SCOPE.iter().map(|s| s.to_string()).collect()
+        } else {
+            args.files.clone()
+        };
+        let mut cmd = Command::new(&tool);
+        cmd.current_dir(root).arg("mutants");
+        for file in &files {
+            cmd.arg("--file").arg(file);
+        }
         let out = cmd
             .args(["--list", "--json"])
             .args(&args.passthrough)
@@ -145,50 +153,220 @@ pub fn run(
         print!("{}", render_list(&count_listed(&listed)?));
         return Ok(0);
     }
+    let shards = if args.files.is_empty() {
+        default_shards(root)?
+    } else {
+        shards_of(&args.files)?
+    };
     let python = python()?;
-    // One persistent target directory for the scratch copy when one job runs:
-    // the dependencies (and most of the crate) stay built from one run to the
-    // next. With several jobs each copy needs its own, as cargo-mutants makes.
-    if !args.passthrough.iter().any(|a| {
+    let user_test_args = args.passthrough.iter().any(|a| a == "--");
+    let parallel = args.passthrough.iter().any(|a| {
         let a = a.to_string_lossy();
         a == "-j" || a.starts_with("--jobs") || a.starts_with("-j")
-    }) && std::env::var_os("CARGO_MUTANTS_JOBS").is_none()
-    {
-        cmd.env("CARGO_TARGET_DIR", target.join("mutants-build"));
-    }
-    eprintln!(
-        "mutants: cargo mutants {} with PYTHON={} (results in {})",
-        files
-            .iter()
-            .map(|f| format!("--file {f}"))
-            .collect::<Vec<_>>()
-            .join(" "),
-        python.display(),
-        target.join("mutants.out").display()
-    );
-    let status = cmd
-        .args(&args.passthrough)
-        .env("PYTHON", &python)
-        .stdin(Stdio::null())
-        .stdout(std::io::stderr())
-        .status()
-        .context("cannot start cargo mutants")?;
-    // cargo-mutants: 0 all caught, 2 some missed, 3 some timed out; others
-    // (1 usage, 4 the unmutated tree fails its tests) leave no table.
-    if !matches!(status.code(), Some(0 | 2 | 3)) {
-        bail!("cargo mutants failed ({status}); see its output above and target/mutants.out/");
+    }) || std::env::var_os("CARGO_MUTANTS_JOBS").is_some();
+    for (i, shard) in shards.iter().enumerate() {
+        let output = target.join(SHARDS).join(&shard.name);
+        eprintln!(
+            "mutants: shard {}/{} {} ({}), tests matching `{}`, PYTHON={} (results in {})",
+            i + 1,
+            shards.len(),
+            shard.name,
+            shard.files.join(" "),
+            shard.filter,
+            python.display(),
+            output.join("mutants.out").display()
+        );
+        std::fs::create_dir_all(&output).with_context(|| format!("create {}", output.display()))?;
+        let mut cmd = Command::new(&tool);
+        cmd.current_dir(root).arg("mutants");
+        for file in &shard.files {
+            cmd.arg("--file").arg(file);
+        }
+        cmd.arg("--output").arg(&output);
+        // One persistent target directory for the scratch copy when one job
+        // runs: the dependencies (and most of the crate) stay built from one
+        // mutant, and one shard, to the next. With several jobs each copy
+        // needs its own, as cargo-mutants makes.
+        if !parallel {
+            cmd.env("CARGO_TARGET_DIR", target.join("mutants-build"));
+        }
+        cmd.args(&args.passthrough);
+        if !user_test_args {
+            // `cargo test --lib FILTER -- MORE`: the test binary runs every
+            // test matching any of them. The gates' shared tests (the
+            // catalogue against the implementations) are every gate's.
+            cmd.arg("--").arg(&shard.filter);
+            if shard.filter.starts_with("gates::") && shard.filter != "gates::" {
+                cmd.args(["--", "gates::tests::"]);
+            }
+        }
+        let status = cmd
+            .env("PYTHON", &python)
+            .stdin(Stdio::null())
+            .stdout(std::io::stderr())
+            .status()
+            .context("cannot start cargo mutants")?;
+        // cargo-mutants: 0 all caught, 2 some missed, 3 some timed out; others
+        // (1 usage, 4 the unmutated tree fails its tests) leave no table.
+        if !matches!(status.code(), Some(0 | 2 | 3)) {
+            bail!(
+                "cargo mutants failed on shard {} ({status}); see its output above and {}",
+                shard.name,
+                output.join("mutants.out").display()
+            );
+        }
     }
     report(root, target)
+}
+
+/// Where each shard's results go: `<target>/mutants-shards/<shard>/mutants.out`.
+pub const SHARDS: &str = "mutants-shards";
+
+/// One cargo-mutants invocation: the files of one module, tested by that
+/// module's own unit tests (`filter`, a test-name filter given to
+/// `cargo test`; a gate's shard also runs `gates::tests::`, the catalogue
+/// against the implementations). A mutant only another module's tests would kill counts
+/// as missed: the table can only understate what the tests catch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shard {
+    /// `stage`, `worker_isolation`, `gates`, `lbpkg`, ...
+    pub name: String,
+    /// cargo-mutants `--file` globs.
+    pub files: Vec<String>,
+    /// `gates::stage::`, `lbpkg::`, ...
+    pub filter: String,
+}
+
+/// The module a file in scope belongs to: `src/gates/<gate>.rs` and
+/// `src/gates/<gate>/...` are the gate's; `src/gates/mod.rs` is `gates`;
+/// `src/<reader>.rs` is the reader's. `None` for anything else.
+pub fn module_of(file: &str) -> Option<(String, String)> {
+    let rest = file.strip_prefix("src/")?;
+    if let Some(gate) = rest.strip_prefix("gates/") {
+        if gate == "mod.rs" {
+            return Some(("gates".into(), "gates::".into()));
+        }
+        let name = match gate.split_once('/') {
+            Some((dir, _)) => dir,
+            None => gate.strip_suffix(".rs")?,
+        };
+        if name.is_empty() || name.contains('*') {
+            return None;
+        }
+        return Some((name.to_string(), format!("gates::{name}::")));
+    }
+    let name = rest.strip_suffix(".rs")?;
+    if name.is_empty() || name.contains('/') || name.contains('*') {
+        return None;
+    }
+    Some((name.to_string(), format!("{name}::")))
+}
+
+/// Shards for explicit `--file` paths, grouped by module.
+fn shards_of(files: &[String]) -> Result<Vec<Shard>> {
+    let mut by: BTreeMap<String, Shard> = BTreeMap::new();
+    for file in files {
+        let (name, filter) = module_of(file).with_context(|| {
+            format!(
+                "--file {file}: not a file of a gate (src/gates/<gate>.rs, src/gates/<gate>/...) \
+                 or a reader (src/<reader>.rs); give one file, not a glob"
+            )
+        })?;
+        by.entry(name.clone())
+            .or_insert_with(|| Shard {
+                name,
+                files: Vec::new(),
+                filter,
+            })
+            .files
+            .push(file.clone());
+    }
+    Ok(by.into_values().collect())
+}
+
+/// Every gate (its file and its folder) and every reader in [`SCOPE`], one
+/// shard each, the smallest gates first.
+fn default_shards(root: &Path) -> Result<Vec<Shard>> {
+    let dir = root.join(GATES);
+    let mut names = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("read {}", dir.display()))? {
+        let entry = entry?;
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type()?.is_dir() {
+            names.insert(file);
+        } else if let Some(stem) = file.strip_suffix(".rs") {
+            names.insert(stem.to_string());
+        }
+    }
+    let mut shards = Vec::new();
+    for name in names {
+        if name == "mod" {
+            shards.push(Shard {
+                name: "gates".into(),
+                files: vec![format!("{GATES}mod.rs")],
+                filter: "gates::".into(),
+            });
+            continue;
+        }
+        let mut files = Vec::new();
+        if dir.join(format!("{name}.rs")).is_file() {
+            files.push(format!("{GATES}{name}.rs"));
+        }
+        if dir.join(&name).is_dir() {
+            files.push(format!("{GATES}{name}/**/*.rs"));
+        }
+        shards.push(Shard {
+            filter: format!("gates::{name}::"),
+            name,
+            files,
+        });
+    }
+    for reader in SCOPE.iter().filter(|s| !s.starts_with(GATES)) {
+        let (name, filter) = module_of(reader).context("a reader in SCOPE")?;
+        shards.push(Shard {
+            name,
+            files: vec![reader.to_string()],
+            filter,
+        });
+    }
+    Ok(shards)
 }
 
 /// Prints the table of the run in `<target>/mutants.out`; 1 when a gate
 /// file is below the target.
 fn report(root: &Path, target: &Path) -> Result<i32> {
-    let outcomes_path = target.join("mutants.out").join("outcomes.json");
-    let text = std::fs::read_to_string(&outcomes_path)
-        .with_context(|| format!("read {}", outcomes_path.display()))?;
-    let outcomes: Value = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not JSON", outcomes_path.display()))?;
+    let shards = target.join(SHARDS);
+    let mut outcomes = Vec::new();
+    let mut read = 0;
+    if shards.is_dir() {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&shards)
+            .with_context(|| format!("read {}", shards.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let path = dir.join("mutants.out").join("outcomes.json");
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
+            };
+            let json: Value = serde_json::from_str(&text)
+                .with_context(|| format!("{}: not JSON", path.display()))?;
+            outcomes.extend(parse_outcomes(&json).with_context(|| format!("{}", path.display()))?);
+            read += 1;
+        }
+    }
+    if read == 0 {
+        bail!(
+            "no results under {}: run `cargo xtask mutants` first",
+            shards.display()
+        );
+    }
+    eprintln!(
+        "mutants: results of {read} shard(s) under {}",
+        shards.display()
+    );
     let equivalents_path = root.join(EQUIVALENTS);
     let equivalents = match std::fs::read_to_string(&equivalents_path) {
         Ok(text) => {
@@ -197,7 +375,7 @@ fn report(root: &Path, target: &Path) -> Result<i32> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(e).with_context(|| format!("read {}", equivalents_path.display())),
     };
-    let report = Report::new(&parse_outcomes(&outcomes)?, &equivalents);
+    let report = Report::new(&outcomes, &equivalents);
     print!("{}", report.render());
     Ok(if report.target_met() { 0 } else { 1 })
 }
@@ -801,8 +979,68 @@ mod tests {
             text.contains("3 mutants in 2 files (2 in gate files)"),
             "{text}"
         );
-        assert!(text.contains("about 2 min"), "{text}");
+        assert!(text.contains("about 1 min"), "{text}");
         assert_eq!(hours_minutes(2 * 3600 + 61), "2 h 02 min");
+    }
+
+    #[test]
+    fn each_file_belongs_to_its_gate_or_reader_and_is_tested_by_its_tests() {
+        let of = |f: &str| module_of(f).map(|(n, t)| format!("{n} {t}"));
+        assert_eq!(of("src/gates/stage.rs").unwrap(), "stage gates::stage::");
+        assert_eq!(
+            of("src/gates/stage/observe.rs").unwrap(),
+            "stage gates::stage::"
+        );
+        assert_eq!(
+            of("src/gates/worker_isolation/decide.rs").unwrap(),
+            "worker_isolation gates::worker_isolation::"
+        );
+        assert_eq!(of("src/gates/mod.rs").unwrap(), "gates gates::");
+        assert_eq!(of("src/lbpkg.rs").unwrap(), "lbpkg lbpkg::");
+        assert_eq!(of("src/gates/**/*.rs"), None, "a glob is no module");
+        assert_eq!(of("src/process/residue.rs"), None);
+        assert_eq!(of("tests/x.rs"), None);
+        let shards = shards_of(&[
+            "src/gates/stage.rs".into(),
+            "src/hash.rs".into(),
+            "src/gates/stage/attributes.rs".into(),
+        ])
+        .unwrap();
+        assert_eq!(shards.len(), 2);
+        assert_eq!(shards[0].name, "hash");
+        assert_eq!(
+            shards[1].files,
+            ["src/gates/stage.rs", "src/gates/stage/attributes.rs"]
+        );
+        assert!(shards_of(&["src/gates/*.rs".into()]).is_err());
+    }
+
+    #[test]
+    fn the_default_shards_cover_every_gate_and_reader() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let shards = default_shards(root).unwrap();
+        let names: Vec<&str> = shards.iter().map(|s| s.name.as_str()).collect();
+        for name in [
+            "stage",
+            "worker_isolation",
+            "suites",
+            "gates",
+            "lbpkg",
+            "profile",
+        ] {
+            assert!(names.contains(&name), "{name} missing from {names:?}");
+        }
+        let stage = shards.iter().find(|s| s.name == "stage").unwrap();
+        assert_eq!(
+            stage.files,
+            ["src/gates/stage.rs", "src/gates/stage/**/*.rs"]
+        );
+        let isolation = shards
+            .iter()
+            .find(|s| s.name == "worker_isolation")
+            .unwrap();
+        assert_eq!(isolation.files, ["src/gates/worker_isolation/**/*.rs"]);
+        assert_eq!(shards.len(), names.iter().collect::<BTreeSet<_>>().len());
     }
 
     #[test]

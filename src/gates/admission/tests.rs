@@ -812,3 +812,36 @@ fn a_different_split_is_one_finding_under_sdk_requirement() {
     obs.report.as_mut().unwrap().lines[1].number = 3;
     failing(&obs, "sdk-requirement", &["different requirement lines"]);
 }
+
+// ----- run: the gate without what it needs ---------------------------------
+
+#[test]
+fn run_without_the_sdk_version_is_an_error_and_without_an_archive_a_failure() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    let e = testing::run(&Admission, &ctx).0.unwrap_err();
+    assert!(e.contains("run sdk-record first"), "{e}");
+    ctx.sdk.version = Some("0.6.0b5".into());
+    ctx.candidates = vec![crate::evidence::CandidateRecord {
+        folder: "demo".into(),
+        path: "Runner/demo".into(),
+        manifest: None,
+        archive: None,
+        admission: None,
+        dependencies: None,
+        discovery: None,
+    }];
+    let (checks, after) = testing::run(&Admission, &ctx);
+    let checks = checks.unwrap();
+    assert_eq!(checks.len(), 1, "{checks:#?}");
+    assert_eq!(checks[0].result, crate::evidence::CheckResult::Fail);
+    assert!(
+        checks[0]
+            .detail
+            .contains("run lbp-build and archive-members first"),
+        "{checks:#?}"
+    );
+    assert!(after.candidates[0].admission.is_none());
+    assert_eq!(Admission.id(), "admission");
+}

@@ -917,3 +917,31 @@ fn an_observation_blocks_reading_exactly_when_a_structural_finding_exists() {
         assert!(z.blocks_reading(), "{i}");
     }
 }
+
+// ----- run: the gate without what it needs ---------------------------------
+
+#[test]
+fn run_without_the_staged_source_is_an_error_and_without_a_build_a_failure() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    let e = testing::run(&ArchiveMembers, &ctx).0.unwrap_err();
+    assert!(e.contains("run `stage` first"), "{e}");
+    // Staged, but lbp-build recorded no manifest identity: nothing passes.
+    ctx.staged_root = Some(ctx.staging_source());
+    let checks = testing::run(&ArchiveMembers, &ctx).0.unwrap();
+    assert!(!checks.is_empty());
+    assert!(
+        checks
+            .iter()
+            .all(|c| c.result != crate::evidence::CheckResult::Pass),
+        "{checks:#?}"
+    );
+    assert!(
+        checks
+            .iter()
+            .any(|c| c.detail.contains("run `lbp-build` first")),
+        "{checks:#?}"
+    );
+    assert_eq!(ArchiveMembers.id(), "archive-members");
+}

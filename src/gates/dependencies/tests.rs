@@ -610,3 +610,35 @@ fn an_archive_admission_refused_is_sent_back_to_admission_not_to_run_it() {
         c.detail
     );
 }
+
+// ----- run: the gate without what it needs ---------------------------------
+
+#[test]
+fn run_refuses_a_candidate_admission_did_not_admit() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    ctx.candidates = vec![crate::evidence::CandidateRecord {
+        folder: "demo".into(),
+        path: "Runner/demo".into(),
+        manifest: None,
+        archive: None,
+        admission: None,
+        dependencies: None,
+        discovery: None,
+    }];
+    let (checks, after) = testing::run(&Dependencies, &ctx);
+    let checks = checks.unwrap();
+    assert!(!checks.is_empty());
+    assert!(
+        checks
+            .iter()
+            .all(|c| c.result != crate::evidence::CheckResult::Pass),
+        "{checks:#?}"
+    );
+    assert!(checks
+        .iter()
+        .any(|c| c.name == "prepare" && c.candidate.as_deref() == Some("demo")));
+    assert!(after.candidates[0].dependencies.is_none());
+    assert_eq!(Dependencies.id(), "dependencies");
+}

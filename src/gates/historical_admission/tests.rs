@@ -421,3 +421,17 @@ fn exactly_as_many_paths_as_are_listed_need_no_more() {
     one_more.push("last.py".into());
     assert!(listed(&one_more).ends_with("`p19.py` and 1 more"));
 }
+
+// ----- run: the gate without what it needs ---------------------------------
+
+#[test]
+fn run_without_a_release_directory_is_not_supplied_not_a_pass() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let ctx = testing::ctx(evidence.path());
+    assert_eq!(
+        testing::run(&HistoricalAdmission, &ctx).0.unwrap_err(),
+        NOT_SUPPLIED
+    );
+    assert_eq!(HistoricalAdmission.id(), "historical-admission");
+}

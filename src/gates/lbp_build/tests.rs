@@ -407,3 +407,18 @@ fn a_right_archive_after_a_failed_build_passes_as_a_finding_of_its_own() {
     assert_eq!(c.consequence_of, None);
     assert_eq!(get(&checks, "build-exit").result, CheckResult::Fail);
 }
+
+// ----- run: the gate without what it needs ---------------------------------
+
+#[test]
+fn run_without_the_staged_source_or_the_verified_sdk_is_an_error_not_a_pass() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    let e = testing::run(&LbpBuild, &ctx).0.unwrap_err();
+    assert!(e.contains("run `stage` first"), "{e}");
+    ctx.staged_root = Some(ctx.staging_source());
+    let e = testing::run(&LbpBuild, &ctx).0.unwrap_err();
+    assert!(e.contains("run `sdk-record` first"), "{e}");
+    assert_eq!(LbpBuild.id(), "lbp-build");
+}

@@ -663,3 +663,16 @@ fn refuses_a_watched_variable_that_reaches_the_child_and_warns_for_the_harness()
         .unwrap();
     assert!(leak.detail.contains("found PYTHONPATH;"), "{}", leak.detail);
 }
+
+// ----- run: the gate without what it needs ---------------------------------
+
+#[test]
+fn run_without_the_verified_sdk_is_an_error_not_a_pass() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let e = testing::run(&SdkShadow, &testing::ctx(evidence.path()))
+        .0
+        .unwrap_err();
+    assert!(e.contains("run sdk-record first"), "{e}");
+    assert_eq!(SdkShadow.id(), "sdk-shadow");
+}

@@ -232,3 +232,15 @@ fn observation_hashes_staged_files_and_names_what_is_not_a_file() {
     assert_eq!(o.files[0].canonical, file(ONE, 1));
     assert!(o.files[0].copies[0].owner && !o.files[0].copies[1].owner);
 }
+
+// ----- run: the gate without what it needs ---------------------------------
+
+#[test]
+fn run_without_the_staged_source_is_an_error_not_a_pass() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let (result, _) = testing::run(&SharedCopies, &testing::ctx(evidence.path()));
+    let e = result.unwrap_err();
+    assert!(e.contains("run `stage` first"), "{e}");
+    assert_eq!(SharedCopies.id(), "shared-copies");
+}

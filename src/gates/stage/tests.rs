@@ -592,3 +592,55 @@ fn exactly_as_many_attributes_as_are_named_need_no_more_line() {
         c.detail
     );
 }
+
+// ----- run: the gate on a real repository ---------------------------------
+
+#[test]
+fn run_stages_a_clean_commit_and_hands_on_the_staged_source() {
+    use crate::gates::{testing, Gate};
+    let repo = tempfile::tempdir().unwrap();
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    let files: Vec<(String, &str)> = ctx
+        .selected
+        .iter()
+        .map(|c| (format!("{}/main.py", c.path), "print(1)\n"))
+        .collect();
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+    ctx.source.commit = testing::repo(repo.path(), &files);
+    ctx.repo = repo.path().to_path_buf();
+    let (checks, after) = testing::run(&Stage, &ctx);
+    let checks = checks.unwrap();
+    assert!(
+        checks.iter().all(|c| c.result != CheckResult::Fail),
+        "{checks:#?}"
+    );
+    assert_eq!(after.staged_root, Some(ctx.staging_source()));
+    let sha = after
+        .source
+        .archive_sha256
+        .expect("the archive's digest is recorded");
+    assert_eq!(sha.len(), 64);
+    assert!(ctx.staging_source().join(files[0].0).is_file());
+    assert_eq!(Stage.id(), "stage");
+}
+
+#[test]
+fn run_hands_on_no_staged_source_when_a_candidate_is_missing() {
+    use crate::gates::testing;
+    let repo = tempfile::tempdir().unwrap();
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    ctx.source.commit = testing::repo(repo.path(), &[("README.md", "r\n")]);
+    ctx.repo = repo.path().to_path_buf();
+    let (checks, after) = testing::run(&Stage, &ctx);
+    let checks = checks.unwrap();
+    assert!(
+        checks
+            .iter()
+            .any(|c| c.name == "candidate-present" && c.result == CheckResult::Fail),
+        "{checks:#?}"
+    );
+    assert_eq!(after.staged_root, None);
+    assert!(after.source.archive_sha256.is_some());
+}

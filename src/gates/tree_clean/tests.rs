@@ -222,3 +222,24 @@ fn the_first_failing_check_carries_git_status_even_when_it_is_the_first() {
         .detail
         .ends_with("git status: see the staged-changes check above"));
 }
+
+// ----- run: the gate on a real repository ---------------------------------
+
+#[test]
+fn run_refuses_an_untracked_file_and_hands_on_the_ignored_ones() {
+    use crate::gates::{testing, Gate};
+    let repo = tempfile::tempdir().unwrap();
+    let evidence = tempfile::tempdir().unwrap();
+    testing::repo(repo.path(), &[("a.py", "a\n"), (".gitignore", "*.log\n")]);
+    std::fs::write(repo.path().join("new.py"), "n\n").unwrap();
+    std::fs::write(repo.path().join("x.log"), "l\n").unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    ctx.repo = repo.path().to_path_buf();
+    let (checks, after) = testing::run(&TreeClean, &ctx);
+    let checks = checks.unwrap();
+    let untracked = get(&checks, "untracked-files");
+    assert_eq!(untracked.result, CheckResult::Fail, "{untracked:?}");
+    assert!(untracked.detail.contains("new.py"), "{untracked:?}");
+    assert_eq!(after.source.ignored_files, ["x.log"]);
+    assert_eq!(TreeClean.id(), "tree-clean");
+}

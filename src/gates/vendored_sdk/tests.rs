@@ -551,3 +551,21 @@ fn the_gate_applies_only_when_the_profile_covers_a_candidate_of_the_run() {
         "{reason}"
     );
 }
+
+// ----- run: the gate without what it needs ---------------------------------
+
+#[test]
+fn run_without_its_inputs_is_an_error_not_a_pass() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    let e = testing::run(&VendoredSdk, &ctx).0.unwrap_err();
+    assert!(e.contains("the staged source is missing"), "{e}");
+    ctx.staged_root = Some(ctx.staging_source());
+    let e = testing::run(&VendoredSdk, &ctx).0.unwrap_err();
+    assert!(e.contains("the verified SDK is missing"), "{e}");
+    ctx.profile.profile.vendored_sdk = None;
+    let e = testing::run(&VendoredSdk, &ctx).0.unwrap_err();
+    assert!(e.contains("no [vendored_sdk] section"), "{e}");
+    assert_eq!(VendoredSdk.id(), "vendored-sdk");
+}
