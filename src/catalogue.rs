@@ -33,6 +33,17 @@ pub struct GateInfo {
     /// any other.
     #[serde(default)]
     pub exclusive: Vec<String>,
+    /// Typical seconds this gate takes (on the fixture, two cores), used
+    /// only to choose among gates ready at once when `--jobs` leaves fewer
+    /// slots than ready gates: the one with the longest remaining path (its
+    /// cost plus the costliest chain of gates that require it) starts
+    /// first. It never changes what runs or any result. Default 1.
+    #[serde(default = "default_cost")]
+    pub cost: f64,
+}
+
+fn default_cost() -> f64 {
+    1.0
 }
 
 /// The resource every gate shares, the evidence directory: a gate that

@@ -332,6 +332,42 @@ struct Graph<'a> {
     residue: &'a dyn Fn(&[process::residue::Span]) -> Vec<Check>,
 }
 
+/// The order in which ready gates are considered: the longest remaining
+/// path first, that is a gate's `cost` plus the costliest chain of required
+/// gates that require it, directly or not (the critical path, by the
+/// catalogue's typical costs); catalogue order among equals. Only which
+/// ready gate takes a free `--jobs` slot depends on it.
+fn start_order(catalogue: &[catalogue::GateInfo], required: &[String]) -> Vec<usize> {
+    fn remaining(
+        i: usize,
+        catalogue: &[catalogue::GateInfo],
+        required: &[String],
+        memo: &mut Vec<Option<f64>>,
+    ) -> f64 {
+        if let Some(v) = memo[i] {
+            return v;
+        }
+        memo[i] = Some(0.0); // a cycle (the catalogue has none) ends here
+        let id = &catalogue[i].id;
+        let mut after = 0.0_f64;
+        for (j, g) in catalogue.iter().enumerate() {
+            if g.requires.contains(id) && required.contains(&g.id) {
+                after = after.max(remaining(j, catalogue, required, memo));
+            }
+        }
+        let v = catalogue[i].cost.max(0.0) + after;
+        memo[i] = Some(v);
+        v
+    }
+    let mut memo = vec![None; catalogue.len()];
+    let paths: Vec<f64> = (0..catalogue.len())
+        .map(|i| remaining(i, catalogue, required, &mut memo))
+        .collect();
+    let mut order: Vec<usize> = (0..catalogue.len()).collect();
+    order.sort_by(|a, b| paths[*b].total_cmp(&paths[*a]).then(a.cmp(b)));
+    order
+}
+
 /// Runs the required gates as the catalogue's graph: a gate starts as soon as
 /// every gate it requires has passed, at most `jobs` at a time, never beside a
 /// running gate that declares one of its exclusive resources; a gate whose
@@ -359,10 +395,12 @@ fn run_gates(
     let mut spans: Vec<process::residue::Span> = Vec::new();
     let (tx, rx) = std::sync::mpsc::channel::<Finished>();
     let jobs = jobs.max(1);
+    let order = start_order(catalogue, required);
     loop {
-        // Start, block or skip every waiting gate whose turn has come, in
-        // catalogue order.
-        for (i, info) in catalogue.iter().enumerate() {
+        // Start, block or skip every waiting gate whose turn has come, the
+        // longest remaining path first (catalogue order among equals).
+        for &i in &order {
+            let info = &catalogue[i];
             if !matches!(slots[i], Slot::Waiting) {
                 continue;
             }
@@ -977,6 +1015,7 @@ mod tests {
                 requires: requires.iter().map(|r| r.to_string()).collect(),
                 scope: Scope::Global,
                 exclusive: exclusive.iter().map(|r| r.to_string()).collect(),
+                cost: 1.0,
             }
         }
 
@@ -1105,6 +1144,42 @@ mod tests {
                 position(&log, "start c") < position(&log, "end a"),
                 "{log:?}"
             );
+        }
+
+        #[test]
+        fn a_free_slot_goes_to_the_gate_on_the_longest_remaining_path() {
+            // One slot, a and b ready at once: b heads the costlier chain
+            // (b then c), so it starts first although a comes first in the
+            // catalogue; records stay in catalogue order.
+            let mut cat = [
+                info("a", &[], &[]),
+                info("b", &[], &[]),
+                info("c", &["b"], &[]),
+            ];
+            cat[0].cost = 2.0;
+            cat[2].cost = 5.0;
+            let (records, _, log, _) = run(&cat, &[("a", 10), ("b", 10), ("c", 10)], &[], &[], 1);
+            assert!(
+                position(&log, "end b") < position(&log, "start a"),
+                "{log:?}"
+            );
+            let ids: Vec<&str> = records.iter().map(|g| g.id.as_str()).collect();
+            assert_eq!(ids, ["a", "b", "c"]);
+            // A chain of gates the run does not need weighs nothing.
+            let order = super::super::start_order(&cat, &["a".into(), "b".into()]);
+            let at = |i: usize| order.iter().position(|k| *k == i).unwrap();
+            assert!(
+                at(0) < at(1),
+                "a (2) before b (1) once c is not required: {order:?}"
+            );
+            // Equal paths keep catalogue order.
+            cat[0].cost = 1.0;
+            cat[2].cost = 0.0;
+            let order = super::super::start_order(&cat, &["a".into(), "b".into(), "c".into()]);
+            assert_eq!(order, [0, 1, 2]);
+            cat[2].cost = 0.5;
+            let order = super::super::start_order(&cat, &["a".into(), "b".into(), "c".into()]);
+            assert_eq!(order, [1, 0, 2]);
         }
 
         #[test]
