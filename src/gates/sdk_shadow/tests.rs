@@ -1,6 +1,8 @@
 use super::*;
 use crate::context::VerifiedSdk;
+use crate::evidence::CandidateRecord;
 use crate::evidence::CheckResult;
+use crate::python;
 
 fn verified() -> VerifiedPaths {
     VerifiedPaths {
