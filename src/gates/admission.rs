@@ -30,17 +30,15 @@ mod observe;
 mod tests;
 
 pub use observe::{
-    analyse_requirements, compare_trees, python_splitlines, LineKind, RequirementLine,
-    TreeDifferences,
+    admit, analyse_requirements, compare_trees, python_splitlines, AdmissionInput,
+    AdmissionOutcome, Candidate, LineKind, Observation, RequirementLine, RequirementsObservation,
+    StoreObservation, TreeDifferences,
 };
 
 use crate::context::{RunContext, Updates};
 use crate::evidence::{AdmissionRecord, Check, RequirementDecision, SdkRequirementRecord};
 use observe::{ProbeArtifact, ProbeReport, SdkLine, SdkVerdict};
-use serde::Serialize;
 use serde_json::json;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 /// Gate id.
 pub const GATE: &str = "admission";
@@ -55,118 +53,6 @@ const LISTED_DIFFERENCES: usize = 20;
 
 /// The `admission` gate.
 pub struct Admission;
-
-/// Everything one admission needs, owned, so candidates can be admitted in
-/// parallel threads without the run context.
-#[derive(Debug, Clone)]
-pub struct AdmissionInput {
-    /// The genuine interpreter.
-    pub python: PathBuf,
-    /// The evidence directory DIR (recorded paths are relative to it).
-    pub evidence_dir: PathBuf,
-    /// Candidate folder (names checks, roots and logs).
-    pub folder: String,
-    /// The exact archive file.
-    pub archive: PathBuf,
-    /// The archive's sha256, lower-case hex, as `archive-members` recorded it.
-    pub archive_sha256: String,
-    /// The harness's own extraction of the archive (`DIR/extracted/<folder>`).
-    pub extracted: PathBuf,
-    /// The installed SDK version as `sdk-record` observed it (`0.6.0b5`).
-    pub sdk_version: String,
-    /// A private directory for this admission; the probe's cwd. The artifact
-    /// store's data root is `<root>/data`, one-line requirement files go to
-    /// `<root>/requirements`; both must not exist yet.
-    pub root: PathBuf,
-    /// The probe's whole environment (allowlisted, private HOME/TMPDIR).
-    pub env: BTreeMap<String, String>,
-    /// Log stem for the probe (`DIR/logs/admission/<folder>`).
-    pub log_stem: PathBuf,
-}
-
-/// What one admission found.
-#[derive(Debug, Clone)]
-pub struct AdmissionOutcome {
-    /// The checks, all for this candidate.
-    pub checks: Vec<Check>,
-    /// The facts for the evidence, when the probe ran.
-    pub record: Option<AdmissionRecord>,
-}
-
-/// What the gate observed for one candidate: plain data, no decision.
-#[derive(Debug, Clone, Serialize)]
-pub struct Observation {
-    /// Candidate folder.
-    pub folder: String,
-    /// The archive, relative to DIR.
-    pub archive: String,
-    /// The archive as the probe was given it (absolute).
-    pub archive_path: String,
-    /// Its sha256 as `archive-members` recorded it.
-    pub archive_sha256: String,
-    /// The harness's extraction, relative to DIR.
-    pub extracted: String,
-    /// The installed SDK version `sdk-record` recorded.
-    pub sdk_version: String,
-    /// Why the probe did not report, when it did not.
-    pub probe_error: Option<String>,
-    /// The probe's report (the SDK's own decisions).
-    pub(crate) report: Option<ProbeReport>,
-    /// The artifact store on disk, when the SDK accepted the bytes.
-    pub store: Option<StoreObservation>,
-    /// The harness's reading of `requirements.txt`.
-    pub requirements: RequirementsObservation,
-}
-
-/// The artifact store's layout on disk after `install_package`.
-#[derive(Debug, Clone, Serialize)]
-pub struct StoreObservation {
-    /// Where the SDK's layout puts the artifact (`data/artifacts/sha256/<sha256>`).
-    pub expected_root: String,
-    /// Its code directory (`.../code`).
-    pub expected_code: String,
-    /// The code directory relative to DIR.
-    pub code_dir: String,
-    /// The `.verified-sha256` marker, relative to DIR.
-    pub marker_file: String,
-    /// The marker's contents, when readable.
-    pub marker: Option<String>,
-    /// Why the marker could not be read.
-    pub marker_error: Option<String>,
-    /// The two extractions compared, when the SDK's code directory is where
-    /// expected.
-    pub tree: Option<TreeDifferences>,
-    /// Why the extractions could not be compared.
-    pub tree_error: Option<String>,
-}
-
-/// `DIR/extracted/<folder>/requirements.txt` as the harness read it.
-#[derive(Debug, Clone, Serialize)]
-pub struct RequirementsObservation {
-    /// The file, relative to DIR.
-    pub file: String,
-    /// Whether it exists (absent reads as empty, as the SDK reads it).
-    pub present: bool,
-    /// Why the harness could not read or judge it at all.
-    pub unreadable: Option<String>,
-    /// The file is not UTF-8 (the reader's message).
-    pub not_utf8: Option<String>,
-    /// Every requirement line and the harness's decision on it.
-    pub lines: Vec<RequirementLine>,
-}
-
-/// Admits one archive through the genuine SDK and checks the result:
-/// [`observe`](observe::observe), then [`decide`].
-///
-/// Never fails as a whole: a probe that could not run becomes a failing
-/// `artifact-store` check naming the interpreter, status and output tail.
-pub fn admit(input: &AdmissionInput) -> AdmissionOutcome {
-    let obs = observe::observe(input);
-    AdmissionOutcome {
-        checks: decide(&obs),
-        record: record(&obs),
-    }
-}
 
 /// The facts for `candidates[].admission`, when the probe reported.
 pub fn record(obs: &Observation) -> Option<AdmissionRecord> {
@@ -217,6 +103,33 @@ fn sdk_lines<'a>(
             _ => None,
         })
         .collect()
+}
+
+/// The checks of one [`Candidate`]: [`decide`] for an observed one, a
+/// failing `artifact-store` naming what is missing otherwise.
+pub fn decide_candidate(c: &Candidate) -> Vec<Check> {
+    match c {
+        Candidate::NoArchive { folder } => vec![Check::fail(
+            "artifact-store",
+            Some(folder),
+            "not observed: expected an archive recorded by archive-members, found none; \
+             run lbp-build and archive-members first",
+        )],
+        Candidate::NoExtraction { folder, archive } => vec![Check::fail(
+            "artifact-store",
+            Some(folder),
+            format!(
+                "not observed: expected archive-members to record the exact extraction of \
+                 {archive}, found none; run archive-members first"
+            ),
+        )],
+        Candidate::Panicked { folder } => vec![Check::fail(
+            "artifact-store",
+            Some(folder),
+            "not observed: the admission thread panicked; this is a harness defect: report it",
+        )],
+        Candidate::Observed(obs) => decide(obs),
+    }
 }
 
 /// The checks of one candidate, from its observation alone: pure.
@@ -726,85 +639,19 @@ impl super::Gate for Admission {
     }
 
     fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
-        let sdk_version = ctx.sdk.version.clone().ok_or_else(|| {
-            "admission needs the installed SDK version recorded by sdk-record, and none is \
-             recorded; run sdk-record first"
-                .to_string()
-        })?;
-        let mut checks = Vec::new();
-        let mut inputs = Vec::new();
-        for record in &ctx.candidates {
-            let folder = record.folder.as_str();
-            let Some(archive) = &record.archive else {
-                checks.push(Check::fail(
-                    "artifact-store",
-                    Some(folder),
-                    "not observed: expected an archive recorded by archive-members, found none; \
-                     run lbp-build and archive-members first",
-                ));
-                continue;
-            };
-            let Some(extracted) = &archive.extracted else {
-                checks.push(Check::fail(
-                    "artifact-store",
-                    Some(folder),
-                    format!(
-                        "not observed: expected archive-members to record the exact extraction of \
-                         {}, found none; run archive-members first",
-                        archive.path
-                    ),
-                ));
-                continue;
-            };
-            let (home, tmp) = ctx
-                .private_roots(GATE, folder)
-                .map_err(|e| format!("admission: cannot create private roots for {folder}: {e}"))?;
-            let root = home
-                .parent()
-                .map(Path::to_path_buf)
-                .ok_or_else(|| format!("admission: private root of {folder} has no parent"))?;
-            inputs.push(AdmissionInput {
-                python: ctx.python.clone(),
-                evidence_dir: ctx.evidence_dir.clone(),
-                folder: folder.to_string(),
-                archive: ctx.evidence_dir.join(&archive.path),
-                archive_sha256: archive.sha256.clone(),
-                extracted: ctx.evidence_dir.join(extracted),
-                sdk_version: sdk_version.clone(),
-                root,
-                env: ctx.child_env(&home, &tmp),
-                log_stem: ctx.log_stem(GATE, folder),
-            });
-        }
-        let outcomes: Vec<AdmissionOutcome> = std::thread::scope(|s| {
-            let handles: Vec<_> = inputs.iter().map(|i| s.spawn(move || admit(i))).collect();
-            handles
-                .into_iter()
-                .zip(&inputs)
-                .map(|(h, i)| {
-                    h.join().unwrap_or_else(|_| AdmissionOutcome {
-                        checks: vec![Check::fail(
-                            "artifact-store",
-                            Some(&i.folder),
-                            "not observed: the admission thread panicked; this is a harness \
-                             defect: report it",
-                        )],
-                        record: None,
-                    })
-                })
-                .collect()
-        });
-        for (input, outcome) in inputs.iter().zip(outcomes) {
-            checks.extend(outcome.checks);
-            if let Some(r) = outcome.record {
-                let folder = input.folder.clone();
-                out.set(move |ctx| {
-                    if let Some(c) = ctx.record_mut(&folder) {
-                        c.admission = Some(r);
-                    }
-                });
+        let candidates = observe::observe_all(ctx)?;
+        for c in &candidates {
+            if let Candidate::Observed(obs) = c {
+                if let Some(r) = record(obs) {
+                    let folder = obs.folder.clone();
+                    out.set(move |ctx| {
+                        if let Some(c) = ctx.record_mut(&folder) {
+                            c.admission = Some(r);
+                        }
+                    });
+                }
             }
         }
-        Ok(checks)
+        Ok(candidates.iter().flat_map(decide_candidate).collect())
     }
 }

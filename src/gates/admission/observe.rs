@@ -1,20 +1,96 @@
 //! What the `admission` gate observes: the SDK's admission probe's report,
 //! the artifact store's marker and extraction on disk, and the harness's own
 //! reading of the archive's `requirements.txt` (Python's line splitting and
-//! stripping, PEP 508/440 in Rust). Nothing here decides a check.
+//! stripping, PEP 508/440 in Rust), for every candidate of the run in
+//! parallel threads ([`observe_all`]). Nothing here decides a check.
 
-use super::{
-    AdmissionInput, Observation, RequirementsObservation, StoreObservation, SDK_DISTRIBUTION,
-};
-use crate::evidence::RequirementDecision;
+use super::{decide, record, GATE, SDK_DISTRIBUTION};
+use crate::context::RunContext;
+use crate::evidence::{AdmissionRecord, Check, RequirementDecision};
 use crate::hash;
 use crate::python;
 use pep440_rs::Version;
 use pep508_rs::{MarkerEnvironment, Requirement, VerbatimUrl, VersionOrUrl};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
+
+/// What the gate observed for one candidate: plain data, no decision.
+#[derive(Debug, Clone, Serialize)]
+pub struct Observation {
+    /// Candidate folder.
+    pub folder: String,
+    /// The archive, relative to DIR.
+    pub archive: String,
+    /// The archive as the probe was given it (absolute).
+    pub archive_path: String,
+    /// Its sha256 as `archive-members` recorded it.
+    pub archive_sha256: String,
+    /// The harness's extraction, relative to DIR.
+    pub extracted: String,
+    /// The installed SDK version `sdk-record` recorded.
+    pub sdk_version: String,
+    /// Why the probe did not report, when it did not.
+    pub probe_error: Option<String>,
+    /// The probe's report (the SDK's own decisions).
+    pub(crate) report: Option<ProbeReport>,
+    /// The artifact store on disk, when the SDK accepted the bytes.
+    pub store: Option<StoreObservation>,
+    /// The harness's reading of `requirements.txt`.
+    pub requirements: RequirementsObservation,
+}
+
+/// The artifact store's layout on disk after `install_package`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreObservation {
+    /// Where the SDK's layout puts the artifact (`data/artifacts/sha256/<sha256>`).
+    pub expected_root: String,
+    /// Its code directory (`.../code`).
+    pub expected_code: String,
+    /// The code directory relative to DIR.
+    pub code_dir: String,
+    /// The `.verified-sha256` marker, relative to DIR.
+    pub marker_file: String,
+    /// The marker's contents, when readable.
+    pub marker: Option<String>,
+    /// Why the marker could not be read.
+    pub marker_error: Option<String>,
+    /// The two extractions compared, when the SDK's code directory is where
+    /// expected.
+    pub tree: Option<TreeDifferences>,
+    /// Why the extractions could not be compared.
+    pub tree_error: Option<String>,
+}
+
+/// `DIR/extracted/<folder>/requirements.txt` as the harness read it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RequirementsObservation {
+    /// The file, relative to DIR.
+    pub file: String,
+    /// Whether it exists (absent reads as empty, as the SDK reads it).
+    pub present: bool,
+    /// Why the harness could not read or judge it at all.
+    pub unreadable: Option<String>,
+    /// The file is not UTF-8 (the reader's message).
+    pub not_utf8: Option<String>,
+    /// Every requirement line and the harness's decision on it.
+    pub lines: Vec<RequirementLine>,
+}
+
+/// One candidate as the gate found it.
+#[derive(Debug, Clone, Serialize)]
+pub enum Candidate {
+    /// `archive-members` recorded no archive for it.
+    NoArchive { folder: String },
+    /// `archive-members` recorded its archive (`archive`, relative to DIR)
+    /// but not the archive's extraction.
+    NoExtraction { folder: String, archive: String },
+    /// The thread admitting it panicked (a harness defect).
+    Panicked { folder: String },
+    /// Offered to the SDK's artifact store: what was observed.
+    Observed(Box<Observation>),
+}
 
 /// The SDK's marker file next to an artifact's code directory.
 const VERIFIED_MARKER: &str = ".verified-sha256";
@@ -479,4 +555,125 @@ fn observe_requirements(
         Ok(lines) => out.lines = lines,
         Err(e) => out.not_utf8 = Some(e),
     }
+}
+
+/// Everything one admission needs, owned, so candidates can be admitted in
+/// parallel threads without the run context.
+#[derive(Debug, Clone)]
+pub struct AdmissionInput {
+    /// The genuine interpreter.
+    pub python: PathBuf,
+    /// The evidence directory DIR (recorded paths are relative to it).
+    pub evidence_dir: PathBuf,
+    /// Candidate folder (names checks, roots and logs).
+    pub folder: String,
+    /// The exact archive file.
+    pub archive: PathBuf,
+    /// The archive's sha256, lower-case hex, as `archive-members` recorded it.
+    pub archive_sha256: String,
+    /// The harness's own extraction of the archive (`DIR/extracted/<folder>`).
+    pub extracted: PathBuf,
+    /// The installed SDK version as `sdk-record` observed it (`0.6.0b5`).
+    pub sdk_version: String,
+    /// A private directory for this admission; the probe's cwd. The artifact
+    /// store's data root is `<root>/data`, one-line requirement files go to
+    /// `<root>/requirements`; both must not exist yet.
+    pub root: PathBuf,
+    /// The probe's whole environment (allowlisted, private HOME/TMPDIR).
+    pub env: BTreeMap<String, String>,
+    /// Log stem for the probe (`DIR/logs/admission/<folder>`).
+    pub log_stem: PathBuf,
+}
+
+/// What one admission found.
+#[derive(Debug, Clone)]
+pub struct AdmissionOutcome {
+    /// The checks, all for this candidate.
+    pub checks: Vec<Check>,
+    /// The facts for the evidence, when the probe ran.
+    pub record: Option<AdmissionRecord>,
+}
+
+/// Admits one archive through the genuine SDK and checks the result:
+/// [`observe`], then [`decide`].
+///
+/// Never fails as a whole: a probe that could not run becomes a failing
+/// `artifact-store` check naming the interpreter, status and output tail.
+pub fn admit(input: &AdmissionInput) -> AdmissionOutcome {
+    let obs = observe(input);
+    AdmissionOutcome {
+        checks: decide(&obs),
+        record: record(&obs),
+    }
+}
+
+/// Every candidate of the run, admitted in parallel threads: what
+/// `archive-members` recorded for it, and what the SDK's artifact store and
+/// dependency reading did with its archive.
+///
+/// # Errors
+/// When `sdk-record` recorded no installed SDK version, or a candidate's
+/// private roots cannot be created.
+pub fn observe_all(ctx: &RunContext) -> Result<Vec<Candidate>, String> {
+    let sdk_version = ctx.sdk.version.clone().ok_or_else(|| {
+        "admission needs the installed SDK version recorded by sdk-record, and none is \
+         recorded; run sdk-record first"
+            .to_string()
+    })?;
+    let mut found: Vec<Option<Candidate>> = Vec::new();
+    let mut inputs = Vec::new();
+    for record in &ctx.candidates {
+        let folder = record.folder.as_str();
+        let Some(archive) = &record.archive else {
+            found.push(Some(Candidate::NoArchive {
+                folder: folder.to_string(),
+            }));
+            continue;
+        };
+        let Some(extracted) = &archive.extracted else {
+            found.push(Some(Candidate::NoExtraction {
+                folder: folder.to_string(),
+                archive: archive.path.clone(),
+            }));
+            continue;
+        };
+        let (home, tmp) = ctx
+            .private_roots(GATE, folder)
+            .map_err(|e| format!("admission: cannot create private roots for {folder}: {e}"))?;
+        let root = home
+            .parent()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| format!("admission: private root of {folder} has no parent"))?;
+        found.push(None);
+        inputs.push(AdmissionInput {
+            python: ctx.python.clone(),
+            evidence_dir: ctx.evidence_dir.clone(),
+            folder: folder.to_string(),
+            archive: ctx.evidence_dir.join(&archive.path),
+            archive_sha256: archive.sha256.clone(),
+            extracted: ctx.evidence_dir.join(extracted),
+            sdk_version: sdk_version.clone(),
+            root,
+            env: ctx.child_env(&home, &tmp),
+            log_stem: ctx.log_stem(GATE, folder),
+        });
+    }
+    let observed: Vec<Candidate> = std::thread::scope(|s| {
+        let handles: Vec<_> = inputs.iter().map(|i| s.spawn(move || observe(i))).collect();
+        handles
+            .into_iter()
+            .zip(&inputs)
+            .map(|(h, i)| match h.join() {
+                Ok(obs) => Candidate::Observed(Box::new(obs)),
+                Err(_) => Candidate::Panicked {
+                    folder: i.folder.clone(),
+                },
+            })
+            .collect()
+    });
+    let mut observed = observed.into_iter();
+    Ok(found
+        .into_iter()
+        .map(|c| c.unwrap_or_else(|| observed.next().expect("one observation per input")))
+        .collect())
 }

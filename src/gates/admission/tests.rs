@@ -845,3 +845,27 @@ fn run_without_the_sdk_version_is_an_error_and_without_an_archive_a_failure() {
     assert!(after.candidates[0].admission.is_none());
     assert_eq!(Admission.id(), "admission");
 }
+
+#[test]
+fn a_candidate_without_its_extraction_or_whose_admission_panicked_fails_naming_why() {
+    let c = decide_candidate(&Candidate::NoExtraction {
+        folder: "demo".into(),
+        archive: "packages/demo/demo-1.0.0.lbpkg".into(),
+    });
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].name, "artifact-store");
+    assert_eq!(c[0].result, crate::evidence::CheckResult::Fail);
+    assert!(
+        c[0].detail
+            .contains("exact extraction of packages/demo/demo-1.0.0.lbpkg")
+            && c[0].detail.ends_with("run archive-members first"),
+        "{}",
+        c[0].detail
+    );
+    let c = decide_candidate(&Candidate::Panicked {
+        folder: "demo".into(),
+    });
+    assert_eq!(c[0].result, crate::evidence::CheckResult::Fail);
+    assert!(c[0].detail.contains("harness defect"), "{}", c[0].detail);
+    assert_eq!(c[0].candidate.as_deref(), Some("demo"));
+}
