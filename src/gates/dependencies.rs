@@ -39,12 +39,9 @@ use crate::context::{RunContext, Updates};
 use crate::evidence::{
     Check, DependencyRecord, InstalledDistribution, WheelhouseFile, WheelhouseRecord,
 };
-use crate::netns::{self, NetKind};
-use crate::{process, wheelhouse};
-use serde::{Deserialize, Serialize};
+use crate::wheelhouse;
 use serde_json::json;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// Gate id.
@@ -65,59 +62,6 @@ const READY_MARKER: &str = ".ready.json";
 /// The `dependencies` gate.
 pub struct Dependencies;
 
-/// Everything one candidate's preparation needs, owned, for a thread.
-#[derive(Debug, Clone)]
-pub struct DependencyInput {
-    /// The genuine interpreter.
-    pub python: PathBuf,
-    /// The evidence directory DIR.
-    pub evidence_dir: PathBuf,
-    /// Candidate folder.
-    pub folder: String,
-    /// The exact archive file.
-    pub archive: PathBuf,
-    /// Its sha256, lower-case hex.
-    pub archive_sha256: String,
-    /// Private directory; the runtime data root is `<root>/data`.
-    pub root: PathBuf,
-    /// The probe's whole environment.
-    pub env: BTreeMap<String, String>,
-    /// Log directory: run N logs to `<log_dir>/run-N`.
-    pub log_dir: PathBuf,
-    /// Program and arguments put before the interpreter of each preparation
-    /// (a private network namespace, `unshare --net --`); empty: none.
-    pub wrapper: Vec<String>,
-    /// How the preparations' network is isolated, for the `prepare` check.
-    pub network: String,
-    /// The wheelhouse's files: every installed distribution must be one.
-    pub wheelhouse_files: Vec<WheelhouseFile>,
-}
-
-/// The probe's report (`dependencies_probe.py`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct ProbeReport {
-    runtime_profile: String,
-    #[serde(default)]
-    pip_index_args: Vec<String>,
-    environments_before: Vec<String>,
-    requirements: Option<Vec<String>>,
-    requirement_names: Option<Vec<String>>,
-    environment: Option<ProbeEnvironment>,
-    error: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct ProbeEnvironment {
-    digest: String,
-    artifact_digest: String,
-    requirements_digest: String,
-    runtime_fingerprint: String,
-    root_path: String,
-    site_packages_path: String,
-    ready_readback: bool,
-    ready_marker: serde_json::Value,
-}
-
 /// The wheelhouse file names the `installed` distributions came from
 /// (matched by PEP 503 name and version, sorted), and the distributions no
 /// wheelhouse file accounts for (`name version`).
@@ -137,91 +81,6 @@ pub fn wheelhouse_sources(
     from.sort();
     from.dedup();
     (from, foreign)
-}
-
-/// What the gate observed of one candidate's preparations: plain data.
-#[derive(Debug, Clone, Serialize)]
-pub struct Observation {
-    /// Candidate folder.
-    pub folder: String,
-    /// The archive, relative to DIR.
-    pub archive: String,
-    /// Its sha256.
-    pub archive_sha256: String,
-    /// Where the probe logs are.
-    pub log_dir: String,
-    /// How the preparations' network was isolated.
-    pub network: String,
-    /// The index arguments the SDK's installer must build (`-i <wheelhouse>`),
-    /// from the probe's environment; `None` when it names no wheelhouse.
-    pub expected_index: Option<Vec<String>>,
-    /// The wheelhouse's files.
-    pub wheelhouse_files: Vec<WheelhouseFile>,
-    /// The reports of the runs that succeeded, in order.
-    pub(crate) runs: Vec<ProbeReport>,
-    /// The run that did not succeed, which ended the observation.
-    pub stopped: Option<StoppedRun>,
-    /// The published environment on disk, when every run succeeded.
-    pub environment: Option<EnvironmentObservation>,
-}
-
-/// A preparation that did not succeed.
-#[derive(Debug, Clone, Serialize)]
-pub struct StoppedRun {
-    /// 1-based run number.
-    pub run: usize,
-    /// The runtime profile the probe reported, when it reported.
-    pub runtime_profile: Option<String>,
-    /// The SDK's refusal (the probe reported an error, or no environment).
-    pub sdk_error: Option<String>,
-    /// The probe did not report at all (why).
-    pub probe_error: Option<String>,
-}
-
-/// The environment the first run published, as found on disk.
-#[derive(Debug, Clone, Serialize)]
-pub struct EnvironmentObservation {
-    /// Where the SDK's layout puts it (`data/environments/sha256/<digest>`).
-    pub expected_root: String,
-    /// Its `site-packages`.
-    pub site_packages: String,
-    /// The environment relative to DIR.
-    pub env_rel: String,
-    /// Its `.ready.json`, relative to DIR.
-    pub marker_rel: String,
-    /// The marker's JSON, when readable.
-    pub marker: Option<serde_json::Value>,
-    /// Why the marker could not be read.
-    pub marker_error: Option<String>,
-    /// Mode bits of the environment and its `site-packages`.
-    pub modes: Vec<DirMode>,
-    /// Entries named `langbot_plugin*`, when the tree could be walked.
-    pub shadow: Option<Vec<String>>,
-    /// Why it could not.
-    pub shadow_error: Option<String>,
-    /// Installed distributions, when `site-packages` could be read.
-    pub installed: Option<Vec<InstalledDistribution>>,
-    /// Why it could not.
-    pub installed_error: Option<String>,
-}
-
-/// One directory's permission bits.
-#[derive(Debug, Clone, Serialize)]
-pub struct DirMode {
-    /// Relative to DIR.
-    pub path: String,
-    /// `st_mode & 0o7777`, when readable.
-    pub mode: Option<u32>,
-    /// Why not.
-    pub error: Option<String>,
-}
-
-/// Prepares one archive's environment [`RUNS`] times through the SDK and
-/// checks the results: [`observe`], then [`decide`]. Never fails as a whole:
-/// a probe that could not run is a failing `prepare` check.
-pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyRecord>) {
-    let obs = observe(input);
-    (decide(&obs), record(&obs))
 }
 
 /// The facts for `candidates[].dependencies`, when every run succeeded.
@@ -249,6 +108,60 @@ fn digests(obs: &Observation) -> Vec<String> {
         .filter_map(|r| r.environment.as_ref())
         .map(|e| e.digest.clone())
         .collect()
+}
+
+/// The checks of the whole run, from its observation: pure. In the order
+/// the gate learns them: candidates not admitted, requirements not read,
+/// each wheelhouse download, then each candidate's preparations.
+pub fn decide_all(obs: &RunObservation) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for c in &obs.candidates {
+        if let CandidateObservation::NotAdmitted { folder, admission } = c {
+            checks.push(not_admitted(folder, admission.as_ref()));
+        }
+    }
+    for c in &obs.candidates {
+        if let CandidateObservation::Unreadable { folder, error } = c {
+            checks.push(Check::fail("wheelhouse", Some(folder), error.clone()));
+        }
+    }
+    for c in &obs.candidates {
+        if let (
+            CandidateObservation::Read {
+                folder,
+                requirements,
+                ..
+            },
+            Some(built),
+        ) = (c, &obs.wheelhouse)
+        {
+            checks.push(wheelhouse_check(
+                folder,
+                requirements,
+                built,
+                &obs.evidence_dir,
+            ));
+        }
+    }
+    for c in &obs.candidates {
+        match c {
+            CandidateObservation::Read {
+                prepared: Some(Prepared::Observed(o)),
+                ..
+            } => checks.extend(decide(o)),
+            CandidateObservation::Read {
+                folder,
+                prepared: Some(Prepared::Panicked),
+                ..
+            } => checks.push(Check::fail(
+                "prepare",
+                Some(folder),
+                "not observed: the preparation thread panicked; this is a harness defect: report it",
+            )),
+            _ => {}
+        }
+    }
+    checks
 }
 
 /// The checks of one candidate's preparations, from its observation: pure.
@@ -760,151 +673,33 @@ pub fn not_admitted(folder: &str, admission: Option<&crate::evidence::AdmissionR
     }
 }
 
-/// Runs `f` on every input in its own thread; a panicking thread yields
-/// `on_panic(input)`.
-fn each_in_parallel<T: Send>(
-    inputs: &[DependencyInput],
-    f: impl Fn(&DependencyInput) -> T + Sync,
-    on_panic: impl Fn(&DependencyInput) -> T,
-) -> Vec<T> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = inputs.iter().map(|i| s.spawn(|| f(i))).collect();
-        handles
-            .into_iter()
-            .zip(inputs)
-            .map(|(h, i)| h.join().unwrap_or_else(|_| on_panic(i)))
-            .collect()
-    })
-}
-
 impl super::Gate for Dependencies {
     fn id(&self) -> &'static str {
         GATE
     }
 
     fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
-        let mut checks = Vec::new();
-        let mut inputs = Vec::new();
-        for record in &ctx.candidates {
-            let folder = record.folder.as_str();
-            let admitted = record.admission.as_ref().is_some_and(|a| a.accepted);
-            let Some(archive) = record.archive.as_ref().filter(|_| admitted) else {
-                checks.push(not_admitted(folder, record.admission.as_ref()));
-                continue;
-            };
-            let (home, tmp) = ctx.private_roots(GATE, folder).map_err(|e| {
-                format!("dependencies: cannot create private roots for {folder}: {e}")
-            })?;
-            let root = home
-                .parent()
-                .map(Path::to_path_buf)
-                .ok_or_else(|| format!("dependencies: private root of {folder} has no parent"))?;
-            let mut env = ctx.child_env(&home, &tmp);
-            wheelhouse::point_at_wheelhouse(&mut env, &ctx.evidence_dir);
-            inputs.push(DependencyInput {
-                python: ctx.python.clone(),
-                evidence_dir: ctx.evidence_dir.clone(),
-                folder: folder.to_string(),
-                archive: ctx.evidence_dir.join(&archive.path),
-                archive_sha256: archive.sha256.clone(),
-                root,
-                env,
-                log_dir: ctx.log_stem(GATE, folder),
-                wrapper: Vec::new(),
-                network: String::new(),
-                wheelhouse_files: Vec::new(),
-            });
-        }
-
-        // What each candidate needs, as the SDK reads it; then one download
-        // per distinct requirement set, the run's only package-index access.
-        let reads = each_in_parallel(&inputs, read_requirements, |_| {
-            Err("not observed: the requirements thread panicked; this is a harness defect: report it".into())
-        });
-        let mut wanted: Vec<(String, Vec<String>)> = Vec::new();
-        let mut readable = Vec::new();
-        for (input, read) in inputs.into_iter().zip(reads) {
-            match read {
-                Ok(requirements) => {
-                    wanted.push((input.folder.clone(), requirements));
-                    readable.push(input);
-                }
-                Err(e) => checks.push(Check::fail("wheelhouse", Some(&input.folder), e)),
-            }
-        }
-        let (home, tmp) = ctx.private_roots(GATE, wheelhouse::DIR_NAME).map_err(|e| {
-            format!("dependencies: cannot create the wheelhouse's private roots: {e}")
-        })?;
-        let built = wheelhouse::build(
-            &wheelhouse::BuildInput {
-                python: ctx.python.clone(),
-                evidence_dir: ctx.evidence_dir.clone(),
-                scratch: tmp.clone(),
-                env: ctx.child_env(&home, &tmp),
-                log_dir: ctx.log_stem(GATE, wheelhouse::DIR_NAME),
-            },
-            &wheelhouse::plan(&wanted),
-        )
-        .map_err(|e| format!("dependencies: cannot build the wheelhouse: {e}"))?;
-        {
-            let built = built.clone();
+        let obs = observe::observe_all(ctx)?;
+        if let Some(built) = obs.wheelhouse.clone() {
             out.set(move |ctx| ctx.wheelhouse = Some(built));
         }
-        let mut inputs = Vec::new();
-        for (input, (_, requirements)) in readable.into_iter().zip(&wanted) {
-            let check = wheelhouse_check(&input.folder, requirements, &built, &ctx.evidence_dir);
-            let downloaded = check.result != crate::evidence::CheckResult::Fail;
-            checks.push(check);
-            if downloaded {
-                inputs.push(input);
+        for c in &obs.candidates {
+            if let CandidateObservation::Read {
+                prepared: Some(Prepared::Observed(o)),
+                ..
+            } = c
+            {
+                if let Some(r) = record(o) {
+                    let folder = o.folder.clone();
+                    out.set(move |ctx| {
+                        if let Some(rec) = ctx.record_mut(&folder) {
+                            rec.dependencies = Some(r);
+                        }
+                    });
+                }
             }
         }
-        if inputs.is_empty() {
-            return Ok(checks);
-        }
-
-        // Offline from here: a private network namespace when the machine
-        // allows one, the wheelhouse as the only index in any case.
-        let plan = netns::plan(
-            &ctx.evidence_dir.join("logs").join(GATE),
-            &process::base_env(),
-        );
-        let network = match plan.kind {
-            NetKind::None => format!(
-                "{} ({}); the SDK's pip was still given the wheelhouse as its only index",
-                plan.label(),
-                plan.attempts.join("; ")
-            ),
-            _ => plan.label(),
-        };
-        for input in &mut inputs {
-            input.wrapper = plan.wrapper.clone();
-            input.network = network.clone();
-            input.wheelhouse_files = built.files.clone();
-        }
-        let outcomes = each_in_parallel(&inputs, prepare_twice, |i| {
-            (
-                vec![Check::fail(
-                    "prepare",
-                    Some(&i.folder),
-                    "not observed: the preparation thread panicked; this is a \
-                     harness defect: report it",
-                )],
-                None,
-            )
-        });
-        for (input, (c, record)) in inputs.iter().zip(outcomes) {
-            checks.extend(c);
-            if let Some(r) = record {
-                let folder = input.folder.clone();
-                out.set(move |ctx| {
-                    if let Some(rec) = ctx.record_mut(&folder) {
-                        rec.dependencies = Some(r);
-                    }
-                });
-            }
-        }
-        Ok(checks)
+        Ok(decide_all(&obs))
     }
 }
 
@@ -913,4 +708,9 @@ mod observe;
 mod tests;
 
 use observe::normalise;
-pub use observe::{installed_distributions, observe, read_requirements, shadow_copies};
+pub use observe::{
+    installed_distributions, observe, prepare_twice, read_requirements, shadow_copies,
+    CandidateObservation, DependencyInput, DirMode, EnvironmentObservation, Observation, Prepared,
+    RunObservation, StoppedRun,
+};
+pub(crate) use observe::{ProbeEnvironment, ProbeReport};

@@ -1,16 +1,165 @@
 //! What the `dependencies` gate observes: the SDK's preparations (the
 //! embedded probe, run twice), the requirements it keeps, and the published
 //! environment on disk (ready marker, modes, SDK copies, installed
-//! distributions). Nothing here decides a check.
+//! distributions), for every candidate of the run ([`observe_all`]), with the
+//! wheelhouse built between the SDK's reading of the requirements and the
+//! preparations. Nothing here decides a check: the one thing read from a
+//! decision is whether a candidate's download succeeded, which decides
+//! whether it is prepared at all.
 
-use super::{
-    DependencyInput, DirMode, EnvironmentObservation, Observation, ProbeReport, StoppedRun,
-    PREPARE_TIMEOUT, READY_MARKER, RUNS,
+use super::{decide, record, wheelhouse_check, GATE, PREPARE_TIMEOUT, READY_MARKER, RUNS};
+use crate::context::RunContext;
+use crate::evidence::{
+    Check, DependencyRecord, InstalledDistribution, WheelhouseFile, WheelhouseRecord,
 };
-use crate::evidence::InstalledDistribution;
-use crate::{python, wheelhouse};
+use crate::netns::{self, NetKind};
+use crate::{process, python, wheelhouse};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The probe's report (`dependencies_probe.py`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ProbeReport {
+    pub(crate) runtime_profile: String,
+    #[serde(default)]
+    pub(crate) pip_index_args: Vec<String>,
+    pub(crate) environments_before: Vec<String>,
+    pub(crate) requirements: Option<Vec<String>>,
+    pub(crate) requirement_names: Option<Vec<String>>,
+    pub(crate) environment: Option<ProbeEnvironment>,
+    pub(crate) error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ProbeEnvironment {
+    pub(crate) digest: String,
+    pub(crate) artifact_digest: String,
+    pub(crate) requirements_digest: String,
+    pub(crate) runtime_fingerprint: String,
+    pub(crate) root_path: String,
+    pub(crate) site_packages_path: String,
+    pub(crate) ready_readback: bool,
+    pub(crate) ready_marker: serde_json::Value,
+}
+
+/// What the gate observed of one candidate's preparations: plain data.
+#[derive(Debug, Clone, Serialize)]
+pub struct Observation {
+    /// Candidate folder.
+    pub folder: String,
+    /// The archive, relative to DIR.
+    pub archive: String,
+    /// Its sha256.
+    pub archive_sha256: String,
+    /// Where the probe logs are.
+    pub log_dir: String,
+    /// How the preparations' network was isolated.
+    pub network: String,
+    /// The index arguments the SDK's installer must build (`-i <wheelhouse>`),
+    /// from the probe's environment; `None` when it names no wheelhouse.
+    pub expected_index: Option<Vec<String>>,
+    /// The wheelhouse's files.
+    pub wheelhouse_files: Vec<WheelhouseFile>,
+    /// The reports of the runs that succeeded, in order.
+    pub(crate) runs: Vec<ProbeReport>,
+    /// The run that did not succeed, which ended the observation.
+    pub stopped: Option<StoppedRun>,
+    /// The published environment on disk, when every run succeeded.
+    pub environment: Option<EnvironmentObservation>,
+}
+
+/// A preparation that did not succeed.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoppedRun {
+    /// 1-based run number.
+    pub run: usize,
+    /// The runtime profile the probe reported, when it reported.
+    pub runtime_profile: Option<String>,
+    /// The SDK's refusal (the probe reported an error, or no environment).
+    pub sdk_error: Option<String>,
+    /// The probe did not report at all (why).
+    pub probe_error: Option<String>,
+}
+
+/// The environment the first run published, as found on disk.
+#[derive(Debug, Clone, Serialize)]
+pub struct EnvironmentObservation {
+    /// Where the SDK's layout puts it (`data/environments/sha256/<digest>`).
+    pub expected_root: String,
+    /// Its `site-packages`.
+    pub site_packages: String,
+    /// The environment relative to DIR.
+    pub env_rel: String,
+    /// Its `.ready.json`, relative to DIR.
+    pub marker_rel: String,
+    /// The marker's JSON, when readable.
+    pub marker: Option<serde_json::Value>,
+    /// Why the marker could not be read.
+    pub marker_error: Option<String>,
+    /// Mode bits of the environment and its `site-packages`.
+    pub modes: Vec<DirMode>,
+    /// Entries named `langbot_plugin*`, when the tree could be walked.
+    pub shadow: Option<Vec<String>>,
+    /// Why it could not.
+    pub shadow_error: Option<String>,
+    /// Installed distributions, when `site-packages` could be read.
+    pub installed: Option<Vec<InstalledDistribution>>,
+    /// Why it could not.
+    pub installed_error: Option<String>,
+}
+
+/// One directory's permission bits.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirMode {
+    /// Relative to DIR.
+    pub path: String,
+    /// `st_mode & 0o7777`, when readable.
+    pub mode: Option<u32>,
+    /// Why not.
+    pub error: Option<String>,
+}
+
+/// What the gate observed of the whole run: every candidate, in the run's
+/// order, and the wheelhouse it built for them.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunObservation {
+    /// The evidence directory DIR (the wheelhouse's paths are relative to it).
+    pub evidence_dir: PathBuf,
+    /// The wheelhouse, once built (empty when nothing needs downloading).
+    pub wheelhouse: Option<WheelhouseRecord>,
+    /// Every candidate.
+    pub candidates: Vec<CandidateObservation>,
+}
+
+/// One candidate as the gate found it.
+#[derive(Debug, Clone, Serialize)]
+pub enum CandidateObservation {
+    /// Admission did not admit its archive (`admission`: its record, when it ran).
+    NotAdmitted {
+        folder: String,
+        admission: Option<crate::evidence::AdmissionRecord>,
+    },
+    /// The SDK's reading of its requirements did not answer (why).
+    Unreadable { folder: String, error: String },
+    /// Its requirements as the SDK kept them, and its preparations: `None`
+    /// when its wheelhouse download did not succeed (nothing was prepared).
+    Read {
+        folder: String,
+        requirements: Vec<String>,
+        prepared: Option<Prepared>,
+    },
+}
+
+/// A candidate's two preparations.
+#[derive(Debug, Clone, Serialize)]
+pub enum Prepared {
+    /// What was observed.
+    Observed(Box<Observation>),
+    /// The thread preparing it panicked (a harness defect).
+    Panicked,
+}
 
 pub(super) fn relative(dir: &Path, path: &Path) -> String {
     path.strip_prefix(dir)
@@ -243,4 +392,193 @@ pub fn read_requirements(input: &DependencyInput) -> Result<Vec<String>, String>
             error.unwrap_or_else(|| "no requirements and no error reported".into())
         )),
     }
+}
+
+/// Everything one candidate's preparation needs, owned, for a thread.
+#[derive(Debug, Clone)]
+pub struct DependencyInput {
+    /// The genuine interpreter.
+    pub python: PathBuf,
+    /// The evidence directory DIR.
+    pub evidence_dir: PathBuf,
+    /// Candidate folder.
+    pub folder: String,
+    /// The exact archive file.
+    pub archive: PathBuf,
+    /// Its sha256, lower-case hex.
+    pub archive_sha256: String,
+    /// Private directory; the runtime data root is `<root>/data`.
+    pub root: PathBuf,
+    /// The probe's whole environment.
+    pub env: BTreeMap<String, String>,
+    /// Log directory: run N logs to `<log_dir>/run-N`.
+    pub log_dir: PathBuf,
+    /// Program and arguments put before the interpreter of each preparation
+    /// (a private network namespace, `unshare --net --`); empty: none.
+    pub wrapper: Vec<String>,
+    /// How the preparations' network is isolated, for the `prepare` check.
+    pub network: String,
+    /// The wheelhouse's files: every installed distribution must be one.
+    pub wheelhouse_files: Vec<WheelhouseFile>,
+}
+
+/// Prepares one archive's environment [`RUNS`] times through the SDK and
+/// checks the results: [`observe`], then [`decide`]. Never fails as a whole:
+/// a probe that could not run is a failing `prepare` check.
+pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyRecord>) {
+    let obs = observe(input);
+    (decide(&obs), record(&obs))
+}
+
+/// Runs `f` on every input in its own thread; a panicking thread yields
+/// `on_panic(input)`.
+fn each_in_parallel<T: Send>(
+    inputs: &[DependencyInput],
+    f: impl Fn(&DependencyInput) -> T + Sync,
+    on_panic: impl Fn(&DependencyInput) -> T,
+) -> Vec<T> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = inputs.iter().map(|i| s.spawn(|| f(i))).collect();
+        handles
+            .into_iter()
+            .zip(inputs)
+            .map(|(h, i)| h.join().unwrap_or_else(|_| on_panic(i)))
+            .collect()
+    })
+}
+
+/// Every candidate of the run: admitted or not, its requirements as the SDK
+/// reads them, the run's wheelhouse (one `pip wheel` per distinct
+/// requirement set, the run's only package-index access), then, offline,
+/// each downloaded candidate's two preparations, candidates in parallel.
+///
+/// # Errors
+/// When private roots cannot be created or the wheelhouse cannot be built
+/// at all (a download that fails is observed, not an error).
+pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
+    let mut candidates: Vec<CandidateObservation> = Vec::new();
+    let mut inputs = Vec::new();
+    for record in &ctx.candidates {
+        let folder = record.folder.as_str();
+        let admitted = record.admission.as_ref().is_some_and(|a| a.accepted);
+        let Some(archive) = record.archive.as_ref().filter(|_| admitted) else {
+            candidates.push(CandidateObservation::NotAdmitted {
+                folder: folder.to_string(),
+                admission: record.admission.clone(),
+            });
+            continue;
+        };
+        let (home, tmp) = ctx
+            .private_roots(GATE, folder)
+            .map_err(|e| format!("dependencies: cannot create private roots for {folder}: {e}"))?;
+        let root = home
+            .parent()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| format!("dependencies: private root of {folder} has no parent"))?;
+        let mut env = ctx.child_env(&home, &tmp);
+        wheelhouse::point_at_wheelhouse(&mut env, &ctx.evidence_dir);
+        inputs.push(DependencyInput {
+            python: ctx.python.clone(),
+            evidence_dir: ctx.evidence_dir.clone(),
+            folder: folder.to_string(),
+            archive: ctx.evidence_dir.join(&archive.path),
+            archive_sha256: archive.sha256.clone(),
+            root,
+            env,
+            log_dir: ctx.log_stem(GATE, folder),
+            wrapper: Vec::new(),
+            network: String::new(),
+            wheelhouse_files: Vec::new(),
+        });
+    }
+    let mut obs = RunObservation {
+        evidence_dir: ctx.evidence_dir.clone(),
+        wheelhouse: None,
+        candidates,
+    };
+    // What each candidate needs, as the SDK reads it; then one download per
+    // distinct requirement set.
+    let reads = each_in_parallel(&inputs, read_requirements, |_| {
+        Err(
+            "not observed: the requirements thread panicked; this is a harness defect: report it"
+                .into(),
+        )
+    });
+    let mut wanted: Vec<(String, Vec<String>)> = Vec::new();
+    let mut readable = Vec::new();
+    for (input, read) in inputs.into_iter().zip(reads) {
+        match read {
+            Ok(requirements) => {
+                wanted.push((input.folder.clone(), requirements));
+                readable.push(input);
+            }
+            Err(error) => obs.candidates.push(CandidateObservation::Unreadable {
+                folder: input.folder.clone(),
+                error,
+            }),
+        }
+    }
+    let (home, tmp) = ctx
+        .private_roots(GATE, wheelhouse::DIR_NAME)
+        .map_err(|e| format!("dependencies: cannot create the wheelhouse's private roots: {e}"))?;
+    let built = wheelhouse::build(
+        &wheelhouse::BuildInput {
+            python: ctx.python.clone(),
+            evidence_dir: ctx.evidence_dir.clone(),
+            scratch: tmp.clone(),
+            env: ctx.child_env(&home, &tmp),
+            log_dir: ctx.log_stem(GATE, wheelhouse::DIR_NAME),
+        },
+        &wheelhouse::plan(&wanted),
+    )
+    .map_err(|e| format!("dependencies: cannot build the wheelhouse: {e}"))?;
+    let mut prepare = Vec::new();
+    let mut read = Vec::new();
+    for (input, (_, requirements)) in readable.into_iter().zip(wanted) {
+        let downloaded = wheelhouse_check(&input.folder, &requirements, &built, &ctx.evidence_dir)
+            .result
+            != crate::evidence::CheckResult::Fail;
+        read.push((input.folder.clone(), requirements, downloaded));
+        if downloaded {
+            prepare.push(input);
+        }
+    }
+
+    // Offline from here: a private network namespace when the machine allows
+    // one, the wheelhouse as the only index in any case.
+    let mut prepared: Vec<Prepared> = Vec::new();
+    if !prepare.is_empty() {
+        let plan = netns::plan(
+            &ctx.evidence_dir.join("logs").join(GATE),
+            &process::base_env(),
+        );
+        let network = match plan.kind {
+            NetKind::None => format!(
+                "{} ({}); the SDK's pip was still given the wheelhouse as its only index",
+                plan.label(),
+                plan.attempts.join("; ")
+            ),
+            _ => plan.label(),
+        };
+        for input in &mut prepare {
+            input.wrapper = plan.wrapper.clone();
+            input.network = network.clone();
+            input.wheelhouse_files = built.files.clone();
+        }
+        prepared = each_in_parallel(
+            &prepare,
+            |i| Prepared::Observed(Box::new(observe(i))),
+            |_| Prepared::Panicked,
+        );
+    }
+    let mut prepared = prepared.into_iter();
+    for (folder, requirements, downloaded) in read {
+        obs.candidates.push(CandidateObservation::Read {
+            folder,
+            requirements,
+            prepared: if downloaded { prepared.next() } else { None },
+        });
+    }
+    obs.wheelhouse = Some(built);
+    Ok(obs)
 }

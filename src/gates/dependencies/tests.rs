@@ -642,3 +642,82 @@ fn run_refuses_a_candidate_admission_did_not_admit() {
     assert!(after.candidates[0].dependencies.is_none());
     assert_eq!(Dependencies.id(), "dependencies");
 }
+
+#[test]
+fn the_run_reports_each_candidate_once_in_the_order_the_gate_learns_it() {
+    let folder = good().folder;
+    let mut download = download(true);
+    download.candidates = vec![folder.clone(), "panics".into()];
+    let obs = RunObservation {
+        evidence_dir: "/evidence".into(),
+        wheelhouse: Some(record(Some(download))),
+        candidates: vec![
+            CandidateObservation::Read {
+                folder: folder.clone(),
+                requirements: vec!["six==1.16.0".into()],
+                prepared: Some(Prepared::Observed(Box::new(good()))),
+            },
+            CandidateObservation::NotAdmitted {
+                folder: "refused".into(),
+                admission: None,
+            },
+            CandidateObservation::Unreadable {
+                folder: "unread".into(),
+                error: "not observed: the probe crashed".into(),
+            },
+            CandidateObservation::Read {
+                folder: "panics".into(),
+                requirements: vec!["six==1.16.0".into()],
+                prepared: Some(Prepared::Panicked),
+            },
+        ],
+    };
+    let checks = decide_all(&obs);
+    let names: Vec<String> = checks
+        .iter()
+        .map(|c| format!("{} {}", c.candidate.as_deref().unwrap_or("-"), c.name))
+        .collect();
+    let at = |s: &str| {
+        names
+            .iter()
+            .position(|n| n == s)
+            .unwrap_or_else(|| panic!("{s} in {names:?}"))
+    };
+    assert!(at("refused prepare") < at("unread wheelhouse"));
+    assert!(at("unread wheelhouse") < at(&format!("{folder} wheelhouse")));
+    assert!(at("panics wheelhouse") < at(&format!("{folder} prepare")));
+    let panicked = &checks[at("panics prepare")];
+    assert_eq!(panicked.result, crate::evidence::CheckResult::Fail);
+    assert!(
+        panicked.detail.contains("harness defect"),
+        "{}",
+        panicked.detail
+    );
+    assert_eq!(
+        checks[at("unread wheelhouse")].detail,
+        "not observed: the probe crashed"
+    );
+    assert_eq!(
+        checks[at("unread wheelhouse")].result,
+        crate::evidence::CheckResult::Fail
+    );
+    assert_eq!(
+        checks
+            .iter()
+            .filter(|c| c.candidate.as_deref() == Some("refused"))
+            .count(),
+        1
+    );
+    // A candidate whose download failed is not prepared: its wheelhouse check alone.
+    let mut obs = obs;
+    obs.candidates.truncate(1);
+    if let CandidateObservation::Read { prepared, .. } = &mut obs.candidates[0] {
+        *prepared = None;
+    }
+    let checks = decide_all(&obs);
+    assert_eq!(checks.len(), 1, "{checks:#?}");
+    assert_eq!(checks[0].name, "wheelhouse");
+    // Without a wheelhouse nothing is judged about downloads.
+    obs.wheelhouse = None;
+    assert!(decide_all(&obs).is_empty());
+}
