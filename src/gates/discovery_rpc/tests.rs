@@ -7,6 +7,7 @@ use crate::evidence::Check;
 use crate::evidence::CheckResult;
 use crate::python;
 use spec::{RunnerCall, RunnerProbe, Survivor, Teardown};
+use std::path::PathBuf;
 
 fn candidate() -> HostCandidate {
     HostCandidate {

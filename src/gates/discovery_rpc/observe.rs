@@ -1,0 +1,199 @@
+//! What the `discovery-rpc` gate observes, and how: it plans each
+//! candidate's installation and Runner probe, writes the host's spec, runs
+//! the host (this binary's hidden `__discovery-host` subcommand, in a
+//! private network namespace when the machine allows one), reads the
+//! host's result and surveys what outlived it. [`super::decide`] judges the
+//! [`Observation`].
+
+use super::{host, plan::SetupProblem, spec};
+use super::{
+    plan, survey, CALL_TIMEOUT_MS, FAILURE_RESTARTS, HOST_SUBCOMMAND, ID, RUNNER_TIMEOUT_MS,
+    TEST_HEALTH_PORT_ENV,
+};
+use crate::context::RunContext;
+use crate::interrupt;
+use crate::netns::{self, NetPlan};
+use crate::process::{self, ChildSpec};
+use serde::Serialize;
+use spec::{HostResult, HostSpec};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What the gate observed: plain data, no decision.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Observation {
+    /// What could not be planned before the host ran.
+    pub setup: Vec<SetupProblem>,
+    /// The network isolation chosen for the host and runtime.
+    pub network: Option<NetPlan>,
+    /// What the host was asked to do (candidates, limits, roots).
+    pub spec: Option<HostSpec>,
+    /// What the host observed of the runtime, when it wrote its result.
+    pub result: Option<HostResult>,
+    /// How the host ended without a result.
+    pub host_failure: Option<HostFailure>,
+    /// Processes tied to the run found after the host exited.
+    pub survivors: Vec<spec::Survivor>,
+}
+
+/// A host process that wrote no result.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostFailure {
+    /// The host's command.
+    pub program: String,
+    /// Its exit status, described.
+    pub status: String,
+    /// Its output tail.
+    pub tail: String,
+    /// The result file it should have written.
+    pub result_path: String,
+    /// Its stderr log.
+    pub stderr_log: String,
+}
+
+/// Runs the host over every candidate that could be planned and observes
+/// what it reported and what outlived it; `None` when the run was
+/// interrupted while the host ran.
+///
+/// # Errors
+/// When DIR's folders cannot be created, the spec cannot be written, or the
+/// host process cannot be started.
+pub fn observe(ctx: &RunContext) -> Result<Option<Observation>, String> {
+    let log_dir = ctx.evidence_dir.join("logs").join(ID);
+    let roots = ctx.evidence_dir.join("roots").join(ID);
+    std::fs::create_dir_all(&log_dir)
+        .map_err(|e| format!("{}: cannot create: {e}", log_dir.display()))?;
+    let (home, tmp) = ctx
+        .private_roots(ID, "runtime")
+        .map_err(|e| format!("{}: cannot create private roots: {e}", roots.display()))?;
+    let data_root = roots.join("runtime").join("data");
+    std::fs::create_dir_all(&data_root)
+        .map_err(|e| format!("{}: cannot create: {e}", data_root.display()))?;
+
+    let mut setup = Vec::new();
+    let candidates = plan::host_candidates(ctx, &roots, &mut setup);
+    if candidates.is_empty() {
+        return Ok(Some(Observation {
+            setup,
+            ..Observation::default()
+        }));
+    }
+    let marker = host::random_token()?;
+    let mut env = ctx.child_env(&home, &tmp);
+    env.insert(survey::MARKER_NAME.into(), marker.clone());
+    crate::wheelhouse::point_at_wheelhouse(&mut env, &ctx.evidence_dir);
+
+    let opts = &ctx.profile.profile.discovery;
+    let plan = netns::plan(&log_dir, &process::base_env());
+    let health_port_override = std::env::var(TEST_HEALTH_PORT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u16>().ok());
+    let host_spec = HostSpec {
+        python: ctx.python.clone(),
+        data_root,
+        roots: roots.clone(),
+        env,
+        marker,
+        log_dir: log_dir.clone(),
+        result_path: log_dir.join("host-result.json"),
+        net: plan.kind.clone(),
+        ip: plan.ip.clone(),
+        health_timeout_ms: opts.health_timeout_secs * 1000,
+        plugin_timeout_ms: opts.plugin_timeout_secs * 1000,
+        call_timeout_ms: CALL_TIMEOUT_MS,
+        runner_timeout_ms: RUNNER_TIMEOUT_MS,
+        failure_restarts: FAILURE_RESTARTS,
+        health_port_override,
+        candidates,
+    };
+    let spec_path = log_dir.join("host-spec.json");
+    let text = serde_json::to_vec_pretty(&host_spec).map_err(|e| e.to_string())?;
+    std::fs::write(&spec_path, text)
+        .map_err(|e| format!("{}: cannot write: {e}", spec_path.display()))?;
+
+    let outcome = run_host(&plan, &spec_path, &host_spec);
+    let result: Option<HostResult> = std::fs::read(&host_spec.result_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    // Whatever happened, nothing of the run may outlive the gate: the
+    // runtime's group (if the host reported it), the marker, the roots.
+    let pgids: Vec<i32> = result
+        .as_ref()
+        .and_then(|r| r.runtime.pid)
+        .map(|p| p as i32)
+        .into_iter()
+        .collect();
+    let survivors = survey::survey_and_stop(&roots, &pgids, &host_spec.marker, process::GRACE);
+    let host_out = match outcome {
+        Err(_) if interrupt::requested() => return Ok(None),
+        Err(e) => return Err(format!("{ID}: could not run the host process: {e}")),
+        Ok(out) => out,
+    };
+    let host_failure = result.is_none().then(|| HostFailure {
+        program: format!(
+            "{} {HOST_SUBCOMMAND}",
+            std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        ),
+        status: host_out.describe(),
+        tail: host_out.tail(20),
+        result_path: host_spec.result_path.display().to_string(),
+        stderr_log: host_out.logs.1.display().to_string(),
+    });
+    Ok(Some(Observation {
+        setup,
+        network: Some(plan),
+        spec: Some(host_spec),
+        result,
+        host_failure,
+        survivors,
+    }))
+}
+
+/// The host's whole time limit: health, then per candidate its start, one
+/// probe per Runner and a few requests, plus teardown margin.
+fn host_timeout(spec: &HostSpec) -> Duration {
+    let per_candidate: u64 = spec
+        .candidates
+        .iter()
+        .map(|c| {
+            // A declared probe makes two calls per Runner.
+            let runners = c.declared.iter().filter(|d| d.kind == "Runner").count() as u64;
+            spec.plugin_timeout_ms + 2 * runners * spec.runner_timeout_ms + 6 * spec.call_timeout_ms
+        })
+        .sum();
+    Duration::from_millis(spec.health_timeout_ms + per_candidate + 120_000)
+}
+
+fn run_host(
+    plan: &NetPlan,
+    spec_path: &Path,
+    spec: &HostSpec,
+) -> Result<process::ChildOutput, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate this binary: {e}"))?;
+    let host_args = vec![
+        HOST_SUBCOMMAND.to_string(),
+        "--spec".into(),
+        spec_path.display().to_string(),
+    ];
+    let (program, args) = match plan.wrapper.split_first() {
+        Some((first, rest)) => {
+            let mut args = rest.to_vec();
+            args.push(exe.display().to_string());
+            args.extend(host_args);
+            (PathBuf::from(first), args)
+        }
+        None => (exe, host_args),
+    };
+    process::run(&ChildSpec {
+        program,
+        args,
+        cwd: spec.log_dir.clone(),
+        env: process::base_env(),
+        timeout: host_timeout(spec),
+        log_stem: spec.log_dir.join("host"),
+        stdin: None,
+    })
+    .map_err(|e| e.to_string())
+}
