@@ -172,6 +172,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         suites: None,
         wheelhouse: None,
         release_dir,
+        activity: crate::context::GateActivity::default(),
     };
 
     let (mut records, ctx) = run_gates(
@@ -444,6 +445,7 @@ fn run_gates(
                 continue;
             }
             spans.push(process::residue::Span::start(&info.id));
+            ctx.activity.started(&info.id);
             slots[i] = Slot::Running {
                 started: Instant::now(),
                 span: spans.len() - 1,
@@ -493,6 +495,7 @@ fn run_gates(
             continue;
         };
         spans[span].end();
+        ctx.activity.ended(&catalogue[i].id);
         finished.updates.apply(std::sync::Arc::make_mut(&mut ctx));
         let info = &catalogue[i];
         let gate =
@@ -977,6 +980,7 @@ mod tests {
                 requires: requires.iter().map(|r| r.to_string()).collect(),
                 scope: Scope::Global,
                 exclusive: exclusive.iter().map(|r| r.to_string()).collect(),
+                writes: Vec::new(),
             }
         }
 
