@@ -33,6 +33,14 @@ pub struct GateInfo {
     /// any other.
     #[serde(default)]
     pub exclusive: Vec<String>,
+    /// Folders of the evidence directory this gate writes besides its own
+    /// `DIR/logs/<id>` and `DIR/roots/<id>` (see [`GateInfo::write_areas`]),
+    /// relative to DIR with `/` separators (`packages`, `roots/pycache`). A
+    /// gate that judges writes under DIR while others run (worker-isolation's
+    /// `private-roots`) leaves out exactly the areas of the gates that ran
+    /// beside it.
+    #[serde(default)]
+    pub writes: Vec<String>,
     /// Typical seconds this gate takes (on the fixture, two cores), used
     /// only to choose among gates ready at once when `--jobs` leaves fewer
     /// slots than ready gates: the one with the longest remaining path (its
@@ -52,6 +60,14 @@ fn default_cost() -> f64 {
 pub const EVIDENCE_DIRECTORY: &str = "evidence-directory";
 
 impl GateInfo {
+    /// Every folder of DIR this gate may write, relative to DIR: its own
+    /// `logs/<id>` and `roots/<id>`, then its declared [`GateInfo::writes`].
+    pub fn write_areas(&self) -> Vec<String> {
+        let mut areas = vec![format!("logs/{}", self.id), format!("roots/{}", self.id)];
+        areas.extend(self.writes.iter().cloned());
+        areas
+    }
+
     /// Whether this gate and `other` must not run at the same time: they
     /// name one resource in `exclusive`, or either needs the evidence
     /// directory ([`EVIDENCE_DIRECTORY`]), which every gate uses, to itself.
@@ -221,10 +237,13 @@ mod tests {
     }
 
     #[test]
-    fn worker_isolation_runs_alone_and_every_other_pair_may_overlap() {
-        let wi = get("worker-isolation").unwrap();
+    fn no_gate_runs_alone_and_exclusive_resources_still_keep_gates_apart() {
         for g in all() {
-            assert!(wi.conflicts_with(g) && g.conflicts_with(wi), "{}", g.id);
+            assert!(
+                !g.exclusive.iter().any(|r| r == EVIDENCE_DIRECTORY),
+                "{} needs DIR to itself",
+                g.id
+            );
         }
         let (stage, suites) = (get("stage").unwrap(), get("suites").unwrap());
         assert!(!stage.conflicts_with(suites) && !suites.conflicts_with(stage));
@@ -234,6 +253,53 @@ mod tests {
         assert!(!a.conflicts_with(&b));
         b.exclusive = vec!["netns".into(), "port-range".into()];
         assert!(a.conflicts_with(&b) && b.conflicts_with(&a));
+        let mut alone = get("worker-isolation").unwrap().clone();
+        alone.exclusive = vec![EVIDENCE_DIRECTORY.into()];
+        for g in all() {
+            assert!(
+                alone.conflicts_with(g) && g.conflicts_with(&alone),
+                "{}",
+                g.id
+            );
+        }
+    }
+
+    #[test]
+    fn write_areas_are_plain_relative_folders_of_dir() {
+        for g in all() {
+            let areas = g.write_areas();
+            assert_eq!(
+                areas[..2],
+                [format!("logs/{}", g.id), format!("roots/{}", g.id)]
+            );
+            for a in &areas {
+                assert!(
+                    !a.is_empty()
+                        && !a.starts_with('/')
+                        && !a.ends_with('/')
+                        && a.split('/').all(|p| !p.is_empty() && p != "." && p != ".."),
+                    "{}: {a:?}",
+                    g.id
+                );
+            }
+        }
+        // The folders a gate hands on are declared by the gate that makes them.
+        assert!(get("stage")
+            .unwrap()
+            .writes
+            .contains(&"staging".to_string()));
+        assert!(get("lbp-build")
+            .unwrap()
+            .writes
+            .contains(&"packages".to_string()));
+        assert!(get("archive-members")
+            .unwrap()
+            .writes
+            .contains(&"extracted".to_string()));
+        assert!(get("dependencies")
+            .unwrap()
+            .writes
+            .contains(&"wheelhouse".to_string()));
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub struct RunContext {
     /// `--release-dir`: historical archives for the `historical-admission`
     /// gate (absolute); none: that gate is skipped.
     pub release_dir: Option<PathBuf>,
+    /// Which gates ran when, recorded by the pipeline as it starts and ends
+    /// them (shared by every copy of the context).
+    pub activity: GateActivity,
 }
 
 impl RunContext {
@@ -148,12 +151,80 @@ impl RunContext {
             suites: None,
             wheelhouse: None,
             release_dir: None,
+            activity: GateActivity::default(),
         }
     }
 
     /// The candidate record for `folder`.
     pub fn record_mut(&mut self, folder: &str) -> Option<&mut CandidateRecord> {
         self.candidates.iter_mut().find(|c| c.folder == folder)
+    }
+}
+
+/// When the gates of a run started and ended, on one counter of those events
+/// (an order, not a clock), so a gate can learn which gates ran beside it
+/// while it observed something (worker-isolation's `private-roots`). Clones
+/// share one record.
+#[derive(Debug, Clone, Default)]
+pub struct GateActivity(std::sync::Arc<std::sync::Mutex<ActivityLog>>);
+
+#[derive(Debug, Default)]
+struct ActivityLog {
+    /// Events so far (starts, ends and marks).
+    events: u64,
+    /// `(gate, start event, end event)`, in start order.
+    spans: Vec<(String, u64, Option<u64>)>,
+}
+
+impl GateActivity {
+    fn log(&self) -> std::sync::MutexGuard<'_, ActivityLog> {
+        // A record of plain numbers stays consistent even if a holder panicked.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The pipeline: `gate` starts now, before any of its work.
+    pub fn started(&self, gate: &str) {
+        let mut log = self.log();
+        log.events += 1;
+        let at = log.events;
+        log.spans.push((gate.to_string(), at, None));
+    }
+
+    /// The pipeline: `gate` ended now, after all of its work.
+    pub fn ended(&self, gate: &str) {
+        let mut log = self.log();
+        log.events += 1;
+        let at = log.events;
+        if let Some(span) = log
+            .spans
+            .iter_mut()
+            .rev()
+            .find(|(g, _, end)| g == gate && end.is_none())
+        {
+            span.2 = Some(at);
+        }
+    }
+
+    /// A point in the order of events, for [`GateActivity::ran_since`].
+    pub fn mark(&self) -> u64 {
+        let mut log = self.log();
+        log.events += 1;
+        log.events
+    }
+
+    /// Every gate other than `except` that was running at `mark` or started
+    /// after it, in start order: the gates that may have done work between
+    /// `mark` and now.
+    pub fn ran_since(&self, mark: u64, except: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (gate, _, end) in &self.log().spans {
+            if gate != except && end.is_none_or(|e| e > mark) && !out.contains(gate) {
+                out.push(gate.clone());
+            }
+        }
+        out
     }
 }
 
@@ -199,5 +270,34 @@ impl Updates {
 impl std::fmt::Debug for Updates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Updates({} change(s))", self.0.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GateActivity;
+
+    #[test]
+    fn ran_since_names_the_gates_running_at_the_mark_or_started_after_it() {
+        let a = GateActivity::default();
+        a.started("stage");
+        a.ended("stage"); // over before the mark: its work is done
+        a.started("lbp-build");
+        a.started("worker-isolation");
+        let mark = a.mark();
+        a.started("archive-members");
+        a.ended("lbp-build");
+        a.ended("archive-members");
+        a.started("suites"); // still running now
+        assert_eq!(
+            a.ran_since(mark, "worker-isolation"),
+            ["lbp-build", "archive-members", "suites"]
+        );
+        let later = a.mark();
+        assert_eq!(a.ran_since(later, "worker-isolation"), ["suites"]);
+        // Clones share one record.
+        let b = a.clone();
+        b.ended("suites");
+        assert!(a.ran_since(later + 1, "worker-isolation").is_empty());
     }
 }

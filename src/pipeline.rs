@@ -172,6 +172,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         suites: None,
         wheelhouse: None,
         release_dir,
+        activity: crate::context::GateActivity::default(),
     };
 
     let (mut records, ctx) = run_gates(
@@ -482,6 +483,7 @@ fn run_gates(
                 continue;
             }
             spans.push(process::residue::Span::start(&info.id));
+            ctx.activity.started(&info.id);
             slots[i] = Slot::Running {
                 started: Instant::now(),
                 span: spans.len() - 1,
@@ -531,6 +533,7 @@ fn run_gates(
             continue;
         };
         spans[span].end();
+        ctx.activity.ended(&catalogue[i].id);
         finished.updates.apply(std::sync::Arc::make_mut(&mut ctx));
         let info = &catalogue[i];
         let gate =
@@ -1016,6 +1019,7 @@ mod tests {
                 scope: Scope::Global,
                 exclusive: exclusive.iter().map(|r| r.to_string()).collect(),
                 cost: 1.0,
+                writes: Vec::new(),
             }
         }
 

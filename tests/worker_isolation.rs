@@ -30,11 +30,18 @@ struct GateRun {
 /// Runs `--only worker-isolation --isolation <backend>` with extra harness
 /// environment `env`, then asserts no process of the run survived.
 fn run_gate(backend: &str, env: &[(&str, &str)]) -> GateRun {
+    run_with(&["--only", GATE, "--isolation", backend], env)
+}
+
+/// Runs the verifier with `args` (and `--evidence`) and extra harness
+/// environment `env`, then asserts no process of the run survived.
+fn run_with(args: &[&str], env: &[(&str, &str)]) -> GateRun {
     let repo = fixture_repo(&[]);
     let (tmp, dir) = evidence_dir();
     let mut cmd = verifier();
     cmd.current_dir(&repo.root)
-        .args(["--only", GATE, "--isolation", backend, "--evidence"])
+        .args(args)
+        .arg("--evidence")
         .arg(&dir)
         .env_remove(VARIANT_VAR)
         .env_remove("VCC_BWRAP");
@@ -518,6 +525,153 @@ fn under_bwrap_a_leaking_worker_finds_no_harness_environment_to_leak() {
     );
     assert_eq!(result(&run, "test-hook"), "warn");
     assert_eq!(gate_result(&run.evidence, GATE), "pass");
+}
+
+/// The file the `write-outside` variant writes outside its root, at DIR's
+/// top and in the shared bytecode cache (see `write_outside.py`).
+const ESCAPED: &str = "vcc-write-outside-escaped";
+const ESCAPED_IN_CACHE: &str = "roots/pycache/vcc-write-outside-escaped";
+
+/// `private-roots`' changes outside the roots, as `"<change> <path>"`.
+fn outside_changes(run: &GateRun) -> Vec<String> {
+    observed(run, "private-roots")["outside_roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["change"].as_str().unwrap(),
+                c["path"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_worker_writing_outside_its_root_fails_private_roots_with_no_gate_beside_it() {
+    // `--jobs 1`: lbp-build runs before worker-isolation, nothing beside it,
+    // so the whole of DIR is compared and both writes are plain changes.
+    let run = run_with(
+        &[
+            "--only",
+            "lbp-build,worker-isolation",
+            "--isolation",
+            "process",
+            "--jobs",
+            "1",
+        ],
+        &[(VARIANT_VAR, "write-outside")],
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(result(&run, "test-hook"), "warn");
+    assert_eq!(gate_result(&run.evidence, "lbp-build"), "pass");
+    assert_eq!(result(&run, "private-roots"), "fail");
+    let o = observed(&run, "private-roots");
+    assert_eq!(o["gates_beside"], serde_json::json!([]), "{o:#}");
+    assert_eq!(o["excluded"], serde_json::json!([]), "{o:#}");
+    let outside = outside_changes(&run);
+    for want in [
+        format!("added {ESCAPED}"),
+        format!("added {ESCAPED_IN_CACHE}"),
+    ] {
+        assert!(outside.contains(&want), "{want} not in {outside:?}");
+    }
+    let d = detail(&run, "private-roots");
+    assert!(d.contains(&format!("added {ESCAPED}")), "{d}");
+    // The genuine worker b is unaffected.
+    assert_eq!(result(&run, "independent-cancellation"), "pass");
+}
+
+#[test]
+fn a_worker_writing_outside_its_root_fails_private_roots_beside_another_gate() {
+    // Two jobs: lbp-build and worker-isolation both start when sdk-record
+    // passes and run side by side. lbp-build's folders (its logs and roots,
+    // DIR/packages, DIR/roots/pycache) are left out of the comparison, yet
+    // the write at DIR's top is a change outside the roots and the one in the
+    // shared bytecode cache carries worker a's tag.
+    let run = run_with(
+        &[
+            "--only",
+            "lbp-build,worker-isolation",
+            "--isolation",
+            "process",
+            "--jobs",
+            "2",
+        ],
+        &[(VARIANT_VAR, "write-outside")],
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(gate_result(&run.evidence, "lbp-build"), "pass");
+    let o = observed(&run, "private-roots");
+    assert_eq!(
+        o["gates_beside"],
+        serde_json::json!(["lbp-build"]),
+        "lbp-build must have run beside the workers for this test to mean anything: {o:#}"
+    );
+    let cache = o["excluded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["area"] == "roots/pycache")
+        .unwrap_or_else(|| panic!("roots/pycache left out: {o:#}"));
+    assert_eq!(cache["written_by"], serde_json::json!(["lbp-build"]));
+    assert_eq!(result(&run, "private-roots"), "fail");
+    assert_eq!(
+        o["tagged_in_excluded"],
+        serde_json::json!([{"path": ESCAPED_IN_CACHE, "worker": "a"}]),
+        "{o:#}"
+    );
+    let outside = outside_changes(&run);
+    assert!(outside.contains(&format!("added {ESCAPED}")), "{outside:?}");
+    let d = detail(&run, "private-roots");
+    assert!(
+        d.contains(&format!("added {ESCAPED}"))
+            && d.contains(&format!("{ESCAPED_IN_CACHE} (worker a)"))
+            && d.contains("gates that ran beside the workers (lbp-build)"),
+        "{d}"
+    );
+    assert_eq!(
+        check(&run.evidence, GATE, "private-roots", None)["consequence_of"],
+        Value::Null
+    );
+}
+
+#[test]
+fn beside_another_gate_the_genuine_workers_pass_and_the_left_out_folders_are_named() {
+    let run = run_with(
+        &[
+            "--only",
+            "lbp-build,worker-isolation",
+            "--isolation",
+            "process",
+            "--jobs",
+            "2",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{:#}", gate(&run.evidence, GATE));
+    assert_genuine_pass(&run);
+    let o = observed(&run, "private-roots");
+    assert_eq!(o["gates_beside"], serde_json::json!(["lbp-build"]), "{o:#}");
+    let areas: Vec<&str> = o["excluded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["area"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        areas,
+        [
+            "logs/lbp-build",
+            "roots/lbp-build",
+            "packages",
+            "roots/pycache"
+        ]
+    );
+    assert!(o["excluded_changes"].as_u64().unwrap() > 0, "{o:#}");
+    assert_eq!(o["tagged_in_excluded"], serde_json::json!([]));
+    assert_eq!(o["outside_roots"], serde_json::json!([]));
 }
 
 #[test]

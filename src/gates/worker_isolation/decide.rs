@@ -1024,6 +1024,39 @@ pub(crate) struct RootsObs {
     pub outside_roots: Vec<Change>,
     /// One row per worker.
     pub workers: Vec<RootRow>,
+    /// The gates that ran while the workers lived (between the two
+    /// snapshots), in start order; empty: the whole of DIR was compared.
+    pub gates_beside: Vec<String>,
+    /// The folders left out of the comparison: those the gates beside wrote.
+    pub excluded: Vec<ExcludedArea>,
+    /// Changes found inside the left-out folders (not judged as a worker's,
+    /// but each new or changed file read for a worker's tag).
+    pub excluded_changes: usize,
+    /// Files inside the left-out folders carrying a worker's tag.
+    pub tagged_in_excluded: Vec<TaggedFile>,
+    /// Folders above a left-out folder whose modification time alone changed
+    /// (each of their entries is compared on its own).
+    pub parents_mtime_only: Vec<String>,
+}
+
+/// A folder of DIR left out of `private-roots`' comparison, and why.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub(crate) struct ExcludedArea {
+    /// Relative to DIR (`packages`, `roots/pycache`, `logs/lbp-build`).
+    pub area: String,
+    /// The gates beside the workers that write it.
+    pub written_by: Vec<String>,
+    /// Why it was left out.
+    pub why: String,
+}
+
+/// A file carrying a worker's tag where no worker may write.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub(crate) struct TaggedFile {
+    /// Relative to DIR.
+    pub path: String,
+    /// The worker whose tag it carries.
+    pub worker: String,
 }
 
 /// One worker's root.
@@ -1065,6 +1098,19 @@ pub(crate) fn private_roots(o: &RootsObs, protocol_failed: bool) -> Check {
                 .join(", ")
         ));
     }
+    if !o.tagged_in_excluded.is_empty() {
+        own = false;
+        problems.push(format!(
+            "files carrying a worker's tag in folders of the gates that ran beside the workers ({}): {}",
+            o.gates_beside.join(", "),
+            o.tagged_in_excluded
+                .iter()
+                .take(10)
+                .map(|t| format!("{} (worker {})", t.path, t.worker))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     for (i, r) in o.workers.iter().enumerate() {
         let other = o
             .workers
@@ -1092,11 +1138,24 @@ pub(crate) fn private_roots(o: &RootsObs, protocol_failed: bool) -> Check {
     }
     let observed = serde_json::to_value(o).expect("plain data serialises");
     if problems.is_empty() {
+        let compared = if o.excluded.is_empty() {
+            "the evidence directory changed nowhere else".to_string()
+        } else {
+            format!(
+                "the evidence directory changed nowhere else but in the {} folder(s) written by the gates that \
+                 ran beside the workers ({}: left out, see observed.excluded), none of which holds a file \
+                 carrying a worker's tag",
+                o.excluded.len(),
+                o.gates_beside.join(", ")
+            )
+        };
         return Check::pass(
             "private-roots",
             None,
-            "each worker (and its job) wrote only under its own root: the evidence directory changed nowhere \
-             else, and neither root holds a file tagged by the other worker",
+            format!(
+                "each worker (and its job) wrote only under its own root: {compared}, and neither root holds a \
+                 file tagged by the other worker"
+            ),
         )
         .with_observed(observed);
     }

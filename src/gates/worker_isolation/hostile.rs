@@ -17,7 +17,8 @@ pub const GENUINE_LAUNCHER: &str = "main(Hooks())\n";
 /// A hostile variant: its name and the Python appended to `worker.py`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Variant {
-    /// `leak-env`, `ignore-cancel`, `setsid-escape` or `any-token`.
+    /// `leak-env`, `ignore-cancel`, `setsid-escape`, `any-token` or
+    /// `write-outside`.
     pub name: &'static str,
     /// The check it is built to fail.
     pub targets: &'static str,
@@ -46,6 +47,11 @@ pub const VARIANTS: &[Variant] = &[
         name: "any-token",
         targets: "listener-token-separation",
         source: include_str!("../../python/hostile_workers/any_token.py"),
+    },
+    Variant {
+        name: "write-outside",
+        targets: "private-roots",
+        source: include_str!("../../python/hostile_workers/write_outside.py"),
     },
 ];
 

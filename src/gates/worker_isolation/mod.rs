@@ -18,7 +18,8 @@
 //!   same conversation id; each job's events reach only its own worker; the
 //!   jobs' child processes are different processes;
 //! * `environment-allowlist`: a canary the harness put in its own environment
-//!   is in no worker's, child's or grandchild's `/proc/<pid>/environ`;
+//!   (at process start, before any thread: [`install_canary`]) is in no
+//!   worker's, child's or grandchild's `/proc/<pid>/environ`;
 //! * `cancel-quiescence` / `independent-cancellation`: A's job is cancelled
 //!   mid-run through the hub; A's job process group (child and grandchild)
 //!   must be gone by `/proc`, not by the worker's word (the gate escalates
@@ -30,7 +31,12 @@
 //!   and working directory (never by program name) finds nothing; survivors
 //!   are stopped and reported as RESIDUE;
 //! * `private-roots`: the evidence directory changed only under the two
-//!   roots, and each root holds only its own worker's files.
+//!   roots, and each root holds only its own worker's files. Gates may run
+//!   beside this one: the folders of DIR that the gates running while the
+//!   workers lived write (their catalogue `writes`, `logs/<gate>` and
+//!   `roots/<gate>`) are left out of the comparison, named in the evidence,
+//!   and still scanned for files carrying a worker's tag; with no gate
+//!   beside it (`--jobs 1`), the whole of DIR is compared.
 //!
 //! Test-only hostile variants: see [`hostile`].
 
@@ -72,6 +78,65 @@ pub(crate) const GATE: &str = "worker-isolation";
 
 /// The harness variable whose name or value must never reach a worker.
 pub const CANARY_NAME: &str = "VCC_ISOLATION_CANARY";
+
+/// The canary's value for this process, or why it could not be installed;
+/// unset until [`install_canary`] ran.
+static CANARY: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+
+/// Puts [`CANARY_NAME`] with a random value (`vcc-canary-<32 hex>`) in this
+/// process's environment, for the whole run: `environment-allowlist` then
+/// finds it in any worker or child that inherited the harness's environment.
+///
+/// Call it first thing in `main`, before any thread exists: changing the
+/// environment while another thread reads it (every spawn does) is a data
+/// race, which is why the gate no longer sets it itself now that gates run
+/// side by side. It refuses (and the gate then fails with the reason) when
+/// `/proc/self/task` shows more than one thread. Later calls change nothing.
+pub fn install_canary() {
+    CANARY.get_or_init(|| {
+        let threads = std::fs::read_dir("/proc/self/task")
+            .map_err(|e| format!("cannot read /proc/self/task: {e}"))?
+            .count();
+        if threads != 1 {
+            return Err(format!(
+                "install_canary ran with {threads} threads alive; it must run before any thread exists"
+            ));
+        }
+        let value = format!("vcc-canary-{}", random_hex(16)?);
+        std::env::set_var(CANARY_NAME, &value);
+        Ok(value)
+    });
+}
+
+/// The canary [`install_canary`] put in this process's environment.
+///
+/// # Errors
+/// When it was never installed, could not be, or is no longer in the
+/// environment with its value: the gate cannot then prove a leak would show.
+fn installed_canary() -> Result<String, String> {
+    let value = match CANARY.get() {
+        Some(Ok(v)) => v.clone(),
+        Some(Err(e)) => {
+            return Err(format!(
+                "the harness canary {CANARY_NAME} could not be installed at process start: {e}"
+            ))
+        }
+        None => {
+            return Err(format!(
+                "the harness canary {CANARY_NAME} was not installed at process start \
+                 (worker_isolation::install_canary, called first in main); without it no leak of the \
+                 harness's environment could show: run the gate through the verify-coding-candidates binary"
+            ))
+        }
+    };
+    match std::env::var(CANARY_NAME) {
+        Ok(v) if v == value => Ok(value),
+        _ => Err(format!(
+            "the harness canary {CANARY_NAME} is no longer in the harness's environment with the value set at \
+             process start; something changed the environment during the run"
+        )),
+    }
+}
 
 /// The environment marker every worker (and so every child) carries; the
 /// end-of-run survey finds processes by it.
@@ -116,6 +181,7 @@ impl super::Gate for WorkerIsolation {
                 .to_string()
         })?;
         let variant = hostile::from_env()?;
+        let canary = installed_canary()?;
         let base = ctx.evidence_dir.join("roots").join(GATE);
         let mut checks = Vec::new();
         if let Some(v) = &variant {
@@ -150,7 +216,15 @@ impl super::Gate for WorkerIsolation {
             checks.extend(decide(&Observation::backend_only(backend_obs)));
             return Ok(checks);
         };
-        let run = Run::new(ctx, backend, variant, base, read_only, sdk.package_dir)?;
+        let run = Run::new(
+            ctx,
+            backend,
+            variant,
+            base,
+            read_only,
+            sdk.package_dir,
+            canary,
+        )?;
         let obs = run.execute(backend_obs);
         checks.extend(decide(&obs));
         Ok(checks)
@@ -295,6 +369,7 @@ impl<'a> Run<'a> {
         base: PathBuf,
         read_only: Vec<PathBuf>,
         sdk_package: PathBuf,
+        canary: String,
     ) -> Result<Self, String> {
         let mut specs = Vec::new();
         for name in NAMES {
@@ -327,7 +402,7 @@ impl<'a> Run<'a> {
             read_only,
             sdk_package,
             marker: random_hex(16)?,
-            canary: format!("vcc-canary-{}", random_hex(16)?),
+            canary,
             depth,
             specs,
             workers: Vec::new(),
@@ -352,17 +427,17 @@ impl<'a> Run<'a> {
             .display()
             .to_string();
         let skip = vec![PathBuf::from("logs").join(GATE)];
+        // Gates may run beside this one: which did, between the two
+        // snapshots, decides what private-roots leaves out.
+        let mark = self.ctx.activity.mark();
         let before = roots::snapshot(&self.ctx.evidence_dir, &skip);
-        // The canary lives in the harness's environment for the workers' whole
-        // life: a leak anywhere below would carry it.
-        std::env::set_var(CANARY_NAME, &self.canary);
         if let Err(e) = self.exercise() {
             self.obs.protocol_error = Some(e);
         }
         self.teardown();
-        std::env::remove_var(CANARY_NAME);
         let after = roots::snapshot(&self.ctx.evidence_dir, &skip);
-        self.observe_private_roots(&before, &after);
+        let beside = self.ctx.activity.ran_since(mark, GATE);
+        self.observe_private_roots(&before, &after, &beside);
         self.obs
     }
 

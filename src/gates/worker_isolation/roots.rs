@@ -93,6 +93,73 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
     out
 }
 
+/// Whether `path` (relative, `/`-separated) is `area` or inside it.
+pub fn within(path: &str, area: &str) -> bool {
+    path.strip_prefix(area)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// The changes of one comparison, sorted out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sorted {
+    /// Changes inside each worker's root, by the root's index in `worker_roots`.
+    pub workers: Vec<Vec<String>>,
+    /// Changes inside a left-out area (to be scanned for a worker's tag).
+    pub excluded: Vec<Change>,
+    /// Folders above a left-out area whose modification time alone changed
+    /// (an entry added or removed in the area below them, each entry of its
+    /// own being compared).
+    pub parents_mtime_only: Vec<String>,
+    /// Every other change: nobody but a worker may have made it.
+    pub outside: Vec<Change>,
+}
+
+/// Sorts the differences from `before` to `after` into the workers' roots
+/// (`worker_roots`, relative), the left-out `areas` (relative folders of
+/// gates that ran beside the workers), the folders above those areas when
+/// only their modification time changed, and the rest.
+pub fn sort_changes(
+    before: &Snapshot,
+    after: &Snapshot,
+    worker_roots: &[String],
+    areas: &[String],
+) -> Sorted {
+    let mut out = Sorted {
+        workers: vec![Vec::new(); worker_roots.len()],
+        ..Sorted::default()
+    };
+    for c in diff(before, after) {
+        if let Some(i) = worker_roots.iter().position(|r| within(&c.path, r)) {
+            out.workers[i].push(c.path);
+        } else if areas.iter().any(|a| within(&c.path, a)) {
+            out.excluded.push(c);
+        } else if c.change == "changed"
+            && areas.iter().any(|a| within(a, &c.path))
+            && before
+                .get(&c.path)
+                .zip(after.get(&c.path))
+                .is_some_and(|(b, a)| b.starts_with("dir:") && without_mtime(b) == without_mtime(a))
+        {
+            out.parents_mtime_only.push(c.path);
+        } else {
+            out.outside.push(c);
+        }
+    }
+    out
+}
+
+/// A snapshot value (`kind:size:mtime_ns:mode`) without its mtime.
+fn without_mtime(v: &str) -> String {
+    let parts: Vec<&str> = v.split(':').collect();
+    parts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 2)
+        .map(|(_, p)| *p)
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
 /// The tag in the first line of the file at `path` (`None` when the file
 /// does not start with [`TAG_PREFIX`] or cannot be read). Reads at most 256 bytes.
 pub fn file_tag(path: &Path) -> Option<String> {
@@ -138,5 +205,82 @@ mod tests {
         );
         assert_eq!(file_tag(&root.join("new")).as_deref(), Some("abc"));
         assert_eq!(file_tag(&root.join("keep")), None);
+    }
+
+    fn snap(entries: &[(&str, &str)]) -> Snapshot {
+        entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn left_out_areas_hold_their_own_changes_and_nothing_beside_them() {
+        let before = snap(&[
+            ("roots", "dir:0:1:40755"),
+            ("roots/lbp-build", "dir:0:1:40755"),
+            ("roots/pycache", "dir:0:1:40755"),
+            ("roots/pycache-not-the-cache", "file:1:1:100644"),
+            ("roots/worker-isolation/a", "dir:0:1:40755"),
+            ("packages", "dir:0:1:40755"),
+            ("staging", "dir:0:1:40755"),
+        ]);
+        let after = snap(&[
+            // The parent of a left-out area: its mtime alone changed.
+            ("roots", "dir:0:2:40755"),
+            ("roots/lbp-build", "dir:0:2:40755"),
+            ("roots/lbp-build/acp/out.lbpkg", "file:9:2:100644"),
+            ("roots/pycache", "dir:0:2:40755"),
+            ("roots/pycache/x.pyc", "file:9:2:100644"),
+            // A sibling whose name starts like an area is not in it.
+            ("roots/pycache-not-the-cache", "file:2:2:100644"),
+            ("roots/worker-isolation/a", "dir:0:2:40755"),
+            ("roots/worker-isolation/a/data/f", "file:1:2:100644"),
+            // A folder above an area whose mode changed is not mtime only.
+            ("packages", "dir:0:2:40700"),
+            ("packages/x.lbpkg", "file:9:2:100644"),
+            // Not a left-out area in this comparison.
+            ("staging", "dir:0:2:40755"),
+            ("escaped", "file:1:2:100644"),
+        ]);
+        let areas = vec!["roots/lbp-build".to_string(), "roots/pycache".to_string()];
+        let got = sort_changes(
+            &before,
+            &after,
+            &["roots/worker-isolation/a".into()],
+            &areas,
+        );
+        assert_eq!(
+            got.workers,
+            vec![vec![
+                "roots/worker-isolation/a".to_string(),
+                "roots/worker-isolation/a/data/f".to_string()
+            ]]
+        );
+        let paths = |cs: &[Change]| cs.iter().map(|c| c.path.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            paths(&got.excluded),
+            [
+                "roots/lbp-build",
+                "roots/lbp-build/acp/out.lbpkg",
+                "roots/pycache",
+                "roots/pycache/x.pyc"
+            ]
+        );
+        assert_eq!(got.parents_mtime_only, ["roots"]);
+        assert_eq!(
+            paths(&got.outside),
+            [
+                "escaped",
+                "packages",
+                "packages/x.lbpkg",
+                "roots/pycache-not-the-cache",
+                "staging"
+            ]
+        );
+        // With nothing left out, every change outside the roots counts.
+        let whole = sort_changes(&before, &after, &["roots/worker-isolation/a".into()], &[]);
+        assert!(whole.excluded.is_empty() && whole.parents_mtime_only.is_empty());
+        assert_eq!(whole.outside.len(), 10);
     }
 }

@@ -2,14 +2,15 @@
 //! and `private-roots` (the evidence directory before and after). The
 //! decisions are in [`super::decide`].
 
-use super::decide::{RootRow, RootsObs, SurveyObs, SurvivorRow, TeardownObs, WorkerStop};
+use super::decide::{
+    ExcludedArea, RootRow, RootsObs, SurveyObs, SurvivorRow, TaggedFile, TeardownObs, WorkerStop,
+};
 use super::roots;
 use super::{Run, GATE, MARKER_NAME, NAMES, STOP_TIMEOUT};
 use crate::isolation::survey;
 use crate::process;
 use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// How long processes found right after the workers' stop may take to
@@ -98,21 +99,32 @@ impl Run<'_> {
     }
 
     /// The evidence directory before and after, and whose tag each new file
-    /// carries.
+    /// carries. `beside`: the gates that ran between the two snapshots; the
+    /// folders they write are left out (and scanned for a worker's tag).
     pub(super) fn observe_private_roots(
         &mut self,
         before: &roots::Snapshot,
         after: &roots::Snapshot,
+        beside: &[String],
     ) {
-        let changes = roots::diff(before, after);
-        let roots_rel = PathBuf::from("roots").join(GATE);
-        let mut outside = Vec::new();
-        let mut per: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        for c in &changes {
-            let p = Path::new(&c.path);
-            match NAMES.iter().find(|n| p.starts_with(roots_rel.join(n))) {
-                Some(n) => per.entry(n).or_default().push(c.path.clone()),
-                None => outside.push(c.clone()),
+        let excluded = excluded_areas(beside);
+        let areas: Vec<String> = excluded.iter().map(|a| a.area.clone()).collect();
+        let worker_roots: Vec<String> = NAMES.iter().map(|n| format!("roots/{GATE}/{n}")).collect();
+        let sorted = roots::sort_changes(before, after, &worker_roots, &areas);
+        // A worker's tag in a left-out folder is still a worker's write.
+        let mut tagged = Vec::new();
+        for c in sorted.excluded.iter().filter(|c| c.change != "removed") {
+            let path = self.ctx.evidence_dir.join(&c.path);
+            if !path.is_file() {
+                continue;
+            }
+            if let Some(tag) = roots::file_tag(&path) {
+                if let Some(spec) = self.specs.iter().find(|s| s.id == tag) {
+                    tagged.push(TaggedFile {
+                        path: c.path.clone(),
+                        worker: spec.name.to_string(),
+                    });
+                }
             }
         }
         let mut rows = Vec::new();
@@ -120,7 +132,7 @@ impl Run<'_> {
             let other = &self.specs[1 - i];
             let mut foreign = Vec::new();
             let mut own_tagged = 0;
-            let added = per.get(spec.name).cloned().unwrap_or_default();
+            let added = sorted.workers[i].clone();
             for rel in &added {
                 let path = self.ctx.evidence_dir.join(rel);
                 if !path.is_file() {
@@ -157,10 +169,58 @@ impl Run<'_> {
                 entries: added.iter().take(50).cloned().collect(),
             });
         }
+        let snapshot = if excluded.is_empty() {
+            "DIR before and after the workers ran (kind, size, mtime, mode), DIR/logs/worker-isolation excluded; \
+             no other gate ran meanwhile, so the whole of the rest of DIR was compared"
+                .to_string()
+        } else {
+            format!(
+                "DIR before and after the workers ran (kind, size, mtime, mode), DIR/logs/worker-isolation excluded; \
+                 {} gate(s) ran meanwhile ({}), so the folders they write were left out (see excluded) and every \
+                 new or changed file in them was read for a worker's tag",
+                beside.len(),
+                beside.join(", ")
+            )
+        };
         self.obs.roots = Some(RootsObs {
-            snapshot: "DIR before and after the workers ran (kind, size, mtime, mode), DIR/logs/worker-isolation excluded".into(),
-            outside_roots: outside,
+            snapshot,
+            outside_roots: sorted.outside,
             workers: rows,
+            gates_beside: beside.to_vec(),
+            excluded,
+            excluded_changes: sorted.excluded.len(),
+            tagged_in_excluded: tagged,
+            parents_mtime_only: sorted.parents_mtime_only,
         });
     }
+}
+
+/// The folders of DIR the gates `beside` write (their catalogue
+/// [`crate::catalogue::GateInfo::write_areas`]), one row per folder with every
+/// gate writing it, in first-seen order.
+pub(super) fn excluded_areas(beside: &[String]) -> Vec<ExcludedArea> {
+    let mut out: Vec<ExcludedArea> = Vec::new();
+    for gate in beside {
+        let Some(info) = crate::catalogue::get(gate) else {
+            continue;
+        };
+        for area in info.write_areas() {
+            match out.iter_mut().find(|a| a.area == area) {
+                Some(a) => a.written_by.push(gate.clone()),
+                None => out.push(ExcludedArea {
+                    area,
+                    written_by: vec![gate.clone()],
+                    why: String::new(),
+                }),
+            }
+        }
+    }
+    for a in &mut out {
+        a.why = format!(
+            "written by {} (gates/catalogue.toml: `writes`, or the gate's own logs/ and roots/ folder), which ran \
+             while the workers lived: a change there is not told from that gate's own",
+            a.written_by.join(", ")
+        );
+    }
+    out
 }

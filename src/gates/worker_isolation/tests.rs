@@ -278,7 +278,22 @@ fn roots_obs() -> RootsObs {
         snapshot: "DIR before and after".into(),
         outside_roots: vec![],
         workers: vec![root_row("a"), root_row("b")],
+        gates_beside: vec![],
+        excluded: vec![],
+        excluded_changes: 0,
+        tagged_in_excluded: vec![],
+        parents_mtime_only: vec![],
     }
+}
+
+/// `roots_obs` of a run where lbp-build ran beside the workers.
+fn roots_obs_beside_lbp_build() -> RootsObs {
+    let mut o = roots_obs();
+    o.gates_beside = vec!["lbp-build".into()];
+    o.excluded = super::teardown::excluded_areas(&o.gates_beside);
+    o.excluded_changes = 12;
+    o.parents_mtime_only = vec!["logs".into(), "roots".into()];
+    o
 }
 
 fn backend_obs(requested: &str, selected: &str, failure: Option<&str>) -> BackendObs {
@@ -910,6 +925,71 @@ fn refuses_writes_outside_the_workers_roots_and_foreign_files() {
 }
 
 #[test]
+fn beside_other_gates_only_their_folders_are_left_out_and_the_reason_is_recorded() {
+    let o = roots_obs_beside_lbp_build();
+    let areas: Vec<&str> = o.excluded.iter().map(|a| a.area.as_str()).collect();
+    // Exactly lbp-build's own folders and its catalogue `writes`.
+    assert_eq!(
+        areas,
+        [
+            "logs/lbp-build",
+            "roots/lbp-build",
+            "packages",
+            "roots/pycache"
+        ]
+    );
+    assert!(o.excluded.iter().all(|a| a.written_by == ["lbp-build"]
+        && a.why
+            .starts_with("written by lbp-build (gates/catalogue.toml")));
+    let c = decide::private_roots(&o, false);
+    assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+    assert!(
+        c.detail.contains(
+            "but in the 4 folder(s) written by the gates that ran beside the workers (lbp-build"
+        ),
+        "{}",
+        c.detail
+    );
+    let observed = c.observed.as_ref().unwrap();
+    assert_eq!(observed["gates_beside"], json!(["lbp-build"]));
+    assert_eq!(observed["excluded"][2]["area"], "packages");
+    assert_eq!(observed["excluded_changes"], 12);
+    // A folder written by several gates names each of them.
+    let shared = super::teardown::excluded_areas(&["lbp-build".into(), "suites".into()]);
+    let cache = shared.iter().find(|a| a.area == "roots/pycache").unwrap();
+    assert_eq!(cache.written_by, ["lbp-build", "suites"]);
+    // A gate beside that the catalogue does not know leaves nothing out.
+    assert!(super::teardown::excluded_areas(&["no-such-gate".into()]).is_empty());
+}
+
+#[test]
+fn refuses_a_worker_tagged_file_in_a_folder_left_out_for_a_gate_beside() {
+    let mut o = roots_obs_beside_lbp_build();
+    o.tagged_in_excluded = vec![TaggedFile {
+        path: "roots/pycache/escaped".into(),
+        worker: "a".into(),
+    }];
+    let c = decide::private_roots(&o, false);
+    assert_fails(
+        &c,
+        "files carrying a worker's tag in folders of the gates that ran beside the workers (lbp-build): \
+         roots/pycache/escaped (worker a)",
+    );
+    // Not a consequence of an exercise that stopped early: the worker wrote it.
+    assert_eq!(decide::private_roots(&o, true).consequence_of, None);
+    // And a change outside the left-out folders still fails beside other gates.
+    let mut o = roots_obs_beside_lbp_build();
+    o.outside_roots = vec![Change {
+        path: "escaped".into(),
+        change: "added",
+    }];
+    assert_fails(
+        &decide::private_roots(&o, false),
+        "changes outside the workers' roots: added escaped",
+    );
+}
+
+#[test]
 fn refuses_a_worker_whose_home_tmp_or_data_does_not_carry_its_tag() {
     let mut o = roots_obs();
     o.workers[0].missing_tags = vec!["/ev/roots/worker-isolation/a/home/.vcc-worker".into()];
@@ -1020,4 +1100,21 @@ fn refuses_a_worker_that_needed_kill_or_did_not_answer_stop() {
         &decide::teardown(&o),
         "worker b exited without answering `stopped`",
     );
+}
+
+// ----- clause: no harness canary (its installation) --------------------------
+
+#[test]
+fn the_canary_is_installed_only_before_any_thread_and_the_gate_fails_clearly_without_it() {
+    // The test harness runs threads: installing now would race with them, so
+    // it is refused, and the gate reports why instead of running unguarded.
+    install_canary();
+    let err = installed_canary().unwrap_err();
+    assert!(
+        err.starts_with(
+            "the harness canary VCC_ISOLATION_CANARY could not be installed at process start"
+        ) && err.contains("must run before any thread exists"),
+        "{err}"
+    );
+    assert!(std::env::var(CANARY_NAME).is_err());
 }
