@@ -30,12 +30,12 @@
 //!
 //! Checks per run (`<run>/...`): `collected` (pytest collected at least one
 //! item and no collection error; exit 5 fails), `historical-not-collected`
-//! (no item of a historical file, by the recorded item's file and source file
-//! and by the report's classnames), `outcomes` (exit status 0, no failure or error),
-//! `passing` (at least one test passed: skips, xfails and XPASSes are not
-//! passes, so an all-skipped suite fails), `strict-xfail` (no strict xfail
-//! passed or was reported as a pass), and for `extracted` also `source-root`
-//! (DIR/extracted holds exactly the candidate folders) and
+//! (no item of a historical file, by the recorded item's file and source
+//! file and by the report's classnames), `outcomes` (exit status 0, no
+//! failure or error), `passing` (at least one test passed: skips, xfails and
+//! XPASSes are not passes, so an all-skipped suite fails), `strict-xfail` (no
+//! strict xfail passed or was reported as a pass), and for `extracted` also
+//! `source-root` (DIR/extracted holds exactly the candidate folders) and
 //! `extraction-unchanged` (the runs did not modify DIR/extracted). After both
 //! runs, `extracted/same-outcomes`: both reports hold the same test ids
 //! (`classname::name`) with the same outcomes, so fewer passes on
@@ -48,17 +48,18 @@
 //! by the time limit before its collection finished or ended by the suites
 //! themselves without a collection record, a conftest or plugin calling exit
 //! (while collecting, or after the tests started), collection errors, a usage
-//! or internal error of pytest, nothing collected. A suite
-//! that collected but failed its run fails `outcomes`, whose advice is about
-//! the tests and the candidates, never the interpreter.
+//! or internal error of pytest, nothing collected. A suite that collected
+//! but failed its run fails `outcomes`, whose advice is about the tests and
+//! the candidates, never the interpreter.
 //!
 //! The two runs go at the same time, each in its own private copy, roots,
 //! logs and report; the evidence lists the tree run first. DIR/extracted's
 //! digests are taken before both and after both.
 //!
 //! Shape: [`observe`] (`suites/observe.rs`) runs pytest, reads its
-//! collection record and report and returns an [`Observation`]; [`decide`] is a pure function from it and the
-//! profile's `[suites]` options to the checks; `suites/junit.rs` reads
+//! collection record and report and returns an [`Observation`]; [`decide`]
+//! is a pure function from it and the profile's `[suites]` options to the
+//! checks; `suites/junit.rs` reads
 //! pytest's report. When one finding makes others impossible (pytest
 //! missing, a collection that failed, a run whose tests failed, a report
 //! not written) the others name it in `consequence_of`.

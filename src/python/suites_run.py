@@ -136,6 +136,9 @@ class Recorder:
         if report.failed:
             self.errors.append({"nodeid": report.nodeid, "longrepr": str(report.longrepr)[-4000:]})
 
+    # First among the hooks, so a conftest's own `pytest_collection_finish`
+    # that raises or exits cannot keep the collection from being recorded.
+    @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session):
         for item in session.items:
             self.seen.add(id(item))

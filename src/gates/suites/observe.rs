@@ -294,20 +294,21 @@ fn observe_run(
 /// What the run's collection record at `path` (`rel`: relative to DIR)
 /// says: see `suites_run.py`.
 fn read_record(path: &Path, rel: &str) -> CollectAnswer {
-    let bytes =
-        match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CollectAnswer::NoReport {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return CollectAnswer::NoReport {
                 error: format!(
                     "it wrote no collection record ({rel}), so pytest never finished collecting"
                 ),
-            },
-            Err(e) => {
-                return CollectAnswer::NoReport {
-                    error: format!("its collection record {rel} cannot be read: {e}"),
-                }
             }
-        };
+        }
+        Err(e) => {
+            return CollectAnswer::NoReport {
+                error: format!("its collection record {rel} cannot be read: {e}"),
+            }
+        }
+    };
     match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Ok(v) if v.get("pytest_missing").is_some() => CollectAnswer::PytestMissing {
             error: v["pytest_missing"].as_str().unwrap_or_default().to_string(),

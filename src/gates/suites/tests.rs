@@ -528,10 +528,10 @@ fn another_nonzero_collection_status_fails_with_the_tail() {
 
 #[test]
 fn a_hook_that_calls_exit_after_collection_is_named_and_does_not_blame_the_interpreter() {
-    // A conftest's `pytest_collection_finish` calling `sys.exit(3)`:
-    // collection passed (three items), the session ends with 3 before any
-    // test. This used to surface as a failed probe with advice about
-    // --python.
+    // A conftest's `pytest_sessionfinish` calling `sys.exit(3)` in a session
+    // that ran no test (`--collect-only` in the configuration's addopts):
+    // collection passed (three items), the session ends with 3. This used to
+    // surface as a failed probe with advice about --python.
     let mut obs = good();
     if let CollectAnswer::Collected(c) = &mut obs.runs[0].collection.answer {
         c.exit_code = 3;
