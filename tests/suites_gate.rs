@@ -4,9 +4,9 @@
 //! the tree and on DIR/extracted with their strict xfails counted apart from
 //! passes; a strict XPASS, a suite that collects nothing, a suite whose every
 //! test is skipped, fewer passes on DIR/extracted than on the tree, a
-//! historical file named as a suite and a suite that collects a historical
-//! test only when its tests run each fail the gate at the check that says
-//! so.
+//! historical file named as a suite, a suite that collects a historical
+//! test only when its tests run and a conftest that ends the process at the
+//! end of pytest's session each fail the gate at the check that says so.
 
 mod common;
 
@@ -502,6 +502,48 @@ fn a_suite_that_collects_a_historical_test_only_when_run_is_refused_from_what_ra
         assert!(!dir
             .join(format!("logs/suites/{name}-collect.stdout"))
             .exists());
+    }
+}
+
+#[test]
+fn a_conftest_that_ends_the_process_at_session_end_fails_outcomes() {
+    // Its last `pytest_sessionfinish` calls `os._exit(0)` after the JUnit
+    // report is written: status 0, a clean report, but pytest never
+    // returned. (A separate `--collect-only` process used to die of the same
+    // hook; the one run's record keeps the refusal.)
+    let repo = fixture_repo(&["suite-exits-at-session-end"]);
+    let suite = "Runner/certification-tests/exits-at-session-end/test_exits_at_session_end.py";
+    let (code, ev, _keep, dir, text) = run_suites(&repo.root, Some(&profile_with_paths(&[suite])));
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
+    for name in ["tree", "extracted"] {
+        let run = suite_run(&ev, name);
+        assert_eq!(run["exit_code"], 0, "{name}: {run}");
+        assert_eq!(counts(run)[..2], [1, 1], "{name}: {run}");
+        assert_eq!(
+            check(&ev, "suites", &format!("{name}/collected"), None)["result"],
+            "pass"
+        );
+        let outcomes = check(&ev, "suites", &format!("{name}/outcomes"), None);
+        assert_eq!(outcomes["result"], "fail", "{outcomes}");
+        assert_eq!(outcomes["consequence_of"], Value::Null, "{outcomes}");
+        assert!(
+            outcomes["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("pytest's session did not end as pytest ends it"),
+            "{outcomes}"
+        );
+        assert_eq!(
+            outcomes["observed"]["session_finished"], false,
+            "{outcomes}"
+        );
+        let record: Value = serde_json::from_slice(
+            &std::fs::read(dir.join(format!("logs/suites/{name}-collection.json")))
+                .expect("the run's collection record"),
+        )
+        .expect("the collection record is JSON");
+        assert_eq!(record["finished"], false, "{record}");
     }
 }
 

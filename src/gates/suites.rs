@@ -490,7 +490,18 @@ fn outcomes_failed(r: &RunObservation) -> bool {
     let Ok(cases) = &r.report else {
         return true;
     };
-    *timed_out || *exit_code != Some(0) || cases.is_empty() || !bad_cases(cases).is_empty()
+    *timed_out
+        || *exit_code != Some(0)
+        || cases.is_empty()
+        || !bad_cases(cases).is_empty()
+        || session_unfinished(r)
+}
+
+/// The run recorded its collection but not the end of its session: the
+/// process ended without pytest returning (a test or hook ending the
+/// process, a crash).
+fn session_unfinished(r: &RunObservation) -> bool {
+    collection(r).is_some_and(|c| !c.finished)
 }
 
 /// Testcases that fail a run: failed, error, strict XPASS.
@@ -776,7 +787,12 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
             .with_observed(json!({ "started": false, "error": error }));
         }
     };
-    let observed = json!({ "exit_code": exit_code, "timed_out": timed_out, "counts": counts });
+    let observed = json!({
+        "exit_code": exit_code,
+        "timed_out": timed_out,
+        "counts": counts,
+        "session_finished": collection(r).map(|c| c.finished),
+    });
     if timed_out {
         return Check::fail(
             &name,
@@ -800,6 +816,22 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
             .with_observed(observed)
         }
     };
+    if session_unfinished(r) {
+        return Check::fail(
+            &name,
+            None,
+            format!(
+                "pytest's session did not end as pytest ends it: the run's process ended ({status}) after the \
+                 collection of {} item(s) was recorded but before pytest returned, so its status and report \
+                 ({} testcase(s)) are not pytest's verdict on the suites; something the suites run ended the \
+                 process (a test or a conftest hook calling os._exit, a crashing extension): expected pytest to \
+                 end its own session: fix that code (see {log})",
+                collection(r).map_or(0, |c| c.items.len()),
+                parsed.len()
+            ),
+        )
+        .with_observed(observed);
+    }
     let bad: Vec<String> = bad_cases(parsed)
         .iter()
         .take(10)

@@ -755,6 +755,42 @@ fn refuses_an_error_testcase_even_when_pytest_exits_0() {
 }
 
 #[test]
+fn refuses_a_run_whose_session_did_not_end_even_with_exit_0_and_a_clean_report() {
+    // A conftest's last `pytest_sessionfinish` calling `os._exit(0)` after
+    // the JUnit report was written: status 0, every test passed, but the
+    // record of the session's end was never written. The separate
+    // collection process used to die of it (collected failed); the one
+    // run's record must keep the refusal.
+    let mut obs = good();
+    if let CollectAnswer::Collected(c) = &mut obs.runs[1].collection.answer {
+        c.finished = false;
+        c.tests_started = false;
+    }
+    let checks = decide(&obs, &opts());
+    let o = find(&checks, "extracted/outcomes");
+    assert_eq!(o.result, CheckResult::Fail);
+    assert!(
+        o.detail.starts_with(
+            "pytest's session did not end as pytest ends it: the run's process ended (exit status 0) after the \
+             collection of 3 item(s) was recorded but before pytest returned"
+        ),
+        "{}",
+        o.detail
+    );
+    assert!(o.detail.contains("os._exit"), "{}", o.detail);
+    assert_eq!(o.observed.as_ref().unwrap()["session_finished"], false);
+    assert_eq!(
+        find(&checks, "extracted/collected").result,
+        CheckResult::Pass
+    );
+    assert_eq!(failing(&checks), [("extracted/outcomes", None)]);
+    assert_eq!(
+        find(&checks, "tree/outcomes").observed.as_ref().unwrap()["session_finished"],
+        true
+    );
+}
+
+#[test]
 fn refuses_a_nonzero_exit_with_no_failing_testcase() {
     let mut r = good_run("tree");
     r.pytest = ran(1);
