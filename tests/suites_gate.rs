@@ -3,9 +3,10 @@
 //! SDK interpreter from `$PYTHON`: the fixture's own pytest suites pass on
 //! the tree and on DIR/extracted with their strict xfails counted apart from
 //! passes; a strict XPASS, a suite that collects nothing, a suite whose every
-//! test is skipped, fewer passes on DIR/extracted than on the tree and a
-//! historical file named as a suite each fail the gate at the check that
-//! says so.
+//! test is skipped, fewer passes on DIR/extracted than on the tree, a
+//! historical file named as a suite, a suite that collects a historical
+//! test only when its tests run and a conftest that ends the process at the
+//! end of pytest's session each fail the gate at the check that says so.
 
 mod common;
 
@@ -440,6 +441,110 @@ fn fewer_passes_on_the_extraction_than_on_the_tree_fail_naming_the_test() {
         same["observed"]["differences"][0]["extracted"],
         serde_json::json!(["skipped"])
     );
+}
+
+#[test]
+fn a_suite_that_collects_a_historical_test_only_when_run_is_refused_from_what_ran() {
+    // The suite's conftest tells it whether pytest only collects; when pytest
+    // runs the tests, the module imports a historical test under its own
+    // name, so its JUnit classname is not the historical file's. A separate
+    // `--collect-only` look would not see it; the run's own collection does,
+    // by the item's source file.
+    let repo = fixture_repo(&["suite-collects-when-run"]);
+    let suite = "Runner/certification-tests/collects-when-run/test_collects_when_run.py";
+    let (code, ev, _keep, dir, text) = run_suites(&repo.root, Some(&profile_with_paths(&[suite])));
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
+    for name in ["tree", "extracted"] {
+        let historical = check(
+            &ev,
+            "suites",
+            &format!("{name}/historical-not-collected"),
+            None,
+        );
+        assert_eq!(historical["result"], "fail", "{historical}");
+        assert_eq!(historical["consequence_of"], Value::Null, "{historical}");
+        let detail = historical["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(&format!(
+                "{suite}::test_every_candidate_has_one_manifest (collected item from {HISTORICAL})"
+            )),
+            "{detail}"
+        );
+        // Everything else passes: the historical test is a strict xfail,
+        // and its classname is the suite's.
+        for c in ["collected", "outcomes", "passing", "strict-xfail"] {
+            assert_eq!(
+                check(&ev, "suites", &format!("{name}/{c}"), None)["result"],
+                "pass",
+                "{name}/{c}"
+            );
+        }
+        let run = suite_run(&ev, name);
+        assert_eq!(run["collected"], 2, "{name}: {run}");
+        assert_eq!(counts(run)[..2], [2, 1], "{name}: {run}");
+        assert_eq!(
+            with_outcome(run, "xfailed"),
+            ["test_every_candidate_has_one_manifest"],
+            "{name}"
+        );
+        // One process per run: its collection record, its logs, no others.
+        let record: Value = serde_json::from_slice(
+            &std::fs::read(dir.join(format!("logs/suites/{name}-collection.json")))
+                .expect("the run's collection record"),
+        )
+        .expect("the collection record is JSON");
+        assert_eq!(
+            record["items"].as_array().map(Vec::len),
+            Some(2),
+            "{record}"
+        );
+        assert!(!dir
+            .join(format!("logs/suites/{name}-collect.stdout"))
+            .exists());
+    }
+}
+
+#[test]
+fn a_conftest_that_ends_the_process_at_session_end_fails_outcomes() {
+    // Its last `pytest_sessionfinish` calls `os._exit(0)` after the JUnit
+    // report is written: status 0, a clean report, but pytest never
+    // returned. (A separate `--collect-only` process used to die of the same
+    // hook; the one run's record keeps the refusal.)
+    let repo = fixture_repo(&["suite-exits-at-session-end"]);
+    let suite = "Runner/certification-tests/exits-at-session-end/test_exits_at_session_end.py";
+    let (code, ev, _keep, dir, text) = run_suites(&repo.root, Some(&profile_with_paths(&[suite])));
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
+    for name in ["tree", "extracted"] {
+        let run = suite_run(&ev, name);
+        assert_eq!(run["exit_code"], 0, "{name}: {run}");
+        assert_eq!(counts(run)[..2], [1, 1], "{name}: {run}");
+        assert_eq!(
+            check(&ev, "suites", &format!("{name}/collected"), None)["result"],
+            "pass"
+        );
+        let outcomes = check(&ev, "suites", &format!("{name}/outcomes"), None);
+        assert_eq!(outcomes["result"], "fail", "{outcomes}");
+        assert_eq!(outcomes["consequence_of"], Value::Null, "{outcomes}");
+        assert!(
+            outcomes["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("pytest's session did not end as pytest ends it"),
+            "{outcomes}"
+        );
+        assert_eq!(
+            outcomes["observed"]["session_finished"], false,
+            "{outcomes}"
+        );
+        let record: Value = serde_json::from_slice(
+            &std::fs::read(dir.join(format!("logs/suites/{name}-collection.json")))
+                .expect("the run's collection record"),
+        )
+        .expect("the collection record is JSON");
+        assert_eq!(record["finished"], false, "{record}");
+    }
 }
 
 /// The command line of the process `suite-escapes-group` starts in a session

@@ -732,7 +732,8 @@ pub struct SignOff {
 }
 
 /// The `suites` gate: the repository's own pytest suites, run with the
-/// genuine interpreter (`python -I -B -m pytest`) once per [`SuiteRun`].
+/// genuine interpreter (`python -I`, one process calling `pytest.main`) once
+/// per [`SuiteRun`].
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SuitesRecord {
@@ -766,7 +767,8 @@ pub struct SuiteRun {
     /// Value given to the source-root variable, relative to DIR
     /// (`extracted`); `null`: the variable was unset.
     pub source_root: Option<String>,
-    /// Test items pytest collected before the run (`--collect-only`).
+    /// Test items the run collected, as it recorded them at the end of its
+    /// collection (`logs/suites/<name>-collection.json`).
     pub collected: u64,
     /// pytest's exit status; `null` when it was stopped (timeout, signal).
     pub exit_code: Option<i32>,

@@ -8,27 +8,34 @@
 //!    (`CODING_RUNNER_SOURCE_ROOT`) set to DIR/extracted, whose children are
 //!    the exact extractions of the archives: the suites test what ships.
 //!
-//! Each run is `python -I -X pycache_prefix=DIR/roots/pycache -m pytest <paths> -p no:cacheprovider --rootdir
-//! <copy> -c <config> --junitxml DIR/logs/suites/<run>.xml -q` with a private
-//! HOME/TMP, the allowlisted environment plus the source-root variable, its
-//! own process group and the profile's time limit. Before it, the
-//! `suites_collect.py` probe collects the same suites with the same flags and
-//! reports every item (file, source file, JUnit names, the xfail that applies).
+//! Each run is one process, `python -I -X pycache_prefix=DIR/roots/pycache -c
+//! <suites_run.py> '<pytest args>' DIR/logs/suites/<run>-collection.json`,
+//! whose driver calls `pytest.main([<paths>, -p no:cacheprovider, --rootdir
+//! <copy>, -c <config>, --junitxml DIR/logs/suites/<run>.xml, -q],
+//! plugins=[recorder])` with a private HOME/TMP, the allowlisted environment
+//! plus the source-root variable, its own process group and the profile's
+//! time limit (collection included); its exit status is pytest's. The
+//! recorder writes the run's collection record (every item: file, source
+//! file, JUnit names, the xfail that applies; collection errors; an exit a
+//! conftest or plugin called) when pytest finishes collecting and again when
+//! the session ends, so the items judged are exactly those the run collected
+//! and executed: a conftest that collects differently when only collecting
+//! cannot show the gate another set.
 //!
 //! Outcomes come from the run's JUnit report, in pytest's shapes (checked
 //! against pytest 9): an xfail is `<skipped type="pytest.xfail">`, counted as
 //! an expected failure and never as a pass; a strict XPASS is a `<failure>`
 //! whose message starts with `[XPASS(strict)]`; a non-strict XPASS is a plain
-//! testcase, recognised through the probe's xfail record.
+//! testcase, recognised through the collection record's xfail.
 //!
 //! Checks per run (`<run>/...`): `collected` (pytest collected at least one
 //! item and no collection error; exit 5 fails), `historical-not-collected`
-//! (no item of a historical file, by the probe's file and source file and by
-//! the report's classnames), `outcomes` (exit status 0, no failure or error),
-//! `passing` (at least one test passed: skips, xfails and XPASSes are not
-//! passes, so an all-skipped suite fails), `strict-xfail` (no strict xfail
-//! passed or was reported as a pass), and for `extracted` also `source-root`
-//! (DIR/extracted holds exactly the candidate folders) and
+//! (no item of a historical file, by the recorded item's file and source
+//! file and by the report's classnames), `outcomes` (exit status 0, no
+//! failure or error), `passing` (at least one test passed: skips, xfails and
+//! XPASSes are not passes, so an all-skipped suite fails), `strict-xfail` (no
+//! strict xfail passed or was reported as a pass), and for `extracted` also
+//! `source-root` (DIR/extracted holds exactly the candidate folders) and
 //! `extraction-unchanged` (the runs did not modify DIR/extracted). After both
 //! runs, `extracted/same-outcomes`: both reports hold the same test ids
 //! (`classname::name`) with the same outcomes, so fewer passes on
@@ -37,19 +44,22 @@
 //! processes behind, which were stopped).
 //!
 //! `collected` names its cause, each with its own advice: an interpreter
-//! that cannot import pytest (the one cause about `--python`), a probe
-//! stopped by the time limit or ended by the suites themselves, collection
-//! errors, a usage or internal error of pytest, nothing collected. A suite
-//! that collected but failed its run fails `outcomes`, whose advice is about
-//! the tests and the candidates, never the interpreter.
+//! that cannot import pytest (the one cause about `--python`), a run stopped
+//! by the time limit before its collection finished or ended by the suites
+//! themselves without a collection record, a conftest or plugin calling exit
+//! (while collecting, or after the tests started), collection errors, a usage
+//! or internal error of pytest, nothing collected. A suite that collected
+//! but failed its run fails `outcomes`, whose advice is about the tests and
+//! the candidates, never the interpreter.
 //!
 //! The two runs go at the same time, each in its own private copy, roots,
 //! logs and report; the evidence lists the tree run first. DIR/extracted's
 //! digests are taken before both and after both.
 //!
-//! Shape: [`observe`] (`suites/observe.rs`) runs the probes and pytest and
-//! returns an [`Observation`]; [`decide`] is a pure function from it and the
-//! profile's `[suites]` options to the checks; `suites/junit.rs` reads
+//! Shape: [`observe`] (`suites/observe.rs`) runs pytest, reads its
+//! collection record and report and returns an [`Observation`]; [`decide`]
+//! is a pure function from it and the profile's `[suites]` options to the
+//! checks; `suites/junit.rs` reads
 //! pytest's report. When one finding makes others impossible (pytest
 //! missing, a collection that failed, a run whose tests failed, a report
 //! not written) the others name it in `consequence_of`.
@@ -104,9 +114,9 @@ pub(crate) struct RunObservation {
     pub source_root: Option<String>,
     /// The interpreter path the run used.
     pub python: String,
-    /// The profile's time limit for the collection and, apart, the run.
+    /// The profile's time limit for the run, its collection included.
     pub timeout_secs: u64,
-    /// What the collection probe reported.
+    /// What the run recorded of its collection.
     pub collection: CollectionObs,
     /// How the pytest run ended.
     pub pytest: PytestObs,
@@ -118,56 +128,61 @@ pub(crate) struct RunObservation {
     pub report: Result<Vec<SuiteTestCase>, String>,
 }
 
-/// The collection probe as a process, and what it answered.
+/// The run's process, and the collection record it wrote.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct CollectionObs {
-    /// How the probe process ended.
-    pub probe: ProbeRun,
-    /// Its answer.
+    /// How the run's process ended (the same process as [`PytestObs`]).
+    pub process: ProcessRun,
+    /// Its collection record.
     pub answer: CollectAnswer,
 }
 
 /// How a child process ended.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct ProbeRun {
+pub(crate) struct ProcessRun {
     /// "exit status 0", "killed by signal 9", "timed out and was stopped".
     pub status: String,
     /// Exit status; `None` when stopped (time limit, signal) or not started.
     pub exit_code: Option<i32>,
     /// The time limit elapsed.
     pub timed_out: bool,
-    /// Last lines of its stderr (of stdout when stderr is empty).
+    /// Last lines of its stdout then of its stderr.
     pub tail: String,
-    /// Its stderr log.
+    /// Its logs.
     pub log: String,
 }
 
-/// What `suites_collect.py` answered.
+/// What the run's collection record (`suites_run.py`) says.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) enum CollectAnswer {
-    /// pytest ran its collection and the probe reported it.
+    /// pytest finished its collection and the driver recorded it.
     Collected(Collection),
     /// The interpreter could not import pytest.
     PytestMissing {
         /// `<exception type>: <message>`.
         error: String,
     },
-    /// The probe printed no report (it was stopped, crashed, or something
-    /// else wrote over its stdout).
+    /// There is no usable record (the process was stopped or ended before
+    /// pytest finished collecting, or the record is not the driver's shape).
     NoReport {
         /// Why there is no report.
         error: String,
     },
 }
 
-/// What `suites_collect.py` reports when pytest ran its collection.
+/// What `suites_run.py` records when pytest finished its collection.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub(crate) struct Collection {
-    /// pytest's exit status for `--collect-only`.
+    /// pytest's status for the collection: the session's own when it ended
+    /// before any test started (2 collection errors, 3 internal error, 4
+    /// usage error, 5 nothing collected, or a code passed to exit); once a
+    /// test started, what the collection alone gives (2 with collection
+    /// errors, 5 with no item, else 0).
     pub exit_code: i32,
     /// `pytest.__version__`.
     pub pytest_version: String,
-    /// Every collected item.
+    /// Every collected item (and any item a plugin ran that the collection
+    /// did not report).
     pub items: Vec<CollectedItem>,
     /// Every collector that failed.
     pub errors: Vec<CollectError>,
@@ -175,6 +190,13 @@ pub(crate) struct Collection {
     /// session (`repr`), if one did.
     #[serde(default)]
     pub system_exit: Option<String>,
+    /// A test had started when the record was written.
+    #[serde(default)]
+    pub tests_started: bool,
+    /// The record was written after the session ended; `false`: the process
+    /// ended or was stopped after the collection, before pytest returned.
+    #[serde(default)]
+    pub finished: bool,
 }
 
 /// One collected test item.
@@ -468,7 +490,18 @@ fn outcomes_failed(r: &RunObservation) -> bool {
     let Ok(cases) = &r.report else {
         return true;
     };
-    *timed_out || *exit_code != Some(0) || cases.is_empty() || !bad_cases(cases).is_empty()
+    *timed_out
+        || *exit_code != Some(0)
+        || cases.is_empty()
+        || !bad_cases(cases).is_empty()
+        || session_unfinished(r)
+}
+
+/// The run recorded its collection but not the end of its session: the
+/// process ended without pytest returning (a test or hook ending the
+/// process, a crash).
+fn session_unfinished(r: &RunObservation) -> bool {
+    collection(r).is_some_and(|c| !c.finished)
 }
 
 /// Testcases that fail a run: failed, error, strict XPASS.
@@ -602,12 +635,12 @@ fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
 
 /// `<run>/collected`: pytest collected at least one item and no collector
 /// failed. Each cause gets its own advice: an interpreter without pytest
-/// (the only one that is about `--python`), a probe that was stopped or
-/// ended early, collection errors, nothing collected, a usage or internal
-/// error.
+/// (the only one that is about `--python`), a run that was stopped or
+/// ended before its collection was recorded, collection errors, an exit a
+/// conftest or plugin called, nothing collected, a usage or internal error.
 fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
     let name = format!("{}/collected", r.name);
-    let probe = &r.collection.probe;
+    let process = &r.collection.process;
     let c = match &r.collection.answer {
         CollectAnswer::Collected(c) => c,
         CollectAnswer::PytestMissing { error } => {
@@ -625,22 +658,23 @@ fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
             .with_observed(json!({ "pytest_importable": false, "error": error, "python": r.python }));
         }
         CollectAnswer::NoReport { error } => {
-            let observed = json!({ "probe": probe, "error": error });
-            let detail = if probe.timed_out {
+            let observed = json!({ "process": process, "error": error });
+            let detail = if process.timed_out {
                 format!(
                     "collecting the suites {paths:?} did not finish within {} s and was stopped; expected \
                      the collection to finish: fix what hangs while the suites are imported (a module-level \
                      call, a conftest hook) or raise [suites] timeout_secs; see {}",
-                    r.timeout_secs, probe.log
+                    r.timeout_secs, process.log
                 )
             } else {
                 format!(
-                    "the collection probe {} without reporting what pytest collected from {paths:?} ({error}); \
-                     output tail: {}; pytest itself was importable, so the interpreter is not the cause: \
-                     something the suites run while they are imported (a conftest or test module calling \
-                     exit, a crashing extension, a process writing to the probe's stdout) ended or garbled \
-                     it: fix that code; see {}",
-                    probe.status, probe.tail, probe.log
+                    "the pytest run {} without recording what pytest collected from {paths:?} ({error}); \
+                     output tail: {}; pytest itself was importable (the run records it when it is not), so the \
+                     interpreter is not the cause: something the suites run while they are collected (a conftest \
+                     or test module ending the process, a crashing extension, a test overwriting the record) \
+                     ended the run before its collection was recorded or garbled the record: fix that code; \
+                     see {}",
+                    process.status, process.tail, process.log
                 )
             };
             return Check::fail(&name, None, detail).with_observed(observed);
@@ -662,6 +696,17 @@ fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
             first.nodeid,
             last_lines(&first.longrepr, 6)
         )
+    } else if let (Some(code), true) = (&c.system_exit, c.tests_started) {
+        format!(
+            "a conftest or plugin called exit({code}) inside pytest's session after the run's {} collected \
+             item(s) had started running (the run: {}): {}; pytest and the interpreter are not the cause: expected \
+             no hook to end the session, which pytest must end and report itself: remove the exit call from the \
+             hook; see {}",
+            c.items.len(),
+            process.status,
+            process.tail,
+            process.log
+        )
     } else if let Some(code) = &c.system_exit {
         format!(
             "a conftest or plugin called exit({code}) inside pytest's session while collecting {paths:?}, after \
@@ -669,8 +714,8 @@ fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
              no hook to end the session: remove the exit call from the hook; see {}",
             c.items.len(),
             c.exit_code,
-            probe.tail,
-            probe.log
+            process.tail,
+            process.log
         )
     } else if c.exit_code == 4 {
         format!(
@@ -678,13 +723,13 @@ fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
              usage error): {}; expected the configuration to be valid for this pytest: fix the pytest \
              configuration ([suites] config and its addopts) or install the plugin it names into the \
              interpreter; see {}",
-            probe.tail, probe.log
+            process.tail, process.log
         )
     } else if c.exit_code == 3 {
         format!(
             "pytest hit an internal error while collecting {paths:?} (exit status 3): {}; expected no plugin \
              or conftest hook to raise: fix the hook that raised; see {}",
-            probe.tail, probe.log
+            process.tail, process.log
         )
     } else if c.exit_code == 5 || (c.exit_code == 0 && c.items.is_empty()) {
         format!(
@@ -698,8 +743,8 @@ fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
              expected 0: see {}",
             c.exit_code,
             c.items.len(),
-            probe.tail,
-            probe.log
+            process.tail,
+            process.log
         )
     } else {
         return Check::pass(
@@ -742,7 +787,12 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
             .with_observed(json!({ "started": false, "error": error }));
         }
     };
-    let observed = json!({ "exit_code": exit_code, "timed_out": timed_out, "counts": counts });
+    let observed = json!({
+        "exit_code": exit_code,
+        "timed_out": timed_out,
+        "counts": counts,
+        "session_finished": collection(r).map(|c| c.finished),
+    });
     if timed_out {
         return Check::fail(
             &name,
@@ -766,6 +816,22 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
             .with_observed(observed)
         }
     };
+    if session_unfinished(r) {
+        return Check::fail(
+            &name,
+            None,
+            format!(
+                "pytest's session did not end as pytest ends it: the run's process ended ({status}) after the \
+                 collection of {} item(s) was recorded but before pytest returned, so its status and report \
+                 ({} testcase(s)) are not pytest's verdict on the suites; something the suites run ended the \
+                 process (a test or a conftest hook calling os._exit, a crashing extension): expected pytest to \
+                 end its own session: fix that code (see {log})",
+                collection(r).map_or(0, |c| c.items.len()),
+                parsed.len()
+            ),
+        )
+        .with_observed(observed);
+    }
     let bad: Vec<String> = bad_cases(parsed)
         .iter()
         .take(10)

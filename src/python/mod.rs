@@ -67,10 +67,11 @@ pub const WORKER: &str = include_str!("worker.py");
 /// `worker_paths.py`): the bwrap backend's read-only binds and preflight.
 pub const WORKER_PATHS_PROBE: &str = include_str!("worker_paths.py");
 
-/// Collects the `suites` gate's pytest suites without running them and
-/// reports every item: file, source file, JUnit names, applicable xfail
-/// (see `suites_collect.py`).
-pub const SUITES_COLLECT_PROBE: &str = include_str!("suites_collect.py");
+/// Runs one pytest run of the `suites` gate in one process and records the
+/// items that run collected: file, source file, JUnit names, applicable
+/// xfail (see `suites_run.py`). Not a probe: stdout belongs to pytest, the
+/// record goes to a file.
+pub const SUITES_RUN_DRIVER: &str = include_str!("suites_run.py");
 
 /// Reads two `manifest.yaml` files with PyYAML's `yaml.safe_load`, as the
 /// SDK does (YAML 1.1), and reports the typed values (see

@@ -9,7 +9,7 @@
 use super::junit::parse_junit;
 use super::{
     xfail_map, CollectAnswer, Collection, CollectionObs, ExtractionObservation, Observation,
-    ProbeRun, PytestObs, RunObservation,
+    ProcessRun, PytestObs, RunObservation,
 };
 use crate::context::RunContext;
 use crate::evidence::SuiteTestCase;
@@ -142,7 +142,8 @@ fn list_root(root: &Path) -> (Result<Vec<String>, String>, Vec<String>) {
     }
 }
 
-/// Copies the staged tree, collects and runs pytest once.
+/// Copies the staged tree and runs pytest once, in one process whose
+/// driver (`suites_run.py`) records the collection of that very run.
 fn observe_run(
     ctx: &RunContext,
     opts: &SuitesOptions,
@@ -161,16 +162,16 @@ fn observe_run(
     if let Some(root) = &plan.source_root {
         env.insert(opts.source_root_env.clone(), root.display().to_string());
     }
-    let mut common: Vec<String> = opts.paths.clone();
-    common.extend(["-p", "no:cacheprovider", "--rootdir"].map(String::from));
-    common.push(tree.display().to_string());
-    common.push("-c".into());
+    let mut pytest_args: Vec<String> = opts.paths.clone();
+    pytest_args.extend(["-p", "no:cacheprovider", "--rootdir"].map(String::from));
+    pytest_args.push(tree.display().to_string());
+    pytest_args.push("-c".into());
     match &opts.config {
-        Some(config) => common.push(tree.join(config).display().to_string()),
+        Some(config) => pytest_args.push(tree.join(config).display().to_string()),
         None => {
-            common.push(private_config.display().to_string());
-            common.push("--confcutdir".into());
-            common.push(tree.display().to_string());
+            pytest_args.push(private_config.display().to_string());
+            pytest_args.push("--confcutdir".into());
+            pytest_args.push(tree.display().to_string());
         }
     }
     let timeout = Duration::from_secs(opts.timeout_secs);
@@ -180,56 +181,90 @@ fn observe_run(
             .unwrap_or_else(|_| p.display().to_string())
     };
 
-    let mut collection = collect(
-        ctx,
-        &common,
-        &tree,
-        env.clone(),
-        &ctx.log_stem("suites", &format!("{name}-collect")),
-        timeout,
-    )?;
-    if let CollectAnswer::Collected(c) = &mut collection.answer {
-        mark_historical(c, &tree, &opts.historical);
-    }
-
     let junit_abs = ctx
         .evidence_dir
         .join("logs")
         .join("suites")
         .join(format!("{name}.xml"));
     let junit_rel = format!("logs/suites/{name}.xml");
+    let record_abs = ctx
+        .evidence_dir
+        .join("logs")
+        .join("suites")
+        .join(format!("{name}-collection.json"));
+    // A record this run did not write must not stand for it.
+    match std::fs::remove_file(&record_abs) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("cannot remove {}: {e}", record_abs.display()))
+        }
+        _ => {}
+    }
+    pytest_args.push(format!("--junitxml={}", junit_abs.display()));
+    pytest_args.push("-q".into());
     let mut args: Vec<String> = vec!["-I".into()];
     args.extend(python::bytecode_options());
-    args.extend(["-m".to_string(), "pytest".to_string()]);
-    args.extend(common.iter().cloned());
-    args.push(format!("--junitxml={}", junit_abs.display()));
-    args.push("-q".into());
+    args.extend([
+        "-c".to_string(),
+        python::SUITES_RUN_DRIVER.to_string(),
+        serde_json::to_string(&pytest_args).expect("strings serialise"),
+        record_abs.display().to_string(),
+    ]);
+    let log_stem = ctx.log_stem("suites", name);
     let spec = ChildSpec {
         program: ctx.python.clone(),
         args,
         cwd: tree.clone(),
         env,
         timeout,
-        log_stem: ctx.log_stem("suites", name),
+        log_stem: log_stem.clone(),
         stdin: None,
     };
-    let pytest = match process::run(&spec) {
-        Ok(out) => PytestObs::Ran {
-            exit_code: if out.timed_out {
+    let (mut collection, pytest) = match process::run(&spec) {
+        Ok(out) => {
+            let exit_code = if out.timed_out {
                 None
             } else {
                 out.status.code()
-            },
-            status: out.describe(),
-            timed_out: out.timed_out,
-            stragglers_killed: out.stragglers_killed,
-            log: out.logs.0.display().to_string(),
-        },
+            };
+            let process = ProcessRun {
+                status: out.describe(),
+                exit_code,
+                timed_out: out.timed_out,
+                tail: output_tail(&out.stdout_text(), &out.stderr_text()),
+                log: format!("{} and {}", out.logs.0.display(), out.logs.1.display()),
+            };
+            let pytest = PytestObs::Ran {
+                exit_code,
+                status: out.describe(),
+                timed_out: out.timed_out,
+                stragglers_killed: out.stragglers_killed,
+                log: out.logs.0.display().to_string(),
+            };
+            let answer = read_record(&record_abs, &rel(&record_abs));
+            (CollectionObs { process, answer }, pytest)
+        }
         Err(e @ RunError::Interrupted { .. }) => return Err(e.to_string()),
-        Err(e) => PytestObs::NotRun {
-            error: e.to_string(),
-        },
+        Err(e) => (
+            CollectionObs {
+                process: ProcessRun {
+                    status: "not started".into(),
+                    exit_code: None,
+                    timed_out: false,
+                    tail: String::new(),
+                    log: log_stem.display().to_string(),
+                },
+                answer: CollectAnswer::NoReport {
+                    error: e.to_string(),
+                },
+            },
+            PytestObs::NotRun {
+                error: e.to_string(),
+            },
+        ),
     };
+    if let CollectAnswer::Collected(c) = &mut collection.answer {
+        mark_historical(c, &tree, &opts.historical);
+    }
     let xfails = match &collection.answer {
         CollectAnswer::Collected(c) => xfail_map(c),
         _ => Default::default(),
@@ -256,79 +291,53 @@ fn observe_run(
     })
 }
 
-/// Runs `suites_collect.py` with the run's pytest arguments.
-///
-/// # Errors
-/// Only when the run was interrupted; every other failure is observed.
-fn collect(
-    ctx: &RunContext,
-    common: &[String],
-    cwd: &Path,
-    env: std::collections::BTreeMap<String, String>,
-    log_stem: &Path,
-    timeout: Duration,
-) -> Result<CollectionObs, String> {
-    let spec = ChildSpec {
-        program: ctx.python.clone(),
-        args: ["-I".to_string()]
-            .into_iter()
-            .chain(python::bytecode_options())
-            .chain([
-                "-c".into(),
-                python::SUITES_COLLECT_PROBE.into(),
-                serde_json::to_string(common).expect("strings serialise"),
-            ])
-            .collect(),
-        cwd: cwd.to_path_buf(),
-        env,
-        timeout,
-        log_stem: log_stem.to_path_buf(),
-        stdin: None,
-    };
-    let out = match process::run(&spec) {
-        Ok(out) => out,
-        Err(e @ RunError::Interrupted { .. }) => return Err(e.to_string()),
+/// What the run's collection record at `path` (`rel`: relative to DIR)
+/// says: see `suites_run.py`.
+fn read_record(path: &Path, rel: &str) -> CollectAnswer {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return CollectAnswer::NoReport {
+                error: format!(
+                    "it wrote no collection record ({rel}), so pytest never finished collecting"
+                ),
+            }
+        }
         Err(e) => {
-            return Ok(CollectionObs {
-                probe: ProbeRun {
-                    status: "not started".into(),
-                    exit_code: None,
-                    timed_out: false,
-                    tail: String::new(),
-                    log: log_stem.display().to_string(),
-                },
-                answer: CollectAnswer::NoReport {
-                    error: e.to_string(),
-                },
-            })
+            return CollectAnswer::NoReport {
+                error: format!("its collection record {rel} cannot be read: {e}"),
+            }
         }
     };
-    let probe = ProbeRun {
-        status: out.describe(),
-        exit_code: if out.timed_out {
-            None
-        } else {
-            out.status.code()
-        },
-        timed_out: out.timed_out,
-        tail: out.tail(8),
-        log: out.logs.1.display().to_string(),
-    };
-    let answer = match serde_json::from_slice::<serde_json::Value>(&out.stdout) {
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Ok(v) if v.get("pytest_missing").is_some() => CollectAnswer::PytestMissing {
             error: v["pytest_missing"].as_str().unwrap_or_default().to_string(),
         },
         Ok(v) => match serde_json::from_value::<Collection>(v) {
             Ok(c) => CollectAnswer::Collected(c),
             Err(e) => CollectAnswer::NoReport {
-                error: format!("its report has an unexpected shape: {e}"),
+                error: format!("its collection record {rel} has an unexpected shape: {e}"),
             },
         },
         Err(e) => CollectAnswer::NoReport {
-            error: format!("its stdout is not one JSON document: {e}"),
+            error: format!("its collection record {rel} is not one JSON document: {e}"),
         },
+    }
+}
+
+/// The last lines of the run's stdout (pytest's report) then of its stderr,
+/// each up to 8, joined by ` | ` within and ` || ` between; empty streams
+/// are left out.
+fn output_tail(stdout: &str, stderr: &str) -> String {
+    let last = |s: &str| {
+        let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(8)..].join(" | ")
     };
-    Ok(CollectionObs { probe, answer })
+    [last(stdout), last(stderr)]
+        .into_iter()
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join(" || ")
 }
 
 /// Marks each collected item whose file or source file is one of the
@@ -426,10 +435,66 @@ mod tests {
             ],
             errors: vec![],
             system_exit: None,
+            tests_started: true,
+            finished: true,
         };
         mark_historical(&mut c, d.path(), &[rel.to_string()]);
         let marks: Vec<Option<&str>> = c.items.iter().map(|i| i.historical.as_deref()).collect();
         assert_eq!(marks, [None, Some(rel), Some(rel)]);
+    }
+
+    #[test]
+    fn the_collection_record_is_read_and_its_absence_or_garbling_is_no_report() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("tree-collection.json");
+        let rel = "logs/suites/tree-collection.json";
+        let no_report = |answer: CollectAnswer| match answer {
+            CollectAnswer::NoReport { error } => error,
+            other => panic!("expected no report, got {other:?}"),
+        };
+        assert_eq!(
+            no_report(read_record(&path, rel)),
+            "it wrote no collection record (logs/suites/tree-collection.json), so pytest never finished collecting"
+        );
+        std::fs::write(&path, "{\"exit_code\": 0, \"items\": [").unwrap();
+        assert!(no_report(read_record(&path, rel)).starts_with(
+            "its collection record logs/suites/tree-collection.json is not one JSON document"
+        ));
+        std::fs::write(&path, r#"{"exit_code": "0"}"#).unwrap();
+        assert!(no_report(read_record(&path, rel)).starts_with(
+            "its collection record logs/suites/tree-collection.json has an unexpected shape"
+        ));
+        std::fs::write(
+            &path,
+            r#"{"pytest_missing": "ModuleNotFoundError: No module named 'pytest'"}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            read_record(&path, rel),
+            CollectAnswer::PytestMissing { error } if error == "ModuleNotFoundError: No module named 'pytest'"
+        ));
+        // A record written at the end of the collection, before the session
+        // ended: no `tests_started`/`finished` written means false.
+        std::fs::write(
+            &path,
+            r#"{"exit_code": 0, "pytest_version": "9.2.0", "items": [], "errors": [], "system_exit": null}"#,
+        )
+        .unwrap();
+        let CollectAnswer::Collected(c) = read_record(&path, rel) else {
+            panic!("expected a collection");
+        };
+        assert!(!c.finished && !c.tests_started);
+    }
+
+    #[test]
+    fn the_output_tail_holds_stdout_then_stderr() {
+        let stdout: String = (1..=10).map(|i| format!("out {i}\n")).collect();
+        assert_eq!(
+            output_tail(&stdout, "Traceback\n\nSystemExit: 3\n"),
+            "out 3 | out 4 | out 5 | out 6 | out 7 | out 8 | out 9 | out 10 || Traceback | SystemExit: 3"
+        );
+        assert_eq!(output_tail("", "ERROR: usage\n"), "ERROR: usage");
+        assert_eq!(output_tail("1 passed\n", ""), "1 passed");
     }
 
     #[test]

@@ -55,16 +55,18 @@ fn collected(items: Vec<CollectedItem>, exit_code: i32) -> CollectAnswer {
         items,
         errors: vec![],
         system_exit: None,
+        tests_started: true,
+        finished: true,
     })
 }
 
-fn probe_ok() -> ProbeRun {
-    ProbeRun {
+fn process_ok() -> ProcessRun {
+    ProcessRun {
         status: "exit status 0".into(),
         exit_code: Some(0),
         timed_out: false,
         tail: "3 tests collected".into(),
-        log: "DIR/logs/suites/tree-collect.stderr".into(),
+        log: "DIR/logs/suites/tree.stdout and DIR/logs/suites/tree.stderr".into(),
     }
 }
 
@@ -93,7 +95,7 @@ fn good_run(name: &str) -> RunObservation {
         python: PY.into(),
         timeout_secs: 600,
         collection: CollectionObs {
-            probe: probe_ok(),
+            process: process_ok(),
             answer: collected(vec![item("test_x"), item("test_y"), z], 0),
         },
         pytest: ran(0),
@@ -441,6 +443,8 @@ fn refuses_a_collection_error_with_import_advice_and_puts_the_run_under_it() {
                 .into(),
         }],
         system_exit: None,
+        tests_started: false,
+        finished: true,
     });
     obs.runs[1].pytest = ran(2);
     obs.runs[1].report = Ok(vec![case(
@@ -475,7 +479,7 @@ fn refuses_a_collection_error_with_import_advice_and_puts_the_run_under_it() {
 fn a_usage_error_while_collecting_is_about_the_configuration_not_missing_tests() {
     let mut r = good_run("tree");
     r.collection.answer = collected(vec![], 4);
-    r.collection.probe.tail = "ERROR: usage: pytest: error: unrecognized arguments: -n".into();
+    r.collection.process.tail = "ERROR: usage: pytest: error: unrecognized arguments: -n".into();
     let c = collected_check(&r, &opts().paths);
     assert_eq!(c.result, CheckResult::Fail);
     assert!(
@@ -496,7 +500,7 @@ fn a_usage_error_while_collecting_is_about_the_configuration_not_missing_tests()
 fn an_internal_error_while_collecting_names_the_hook() {
     let mut r = good_run("tree");
     r.collection.answer = collected(vec![item("test_x")], 3);
-    r.collection.probe.tail = "INTERNALERROR> RuntimeError: hook".into();
+    r.collection.process.tail = "INTERNALERROR> RuntimeError: hook".into();
     let c = collected_check(&r, &opts().paths);
     assert_eq!(c.result, CheckResult::Fail);
     assert!(
@@ -511,7 +515,7 @@ fn an_internal_error_while_collecting_names_the_hook() {
 fn another_nonzero_collection_status_fails_with_the_tail() {
     let mut r = good_run("tree");
     r.collection.answer = collected(vec![item("test_x")], 2);
-    r.collection.probe.tail = "Interrupted".into();
+    r.collection.process.tail = "Interrupted".into();
     let c = collected_check(&r, &opts().paths);
     assert_eq!(c.result, CheckResult::Fail);
     assert!(
@@ -524,15 +528,17 @@ fn another_nonzero_collection_status_fails_with_the_tail() {
 
 #[test]
 fn a_hook_that_calls_exit_after_collection_is_named_and_does_not_blame_the_interpreter() {
-    // A conftest's `pytest_sessionfinish` calling `sys.exit(3)`: collection
-    // passed (one item), the session ends with 3. This used to surface as a
-    // failed probe with advice about --python.
+    // A conftest's `pytest_sessionfinish` calling `sys.exit(3)` in a session
+    // that ran no test (`--collect-only` in the configuration's addopts):
+    // collection passed (three items), the session ends with 3. This used to
+    // surface as a failed probe with advice about --python.
     let mut obs = good();
     if let CollectAnswer::Collected(c) = &mut obs.runs[0].collection.answer {
         c.exit_code = 3;
         c.system_exit = Some("3".into());
+        c.tests_started = false;
     }
-    obs.runs[0].collection.probe.tail = "suites_collect: pytest ended with SystemExit(3)".into();
+    obs.runs[0].collection.process.tail = "suites_run: pytest ended with SystemExit(3)".into();
     obs.runs[0].pytest = ran(3);
     let checks = decide(&obs, &opts());
     let c = find(&checks, "tree/collected");
@@ -554,9 +560,39 @@ fn a_hook_that_calls_exit_after_collection_is_named_and_does_not_blame_the_inter
 }
 
 #[test]
-fn a_probe_that_ended_early_does_not_blame_the_interpreter() {
+fn a_hook_that_calls_exit_after_the_tests_started_still_fails_collected() {
+    // A conftest's `pytest_sessionfinish` calling `sys.exit(0)` after every
+    // test passed: pytest's own report and status are replaced by the
+    // hook's. The separate collection used to see it too; the run's own
+    // record must keep refusing it, naming when it happened.
+    let mut obs = good();
+    if let CollectAnswer::Collected(c) = &mut obs.runs[0].collection.answer {
+        c.exit_code = 0;
+        c.system_exit = Some("0".into());
+        c.tests_started = true;
+    }
+    obs.runs[0].collection.process.tail =
+        "2 passed, 1 xfailed || suites_run: pytest ended with SystemExit(0)".into();
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "tree/collected");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.starts_with(
+            "a conftest or plugin called exit(0) inside pytest's session after the run's 3 collected item(s) had \
+             started running (the run: exit status 0): 2 passed"
+        ),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("remove the exit call from the hook"));
+    assert!(!c.detail.contains("--python"), "{}", c.detail);
+    assert_eq!(failing(&checks), [("tree/collected", None)]);
+}
+
+#[test]
+fn a_run_that_ended_before_recording_its_collection_does_not_blame_the_interpreter() {
     let mut r = good_run("tree");
-    r.collection.probe = ProbeRun {
+    r.collection.process = ProcessRun {
         status: "exit status 3".into(),
         exit_code: Some(3),
         timed_out: false,
@@ -570,13 +606,13 @@ fn a_probe_that_ended_early_does_not_blame_the_interpreter() {
     assert_eq!(c.result, CheckResult::Fail);
     assert!(
         c.detail
-            .contains("the collection probe exit status 3 without reporting"),
+            .contains("the pytest run exit status 3 without recording what pytest collected"),
         "{}",
         c.detail
     );
     assert!(c.detail.contains("the interpreter is not the cause"));
     assert!(!c.detail.contains("--python"), "{}", c.detail);
-    r.collection.probe.timed_out = true;
+    r.collection.process.timed_out = true;
     let c = collected_check(&r, &opts().paths);
     assert!(
         c.detail
@@ -715,6 +751,42 @@ fn refuses_an_error_testcase_even_when_pytest_exits_0() {
         c.detail.contains("found 0 failed, 1 error(s)"),
         "{}",
         c.detail
+    );
+}
+
+#[test]
+fn refuses_a_run_whose_session_did_not_end_even_with_exit_0_and_a_clean_report() {
+    // A conftest's last `pytest_sessionfinish` calling `os._exit(0)` after
+    // the JUnit report was written: status 0, every test passed, but the
+    // record of the session's end was never written. The separate
+    // collection process used to die of it (collected failed); the one
+    // run's record must keep the refusal.
+    let mut obs = good();
+    if let CollectAnswer::Collected(c) = &mut obs.runs[1].collection.answer {
+        c.finished = false;
+        c.tests_started = false;
+    }
+    let checks = decide(&obs, &opts());
+    let o = find(&checks, "extracted/outcomes");
+    assert_eq!(o.result, CheckResult::Fail);
+    assert!(
+        o.detail.starts_with(
+            "pytest's session did not end as pytest ends it: the run's process ended (exit status 0) after the \
+             collection of 3 item(s) was recorded but before pytest returned"
+        ),
+        "{}",
+        o.detail
+    );
+    assert!(o.detail.contains("os._exit"), "{}", o.detail);
+    assert_eq!(o.observed.as_ref().unwrap()["session_finished"], false);
+    assert_eq!(
+        find(&checks, "extracted/collected").result,
+        CheckResult::Pass
+    );
+    assert_eq!(failing(&checks), [("extracted/outcomes", None)]);
+    assert_eq!(
+        find(&checks, "tree/outcomes").observed.as_ref().unwrap()["session_finished"],
+        true
     );
 }
 
