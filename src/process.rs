@@ -269,6 +269,13 @@ pub struct Running {
     cmd_log: PathBuf,
     cmd_text: String,
     status: Option<ExitStatus>,
+    /// CPU time of the leader and the descendants it waited for, read from
+    /// `/proc/<pid>/stat` while it was a zombie, just before it was reaped.
+    cpu: Option<Duration>,
+    /// A pidfd of the leader: readable once it exited, without reaping it
+    /// (so its CPU time can be read first). `None` where the kernel has no
+    /// `pidfd_open` (before Linux 5.3): duct's wait is used, CPU unknown.
+    pidfd: Option<std::os::fd::OwnedFd>,
     talk: Option<Talk>,
     stopped: Option<Stopped>,
 }
@@ -280,6 +287,40 @@ struct Talk {
     stdin_log: File,
     lines: Receiver<String>,
     reader: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The CPU time of child `pid` (itself and the descendants it waited for)
+/// when it has exited and is not reaped yet: `waitid(WNOWAIT)` sees the
+/// zombie without reaping it, and its `/proc/<pid>/stat` still holds
+/// `utime`, `stime`, `cutime` and `cstime` (fields 14 to 17, clock ticks).
+/// `None` while it runs, or when either read fails.
+fn zombie_cpu(pid: u32) -> Option<Duration> {
+    use rustix::process::{waitid, WaitId, WaitIdOptions};
+    let pid = Pid::from_raw(i32::try_from(pid).ok()?)?;
+    // `Some` once it exited: a zombie, still readable.
+    waitid(
+        WaitId::Pid(pid),
+        WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG,
+    )
+    .ok()??;
+    let stat = fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero())).ok()?;
+    cpu_of_stat(&stat)
+}
+
+/// `utime + stime + cutime + cstime` of a `/proc/<pid>/stat` line, as a
+/// duration (the fields after the parenthesised command, which may itself
+/// hold spaces and parentheses).
+pub fn cpu_of_stat(stat: &str) -> Option<Duration> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // After ") ": state is field 3, so utime (14) is the 12th from here.
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields
+        .get(11..15)?
+        .iter()
+        .map(|f| f.parse::<u64>().ok())
+        .sum::<Option<u64>>()?;
+    let hz = rustix::param::clock_ticks_per_second().max(1);
+    Some(Duration::from_millis(ticks.saturating_mul(1000) / hz))
 }
 
 /// How a [`Running`] child ended, from [`Running::stop`].
@@ -299,6 +340,10 @@ pub struct Stopped {
     pub group_empty: bool,
     /// Wall-clock lifetime.
     pub duration: Duration,
+    /// User plus system CPU time of the leader and of every descendant it
+    /// waited for (`utime + stime + cutime + cstime` of `/proc/<pid>/stat`,
+    /// read before the leader was reaped); `None` when it could not be read.
+    pub cpu: Option<Duration>,
 }
 
 impl Stopped {
@@ -457,6 +502,8 @@ fn start(
         cmd_log: with_ext(&spec.log_stem, "cmd"),
         cmd_text,
         status: None,
+        cpu: None,
+        pidfd: rustix::process::pidfd_open(pgid, rustix::process::PidfdFlags::empty()).ok(),
         talk,
         stopped: None,
     })
@@ -487,6 +534,9 @@ impl Running {
     /// still hold other processes).
     pub fn try_status(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {
+            if self.cpu.is_none() {
+                self.cpu = zombie_cpu(self.pid);
+            }
             self.status = match self.handle.try_wait() {
                 Ok(Some(output)) => Some(output.status),
                 Ok(None) => None,
@@ -506,8 +556,22 @@ impl Running {
     /// Waits up to `timeout` for the leader to exit.
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
         if self.try_status().is_none() {
-            // Woken by SIGCHLD (duct's waiter), not by polling.
-            let _ = self.handle.wait_timeout(timeout);
+            match &self.pidfd {
+                // Woken when the leader exits, not by polling; it stays a
+                // zombie until `try_status` has read its CPU time.
+                Some(fd) => {
+                    let timeout = rustix::time::Timespec {
+                        tv_sec: timeout.as_secs().try_into().unwrap_or(i64::MAX),
+                        tv_nsec: timeout.subsec_nanos().into(),
+                    };
+                    let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
+                    let _ = rustix::event::poll(&mut fds, Some(&timeout));
+                }
+                // Woken by SIGCHLD (duct's waiter), not by polling.
+                None => {
+                    let _ = self.handle.wait_timeout(timeout);
+                }
+            }
         }
         self.try_status()
     }
@@ -626,13 +690,18 @@ impl Running {
             needed_kill,
             group_empty,
             duration: self.elapsed(),
+            cpu: self.cpu,
         };
         self.cmd_text.push_str(&format!(
             "status: {}\nexited_on_its_own: {exited_on_its_own}\nterm_sent: {term_sent}\n\
-             needed_kill: {needed_kill}\ngroup_empty: {group_empty}\ntimed_out: {}\nduration_ms: {}\n",
+             needed_kill: {needed_kill}\ngroup_empty: {group_empty}\ntimed_out: {}\nduration_ms: {}\n\
+             cpu_ms: {}\n",
             stopped.describe(),
             self.timed_out(),
-            stopped.duration.as_millis()
+            stopped.duration.as_millis(),
+            stopped
+                .cpu
+                .map_or_else(|| "unknown".to_string(), |c| c.as_millis().to_string())
         ));
         let _ = fs::write(&self.cmd_log, &self.cmd_text);
         self.stopped = Some(stopped.clone());
@@ -738,6 +807,40 @@ mod tests {
             log_stem: dir.join("logs/child"),
             stdin: None,
         }
+    }
+
+    #[test]
+    fn cpu_is_read_from_the_four_time_fields_after_the_command() {
+        let hz = rustix::param::clock_ticks_per_second();
+        // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+        // majflt cmajflt utime stime cutime cstime ...
+        let stat = format!("42 (a b) c) S 1 42 42 0 -1 4194304 10 0 0 0 {hz} {hz} 0 {hz} 20 0 1");
+        assert_eq!(cpu_of_stat(&stat), Some(Duration::from_secs(3)));
+        assert_eq!(cpu_of_stat("42 (x) S 1 2"), None, "too few fields");
+        assert_eq!(cpu_of_stat("no parenthesis"), None);
+        let bad = "42 (x) S 1 42 42 0 -1 0 0 0 0 0 x 1 1 1 20";
+        assert_eq!(cpu_of_stat(bad), None, "a field that is not a number");
+    }
+
+    #[test]
+    fn a_child_that_computes_has_its_cpu_time_and_its_waited_childrens_in_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        // The shell waits for a busy child: its CPU counts as the shell's.
+        let script = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done & wait";
+        let out = run(&spec(dir.path(), script, Duration::from_secs(60))).unwrap();
+        let cmd = fs::read_to_string(dir.path().join("logs/child.cmd")).unwrap();
+        let line = cmd
+            .lines()
+            .find_map(|l| l.strip_prefix("cpu_ms: "))
+            .expect("a cpu_ms line");
+        let ms: u64 = line
+            .parse()
+            .unwrap_or_else(|_| panic!("{line:?} in\n{cmd}"));
+        assert!(ms > 0, "a busy loop used CPU: {cmd}");
+        assert!(
+            ms <= out.duration.as_millis() as u64 * 2 + 20,
+            "{ms} ms of CPU in {cmd}"
+        );
     }
 
     #[test]
