@@ -283,6 +283,25 @@ mod tests {
                 );
             }
         }
+        // No declared folder holds another gate's own folders (nor the
+        // workers' roots): leaving it out of worker-isolation's comparison
+        // would leave those out too (`writes = ["roots"]` would hide every
+        // write under DIR/roots from private-roots).
+        for g in all() {
+            for area in &g.writes {
+                for h in all() {
+                    for own in &h.write_areas()[..2] {
+                        assert!(
+                            !(own.starts_with(&format!("{area}/"))
+                                || (own == area && h.id != g.id)),
+                            "{}: writes {area:?} holds {}'s {own:?}",
+                            g.id,
+                            h.id
+                        );
+                    }
+                }
+            }
+        }
         // The folders a gate hands on are declared by the gate that makes them.
         assert!(get("stage")
             .unwrap()

@@ -207,20 +207,22 @@ impl GateActivity {
         }
     }
 
-    /// A point in the order of events, for [`GateActivity::ran_since`].
+    /// A point in the order of events, for [`GateActivity::ran_between`].
     pub fn mark(&self) -> u64 {
         let mut log = self.log();
         log.events += 1;
         log.events
     }
 
-    /// Every gate other than `except` that was running at `mark` or started
-    /// after it, in start order: the gates that may have done work between
-    /// `mark` and now.
-    pub fn ran_since(&self, mark: u64, except: &str) -> Vec<String> {
+    /// Every gate other than `except` that was running at some point
+    /// between the marks `from` and `to` (running at `from`, or started
+    /// before `to`), in start order: the gates that may have done work
+    /// between the two marks. A gate started after `to` did none.
+    pub fn ran_between(&self, from: u64, to: u64, except: &str) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        for (gate, _, end) in &self.log().spans {
-            if gate != except && end.is_none_or(|e| e > mark) && !out.contains(gate) {
+        for (gate, start, end) in &self.log().spans {
+            if gate != except && *start < to && end.is_none_or(|e| e > from) && !out.contains(gate)
+            {
                 out.push(gate.clone());
             }
         }
@@ -278,7 +280,7 @@ mod tests {
     use super::GateActivity;
 
     #[test]
-    fn ran_since_names_the_gates_running_at_the_mark_or_started_after_it() {
+    fn ran_between_names_the_gates_running_between_the_two_marks() {
         let a = GateActivity::default();
         a.started("stage");
         a.ended("stage"); // over before the mark: its work is done
@@ -289,15 +291,23 @@ mod tests {
         a.ended("lbp-build");
         a.ended("archive-members");
         a.started("suites"); // still running now
+        let now = a.mark();
+        // Started after the second mark: it did no work between the marks.
+        a.started("admission");
         assert_eq!(
-            a.ran_since(mark, "worker-isolation"),
+            a.ran_between(mark, now, "worker-isolation"),
             ["lbp-build", "archive-members", "suites"]
         );
         let later = a.mark();
-        assert_eq!(a.ran_since(later, "worker-isolation"), ["suites"]);
+        assert_eq!(
+            a.ran_between(later, a.mark(), "worker-isolation"),
+            ["suites", "admission"]
+        );
         // Clones share one record.
         let b = a.clone();
         b.ended("suites");
-        assert!(a.ran_since(later + 1, "worker-isolation").is_empty());
+        b.ended("admission");
+        let last = a.mark();
+        assert!(a.ran_between(last, a.mark(), "worker-isolation").is_empty());
     }
 }

@@ -547,6 +547,48 @@ fn a_conftest_that_ends_the_process_at_session_end_fails_outcomes() {
     }
 }
 
+#[test]
+fn a_test_that_ends_the_session_early_with_status_0_fails_outcomes() {
+    // `pytest.exit(..., returncode=0)` in the second of three tests: pytest
+    // returns normally with status 0 and a report without a failure, but the
+    // third (failing) test never ran. The run's own collection record holds
+    // all three items; the report pairs with only the first.
+    let repo = fixture_repo(&["suite-exits-early"]);
+    let suite = "Runner/certification-tests/test_exits_early.py";
+    let (code, ev, _keep, _dir, text) = run_suites(&repo.root, Some(&profile_with_paths(&[suite])));
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
+    for name in ["tree", "extracted"] {
+        let run = suite_run(&ev, name);
+        assert_eq!(run["exit_code"], 0, "{name}: {run}");
+        assert_eq!(run["collected"], 3, "{name}: {run}");
+        assert_eq!(
+            check(&ev, "suites", &format!("{name}/collected"), None)["result"],
+            "pass"
+        );
+        let outcomes = check(&ev, "suites", &format!("{name}/outcomes"), None);
+        assert_eq!(outcomes["result"], "fail", "{outcomes}");
+        assert_eq!(outcomes["consequence_of"], Value::Null, "{outcomes}");
+        let detail = outcomes["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(
+                "pytest exit status 0, but its report is not the outcome of every test it collected: 2 of the 3 \
+                 item(s) the run collected have no testcase in its report"
+            ),
+            "{outcomes}"
+        );
+        let pairing = &outcomes["observed"]["pairing"];
+        assert_eq!(
+            pairing["unreported"],
+            serde_json::json!([
+                format!("{suite}::test_2_ends_the_session"),
+                format!("{suite}::test_3_fails")
+            ]),
+            "{outcomes}"
+        );
+    }
+}
+
 /// The command line of the process `suite-escapes-group` starts in a session
 /// of its own, and the test file that starts it.
 const ESCAPED: &str = "sh -c sleep 15; echo late > late.txt";

@@ -32,7 +32,9 @@
 //! item and no collection error; exit 5 fails), `historical-not-collected`
 //! (no item of a historical file, by the recorded item's file and source
 //! file and by the report's classnames), `outcomes` (exit status 0, no
-//! failure or error), `passing` (at least one test passed: skips, xfails and
+//! failure or error, a session pytest ended itself, one testcase for every
+//! recorded item and no pass that is not one: a suite that stops its
+//! session early with `pytest.exit(returncode=0)` fails), `passing` (at least one test passed: skips, xfails and
 //! XPASSes are not passes, so an all-skipped suite fails), `strict-xfail` (no
 //! strict xfail passed or was reported as a pass), and for `extracted` also
 //! `source-root` (DIR/extracted holds exactly the candidate folders) and
@@ -495,6 +497,61 @@ fn outcomes_failed(r: &RunObservation) -> bool {
         || cases.is_empty()
         || !bad_cases(cases).is_empty()
         || session_unfinished(r)
+        || pairing(r).is_some_and(|p| !p.is_empty())
+}
+
+/// How a run's report pairs with the items its own collection record holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+struct Pairing {
+    /// Recorded items (node ids) with no testcase in the report: collected
+    /// but never reported, because the session stopped before running them
+    /// (a test or hook calling `pytest.exit(returncode=0)`, a hook raising
+    /// in the middle of the run loop).
+    unreported: Vec<String>,
+    /// Passing testcases (`classname::name`) that are no item of the record:
+    /// a pass the run did not collect and run as a test (an item run around
+    /// pytest's protocol, a testcase renamed, the nameless testcase pytest
+    /// writes for a test that ended the session).
+    unrecorded_passes: Vec<String>,
+}
+
+impl Pairing {
+    fn is_empty(&self) -> bool {
+        self.unreported.is_empty() && self.unrecorded_passes.is_empty()
+    }
+}
+
+/// The pairing of the run's report with its collection record; `None` when
+/// either was not read.
+fn pairing(r: &RunObservation) -> Option<Pairing> {
+    let (Some(c), Ok(cases)) = (collection(r), &r.report) else {
+        return None;
+    };
+    let ids: BTreeSet<(&str, &str)> = cases
+        .iter()
+        .map(|t| (t.classname.as_str(), t.name.as_str()))
+        .collect();
+    let items: BTreeSet<(&str, &str)> = c
+        .items
+        .iter()
+        .map(|i| (i.classname.as_str(), i.name.as_str()))
+        .collect();
+    Some(Pairing {
+        unreported: c
+            .items
+            .iter()
+            .filter(|i| !ids.contains(&(i.classname.as_str(), i.name.as_str())))
+            .map(|i| i.nodeid.clone())
+            .collect(),
+        unrecorded_passes: cases
+            .iter()
+            .filter(|t| {
+                matches!(t.outcome, SuiteOutcome::Passed | SuiteOutcome::Xpassed)
+                    && !items.contains(&(t.classname.as_str(), t.name.as_str()))
+            })
+            .map(test_id)
+            .collect(),
+    })
 }
 
 /// The run recorded its collection but not the end of its session: the
@@ -792,6 +849,7 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
         "timed_out": timed_out,
         "counts": counts,
         "session_finished": collection(r).map(|c| c.finished),
+        "pairing": pairing(r),
     });
     if timed_out {
         return Check::fail(
@@ -872,6 +930,45 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
                 counts.errors,
                 counts.xpassed_strict,
                 bad.join("; ")
+            ),
+        )
+        .with_observed(observed);
+    }
+    if let Some(p) = pairing(r).filter(|p| !p.is_empty()) {
+        let list = |v: &[String]| {
+            let mut s = v.iter().take(10).cloned().collect::<Vec<_>>().join(", ");
+            if v.len() > 10 {
+                s.push_str(", ...");
+            }
+            s
+        };
+        let mut found = Vec::new();
+        if !p.unreported.is_empty() {
+            found.push(format!(
+                "{} of the {} item(s) the run collected have no testcase in its report, so they never ran to an \
+                 outcome: {}",
+                p.unreported.len(),
+                collection(r).map_or(0, |c| c.items.len()),
+                list(&p.unreported)
+            ));
+        }
+        if !p.unrecorded_passes.is_empty() {
+            found.push(format!(
+                "{} passing testcase(s) of the report are no item the run collected and ran as a test: {}",
+                p.unrecorded_passes.len(),
+                list(&p.unrecorded_passes)
+            ));
+        }
+        return Check::fail(
+            &name,
+            None,
+            format!(
+                "pytest {status}, but its report is not the outcome of every test it collected: {}; something \
+                 the suites run stopped the session early or ran tests around pytest's own protocol (a test or \
+                 hook calling `pytest.exit`, a hook replacing the run loop or renaming a testcase), so the status \
+                 is not pytest's verdict on the suites: expected one testcase per collected item and no other \
+                 pass: remove that code (report {junit_rel}, output {log})",
+                found.join("; ")
             ),
         )
         .with_observed(observed);

@@ -19,6 +19,9 @@ argv[2]: path of the collection record, one JSON document, written atomically
      "errors": [{"nodeid", "longrepr"}],
      "system_exit": null | "<repr of the code a conftest or plugin passed to exit>",
      "tests_started": bool, "finished": bool}
+    `classname` and `name` are the item's testcase attributes as the run's
+    JUnit report writes them (its `--junit-prefix` included), so the gate
+    can pair every item with its testcase.
     `exit_code` is pytest's status for the collection: when the session ended
     before any test started, the session's own (2 collection errors,
     3 internal error, 4 usage error, 5 nothing collected, or the code passed
@@ -62,18 +65,24 @@ except ImportError as exc:  # the interpreter's fault, not the suites': say so
     sys.exit(1)
 
 
-def mangle(nodeid):
-    """(classname, name) as pytest's JUnit report writes them for `nodeid`."""
+def mangle(nodeid, prefix=None):
+    """(classname, name) as pytest's JUnit report writes them for `nodeid`
+    (`prefix`: the run's `--junit-prefix`, which the report puts first in
+    every classname)."""
     try:
-        from _pytest.junitxml import mangle_test_address
+        from _pytest.junitxml import bin_xml_escape, mangle_test_address
 
         names = mangle_test_address(nodeid)
+        names[-1] = str(bin_xml_escape(names[-1]))
     except Exception:
         path, bracket, params = nodeid.partition("[")
         names = path.split("::")
         names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
         names[-1] += bracket + params
-    return ".".join(names[:-1]), names[-1]
+    classnames = names[:-1]
+    if prefix:
+        classnames.insert(0, prefix)
+    return ".".join(classnames), names[-1]
 
 
 def xfail_of(item):
@@ -100,7 +109,7 @@ def source_file(item):
 
 
 def describe(item):
-    classname, name = mangle(item.nodeid)
+    classname, name = mangle(item.nodeid, getattr(item.config.option, "junitprefix", None))
     return {
         "nodeid": item.nodeid,
         "path": str(item.path),

@@ -895,6 +895,8 @@ fn a_run_where_everything_is_skipped_fails_the_passing_check() {
     ];
     let mut obs = good();
     obs.runs[0].report = Ok(cases.clone());
+    // The run collected exactly the two skipped tests (one testcase each).
+    obs.runs[0].collection.answer = collected(vec![item("test_x"), item("test_y")], 0);
     let checks = decide(&obs, &opts());
     let c = find(&checks, "tree/passing");
     assert_eq!(c.result, CheckResult::Fail);
@@ -1246,4 +1248,86 @@ fn last_lines_keeps_the_last_n_lines() {
     assert_eq!(last_lines("a\nb\nc", 2), "b | c");
     assert_eq!(last_lines("a", 6), "a");
     assert_eq!(last_lines("", 6), "");
+}
+
+#[test]
+fn refuses_a_run_that_stopped_its_session_before_every_collected_item_ran() {
+    // A test calling `pytest.exit("enough", returncode=0)` after `test_x`
+    // passed: pytest exits 0, returns normally (the record is finished) and
+    // its report holds `test_x` and the nameless `<testcase time="0.000" />`
+    // it writes for the test that ended the session; `test_y` (which would
+    // fail) and the strict xfail never ran. Captured from pytest 9.
+    let mut obs = good();
+    let nameless = SuiteTestCase {
+        classname: String::new(),
+        name: String::new(),
+        outcome: SuiteOutcome::Passed,
+        message: None,
+        text: None,
+        duration_ms: Some(0),
+    };
+    obs.runs[0].report = Ok(vec![
+        case("test_x", SuiteOutcome::Passed, None),
+        nameless.clone(),
+    ]);
+    let checks = decide(&obs, &opts());
+    let o = find(&checks, "tree/outcomes");
+    assert_eq!(o.result, CheckResult::Fail);
+    assert!(
+        o.detail.starts_with(
+            "pytest exit status 0, but its report is not the outcome of every test it collected: 2 of the 3 \
+             item(s) the run collected have no testcase in its report, so they never ran to an outcome: \
+             R/t/test_a.py::test_y, R/t/test_a.py::test_z; 1 passing testcase(s) of the report are no item \
+             the run collected and ran as a test: ::"
+        ),
+        "{}",
+        o.detail
+    );
+    assert!(o.detail.contains("pytest.exit"), "{}", o.detail);
+    assert_eq!(
+        o.observed.as_ref().unwrap()["pairing"],
+        json!({
+            "unreported": ["R/t/test_a.py::test_y", "R/t/test_a.py::test_z"],
+            "unrecorded_passes": ["::"],
+        })
+    );
+    // The comparison with the extraction run fails too, as its consequence.
+    let same = find(&checks, "extracted/same-outcomes");
+    assert_eq!(same.result, CheckResult::Fail);
+    assert!(failing(&checks).contains(&("tree/outcomes", None)));
+
+    // Each half alone is refused: items that never ran ...
+    let mut r = good_run("tree");
+    r.report = Ok(vec![case("test_x", SuiteOutcome::Passed, None)]);
+    let counts = count(r.report.as_deref().unwrap());
+    assert_eq!(outcomes_check(&r, &counts).result, CheckResult::Fail);
+    assert_eq!(run_root(&r).as_deref(), Some("tree/outcomes"));
+    // ... and a pass that is no collected item (an item run around pytest's
+    // protocol, a testcase renamed with `record_xml_attribute`), even with
+    // every collected item reported.
+    let mut r = good_run("tree");
+    if let Ok(cases) = &mut r.report {
+        let mut renamed = case("test_hidden", SuiteOutcome::Passed, None);
+        renamed.classname = "R.t.test_b".into();
+        cases.push(renamed);
+    }
+    let counts = count(r.report.as_deref().unwrap());
+    let c = outcomes_check(&r, &counts);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("1 passing testcase(s) of the report are no item the run collected and ran as a test: R.t.test_b::test_hidden"),
+        "{}",
+        c.detail
+    );
+    // A skipped or failing extra testcase (a module skipped at import,
+    // which pytest reports as a testcase of its own) is not a pass: only
+    // the missing items count.
+    let mut r = good_run("tree");
+    if let Ok(cases) = &mut r.report {
+        let mut skipped = case("R.t.test_c", SuiteOutcome::Skipped, Some("no module"));
+        skipped.classname = String::new();
+        cases.push(skipped);
+    }
+    assert_eq!(pairing(&r), Some(Pairing::default()));
 }

@@ -36,7 +36,9 @@
 //!   workers lived write (their catalogue `writes`, `logs/<gate>` and
 //!   `roots/<gate>`) are left out of the comparison, named in the evidence,
 //!   and still scanned for files carrying a worker's tag; with no gate
-//!   beside it (`--jobs 1`), the whole of DIR is compared.
+//!   beside it (`--jobs 1`), the whole of DIR is compared. The gate's own
+//!   logs (written while the workers run, so never compared) are read for a
+//!   worker's tag too.
 //!
 //! Test-only hostile variants: see [`hostile`].
 
@@ -436,7 +438,10 @@ impl<'a> Run<'a> {
         }
         self.teardown();
         let after = roots::snapshot(&self.ctx.evidence_dir, &skip);
-        let beside = self.ctx.activity.ran_since(mark, GATE);
+        // A gate that starts after the second snapshot did no work the
+        // comparison could see: its folders stay compared.
+        let end = self.ctx.activity.mark();
+        let beside = self.ctx.activity.ran_between(mark, end, GATE);
         self.observe_private_roots(&before, &after, &beside);
         self.obs
     }

@@ -63,7 +63,8 @@ pub fn snapshot(root: &Path, skip: &[PathBuf]) -> Snapshot {
 pub struct Change {
     /// Relative path.
     pub path: String,
-    /// `added`, `removed` or `changed`.
+    /// `added`, `removed` or `changed`; `tagged`: a file carrying a worker's tag in
+    /// a folder the snapshots skip (the gate's own logs).
     pub change: &'static str,
 }
 
@@ -160,6 +161,29 @@ fn without_mtime(v: &str) -> String {
         .join(":")
 }
 
+/// Every file under `root/area` (`area` relative to `root`, `/`-separated)
+/// whose first line carries one of `tags`: `(relative path, index in
+/// tags)`, sorted by path. For a folder the snapshots skip (the gate's own
+/// logs), so a worker's write there still shows.
+pub fn tagged_under(root: &Path, area: &str, tags: &[&str]) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for entry in walkdir::WalkDir::new(root.join(area))
+        .sort_by_file_name()
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+    {
+        let Some(tag) = file_tag(entry.path()) else {
+            continue;
+        };
+        if let Some(i) = tags.iter().position(|t| *t == tag) {
+            let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+            out.push((rel.to_string_lossy().into_owned(), i));
+        }
+    }
+    out
+}
+
 /// The tag in the first line of the file at `path` (`None` when the file
 /// does not start with [`TAG_PREFIX`] or cannot be read). Reads at most 256 bytes.
 pub fn file_tag(path: &Path) -> Option<String> {
@@ -205,6 +229,22 @@ mod tests {
         );
         assert_eq!(file_tag(&root.join("new")).as_deref(), Some("abc"));
         assert_eq!(file_tag(&root.join("keep")), None);
+    }
+
+    #[test]
+    fn tagged_files_are_found_in_a_skipped_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let logs = root.join("logs/worker-isolation");
+        std::fs::create_dir_all(logs.join("sub")).unwrap();
+        std::fs::write(logs.join("worker-a.stdout"), b"{\"ready\": 1}\n").unwrap();
+        std::fs::write(logs.join("sub/escaped"), b"vcc-worker-id b2\n").unwrap();
+        std::fs::write(logs.join("other"), b"vcc-worker-id zz\n").unwrap();
+        assert_eq!(
+            tagged_under(root, "logs/worker-isolation", &["a1", "b2"]),
+            [("logs/worker-isolation/sub/escaped".to_string(), 1)]
+        );
+        assert!(tagged_under(root, "logs/none", &["a1"]).is_empty());
     }
 
     fn snap(entries: &[(&str, &str)]) -> Snapshot {

@@ -110,7 +110,18 @@ impl Run<'_> {
         let excluded = excluded_areas(beside);
         let areas: Vec<String> = excluded.iter().map(|a| a.area.clone()).collect();
         let worker_roots: Vec<String> = NAMES.iter().map(|n| format!("roots/{GATE}/{n}")).collect();
-        let sorted = roots::sort_changes(before, after, &worker_roots, &areas);
+        let mut sorted = roots::sort_changes(before, after, &worker_roots, &areas);
+        // The snapshots skip the gate's own logs (written while the workers
+        // run); a file there carrying a worker's tag is still a write
+        // outside its root.
+        let ids: Vec<&str> = self.specs.iter().map(|s| s.id.as_str()).collect();
+        for (path, _) in roots::tagged_under(&self.ctx.evidence_dir, &format!("logs/{GATE}"), &ids)
+        {
+            sorted.outside.push(roots::Change {
+                path,
+                change: "tagged",
+            });
+        }
         // A worker's tag in a left-out folder is still a worker's write.
         let mut tagged = Vec::new();
         for c in sorted.excluded.iter().filter(|c| c.change != "removed") {
