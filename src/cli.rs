@@ -110,7 +110,10 @@ pub struct Cli {
 
     /// Gates run at once: a gate starts as soon as every gate it requires has passed, at most N
     /// at a time (default: the available cores); evidence, JUnit and the summary keep catalogue
-    /// order whatever the finishing order. `--jobs 1` runs the gates one after another.
+    /// order whatever the finishing order. Inside a gate, per-candidate steps (builds, admissions,
+    /// preparations, downloads, the two suites runs, the runtime's worker starts) run at once.
+    /// `--jobs 1` is a serial run: one gate at a time, and one step at a time inside it (the two
+    /// isolation workers, which must live together, excepted).
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
 

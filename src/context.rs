@@ -60,9 +60,22 @@ pub struct RunContext {
     /// Which gates ran when, recorded by the pipeline as it starts and ends
     /// them (shared by every copy of the context).
     pub activity: GateActivity,
+    /// `--jobs N`: gates at once; with 1 the run is serial inside gates too
+    /// ([`RunContext::width`]).
+    pub jobs: usize,
 }
 
 impl RunContext {
+    /// How many steps of one gate run at once ([`crate::parallel::map`]):
+    /// 1 under `--jobs 1` (a serial run), else as many as there are.
+    pub fn width(&self) -> usize {
+        if self.jobs <= 1 {
+            1
+        } else {
+            usize::MAX
+        }
+    }
+
     /// The candidates this run checks (all, or this partition's share).
     /// Global gates that compare candidates with each other use
     /// `profile.profile.candidates` instead.
@@ -152,6 +165,7 @@ impl RunContext {
             wheelhouse: None,
             release_dir: None,
             activity: GateActivity::default(),
+            jobs: 2,
         }
     }
 
@@ -278,6 +292,17 @@ impl std::fmt::Debug for Updates {
 #[cfg(test)]
 mod tests {
     use super::GateActivity;
+
+    #[test]
+    fn one_job_is_a_serial_run_inside_gates_too() {
+        let mut ctx = super::RunContext::for_tests();
+        ctx.jobs = 1;
+        assert_eq!(ctx.width(), 1);
+        ctx.jobs = 0;
+        assert_eq!(ctx.width(), 1);
+        ctx.jobs = 2;
+        assert_eq!(ctx.width(), usize::MAX);
+    }
 
     #[test]
     fn ran_between_names_the_gates_running_between_the_two_marks() {

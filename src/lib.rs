@@ -23,6 +23,7 @@ pub mod manifest;
 pub mod manifest_yaml;
 pub mod merge;
 pub mod netns;
+pub mod parallel;
 pub mod pipeline;
 pub mod process;
 pub mod profile;

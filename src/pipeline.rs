@@ -173,6 +173,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         wheelhouse: None,
         release_dir,
         activity: crate::context::GateActivity::default(),
+        jobs: opts.jobs.max(1),
     };
 
     let (mut records, ctx) = run_gates(

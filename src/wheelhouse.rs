@@ -322,11 +322,13 @@ pub struct BuildInput {
     pub env: BTreeMap<String, String>,
     /// `DIR/logs/dependencies/wheelhouse`.
     pub log_dir: PathBuf,
+    /// How many `pip wheel` runs at once ([`crate::parallel::map`]).
+    pub width: usize,
 }
 
 /// Downloads every group into `DIR/wheelhouse`, writes the index and
 /// returns the record. The `pip wheel` runs (one per group, each into its own
-/// folder) run concurrently; their files are then moved into the wheelhouse
+/// folder) run concurrently, `input.width` at a time; their files are then moved into the wheelhouse
 /// one group after another, in order, so a name clash is decided the same
 /// way whatever run finished first. Failed runs are recorded with their
 /// reason; nothing here fails as a whole but an I/O error on the wheelhouse
@@ -337,20 +339,13 @@ pub struct BuildInput {
 pub fn build(input: &BuildInput, groups: &[DownloadGroup]) -> Result<WheelhouseRecord, String> {
     let wheelhouse = dir(&input.evidence_dir);
     std::fs::create_dir_all(&wheelhouse).map_err(|e| format!("{}: {e}", wheelhouse.display()))?;
-    let fetched: Vec<Result<Fetched, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = groups
-            .iter()
-            .enumerate()
-            .map(|(i, group)| s.spawn(move || fetch(input, i + 1, group)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("the download thread panicked".to_string()))
-            })
-            .collect()
-    });
+    let numbered: Vec<(usize, &DownloadGroup)> = groups.iter().enumerate().collect();
+    let fetched: Vec<Result<Fetched, String>> = crate::parallel::map(
+        &numbered,
+        input.width,
+        |(i, group)| fetch(input, i + 1, group),
+        |_| Err("the download thread panicked".to_string()),
+    );
     let mut downloads = Vec::new();
     for f in fetched {
         downloads.push(merge(f?, &wheelhouse)?);

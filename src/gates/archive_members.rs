@@ -90,28 +90,21 @@ impl super::Gate for ArchiveMembers {
                 })
             })
             .collect::<Result<_, String>>()?;
-        let results: Vec<(Vec<Check>, Option<ArchiveRecord>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = inputs
-                .iter()
-                .map(|input| s.spawn(move || inspect(input)))
-                .collect();
-            handles
-                .into_iter()
-                .zip(&inputs)
-                .map(|(h, input)| {
-                    h.join().unwrap_or_else(|_| {
-                        (
-                            vec![Check::fail(
-                                "archive-digest",
-                                Some(&input.folder),
-                                "the harness thread inspecting this archive panicked; this is a harness defect: report it",
-                            )],
-                            None,
-                        )
-                    })
-                })
-                .collect()
-        });
+        let results: Vec<(Vec<Check>, Option<ArchiveRecord>)> = crate::parallel::map(
+            &inputs,
+            ctx.width(),
+            inspect,
+            |input| {
+                (
+                    vec![Check::fail(
+                        "archive-digest",
+                        Some(&input.folder),
+                        "the harness thread inspecting this archive panicked; this is a harness defect: report it",
+                    )],
+                    None,
+                )
+            },
+        );
         let mut checks = Vec::new();
         for (i, (c, record)) in results.into_iter().enumerate() {
             out.set(move |ctx| {

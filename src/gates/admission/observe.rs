@@ -658,19 +658,14 @@ pub fn observe_all(ctx: &RunContext) -> Result<Vec<Candidate>, String> {
             log_stem: ctx.log_stem(GATE, folder),
         });
     }
-    let observed: Vec<Candidate> = std::thread::scope(|s| {
-        let handles: Vec<_> = inputs.iter().map(|i| s.spawn(move || observe(i))).collect();
-        handles
-            .into_iter()
-            .zip(&inputs)
-            .map(|(h, i)| match h.join() {
-                Ok(obs) => Candidate::Observed(Box::new(obs)),
-                Err(_) => Candidate::Panicked {
-                    folder: i.folder.clone(),
-                },
-            })
-            .collect()
-    });
+    let observed: Vec<Candidate> = crate::parallel::map(
+        &inputs,
+        ctx.width(),
+        |i| Candidate::Observed(Box::new(observe(i))),
+        |i| Candidate::Panicked {
+            folder: i.folder.clone(),
+        },
+    );
     let mut observed = observed.into_iter();
     Ok(found
         .into_iter()

@@ -430,23 +430,6 @@ pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyR
     (decide(&obs), record(&obs))
 }
 
-/// Runs `f` on every input in its own thread; a panicking thread yields
-/// `on_panic(input)`.
-fn each_in_parallel<T: Send>(
-    inputs: &[DependencyInput],
-    f: impl Fn(&DependencyInput) -> T + Sync,
-    on_panic: impl Fn(&DependencyInput) -> T,
-) -> Vec<T> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = inputs.iter().map(|i| s.spawn(|| f(i))).collect();
-        handles
-            .into_iter()
-            .zip(inputs)
-            .map(|(h, i)| h.join().unwrap_or_else(|_| on_panic(i)))
-            .collect()
-    })
-}
-
 /// Every candidate of the run: admitted or not, its requirements as the SDK
 /// reads them, the run's wheelhouse (one `pip wheel` per distinct
 /// requirement set, the run's only package-index access), then, offline,
@@ -498,7 +481,7 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
     };
     // What each candidate needs, as the SDK reads it; then one download per
     // distinct requirement set.
-    let reads = each_in_parallel(&inputs, read_requirements, |_| {
+    let reads = crate::parallel::map(&inputs, ctx.width(), read_requirements, |_| {
         Err(
             "not observed: the requirements thread panicked; this is a harness defect: report it"
                 .into(),
@@ -528,6 +511,7 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
             scratch: tmp.clone(),
             env: ctx.child_env(&home, &tmp),
             log_dir: ctx.log_stem(GATE, wheelhouse::DIR_NAME),
+            width: ctx.width(),
         },
         &wheelhouse::plan(&wanted),
     )
@@ -565,8 +549,9 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
             input.network = network.clone();
             input.wheelhouse_files = built.files.clone();
         }
-        prepared = each_in_parallel(
+        prepared = crate::parallel::map(
             &prepare,
+            ctx.width(),
             |i| Prepared::Observed(Box::new(observe(i))),
             |_| Prepared::Panicked,
         );

@@ -291,11 +291,12 @@ fn drive(
             // The runtime prepares dependencies and launches workers under one
             // semaphore of `max_concurrent_restarts` permits (SDK default 1:
             // `PluginWorkerPolicy`, `PluginManager._installation_lifecycle_semaphore`);
-            // one permit per candidate lets their starts overlap.
+            // one permit per candidate lets their starts overlap, except in a
+            // serial run (`--jobs 1`).
             "worker_policy": {
                 "max_cpus": 1, "max_memory_mb": 1024, "max_pids": 256,
                 "max_open_files": 1024, "max_file_size_mb": 64,
-                "max_concurrent_restarts": spec.candidates.len().max(1)
+                "max_concurrent_restarts": if spec.serial { 1 } else { spec.candidates.len().max(1) }
             },
             "runtime_profile": "oss_dev"
         }),

@@ -68,6 +68,11 @@ pub struct HostSpec {
     /// (set from `VCC_DISCOVERY_TEST_HEALTH_PORT`; a port where nothing
     /// answers makes the runtime look never healthy).
     pub health_port_override: Option<u16>,
+    /// `--jobs 1`: the runtime prepares and starts one installation at a
+    /// time (its `max_concurrent_restarts` left at the SDK's default 1);
+    /// otherwise every installation's start may overlap.
+    #[serde(default)]
+    pub serial: bool,
     /// Candidates, installed one after the other in this order.
     pub candidates: Vec<HostCandidate>,
 }

@@ -450,6 +450,7 @@ fn host_spec(c: HostCandidate) -> HostSpec {
         runner_timeout_ms: 60_000,
         failure_restarts: 2,
         health_port_override: None,
+        serial: false,
         candidates: vec![c],
     }
 }

@@ -58,28 +58,16 @@ pub(super) fn observe(ctx: &RunContext) -> Vec<CandidateBuild> {
             }
         })
         .collect();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = inputs
-            .iter()
-            .map(|input| s.spawn(move || build_one(input)))
-            .collect();
-        handles
-            .into_iter()
-            .zip(&inputs)
-            .map(|(h, input)| {
-                h.join().unwrap_or_else(|_| CandidateBuild {
-                    setup_error: Some(
-                        "the harness thread running this build panicked; this is a harness defect: report it"
-                            .into(),
-                    ),
-                    ..CandidateBuild::new(
-                        &input.folder,
-                        &input.out,
-                        Err("not read: the harness thread panicked".into()),
-                    )
-                })
-            })
-            .collect()
+    crate::parallel::map(&inputs, ctx.width(), build_one, |input| CandidateBuild {
+        setup_error: Some(
+            "the harness thread running this build panicked; this is a harness defect: report it"
+                .into(),
+        ),
+        ..CandidateBuild::new(
+            &input.folder,
+            &input.out,
+            Err("not read: the harness thread panicked".into()),
+        )
     })
 }
 

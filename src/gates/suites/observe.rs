@@ -93,14 +93,17 @@ pub(super) fn observe(
     // to DIR/extracted by either is a change the extraction run cannot rule
     // out.
     let before = crate::hash::tree_digests(&root)?;
-    let (tree, extracted) = std::thread::scope(|s| {
-        let tree = s.spawn(|| observe_run(ctx, opts, staged, &private_config, &tree_plan));
-        let extracted = observe_run(ctx, opts, staged, &private_config, &extracted_plan);
-        let tree = tree
-            .join()
-            .unwrap_or_else(|_| Err("the tree run's thread panicked".to_string()));
-        (tree, extracted)
-    });
+    let mut runs = crate::parallel::map(
+        &[&tree_plan, &extracted_plan],
+        ctx.width(),
+        |plan| observe_run(ctx, opts, staged, &private_config, plan),
+        |plan| Err(format!("the {} run's thread panicked", plan.name)),
+    )
+    .into_iter();
+    let (tree, extracted) = (
+        runs.next().expect("two runs"),
+        runs.next().expect("two runs"),
+    );
     let after = crate::hash::tree_digests(&root)?;
     obs.runs = vec![tree?, extracted?];
     obs.extraction = Some(ExtractionObservation {
