@@ -326,6 +326,10 @@ impl Verifier<'_> {
     }
 }
 
+/// How many times a timed run whose verdict is not PASS is run again before
+/// the bench stops.
+const RETRIES: usize = 2;
+
 /// `sh -c CMD` in `repo` with `PYTHON` and `BENCH_DIR` (created, empty).
 fn peer_run(cmd_text: &str, repo: &Path, python: &Path, dir: &Path, log: &Path) -> Result<Sample> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
@@ -596,23 +600,46 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
         base.display()
     );
     let (mut jobs1, mut default, mut peer) = (Vec::new(), Vec::new(), Vec::new());
+    let mut failed_runs = 0;
     for (i, variant) in schedule(opts.runs, opts.peer.is_some())
         .into_iter()
         .enumerate()
     {
-        let run = base.join(format!("run-{i:02}"));
-        std::fs::create_dir_all(&run)?;
-        let log = run.join("output.log");
-        let sample = match variant {
-            Variant::Jobs1 => verifier.certify(&repo, &run.join("evidence"), Some(1), &log)?,
-            Variant::Default => verifier.certify(&repo, &run.join("evidence"), None, &log)?,
-            Variant::Peer => peer_run(
-                opts.peer.as_deref().unwrap_or_default(),
-                &repo,
-                &python,
-                &run.join("peer"),
-                &log,
-            )?,
+        // A run whose verdict is not PASS (a repository's flaky test, say)
+        // is not timed: it is reported, kept, and run again, up to
+        // RETRIES more times.
+        let mut attempt = 0;
+        let (run, sample) = loop {
+            let run = base.join(if attempt == 0 {
+                format!("run-{i:02}")
+            } else {
+                format!("run-{i:02}-retry-{attempt}")
+            });
+            std::fs::create_dir_all(&run)?;
+            let log = run.join("output.log");
+            let result = match variant {
+                Variant::Jobs1 => verifier.certify(&repo, &run.join("evidence"), Some(1), &log),
+                Variant::Default => verifier.certify(&repo, &run.join("evidence"), None, &log),
+                Variant::Peer => peer_run(
+                    opts.peer.as_deref().unwrap_or_default(),
+                    &repo,
+                    &python,
+                    &run.join("peer"),
+                    &log,
+                ),
+            };
+            match result {
+                Ok(sample) => break (run, sample),
+                Err(e) if attempt < RETRIES => {
+                    attempt += 1;
+                    failed_runs += 1;
+                    eprintln!(
+                        "bench: run {i}: {} not timed ({e}); running it again",
+                        variant.label()
+                    );
+                }
+                Err(e) => return Err(e),
+            }
         };
         eprintln!(
             "bench: run {i}: {:<18} wall {:>7.2} s  cpu {:>7.2} s",
@@ -628,6 +655,12 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
         if !opts.keep {
             let _ = std::fs::remove_dir_all(&run);
         }
+    }
+    if failed_runs > 0 {
+        eprintln!(
+            "bench: {failed_runs} run(s) did not pass and were run again; their output and evidence are kept under {}",
+            base.display()
+        );
     }
     let j1 = summarize(Variant::Jobs1.label(), &jobs1).context("no --jobs 1 run")?;
     let df = summarize(Variant::Default.label(), &default).context("no default run")?;
