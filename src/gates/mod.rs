@@ -158,6 +158,22 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn gates_are_found_by_id_and_default_to_no_headline_and_always_applicable() {
+        for id in ["tree-clean", "stage", "worker-isolation", "suites"] {
+            assert_eq!(by_id(id).expect(id).id(), id);
+        }
+        assert!(by_id("no-such-gate").is_none());
+        assert!(by_id("").is_none());
+        // The defaults, on a gate that keeps them.
+        let ctx = crate::context::RunContext::for_tests();
+        assert_eq!(TreeClean.headline_check(), None);
+        assert_eq!(TreeClean.not_applicable(&ctx), None);
+        assert_eq!(DiscoveryRpc.headline_check(), Some("network-isolation"));
+    }
+
     #[test]
     fn every_catalogue_entry_has_exactly_one_implementation() {
         let ids: Vec<&str> = super::all().iter().map(|g| g.id()).collect();
