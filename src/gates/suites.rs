@@ -72,11 +72,14 @@ mod observe;
 mod tests;
 
 pub(crate) use junit::parse_junit;
+pub(crate) use observe::{
+    CollectAnswer, Collection, ExtractionObservation, Observation, PytestObs, RunObservation,
+};
 
 use crate::context::{RunContext, Updates};
 use crate::evidence::{Check, SuiteCounts, SuiteOutcome, SuiteRun, SuiteTestCase, SuitesRecord};
 use crate::profile::SuitesOptions;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -85,201 +88,6 @@ pub struct Suites;
 
 /// Most bytes of a failure, error or skip text kept per testcase.
 const TEXT_LIMIT: usize = 8 * 1024;
-
-/// Everything the gate observed.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Observation {
-    /// The commit DIR/staging/source is.
-    pub commit: String,
-    /// `[suites] paths` that are not in the committed tree.
-    pub missing_paths: Vec<String>,
-    /// `[suites] historical` files that are not files of the committed tree.
-    pub missing_historical: Vec<String>,
-    /// Whether `[suites] config` is a file of the committed tree; `None`: the
-    /// profile names no configuration.
-    pub config_present: Option<bool>,
-    /// The runs, `tree` then `extracted`; empty when a path or the
-    /// configuration is missing (nothing was run).
-    pub runs: Vec<RunObservation>,
-    /// DIR/extracted around the runs; `None` when nothing was run.
-    pub extraction: Option<ExtractionObservation>,
-}
-
-/// One pytest run (`tree` or `extracted`).
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct RunObservation {
-    /// `tree` or `extracted`.
-    pub name: String,
-    /// Working directory and rootdir, relative to DIR.
-    pub cwd: String,
-    /// The source-root variable's value, relative to DIR; `None`: unset.
-    pub source_root: Option<String>,
-    /// The interpreter path the run used.
-    pub python: String,
-    /// The profile's time limit for the run, its collection included.
-    pub timeout_secs: u64,
-    /// What the run recorded of its collection.
-    pub collection: CollectionObs,
-    /// How the pytest run ended.
-    pub pytest: PytestObs,
-    /// The JUnit report's path relative to DIR.
-    pub junit_rel: String,
-    /// pytest wrote the report.
-    pub junit_written: bool,
-    /// The report's testcases, or why it could not be read.
-    pub report: Result<Vec<SuiteTestCase>, String>,
-}
-
-/// The run's process, and the collection record it wrote.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct CollectionObs {
-    /// How the run's process ended (the same process as [`PytestObs`]).
-    pub process: ProcessRun,
-    /// Its collection record.
-    pub answer: CollectAnswer,
-}
-
-/// How a child process ended.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct ProcessRun {
-    /// "exit status 0", "killed by signal 9", "timed out and was stopped".
-    pub status: String,
-    /// Exit status; `None` when stopped (time limit, signal) or not started.
-    pub exit_code: Option<i32>,
-    /// The time limit elapsed.
-    pub timed_out: bool,
-    /// Last lines of its stdout then of its stderr.
-    pub tail: String,
-    /// Its logs.
-    pub log: String,
-}
-
-/// What the run's collection record (`suites_run.py`) says.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) enum CollectAnswer {
-    /// pytest finished its collection and the driver recorded it.
-    Collected(Collection),
-    /// The interpreter could not import pytest.
-    PytestMissing {
-        /// `<exception type>: <message>`.
-        error: String,
-    },
-    /// There is no usable record (the process was stopped or ended before
-    /// pytest finished collecting, or the record is not the driver's shape).
-    NoReport {
-        /// Why there is no report.
-        error: String,
-    },
-}
-
-/// What `suites_run.py` records when pytest finished its collection.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub(crate) struct Collection {
-    /// pytest's status for the collection: the session's own when it ended
-    /// before any test started (2 collection errors, 3 internal error, 4
-    /// usage error, 5 nothing collected, or a code passed to exit); once a
-    /// test started, what the collection alone gives (2 with collection
-    /// errors, 5 with no item, else 0).
-    pub exit_code: i32,
-    /// `pytest.__version__`.
-    pub pytest_version: String,
-    /// Every collected item (and any item a plugin ran that the collection
-    /// did not report).
-    pub items: Vec<CollectedItem>,
-    /// Every collector that failed.
-    pub errors: Vec<CollectError>,
-    /// The code a conftest or plugin passed to `sys.exit` inside pytest's
-    /// session (`repr`), if one did.
-    #[serde(default)]
-    pub system_exit: Option<String>,
-    /// A test had started when the record was written.
-    #[serde(default)]
-    pub tests_started: bool,
-    /// The record was written after the session ended; `false`: the process
-    /// ended or was stopped after the collection, before pytest returned.
-    #[serde(default)]
-    pub finished: bool,
-}
-
-/// One collected test item.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub(crate) struct CollectedItem {
-    /// pytest's node id.
-    pub nodeid: String,
-    /// The item's file (absolute).
-    pub path: String,
-    /// The file its test function is defined in, when known.
-    pub source_file: Option<String>,
-    /// JUnit classname.
-    pub classname: String,
-    /// JUnit name.
-    pub name: String,
-    /// The xfail that applies, if any.
-    pub xfail: Option<XfailMark>,
-    /// The historical file (profile path) the item's file or source file is,
-    /// set by the observation.
-    #[serde(default)]
-    pub historical: Option<String>,
-}
-
-/// The xfail that applies to an item, as pytest evaluated it; `error` when
-/// its condition could not be evaluated.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub(crate) struct XfailMark {
-    /// `strict=` as evaluated.
-    pub strict: Option<bool>,
-    /// Why the mark could not be evaluated.
-    pub error: Option<String>,
-}
-
-/// A collector that failed (import error, syntax error).
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub(crate) struct CollectError {
-    /// The collector's node id.
-    pub nodeid: String,
-    /// pytest's report of the failure (last 4000 characters).
-    pub longrepr: String,
-}
-
-/// How the pytest run ended.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) enum PytestObs {
-    /// pytest ran.
-    Ran {
-        /// Exit status; `None` when stopped (time limit, signal).
-        exit_code: Option<i32>,
-        /// "exit status 1", "timed out and was stopped", ...
-        status: String,
-        /// The time limit elapsed.
-        timed_out: bool,
-        /// Processes it left behind were stopped.
-        stragglers_killed: bool,
-        /// Its stdout log.
-        log: String,
-    },
-    /// pytest could not be started.
-    NotRun {
-        /// Why.
-        error: String,
-    },
-}
-
-/// DIR/extracted as the `extracted` run was given it.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct ExtractionObservation {
-    /// Its absolute path.
-    pub root: String,
-    /// The candidate folders' last components, which it must hold exactly.
-    pub candidates: Vec<String>,
-    /// Its entries' names, or why it could not be read.
-    pub entries: Result<Vec<String>, String>,
-    /// Those entries that are directories.
-    pub dirs: Vec<String>,
-    /// `relative path -> digest` before the runs.
-    pub before: BTreeMap<String, String>,
-    /// The same after the runs.
-    pub after: BTreeMap<String, String>,
-}
 
 impl super::Gate for Suites {
     fn id(&self) -> &'static str {

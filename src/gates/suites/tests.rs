@@ -2,6 +2,7 @@
 //! one counterexample per clause of the catalogue's `proves` sentence, one
 //! test per detail and advice, and the JUnit reader over pytest's shapes.
 
+use super::observe::{CollectError, CollectedItem, CollectionObs, ProcessRun, XfailMark};
 use super::*;
 use crate::evidence::CheckResult;
 
