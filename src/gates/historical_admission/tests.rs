@@ -434,4 +434,12 @@ fn run_without_a_release_directory_is_not_supplied_not_a_pass() {
         NOT_SUPPLIED
     );
     assert_eq!(HistoricalAdmission.id(), "historical-admission");
+    assert_eq!(
+        HistoricalAdmission.not_applicable(&ctx).as_deref(),
+        Some(NOT_SUPPLIED),
+        "skipped, saying why, when no release directory is given"
+    );
+    let mut given = ctx.clone();
+    given.release_dir = Some(evidence.path().to_path_buf());
+    assert_eq!(HistoricalAdmission.not_applicable(&given), None);
 }
