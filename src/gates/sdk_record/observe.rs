@@ -1,0 +1,125 @@
+//! What the `sdk-record` gate observes, and how: the SDK probe
+//! (`src/python/sdk_probe.py`) in the verified interpreter, the installed
+//! distribution's RECORD read and every row verified against the files, the
+//! package and dist-info walked for files RECORD does not list, and the
+//! bytecode probe. [`super::decide`] judges the [`Observation`].
+
+use super::{
+    normalize_join, parse_record, unlisted_files, verify_rows, BytecodeProbe, MalformedPath,
+    Observation, RecordLayout, RecordObservation, RowsReport, SdkProbe, Walk, DISTRIBUTION,
+    PACKAGE,
+};
+use crate::context::RunContext;
+use crate::{hash, python};
+use std::path::{Path, PathBuf};
+
+/// Runs the SDK probe, reads and verifies RECORD, walks the package and runs
+/// the bytecode probe.
+///
+/// # Errors
+/// When the private roots cannot be created or the SDK probe does not answer.
+pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
+    let (home, tmp) = ctx.private_roots("sdk-record", "probe").map_err(|e| {
+        format!(
+            "sdk-record: cannot create private roots under {}: {e}",
+            ctx.evidence_dir.display()
+        )
+    })?;
+    let probe: SdkProbe = python::run_probe(
+        &ctx.python,
+        "sdk_probe",
+        python::SDK_PROBE,
+        &[DISTRIBUTION.to_string(), PACKAGE.to_string()],
+        &home,
+        ctx.child_env(&home, &tmp),
+        &ctx.log_stem("sdk-record", "probe"),
+    )?;
+    let mut obs = Observation {
+        python: ctx.python.display().to_string(),
+        probe: probe.clone(),
+        expected_package_dir: None,
+        package_dir_matches: false,
+        record: None,
+    };
+    let (Some(site_packages), Some(dist_info)) = (&probe.site_packages, &probe.dist_info) else {
+        return Ok(obs);
+    };
+    let site_packages = normalize_join(Path::new(site_packages), ".");
+    let dist_info = normalize_join(Path::new(dist_info), ".");
+    let expected = Path::new(probe.site_packages.as_deref().unwrap_or_default()).join(PACKAGE);
+    obs.package_dir_matches = probe.package_dir.as_deref().is_some_and(|p| {
+        let p = Path::new(p);
+        p == expected
+            || matches!((p.canonicalize(), expected.canonicalize()), (Ok(a), Ok(b)) if a == b)
+    });
+    obs.expected_package_dir = Some(expected.display().to_string());
+
+    let record_path = dist_info.join("RECORD");
+    let mut record = RecordObservation {
+        path: record_path.display().to_string(),
+        site_packages: site_packages.display().to_string(),
+        dist_info: dist_info.display().to_string(),
+        read_error: None,
+        sha256: String::new(),
+        total_rows: 0,
+        hashed_rows: 0,
+        malformed: Vec::new(),
+        malformed_paths: Vec::new(),
+        rows: RowsReport::default(),
+        walk: Walk::default(),
+        bytecode: None,
+        bytecode_error: None,
+    };
+    let digest = hash::sha256_file(&record_path);
+    let file = std::fs::File::open(&record_path);
+    let (digest, file) = match (digest, file) {
+        (Ok(d), Ok(f)) => (d, f),
+        (Err(e), _) | (_, Err(e)) => {
+            record.read_error = Some(e.to_string());
+            obs.record = Some(record);
+            return Ok(obs);
+        }
+    };
+    record.sha256 = digest.hex();
+    let dist_info_name = dist_info
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let parsed = parse_record(std::io::BufReader::new(file), &dist_info_name);
+    let layout = RecordLayout {
+        site_packages: site_packages.clone(),
+        scripts_dir: probe.scripts_dir.as_ref().map(PathBuf::from),
+        console_scripts: probe.console_scripts.clone(),
+    };
+    record.rows = verify_rows(&layout, &parsed.rows);
+    record.total_rows = parsed.total_rows;
+    record.hashed_rows = parsed.rows.iter().filter(|r| r.hashed.is_some()).count();
+    record.malformed_paths = parsed
+        .malformed_paths
+        .iter()
+        .map(|(row, path)| MalformedPath {
+            row: *row,
+            path: path.clone(),
+            resolved: normalize_join(&site_packages, path).display().to_string(),
+        })
+        .collect();
+    record.malformed = parsed.malformed;
+    record.walk = unlisted_files(
+        &[site_packages.join(PACKAGE), dist_info.clone()],
+        &record.rows.listed,
+    );
+    match python::run_probe::<BytecodeProbe>(
+        &ctx.python,
+        "bytecode_probe",
+        python::BYTECODE_PROBE,
+        &[site_packages.display().to_string(), PACKAGE.to_string()],
+        &home,
+        ctx.child_env(&home, &tmp),
+        &ctx.log_stem("sdk-record", "bytecode-probe"),
+    ) {
+        Ok(b) => record.bytecode = Some(b),
+        Err(e) => record.bytecode_error = Some(e),
+    }
+    obs.record = Some(record);
+    Ok(obs)
+}
