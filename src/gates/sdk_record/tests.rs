@@ -1056,3 +1056,66 @@ fn refuses_bytecode_that_is_not_the_compilation_of_its_source() {
         c.detail
     );
 }
+
+// ----- run: the gate on the genuine interpreter ----------------------------
+
+/// The genuine interpreter from `$PYTHON` (absolute), as `cargo xtask test`
+/// and `cargo xtask mutants` set it.
+fn genuine_python() -> PathBuf {
+    std::env::var_os("PYTHON")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            panic!("PYTHON is not set: run `cargo xtask test` (it provisions the SDK venv and sets PYTHON)")
+        })
+}
+
+#[test]
+fn run_verifies_the_genuine_install_and_hands_on_its_facts() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    ctx.python = genuine_python();
+    let (checks, after) = testing::run(&SdkRecord, &ctx);
+    let checks = checks.unwrap();
+    assert!(
+        checks.iter().all(|c| c.result != CheckResult::Fail),
+        "{checks:#?}"
+    );
+    let pinned = ctx.profile.profile.sdk.version().to_string();
+    assert_eq!(after.sdk.version.as_deref(), Some(pinned.as_str()));
+    assert!(after
+        .sdk
+        .record_sha256
+        .as_ref()
+        .is_some_and(|h| h.len() == 64));
+    assert!(after.sdk.record_rows.is_some_and(|n| n > 100));
+    assert!(after.sdk.hashed_rows_verified.is_some_and(|n| n > 100));
+    let verified = after
+        .verified_sdk
+        .expect("a passing gate hands on the verified SDK");
+    assert!(verified.package_dir.ends_with(PACKAGE));
+    assert!(verified.dist_info.join("RECORD").is_file());
+    assert_eq!(SdkRecord.id(), "sdk-record");
+}
+
+#[test]
+fn run_against_another_pin_hands_on_no_verified_sdk() {
+    use crate::gates::testing;
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    ctx.python = genuine_python();
+    let text = crate::profile::BUILTIN_CODING_RUNNERS.replace("0.6.0b5", "0.0.1");
+    ctx.profile.profile = crate::profile::parse(&text, "test").unwrap();
+    let (checks, after) = testing::run(&SdkRecord, &ctx);
+    let checks = checks.unwrap();
+    assert!(
+        checks
+            .iter()
+            .any(|c| c.name == "sdk-version" && c.result == CheckResult::Fail),
+        "{checks:#?}"
+    );
+    // What was observed is still recorded; nothing is handed on as verified.
+    assert!(after.sdk.version.is_some());
+    assert!(after.verified_sdk.is_none());
+}
