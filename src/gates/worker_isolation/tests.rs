@@ -1118,3 +1118,17 @@ fn the_canary_is_installed_only_before_any_thread_and_the_gate_fails_clearly_wit
     );
     assert!(std::env::var(CANARY_NAME).is_err());
 }
+
+// ----- run: the gate without what it needs ---------------------------------
+
+#[test]
+fn run_without_the_verified_sdk_is_an_error_not_a_pass() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let e = testing::run(&WorkerIsolation, &testing::ctx(evidence.path()))
+        .0
+        .unwrap_err();
+    assert!(e.contains("run sdk-record first"), "{e}");
+    assert_eq!(WorkerIsolation.id(), "worker-isolation");
+    assert_eq!(WorkerIsolation.headline_check(), Some("backend"));
+}
