@@ -824,3 +824,27 @@ fn a_host_without_a_result_fails_and_its_teardown_follows_from_it() {
     assert_eq!(t.consequence_of, None);
     assert!(t.detail.contains("pid 4242"), "{}", t.detail);
 }
+
+// ----- run: the gate without what it needs ---------------------------------
+
+#[test]
+fn run_without_archives_fails_each_candidates_installation_and_starts_no_host() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let ctx = testing::ctx(evidence.path());
+    let (checks, after) = testing::run(&DiscoveryRpc, &ctx);
+    let checks = checks.unwrap();
+    assert_eq!(checks.len(), ctx.selected.len(), "{checks:#?}");
+    for (c, spec) in checks.iter().zip(&ctx.selected) {
+        assert_eq!(c.name, "installation");
+        assert_eq!(c.result, crate::evidence::CheckResult::Fail);
+        assert_eq!(c.candidate.as_deref(), Some(spec.folder()));
+    }
+    assert!(!evidence
+        .path()
+        .join("logs/discovery-rpc/host-spec.json")
+        .exists());
+    assert!(after.candidates.iter().all(|c| c.discovery.is_none()));
+    assert_eq!(DiscoveryRpc.id(), "discovery-rpc");
+    assert_eq!(DiscoveryRpc.headline_check(), Some("network-isolation"));
+}

@@ -1332,3 +1332,29 @@ fn refuses_a_run_that_stopped_its_session_before_every_collected_item_ran() {
     }
     assert_eq!(pairing(&r), Some(Pairing::default()));
 }
+
+// ----- run: the gate without what it needs ---------------------------------
+
+#[test]
+fn run_without_suites_in_the_profile_warns_and_without_the_staged_source_is_an_error() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    assert!(
+        ctx.profile.profile.suites.is_some(),
+        "the built-in profile names suites"
+    );
+    let e = testing::run(&Suites, &ctx).0.unwrap_err();
+    assert!(e.contains("run `stage` first"), "{e}");
+    ctx.profile.profile.suites = None;
+    let (checks, after) = testing::run(&Suites, &ctx);
+    let checks = checks.unwrap();
+    assert_eq!(checks.len(), 1, "{checks:#?}");
+    assert_eq!(
+        checks[0].result,
+        crate::evidence::CheckResult::Warn,
+        "nothing run is never a pass"
+    );
+    assert!(after.suites.is_none());
+    assert_eq!(Suites.id(), "suites");
+}
