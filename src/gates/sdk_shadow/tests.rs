@@ -678,3 +678,47 @@ fn run_without_the_verified_sdk_is_an_error_not_a_pass() {
     assert!(e.contains("run sdk-record first"), "{e}");
     assert_eq!(SdkShadow.id(), "sdk-shadow");
 }
+
+#[test]
+fn a_spec_is_the_verified_package_only_when_found_every_location_is_it_and_the_origin_inside() {
+    let verified = VerifiedPaths {
+        package_dir: "/site/langbot_plugin".into(),
+        dist_info: "/site/langbot_plugin-0.6.0b5.dist-info".into(),
+    };
+    let real = Realpaths::default();
+    let spec = |found: bool, locations: &[&str], origin: Option<&str>| SpecInfo {
+        found,
+        origin: origin.map(String::from),
+        locations: locations.iter().map(|l| l.to_string()).collect(),
+        loader: None,
+    };
+    let good = spec(
+        true,
+        &["/site/langbot_plugin"],
+        Some("/site/langbot_plugin/__init__.py"),
+    );
+    assert!(spec_is_verified(&good, &verified, &real));
+    // Each clause alone makes it another package.
+    let not_found = spec(
+        false,
+        &["/site/langbot_plugin"],
+        Some("/site/langbot_plugin/__init__.py"),
+    );
+    assert!(!spec_is_verified(&not_found, &verified, &real));
+    let no_locations = spec(true, &[], Some("/site/langbot_plugin/__init__.py"));
+    assert!(!spec_is_verified(&no_locations, &verified, &real));
+    let namespace_with_a_copy = spec(
+        true,
+        &["/site/langbot_plugin", "/tmp/copy/langbot_plugin"],
+        Some("/site/langbot_plugin/__init__.py"),
+    );
+    assert!(!spec_is_verified(&namespace_with_a_copy, &verified, &real));
+    let origin_elsewhere = spec(
+        true,
+        &["/site/langbot_plugin"],
+        Some("/tmp/copy/langbot_plugin/__init__.py"),
+    );
+    assert!(!spec_is_verified(&origin_elsewhere, &verified, &real));
+    let no_origin = spec(true, &["/site/langbot_plugin"], None);
+    assert!(!spec_is_verified(&no_origin, &verified, &real));
+}
