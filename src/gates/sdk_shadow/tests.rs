@@ -722,3 +722,28 @@ fn a_spec_is_the_verified_package_only_when_found_every_location_is_it_and_the_o
     let no_origin = spec(true, &["/site/langbot_plugin"], None);
     assert!(!spec_is_verified(&no_origin, &verified, &real));
 }
+
+#[test]
+fn an_egg_link_of_any_name_whose_target_holds_another_sdk_copy_fails_the_scan() {
+    let mut p = clean_probe();
+    let mut link = copy("egg-link", "/nonexistent/sp/innocent.egg-link");
+    link.target = Some("/src/innocent".into());
+    link.target_copy = Some("/src/innocent/langbot_plugin".into());
+    p.found.push(link.clone());
+    let c = sys_path_scan_check(&p, &verified(), "demo", &Realpaths::default());
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("egg-link /nonexistent/sp/innocent.egg-link -> /src/innocent"),
+        "{}",
+        c.detail
+    );
+    // One that leads to the verified package itself is no copy.
+    let mut p = clean_probe();
+    link.target_copy = Some(verified().package_dir.display().to_string());
+    p.found.push(link);
+    assert_eq!(
+        sys_path_scan_check(&p, &verified(), "demo", &Realpaths::default()).result,
+        CheckResult::Pass
+    );
+}
