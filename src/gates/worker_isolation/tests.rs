@@ -1132,3 +1132,11 @@ fn run_without_the_verified_sdk_is_an_error_not_a_pass() {
     assert_eq!(WorkerIsolation.id(), "worker-isolation");
     assert_eq!(WorkerIsolation.headline_check(), Some("backend"));
 }
+
+#[test]
+fn up_to_five_names_are_listed_then_how_many_more() {
+    let names: Vec<String> = (1..=6).map(|i| format!("n{i}")).collect();
+    assert_eq!(decide::first_names(&names[..5]), "n1, n2, n3, n4, n5");
+    assert_eq!(decide::first_names(&names), "n1, n2, n3, n4, n5 and 1 more");
+    assert_eq!(decide::first_names(&[]), "");
+}
