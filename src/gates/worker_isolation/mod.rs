@@ -133,8 +133,14 @@ fn installed_canary() -> Result<String, String> {
             ))
         }
     };
-    match std::env::var(CANARY_NAME) {
-        Ok(v) if v == value => Ok(value),
+    still_installed(std::env::var(CANARY_NAME).ok(), value)
+}
+
+/// `value` when the harness's environment still holds it as the canary
+/// (`current`), else why the gate cannot go on.
+fn still_installed(current: Option<String>, value: String) -> Result<String, String> {
+    match current {
+        Some(v) if v == value => Ok(value),
         _ => Err(format!(
             "the harness canary {CANARY_NAME} is no longer in the harness's environment with the value set at \
              process start; something changed the environment during the run"

@@ -1140,3 +1140,20 @@ fn up_to_five_names_are_listed_then_how_many_more() {
     assert_eq!(decide::first_names(&names), "n1, n2, n3, n4, n5 and 1 more");
     assert_eq!(decide::first_names(&[]), "");
 }
+
+#[test]
+fn the_canary_counts_only_while_the_environment_still_holds_its_value() {
+    let v = "vcc-canary-0123".to_string();
+    assert_eq!(
+        super::still_installed(Some(v.clone()), v.clone()),
+        Ok(v.clone())
+    );
+    for changed in [
+        None,
+        Some("vcc-canary-other".to_string()),
+        Some(String::new()),
+    ] {
+        let e = super::still_installed(changed, v.clone()).unwrap_err();
+        assert!(e.contains("no longer in the harness's environment"), "{e}");
+    }
+}
