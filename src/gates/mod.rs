@@ -135,6 +135,31 @@ pub(crate) mod testing {
         git(dir, &["rev-parse", "HEAD"])
     }
 
+    /// A candidate record with nothing observed yet: no manifest, archive,
+    /// admission, preparation or discovery.
+    pub(crate) fn bare_candidate(folder: &str) -> crate::evidence::CandidateRecord {
+        crate::evidence::CandidateRecord {
+            folder: folder.into(),
+            path: format!("Runner/{folder}"),
+            manifest: None,
+            archive: None,
+            admission: None,
+            dependencies: None,
+            discovery: None,
+        }
+    }
+
+    /// Asserts `checks` is not empty and holds no pass.
+    pub(crate) fn assert_none_pass(checks: &[crate::evidence::Check]) {
+        assert!(!checks.is_empty());
+        assert!(
+            checks
+                .iter()
+                .all(|c| c.result != crate::evidence::CheckResult::Pass),
+            "{checks:#?}"
+        );
+    }
+
     /// [`RunContext::for_tests`] writing into `evidence` (which it creates).
     pub(crate) fn ctx(evidence: &Path) -> RunContext {
         let mut ctx = RunContext::for_tests();

@@ -823,15 +823,7 @@ fn run_without_the_sdk_version_is_an_error_and_without_an_archive_a_failure() {
     let e = testing::run(&Admission, &ctx).0.unwrap_err();
     assert!(e.contains("run sdk-record first"), "{e}");
     ctx.sdk.version = Some("0.6.0b5".into());
-    ctx.candidates = vec![crate::evidence::CandidateRecord {
-        folder: "demo".into(),
-        path: "Runner/demo".into(),
-        manifest: None,
-        archive: None,
-        admission: None,
-        dependencies: None,
-        discovery: None,
-    }];
+    ctx.candidates = vec![testing::bare_candidate("demo")];
     let (checks, after) = testing::run(&Admission, &ctx);
     let checks = checks.unwrap();
     assert_eq!(checks.len(), 1, "{checks:#?}");

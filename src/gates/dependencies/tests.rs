@@ -618,24 +618,10 @@ fn run_refuses_a_candidate_admission_did_not_admit() {
     use crate::gates::{testing, Gate};
     let evidence = tempfile::tempdir().unwrap();
     let mut ctx = testing::ctx(evidence.path());
-    ctx.candidates = vec![crate::evidence::CandidateRecord {
-        folder: "demo".into(),
-        path: "Runner/demo".into(),
-        manifest: None,
-        archive: None,
-        admission: None,
-        dependencies: None,
-        discovery: None,
-    }];
+    ctx.candidates = vec![testing::bare_candidate("demo")];
     let (checks, after) = testing::run(&Dependencies, &ctx);
     let checks = checks.unwrap();
-    assert!(!checks.is_empty());
-    assert!(
-        checks
-            .iter()
-            .all(|c| c.result != crate::evidence::CheckResult::Pass),
-        "{checks:#?}"
-    );
+    testing::assert_none_pass(&checks);
     assert!(checks
         .iter()
         .any(|c| c.name == "prepare" && c.candidate.as_deref() == Some("demo")));
