@@ -569,3 +569,57 @@ fn run_without_its_inputs_is_an_error_not_a_pass() {
     assert!(e.contains("no [vendored_sdk] section"), "{e}");
     assert_eq!(VendoredSdk.id(), "vendored-sdk");
 }
+
+#[test]
+fn run_reads_the_covered_candidate_and_only_warns_about_the_others() {
+    use crate::gates::testing;
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    let sdk_root = tempfile::tempdir().unwrap();
+    ctx.verified_sdk = Some(install(sdk_root.path()));
+    ctx.sdk.version = Some(ctx.profile.profile.sdk.version().to_string());
+    ctx.staged_root = Some(ctx.staging_source());
+    let covered = ctx.selected[0].clone();
+    assert!(
+        ctx.selected.len() > 1,
+        "the built-in profile has several runners"
+    );
+    ctx.profile
+        .profile
+        .vendored_sdk
+        .as_mut()
+        .unwrap()
+        .candidates = Some(vec![covered.path.clone()]);
+    // The covered candidate's true notice and license copy, in the staging.
+    let o = opts();
+    let dir = ctx.staged_candidate(&covered);
+    std::fs::create_dir_all(dir.join(&o.notice).parent().unwrap()).unwrap();
+    std::fs::write(
+        dir.join(&o.notice),
+        notice(
+            ctx.sdk.version.as_deref().unwrap(),
+            "langbot_plugin/api/daemon.py",
+            &hash::sha256_bytes(b"daemon\n"),
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join(&o.license_copy).parent().unwrap()).unwrap();
+    std::fs::write(dir.join(&o.license_copy), b"Apache\n").unwrap();
+
+    let checks = testing::run(&VendoredSdk, &ctx).0.unwrap();
+    let (mine, others): (Vec<_>, Vec<_>) = checks
+        .iter()
+        .partition(|c| c.candidate.as_deref() == Some(covered.folder()));
+    assert!(!mine.is_empty());
+    assert!(
+        mine.iter().all(|c| c.result == CheckResult::Pass),
+        "{mine:#?}"
+    );
+    assert_eq!(others.len(), ctx.selected.len() - 1, "{others:#?}");
+    assert!(
+        others.iter().all(|c| c.result == CheckResult::Warn
+            && c.detail
+                .contains("is not listed in [vendored_sdk] candidates")),
+        "{others:#?}"
+    );
+}

@@ -631,7 +631,26 @@ fn refuses_an_empty_token_accepted_or_a_refusal_with_another_close_code() {
         close_code: 1000,
         reason: "bye".into(),
     };
-    assert_fails(&decide::tokens(&p)[0], "found closed with code 1000 (bye)");
+    let [sep, own] = decide::tokens(&p);
+    assert_fails(&sep, "found closed with code 1000 (bye)");
+    // Every own token was accepted: the wrong close code is a finding of
+    // its own, not a consequence of a hub that answered nobody.
+    assert_eq!(own.result, CheckResult::Pass);
+    assert_eq!(sep.consequence_of, None);
+}
+
+#[test]
+fn an_accepted_cross_token_is_its_own_finding_even_when_an_own_token_failed() {
+    let mut p = probes();
+    p[1].result = accepted(); // b's token at a's listener
+    p[4].result = refused(); // b's own token at b's listener
+    let [sep, own] = decide::tokens(&p);
+    assert_fails(&own, "worker b's own token at its listener");
+    assert_fails(&sep, "worker b's token at worker a's listener");
+    assert_eq!(
+        sep.consequence_of, None,
+        "a hub that accepted the other worker's token is not explained by a refused own token"
+    );
 }
 
 #[test]
@@ -830,6 +849,12 @@ fn refuses_events_routed_to_the_other_worker() {
     assert_fails(
         &decide::routing(&o),
         "worker b received 1 event(s) not from its own job",
+    );
+    let mut o = routing();
+    o.workers[1].foreign_events = 3;
+    assert_fails(
+        &decide::routing(&o),
+        "worker b received 3 event(s) of worker a's job",
     );
 }
 
