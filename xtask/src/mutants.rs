@@ -81,11 +81,13 @@ to the SDK interpreter, one shard per module: a gate's file and folder
 (src/gates/<gate>.rs, src/gates/<gate>/) against the gate's own unit tests
 (`cargo test --lib gates::<gate>::`), each reader against its own. A mutant
 that only another module's tests would catch counts as missed, so the table
-can only understate. Each shard's results go to
-target/mutants-shards/<shard>/mutants.out; the table adds up every shard there
-(a shard not rerun keeps its last results). It prints caught, missed,
-equivalent, unviable and timeouts per file, and the missed mutants that
-mutants-equivalent.txt does not list. Exit 1 when a gate file catches fewer
+can only understate. Each shard's run goes to
+target/mutants-shards/<shard>/mutants.out, and is folded into the shard's
+table, merged.json: every mutant its files have now, with the outcome of the
+last run that tested it (so --iterate, --re, --in-diff or one file update it).
+The report adds up every shard there (a shard not rerun keeps its table). It
+prints caught, missed, equivalent, unviable and timeouts per file, and the
+missed mutants that mutants-equivalent.txt does not list. Exit 1 when a gate file catches fewer
 than TARGET % of its viable mutants (caught + missed + timeouts, less the
 equivalent ones).";
 
@@ -230,8 +232,155 @@ pub fn run(
                 output.join("mutants.out").display()
             );
         }
+        record_shard(&tool, root, &output, &shard.files)?;
     }
     report(root, target)
+}
+
+/// The shard's table, kept across runs: `<shard>/merged.json`, in
+/// `outcomes.json`'s shape.
+pub const MERGED: &str = "merged.json";
+
+/// Folds the shard run that just ended into `<output>/merged.json` (see
+/// [`merge`]): the previous table is `merged.json`, or before the first
+/// merge the run cargo-mutants moved to `mutants.out.old`. Warns when a
+/// mutant of the code as it is has no outcome (run the shard without
+/// `--iterate`).
+fn record_shard(tool: &Path, root: &Path, output: &Path, files: &[String]) -> Result<()> {
+    let read = |path: &Path| -> Result<Option<Vec<Outcome>>> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                let json: Value = serde_json::from_str(&text)
+                    .with_context(|| format!("{}: not JSON", path.display()))?;
+                Ok(Some(
+                    parse_outcomes(&json).with_context(|| format!("{}", path.display()))?,
+                ))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("read {}", path.display())),
+        }
+    };
+    let merged_path = output.join(MERGED);
+    let previous = match read(&merged_path)? {
+        Some(p) => p,
+        None => read(&output.join("mutants.out.old").join("outcomes.json"))?.unwrap_or_default(),
+    };
+    let ran = read(&output.join("mutants.out").join("outcomes.json"))?
+        .context("cargo mutants left no outcomes.json")?;
+    let mut cmd = Command::new(tool);
+    cmd.current_dir(root).arg("mutants");
+    for file in files {
+        cmd.arg("--file").arg(file);
+    }
+    let out = cmd
+        .args(["--list", "--json"])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cannot start cargo mutants --list")?;
+    if !out.status.success() {
+        bail!("cargo mutants --list failed ({})", out.status);
+    }
+    let listed: Value =
+        serde_json::from_slice(&out.stdout).context("cargo mutants --list --json: not JSON")?;
+    let current = listed_mutants(&listed)?;
+    let (merged, untested) = merge(&previous, &ran, &current);
+    std::fs::write(
+        &merged_path,
+        serde_json::to_vec_pretty(&outcomes_json(&merged))?,
+    )
+    .with_context(|| format!("write {}", merged_path.display()))?;
+    if !untested.is_empty() {
+        eprintln!(
+            "mutants: {} mutant(s) of the code as it is have no outcome in this run or an earlier \
+             one (first: {}); run the shard without --iterate to test them",
+            untested.len(),
+            untested[0]
+        );
+    }
+    Ok(())
+}
+
+/// The mutants `cargo mutants --list --json` lists: (file, name).
+pub fn listed_mutants(json: &Value) -> Result<Vec<(String, String)>> {
+    let list = json
+        .as_array()
+        .context("cargo mutants --list --json: not a list")?;
+    list.iter()
+        .map(|m| {
+            let o = mutant_outcome(m, Fate::Caught)?;
+            Ok((o.file, o.name))
+        })
+        .collect()
+}
+
+/// A shard's table after a run: `ran` (this run's outcomes) over
+/// `previous` (the table before it), for the mutants `current` (every
+/// mutant the files of the run have now, unfiltered).
+///
+/// cargo-mutants' `--iterate` re-tests only what earlier runs did not catch
+/// (or found unviable), and `--re`/`--in-diff` test a part: their
+/// `outcomes.json` holds only what they tested. Here a mutant of the
+/// current code takes its outcome from this run when it was tested, else
+/// from the previous table (same name, line and column: an edit that moves
+/// it makes it untested). A previous entry for a file of the run that is no
+/// longer a mutant there is dropped; entries for the shard's other files
+/// are kept. Returns the table and the names of current mutants with no
+/// outcome.
+pub fn merge(
+    previous: &[Outcome],
+    ran: &[Outcome],
+    current: &[(String, String)],
+) -> (Vec<Outcome>, Vec<String>) {
+    let files: BTreeSet<&str> = current.iter().map(|(f, _)| f.as_str()).collect();
+    let by_name = |list: &[Outcome]| -> BTreeMap<String, Outcome> {
+        list.iter().map(|o| (o.name.clone(), o.clone())).collect()
+    };
+    let (ran, previous_by_name) = (by_name(ran), by_name(previous));
+    let mut merged: Vec<Outcome> = previous
+        .iter()
+        .filter(|o| !files.contains(o.file.as_str()) && !ran.contains_key(&o.name))
+        .cloned()
+        .collect();
+    let mut untested = Vec::new();
+    for (_, name) in current {
+        match ran.get(name).or_else(|| previous_by_name.get(name)) {
+            Some(o) => merged.push(o.clone()),
+            None => untested.push(name.clone()),
+        }
+    }
+    // A mutant this run tested that the listing does not have (it should
+    // not happen): keep it rather than lose an outcome.
+    let listed: BTreeSet<&str> = current.iter().map(|(_, n)| n.as_str()).collect();
+    merged.extend(
+        ran.values()
+            .filter(|o| !listed.contains(o.name.as_str()) && files.contains(o.file.as_str()))
+            .cloned(),
+    );
+    merged.extend(
+        ran.values()
+            .filter(|o| !files.contains(o.file.as_str()))
+            .cloned(),
+    );
+    (merged, untested)
+}
+
+/// `outcomes` in `outcomes.json`'s shape, which [`parse_outcomes`] reads.
+pub fn outcomes_json(outcomes: &[Outcome]) -> Value {
+    let list: Vec<Value> = outcomes
+        .iter()
+        .map(|o| {
+            serde_json::json!({
+                "scenario": {"Mutant": {"file": o.file, "name": o.name}},
+                "summary": match o.fate {
+                    Fate::Caught => "CaughtMutant",
+                    Fate::Missed => "MissedMutant",
+                    Fate::Unviable => "Unviable",
+                    Fate::Timeout => "Timeout",
+                },
+            })
+        })
+        .collect();
+    serde_json::json!({ "outcomes": list })
 }
 
 /// Where each shard's results go: `<target>/mutants-shards/<shard>/mutants.out`.
@@ -360,7 +509,13 @@ fn report(root: &Path, target: &Path) -> Result<i32> {
             .collect();
         dirs.sort();
         for dir in dirs {
-            let path = dir.join("mutants.out").join("outcomes.json");
+            // The shard's kept table, or a run from before there was one.
+            let merged = dir.join(MERGED);
+            let path = if merged.is_file() {
+                merged
+            } else {
+                dir.join("mutants.out").join("outcomes.json")
+            };
             let text = match std::fs::read_to_string(&path) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -810,6 +965,101 @@ mod tests {
         );
         assert_eq!(outcomes[4].fate, Fate::Unviable);
         assert_eq!(outcomes[7].fate, Fate::Timeout);
+    }
+
+    fn outcome(file: &str, line: u32, mutation: &str, fate: Fate) -> Outcome {
+        Outcome {
+            file: file.into(),
+            name: format!("{file}:{line}:9: {mutation}"),
+            mutation: mutation.into(),
+            fate,
+        }
+    }
+
+    #[test]
+    fn merged_outcomes_round_trip_through_the_outcomes_json_shape() {
+        let outcomes = parse_outcomes(&sample()).unwrap();
+        assert_eq!(parse_outcomes(&outcomes_json(&outcomes)).unwrap(), outcomes);
+        let listed = json!([
+            mutant("src/gates/a.rs", 10, "x"),
+            mutant("src/hash.rs", 3, "y")
+        ]);
+        assert_eq!(
+            listed_mutants(&listed).unwrap(),
+            [
+                (
+                    "src/gates/a.rs".to_string(),
+                    "src/gates/a.rs:10:9: x".to_string()
+                ),
+                ("src/hash.rs".to_string(), "src/hash.rs:3:9: y".to_string())
+            ]
+        );
+        assert!(listed_mutants(&json!({})).is_err());
+    }
+
+    #[test]
+    fn an_iterated_run_keeps_the_earlier_outcomes_of_what_it_skipped() {
+        let a = "src/gates/a.rs";
+        let b = "src/gates/a/observe.rs";
+        let previous = vec![
+            outcome(a, 1, "caught before", Fate::Caught),
+            outcome(a, 2, "unviable before", Fate::Unviable),
+            outcome(a, 3, "missed before, caught now", Fate::Missed),
+            outcome(a, 4, "missed before and now", Fate::Missed),
+            outcome(a, 9, "no longer in the code", Fate::Missed),
+            outcome(b, 1, "another file of the shard", Fate::Missed),
+        ];
+        // `--iterate --file a.rs`: only the two missed ones were re-tested.
+        let ran = vec![
+            outcome(a, 3, "missed before, caught now", Fate::Caught),
+            outcome(a, 4, "missed before and now", Fate::Missed),
+        ];
+        let current: Vec<(String, String)> = [
+            (1, "caught before"),
+            (2, "unviable before"),
+            (3, "missed before, caught now"),
+            (4, "missed before and now"),
+            (5, "new and not tested"),
+        ]
+        .iter()
+        .map(|(l, m)| (a.to_string(), format!("{a}:{l}:9: {m}")))
+        .collect();
+        let (merged, untested) = merge(&previous, &ran, &current);
+        let fates: Vec<(&str, Fate)> = merged
+            .iter()
+            .map(|o| (o.mutation.as_str(), o.fate))
+            .collect();
+        assert_eq!(
+            fates,
+            [
+                ("another file of the shard", Fate::Missed),
+                ("caught before", Fate::Caught),
+                ("unviable before", Fate::Unviable),
+                ("missed before, caught now", Fate::Caught),
+                ("missed before and now", Fate::Missed),
+            ]
+        );
+        assert_eq!(untested, [format!("{a}:5:9: new and not tested")]);
+    }
+
+    #[test]
+    fn a_full_run_replaces_its_files_and_a_first_run_stands_alone() {
+        let a = "src/gates/a.rs";
+        let previous = vec![outcome(a, 1, "m", Fate::Missed)];
+        let ran = vec![
+            outcome(a, 1, "m", Fate::Caught),
+            outcome(a, 2, "n", Fate::Unviable),
+        ];
+        let current: Vec<(String, String)> = ran
+            .iter()
+            .map(|o| (o.file.clone(), o.name.clone()))
+            .collect();
+        let (merged, untested) = merge(&previous, &ran, &current);
+        assert_eq!(merged, ran);
+        assert!(untested.is_empty());
+        let (merged, untested) = merge(&[], &ran, &current);
+        assert_eq!(merged, ran);
+        assert!(untested.is_empty());
     }
 
     #[test]
