@@ -151,22 +151,7 @@ pub fn run(
         } else {
             args.files.clone()
         };
-        let mut cmd = Command::new(&tool);
-        cmd.current_dir(root).arg("mutants");
-        for file in &files {
-            cmd.arg("--file").arg(file);
-        }
-        let out = cmd
-            .args(["--list", "--json"])
-            .args(&args.passthrough)
-            .stderr(Stdio::inherit())
-            .output()
-            .context("cannot start cargo mutants --list")?;
-        if !out.status.success() {
-            bail!("cargo mutants --list failed ({})", out.status);
-        }
-        let listed: Value =
-            serde_json::from_slice(&out.stdout).context("cargo mutants --list --json: not JSON")?;
+        let listed = list_json(&tool, root, &files, &args.passthrough)?;
         print!("{}", render_list(&count_listed(&listed)?));
         return Ok(0);
     }
@@ -267,22 +252,7 @@ fn record_shard(tool: &Path, root: &Path, output: &Path, files: &[String]) -> Re
     };
     let ran = read(&output.join("mutants.out").join("outcomes.json"))?
         .context("cargo mutants left no outcomes.json")?;
-    let mut cmd = Command::new(tool);
-    cmd.current_dir(root).arg("mutants");
-    for file in files {
-        cmd.arg("--file").arg(file);
-    }
-    let out = cmd
-        .args(["--list", "--json"])
-        .stderr(Stdio::inherit())
-        .output()
-        .context("cannot start cargo mutants --list")?;
-    if !out.status.success() {
-        bail!("cargo mutants --list failed ({})", out.status);
-    }
-    let listed: Value =
-        serde_json::from_slice(&out.stdout).context("cargo mutants --list --json: not JSON")?;
-    let current = listed_mutants(&listed)?;
+    let current = listed_mutants(&list_json(tool, root, files, &[])?)?;
     let (merged, untested) = merge(&previous, &ran, &current);
     std::fs::write(
         &merged_path,
@@ -298,6 +268,26 @@ fn record_shard(tool: &Path, root: &Path, output: &Path, files: &[String]) -> Re
         );
     }
     Ok(())
+}
+
+/// `cargo mutants --list --json --file FILE... EXTRA...` in `root`: every
+/// mutant of the files, as JSON (a list of mutants). Runs no test.
+fn list_json(tool: &Path, root: &Path, files: &[String], extra: &[OsString]) -> Result<Value> {
+    let mut cmd = Command::new(tool);
+    cmd.current_dir(root).arg("mutants");
+    for file in files {
+        cmd.arg("--file").arg(file);
+    }
+    let out = cmd
+        .args(["--list", "--json"])
+        .args(extra)
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cannot start cargo mutants --list")?;
+    if !out.status.success() {
+        bail!("cargo mutants --list failed ({})", out.status);
+    }
+    serde_json::from_slice(&out.stdout).context("cargo mutants --list --json: not JSON")
 }
 
 /// The mutants `cargo mutants --list --json` lists: (file, name).

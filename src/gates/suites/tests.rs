@@ -1099,6 +1099,24 @@ fn malformed_reports_are_errors() {
     .is_err());
 }
 
+#[test]
+fn a_failure_text_is_kept_whole_up_to_eight_kib_then_cut_at_a_character() {
+    let report = |text: &str| {
+        format!(
+            "<testsuites><testsuite><testcase classname=\"t\" name=\"a\">\
+             <failure message=\"m\">{text}</failure></testcase></testsuite></testsuites>"
+        )
+    };
+    let kept = "x".repeat(5000);
+    let cases = parse_junit(&report(&kept), &HashMap::new()).unwrap();
+    assert_eq!(cases[0].text.as_deref(), Some(kept.as_str()));
+    // 8 KiB of one-byte characters, then a two-byte one across the limit.
+    let long = format!("{}é{}", "y".repeat(8 * 1024 - 1), "z".repeat(100));
+    let cases = parse_junit(&report(&long), &HashMap::new()).unwrap();
+    let text = cases[0].text.as_deref().unwrap();
+    assert_eq!(text, format!("{}…", "y".repeat(8 * 1024 - 1)));
+}
+
 // ----- clause: run against DIR/extracted, the exact extractions ------------
 
 #[test]
