@@ -886,6 +886,124 @@ fn stragglers_are_a_warning_naming_the_log() {
     );
 }
 
+#[test]
+fn outcomes_is_the_root_exactly_when_the_outcomes_check_fails_clause_by_clause() {
+    // Each way the `outcomes` check fails, alone, and the run that passes:
+    // `outcomes_failed` (which decides what the run's other findings are a
+    // consequence of) must agree with the check itself.
+    let mut variants: Vec<(&str, RunObservation)> = vec![("a good run", good_run("tree"))];
+    let mut r = good_run("tree");
+    if let PytestObs::Ran { timed_out, .. } = &mut r.pytest {
+        *timed_out = true;
+    }
+    variants.push(("timed out, exit 0", r));
+    let mut r = good_run("tree");
+    r.pytest = ran(1);
+    variants.push(("exit 1 and a clean report", r));
+    let mut r = good_run("tree");
+    r.report = Ok(vec![]);
+    variants.push(("an empty report", r));
+    let mut r = good_run("tree");
+    r.report.as_mut().unwrap()[0].outcome = SuiteOutcome::Failed;
+    variants.push(("a failed testcase, exit 0", r));
+    let mut r = good_run("tree");
+    if let CollectAnswer::Collected(c) = &mut r.collection.answer {
+        c.finished = false;
+    }
+    variants.push(("a session that did not finish", r));
+    let mut r = good_run("tree");
+    if let CollectAnswer::Collected(c) = &mut r.collection.answer {
+        c.items.push(item("test_never_ran"));
+    }
+    variants.push(("a collected item with no testcase", r));
+    let mut r = good_run("tree");
+    r.report = Err("no report".into());
+    variants.push(("no report", r));
+    for (what, r) in &variants {
+        let counts = count(r.report.as_deref().unwrap_or_default());
+        let check = outcomes_check(r, &counts);
+        assert_eq!(
+            outcomes_failed(r),
+            check.result == CheckResult::Fail,
+            "{what}: {}",
+            check.detail
+        );
+        assert_eq!(
+            run_root(r).as_deref() == Some("tree/outcomes"),
+            check.result == CheckResult::Fail,
+            "{what}"
+        );
+    }
+    assert_eq!(
+        variants.iter().filter(|(_, r)| outcomes_failed(r)).count(),
+        variants.len() - 1,
+        "every variant but the good run fails"
+    );
+}
+
+#[test]
+fn a_report_with_no_testcase_fails_outcomes_even_when_pytest_exits_0() {
+    let mut r = good_run("tree");
+    r.report = Ok(vec![]);
+    let c = outcomes_check(&r, &SuiteCounts::default());
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.contains("exit status 0 and ran no test"),
+        "{}",
+        c.detail
+    );
+}
+
+#[test]
+fn unreported_items_are_listed_up_to_ten_then_elided() {
+    let with_unreported = |n: usize| {
+        let mut r = good_run("tree");
+        if let CollectAnswer::Collected(c) = &mut r.collection.answer {
+            c.items
+                .extend((0..n).map(|i| item(&format!("test_gone_{i}"))));
+        }
+        let counts = count(r.report.as_deref().unwrap());
+        outcomes_check(&r, &counts)
+    };
+    let ten = with_unreported(10);
+    assert_eq!(ten.result, CheckResult::Fail);
+    assert!(ten.detail.contains("test_gone_9"), "{}", ten.detail);
+    assert!(!ten.detail.contains(", ..."), "{}", ten.detail);
+    let eleven = with_unreported(11);
+    assert!(
+        eleven.detail.contains("test_gone_9, ..."),
+        "{}",
+        eleven.detail
+    );
+    assert!(!eleven.detail.contains("test_gone_10"), "{}", eleven.detail);
+}
+
+#[test]
+fn historical_is_a_consequence_only_when_neither_record_nor_report_was_read() {
+    // A historical item in the record, the report unread: the record alone
+    // shows the finding, which is its own.
+    let mut r = good_run("tree");
+    if let CollectAnswer::Collected(c) = &mut r.collection.answer {
+        c.items[0].historical = Some(HISTORICAL.into());
+    }
+    r.report = Err("pytest wrote no JUnit report".into());
+    let checks = run_checks(&r, &opts());
+    let h = find(&checks, "tree/historical-not-collected");
+    assert_eq!(h.result, CheckResult::Fail);
+    assert_eq!(h.consequence_of, None, "{h:?}");
+    // The report read, the record not: a historical classname is its own
+    // finding too.
+    let mut r = good_run("tree");
+    r.collection.answer = CollectAnswer::NoReport {
+        error: "stopped".into(),
+    };
+    r.report.as_mut().unwrap()[0].classname = module_classname(HISTORICAL);
+    let checks = run_checks(&r, &opts());
+    let h = find(&checks, "tree/historical-not-collected");
+    assert_eq!(h.result, CheckResult::Fail);
+    assert_eq!(h.consequence_of, None, "{h:?}");
+}
+
 // ----- clause: at least one test passed in each run -------------------------
 
 #[test]
@@ -920,6 +1038,30 @@ fn a_run_where_everything_is_skipped_fails_the_passing_check() {
         c.detail
     );
     assert_eq!(find(&checks, "tree/outcomes").result, CheckResult::Pass);
+}
+
+#[test]
+fn the_advice_counts_failures_errors_and_strict_xpasses_together() {
+    let advice = |failed, errors, xpassed_strict| {
+        let counts = SuiteCounts {
+            tests: 9,
+            failed,
+            errors,
+            xpassed_strict,
+            ..SuiteCounts::default()
+        };
+        passing_check("tree", &[], &counts).detail
+    };
+    for (f, e, x, total) in [(1, 0, 0, 1), (0, 1, 0, 1), (0, 0, 1, 1), (2, 3, 4, 9)] {
+        let detail = advice(f, e, x);
+        assert!(
+            detail.contains(&format!(
+                "{total} test(s) failed, errored or passed a strict xfail"
+            )),
+            "{f} {e} {x}: {detail}"
+        );
+    }
+    assert!(advice(0, 0, 0).contains("a suite whose tests are all skipped"));
 }
 
 #[test]
