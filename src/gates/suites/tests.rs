@@ -1288,6 +1288,31 @@ fn refuses_a_source_root_that_is_not_exactly_the_candidate_folders() {
     );
 }
 
+#[test]
+fn refuses_a_source_root_with_only_a_missing_or_only_an_unexpected_folder() {
+    let mut e = extraction();
+    e.entries = Ok(vec!["a".into()]);
+    e.dirs = vec!["a".into()];
+    let c = source_root_check(&e);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.contains(r#"(missing ["b"], unexpected [])"#),
+        "{}",
+        c.detail
+    );
+    let mut e = extraction();
+    e.entries = Ok(vec!["a".into(), "b".into(), "c".into()]);
+    e.dirs = vec!["a".into(), "b".into(), "c".into()];
+    let c = source_root_check(&e);
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail.contains(r#"(missing [], unexpected ["c"])"#),
+        "{}",
+        c.detail
+    );
+    assert_eq!(source_root_check(&extraction()).result, CheckResult::Pass);
+}
+
 // ----- clause: the run left DIR/extracted unchanged ------------------------
 
 #[test]
@@ -1346,6 +1371,46 @@ fn fewer_passes_on_the_extraction_fail_naming_the_ids() {
         c.detail
     );
     assert!(!c.detail.contains("test_x:"), "{}", c.detail);
+}
+
+#[test]
+fn a_difference_gives_its_own_tests_reason_and_equal_passes_are_not_called_fewer() {
+    // test_w is skipped in both runs (no difference) and comes first;
+    // test_y passes on the tree and xfails on the extraction, test_z the
+    // other way round: as many passes on each side.
+    let tree = vec![
+        case("test_w", SuiteOutcome::Skipped, Some("windows only")),
+        case("test_x", SuiteOutcome::Passed, None),
+        case("test_y", SuiteOutcome::Passed, None),
+        case("test_z", SuiteOutcome::Xfailed, Some("known")),
+    ];
+    let extracted = vec![
+        case("test_w", SuiteOutcome::Skipped, Some("windows only")),
+        case("test_x", SuiteOutcome::Passed, None),
+        case("test_y", SuiteOutcome::Xfailed, Some("needs pkg/")),
+        case("test_z", SuiteOutcome::Passed, None),
+    ];
+    let c = same_outcomes_check(Some((&tree, &extracted)));
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .starts_with("2 passed on the tree, 2 on DIR/extracted; 2 test id(s) differ"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail
+            .contains("R.t.test_a::test_y: tree passed, extracted xfailed (needs pkg/)"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail
+            .contains("R.t.test_a::test_z: tree xfailed, extracted passed;"),
+        "{}",
+        c.detail
+    );
+    assert!(!c.detail.contains("windows only"), "{}", c.detail);
 }
 
 #[test]
