@@ -714,6 +714,16 @@ fn refuses_a_plugin_the_runtime_did_not_initialize_naming_its_message() {
         assert!(c.detail.contains(n), "{n}: {}", c.detail);
     }
     assert!(checks.iter().all(|c| c.name != "components"));
+    // The evidence's record carries the same message: the runtime's last
+    // line that is not a log-level line.
+    let record = discovery_record(&obs.result.as_ref().unwrap().candidates[0]);
+    assert_eq!(
+        record.failure.as_deref(),
+        Some(
+            "the runtime reported 2 failed start(s) of the plugin's worker and never listed it as \
+             initialized; the runtime's message: AttributeError: module 'main' has no attribute 'X'"
+        )
+    );
     // Initialized once, but gone after later installations.
     let mut obs = observed_run();
     obs.result.as_mut().unwrap().candidates[0].final_status = None;
