@@ -258,6 +258,18 @@ fn a_missing_command_names_the_config_key_to_set() {
         "{}",
         k.detail
     );
+    // Any other failure points at the runtime log and the transcript, not
+    // at the command key.
+    o.runner_probes[0].call = call(&["run.failed"], None, Some("codex.protocol: late"));
+    let k = runner_check(&c, &o, "acme/codex-agent");
+    assert_eq!(k.result, CheckResult::Fail);
+    assert!(
+        k.detail
+            .contains("read the runtime log and the fixture's transcript"),
+        "{}",
+        k.detail
+    );
+    assert!(!k.detail.contains("(`command`)"), "{}", k.detail);
 }
 
 #[test]
