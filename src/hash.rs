@@ -38,24 +38,34 @@ pub fn to_hex(bytes: &[u8]) -> String {
         })
 }
 
-/// sha256 of everything `reader` yields, streamed.
+/// Feeds everything `reader` yields to `update`, through one
+/// [`BUFFER`]-sized buffer, retrying reads the OS interrupted; returns the
+/// number of bytes read.
 ///
 /// # Errors
-/// Any read error of `reader`.
-pub fn sha256_reader(mut reader: impl Read) -> io::Result<Sha256Digest> {
-    let mut hasher = Sha256::new();
+/// The first read error of `reader` other than `Interrupted`.
+fn stream(mut reader: impl Read, mut update: impl FnMut(&[u8])) -> io::Result<u64> {
     let mut buf = vec![0u8; BUFFER];
     let mut size = 0u64;
     loop {
         let n = match reader.read(&mut buf) {
-            Ok(0) => break,
+            Ok(0) => return Ok(size),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
         size += n as u64;
-        hasher.update(&buf[..n]);
+        update(&buf[..n]);
     }
+}
+
+/// sha256 of everything `reader` yields, streamed.
+///
+/// # Errors
+/// Any read error of `reader`.
+pub fn sha256_reader(reader: impl Read) -> io::Result<Sha256Digest> {
+    let mut hasher = Sha256::new();
+    let size = stream(reader, |b| hasher.update(b))?;
     Ok(Sha256Digest {
         bytes: hasher.finalize().into(),
         size,
@@ -79,22 +89,19 @@ pub fn sha256_bytes(bytes: &[u8]) -> String {
 /// of the file at `path`, streamed. Source: git's object format (`gitformat-loose`).
 ///
 /// # Errors
-/// When the file cannot be opened or read.
+/// When the file cannot be opened or read, or its length changed while it
+/// was read (the header's size would not be the content's).
 pub fn git_blob_id(path: &Path) -> io::Result<String> {
     let file = File::open(path)?;
     let size = file.metadata()?.len();
     let mut hasher = Sha1::new();
     hasher.update(format!("blob {size}\0").as_bytes());
-    let mut reader = file;
-    let mut buf = vec![0u8; BUFFER];
-    loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        hasher.update(&buf[..n]);
+    let read = stream(file, |b| hasher.update(b))?;
+    if read != size {
+        return Err(io::Error::other(format!(
+            "{} changed while it was read: {size} bytes when opened, {read} read",
+            path.display()
+        )));
     }
     Ok(to_hex(&hasher.finalize()))
 }
@@ -159,6 +166,80 @@ mod tests {
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
         assert_eq!(d.size, 0);
+    }
+
+    /// A reader that yields `data` in pieces of at most `piece` bytes,
+    /// is interrupted before every piece, then fails with `end` if given;
+    /// it records the largest buffer it was handed.
+    struct Chunky {
+        data: Vec<u8>,
+        piece: usize,
+        interrupt: bool,
+        end: Option<io::ErrorKind>,
+        largest_buffer: usize,
+    }
+
+    impl Read for Chunky {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.largest_buffer = self.largest_buffer.max(buf.len());
+            if self.interrupt {
+                self.interrupt = false;
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            self.interrupt = true;
+            if self.data.is_empty() {
+                return match self.end {
+                    Some(kind) => Err(kind.into()),
+                    None => Ok(0),
+                };
+            }
+            let n = self.piece.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data.drain(..n);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn sha256_of_abc_is_the_published_constant() {
+        // FIPS 180-2, appendix B.1.
+        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assert_eq!(sha256_bytes(b"abc"), abc);
+        assert_eq!(sha256_reader(&b"abc"[..]).unwrap().hex(), abc);
+        assert_eq!(to_hex(&[0, 0x0f, 0xa0, 0xff]), "000fa0ff");
+    }
+
+    #[test]
+    fn a_streamed_digest_covers_every_piece_through_one_64_kib_buffer() {
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let mut reader = Chunky {
+            data: data.clone(),
+            piece: 70_000,
+            interrupt: true,
+            end: None,
+            largest_buffer: 0,
+        };
+        let d = sha256_reader(&mut reader).unwrap();
+        assert_eq!(d.hex(), sha256_bytes(&data));
+        assert_eq!(d.size, 200_000);
+        assert_eq!(reader.largest_buffer, 64 * 1024);
+    }
+
+    #[test]
+    fn a_read_error_other_than_an_interruption_is_returned() {
+        let mut reader = Chunky {
+            data: b"partial".to_vec(),
+            piece: 3,
+            interrupt: true,
+            end: Some(io::ErrorKind::UnexpectedEof),
+            largest_buffer: 0,
+        };
+        let e = sha256_reader(&mut reader).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        // A directory opens but cannot be read: an error, never a digest.
+        let dir = tempfile::tempdir().unwrap();
+        assert!(git_blob_id(dir.path()).is_err());
+        assert!(sha256_file(dir.path()).is_err());
     }
 
     #[test]
