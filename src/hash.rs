@@ -243,6 +243,24 @@ mod tests {
     }
 
     #[test]
+    fn tree_digests_name_every_file_directory_and_symlink_and_nothing_for_no_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/f"), b"abc").unwrap();
+        std::os::unix::fs::symlink("b/f", root.join("a/link")).unwrap();
+        let map = tree_digests(root).unwrap();
+        let expected: Vec<(String, String)> = vec![
+            ("a".into(), "dir".into()),
+            ("a/b".into(), "dir".into()),
+            ("a/b/f".into(), format!("{}:3", sha256_bytes(b"abc"))),
+            ("a/link".into(), "-> b/f".into()),
+        ];
+        assert_eq!(map.into_iter().collect::<Vec<_>>(), expected);
+        assert!(tree_digests(&root.join("missing")).unwrap().is_empty());
+    }
+
+    #[test]
     fn git_blob_id_matches_git_hash_object() {
         // `printf 'hello\n' | git hash-object --stdin`
         assert_eq!(
