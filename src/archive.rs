@@ -110,10 +110,12 @@ pub fn extract_tar(tar_path: &Path, dest: &Path) -> Result<TarExtraction, TarErr
         let mut entry = entry.map_err(io_err(tar_path))?;
         let raw = entry.path().map_err(io_err(tar_path))?.into_owned();
         let kind = entry.header().entry_type();
-        if kind.is_pax_global_extensions()
-            || kind.is_pax_local_extensions()
-            || kind.is_gnu_longname()
-        {
+        // `git archive` starts with a global PAX header holding the commit
+        // id: metadata, not a member. The tar crate applies local PAX and
+        // GNU long-name headers to the entry they describe and does not
+        // yield them; one it does yield (an old-format header) is refused
+        // below with the other entry types.
+        if kind.is_pax_global_extensions() {
             continue;
         }
         let rel = safe_relative(&raw).map_err(|reason| TarError::Unsafe {
@@ -290,6 +292,109 @@ mod tests {
         assert!(
             !dest.join("pkg").exists() || fs::read_dir(dest.join("pkg")).unwrap().next().is_none()
         );
+    }
+
+    #[test]
+    fn an_entry_under_a_symlink_or_a_file_is_refused_and_nothing_is_written_through_it() {
+        // `a/l` -> `.` stays inside, but `a/l/x` would be written through it.
+        let (dir, tar) = tar_with(&[
+            ("a/l", tar::EntryType::Symlink, b"", Some(".")),
+            ("a/l/x", tar::EntryType::Regular, b"x", None),
+        ]);
+        let dest = dir.path().join("out");
+        let err = extract_tar(&tar, &dest).unwrap_err();
+        assert!(
+            matches!(&err, TarError::Unsafe { path, reason }
+                if path == "a/l/x" && reason.starts_with("would be written through the symlink")),
+            "{err}"
+        );
+        assert!(!dest.join("a/x").exists());
+        let (dir, tar) = tar_with(&[
+            ("f", tar::EntryType::Regular, b"x", None),
+            ("f/x", tar::EntryType::Regular, b"x", None),
+        ]);
+        let err = extract_tar(&tar, &dir.path().join("out")).unwrap_err();
+        assert!(
+            matches!(&err, TarError::Unsafe { path, reason }
+                if path == "f/x" && reason == "has a parent that is a file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn modes_keep_their_permission_bits_and_files_keep_the_recorded_mtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.tar");
+        let mut b = tar::Builder::new(fs::File::create(&path).unwrap());
+        for (name, mode) in [("run.sh", 0o4755), ("data.txt", 0o644)] {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_size(1);
+            h.set_mode(mode);
+            h.set_mtime(1_700_000_000);
+            h.set_path(name).unwrap();
+            h.set_cksum();
+            b.append(&h, &b"x"[..]).unwrap();
+        }
+        b.finish().unwrap();
+        let dest = dir.path().join("out");
+        let got = extract_tar(&path, &dest).unwrap();
+        assert_eq!(
+            got.files,
+            [
+                ("run.sh".to_string(), 0o755),
+                ("data.txt".to_string(), 0o644)
+            ]
+        );
+        let meta = fs::metadata(dest.join("run.sh")).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o755);
+        assert_eq!(
+            meta.modified().unwrap(),
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000)
+        );
+    }
+
+    #[test]
+    fn git_archives_global_header_and_long_names_are_read_not_extracted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.tar");
+        let mut b = tar::Builder::new(fs::File::create(&path).unwrap());
+        // What `git archive` writes first: a global PAX header with the commit.
+        let record = "52 comment=0123456789abcdef0123456789abcdef01234567\n";
+        let mut h = tar::Header::new_ustar();
+        h.set_entry_type(tar::EntryType::XGlobalHeader);
+        h.set_path("pax_global_header").unwrap();
+        h.set_size(record.len() as u64);
+        h.set_mode(0o666);
+        h.set_cksum();
+        b.append(&h, record.as_bytes()).unwrap();
+        // A name over 100 bytes: a GNU long-name header, then one in a
+        // local PAX header.
+        let long = format!("{}/f.txt", "d".repeat(120));
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_size(1);
+        h.set_mode(0o644);
+        b.append_data(&mut h, &long, &b"g"[..]).unwrap();
+        let pax_long = format!("{}/p.txt", "e".repeat(120));
+        b.append_pax_extensions([("path", pax_long.as_bytes())])
+            .unwrap();
+        let mut h = tar::Header::new_ustar();
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_path("short").unwrap();
+        h.set_size(1);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append(&h, &b"p"[..]).unwrap();
+        b.finish().unwrap();
+        let dest = dir.path().join("out");
+        let got = extract_tar(&path, &dest).unwrap();
+        let names: Vec<&str> = got.files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, [long.as_str(), pax_long.as_str()]);
+        assert_eq!(fs::read(dest.join(&long)).unwrap(), b"g");
+        assert_eq!(fs::read(dest.join(&pax_long)).unwrap(), b"p");
+        assert!(!dest.join("pax_global_header").exists());
+        assert!(!dest.join("short").exists());
     }
 
     #[test]
