@@ -115,6 +115,32 @@ mod tests {
     }
 
     #[test]
+    fn every_non_string_identity_field_is_named_by_its_yaml_type() {
+        for (value, word) in [
+            ("1", "an integer"),
+            ("1.5", "a float"),
+            ("true", "a boolean"),
+            ("null", "null"),
+            ("[a]", "a list"),
+            ("{a: b}", "a mapping"),
+            ("!tag x", "a tagged value"),
+        ] {
+            let text = format!("metadata:\n  author: acme\n  name: x\n  version: {value}\n");
+            let err = parse_id(&text, Path::new("m.yaml")).unwrap_err();
+            assert!(
+                err.starts_with(&format!("m.yaml: metadata.version is {word} (")),
+                "{value}: {err}"
+            );
+        }
+        let err = parse_id(
+            "metadata:\n  name: x\n  version: '1'\n",
+            Path::new("m.yaml"),
+        )
+        .unwrap_err();
+        assert_eq!(err, "m.yaml: metadata.author is missing; expected a string");
+    }
+
+    #[test]
     fn traversal_in_name_is_refused() {
         let (_d, p) = write("metadata:\n  author: acme\n  name: ../../evil\n  version: '1'\n");
         assert!(read_id(&p).unwrap_err().contains("../../evil"));
