@@ -589,5 +589,26 @@ mod tests {
             SdkNode::Float("inf".into()).to_value().as_f64(),
             Some(f64::INFINITY)
         );
+        // Another tag keeps its name.
+        assert_eq!(
+            describe(&tagged("!!timestamp", "2001-12-14")),
+            "!!timestamp 2001-12-14"
+        );
+    }
+
+    #[test]
+    fn read_yaml12_reads_the_file_and_names_it_when_it_cannot() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("manifest.yaml");
+        std::fs::write(&p, "base: &b {x: 1}\nm:\n  <<: *b\n  y: NO\n").unwrap();
+        let v = read_yaml12(&p).unwrap();
+        assert_eq!(v["m"]["x"].as_i64(), Some(1), "merge key applied: {v:?}");
+        assert_eq!(v["m"]["y"].as_str(), Some("NO"), "YAML 1.2: NO is a string");
+        let missing = d.path().join("missing.yaml");
+        let e = read_yaml12(&missing).unwrap_err();
+        assert!(e.starts_with(&missing.display().to_string()), "{e}");
+        std::fs::write(&p, "a: [").unwrap();
+        let e = read_yaml12(&p).unwrap_err();
+        assert!(e.contains("not valid YAML 1.2"), "{e}");
     }
 }
