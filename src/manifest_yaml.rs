@@ -597,6 +597,29 @@ mod tests {
     }
 
     #[test]
+    fn shapes_that_differ_in_length_are_one_change_and_equal_lengths_are_walked() {
+        let v = |t: &str| parse_yaml12(t).unwrap();
+        // A mapping the SDK reads with fewer pairs (two keys it reads as one).
+        let changes = meaning_changes(&v("m: {a: 1, b: 2}"), &v("m: {a: 1}"));
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!(changes[0].path, "m");
+        assert_eq!(
+            (changes[0].yaml12.as_str(), changes[0].sdk.as_str()),
+            ("a mapping", "a mapping")
+        );
+        // A list of another length is one change at the list.
+        let changes = meaning_changes(&v("items: [1, 2]"), &v("items: [1]"));
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!(changes[0].path, "items");
+        // A list of the same length is compared item by item.
+        let changes = meaning_changes(&v("items: [1, NO]"), &v("items: [1, false]"));
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!(changes[0].path, "items[1]");
+        assert_eq!(changes[0].yaml12, "the string \"NO\"");
+        assert_eq!(changes[0].sdk, "the boolean false");
+    }
+
+    #[test]
     fn read_yaml12_reads_the_file_and_names_it_when_it_cannot() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("manifest.yaml");
