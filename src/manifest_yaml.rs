@@ -617,6 +617,12 @@ mod tests {
         assert_eq!(changes[0].path, "items[1]");
         assert_eq!(changes[0].yaml12, "the string \"NO\"");
         assert_eq!(changes[0].sdk, "the boolean false");
+        // A list item has no key of its own to show in the advice.
+        let text = change_text(&changes[0]);
+        assert!(
+            text.contains("quote it (`\"NO\"`) if you mean the string"),
+            "{text}"
+        );
     }
 
     #[test]

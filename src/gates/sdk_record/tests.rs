@@ -120,6 +120,15 @@ fn wrong_field_counts_are_malformed_with_their_row() {
         "{}",
         p.malformed[1]
     );
+    // The rows' paths are kept, so their files are judged under the row.
+    assert_eq!(
+        p.malformed_paths,
+        [(1, "pkg/a.py".to_string()), (2, "pkg/b.py".to_string())]
+    );
+    // A row with no path has no file to judge.
+    let p = parse(",sha256=x\n");
+    assert_eq!(p.malformed.len(), 1, "{:?}", p.malformed);
+    assert!(p.malformed_paths.is_empty(), "{:?}", p.malformed_paths);
 }
 
 #[test]
