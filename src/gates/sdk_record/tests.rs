@@ -217,6 +217,13 @@ fn negative_and_non_numeric_sizes_are_malformed() {
         "{}",
         p.malformed[2]
     );
+    // `-0` is no size a writer produces, but it is not negative either.
+    let p = parse(&format!("pkg/a.py,sha256={d},-0\n"));
+    assert!(
+        p.malformed[0].contains("row 1 (pkg/a.py): size \"-0\" is not a non-negative integer"),
+        "{:?}",
+        p.malformed
+    );
 }
 
 #[test]
