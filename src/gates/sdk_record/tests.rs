@@ -293,6 +293,33 @@ fn escaping_paths_fail_unless_they_are_console_scripts() {
 }
 
 #[test]
+fn a_console_script_counts_in_a_scripts_directory_spelled_through_a_symlink() {
+    let mut s = site();
+    let root = s
+        .layout
+        .site_packages
+        .ancestors()
+        .nth(3)
+        .unwrap()
+        .to_path_buf();
+    std::os::unix::fs::symlink(root.join("bin"), root.join("bin-link")).unwrap();
+    std::fs::write(root.join("bin/other"), b"x").unwrap();
+    // The interpreter names the scripts directory through the link; RECORD
+    // names the real one.
+    s.layout.scripts_dir = Some(root.join("bin-link"));
+    assert_eq!(
+        resolve_row_path(&s.layout, "../../../bin/demo").unwrap(),
+        root.join("bin/demo")
+    );
+    // The same directory, a file that is not a console script.
+    let e = resolve_row_path(&s.layout, "../../../bin/other").unwrap_err();
+    assert!(e.contains("is not a console script (demo)"), "{e}");
+    // A console script's name in another directory.
+    std::fs::create_dir_all(root.join("elsewhere")).unwrap();
+    assert!(resolve_row_path(&s.layout, "../../../elsewhere/demo").is_err());
+}
+
+#[test]
 fn changed_bytes_of_equal_size_are_a_digest_mismatch() {
     let s = site();
     std::fs::write(s.layout.site_packages.join("pkg/a.py"), b"print('b')\n").unwrap();
