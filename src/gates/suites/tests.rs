@@ -1242,6 +1242,46 @@ fn malformed_reports_are_errors() {
 }
 
 #[test]
+fn the_most_severe_result_wins_and_only_its_own_text_is_kept() {
+    // pytest writes a failed test whose teardown errored as one testcase
+    // with a <failure> and an <error>; its output follows in <system-out>.
+    let report = "<testsuites><testsuite>\
+        <testcase classname=\"t\" name=\"a\"><skipped message=\"s\">skip</skipped>\
+          <failure message=\"f\"><![CDATA[assert 1 < 2]]></failure>\
+          <system-out>noise</system-out></testcase>\
+        <testcase classname=\"t\" name=\"b\"><failure message=\"f\">boom</failure>\
+          <error message=\"e\">teardown</error><system-err>more noise</system-err></testcase>\
+        <testcase classname=\"t\" name=\"c\"><error message=\"e\">first</error>\
+          <failure message=\"f\">later</failure></testcase>\
+        </testsuite></testsuites>";
+    let cases = parse_junit(report, &HashMap::new()).unwrap();
+    let got: Vec<(&str, SuiteOutcome, Option<&str>, Option<&str>)> = cases
+        .iter()
+        .map(|t| {
+            (
+                t.name.as_str(),
+                t.outcome,
+                t.message.as_deref(),
+                t.text.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "a",
+                SuiteOutcome::Failed,
+                Some("f"),
+                Some("assert 1 < 2")
+            ),
+            ("b", SuiteOutcome::Error, Some("e"), Some("teardown")),
+            ("c", SuiteOutcome::Error, Some("e"), Some("first")),
+        ]
+    );
+}
+
+#[test]
 fn a_failure_text_is_kept_whole_up_to_eight_kib_then_cut_at_a_character() {
     let report = |text: &str| {
         format!(
