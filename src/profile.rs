@@ -959,9 +959,25 @@ mod tests {
     fn vendored_sdk_and_historical_sections_are_checked() {
         let base = "name = \"x\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n[[candidate]]\npath = \"R/a\"\n";
         let v = "[vendored_sdk]\nnotice = \"n.md\"\nlicense_copy = \"l.txt\"\nversion_pattern = 'v (\\S+)'\nfile_pattern = 'f (\\S+)'\nsha256_pattern = 's ([0-9a-f]{64})'\n";
-        assert!(parse(&format!("{base}{v}"), "x.toml").is_ok());
+        // The defaults: the dist-info's license, every candidate covered.
+        let opts = parse(&format!("{base}{v}"), "x.toml")
+            .unwrap()
+            .vendored_sdk
+            .unwrap();
+        assert_eq!(opts.license_source, "licenses/LICENSE");
+        assert!(opts.covers("R/a") && opts.covers("anything"));
+        let listed = parse(&format!("{base}{v}candidates = [\"R/a\"]\n"), "x.toml")
+            .unwrap()
+            .vendored_sdk
+            .unwrap();
+        assert!(listed.covers("R/a"));
+        assert!(!listed.covers("R/b"));
         let h = format!("[historical_admission]\n[[historical_admission.archive]]\nname = \"a\"\nsha256 = \"{}\"\nreason = \"pins b3\"\nrefusal_contains = \"b3\"\n", "a".repeat(64));
-        assert!(parse(&format!("{base}{h}"), "x.toml").is_ok());
+        let historical = parse(&format!("{base}{h}"), "x.toml")
+            .unwrap()
+            .historical_admission
+            .unwrap();
+        assert_eq!(historical.timeout_secs, 120, "the default time limit");
         for (bad, needle) in [
             (v.replace("'v (\\S+)'", "'v \\S+'"), "0 capture group(s)"),
             (v.replace("'f (\\S+)'", "'(f) (\\S+)'"), "2 capture group(s)"),

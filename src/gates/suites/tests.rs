@@ -1269,12 +1269,7 @@ fn the_most_severe_result_wins_and_only_its_own_text_is_kept() {
     assert_eq!(
         got,
         [
-            (
-                "a",
-                SuiteOutcome::Failed,
-                Some("f"),
-                Some("assert 1 < 2")
-            ),
+            ("a", SuiteOutcome::Failed, Some("f"), Some("assert 1 < 2")),
             ("b", SuiteOutcome::Error, Some("e"), Some("teardown")),
             ("c", SuiteOutcome::Error, Some("e"), Some("first")),
         ]
