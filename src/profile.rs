@@ -350,17 +350,17 @@ impl RunnerProbeSpec {
 }
 
 /// Every `{...}` in `s`, appended to `out`.
+/// An unclosed `{` is appended with the rest of `s`.
 fn scan_placeholders(s: &str, out: &mut Vec<String>) {
     let mut rest = s;
-    while let Some(i) = rest.find('{') {
-        let tail = &rest[i..];
-        match tail.find('}') {
-            Some(j) => {
-                out.push(tail[..=j].to_string());
-                rest = &tail[j + 1..];
+    while let Some((_, after)) = rest.split_once('{') {
+        match after.split_once('}') {
+            Some((inner, next)) => {
+                out.push(format!("{{{inner}}}"));
+                rest = next;
             }
             None => {
-                out.push(tail.to_string());
+                out.push(format!("{{{after}"));
                 break;
             }
         }
@@ -830,6 +830,19 @@ mod tests {
     }
 
     #[test]
+    fn placeholders_are_every_brace_pair_in_values_and_keys() {
+        let mut found = Vec::new();
+        scan_placeholders("a{python}b{}c{fixture}{{x}d{open", &mut found);
+        assert_eq!(found, ["{python}", "{}", "{fixture}", "{{x}", "{open"]);
+        let value: toml::Value =
+            toml::from_str("k = [\"{a}\", [\"{b}\"]]\n\"{c}\" = { d = \"{e}\" }\nn = 1").unwrap();
+        let mut found = Vec::new();
+        placeholders(&value, &mut found);
+        found.sort();
+        assert_eq!(found, ["{a}", "{b}", "{c}", "{e}"]);
+    }
+
+    #[test]
     fn runner_probes_are_checked() {
         let base = "name = \"x\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n[[candidate]]\npath = \"R/a\"\n";
         let probe = |body: &str| format!("{base}[[discovery.runner_probe]]\n{body}\n");
@@ -848,6 +861,7 @@ mod tests {
             (good.replace("expect = \"ok {nonce}\"\n", ""), "needs `expect`"),
             (good.replace("ok {nonce}", "ok"), "does not hold `{nonce}`"),
             (good.replace("{workspace}", "{home}"), "unknown placeholder \"{home}\""),
+            (good.replace("[\"{fixture}\"]", "[\"{fixture}\", \"{home}\"]"), "unknown placeholder \"{home}\""),
             (good.replace("config = { command = \"{python}\", args = [\"{fixture}\"], workspace = \"{workspace}\" }", "config = {}"), "`config` is empty"),
             (good.replace("config = {", "invalid_config = { location = \"invalid\" }\nconfig = { location = \"invalid\" }\nx = {"), "x"),
             (format!("{good}[[discovery.runner_probe]]\ncandidate = \"R/a\"\nfixture = \"builtin:acp-stdio\"\nconfig = {{ a = 1 }}\n"), "a second probe"),
