@@ -992,6 +992,18 @@ mod tests {
             .historical_admission
             .unwrap();
         assert_eq!(historical.timeout_secs, 120, "the default time limit");
+        // The time limits' defaults: discovery with no [discovery] and with
+        // one that sets neither; the build's.
+        for text in [base.to_string(), format!("{base}[discovery]\n[build]\n")] {
+            let p = parse(&text, "x.toml").unwrap();
+            let d = &p.discovery;
+            assert_eq!(
+                (d.health_timeout_secs, d.plugin_timeout_secs),
+                (60, 60),
+                "{text}"
+            );
+            assert_eq!(p.build.timeout_secs, 120, "{text}");
+        }
         for (bad, needle) in [
             (v.replace("'v (\\S+)'", "'v \\S+'"), "0 capture group(s)"),
             (v.replace("'f (\\S+)'", "'(f) (\\S+)'"), "2 capture group(s)"),
