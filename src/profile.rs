@@ -925,6 +925,19 @@ mod tests {
                 "PYTHONPATH",
             ),
             ("paths = [\"t.py\"]\nsource_root_env = \"A-B\"", "A-B"),
+            (
+                "paths = [\"t.py\"]\nsource_root_env = \"\"",
+                "source_root_env \"\"",
+            ),
+            (
+                "paths = [\"t.py\"]\nsource_root_env = \"1ROOT\"",
+                "\"1ROOT\"",
+            ),
+            ("paths = [\"t.py\"]\nsource_root_env = \"HOME\"", "\"HOME\""),
+            (
+                "paths = [\"t.py\"]\nconfig = \"a/../b.ini\"",
+                "suites.config",
+            ),
             ("paths = [\"t.py\"]\ntimeout_secs = 0", "timeout_secs"),
         ] {
             let err = parse(&format!("{base}[suites]\n{bad}\n"), "x.toml")
