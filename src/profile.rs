@@ -771,8 +771,29 @@ mod tests {
         let mut all: Vec<String> = p.candidates.iter().map(|c| c.path.clone()).collect();
         all.sort();
         assert_eq!(seen, all);
+        // Sorted by path, the i-th candidate is in share i % N + 1.
+        let mut sorted: Vec<String> = p.candidates.iter().map(|c| c.path.clone()).collect();
+        sorted.sort();
+        let first: Vec<String> =
+            partition_share(&p.candidates, Some(Partition { index: 1, count: 2 }))
+                .into_iter()
+                .map(|c| c.path)
+                .collect();
+        let mut first_sorted = first.clone();
+        first_sorted.sort();
+        assert_eq!(first_sorted, [sorted[0].clone(), sorted[2].clone()]);
+        assert_eq!(
+            partition_share(&p.candidates, None).len(),
+            p.candidates.len()
+        );
         assert!("0/2".parse::<Partition>().is_err());
+        assert!("2/0".parse::<Partition>().is_err());
         assert!("3/2".parse::<Partition>().is_err());
+        assert!("1-2".parse::<Partition>().is_err());
+        assert_eq!(
+            " 2 / 2 ".parse::<Partition>().unwrap(),
+            Partition { index: 2, count: 2 }
+        );
         assert_eq!(
             "2/3".parse::<Partition>().unwrap(),
             Partition { index: 2, count: 3 }
@@ -1030,6 +1051,71 @@ mod tests {
             let err = parse(&format!("{base}{bad}"), "x.toml").unwrap_err().to_string();
             assert!(err.contains(needle), "{needle}: {err}");
         }
+    }
+
+    #[test]
+    fn the_pin_candidates_and_shared_owner_are_checked() {
+        let base = "name = \"x\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n[[candidate]]\npath = \"R/a\"\n";
+        assert!(parse(base, "x.toml").is_ok());
+        for (bad, needle) in [
+            (
+                base.replace("langbot-plugin==0.6.0b5", "other==1"),
+                "sdk.requirement is \"other==1\"",
+            ),
+            (
+                base.replace("langbot-plugin==0.6.0b5", "langbot-plugin=="),
+                "sdk.requirement is \"langbot-plugin==\"",
+            ),
+            (
+                base.replace("langbot-plugin==0.6.0b5", "langbot-plugin>=0.6"),
+                "expected an exact pin",
+            ),
+            (base.replace("R/a", ""), "candidate path \"\""),
+            (base.replace("R/a", "/R/a"), "candidate path \"/R/a\""),
+            (base.replace("R/a", "R//a"), "candidate path \"R//a\""),
+            (base.replace("R/a", "R/./a"), "candidate path \"R/./a\""),
+            (base.replace("R/a", "R/../a"), "candidate path \"R/../a\""),
+            (
+                format!("{base}[[candidate]]\npath = \"S/a\"\n"),
+                "share the folder name \"a\"",
+            ),
+            (
+                format!("{base}[shared]\nowner = \"R/b\"\nfiles = [\"f\"]\n"),
+                "shared.owner \"R/b\"",
+            ),
+        ] {
+            let err = parse(&bad, "x.toml").unwrap_err().to_string();
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+        let shared = parse(
+            &format!("{base}[shared]\nowner = \"R/a\"\nfiles = [\"f\"]\n"),
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(shared.shared.unwrap().owner, "R/a");
+    }
+
+    #[test]
+    fn load_takes_the_named_file_then_the_repositorys_then_the_builtin() {
+        let repo = tempfile::tempdir().unwrap();
+        let builtin = load(None, repo.path()).unwrap();
+        assert!(matches!(builtin.source, ProfileSource::Builtin));
+        assert_eq!(builtin.text, BUILTIN_CODING_RUNNERS);
+        let text = "name = \"mine\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n[[candidate]]\npath = \"R/a\"\n";
+        std::fs::write(repo.path().join(REPO_PROFILE_NAME), text).unwrap();
+        let in_repo = load(None, repo.path()).unwrap();
+        assert_eq!(in_repo.text, text);
+        assert!(
+            matches!(&in_repo.source, ProfileSource::File(p) if p == &repo.path().join(REPO_PROFILE_NAME))
+        );
+        let named = repo.path().join("other.toml");
+        std::fs::write(&named, text.replace("mine", "named")).unwrap();
+        let explicit = load(Some(&named), repo.path()).unwrap();
+        assert!(explicit.text.contains("named"));
+        let missing = repo.path().join("missing.toml");
+        let err = load(Some(&missing), repo.path()).unwrap_err();
+        assert!(matches!(err, ProfileError::Read { .. }), "{err}");
+        assert!(err.to_string().contains("missing.toml"), "{err}");
     }
 
     #[test]
