@@ -169,8 +169,8 @@ mod tests {
     }
 
     /// A reader that yields `data` in pieces of at most `piece` bytes,
-    /// is interrupted before every piece, then fails with `end` if given;
-    /// it records the largest buffer it was handed.
+    /// is interrupted before every piece, then fails once with `end` if
+    /// given, then ends; it records the largest buffer it was handed.
     struct Chunky {
         data: Vec<u8>,
         piece: usize,
@@ -188,7 +188,9 @@ mod tests {
             }
             self.interrupt = true;
             if self.data.is_empty() {
-                return match self.end {
+                // The error once, then the end: a reader that went on after
+                // it would return a digest.
+                return match self.end.take() {
                     Some(kind) => Err(kind.into()),
                     None => Ok(0),
                 };
