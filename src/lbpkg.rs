@@ -1354,6 +1354,46 @@ mod tests {
     /// `_extract_verified_zip`, and the clean one accepted: the findings
     /// never pass what the host refuses.
     #[test]
+    fn host_limits_are_the_genuine_sdks() {
+        let python = match std::env::var_os("PYTHON") {
+            Some(p) if !p.is_empty() => p,
+            _ => panic!("PYTHON is not set: run `cargo xtask test` (it provisions the SDK venv and sets PYTHON)"),
+        };
+        let out = std::process::Command::new(python)
+            .args([
+                "-I",
+                "-c",
+                "from langbot_plugin.runtime.plugin import artifact as a; \
+                 print(a._MAX_ARTIFACT_ENTRIES, a._MAX_ARTIFACT_ENTRY_UNCOMPRESSED_BYTES, \
+                 a._MAX_ARTIFACT_TOTAL_UNCOMPRESSED_BYTES, a._MAX_ARTIFACT_MANIFEST_BYTES, \
+                 a._MAX_ARTIFACT_COMPRESSION_RATIO)",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!(
+                "{HOST_MAX_ENTRIES} {HOST_MAX_ENTRY_BYTES} {HOST_MAX_TOTAL_BYTES} \
+                 {HOST_MAX_MANIFEST_BYTES} {HOST_MAX_RATIO:.1}"
+            )
+        );
+        // And as the documents name them.
+        assert_eq!(
+            (
+                HOST_MAX_ENTRY_BYTES,
+                HOST_MAX_TOTAL_BYTES,
+                HOST_MAX_MANIFEST_BYTES
+            ),
+            (16_777_216, 67_108_864, 1_048_576)
+        );
+    }
+
+    #[test]
     fn host_refusals_agree_with_the_genuine_sdk() {
         let python = match std::env::var_os("PYTHON") {
             Some(p) if !p.is_empty() => p,
