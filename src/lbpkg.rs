@@ -1070,6 +1070,24 @@ mod tests {
     }
 
     #[test]
+    fn a_directory_is_a_name_ending_in_a_slash_or_a_backslash() {
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        w.add_directory("d/", stored()).unwrap();
+        for name in ["ee", "f"] {
+            w.start_file(name, stored()).unwrap();
+        }
+        let mut z = w.finish().unwrap().into_inner();
+        patch(&mut z, b"ee", b"e\\");
+        let cd = cd_of(&z);
+        let dirs: Vec<(&str, bool)> = cd
+            .entries
+            .iter()
+            .map(|e| (e.name.as_str(), e.is_dir()))
+            .collect();
+        assert_eq!(dirs, [("d/", true), ("e\\", true), ("f", false)]);
+    }
+
+    #[test]
     fn archive_comment_is_read() {
         let z = zip_of(&[("a", b"x")], Some("signed envelope"));
         assert_eq!(cd_of(&z).comment, b"signed envelope");
