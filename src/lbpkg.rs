@@ -1186,6 +1186,21 @@ mod tests {
         set_flags(&mut z, 1);
         let f = encryption_findings(&cd_of(&z));
         assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0], "\"a\" is encrypted (flags 0x0001, method 0)");
+        // Strong encryption (bit 6), and AES (method 99) with no flag.
+        let mut z = zip_of(&[("a", b"1")], None);
+        set_flags(&mut z, 0x40);
+        assert_eq!(encryption_findings(&cd_of(&z)).len(), 1);
+        let mut z = zip_of(&[("a", b"1")], None);
+        let at = z.windows(4).position(|w| w == b"PK\x01\x02").unwrap() + 10;
+        z[at..at + 2].copy_from_slice(&99u16.to_le_bytes());
+        let cd = cd_of(&z);
+        assert_eq!(cd.entries[0].compression, 99);
+        assert_eq!(encryption_findings(&cd).len(), 1);
+        // Other flags are not encryption.
+        let mut z = zip_of(&[("a", b"1")], None);
+        set_flags(&mut z, 0x08);
+        assert!(encryption_findings(&cd_of(&z)).is_empty());
     }
 
     #[test]
