@@ -1087,6 +1087,51 @@ mod tests {
         assert_eq!(dirs, [("d/", true), ("e\\", true), ("f", false)]);
     }
 
+    /// A reader that counts the bytes read through it.
+    struct Counting<R> {
+        inner: R,
+        read: u64,
+    }
+
+    impl<R: Read> Read for Counting<R> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.read += n as u64;
+            Ok(n)
+        }
+    }
+
+    impl<R: Seek> Seek for Counting<R> {
+        fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+            self.inner.seek(pos)
+        }
+    }
+
+    #[test]
+    fn the_end_record_search_reads_at_most_64_kib_and_the_records() {
+        let big = vec![7u8; 300_000];
+        let z = zip_of(&[("big", &big)], Some("a comment: the slow search"));
+        let mut r = Counting {
+            inner: Cursor::new(&z),
+            read: 0,
+        };
+        let (size, offset, comment, location, zip64) = end_record(&mut r).unwrap();
+        assert_eq!(comment, b"a comment: the slow search");
+        assert!(!zip64);
+        assert_eq!(location, z.len() as u64 - EOCD_LEN - comment.len() as u64);
+        assert_eq!(
+            offset + size,
+            location,
+            "the central directory ends at the record"
+        );
+        // The tail, the 64 KiB window with the record, the ZIP64 locator.
+        assert!(
+            r.read <= EOCD_LEN + (1 << 16) + EOCD_LEN + EOCD64_LOCATOR_LEN,
+            "read {} bytes",
+            r.read
+        );
+    }
+
     #[test]
     fn archive_comment_is_read() {
         let z = zip_of(&[("a", b"x")], Some("signed envelope"));
@@ -1343,6 +1388,25 @@ mod tests {
         w.write_all(b"small but zip64").unwrap();
         cases.push(("zip64", w.finish().unwrap().into_inner()));
         cases.push(("utf8", zip_of(&[("caf\u{e9}.txt", b"1")], None)));
+        // The end record's search, as `_EndRecData` does it.
+        cases.push(("empty", zip_of(&[], None)));
+        cases.push(("too short", b"PK\x05\x06\0\0\0\0\0\0".to_vec()));
+        cases.push((
+            "comment ending in zeros",
+            zip_of(&[("a", b"1")], Some("ab\0\0")),
+        ));
+        let longest = "c".repeat(65_535);
+        cases.push(("longest comment", zip_of(&[("a", b"1")], Some(&longest))));
+        let fake = format!("PK\x05\x06{}zz", "x".repeat(16));
+        cases.push((
+            "a fake end record in the comment",
+            zip_of(&[("a", b"1")], Some(&fake)),
+        ));
+        let fake_zeros = format!("PK\x05\x06{}\0\0", "\0".repeat(16));
+        cases.push((
+            "a fake end record ending in zeros",
+            zip_of(&[("a", b"1")], Some(&fake_zeros)),
+        ));
 
         let dir = tempfile::tempdir().unwrap();
         let script = "import sys, json, zipfile\n\
@@ -1383,9 +1447,7 @@ mod tests {
         }
     }
 
-    /// Every hostile archive above is also refused by the SDK host's own
-    /// `_extract_verified_zip`, and the clean one accepted: the findings
-    /// never pass what the host refuses.
+    /// The host's limits are the installed SDK's own constants.
     #[test]
     fn host_limits_are_the_genuine_sdks() {
         let python = match std::env::var_os("PYTHON") {
@@ -1426,6 +1488,9 @@ mod tests {
         );
     }
 
+    /// Every hostile archive above is also refused by the SDK host's own
+    /// `_extract_verified_zip`, and the clean one accepted: the findings
+    /// never pass what the host refuses.
     #[test]
     fn host_refusals_agree_with_the_genuine_sdk() {
         let python = match std::env::var_os("PYTHON") {
