@@ -1398,6 +1398,10 @@ mod tests {
         ));
         let longest = "c".repeat(65_535);
         cases.push(("longest comment", zip_of(&[("a", b"1")], Some(&longest))));
+        let mut claimed = zip_of(&[("a", b"1")], None);
+        let n = claimed.len();
+        claimed[n - 2] = 5; // a comment length with no comment after it
+        cases.push(("a claimed comment that is not there", claimed));
         let fake = format!("PK\x05\x06{}zz", "x".repeat(16));
         cases.push((
             "a fake end record in the comment",
