@@ -1402,6 +1402,9 @@ mod tests {
         let n = claimed.len();
         claimed[n - 2] = 5; // a comment length with no comment after it
         cases.push(("a claimed comment that is not there", claimed));
+        let mut trailing = zip_of(&[("a", b"1")], Some("abc"));
+        trailing.extend_from_slice(b"JUNK AFTER THE COMMENT");
+        cases.push(("bytes after the comment", trailing));
         let fake = format!("PK\x05\x06{}zz", "x".repeat(16));
         cases.push((
             "a fake end record in the comment",
