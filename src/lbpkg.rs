@@ -1088,6 +1088,56 @@ mod tests {
         assert_eq!(dirs, [("d/", true), ("e\\", true), ("f", false)]);
     }
 
+    /// `zip` with a ZIP64 end record (when `record`) and its locator
+    /// (`disk`, `disks`) inserted before the end record, the central
+    /// directory's size and offset copied into the ZIP64 record.
+    fn with_zip64(zip: Vec<u8>, disk: u32, disks: u32, record: bool) -> Vec<u8> {
+        let at = zip.len() - EOCD_LEN as usize;
+        let (entries, size, offset) = (
+            u16le(&zip, at + 10) as u64,
+            u32le(&zip, at + 12) as u64,
+            u32le(&zip, at + 16) as u64,
+        );
+        let mut out = zip[..at].to_vec();
+        let record_at = out.len() as u64;
+        if record {
+            out.extend(EOCD64_SIG);
+            out.extend(44u64.to_le_bytes());
+            out.extend(45u16.to_le_bytes());
+            out.extend(45u16.to_le_bytes());
+            out.extend(0u32.to_le_bytes());
+            out.extend(0u32.to_le_bytes());
+            out.extend(entries.to_le_bytes());
+            out.extend(entries.to_le_bytes());
+            out.extend(size.to_le_bytes());
+            out.extend(offset.to_le_bytes());
+        }
+        out.extend(EOCD64_LOCATOR_SIG);
+        out.extend(disk.to_le_bytes());
+        out.extend(record_at.to_le_bytes());
+        out.extend(disks.to_le_bytes());
+        out.extend(&zip[at..]);
+        out
+    }
+
+    #[test]
+    fn zip64_end_records_are_read_and_refused_as_zipfile_does() {
+        let cd = cd_of(&with_zip64(zip_of(&[("a", b"1")], None), 0, 1, true));
+        assert!(cd.zip64);
+        assert_eq!(cd.entries.len(), 1);
+        assert_eq!(cd.entries[0].header_offset, 0);
+        for (disk, disks) in [(1, 1), (0, 2)] {
+            let e = read_central_directory(&mut Cursor::new(with_zip64(
+                zip_of(&[("a", b"1")], None),
+                disk,
+                disks,
+                true,
+            )))
+            .unwrap_err();
+            assert!(e.contains("spans multiple disks"), "{e}");
+        }
+    }
+
     /// A reader that counts the bytes read through it.
     struct Counting<R> {
         inner: R,
@@ -1405,6 +1455,30 @@ mod tests {
         let mut trailing = zip_of(&[("a", b"1")], Some("abc"));
         trailing.extend_from_slice(b"JUNK AFTER THE COMMENT");
         cases.push(("bytes after the comment", trailing));
+        // ZIP64 end records before the end record, as `_EndRecData64`
+        // reads them: valid; on another disk; over several disks; a locator
+        // with no record before it; a locator too near the start.
+        cases.push((
+            "zip64 end records",
+            with_zip64(zip_of(&[("a", b"1")], None), 0, 1, true),
+        ));
+        cases.push((
+            "zip64 on disk 1",
+            with_zip64(zip_of(&[("a", b"1")], None), 1, 1, true),
+        ));
+        cases.push((
+            "zip64 over 2 disks",
+            with_zip64(zip_of(&[("a", b"1")], None), 0, 2, true),
+        ));
+        cases.push((
+            "zip64 locator alone",
+            with_zip64(zip_of(&[("a", b"1")], None), 0, 1, false),
+        ));
+        let mut near_start = b"PK\x06\x07".to_vec();
+        near_start.extend([0u8; 12]);
+        near_start.extend(1u32.to_le_bytes());
+        near_start.extend(zip_of(&[], None));
+        cases.push(("zip64 locator near the start", near_start));
         let fake = format!("PK\x05\x06{}zz", "x".repeat(16));
         cases.push((
             "a fake end record in the comment",
@@ -1419,7 +1493,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let script = "import sys, json, zipfile\n\
             try:\n    z = zipfile.ZipFile(sys.argv[1])\n\
-            except zipfile.BadZipFile as e:\n    print(json.dumps({'refused': str(e)}))\n    sys.exit(0)\n\
+            except Exception as e:\n    print(json.dumps({'refused': str(e)}))\n    sys.exit(0)\n\
             print(json.dumps({'comment': list(z.comment), 'entries': [[i.orig_filename, i.filename, i.file_size, \
             i.compress_size, i.external_attr, i.header_offset, i.flag_bits] for i in z.infolist()]}))";
         for (label, bytes) in &cases {
