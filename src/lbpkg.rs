@@ -1310,6 +1310,139 @@ mod tests {
         );
     }
 
+    /// A directory `d/` and files `a`, `manifest.yaml`, as read, for
+    /// editing sizes and modes the way a hostile archive records them.
+    fn entries_to_edit() -> CentralDirectory {
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        w.add_directory("d/", stored()).unwrap();
+        for name in ["a", "manifest.yaml"] {
+            w.start_file(name, stored()).unwrap();
+            w.write_all(b"x").unwrap();
+        }
+        cd_of(&w.finish().unwrap().into_inner())
+    }
+
+    #[test]
+    fn the_host_limits_are_inclusive_bounds_and_directories_do_not_count() {
+        let at_limits = |size: u64, compressed: u64, manifest: u64| {
+            let mut cd = entries_to_edit();
+            cd.entries[0].size = HOST_MAX_TOTAL_BYTES * 2; // a directory: not counted
+            cd.entries[1].size = size;
+            cd.entries[1].compressed_size = compressed;
+            cd.entries[2].size = manifest;
+            cd.entries[2].compressed_size = manifest;
+            host_limit_findings(&cd)
+        };
+        // Exactly at each limit: 16 MiB, ratio 100, a 1 MiB manifest.
+        let max = HOST_MAX_ENTRY_BYTES;
+        assert_eq!(
+            at_limits(max, max / 64, HOST_MAX_MANIFEST_BYTES),
+            Vec::<String>::new()
+        );
+        assert_eq!(at_limits(10_000, 100, 1), Vec::<String>::new());
+        let over = at_limits(max + 1, max, 1);
+        assert_eq!(over.len(), 1, "{over:?}");
+        assert!(
+            over[0].starts_with("\"a\": 16777217 bytes uncompressed (maximum 16777216"),
+            "{over:?}"
+        );
+        let ratio = at_limits(10_001, 100, 1);
+        assert_eq!(ratio.len(), 1, "{ratio:?}");
+        assert!(
+            ratio[0].starts_with("\"a\": compression ratio 10001 / 100 exceeds 100"),
+            "{ratio:?}"
+        );
+        let stored_as_nothing = at_limits(1, 0, 1);
+        assert!(
+            stored_as_nothing[0].contains("compression ratio 1 / 0"),
+            "{stored_as_nothing:?}"
+        );
+        let manifest = at_limits(1, 1, HOST_MAX_MANIFEST_BYTES + 1);
+        assert_eq!(
+            manifest,
+            ["manifest.yaml: 1048577 bytes (the host reads at most 1048576)"]
+        );
+        // The running total of file entries: four at 16 MiB is exactly
+        // 64 MiB; one byte more in a fifth is past it, reported once.
+        let mut cd = entries_to_edit();
+        let file = cd.entries[1].clone();
+        cd.entries.truncate(1);
+        for i in 0..5 {
+            let mut e = file.clone();
+            e.name = format!("f{i}");
+            e.size = if i < 4 { HOST_MAX_ENTRY_BYTES } else { 0 };
+            e.compressed_size = e.size;
+            cd.entries.push(e);
+        }
+        assert!(
+            host_limit_findings(&cd).is_empty(),
+            "exactly 64 MiB in total"
+        );
+        cd.entries[5].size = 1;
+        cd.entries[5].compressed_size = 1;
+        cd.entries.push(cd.entries[5].clone());
+        assert_eq!(
+            host_limit_findings(&cd),
+            ["more than 67108864 bytes uncompressed in total"]
+        );
+        // The aggregate ratio alone: each entry at 100, together above.
+        let mut cd = entries_to_edit();
+        cd.entries[1].size = 100;
+        cd.entries[1].compressed_size = 1;
+        cd.entries[2].size = 101;
+        cd.entries[2].compressed_size = 1;
+        let f = host_limit_findings(&cd);
+        assert!(
+            f.iter()
+                .any(|m| m.starts_with("\"manifest.yaml\": compression ratio")),
+            "{f:?}"
+        );
+        assert!(
+            f.iter()
+                .any(|m| m == "aggregate compression ratio 201 / 2 exceeds 100"),
+            "{f:?}"
+        );
+        cd.entries[2].size = 100;
+        assert!(host_limit_findings(&cd).is_empty());
+    }
+
+    #[test]
+    fn a_512_entry_archive_is_within_the_host_limit() {
+        let names: Vec<String> = (0..512).map(|i| format!("f{i}")).collect();
+        let files: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b"x"[..])).collect();
+        assert!(host_limit_findings(&cd_of(&zip_of(&files, None))).is_empty());
+    }
+
+    #[test]
+    fn each_recorded_file_type_is_judged_against_the_name() {
+        let typed = |dir_mode: u32, file_mode: u32, dir_size: u64| {
+            let mut cd = entries_to_edit();
+            cd.entries[0].external_attr = dir_mode << 16;
+            cd.entries[0].size = dir_size;
+            cd.entries[1].external_attr = file_mode << 16;
+            type_findings(&cd)
+        };
+        assert!(typed(0, 0, 0).is_empty(), "no mode recorded");
+        assert!(typed(S_IFDIR | 0o755, S_IFREG | 0o644, 0).is_empty());
+        assert_eq!(
+            typed(0, S_IFLNK | 0o777, 0),
+            ["\"a\" is a symbolic link (mode 120777)"]
+        );
+        assert_eq!(
+            typed(0, 0o010644, 0),
+            ["\"a\" is neither a regular file nor a directory (mode 010644)"]
+        );
+        assert_eq!(
+            typed(S_IFREG | 0o644, 0, 0),
+            ["\"d/\" is named like a directory but has file type 100000"]
+        );
+        assert_eq!(
+            typed(0, S_IFDIR | 0o755, 0),
+            ["\"a\" is named like a file but has file type 040000"]
+        );
+        assert_eq!(typed(0, 0, 3), ["directory \"d/\" has 3 bytes of content"]);
+    }
+
     #[test]
     fn compression_ratio_over_100_breaks_the_host_limit() {
         let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
