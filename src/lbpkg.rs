@@ -1138,6 +1138,27 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_directory_before_the_start_or_a_newer_zip_version_is_named() {
+        let mut z = zip_of(&[("a", b"1")], None);
+        let at = z.len() - EOCD_LEN as usize + 12;
+        z[at..at + 4].copy_from_slice(&10_000u32.to_le_bytes());
+        let e = read_central_directory(&mut Cursor::new(&z)).unwrap_err();
+        assert_eq!(e, "bad offset for the central directory");
+        for (version, ok) in [(63u8, true), (64, false)] {
+            let mut z = zip_of(&[("a", b"1")], None);
+            let at = z.windows(4).position(|w| w == CENTRAL_SIG).unwrap() + 6;
+            z[at] = version;
+            match read_central_directory(&mut Cursor::new(&z)) {
+                Ok(cd) => assert!(ok && cd.entries[0].extract_version == 63),
+                Err(e) => assert!(
+                    !ok && e == "entry \"a\" needs zip version 6.4 (not supported)",
+                    "{e}"
+                ),
+            }
+        }
+    }
+
     /// A reader that counts the bytes read through it.
     struct Counting<R> {
         inner: R,
@@ -1612,6 +1633,16 @@ mod tests {
         near_start.extend(1u32.to_le_bytes());
         near_start.extend(zip_of(&[], None));
         cases.push(("zip64 locator near the start", near_start));
+        // A central directory larger than what precedes the end record.
+        let mut oversized = zip_of(&[("a", b"1")], None);
+        let at = oversized.len() - EOCD_LEN as usize + 12;
+        oversized[at..at + 4].copy_from_slice(&10_000u32.to_le_bytes());
+        cases.push(("a central directory before the start", oversized));
+        // An entry that needs a newer zip than zipfile reads (6.4 > 6.3).
+        let mut newer = zip_of(&[("a", b"1")], None);
+        let at = newer.windows(4).position(|w| w == CENTRAL_SIG).unwrap() + 6;
+        newer[at] = 64;
+        cases.push(("zip version 6.4", newer));
         let fake = format!("PK\x05\x06{}zz", "x".repeat(16));
         cases.push((
             "a fake end record in the comment",
