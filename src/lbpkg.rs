@@ -1159,6 +1159,111 @@ mod tests {
         }
     }
 
+    /// One raw central-directory entry: `name`, `extra`, `comment`, the
+    /// sizes and header offset as stored, flags 0 (names are cp437).
+    fn raw_entry(name: &[u8], extra: &[u8], comment: &[u8], sizes: (u32, u32, u32)) -> Vec<u8> {
+        let mut h = Vec::new();
+        h.extend(CENTRAL_SIG);
+        h.extend([20, 3, 20, 0]); // made by 2.0 on Unix, needs 2.0
+        h.extend(0u16.to_le_bytes()); // flags
+        h.extend(0u16.to_le_bytes()); // stored
+        h.extend([0u8; 8]); // time, date, crc
+        h.extend(sizes.0.to_le_bytes()); // compressed
+        h.extend(sizes.1.to_le_bytes()); // uncompressed
+        h.extend((name.len() as u16).to_le_bytes());
+        h.extend((extra.len() as u16).to_le_bytes());
+        h.extend((comment.len() as u16).to_le_bytes());
+        h.extend([0u8; 4]); // disk, internal attributes
+        h.extend(((S_IFREG | 0o644) << 16).to_le_bytes());
+        h.extend(sizes.2.to_le_bytes()); // header offset
+        h.extend(name);
+        h.extend(extra);
+        h.extend(comment);
+        h
+    }
+
+    /// A central directory of `entries` and its end record, nothing else.
+    fn raw_archive(entries: &[Vec<u8>]) -> Vec<u8> {
+        let cd: Vec<u8> = entries.concat();
+        let mut z = cd.clone();
+        z.extend(EOCD_SIG);
+        z.extend([0u8; 4]);
+        let n = entries.len().min(0xFFFF) as u16;
+        z.extend(n.to_le_bytes());
+        z.extend(n.to_le_bytes());
+        z.extend((cd.len() as u32).to_le_bytes());
+        z.extend(0u32.to_le_bytes());
+        z.extend(0u16.to_le_bytes());
+        z
+    }
+
+    #[test]
+    fn entries_with_extra_fields_comments_and_cp437_names_are_read_in_order() {
+        let z = raw_archive(&[
+            raw_entry(b"a", &[0xfe, 0xca, 2, 0, 9, 9], b"first", (1, 1, 0)),
+            raw_entry(b"caf\x82", b"", b"", (1, 1, 0)),
+            raw_entry(b"b", b"", b"c", (1, 1, 0)),
+        ]);
+        let names: Vec<String> = cd_of(&z).entries.into_iter().map(|e| e.name).collect();
+        assert_eq!(names, ["a", "caf\u{e9}", "b"]);
+    }
+
+    #[test]
+    fn zip64_extra_fields_replace_only_saturated_fields() {
+        let extra = |values: &[u64]| {
+            let mut x = vec![1, 0];
+            x.extend(((values.len() * 8) as u16).to_le_bytes());
+            for v in values {
+                x.extend(v.to_le_bytes());
+            }
+            x
+        };
+        let read = |e: Vec<u8>| read_central_directory(&mut Cursor::new(raw_archive(&[e])));
+        // All three saturated: size, compressed size, offset, in that order.
+        let max = u32::MAX;
+        let cd = read(raw_entry(b"a", &extra(&[5, 4, 3]), b"", (max, max, max))).unwrap();
+        let e = &cd.entries[0];
+        assert_eq!((e.size, e.compressed_size, e.header_offset), (5, 4, 3));
+        // Only the size saturated: the one value is the size.
+        let cd = read(raw_entry(b"a", &extra(&[7]), b"", (2, max, 0))).unwrap();
+        let e = &cd.entries[0];
+        assert_eq!((e.size, e.compressed_size, e.header_offset), (7, 2, 0));
+        // Only the offset saturated.
+        let cd = read(raw_entry(b"a", &extra(&[9]), b"", (2, 2, max))).unwrap();
+        assert_eq!(cd.entries[0].header_offset, 9);
+        // A saturated field with no value for it.
+        let e = read(raw_entry(b"a", &extra(&[5]), b"", (max, max, 0))).unwrap_err();
+        assert_eq!(
+            e,
+            "entry \"a\": corrupt zip64 extra field; Compress size not found"
+        );
+        // An extra field longer than what is left.
+        let e = read(raw_entry(b"a", &[1, 0, 9, 0, 1], b"", (1, 1, 0))).unwrap_err();
+        assert_eq!(e, "entry \"a\": corrupt extra field 0001 (size=9)");
+        // Another field's id is skipped, even with saturated sizes.
+        let cd = read(raw_entry(
+            b"a",
+            &[2, 0, 8, 0, 1, 0, 0, 0, 0, 0, 0, 0],
+            b"",
+            (max, 1, 0),
+        ))
+        .unwrap();
+        assert_eq!(cd.entries[0].size, 1);
+        assert_eq!(cd.entries[0].compressed_size, max as u64);
+    }
+
+    #[test]
+    fn the_reader_lists_at_most_65536_entries() {
+        let entry = raw_entry(b"a", b"", b"", (1, 1, 0));
+        let many = |n: usize| raw_archive(&vec![entry.clone(); n]);
+        assert_eq!(
+            cd_of(&many(READER_MAX_ENTRIES)).entries.len(),
+            READER_MAX_ENTRIES
+        );
+        let e = read_central_directory(&mut Cursor::new(many(READER_MAX_ENTRIES + 1))).unwrap_err();
+        assert!(e.starts_with("more than 65536 entries"), "{e}");
+    }
+
     /// A reader that counts the bytes read through it.
     struct Counting<R> {
         inner: R,
