@@ -1264,6 +1264,108 @@ mod tests {
         assert!(e.starts_with("more than 65536 entries"), "{e}");
     }
 
+    #[test]
+    fn local_data_offsets_point_at_the_data_past_name_and_extra_field() {
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        w.start_file("plain", stored()).unwrap();
+        w.write_all(b"first").unwrap();
+        // A ZIP64 extra field in the local header.
+        w.start_file("wide", stored().large_file(true)).unwrap();
+        w.write_all(b"second").unwrap();
+        w.start_file("cafx", stored()).unwrap();
+        w.write_all(b"third").unwrap();
+        let mut z = w.finish().unwrap().into_inner();
+        patch(&mut z, b"cafx", b"caf\x82"); // a cp437 name in both headers
+        let cd = cd_of(&z);
+        let mut r = Cursor::new(&z);
+        for (e, want) in cd.entries.iter().zip([&b"first"[..], b"second", b"third"]) {
+            let at = local_data_offset(&mut r, e).unwrap() as usize;
+            assert_eq!(&z[at..at + want.len()], want, "{}", e.name);
+        }
+        assert!(structure_findings(&mut r, &cd).is_empty());
+        // Flag bits 5 and 6, which zipfile refuses to open.
+        for (bit, word) in [
+            (0x20, "compressed patched data"),
+            (0x40, "strong encryption"),
+        ] {
+            let mut z = zip_of(&[("a", b"1")], None);
+            set_flags(&mut z, bit);
+            let cd = cd_of(&z);
+            let f = structure_findings(&mut Cursor::new(&z), &cd);
+            assert!(f.iter().any(|m| m.contains(word)), "{bit:#x}: {f:?}");
+        }
+        // A local header that names the entry differently.
+        let mut z = zip_of(&[("a", b"1")], None);
+        let at = z.windows(4).position(|w| w == LOCAL_SIG).unwrap() + LOCAL_LEN;
+        z[at] = b'b';
+        let cd = cd_of(&z);
+        let e = local_data_offset(&mut Cursor::new(&z), &cd.entries[0]).unwrap_err();
+        assert!(e.contains("name it differently (\"a\" vs \"b\")"), "{e}");
+    }
+
+    #[test]
+    fn an_unreadable_compression_method_is_a_finding_unless_the_entry_is_encrypted() {
+        let with_method = |method: u16| {
+            let mut z = zip_of(&[("a", b"1")], None);
+            for sig in [CENTRAL_SIG, LOCAL_SIG] {
+                let at = z.windows(4).position(|w| w == sig).unwrap();
+                let at = at + if sig == CENTRAL_SIG { 10 } else { 8 };
+                z[at..at + 2].copy_from_slice(&method.to_le_bytes());
+            }
+            let cd = cd_of(&z);
+            structure_findings(&mut Cursor::new(&z), &cd)
+        };
+        assert_eq!(
+            with_method(12),
+            ["entry \"a\": compression method 12 (expected 0 stored or 8 deflate)"]
+        );
+        assert!(with_method(8).is_empty());
+        assert!(
+            with_method(99).is_empty(),
+            "AES: reported as encryption instead"
+        );
+        // Bytes before the archive.
+        let mut z = b"#!/bin/sh\n".to_vec();
+        z.extend(zip_of(&[("a", b"1")], None));
+        let cd = cd_of(&z);
+        assert_eq!(
+            structure_findings(&mut Cursor::new(&z), &cd),
+            ["10 bytes lie before the offsets the central directory records (data prepended to the archive)"]
+        );
+    }
+
+    #[test]
+    fn the_zip_crate_must_see_each_entry_as_the_central_directory_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.zip");
+        fs::write(&path, zip_of(&[("a", b"1"), ("b", b"22")], Some("c"))).unwrap();
+        let cd = cd_of(&fs::read(&path).unwrap());
+        assert!(zip_crate_disagreements(&path, &cd).is_empty());
+        type Edit = fn(&mut CentralEntry);
+        let edits: [(&str, Edit); 4] = [
+            ("name", |e| e.name = "z".into()),
+            ("offset", |e| e.header_offset += 1),
+            ("size", |e| e.size += 1),
+            ("compressed size", |e| e.compressed_size += 1),
+        ];
+        for (what, edit) in edits {
+            let mut other = cd.clone();
+            edit(&mut other.entries[1]);
+            let f = zip_crate_disagreements(&path, &other);
+            assert_eq!(f.len(), 1, "{what}: {f:?}");
+            assert!(
+                f[0].starts_with("entry 1: readers disagree"),
+                "{what}: {f:?}"
+            );
+        }
+        let mut other = cd.clone();
+        other.comment = b"d".to_vec();
+        assert_eq!(
+            zip_crate_disagreements(&path, &other),
+            ["the two readers find different archive comments"]
+        );
+    }
+
     /// A reader that counts the bytes read through it.
     struct Counting<R> {
         inner: R,
