@@ -1366,6 +1366,30 @@ mod tests {
         );
     }
 
+    #[test]
+    fn unsafe_names_one_clause_at_a_time() {
+        for (name, host, on_host) in [
+            ("pkg/a.py", false, false),
+            ("/abs", true, true), // absolute
+            (".", true, true),    // the root itself
+            ("", true, true),
+            ("a/../b", true, true), // a `..` component, even one that stays inside
+            ("a/../../x", true, true), // climbs out
+            ("C:/x", true, true),   // a drive
+            ("c:x", true, true),
+            ("a\\b", false, true), // a backslash: a separator on the host
+            ("a\\..\\b", true, true),
+            ("a:b/c", true, true),   // the host's drive test: a colon second
+            ("ab:/c", false, false), // a colon elsewhere
+        ] {
+            assert_eq!(
+                (host_unsafe(name), unsafe_on_host(name)),
+                (host, on_host),
+                "{name:?}"
+            );
+        }
+    }
+
     /// A reader that counts the bytes read through it.
     struct Counting<R> {
         inner: R,
