@@ -205,8 +205,7 @@ fn end_record<R: Read + Seek>(r: &mut R) -> Result<(u64, u64, Vec<u8>, u64, bool
         (tail, Vec::new(), file_size - EOCD_LEN)
     } else {
         let max_comment_start = file_size.saturating_sub((1 << 16) + EOCD_LEN);
-        // From the window's start to the end: at most 64 KiB + 22 bytes.
-        let data = read_at(r, max_comment_start, u64::MAX)?;
+        let data = read_at(r, max_comment_start, u64::MAX)?; // to the end: 64 KiB + 22 bytes at most
         let start = data
             .windows(4)
             .rposition(|w| w == EOCD_SIG)
