@@ -1774,6 +1774,50 @@ mod tests {
     }
 
     #[test]
+    fn a_member_without_a_mode_gets_0644_and_one_with_no_permission_bits_keeps_none() {
+        let z = zip_of(&[("none", b"1"), ("zero", b"2")], None);
+        let mut cd = cd_of(&z);
+        cd.entries[0].external_attr = 0; // no Unix mode recorded
+        cd.entries[1].external_attr = S_IFREG << 16; // a regular file, 0000
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.zip");
+        fs::write(&p, &z).unwrap();
+        let out = dir.path().join("x");
+        let members = hash_members(&p, &cd, Some(&out)).unwrap();
+        let mode = |n: &str| fs::metadata(out.join(n)).unwrap().permissions().mode() & 0o7777;
+        assert_eq!((mode("none"), mode("zero")), (0o644, 0o000));
+        assert_eq!(members[0].mode, None);
+        assert_eq!(members[1].mode.as_deref(), Some("0000"));
+    }
+
+    #[test]
+    fn targets_are_prepared_only_through_real_directories_and_safe_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for bad in ["a//b", "./a", "a/./b", "a/../b", "a\\b", "a\0b", ""] {
+            let e = prepare_target(root, bad, false).unwrap_err();
+            assert!(e.ends_with("unsafe name, not extracted"), "{bad:?}: {e}");
+        }
+        assert_eq!(prepare_target(root, "d/", true).unwrap(), root.join("d"));
+        assert!(root.join("d").is_dir());
+        assert_eq!(
+            prepare_target(root, "d/e/f.py", false).unwrap(),
+            root.join("d/e/f.py")
+        );
+        assert!(root.join("d/e").is_dir() && !root.join("d/e/f.py").exists());
+        // A file, or a symlink to a directory, where a directory must be.
+        fs::write(root.join("file"), b"").unwrap();
+        let e = prepare_target(root, "file/x", false).unwrap_err();
+        assert!(e.ends_with("file: exists and is not a directory"), "{e}");
+        std::os::unix::fs::symlink(root.join("d"), root.join("link")).unwrap();
+        let e = prepare_target(root, "link/x", false).unwrap_err();
+        assert!(e.ends_with("link: exists and is not a directory"), "{e}");
+        // A path that cannot be looked up (a component under a file).
+        let e = prepare_target(&root.join("file"), "sub/x", false).unwrap_err();
+        assert!(!e.contains("cannot create"), "{e}");
+    }
+
+    #[test]
     fn cp437_table_matches_python() {
         let python = match std::env::var_os("PYTHON") {
             Some(p) if !p.is_empty() => p,
