@@ -1818,6 +1818,55 @@ mod tests {
     }
 
     #[test]
+    fn the_extraction_is_re_read_and_must_hold_the_members_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("d/e")).unwrap();
+        fs::write(root.join("d/a.py"), b"abc").unwrap();
+        let member = |name: &str, bytes: &[u8], is_dir: bool| MemberDigest {
+            name: name.into(),
+            sha256: hash::sha256_bytes(bytes),
+            size: bytes.len() as u64,
+            mode: None,
+            is_dir,
+        };
+        let members = vec![member("d/a.py", b"abc", false), member("d/e/", b"", true)];
+        assert_eq!(extraction_findings(root, &members), Vec::<String>::new());
+        // Other bytes, the same size; the same bytes, another size claimed.
+        let changed = vec![member("d/a.py", b"abd", false), member("d/e/", b"", true)];
+        let f = extraction_findings(root, &changed);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].starts_with("d/a.py: sha256 "), "{f:?}");
+        let mut longer = members.clone();
+        longer[0].size = 4;
+        assert_eq!(extraction_findings(root, &longer).len(), 1);
+        // A symlink where a member file should be; a directory nobody needs.
+        fs::remove_file(root.join("d/a.py")).unwrap();
+        std::os::unix::fs::symlink("elsewhere", root.join("d/a.py")).unwrap();
+        fs::create_dir(root.join("extra")).unwrap();
+        let f = extraction_findings(root, &members);
+        assert!(
+            f.contains(&"d/a.py: not a regular file after extraction".to_string()),
+            "{f:?}"
+        );
+        assert!(
+            f.contains(&"d/a.py: neither a file nor a directory".to_string()),
+            "{f:?}"
+        );
+        assert!(
+            f.contains(&"extra/: a directory no member needs".to_string()),
+            "{f:?}"
+        );
+        fs::remove_file(root.join("d/a.py")).unwrap();
+        let f = extraction_findings(root, &members);
+        assert!(
+            f.iter()
+                .any(|m| m.starts_with("d/a.py: missing after extraction")),
+            "{f:?}"
+        );
+    }
+
+    #[test]
     fn cp437_table_matches_python() {
         let python = match std::env::var_os("PYTHON") {
             Some(p) if !p.is_empty() => p,
