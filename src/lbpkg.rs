@@ -1138,6 +1138,22 @@ mod tests {
     }
 
     #[test]
+    fn the_end_record_is_read_from_the_last_22_bytes_not_from_a_look_alike_earlier() {
+        // A member whose data holds an end record with no comment, placed
+        // where a wrong offset (size / 22) would read it.
+        let mut fake = EOCD_SIG.to_vec();
+        fake.extend([0, 0, 0, 0, 9, 0, 9, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let mut data = vec![b'.'; 1000];
+        data[19..19 + EOCD_LEN as usize].copy_from_slice(&fake);
+        let z = zip_of(&[("a", &data)], None);
+        let at = z.len() / EOCD_LEN as usize;
+        assert_eq!(&z[at..at + 4], EOCD_SIG, "the look-alike sits at size / 22");
+        let cd = cd_of(&z);
+        assert_eq!(cd.entries.len(), 1);
+        assert_eq!(cd.entries[0].name, "a");
+    }
+
+    #[test]
     fn a_directory_before_the_start_or_a_newer_zip_version_is_named() {
         let mut z = zip_of(&[("a", b"1")], None);
         let at = z.len() - EOCD_LEN as usize + 12;
