@@ -1154,6 +1154,24 @@ mod tests {
     }
 
     #[test]
+    fn a_tail_that_only_looks_like_an_end_record_is_searched_and_refused() {
+        // The last 22 bytes start with the signature but claim a comment,
+        // and hold a second signature: the search finds that one, with no
+        // room for a record after it, as zipfile's rfind does.
+        let mut tail = EOCD_SIG.to_vec();
+        tail.extend(EOCD_SIG);
+        tail.extend([0u8; 12]);
+        tail.extend([1, 0]);
+        let mut z = zip_of(&[("a", b"1")], None);
+        z.extend(&tail);
+        let e = read_central_directory(&mut Cursor::new(&z)).unwrap_err();
+        assert_eq!(
+            e,
+            "truncated end-of-central-directory record (File is not a zip file)"
+        );
+    }
+
+    #[test]
     fn a_directory_before_the_start_or_a_newer_zip_version_is_named() {
         let mut z = zip_of(&[("a", b"1")], None);
         let at = z.len() - EOCD_LEN as usize + 12;
