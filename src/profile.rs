@@ -667,10 +667,8 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
     let mut folders = std::collections::BTreeSet::new();
     for c in &profile.candidates {
         let p = &c.path;
-        if p.is_empty()
-            || p.starts_with('/')
-            || p.split('/').any(|s| s.is_empty() || s == "." || s == "..")
-        {
+        // An empty path and an absolute one have an empty component.
+        if p.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
             return Err(invalid(format!(
                 "candidate path {p:?} must be relative, `/`-separated, without `.`, `..` or empty components"
             )));
