@@ -997,6 +997,14 @@ mod tests {
     use std::io::Cursor;
     use zip::write::SimpleFileOptions;
 
+    /// The SDK interpreter `cargo xtask test` provisions (`PYTHON`).
+    fn sdk_python() -> std::ffi::OsString {
+        match std::env::var_os("PYTHON") {
+            Some(p) if !p.is_empty() => p,
+            _ => panic!("PYTHON is not set: run `cargo xtask test` (it provisions the SDK venv and sets PYTHON)"),
+        }
+    }
+
     fn stored() -> SimpleFileOptions {
         SimpleFileOptions::default()
             .compression_method(zip::CompressionMethod::Stored)
@@ -1902,10 +1910,7 @@ mod tests {
 
     #[test]
     fn cp437_table_matches_python() {
-        let python = match std::env::var_os("PYTHON") {
-            Some(p) if !p.is_empty() => p,
-            _ => panic!("PYTHON is not set: run `cargo xtask test` (it provisions the SDK venv and sets PYTHON)"),
-        };
+        let python = sdk_python();
         let out = std::process::Command::new(python)
             .args(["-I", "-B", "-c", "import sys; sys.stdout.buffer.write(bytes(range(128, 256)).decode('cp437').encode())"])
             .output()
@@ -1923,10 +1928,7 @@ mod tests {
     /// prepended to the archive, and a ZIP64 entry.
     #[test]
     fn central_directory_agrees_with_python_zipfile() {
-        let python = match std::env::var_os("PYTHON") {
-            Some(p) if !p.is_empty() => p,
-            _ => panic!("PYTHON is not set: run `cargo xtask test` (it provisions the SDK venv and sets PYTHON)"),
-        };
+        let python = sdk_python();
         let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
         cases.push((
             "clean",
@@ -2053,10 +2055,7 @@ mod tests {
     /// The host's limits are the installed SDK's own constants.
     #[test]
     fn host_limits_are_the_genuine_sdks() {
-        let python = match std::env::var_os("PYTHON") {
-            Some(p) if !p.is_empty() => p,
-            _ => panic!("PYTHON is not set: run `cargo xtask test` (it provisions the SDK venv and sets PYTHON)"),
-        };
+        let python = sdk_python();
         let out = std::process::Command::new(python)
             .args([
                 "-I",
@@ -2096,10 +2095,7 @@ mod tests {
     /// never pass what the host refuses.
     #[test]
     fn host_refusals_agree_with_the_genuine_sdk() {
-        let python = match std::env::var_os("PYTHON") {
-            Some(p) if !p.is_empty() => p,
-            _ => panic!("PYTHON is not set: run `cargo xtask test` (it provisions the SDK venv and sets PYTHON)"),
-        };
+        let python = sdk_python();
         let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
         cases.push((
             "clean",
