@@ -40,8 +40,18 @@ fn run_suites(
     repo: &Path,
     profile: Option<&str>,
 ) -> (i32, Value, tempfile::TempDir, std::path::PathBuf, String) {
+    run_suites_with(repo, profile, &[])
+}
+
+/// [`run_suites`] with extra environment variables for the verifier.
+fn run_suites_with(
+    repo: &Path,
+    profile: Option<&str>,
+    env: &[(&str, &str)],
+) -> (i32, Value, tempfile::TempDir, std::path::PathBuf, String) {
     let (keep, dir) = evidence_dir();
     let mut cmd = verifier();
+    cmd.envs(env.iter().copied());
     cmd.current_dir(repo)
         .arg("--evidence")
         .arg(&dir)
@@ -610,13 +620,53 @@ fn assert_no_late_write_and_replay_matches(dir: &Path) {
     assert!(stdout_text(&out).contains("REPLAY OK"), "{}", both(&out));
 }
 
+/// `VCC_BWRAP` naming a file that is not there: no sandbox for this run.
+const NO_BWRAP: (&str, &str) = ("VCC_BWRAP", "/nonexistent/vcc-no-bwrap");
+
 #[test]
-fn a_test_process_that_leaves_its_group_is_residue_stopped_before_the_evidence_is_sealed() {
+fn a_test_process_that_leaves_its_group_ends_with_the_sandbox_and_never_writes_late() {
     let repo = fixture_repo(&["suite-escapes-group"]);
     let (code, ev, _keep, dir, text) = run_suites(
         &repo.root,
         Some(&profile_with_paths(&[RELAY, ESCAPE_SUITE])),
     );
+    let survivors = processes_under(&dir);
+    assert!(survivors.is_empty(), "survived the run: {survivors:#?}");
+    // pytest's exit ended its sandbox's pid namespace, and everything in it:
+    // nothing was left for the harness to find.
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "pass", "{text}");
+    assert!(
+        !checks(&ev, "suites").iter().any(|c| c["name"] == "RESIDUE"),
+        "{text}"
+    );
+    for run in ["tree", "extracted"] {
+        let c = check(&ev, "suites", &format!("{run}/sandbox"), None);
+        assert_eq!(c["result"], "pass", "{c}");
+        assert_eq!(c["observed"]["kind"], "bwrap", "{c}");
+        assert_eq!(c["observed"]["own_pid_namespace"], true, "{c}");
+        assert_eq!(
+            c["observed"]["writable"],
+            serde_json::json!([dir.join("roots/suites").join(run).display().to_string()]),
+            "{c}"
+        );
+    }
+    assert_no_late_write_and_replay_matches(&dir);
+}
+
+#[test]
+fn unconfined_a_test_process_that_leaves_its_group_is_residue_stopped_before_the_evidence_is_sealed() {
+    let repo = fixture_repo(&["suite-escapes-group"]);
+    let (code, ev, _keep, dir, text) = run_suites_with(
+        &repo.root,
+        Some(&profile_with_paths(&[RELAY, ESCAPE_SUITE])),
+        &[NO_BWRAP],
+    );
+    for run in ["tree", "extracted"] {
+        let c = check(&ev, "suites", &format!("{run}/sandbox"), None);
+        assert_eq!(c["result"], "warn", "{c}");
+        assert!(c["detail"].as_str().unwrap().contains("ran unconfined"), "{c}");
+    }
     // Right after the run, before anything else: nothing of it is alive.
     let survivors = processes_under(&dir);
     assert!(survivors.is_empty(), "survived the run: {survivors:#?}");
@@ -734,10 +784,12 @@ fn sigint_while_an_escaped_process_runs_stops_it_before_the_evidence_is_sealed()
     assert!(survivors.is_empty(), "survived the run: {survivors:#?}");
     let ev = read_evidence(&dir);
     assert_eq!(ev["verdict"], "incomplete", "{}", both(&out));
-    let escaped: Vec<&Value> = checks(&ev, "suites")
-        .iter()
-        .filter(|c| c["name"] == "RESIDUE" && c["observed"]["cmdline"] == ESCAPED)
-        .collect();
-    assert!(!escaped.is_empty(), "{}", ev["gates"]);
+    // The interrupt stopped bwrap, and its pid namespace ended with it:
+    // nothing of the sandbox was left to sweep.
+    assert!(
+        !checks(&ev, "suites").iter().any(|c| c["name"] == "RESIDUE"),
+        "{}",
+        ev["gates"]
+    );
     assert_no_late_write_and_replay_matches(&dir);
 }

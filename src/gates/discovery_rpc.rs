@@ -105,6 +105,14 @@ pub fn decide(obs: &Observation) -> Vec<Check> {
     };
     match &obs.result {
         Some(result) => {
+            if let Some(record) = &result.runtime.sandbox {
+                checks.push(crate::isolation::sandbox::check(
+                    "runtime-sandbox",
+                    None,
+                    "the SDK runtime and its plugin workers",
+                    record,
+                ));
+            }
             checks.extend(result_checks(plan, spec, result));
             checks.push(teardown_check(Some(result), &obs.survivors));
         }

@@ -426,7 +426,15 @@ fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
         }
         _ => check,
     };
-    let mut checks = vec![collected_check(r, &opts.paths)];
+    let mut checks = vec![
+        crate::isolation::sandbox::check(
+            &format!("{name}/sandbox"),
+            None,
+            &format!("the {name} pytest run"),
+            &r.sandbox,
+        ),
+        collected_check(r, &opts.paths),
+    ];
     if !opts.historical.is_empty() {
         let c = historical_check(
             name,

@@ -17,6 +17,7 @@
 pub mod bwrap;
 pub mod process;
 pub mod procfs;
+pub mod sandbox;
 pub mod survey;
 
 use serde::Serialize;

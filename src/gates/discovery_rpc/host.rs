@@ -21,6 +21,7 @@ use super::spec::{
 };
 use super::survey;
 use crate::isolation::procfs;
+use crate::isolation::sandbox::{self, Network, SandboxPlan};
 use crate::process::{self, ChildSpec, Running};
 use crate::rpc::{self, ConnectError, HostClient, Transcript};
 use crate::{hash, interrupt, netns};
@@ -135,6 +136,20 @@ fn run(spec: &HostSpec, result: &mut HostResult) {
     facts.control_port = control_port;
     facts.debug_port = debug_port;
     facts.health_port = spec.health_port_override.unwrap_or(control_port);
+    // The runtime and its plugin workers run the candidates' code: in a
+    // sandbox of their own, sharing the host's (private) network namespace,
+    // whose loopback the host speaks to them over.
+    let available = sandbox::availability(&spec.log_dir.join("sandbox"));
+    let (child, record) = sandbox::confine(
+        child,
+        &SandboxPlan {
+            read_only: spec.read_only.clone(),
+            writable: vec![spec.roots.clone()],
+            network: Network::Shared,
+        },
+        available,
+    );
+    facts.sandbox = Some(record);
     let mut rt = match process::spawn(&child) {
         Ok(rt) => rt,
         Err(e) => {

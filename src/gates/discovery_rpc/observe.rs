@@ -88,7 +88,7 @@ pub fn observe(ctx: &RunContext) -> Result<Option<Observation>, String> {
     let health_port_override = std::env::var(TEST_HEALTH_PORT_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<u16>().ok());
-    let host_spec = HostSpec {
+    let mut host_spec = HostSpec {
         python: ctx.python.clone(),
         data_root,
         roots: roots.clone(),
@@ -106,8 +106,10 @@ pub fn observe(ctx: &RunContext) -> Result<Option<Observation>, String> {
         health_port_override,
         serial: ctx.width() == 1,
         candidates,
+        read_only: Vec::new(),
     };
     let spec_path = log_dir.join("host-spec.json");
+    host_spec.read_only = runtime_inputs(ctx, &log_dir)?;
     let text = serde_json::to_vec_pretty(&host_spec).map_err(|e| e.to_string())?;
     std::fs::write(&spec_path, text)
         .map_err(|e| format!("{}: cannot write: {e}", spec_path.display()))?;
@@ -150,6 +152,23 @@ pub fn observe(ctx: &RunContext) -> Result<Option<Observation>, String> {
         host_failure,
         survivors,
     }))
+}
+
+/// What the runtime's sandbox binds read-only: the interpreter's folders
+/// (when bwrap is usable), DIR/wheelhouse and the run's bytecode cache.
+fn runtime_inputs(ctx: &RunContext, log_dir: &Path) -> Result<Vec<PathBuf>, String> {
+    use crate::isolation::sandbox;
+    let mut v = match sandbox::availability(&ctx.evidence_dir.join("logs").join("sandbox")) {
+        sandbox::Availability::Bwrap(_) => {
+            sandbox::interpreter_paths(&ctx.python, log_dir, &log_dir.join("interpreter-paths"))?
+        }
+        sandbox::Availability::Unavailable(_) => Vec::new(),
+    };
+    v.push(ctx.evidence_dir.join("wheelhouse"));
+    let pycache = ctx.evidence_dir.join("roots").join("pycache");
+    std::fs::create_dir_all(&pycache).map_err(|e| format!("cannot create {}: {e}", pycache.display()))?;
+    v.push(pycache);
+    Ok(v)
 }
 
 /// The host's whole time limit: health, then per candidate its start, one

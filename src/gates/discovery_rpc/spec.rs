@@ -75,6 +75,11 @@ pub struct HostSpec {
     pub serial: bool,
     /// Candidates, installed one after the other in this order.
     pub candidates: Vec<HostCandidate>,
+    /// Paths the runtime reads, bound read-only in its sandbox (the
+    /// interpreter's folders, DIR/wheelhouse, the run's bytecode cache);
+    /// `roots` is its only writable path.
+    #[serde(default)]
+    pub read_only: Vec<PathBuf>,
 }
 
 /// One candidate archive to install.
@@ -188,6 +193,10 @@ pub struct RuntimeFacts {
     pub log_tail: String,
     /// The runtime's stderr log.
     pub log: PathBuf,
+    /// The sandbox the runtime (and every plugin worker it starts) ran in;
+    /// `None` when the runtime was not started.
+    #[serde(default)]
+    pub sandbox: Option<crate::isolation::sandbox::SandboxRecord>,
 }
 
 /// One `run_runner` request and its streamed reply.

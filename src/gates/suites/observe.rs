@@ -12,6 +12,7 @@ use crate::context::RunContext;
 use crate::evidence::SuiteTestCase;
 use crate::process::{self, ChildSpec, RunError};
 use crate::profile::SuitesOptions;
+use crate::isolation::sandbox::{self, Network, SandboxPlan, SandboxRecord};
 use crate::python;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -60,6 +61,8 @@ pub(crate) struct RunObservation {
     pub junit_written: bool,
     /// The report's testcases, or why it could not be read.
     pub report: Result<Vec<SuiteTestCase>, String>,
+    /// The sandbox the run's process ran in.
+    pub sandbox: SandboxRecord,
 }
 
 /// The run's process, and the collection record it wrote.
@@ -282,6 +285,7 @@ pub(super) fn observe(
         name: "extracted",
         source_root: Some(root.clone()),
     };
+    let sandbox_inputs = SandboxInputs::observe(ctx, &private_config)?;
     let (entries, dirs) = list_root(&root);
     // The digests bracket both runs: they run at the same time, and a write
     // to DIR/extracted by either is a change the extraction run cannot rule
@@ -290,7 +294,7 @@ pub(super) fn observe(
     let mut runs = crate::parallel::map(
         &[&tree_plan, &extracted_plan],
         ctx.width(),
-        |plan| observe_run(ctx, opts, staged, &private_config, plan),
+        |plan| observe_run(ctx, opts, staged, &private_config, &sandbox_inputs, plan),
         |plan| Err(format!("the {} run's thread panicked", plan.name)),
     )
     .into_iter();
@@ -339,13 +343,50 @@ fn list_root(root: &Path) -> (Result<Vec<String>, String>, Vec<String>) {
     }
 }
 
+/// What both runs' sandboxes read: whether bwrap is usable, and the
+/// read-only inputs (the interpreter's folders, DIR/extracted, the run's
+/// bytecode cache, the private pytest configuration).
+struct SandboxInputs {
+    available: &'static sandbox::Availability,
+    read_only: Vec<PathBuf>,
+}
+
+impl SandboxInputs {
+    fn observe(ctx: &RunContext, private_config: &Path) -> Result<Self, String> {
+        let log_dir = ctx.evidence_dir.join("logs").join("sandbox");
+        let available = sandbox::availability(&log_dir);
+        let mut read_only = match available {
+            sandbox::Availability::Bwrap(_) => sandbox::interpreter_paths(
+                &ctx.python,
+                &ctx.evidence_dir,
+                &ctx.log_stem("suites", "interpreter-paths"),
+            )?,
+            sandbox::Availability::Unavailable(_) => Vec::new(),
+        };
+        read_only.push(ctx.extracted_root());
+        let pycache = ctx.evidence_dir.join("roots").join("pycache");
+        std::fs::create_dir_all(&pycache)
+            .map_err(|e| format!("cannot create {}: {e}", pycache.display()))?;
+        read_only.push(pycache);
+        read_only.push(private_config.to_path_buf());
+        Ok(Self {
+            available,
+            read_only,
+        })
+    }
+}
+
 /// Copies the staged tree and runs pytest once, in one process whose
-/// driver (`suites_run.py`) records the collection of that very run.
+/// driver (`suites_run.py`) records the collection of that very run, in a
+/// sandbox where only the run's private root is writable: its reports are
+/// written under `DIR/roots/suites/<run>/out/` and moved to `DIR/logs/suites/`
+/// once the sandbox has ended.
 fn observe_run(
     ctx: &RunContext,
     opts: &SuitesOptions,
     staged: &Path,
     private_config: &Path,
+    inputs: &SandboxInputs,
     plan: &RunPlan,
 ) -> Result<RunObservation, String> {
     let name = plan.name;
@@ -355,6 +396,9 @@ fn observe_run(
     let (home, tmp) = ctx
         .private_roots("suites", name)
         .map_err(|e| format!("cannot create private roots under {}: {e}", base.display()))?;
+    let out_dir = base.join("out");
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
     let mut env = ctx.child_env(&home, &tmp);
     if let Some(root) = &plan.source_root {
         env.insert(opts.source_root_env.clone(), root.display().to_string());
@@ -396,7 +440,9 @@ fn observe_run(
         }
         _ => {}
     }
-    pytest_args.push(format!("--junitxml={}", junit_abs.display()));
+    let junit_inside = out_dir.join(format!("{name}.xml"));
+    let record_inside = out_dir.join(format!("{name}-collection.json"));
+    pytest_args.push(format!("--junitxml={}", junit_inside.display()));
     pytest_args.push("-q".into());
     let mut args: Vec<String> = vec!["-I".into()];
     args.extend(python::bytecode_options());
@@ -404,7 +450,7 @@ fn observe_run(
         "-c".to_string(),
         python::SUITES_RUN_DRIVER.to_string(),
         serde_json::to_string(&pytest_args).expect("strings serialise"),
-        record_abs.display().to_string(),
+        record_inside.display().to_string(),
     ]);
     let log_stem = ctx.log_stem("suites", name);
     let spec = ChildSpec {
@@ -416,7 +462,25 @@ fn observe_run(
         log_stem: log_stem.clone(),
         stdin: None,
     };
-    let (mut collection, pytest) = match process::run(&spec) {
+    let (spec, sandbox) = sandbox::confine(
+        spec,
+        &SandboxPlan {
+            read_only: inputs.read_only.clone(),
+            writable: vec![base.clone()],
+            network: Network::PrivateLoopback,
+        },
+        inputs.available,
+    );
+    let ran = process::run(&spec);
+    // The sandbox has ended: what the run wrote can move to the logs.
+    for (inside, logged) in [(&junit_inside, &junit_abs), (&record_inside, &record_abs)] {
+        if inside.is_file() {
+            std::fs::rename(inside, logged).map_err(|e| {
+                format!("cannot move {} to {}: {e}", inside.display(), logged.display())
+            })?;
+        }
+    }
+    let (mut collection, pytest) = match ran {
         Ok(out) => {
             let exit_code = if out.timed_out {
                 None
@@ -485,6 +549,7 @@ fn observe_run(
         junit_rel,
         junit_written,
         report,
+        sandbox,
     })
 }
 

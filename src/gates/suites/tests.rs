@@ -5,6 +5,7 @@
 use super::observe::{CollectError, CollectedItem, CollectionObs, ProcessRun, XfailMark};
 use super::*;
 use crate::evidence::CheckResult;
+use crate::isolation::sandbox::{Network, SandboxRecord};
 
 /// The report pytest 9.2 wrote for one test of each shape (captured from
 /// a real run; tracebacks shortened).
@@ -107,7 +108,67 @@ fn good_run(name: &str) -> RunObservation {
             case("test_y", SuiteOutcome::Passed, None),
             case("test_z", SuiteOutcome::Xfailed, Some("known limitation")),
         ]),
+        sandbox: confined(name),
     }
+}
+
+/// The record of a run confined by bwrap with its private root writable.
+fn confined(name: &str) -> SandboxRecord {
+    SandboxRecord {
+        kind: "bwrap".into(),
+        program: Some("/usr/bin/bwrap".into()),
+        version: Some("bubblewrap 0.8.0".into()),
+        own_pid_namespace: true,
+        dies_with_verifier: true,
+        network: Some(Network::PrivateLoopback),
+        read_only: vec!["/ev/extracted".into()],
+        writable: vec![format!("/ev/roots/suites/{name}")],
+        unconfined_because: None,
+    }
+}
+
+#[test]
+fn a_run_in_the_sandbox_passes_its_sandbox_check_and_an_unconfined_run_warns() {
+    let obs = Observation {
+        runs: vec![good_run("tree"), good_run("extracted")],
+        ..good()
+    };
+    let checks = decide(&obs, &opts());
+    let sandbox = checks.iter().find(|c| c.name == "tree/sandbox").expect("tree/sandbox");
+    assert_eq!(sandbox.result, CheckResult::Pass, "{}", sandbox.detail);
+    assert_eq!(sandbox.observed.as_ref().unwrap()["kind"], "bwrap");
+
+    let mut unconfined = good_run("tree");
+    unconfined.sandbox = SandboxRecord {
+        kind: "none".into(),
+        program: None,
+        version: None,
+        own_pid_namespace: false,
+        dies_with_verifier: false,
+        network: None,
+        read_only: Vec::new(),
+        writable: Vec::new(),
+        unconfined_because: Some("no `bwrap` executable in the 2 folder(s) of PATH".into()),
+    };
+    let obs = Observation {
+        runs: vec![unconfined, good_run("extracted")],
+        ..good()
+    };
+    let checks = decide(&obs, &opts());
+    let sandbox = checks.iter().find(|c| c.name == "tree/sandbox").expect("tree/sandbox");
+    assert_eq!(sandbox.result, CheckResult::Warn);
+    assert!(sandbox.detail.contains("ran unconfined"), "{}", sandbox.detail);
+    assert!(sandbox.detail.contains("no `bwrap` executable"), "{}", sandbox.detail);
+    // A bwrap record without its own pid namespace is not a sandbox either.
+    let mut half = good_run("extracted");
+    half.sandbox.own_pid_namespace = false;
+    let obs = Observation {
+        runs: vec![good_run("tree"), half],
+        ..good()
+    };
+    let checks = decide(&obs, &opts());
+    let sandbox = checks.iter().find(|c| c.name == "extracted/sandbox").unwrap();
+    assert_eq!(sandbox.result, CheckResult::Warn);
 }
 
 fn extraction() -> ExtractionObservation {

@@ -1,0 +1,470 @@
+//! The sandbox that code under review runs in: the repository's suites, the
+//! SDK runtime with its plugin workers, and any probe that executes a
+//! candidate's code.
+//!
+//! The verifier and what it verifies are two parties that run as one user.
+//! Around such a step the harness puts Debian's `bubblewrap` (`bwrap`, 0.8
+//! manual) so that:
+//!
+//! * the step has a pid namespace of its own (`--unshare-pid`) whose init is
+//!   bwrap's reaper, not the verifier: `os.getppid()` of the step's first
+//!   process is 1, a signal to it does nothing, and orphans are reaped inside
+//!   at once rather than re-parented to the verifier;
+//! * when the step's first process exits, the kernel ends everything in the
+//!   namespace; when the verifier dies, even by SIGKILL, bwrap's
+//!   `--die-with-parent` ends the namespace too;
+//! * the filesystem is a new root with the system directories, the
+//!   interpreter and the step's inputs bound read-only, and only the step's
+//!   own private roots bound read-write, at their host paths; `/tmp` is an
+//!   empty tmpfs of its own;
+//! * the network is a new namespace with only loopback up
+//!   (`--unshare-net`), or the caller's own namespace (`--share-net`) when
+//!   the step talks to the harness over loopback;
+//! * the environment is exactly the step's: bwrap is started with it and
+//!   passes it on (no `--setenv`, so no value is on a command line or in
+//!   the `.cmd` log).
+//!
+//! Without bwrap the step still runs, unconfined, and its [`SandboxRecord`]
+//! says so: the gate then reports a warning, so the statement is never
+//! `PASSED`.
+
+use super::bwrap;
+use crate::evidence::Check;
+use crate::process::{self, ChildSpec};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Time limit of the one preflight per run.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// System directories bound read-only (or re-created as the same symlink)
+/// when they exist.
+const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"];
+
+/// A step's network inside the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    /// A network namespace of its own with only loopback up.
+    PrivateLoopback,
+    /// The harness's own network namespace (itself private where the
+    /// harness made one, as `discovery-rpc` does).
+    Shared,
+}
+
+/// What a step needs from its sandbox.
+#[derive(Debug, Clone)]
+pub struct SandboxPlan {
+    /// Paths the step reads: bound read-only at the same path. Those that do
+    /// not exist are left out.
+    pub read_only: Vec<PathBuf>,
+    /// The step's private roots and output folders: bound read-write at the
+    /// same path. Each must exist.
+    pub writable: Vec<PathBuf>,
+    /// The step's network.
+    pub network: Network,
+}
+
+/// The sandbox a step ran in, as the evidence records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SandboxRecord {
+    /// `bwrap`, or `none` when the step ran unconfined.
+    pub kind: String,
+    /// The bwrap program and the first line of its `--version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// The first line of `bwrap --version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// True when the step's init is not the verifier (a pid namespace of
+    /// its own).
+    pub own_pid_namespace: bool,
+    /// True when the sandbox ends with the verifier (`--die-with-parent`).
+    pub dies_with_verifier: bool,
+    /// The step's network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<Network>,
+    /// Paths bound read-only (besides the system directories).
+    pub read_only: Vec<String>,
+    /// Paths bound read-write.
+    pub writable: Vec<String>,
+    /// Why the step ran unconfined (`kind` = `none`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconfined_because: Option<String>,
+}
+
+impl SandboxRecord {
+    /// True when the step ran in a sandbox whose init is not the verifier.
+    pub fn confined(&self) -> bool {
+        self.kind == "bwrap" && self.own_pid_namespace && self.dies_with_verifier
+    }
+}
+
+/// The run's bubblewrap, found and preflighted once.
+#[derive(Debug, Clone)]
+pub enum Availability {
+    /// bwrap ran a process with a new pid and network namespace.
+    Bwrap(bwrap::Bwrap),
+    /// It cannot be used: why.
+    Unavailable(String),
+}
+
+static AVAILABLE: OnceLock<Availability> = OnceLock::new();
+
+/// Finds bwrap and runs `/bin/true` inside a sandbox with a pid and a
+/// network namespace of its own, once per process; later calls return the
+/// first answer. `log_dir` holds the preflight's logs.
+pub fn availability(log_dir: &Path) -> &'static Availability {
+    AVAILABLE.get_or_init(|| preflight(log_dir))
+}
+
+fn preflight(log_dir: &Path) -> Availability {
+    let program = match bwrap::locate() {
+        Ok(p) => p,
+        Err(e) => return Availability::Unavailable(e),
+    };
+    if let Err(e) = std::fs::create_dir_all(log_dir) {
+        return Availability::Unavailable(format!("cannot create {}: {e}", log_dir.display()));
+    }
+    let version = match bwrap::version(&program, log_dir, &log_dir.join("bwrap-version")) {
+        Ok(v) => v,
+        Err(e) => return Availability::Unavailable(e),
+    };
+    let b = bwrap::Bwrap { program, version };
+    let plan = SandboxPlan {
+        read_only: Vec::new(),
+        writable: Vec::new(),
+        network: Network::PrivateLoopback,
+    };
+    let args = step_args(&plan, Path::new("/"), Path::new("/bin/sh"), &[
+        "-c".into(),
+        "test \"$$\" != 1 && test \"$PPID\" = 1".into(),
+    ]);
+    let out = process::run(&ChildSpec {
+        program: b.program.clone(),
+        args,
+        cwd: log_dir.to_path_buf(),
+        env: process::base_env(),
+        timeout: PREFLIGHT_TIMEOUT,
+        log_stem: log_dir.join("bwrap-preflight"),
+        stdin: None,
+    });
+    match out {
+        Ok(out) if out.success() => Availability::Bwrap(b),
+        Ok(out) => Availability::Unavailable(format!(
+            "`{} --unshare-pid --unshare-net ... /bin/sh` did not run as expected: {}: {}",
+            b.program.display(),
+            out.describe(),
+            out.tail(3)
+        )),
+        Err(e) => Availability::Unavailable(e.to_string()),
+    }
+}
+
+/// `spec` confined by `plan` when bwrap is available, with the record of
+/// the sandbox it runs in; else `spec` unchanged, recorded as unconfined.
+pub fn confine(spec: ChildSpec, plan: &SandboxPlan, available: &Availability) -> (ChildSpec, SandboxRecord) {
+    let listed = |paths: &[PathBuf]| -> Vec<String> {
+        paths.iter().map(|p| p.display().to_string()).collect()
+    };
+    match available {
+        Availability::Unavailable(why) => (
+            spec,
+            SandboxRecord {
+                kind: "none".into(),
+                program: None,
+                version: None,
+                own_pid_namespace: false,
+                dies_with_verifier: false,
+                network: None,
+                read_only: Vec::new(),
+                writable: Vec::new(),
+                unconfined_because: Some(why.clone()),
+            },
+        ),
+        Availability::Bwrap(b) => {
+            let read_only = existing_cover(&plan.read_only);
+            let plan = SandboxPlan {
+                read_only: read_only.clone(),
+                writable: plan.writable.clone(),
+                network: plan.network,
+            };
+            let args = step_args(&plan, &spec.cwd, &spec.program, &spec.args);
+            let record = SandboxRecord {
+                kind: "bwrap".into(),
+                program: Some(b.program.display().to_string()),
+                version: Some(b.version.clone()),
+                own_pid_namespace: true,
+                dies_with_verifier: true,
+                network: Some(plan.network),
+                read_only: listed(&read_only),
+                writable: listed(&plan.writable),
+                unconfined_because: None,
+            };
+            (
+                ChildSpec {
+                    program: b.program.clone(),
+                    args,
+                    ..spec
+                },
+                record,
+            )
+        }
+    }
+}
+
+/// The bwrap arguments running `program args` in `cwd`, confined by `plan`
+/// (see the module docs). bwrap passes its own environment on: start it
+/// with the step's.
+pub fn step_args(
+    plan: &SandboxPlan,
+    cwd: &Path,
+    program: &Path,
+    args: &[String],
+) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        match plan.network {
+            Network::PrivateLoopback => "--unshare-net",
+            Network::Shared => "--share-net",
+        },
+        "--die-with-parent",
+        "--new-session",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for dir in SYSTEM_DIRS {
+        let p = Path::new(dir);
+        match std::fs::symlink_metadata(p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(p) {
+                    v.extend(["--symlink".into(), target.display().to_string(), dir.to_string()]);
+                }
+            }
+            Ok(m) if m.is_dir() => {
+                v.extend(["--ro-bind".into(), dir.to_string(), dir.to_string()]);
+            }
+            _ => {}
+        }
+    }
+    v.extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(String::from));
+    // Outer paths first, so a path bound inside another one is mounted on
+    // top of it: a writable root under a read-only input stays writable,
+    // and a read-only input under a writable root stays read-only.
+    let mut mounts: Vec<(&Path, &str)> = plan
+        .read_only
+        .iter()
+        .map(|p| (p.as_path(), "--ro-bind"))
+        .chain(plan.writable.iter().map(|p| (p.as_path(), "--bind")))
+        .collect();
+    mounts.sort_by_key(|(p, _)| p.components().count());
+    for (p, flag) in mounts {
+        let s = p.display().to_string();
+        v.extend([flag.to_string(), s.clone(), s]);
+    }
+    v.extend(["--chdir".into(), cwd.display().to_string()]);
+    v.push("--".into());
+    v.push(program.display().to_string());
+    v.extend(args.iter().cloned());
+    v
+}
+
+/// The absolute paths of `paths` that exist, without those a system
+/// directory or another path of the list already covers.
+fn existing_cover(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let existing: Vec<PathBuf> = paths.iter().filter(|p| p.exists()).cloned().collect();
+    bwrap::minimal_cover(&existing)
+}
+
+/// The `sandbox` check of a step (`name`, e.g. `tree/sandbox`): a pass
+/// naming the sandbox when the step's init was not the verifier, else a
+/// warning saying the code under review ran unconfined and why (a warning
+/// keeps the statement from `PASSED`). `step` says what ran, for the reader.
+pub fn check(name: &str, candidate: Option<&str>, step: &str, record: &SandboxRecord) -> Check {
+    let observed = serde_json::to_value(record).unwrap_or_default();
+    if record.confined() {
+        Check::pass(
+            name,
+            candidate,
+            format!(
+                "{step} ran in a bubblewrap sandbox ({}): a pid namespace of its own whose init is not the \
+                 verifier, ended with the verifier, {} read-only input(s) and {} writable root(s), network {}",
+                record.version.as_deref().unwrap_or("bwrap"),
+                record.read_only.len(),
+                record.writable.len(),
+                match record.network {
+                    Some(Network::PrivateLoopback) => "private (loopback only)",
+                    _ => "shared with the harness",
+                }
+            ),
+        )
+    } else {
+        Check::warn(
+            name,
+            candidate,
+            format!(
+                "{step} ran unconfined, as the verifier's own child: code under review could signal the \
+                 verifier, outlive it or write outside its roots ({}); install bubblewrap (Debian: \
+                 `apt-get install bubblewrap`) so it runs in a sandbox",
+                record.unconfined_because.as_deref().unwrap_or("no sandbox")
+            ),
+        )
+    }
+    .with_observed(observed)
+}
+
+/// The folders the interpreter `python` reads (its venv, the base
+/// installation, the real executable's folder), from one `-I -S` start that
+/// imports nothing: `sys.prefix`, `sys.base_prefix`, `sys.exec_prefix`,
+/// `sys.base_exec_prefix` and the folder of `realpath(sys.executable)`.
+///
+/// # Errors
+/// A sentence when the interpreter cannot run or answers something else.
+pub fn interpreter_paths(python: &Path, cwd: &Path, log_stem: &Path) -> Result<Vec<PathBuf>, String> {
+    const PROBE: &str = "import json, os, sys\n\
+        print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, \
+        os.path.dirname(os.path.realpath(sys.executable))]))";
+    let out = process::run(&ChildSpec {
+        program: python.to_path_buf(),
+        args: vec!["-I".into(), "-S".into(), "-B".into(), "-c".into(), PROBE.into()],
+        cwd: cwd.to_path_buf(),
+        env: process::base_env(),
+        timeout: PREFLIGHT_TIMEOUT,
+        log_stem: log_stem.to_path_buf(),
+        stdin: None,
+    })
+    .map_err(|e| e.to_string())?;
+    if !out.success() {
+        return Err(format!(
+            "`{} -I -S` did not report its prefixes: {}: {}",
+            python.display(),
+            out.describe(),
+            out.tail(3)
+        ));
+    }
+    let paths: Vec<String> = serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "`{} -I -S` answered {:?}, expected a JSON list of paths: {e}",
+            python.display(),
+            out.stdout_text().trim()
+        )
+    })?;
+    let mut v: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
+    if let Some(dir) = python.parent() {
+        v.push(dir.to_path_buf());
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn plan() -> SandboxPlan {
+        SandboxPlan {
+            read_only: vec!["/ev/extracted".into(), "/opt/venv".into()],
+            writable: vec!["/ev/roots/suites/tree".into()],
+            network: Network::PrivateLoopback,
+        }
+    }
+
+    #[test]
+    fn a_step_gets_its_own_pid_and_network_namespace_and_dies_with_the_verifier() {
+        let args = step_args(&plan(), Path::new("/ev/roots/suites/tree/source"), Path::new("/opt/venv/bin/python"), &["-I".into()]);
+        for flag in ["--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session"] {
+            assert!(args.iter().any(|a| a == flag), "{flag} missing: {args:?}");
+        }
+        assert!(!args.iter().any(|a| a == "--share-net"));
+        let shared = SandboxPlan { network: Network::Shared, ..plan() };
+        let args = step_args(&shared, Path::new("/"), Path::new("/bin/true"), &[]);
+        assert!(args.iter().any(|a| a == "--share-net"));
+        assert!(!args.iter().any(|a| a == "--unshare-net"));
+    }
+
+    #[test]
+    fn only_the_private_roots_are_writable_and_inputs_are_read_only() {
+        let args = step_args(&plan(), Path::new("/ev/roots/suites/tree/source"), Path::new("/opt/venv/bin/python"), &["-I".into()]);
+        let after = |flag: &str| -> Vec<String> {
+            args.iter()
+                .enumerate()
+                .filter(|(_, a)| *a == flag)
+                .map(|(i, _)| args[i + 1].clone())
+                .collect()
+        };
+        assert_eq!(after("--bind"), vec!["/ev/roots/suites/tree"]);
+        let ro = after("--ro-bind");
+        assert!(ro.contains(&"/ev/extracted".to_string()), "{ro:?}");
+        assert!(ro.contains(&"/opt/venv".to_string()), "{ro:?}");
+        assert_eq!(after("--tmpfs"), vec!["/tmp"]);
+        assert_eq!(after("--chdir"), vec!["/ev/roots/suites/tree/source"]);
+        let joined = args.join(" ");
+        assert!(joined.ends_with("-- /opt/venv/bin/python -I"), "{joined}");
+    }
+
+    #[test]
+    fn a_nested_mount_comes_after_the_one_it_is_inside() {
+        let p = SandboxPlan {
+            read_only: vec!["/ev/roots/suites/tree/source/inputs".into(), "/ev".into()],
+            writable: vec!["/ev/roots/suites/tree".into()],
+            network: Network::Shared,
+        };
+        let args = step_args(&p, Path::new("/"), Path::new("/bin/true"), &[]);
+        let pos = |path: &str| args.iter().position(|a| a == path).unwrap();
+        assert!(pos("/ev") < pos("/ev/roots/suites/tree"));
+        assert!(pos("/ev/roots/suites/tree") < pos("/ev/roots/suites/tree/source/inputs"));
+    }
+
+    #[test]
+    fn without_bwrap_the_step_runs_as_given_and_is_recorded_unconfined() {
+        let spec = ChildSpec {
+            program: "/opt/venv/bin/python".into(),
+            args: vec!["-I".into()],
+            cwd: "/ev".into(),
+            env: BTreeMap::from([("HOME".to_string(), "/h".to_string())]),
+            timeout: Duration::from_secs(1),
+            log_stem: "/ev/logs/x".into(),
+            stdin: None,
+        };
+        let (out, record) = confine(spec.clone(), &plan(), &Availability::Unavailable("no bwrap".into()));
+        assert_eq!(out.program, spec.program);
+        assert_eq!(out.args, spec.args);
+        assert_eq!(out.env, spec.env);
+        assert_eq!(record.kind, "none");
+        assert!(!record.confined());
+        assert_eq!(record.unconfined_because.as_deref(), Some("no bwrap"));
+    }
+
+    #[test]
+    fn with_bwrap_the_step_is_bwrap_with_its_own_environment_inside() {
+        let spec = ChildSpec {
+            program: "/opt/venv/bin/python".into(),
+            args: vec!["-I".into()],
+            cwd: "/".into(),
+            env: BTreeMap::from([("SECRET_FREE".to_string(), "1".to_string())]),
+            timeout: Duration::from_secs(1),
+            log_stem: "/ev/logs/x".into(),
+            stdin: None,
+        };
+        let b = bwrap::Bwrap {
+            program: "/usr/bin/bwrap".into(),
+            version: "bubblewrap 0.8.0".into(),
+        };
+        let (out, record) = confine(spec, &plan(), &Availability::Bwrap(b));
+        assert_eq!(out.program, PathBuf::from("/usr/bin/bwrap"));
+        // bwrap gets the step's environment and passes it on; no value is
+        // on its command line.
+        assert_eq!(out.env, BTreeMap::from([("SECRET_FREE".to_string(), "1".to_string())]));
+        assert!(!out.args.iter().any(|a| a == "--setenv" || a == "--clearenv" || a == "1"));
+        assert!(record.confined());
+        assert_eq!(record.network, Some(Network::PrivateLoopback));
+        // Inputs that do not exist here are left out, not bound.
+        assert!(record.read_only.is_empty(), "{:?}", record.read_only);
+        assert_eq!(record.writable, vec!["/ev/roots/suites/tree"]);
+    }
+}
