@@ -164,17 +164,24 @@ fn run_parent_signalling_suite(
         .output()
         .expect("run the verifier");
     let text = both(&out);
+    let written = dir.join("evidence.json").is_file();
+    let left = wait_no_run_processes(&[&dir, repo.dir.path()], &[], SETTLE);
     assert_eq!(
         out.status.signal(),
         None,
-        "a repository test killed the verifier (exit status {:?}); {text}",
-        out.status
+        "a repository test killed the verifier (exit status {:?}; evidence.json written: {written}; \
+         {} process(es) of the run alive {} s later: {left:#?}); {text}",
+        out.status,
+        left.len(),
+        SETTLE.as_secs()
     );
+    assert!(written, "no evidence written; {text}");
     assert!(
-        dir.join("evidence.json").is_file(),
-        "no evidence written; {text}"
+        left.is_empty(),
+        "{} process(es) of the run still alive {} s after it ended: {left:#?}",
+        left.len(),
+        SETTLE.as_secs()
     );
-    assert_nothing_left(&[&dir, repo.dir.path()], &[], "after the run");
     (out, read_evidence(&dir), text)
 }
 
