@@ -17,8 +17,8 @@ mod common;
 
 use common::{
     both, check, checks, evidence_dir, exit_code, fixture_repo, gate_result,
-    profile_with_suite_paths, read_evidence, run_processes, verifier_on,
-    wait_no_run_processes, KillRunOnDrop,
+    profile_with_suite_paths, read_evidence, run_processes, verifier_on, wait_no_run_processes,
+    KillRunOnDrop,
 };
 use serde_json::Value;
 use std::os::unix::process::ExitStatusExt;
@@ -74,14 +74,28 @@ fn with_outcome<'a>(evidence: &'a Value, run: &str, outcome: &str) -> Vec<&'a st
         .collect()
 }
 
+/// Processes as `pid: <command line>`, each command line cut to 160
+/// characters (the suites driver's is a whole script).
+fn brief(procs: &[(i32, String)]) -> Vec<String> {
+    procs
+        .iter()
+        .map(|(pid, cmd)| {
+            let cut: String = cmd.chars().take(160).collect();
+            let more = if cut.len() < cmd.len() { " ..." } else { "" };
+            format!("{pid}: {}{more}", cut.replace('\n', " "))
+        })
+        .collect()
+}
+
 /// Asserts that no process of the run is left within [`SETTLE`].
 fn assert_nothing_left(dirs: &[&Path], markers: &[&str], when: &str) {
     let left = wait_no_run_processes(dirs, markers, SETTLE);
     assert!(
         left.is_empty(),
-        "{when}: {} process(es) of the run still alive after {} s: {left:#?}",
+        "{when}: {} process(es) of the run still alive after {} s: {:#?}",
         left.len(),
-        SETTLE.as_secs()
+        SETTLE.as_secs(),
+        brief(&left)
     );
 }
 
@@ -115,10 +129,7 @@ fn lifecycle_suites_pass_under_the_default_concurrent_run() {
     let ev = read_evidence(&dir);
     for run in ["tree", "extracted"] {
         let passed = with_outcome(&ev, run, "passed");
-        let missing: Vec<&&str> = GROUP_TESTS
-            .iter()
-            .filter(|t| !passed.contains(t))
-            .collect();
+        let missing: Vec<&&str> = GROUP_TESTS.iter().filter(|t| !passed.contains(t)).collect();
         assert!(
             missing.is_empty(),
             "{run}: lifecycle tests that did not pass: {missing:?}; failing checks: {:#?}",
@@ -135,11 +146,7 @@ fn lifecycle_suites_pass_under_the_default_concurrent_run() {
     }
     assert_eq!(gate_result(&ev, "suites"), "pass", "{}", ev["gates"]);
     assert_eq!(exit_code(&out), i32::from(exit::SUCCESS), "{text}");
-    assert_nothing_left(
-        &[&dir, repo.dir.path()],
-        &[],
-        "after a passing run",
-    );
+    assert_nothing_left(&[&dir, repo.dir.path()], &[], "after a passing run");
 }
 
 /// Runs `--only suites` with `suite` beside the relay suite and returns the
@@ -170,17 +177,19 @@ fn run_parent_signalling_suite(
         out.status.signal(),
         None,
         "a repository test killed the verifier (exit status {:?}; evidence.json written: {written}; \
-         {} process(es) of the run alive {} s later: {left:#?}); {text}",
+         {} process(es) of the run alive {} s later: {:#?}); {text}",
         out.status,
         left.len(),
-        SETTLE.as_secs()
+        SETTLE.as_secs(),
+        brief(&left)
     );
     assert!(written, "no evidence written; {text}");
     assert!(
         left.is_empty(),
-        "{} process(es) of the run still alive {} s after it ended: {left:#?}",
+        "{} process(es) of the run still alive {} s after it ended: {:#?}",
         left.len(),
-        SETTLE.as_secs()
+        SETTLE.as_secs(),
+        brief(&left)
     );
     (out, read_evidence(&dir), text)
 }
@@ -272,9 +281,11 @@ fn sigkill_of_the_verifier_mid_suites_leaves_no_process_of_the_run() {
     let left = wait_no_run_processes(&dirs, &[SLEEPS_MARKER], SETTLE);
     assert!(
         left.is_empty(),
-        "{} process(es) of the run still alive {} s after the verifier was killed: {left:#?}\n\
-         (running when it was killed: {seen:#?})",
+        "{} process(es) of the run still alive {} s after the verifier was killed: {:#?}\n\
+         (running when it was killed: {:#?})",
         left.len(),
-        SETTLE.as_secs()
+        SETTLE.as_secs(),
+        brief(&left),
+        brief(&seen)
     );
 }
