@@ -530,3 +530,116 @@ pub fn junit_suite<'a>(doc: &'a Value, name: &str) -> &'a Value {
         .find(|s| s["name"] == name)
         .unwrap_or_else(|| panic!("no testsuite {name}: {doc}"))
 }
+
+/// The built-in profile with `[suites] paths` replaced by `paths` (each
+/// relative to the repository root).
+pub fn profile_with_suite_paths(paths: &[&str]) -> String {
+    let (head, suites) = verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS
+        .split_once("\n[suites]\n")
+        .expect("the built-in profile has a [suites] table");
+    let start = suites.find("paths = [").expect("[suites] has paths");
+    let end = start + suites[start..].find(']').expect("paths is closed") + 1;
+    let list: Vec<String> = paths.iter().map(|p| format!("{p:?}")).collect();
+    format!(
+        "{head}\n[suites]\n{}paths = [{}]{}",
+        &suites[..start],
+        list.join(", "),
+        &suites[end..]
+    )
+}
+
+/// Every live (non-zombie) process of a run: its working directory lies
+/// under one of `dirs`, its command line or environment contains one of their
+/// paths, or its command line contains one of `markers`. Each as
+/// `(pid, "<command line>")`, this test process excluded.
+pub fn run_processes(dirs: &[&Path], markers: &[&str]) -> Vec<(i32, String)> {
+    let me = std::process::id();
+    let needles: Vec<Vec<u8>> = dirs
+        .iter()
+        .map(|d| d.as_os_str().as_encoded_bytes().to_vec())
+        .chain(markers.iter().map(|m| m.as_bytes().to_vec()))
+        .collect();
+    let dir_needles = &needles[..dirs.len()];
+    let contains = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
+        {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let by_cwd = std::fs::read_link(entry.path().join("cwd"))
+            .is_ok_and(|c| dirs.iter().any(|d| c.starts_with(d)));
+        let by_cmdline = needles.iter().any(|n| contains(&cmdline, n));
+        let by_env = std::fs::read(entry.path().join("environ"))
+            .is_ok_and(|e| dir_needles.iter().any(|n| contains(&e, n)));
+        if by_cwd || by_cmdline || by_env {
+            found.push((
+                pid as i32,
+                String::from_utf8_lossy(&cmdline).replace('\0', " "),
+            ));
+        }
+    }
+    found
+}
+
+/// Polls [`run_processes`] every 100 ms until none is left or `within` has
+/// passed; returns those still alive then.
+pub fn wait_no_run_processes(
+    dirs: &[&Path],
+    markers: &[&str],
+    within: std::time::Duration,
+) -> Vec<(i32, String)> {
+    let end = std::time::Instant::now() + within;
+    loop {
+        let left = run_processes(dirs, markers);
+        if left.is_empty() || std::time::Instant::now() >= end {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// On drop, SIGKILLs every process [`run_processes`] finds for its dirs and
+/// markers (a few rounds, for processes started meanwhile), so a failing
+/// test leaves nothing of its run behind on the machine.
+pub struct KillRunOnDrop {
+    pub dirs: Vec<PathBuf>,
+    pub markers: Vec<&'static str>,
+}
+
+impl Drop for KillRunOnDrop {
+    fn drop(&mut self) {
+        let dirs: Vec<&Path> = self.dirs.iter().map(PathBuf::as_path).collect();
+        for _ in 0..5 {
+            let found = run_processes(&dirs, &self.markers);
+            if found.is_empty() {
+                return;
+            }
+            for (pid, _) in found {
+                if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
