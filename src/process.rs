@@ -194,7 +194,21 @@ pub fn base_env() -> BTreeMap<String, String> {
 /// [`RunError`] when the child cannot be started or its logs created, or when
 /// the run is interrupted.
 pub fn run(spec: &ChildSpec) -> Result<ChildOutput, RunError> {
+    run_spawned(spec, spawn(spec)?)
+}
+
+/// [`run`] for a `spec` that [`crate::isolation::sandbox::confine`] wrapped
+/// in bwrap: the child is stopped as [`Running::sandboxed`] says.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_sandboxed(spec: &ChildSpec) -> Result<ChildOutput, RunError> {
     let mut child = spawn(spec)?;
+    child.sandboxed();
+    run_spawned(spec, child)
+}
+
+fn run_spawned(spec: &ChildSpec, mut child: Running) -> Result<ChildOutput, RunError> {
     let mut timed_out = false;
     let mut interrupted = false;
     while child.try_status().is_none() {
@@ -278,6 +292,8 @@ pub struct Running {
     pidfd: Option<std::os::fd::OwnedFd>,
     talk: Option<Talk>,
     stopped: Option<Stopped>,
+    /// The leader is bwrap around the step (see [`Running::sandboxed`]).
+    sandboxed: bool,
 }
 
 /// The line channel of a [`spawn_long`] child.
@@ -506,6 +522,7 @@ fn start(
         pidfd: rustix::process::pidfd_open(pgid, rustix::process::PidfdFlags::empty()).ok(),
         talk,
         stopped: None,
+        sandboxed: false,
     })
 }
 
@@ -634,12 +651,65 @@ impl Running {
     /// empty, then SIGKILL; reaps the leader, sweeps the group with SIGKILL
     /// for up to [`GRACE`] more and writes `<stem>.cmd`. Idempotent: a second
     /// call returns the first report.
+    /// Marks the leader as bwrap around a step in a pid namespace of its
+    /// own ([`crate::isolation::sandbox`]): the step's program is then the
+    /// leader's grandchild (bwrap, its init in the namespace, the program),
+    /// in a session and process group of its own. [`Running::stop`] then
+    /// first stops the program's group as it would stop an unconfined
+    /// step's (TERM, [`GRACE`], KILL), so the program can end its own
+    /// children, and only then the sandbox; and it waits until every process
+    /// the sandbox held is gone.
+    pub fn sandboxed(&mut self) {
+        self.sandboxed = true;
+    }
+
+    /// The process group of the sandboxed program (the leader's grandchild),
+    /// and every process below the leader, as `/proc` shows them now.
+    fn sandbox_members(&self) -> (Option<Pid>, Vec<crate::isolation::procfs::ProcInfo>) {
+        use crate::isolation::procfs;
+        let procs = procfs::all();
+        let below: Vec<procfs::ProcInfo> = procfs::descendants(&procs, self.pid as i32)
+            .into_iter()
+            .filter(|p| p.pid != self.pid as i32 && !p.exited())
+            .collect();
+        let init = below.iter().find(|p| p.ppid == self.pid as i32);
+        let program = init.and_then(|i| below.iter().find(|p| p.ppid == i.pid));
+        (program.and_then(|p| Pid::from_raw(p.pgid)), below)
+    }
+
+    /// Stops the sandboxed program's own group (TERM, [`GRACE`], KILL) while
+    /// the sandbox lives. Returns what the sandbox held, to wait for.
+    fn stop_sandboxed_program(&mut self) -> Vec<crate::isolation::procfs::ProcInfo> {
+        let (group, below) = self.sandbox_members();
+        let Some(group) = group else {
+            return below;
+        };
+        if self.try_status().is_some() {
+            return below;
+        }
+        let _ = kill_process_group(group, Signal::TERM);
+        let deadline = Instant::now() + GRACE;
+        while !group_is_empty(group) && self.try_status().is_none() {
+            if Instant::now() >= deadline {
+                let _ = kill_process_group(group, Signal::KILL);
+                break;
+            }
+            std::thread::sleep(POLL);
+        }
+        below
+    }
+
     pub fn stop(&mut self) -> Stopped {
         if let Some(stopped) = &self.stopped {
             return stopped.clone();
         }
         // Looked at before stdin closes: end of input may end the child.
         let exited_on_its_own = self.try_status().is_some();
+        let held_by_sandbox = if self.sandboxed {
+            self.stop_sandboxed_program()
+        } else {
+            Vec::new()
+        };
         self.close_stdin();
         let mut term_sent = false;
         let mut needed_kill = false;
@@ -671,7 +741,20 @@ impl Running {
             let _ = kill_process_group(self.pgid, Signal::KILL);
             std::thread::sleep(POLL);
         }
-        let group_empty = group_is_empty(self.pgid);
+        // The sandbox's pid namespace ends with its init; its processes may
+        // take a moment to be gone once the leader is.
+        let deadline = Instant::now() + GRACE;
+        while held_by_sandbox
+            .iter()
+            .any(crate::isolation::procfs::still_running)
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(POLL);
+        }
+        let group_empty = group_is_empty(self.pgid)
+            && !held_by_sandbox
+                .iter()
+                .any(crate::isolation::procfs::still_running);
         if let Some(reader) = self.talk.as_mut().and_then(|t| t.reader.take()) {
             // stdout closes when the last holder of the pipe exits.
             let deadline = Instant::now() + GRACE;

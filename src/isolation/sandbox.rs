@@ -13,7 +13,8 @@
 //! * when the step's first process exits, the kernel ends everything in the
 //!   namespace; when the verifier dies, even by SIGKILL, bwrap's
 //!   `--die-with-parent` ends the namespace too;
-//! * the filesystem is a new root with the system directories, the
+//! * the filesystem is a new root with the system directories, the user,
+//!   group and hosts files of `/etc` (nothing else of it), the
 //!   interpreter and the step's inputs bound read-only, and only the step's
 //!   own private roots bound read-write, at their host paths; `/tmp` is an
 //!   empty tmpfs of its own;
@@ -42,6 +43,18 @@ const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(30);
 /// System directories bound read-only (or re-created as the same symlink)
 /// when they exist.
 const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"];
+
+/// Files of `/etc` bound read-only when they exist: the user and group
+/// databases (`Path.home()` falls back to them when `HOME` is unset, as in
+/// the SDK's plugin workers, whose environment is empty) and name
+/// resolution of `localhost`. Nothing else of `/etc` is visible.
+const SYSTEM_FILES: &[&str] = &[
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/localtime",
+];
 
 /// A step's network inside the sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -252,6 +265,11 @@ pub fn step_args(
             _ => {}
         }
     }
+    for file in SYSTEM_FILES {
+        if Path::new(file).exists() {
+            v.extend(["--ro-bind".into(), file.to_string(), file.to_string()]);
+        }
+    }
     v.extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(String::from));
     // Outer paths first, so a path bound inside another one is mounted on
     // top of it: a writable root under a read-only input stays writable,
@@ -319,8 +337,8 @@ pub fn check(name: &str, candidate: Option<&str>, step: &str, record: &SandboxRe
 }
 
 /// The folders the interpreter `python` reads (its venv, the base
-/// installation, the real executable's folder), from one `-I -S` start that
-/// imports nothing: `sys.prefix`, `sys.base_prefix`, `sys.exec_prefix`,
+/// installation, the real executable's folder), from one `-I` start that
+/// imports nothing but `site` (which sets `sys.prefix` to the venv): `sys.prefix`, `sys.base_prefix`, `sys.exec_prefix`,
 /// `sys.base_exec_prefix` and the folder of `realpath(sys.executable)`.
 ///
 /// # Errors
@@ -331,7 +349,7 @@ pub fn interpreter_paths(python: &Path, cwd: &Path, log_stem: &Path) -> Result<V
         os.path.dirname(os.path.realpath(sys.executable))]))";
     let out = process::run(&ChildSpec {
         program: python.to_path_buf(),
-        args: vec!["-I".into(), "-S".into(), "-B".into(), "-c".into(), PROBE.into()],
+        args: vec!["-I".into(), "-B".into(), "-c".into(), PROBE.into()],
         cwd: cwd.to_path_buf(),
         env: process::base_env(),
         timeout: PREFLIGHT_TIMEOUT,
@@ -341,7 +359,7 @@ pub fn interpreter_paths(python: &Path, cwd: &Path, log_stem: &Path) -> Result<V
     .map_err(|e| e.to_string())?;
     if !out.success() {
         return Err(format!(
-            "`{} -I -S` did not report its prefixes: {}: {}",
+            "`{} -I` did not report its prefixes: {}: {}",
             python.display(),
             out.describe(),
             out.tail(3)
@@ -349,7 +367,7 @@ pub fn interpreter_paths(python: &Path, cwd: &Path, log_stem: &Path) -> Result<V
     }
     let paths: Vec<String> = serde_json::from_slice(&out.stdout).map_err(|e| {
         format!(
-            "`{} -I -S` answered {:?}, expected a JSON list of paths: {e}",
+            "`{} -I` answered {:?}, expected a JSON list of paths: {e}",
             python.display(),
             out.stdout_text().trim()
         )

@@ -149,9 +149,15 @@ fn run(spec: &HostSpec, result: &mut HostResult) {
         },
         available,
     );
+    let confined = record.confined();
     facts.sandbox = Some(record);
     let mut rt = match process::spawn(&child) {
-        Ok(rt) => rt,
+        Ok(mut rt) => {
+            if confined {
+                rt.sandboxed();
+            }
+            rt
+        }
         Err(e) => {
             result.fatal = Some(e.to_string());
             return;

@@ -471,7 +471,11 @@ fn observe_run(
         },
         inputs.available,
     );
-    let ran = process::run(&spec);
+    let ran = if sandbox.confined() {
+        process::run_sandboxed(&spec)
+    } else {
+        process::run(&spec)
+    };
     // The sandbox has ended: what the run wrote can move to the logs.
     for (inside, logged) in [(&junit_inside, &junit_abs), (&record_inside, &record_abs)] {
         if inside.is_file() {
