@@ -48,6 +48,13 @@ pub struct GateInfo {
     /// first. It never changes what runs or any result. Default 1.
     #[serde(default = "default_cost")]
     pub cost: f64,
+    /// The gate's processes keep the normal CPU priority. Every other gate's
+    /// thread, and so every process it starts, runs at
+    /// [`crate::process::BACKGROUND_NICE`]: on a machine with fewer cores
+    /// than steps, the repository's own timing-sensitive tests must not
+    /// lose their CPU to the harness's other gates. Default false.
+    #[serde(default)]
+    pub foreground: bool,
 }
 
 fn default_cost() -> f64 {

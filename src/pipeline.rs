@@ -501,9 +501,13 @@ fn run_gates(
             progress.gate_started(position, total, &info.id, &names);
             let snapshot = std::sync::Arc::clone(&ctx);
             let thread_tx = tx.clone();
+            let foreground = info.foreground;
             let spawned = std::thread::Builder::new()
                 .name(format!("gate {}", info.id))
                 .spawn(move || {
+                    if !foreground {
+                        process::run_in_background();
+                    }
                     let mut updates = crate::context::Updates::default();
                     // A panicking gate is a harness defect; it must still leave
                     // evidence behind (verdict `fail`), never abort the run.
@@ -1021,6 +1025,7 @@ mod tests {
                 exclusive: exclusive.iter().map(|r| r.to_string()).collect(),
                 cost: 1.0,
                 writes: Vec::new(),
+                foreground: false,
             }
         }
 

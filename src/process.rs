@@ -50,6 +50,22 @@ const CAPTURE_LIMIT: u64 = 64 * 1024 * 1024;
 /// a longer line is dropped.
 const LONG_LINE_LIMIT: u64 = 1024 * 1024;
 
+/// The nice value of the harness's background work: the threads of every
+/// gate but the foreground ones ([`crate::catalogue::GateInfo::foreground`])
+/// and so every process those threads start (a child inherits its creating
+/// thread's nice value, as does a thread). At 10 a CPU-bound process gets
+/// about a tenth of the share of one at 0 (the kernel's weights 110 and
+/// 1024) while both want the CPU, and everything while nothing else does.
+pub const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's CPU priority to [`BACKGROUND_NICE`] (on
+/// Linux the nice value is a thread's own; the threads and processes it
+/// starts inherit it). A refusal is ignored: the work then runs at the
+/// priority it had, which is slower for the foreground, never wrong.
+pub fn run_in_background() {
+    let _ = rustix::process::setpriority_process(None, BACKGROUND_NICE);
+}
+
 /// Names of variables a child may inherit from the harness when a gate asks
 /// for the base environment ([`base_env`]).
 pub const ALLOWLIST: &[&str] = &["PATH", "LANG"];

@@ -655,7 +655,8 @@ fn a_test_process_that_leaves_its_group_ends_with_the_sandbox_and_never_writes_l
 }
 
 #[test]
-fn unconfined_a_test_process_that_leaves_its_group_is_residue_stopped_before_the_evidence_is_sealed() {
+fn unconfined_a_test_process_that_leaves_its_group_is_residue_stopped_before_the_evidence_is_sealed(
+) {
     let repo = fixture_repo(&["suite-escapes-group"]);
     let (code, ev, _keep, dir, text) = run_suites_with(
         &repo.root,
@@ -665,7 +666,10 @@ fn unconfined_a_test_process_that_leaves_its_group_is_residue_stopped_before_the
     for run in ["tree", "extracted"] {
         let c = check(&ev, "suites", &format!("{run}/sandbox"), None);
         assert_eq!(c["result"], "warn", "{c}");
-        assert!(c["detail"].as_str().unwrap().contains("ran unconfined"), "{c}");
+        assert!(
+            c["detail"].as_str().unwrap().contains("ran unconfined"),
+            "{c}"
+        );
     }
     // Right after the run, before anything else: nothing of it is alive.
     let survivors = processes_under(&dir);

@@ -151,10 +151,12 @@ fn preflight(log_dir: &Path) -> Availability {
         writable: Vec::new(),
         network: Network::PrivateLoopback,
     };
-    let args = step_args(&plan, Path::new("/"), Path::new("/bin/sh"), &[
-        "-c".into(),
-        "test \"$$\" != 1 && test \"$PPID\" = 1".into(),
-    ]);
+    let args = step_args(
+        &plan,
+        Path::new("/"),
+        Path::new("/bin/sh"),
+        &["-c".into(), "test \"$$\" != 1 && test \"$PPID\" = 1".into()],
+    );
     let out = process::run(&ChildSpec {
         program: b.program.clone(),
         args,
@@ -178,7 +180,11 @@ fn preflight(log_dir: &Path) -> Availability {
 
 /// `spec` confined by `plan` when bwrap is available, with the record of
 /// the sandbox it runs in; else `spec` unchanged, recorded as unconfined.
-pub fn confine(spec: ChildSpec, plan: &SandboxPlan, available: &Availability) -> (ChildSpec, SandboxRecord) {
+pub fn confine(
+    spec: ChildSpec,
+    plan: &SandboxPlan,
+    available: &Availability,
+) -> (ChildSpec, SandboxRecord) {
     let listed = |paths: &[PathBuf]| -> Vec<String> {
         paths.iter().map(|p| p.display().to_string()).collect()
     };
@@ -231,12 +237,7 @@ pub fn confine(spec: ChildSpec, plan: &SandboxPlan, available: &Availability) ->
 /// The bwrap arguments running `program args` in `cwd`, confined by `plan`
 /// (see the module docs). bwrap passes its own environment on: start it
 /// with the step's.
-pub fn step_args(
-    plan: &SandboxPlan,
-    cwd: &Path,
-    program: &Path,
-    args: &[String],
-) -> Vec<String> {
+pub fn step_args(plan: &SandboxPlan, cwd: &Path, program: &Path, args: &[String]) -> Vec<String> {
     let mut v: Vec<String> = [
         "--unshare-pid",
         "--unshare-ipc",
@@ -256,7 +257,11 @@ pub fn step_args(
         match std::fs::symlink_metadata(p) {
             Ok(m) if m.file_type().is_symlink() => {
                 if let Ok(target) = std::fs::read_link(p) {
-                    v.extend(["--symlink".into(), target.display().to_string(), dir.to_string()]);
+                    v.extend([
+                        "--symlink".into(),
+                        target.display().to_string(),
+                        dir.to_string(),
+                    ]);
                 }
             }
             Ok(m) if m.is_dir() => {
@@ -343,7 +348,11 @@ pub fn check(name: &str, candidate: Option<&str>, step: &str, record: &SandboxRe
 ///
 /// # Errors
 /// A sentence when the interpreter cannot run or answers something else.
-pub fn interpreter_paths(python: &Path, cwd: &Path, log_stem: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn interpreter_paths(
+    python: &Path,
+    cwd: &Path,
+    log_stem: &Path,
+) -> Result<Vec<PathBuf>, String> {
     const PROBE: &str = "import json, os, sys\n\
         print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, \
         os.path.dirname(os.path.realpath(sys.executable))]))";
@@ -394,12 +403,25 @@ mod tests {
 
     #[test]
     fn a_step_gets_its_own_pid_and_network_namespace_and_dies_with_the_verifier() {
-        let args = step_args(&plan(), Path::new("/ev/roots/suites/tree/source"), Path::new("/opt/venv/bin/python"), &["-I".into()]);
-        for flag in ["--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session"] {
+        let args = step_args(
+            &plan(),
+            Path::new("/ev/roots/suites/tree/source"),
+            Path::new("/opt/venv/bin/python"),
+            &["-I".into()],
+        );
+        for flag in [
+            "--unshare-pid",
+            "--unshare-net",
+            "--die-with-parent",
+            "--new-session",
+        ] {
             assert!(args.iter().any(|a| a == flag), "{flag} missing: {args:?}");
         }
         assert!(!args.iter().any(|a| a == "--share-net"));
-        let shared = SandboxPlan { network: Network::Shared, ..plan() };
+        let shared = SandboxPlan {
+            network: Network::Shared,
+            ..plan()
+        };
         let args = step_args(&shared, Path::new("/"), Path::new("/bin/true"), &[]);
         assert!(args.iter().any(|a| a == "--share-net"));
         assert!(!args.iter().any(|a| a == "--unshare-net"));
@@ -407,7 +429,12 @@ mod tests {
 
     #[test]
     fn only_the_private_roots_are_writable_and_inputs_are_read_only() {
-        let args = step_args(&plan(), Path::new("/ev/roots/suites/tree/source"), Path::new("/opt/venv/bin/python"), &["-I".into()]);
+        let args = step_args(
+            &plan(),
+            Path::new("/ev/roots/suites/tree/source"),
+            Path::new("/opt/venv/bin/python"),
+            &["-I".into()],
+        );
         let after = |flag: &str| -> Vec<String> {
             args.iter()
                 .enumerate()
@@ -438,6 +465,126 @@ mod tests {
         assert!(pos("/ev/roots/suites/tree") < pos("/ev/roots/suites/tree/source/inputs"));
     }
 
+    /// A real step in a real sandbox (bubblewrap is a requirement of the
+    /// test machine, as of CI: `.ci/run` installs it).
+    #[test]
+    fn inside_the_parent_is_the_sandbox_init_inputs_are_read_only_and_only_the_root_is_writable() {
+        let top = tempfile::tempdir().unwrap();
+        let input = top.path().join("extracted");
+        let root = top.path().join("roots/suites/tree");
+        std::fs::create_dir_all(&input).unwrap();
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(input.join("member.txt"), "as archived").unwrap();
+        let logs = top.path().join("logs");
+        let available = preflight(&logs);
+        assert!(
+            matches!(available, Availability::Bwrap(_)),
+            "bubblewrap must be usable on the test machine: {available:?}"
+        );
+        let script = format!(
+            "echo ppid=$PPID; \
+             if echo changed > {input}/member.txt 2>/dev/null; then echo input-writable; else echo input-read-only; fi; \
+             echo ok > {root}/written && echo root-writable; \
+             echo x > {top}/outside 2>/dev/null; \
+             echo home=$HOME",
+            input = input.display(),
+            root = root.display(),
+            top = top.path().display()
+        );
+        let spec = ChildSpec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script],
+            cwd: root.clone(),
+            env: BTreeMap::from([
+                ("HOME".to_string(), root.display().to_string()),
+                ("PATH".to_string(), "/usr/bin:/bin".to_string()),
+            ]),
+            timeout: Duration::from_secs(60),
+            log_stem: logs.join("step"),
+            stdin: None,
+        };
+        let plan = SandboxPlan {
+            read_only: vec![input.clone()],
+            writable: vec![root.clone()],
+            network: Network::PrivateLoopback,
+        };
+        let (spec, record) = confine(spec, &plan, &available);
+        assert!(record.confined());
+        let out = process::run_sandboxed(&spec).unwrap();
+        assert!(out.success(), "{}", out.tail(10));
+        let text = out.stdout_text();
+        assert!(text.contains("ppid=1\n"), "{text}");
+        assert!(text.contains("input-read-only"), "{text}");
+        assert!(text.contains("root-writable"), "{text}");
+        assert!(text.contains(&format!("home={}", root.display())), "{text}");
+        assert_eq!(
+            std::fs::read_to_string(input.join("member.txt")).unwrap(),
+            "as archived"
+        );
+        // Outside the bound roots a write lands in the sandbox's own
+        // tmpfs at best, never on the host.
+        assert!(!top.path().join("outside").exists());
+        assert_eq!(
+            std::fs::read_to_string(root.join("written")).unwrap(),
+            "ok\n"
+        );
+    }
+
+    #[test]
+    fn stopping_a_sandboxed_step_ends_every_process_in_it_even_one_that_ignores_term() {
+        let top = tempfile::tempdir().unwrap();
+        let root = top.path().join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        let available = preflight(&top.path().join("logs"));
+        // A program that ignores TERM and leaves a TERM-ignoring process in a
+        // session of its own behind, then waits forever.
+        let spec = ChildSpec {
+            program: "/bin/sh".into(),
+            args: vec![
+                "-c".into(),
+                "trap '' TERM; setsid sh -c \"trap '' TERM; echo $$ > inner.pid; exec sleep 600\" & \
+                 echo $$ > outer.pid; while true; do sleep 1; done"
+                    .into(),
+            ],
+            cwd: root.clone(),
+            env: BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string())]),
+            timeout: Duration::from_secs(600),
+            log_stem: top.path().join("logs/step"),
+            stdin: None,
+        };
+        let plan = SandboxPlan {
+            read_only: Vec::new(),
+            writable: vec![root.clone()],
+            network: Network::PrivateLoopback,
+        };
+        let (spec, _) = confine(spec, &plan, &available);
+        let mut running = process::spawn(&spec).unwrap();
+        running.sandboxed();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !(root.join("inner.pid").is_file() && root.join("outer.pid").is_file()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the step did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let leader = running.pid() as i32;
+        let below: Vec<i32> =
+            crate::isolation::procfs::descendants(&crate::isolation::procfs::all(), leader)
+                .into_iter()
+                .map(|p| p.pid)
+                .filter(|p| *p != leader)
+                .collect();
+        // bwrap's init, the shell, the inner shell's sleep and the loop's sleep.
+        assert!(below.len() >= 3, "{below:?}");
+        let stopped = running.stop();
+        assert!(stopped.group_empty, "{stopped:?}");
+        for pid in below {
+            let alive = crate::isolation::procfs::read(pid).is_some_and(|p| !p.exited());
+            assert!(!alive, "pid {pid} of the sandbox outlived its stop");
+        }
+    }
+
     #[test]
     fn without_bwrap_the_step_runs_as_given_and_is_recorded_unconfined() {
         let spec = ChildSpec {
@@ -449,7 +596,11 @@ mod tests {
             log_stem: "/ev/logs/x".into(),
             stdin: None,
         };
-        let (out, record) = confine(spec.clone(), &plan(), &Availability::Unavailable("no bwrap".into()));
+        let (out, record) = confine(
+            spec.clone(),
+            &plan(),
+            &Availability::Unavailable("no bwrap".into()),
+        );
         assert_eq!(out.program, spec.program);
         assert_eq!(out.args, spec.args);
         assert_eq!(out.env, spec.env);
@@ -477,8 +628,14 @@ mod tests {
         assert_eq!(out.program, PathBuf::from("/usr/bin/bwrap"));
         // bwrap gets the step's environment and passes it on; no value is
         // on its command line.
-        assert_eq!(out.env, BTreeMap::from([("SECRET_FREE".to_string(), "1".to_string())]));
-        assert!(!out.args.iter().any(|a| a == "--setenv" || a == "--clearenv" || a == "1"));
+        assert_eq!(
+            out.env,
+            BTreeMap::from([("SECRET_FREE".to_string(), "1".to_string())])
+        );
+        assert!(!out
+            .args
+            .iter()
+            .any(|a| a == "--setenv" || a == "--clearenv" || a == "1"));
         assert!(record.confined());
         assert_eq!(record.network, Some(Network::PrivateLoopback));
         // Inputs that do not exist here are left out, not bound.

@@ -315,14 +315,58 @@ impl Verifier<'_> {
         let (sample, code) = measure(&mut cmd)?;
         if code != i32::from(verify_coding_candidates::exit::SUCCESS) {
             bail!(
-                "the verifier's verdict is not PASS (exit code {code}) on {}; timing a failed run means nothing; \
-                 its output: {}, its evidence: {}",
+                "the verifier's verdict is not PASS (exit code {code}) on {}: {}; timing a failed run means \
+                 nothing; its output: {}, its evidence: {}",
                 repo.display(),
+                why_not_pass(evidence),
                 log.display(),
                 evidence.display()
             );
         }
         Ok(sample)
+    }
+}
+
+/// Why the run into `evidence` did not pass, from its `evidence.json`: each
+/// failing check as `gate/name` with the first line of its detail (at most
+/// five, then how many more), or why the evidence could not be read.
+fn why_not_pass(evidence: &Path) -> String {
+    let path = evidence.join("evidence.json");
+    let doc: serde_json::Value = match std::fs::read(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
+        Ok(doc) => doc,
+        Err(e) => return format!("no readable evidence ({}: {e})", path.display()),
+    };
+    failing_checks(&doc)
+}
+
+/// The failing checks of an evidence document, as [`why_not_pass`] says them.
+fn failing_checks(doc: &serde_json::Value) -> String {
+    let mut failing = Vec::new();
+    for gate in doc["gates"].as_array().into_iter().flatten() {
+        for check in gate["checks"].as_array().into_iter().flatten() {
+            if check["result"] == "fail" && check["consequence_of"].is_null() {
+                let detail = check["detail"]
+                    .as_str()
+                    .unwrap_or("")
+                    .lines()
+                    .next()
+                    .unwrap_or("");
+                let detail: String = detail.chars().take(240).collect();
+                failing.push(format!(
+                    "{}/{}: {detail}",
+                    gate["id"].as_str().unwrap_or("?"),
+                    check["name"].as_str().unwrap_or("?")
+                ));
+            }
+        }
+    }
+    match failing.len() {
+        0 => format!("verdict {}, no failing check", doc["verdict"]),
+        n if n <= 5 => failing.join("; "),
+        n => format!("{}; and {} more", failing[..5].join("; "), n - 5),
     }
 }
 
@@ -795,6 +839,43 @@ mod tests {
 
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn a_run_that_did_not_pass_is_explained_by_its_own_failing_checks() {
+        let doc = serde_json::json!({
+            "verdict": "fail",
+            "gates": [
+                {"id": "suites", "checks": [
+                    {"name": "tree/outcomes", "result": "fail", "detail": "pytest exit status 1\nmore"},
+                    {"name": "tree/passing", "result": "fail", "detail": "x", "consequence_of": "tree/outcomes"},
+                    {"name": "tree/sandbox", "result": "pass", "detail": "ok"}
+                ]},
+                {"id": "stage", "checks": [{"name": "blob-ids", "result": "pass", "detail": "ok"}]}
+            ]
+        });
+        assert_eq!(
+            failing_checks(&doc),
+            "suites/tree/outcomes: pytest exit status 1"
+        );
+        let many = serde_json::json!({"verdict": "fail", "gates": [{"id": "g", "checks":
+            (0..7).map(|i| serde_json::json!({"name": format!("c{i}"), "result": "fail", "detail": "d"})).collect::<Vec<_>>()
+        }]});
+        assert!(
+            failing_checks(&many).ends_with("g/c4: d; and 2 more"),
+            "{}",
+            failing_checks(&many)
+        );
+        let none = serde_json::json!({"verdict": "incomplete", "gates": []});
+        assert_eq!(
+            failing_checks(&none),
+            "verdict \"incomplete\", no failing check"
+        );
+        let missing = why_not_pass(Path::new("/nonexistent/vcc-bench"));
+        assert!(
+            missing.starts_with("no readable evidence (/nonexistent/vcc-bench/evidence.json"),
+            "{missing}"
+        );
     }
 
     #[test]

@@ -166,7 +166,8 @@ fn runtime_inputs(ctx: &RunContext, log_dir: &Path) -> Result<Vec<PathBuf>, Stri
     };
     v.push(ctx.evidence_dir.join("wheelhouse"));
     let pycache = ctx.evidence_dir.join("roots").join("pycache");
-    std::fs::create_dir_all(&pycache).map_err(|e| format!("cannot create {}: {e}", pycache.display()))?;
+    std::fs::create_dir_all(&pycache)
+        .map_err(|e| format!("cannot create {}: {e}", pycache.display()))?;
     v.push(pycache);
     Ok(v)
 }

@@ -464,6 +464,7 @@ fn host_spec(c: HostCandidate) -> HostSpec {
         health_port_override: None,
         serial: false,
         candidates: vec![c],
+        read_only: vec!["/v".into(), "/ev/wheelhouse".into()],
     }
 }
 
@@ -507,6 +508,17 @@ fn observed_run() -> Observation {
             healthy: true,
             health_ms: Some(2100),
             log: "/ev/logs/discovery-rpc/runtime".into(),
+            sandbox: Some(crate::isolation::sandbox::SandboxRecord {
+                kind: "bwrap".into(),
+                program: Some("/usr/bin/bwrap".into()),
+                version: Some("bubblewrap 0.8.0".into()),
+                own_pid_namespace: true,
+                dies_with_verifier: true,
+                network: Some(crate::isolation::sandbox::Network::Shared),
+                read_only: vec!["/v".into(), "/ev/wheelhouse".into()],
+                writable: vec!["/ev/roots/discovery-rpc".into()],
+                unconfined_because: None,
+            }),
             ..spec::RuntimeFacts::default()
         },
         token_control: Some(spec::TokenControl {
@@ -543,6 +555,42 @@ fn observed_run() -> Observation {
         host_failure: None,
         survivors: vec![],
     }
+}
+
+#[test]
+fn the_runtime_in_its_sandbox_passes_and_an_unconfined_or_unstarted_runtime_does_not() {
+    let obs = observed_run();
+    let c = find(&decide(&obs), "runtime-sandbox", None);
+    assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+    assert_eq!(
+        c.observed.as_ref().unwrap()["writable"],
+        json!(["/ev/roots/discovery-rpc"])
+    );
+
+    let mut unconfined = observed_run();
+    let runtime = &mut unconfined.result.as_mut().unwrap().runtime;
+    runtime.sandbox = Some(crate::isolation::sandbox::SandboxRecord {
+        kind: "none".into(),
+        program: None,
+        version: None,
+        own_pid_namespace: false,
+        dies_with_verifier: false,
+        network: None,
+        read_only: vec![],
+        writable: vec![],
+        unconfined_because: Some("bwrap refused: no user namespaces".into()),
+    });
+    let c = find(&decide(&unconfined), "runtime-sandbox", None);
+    assert_eq!(c.result, CheckResult::Warn);
+    assert!(c.detail.contains("ran unconfined"), "{}", c.detail);
+    assert!(c.detail.contains("no user namespaces"), "{}", c.detail);
+
+    // A runtime that was never started ran nowhere: no sandbox check.
+    let mut unstarted = observed_run();
+    unstarted.result.as_mut().unwrap().runtime.sandbox = None;
+    assert!(!decide(&unstarted)
+        .iter()
+        .any(|c| c.name == "runtime-sandbox"));
 }
 
 fn find(checks: &[Check], name: &str, folder: Option<&str>) -> Check {

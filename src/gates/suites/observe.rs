@@ -10,9 +10,9 @@ use super::junit::parse_junit;
 use super::xfail_map;
 use crate::context::RunContext;
 use crate::evidence::SuiteTestCase;
+use crate::isolation::sandbox::{self, Network, SandboxPlan, SandboxRecord};
 use crate::process::{self, ChildSpec, RunError};
 use crate::profile::SuitesOptions;
-use crate::isolation::sandbox::{self, Network, SandboxPlan, SandboxRecord};
 use crate::python;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -480,7 +480,11 @@ fn observe_run(
     for (inside, logged) in [(&junit_inside, &junit_abs), (&record_inside, &record_abs)] {
         if inside.is_file() {
             std::fs::rename(inside, logged).map_err(|e| {
-                format!("cannot move {} to {}: {e}", inside.display(), logged.display())
+                format!(
+                    "cannot move {} to {}: {e}",
+                    inside.display(),
+                    logged.display()
+                )
             })?;
         }
     }

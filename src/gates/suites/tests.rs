@@ -134,7 +134,10 @@ fn a_run_in_the_sandbox_passes_its_sandbox_check_and_an_unconfined_run_warns() {
         ..good()
     };
     let checks = decide(&obs, &opts());
-    let sandbox = checks.iter().find(|c| c.name == "tree/sandbox").expect("tree/sandbox");
+    let sandbox = checks
+        .iter()
+        .find(|c| c.name == "tree/sandbox")
+        .expect("tree/sandbox");
     assert_eq!(sandbox.result, CheckResult::Pass, "{}", sandbox.detail);
     assert_eq!(sandbox.observed.as_ref().unwrap()["kind"], "bwrap");
 
@@ -155,10 +158,21 @@ fn a_run_in_the_sandbox_passes_its_sandbox_check_and_an_unconfined_run_warns() {
         ..good()
     };
     let checks = decide(&obs, &opts());
-    let sandbox = checks.iter().find(|c| c.name == "tree/sandbox").expect("tree/sandbox");
+    let sandbox = checks
+        .iter()
+        .find(|c| c.name == "tree/sandbox")
+        .expect("tree/sandbox");
     assert_eq!(sandbox.result, CheckResult::Warn);
-    assert!(sandbox.detail.contains("ran unconfined"), "{}", sandbox.detail);
-    assert!(sandbox.detail.contains("no `bwrap` executable"), "{}", sandbox.detail);
+    assert!(
+        sandbox.detail.contains("ran unconfined"),
+        "{}",
+        sandbox.detail
+    );
+    assert!(
+        sandbox.detail.contains("no `bwrap` executable"),
+        "{}",
+        sandbox.detail
+    );
     // A bwrap record without its own pid namespace is not a sandbox either.
     let mut half = good_run("extracted");
     half.sandbox.own_pid_namespace = false;
@@ -167,7 +181,10 @@ fn a_run_in_the_sandbox_passes_its_sandbox_check_and_an_unconfined_run_warns() {
         ..good()
     };
     let checks = decide(&obs, &opts());
-    let sandbox = checks.iter().find(|c| c.name == "extracted/sandbox").unwrap();
+    let sandbox = checks
+        .iter()
+        .find(|c| c.name == "extracted/sandbox")
+        .unwrap();
     assert_eq!(sandbox.result, CheckResult::Warn);
 }
 
