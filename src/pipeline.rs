@@ -116,6 +116,10 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         ))
     })?;
     crate::python::use_pycache_prefix(&evidence_dir.join("roots").join("pycache"));
+    // Tried once, before any gate runs: gates that watch DIR for writes
+    // outside their own folders (worker-isolation's private roots) never see
+    // the preflight's logs appear beside them.
+    crate::isolation::sandbox::availability(&evidence_dir.join("logs").join("sandbox"));
     interrupt::install().map_err(|e| SetupError(format!("cannot install signal handlers: {e}")))?;
     process::residue::become_subreaper().map_err(|e| {
         SetupError(format!(

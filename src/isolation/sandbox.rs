@@ -126,9 +126,10 @@ pub enum Availability {
 
 static AVAILABLE: OnceLock<Availability> = OnceLock::new();
 
-/// Finds bwrap and runs `/bin/true` inside a sandbox with a pid and a
-/// network namespace of its own, once per process; later calls return the
-/// first answer. `log_dir` holds the preflight's logs.
+/// Finds bwrap and runs `/bin/sh` inside a sandbox with a pid and a network
+/// namespace of its own (it must see itself as a child of pid 1), once per
+/// process; later calls return the first answer. `log_dir` holds the
+/// preflight's logs.
 pub fn availability(log_dir: &Path) -> &'static Availability {
     AVAILABLE.get_or_init(|| preflight(log_dir))
 }
