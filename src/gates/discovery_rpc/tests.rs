@@ -608,6 +608,7 @@ fn a_whole_passing_run_carries_observed_values_on_every_pass() {
     assert_eq!(
         names,
         [
+            "runtime-sandbox",
             "network-isolation",
             "runtime-healthy",
             "control-token",
