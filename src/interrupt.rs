@@ -1,8 +1,15 @@
 //! SIGINT/SIGTERM handling: a flag the pipeline and the child runner poll.
 //!
-//! The first signal sets the flag; running children are then stopped as a
-//! process group (TERM, grace, KILL) and the evidence is written with verdict
-//! `incomplete`.
+//! SIGTERM is a CI cancel, which sends SIGKILL a few seconds later: it is
+//! handled exactly like Ctrl-C, and fast. The first signal sets the flag;
+//! every wait on a child ([`crate::process::Running::wait_timeout`],
+//! `recv_line`, [`crate::process::run`]) looks at it at least every 100 ms,
+//! every stop then allows [`crate::process::INTERRUPTED_GRACE`] instead of
+//! [`crate::process::GRACE`] between TERM and KILL (also a stop already
+//! waiting), no gate starts, and the evidence is written with verdict
+//! `incomplete`. A second signal only sets the flag again: the handler
+//! replaces the default action (`signal_hook::flag::register`), so no
+//! repeated signal kills the verifier before the evidence is sealed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};

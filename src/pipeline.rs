@@ -115,6 +115,17 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             evidence_dir.display()
         ))
     })?;
+    // Held until the evidence is sealed (the end of this function). Taken
+    // before anything is written, then the directory is judged fresh again
+    // under it: two runs that both found it fresh cannot both get here.
+    let _lock = evidence::lock::acquire(&evidence_dir).map_err(|e| SetupError(e.to_string()))?;
+    if !dir_is_empty(&evidence_dir) {
+        return Err(SetupError(format!(
+            "--evidence {}: expected a missing or empty directory, found existing content written              since the run started (another run wrote into it and ended); evidence is never mixed              with an earlier run: choose a fresh directory",
+            opts.evidence.display()
+        )));
+    }
+    process::journal::begin();
     crate::python::use_pycache_prefix(&evidence_dir.join("roots").join("pycache"));
     interrupt::install().map_err(|e| SetupError(format!("cannot install signal handlers: {e}")))?;
     process::residue::become_subreaper().map_err(|e| {
@@ -269,6 +280,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         files: None,
         suites: ctx.suites,
         wheelhouse: ctx.wheelhouse,
+        signals: process::journal::take(),
         attestation: evidence::Attestation {
             statement: evidence::statement::STATEMENT_JSON.into(),
             statement_type: evidence::statement::STATEMENT_TYPE.into(),
@@ -501,14 +513,18 @@ fn run_gates(
             progress.gate_started(position, total, &info.id, &names);
             let snapshot = std::sync::Arc::clone(&ctx);
             let thread_tx = tx.clone();
+            let gate_id = info.id.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("gate {}", info.id))
                 .spawn(move || {
                     let mut updates = crate::context::Updates::default();
                     // A panicking gate is a harness defect; it must still leave
                     // evidence behind (verdict `fail`), never abort the run.
+                    // Every signal this thread sends is journalled as this gate's.
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        gate.run(&snapshot, &mut updates)
+                        process::journal::in_gate(Some(&gate_id), || {
+                            gate.run(&snapshot, &mut updates)
+                        })
                     }));
                     let _ = thread_tx.send(Finished {
                         index: i,
@@ -560,7 +576,7 @@ fn run_gates(
         };
         // Nothing a gate starts outlives it: what did is a failing RESIDUE
         // check (judged once every gate running when it started has ended).
-        checks.extend(residue(&spans));
+        checks.extend(process::journal::in_gate(Some(&info.id), || residue(&spans)));
         let mut record = GateRecord {
             id: info.id.clone(),
             result: GateResult::Skipped,
@@ -651,6 +667,11 @@ fn judge(record: &mut GateRecord, checks: Vec<Check>, headline: Option<&str>) {
     record.checks = checks;
 }
 
+/// Whether directory `dir` holds no entry (false when it cannot be read).
+fn dir_is_empty(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none())
+}
+
 /// `--release-dir`: an existing directory, returned absolute (symlinks resolved).
 fn check_release_dir(dir: &Path) -> Result<PathBuf, SetupError> {
     match dir.canonicalize() {
@@ -704,8 +725,11 @@ fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
             .next()
             .is_none();
         if !empty {
+            let holder = evidence::lock::holder(&resolved).map_or_else(String::new, |pid| {
+                format!(" (a run, pid {pid}, is writing into it now and holds its lock)")
+            });
             return Err(SetupError(format!(
-                "--evidence {}: expected a missing or empty directory, found existing content; \
+                "--evidence {}: expected a missing or empty directory, found existing content{holder}; \
                  evidence is never mixed with an earlier run: choose a fresh directory",
                 dir.display()
             )));
