@@ -126,6 +126,11 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         )));
     }
     process::journal::begin();
+    // A CI cancel sends SIGKILL seconds after SIGTERM: every process of the
+    // run gets SIGTERM the moment it is noticed, not one stop at a time.
+    let _watch = interrupt::Watch::start(|| {
+        process::residue::term_all();
+    });
     crate::python::use_pycache_prefix(&evidence_dir.join("roots").join("pycache"));
     interrupt::install().map_err(|e| SetupError(format!("cannot install signal handlers: {e}")))?;
     process::residue::become_subreaper().map_err(|e| {
@@ -246,8 +251,11 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         }
     }
     // The bytecode cache is the run's working state, not evidence: nothing of
-    // the run is alive now to read it.
-    let _ = std::fs::remove_dir_all(evidence_dir.join("roots").join("pycache"));
+    // the run is alive now to read it. Removing its thousands of files takes
+    // up to seconds on a busy disk, and a CI cancel's SIGKILL waits for no
+    // one: it leaves DIR at once (a rename) and goes once the evidence is
+    // sealed.
+    let pycache_aside = set_aside(&evidence_dir.join("roots").join("pycache"), &evidence_dir);
     let interrupted = interrupt::requested();
     let verdict = if interrupted {
         Verdict::Incomplete
@@ -294,7 +302,11 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             archives_signed: false,
         },
     };
-    evidence::finish(&evidence_dir, &mut evidence, opts.sign_off_by.clone()).map_err(|e| {
+    let finished = evidence::finish(&evidence_dir, &mut evidence, opts.sign_off_by.clone());
+    if let Some(aside) = pycache_aside {
+        let _ = std::fs::remove_dir_all(aside);
+    }
+    finished.map_err(|e| {
         SetupError(format!(
             "evidence dir {}: cannot write evidence: {e}",
             evidence_dir.display()
@@ -576,7 +588,9 @@ fn run_gates(
         };
         // Nothing a gate starts outlives it: what did is a failing RESIDUE
         // check (judged once every gate running when it started has ended).
-        checks.extend(process::journal::in_gate(Some(&info.id), || residue(&spans)));
+        checks.extend(process::journal::in_gate(Some(&info.id), || {
+            residue(&spans)
+        }));
         let mut record = GateRecord {
             id: info.id.clone(),
             result: GateResult::Skipped,
@@ -665,6 +679,34 @@ fn judge(record: &mut GateRecord, checks: Vec<Check>, headline: Option<&str>) {
         });
     }
     record.checks = checks;
+}
+
+/// Moves folder `path` (inside evidence directory `dir`) out of `dir`, beside
+/// it (`.<dir name>.<folder name>-<pid>`, a rename on the same file system),
+/// and returns where it went; the caller removes it. When the rename is
+/// refused (a parent this user cannot write), removes it in place and
+/// returns none; none also when it does not exist.
+fn set_aside(path: &Path, dir: &Path) -> Option<PathBuf> {
+    if !path.exists() {
+        return None;
+    }
+    let aside = dir.parent().zip(dir.file_name()).zip(path.file_name()).map(
+        |((parent, dir_name), name)| {
+            parent.join(format!(
+                ".{}.{}-{}",
+                dir_name.to_string_lossy(),
+                name.to_string_lossy(),
+                std::process::id()
+            ))
+        },
+    );
+    match aside {
+        Some(aside) if std::fs::rename(path, &aside).is_ok() => Some(aside),
+        _ => {
+            let _ = std::fs::remove_dir_all(path);
+            None
+        }
+    }
 }
 
 /// Whether directory `dir` holds no entry (false when it cannot be read).
@@ -1430,6 +1472,24 @@ mod tests {
             !err.contains("/usr/bin:"),
             "the PATH itself is not printed: {err}"
         );
+    }
+
+    #[test]
+    fn a_folder_set_aside_leaves_the_evidence_directory_for_a_sibling() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("ev");
+        std::fs::create_dir_all(dir.join("roots/pycache/x")).unwrap();
+        std::fs::write(dir.join("roots/pycache/x/a.pyc"), b"").unwrap();
+        let aside = set_aside(&dir.join("roots/pycache"), &dir).expect("moved");
+        assert_eq!(
+            aside,
+            base.path()
+                .join(format!(".ev.pycache-{}", std::process::id()))
+        );
+        assert!(aside.join("x/a.pyc").is_file());
+        assert!(!dir.join("roots/pycache").exists());
+        assert!(dir.join("roots").is_dir());
+        assert_eq!(set_aside(&dir.join("roots/pycache"), &dir), None);
     }
 
     #[test]

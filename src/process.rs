@@ -35,15 +35,29 @@ use std::time::{Duration, Instant};
 /// [`INTERRUPTED_GRACE`] once the run is interrupted: see [`grace`]).
 pub const GRACE: Duration = Duration::from_secs(3);
 
-/// Time between SIGTERM and SIGKILL once the run was interrupted: a CI
-/// cancel sends SIGKILL a few seconds after SIGTERM, and the evidence must be
-/// sealed before it, whatever a child does with SIGTERM.
+/// Time between the interrupt and SIGKILL for every process of the run: a
+/// CI cancel sends SIGKILL a few seconds after SIGTERM, and the evidence must
+/// be sealed before it, whatever a child does with SIGTERM.
 pub const INTERRUPTED_GRACE: Duration = Duration::from_millis(300);
 
-/// The grace a stop allows now for a nominal `grace`: itself, or at most
-/// [`INTERRUPTED_GRACE`] once SIGINT or SIGTERM was received. Stops read it
-/// on every poll, so one already waiting is cut short by an interrupt too.
+/// The grace between SIGTERM and SIGKILL a stop allows now, for a nominal
+/// `grace`: itself; once SIGINT or SIGTERM was noticed, what is left of
+/// [`INTERRUPTED_GRACE`] after it (one deadline for every stop: the
+/// pipeline sent SIGTERM to every process of the run when it noticed it, so
+/// a stop begun later has nothing left to wait for). Stops read it on every
+/// poll, so one already waiting is cut short too.
 pub fn grace(nominal: Duration) -> Duration {
+    match interrupt::since() {
+        Some(since) => nominal.min(INTERRUPTED_GRACE.saturating_sub(since)),
+        None => nominal,
+    }
+}
+
+/// How long a stop waits for processes to be gone after SIGKILL, for a
+/// nominal `wait`: itself, or at most [`INTERRUPTED_GRACE`] once
+/// interrupted (SIGKILL is not refused; a process still there after that is
+/// reported, not waited for).
+pub fn kill_wait(nominal: Duration) -> Duration {
     if interrupt::requested() {
         nominal.min(INTERRUPTED_GRACE)
     } else {
@@ -708,9 +722,8 @@ impl Running {
         };
         let gate = self.gate.clone();
         let mut sent = BTreeSet::new();
-        let mut signal = |pgid, signal| {
-            journal::signal_group(pgid, signal, gate.as_deref(), why, &mut sent)
-        };
+        let mut signal =
+            |pgid, signal| journal::signal_group(pgid, signal, gate.as_deref(), why, &mut sent);
         let mut term_sent = false;
         let mut needed_kill = false;
         if !exited_on_its_own || !group_is_empty(self.pgid) {
@@ -733,12 +746,12 @@ impl Running {
         // After SIGKILL the leader exits at once; the bound only guards
         // against a stdin writer kept waiting by an escaped reader.
         let waited = Instant::now();
-        while self.wait_once(POLL).is_none() && waited.elapsed() < grace(GRACE) {}
+        while self.wait_once(POLL).is_none() && waited.elapsed() < kill_wait(GRACE) {}
         let status = self
             .try_status()
             .unwrap_or_else(|| ExitStatus::from_raw(KILLED));
         let swept = Instant::now();
-        while !group_is_empty(self.pgid) && swept.elapsed() < grace(GRACE) {
+        while !group_is_empty(self.pgid) && swept.elapsed() < kill_wait(GRACE) {
             signal(self.pgid, Signal::KILL);
             std::thread::sleep(POLL);
         }
@@ -746,7 +759,7 @@ impl Running {
         if let Some(reader) = self.talk.as_mut().and_then(|t| t.reader.take()) {
             // stdout closes when the last holder of the pipe exits.
             let waited = Instant::now();
-            while !reader.is_finished() && waited.elapsed() < grace(GRACE) {
+            while !reader.is_finished() && waited.elapsed() < kill_wait(GRACE) {
                 std::thread::sleep(POLL);
             }
             if reader.is_finished() {
@@ -759,7 +772,11 @@ impl Running {
                 self.pid as i32,
                 &self.command,
                 gate.clone(),
-                if exited_on_its_own { SignalWhy::Exited } else { why },
+                if exited_on_its_own {
+                    SignalWhy::Exited
+                } else {
+                    why
+                },
             );
         }
         held().remove(&self.pid);

@@ -4,9 +4,7 @@
 
 mod common;
 
-use common::{
-    both, checks, evidence_dir, fixture_repo, processes_under, read_evidence, verifier,
-};
+use common::{both, checks, evidence_dir, fixture_repo, processes_under, read_evidence, verifier};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -115,7 +113,11 @@ fn sigterm_mid_suites_with_term_deaf_processes_seals_incomplete_evidence_and_lea
     // The figure that matters is seconds (a CI cancel sends SIGKILL a few
     // seconds after SIGTERM); the bound is loose for slow, loaded machines.
     eprintln!("SIGTERM to exit: {} ms", sealed.as_millis());
-    assert!(sealed < Duration::from_secs(20), "took {sealed:?}: {}", both(&out));
+    assert!(
+        sealed < Duration::from_secs(20),
+        "took {sealed:?}: {}",
+        both(&out)
+    );
     assert_eq!(
         out.status.code(),
         Some(i32::from(exit::INTERRUPTED)),
@@ -163,7 +165,8 @@ fn sigterm_mid_suites_with_term_deaf_processes_seals_incomplete_evidence_and_lea
                 "{pid}: deaf to SIGTERM, so it needed SIGKILL: {mine:#?}"
             );
             assert!(
-                mine.iter().all(|s| s["gate"] == "suites" || s["gate"].is_null()),
+                mine.iter()
+                    .all(|s| s["gate"] == "suites" || s["gate"].is_null()),
                 "{mine:#?}"
             );
         }

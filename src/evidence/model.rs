@@ -143,7 +143,9 @@ pub struct SignalRecord {
 }
 
 /// What the harness did to a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub enum SignalAction {
     /// Sent SIGTERM.
     #[serde(rename = "SIGTERM")]

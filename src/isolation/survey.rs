@@ -16,7 +16,7 @@
 
 use super::procfs::{self, ProcInfo};
 use crate::evidence::SignalWhy;
-use crate::process::{grace as grace_now, journal};
+use crate::process::{self as process, journal};
 use rustix::process::Signal;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -201,7 +201,7 @@ pub fn stop_processes_for(procs: &[&ProcInfo], grace: Duration, why: SignalWhy) 
         journal::signal_process(p, Signal::TERM, why);
         termed.push(*p);
     }
-    wait_until_gone(&termed, grace);
+    wait_until_gone(&termed, || process::grace(grace));
     let mut killed = Vec::new();
     for p in termed {
         if procfs::still_running(p) {
@@ -214,7 +214,7 @@ pub fn stop_processes_for(procs: &[&ProcInfo], grace: Duration, why: SignalWhy) 
             });
         }
     }
-    wait_until_gone(&killed, grace);
+    wait_until_gone(&killed, || process::kill_wait(grace));
     for p in killed {
         result.push(Stopped {
             pid: p.pid,
@@ -232,11 +232,11 @@ pub fn stop_processes_for(procs: &[&ProcInfo], grace: Duration, why: SignalWhy) 
 /// `stopped_by` of a process [`stop_processes_for`] refused to signal.
 pub const NOT_OURS: &str = "not a process of this run: left alone";
 
-/// Waits up to `grace` (read on every poll: an interrupt cuts it short) for
-/// every process of `procs` to be gone.
-fn wait_until_gone(procs: &[&ProcInfo], grace: Duration) {
+/// Waits up to `grace()` (read on every poll: an interrupt cuts it short)
+/// for every process of `procs` to be gone.
+fn wait_until_gone(procs: &[&ProcInfo], grace: impl Fn() -> Duration) {
     let started = Instant::now();
-    while started.elapsed() < grace_now(grace) && procs.iter().any(|p| procfs::still_running(p)) {
+    while started.elapsed() < grace() && procs.iter().any(|p| procfs::still_running(p)) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -300,7 +300,10 @@ mod tests {
         };
         assert_eq!(
             only(rules.clone(), &nothing),
-            [(101, vec!["pgid".to_string()]), (102, vec!["pgid".to_string()])]
+            [
+                (101, vec!["pgid".to_string()]),
+                (102, vec!["pgid".to_string()])
+            ]
         );
         let no_group = SurveyRules {
             pgids: BTreeSet::new(),

@@ -146,7 +146,13 @@ pub fn signal_process(seen: &ProcInfo, signal: Signal, why: SignalWhy) {
     let Some(pid) = Pid::from_raw(seen.pid) else {
         return;
     };
-    push(record_of(&now, action_of(signal), None, current_gate(), why));
+    push(record_of(
+        &now,
+        action_of(signal),
+        None,
+        current_gate(),
+        why,
+    ));
     let _ = kill_process(pid, signal);
 }
 
@@ -182,7 +188,13 @@ pub fn signal_group(
 /// zombie's `/proc` entry no longer holds its command line, so `cmdline`
 /// comes from the caller, or else from an earlier record of the same
 /// process.
-pub fn reaped(seen: Option<&ProcInfo>, pid: i32, cmdline: &str, gate: Option<String>, why: SignalWhy) {
+pub fn reaped(
+    seen: Option<&ProcInfo>,
+    pid: i32,
+    cmdline: &str,
+    gate: Option<String>,
+    why: SignalWhy,
+) {
     let start_time = seen.map(|p| p.start_time);
     let cmdline = if cmdline.is_empty() {
         journal()
@@ -206,9 +218,9 @@ pub fn reaped(seen: Option<&ProcInfo>, pid: i32, cmdline: &str, gate: Option<Str
         why,
         // A zombie keeps its parent until reaped: the harness reaps only its
         // own children, so a reap by the harness is of a child of the run.
-        descends_from_run: seen.is_some_and(|p| {
-            p.ppid == rustix::process::getpid().as_raw_nonzero().get()
-        }) || descends_from_run(pid),
+        descends_from_run: seen
+            .is_some_and(|p| p.ppid == rustix::process::getpid().as_raw_nonzero().get())
+            || descends_from_run(pid),
     });
 }
 
@@ -236,12 +248,17 @@ mod tests {
             .collect();
         assert!(descends_in(&procs, 11, 10));
         assert!(descends_in(&procs, 12, 10), "a grandchild descends");
-        assert!(!descends_in(&procs, 10, 10), "the root is not its own descendant");
+        assert!(
+            !descends_in(&procs, 10, 10),
+            "the root is not its own descendant"
+        );
         assert!(!descends_in(&procs, 20, 10), "a sibling of the root");
         assert!(!descends_in(&procs, 99, 10), "a process that is gone");
         // A loop in the parent links (pid reuse between reads) ends.
-        let looped: BTreeMap<i32, ProcInfo> =
-            [proc(30, 31), proc(31, 30)].into_iter().map(|p| (p.pid, p)).collect();
+        let looped: BTreeMap<i32, ProcInfo> = [proc(30, 31), proc(31, 30)]
+            .into_iter()
+            .map(|p| (p.pid, p))
+            .collect();
         assert!(!descends_in(&looped, 30, 10));
     }
 

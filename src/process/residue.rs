@@ -284,7 +284,10 @@ pub fn sweep(grace: Duration) -> Vec<Residue> {
 
 /// Stops and reaps what `select` picks from the table, round after round
 /// until it picks nothing (at most [`ROUNDS`] rounds).
-fn sweep_where(grace: Duration, select: impl Fn(&Table) -> Vec<(i32, Vec<String>)>) -> Vec<Residue> {
+fn sweep_where(
+    grace: Duration,
+    select: impl Fn(&Table) -> Vec<(i32, Vec<String>)>,
+) -> Vec<Residue> {
     let mut found: BTreeMap<(i32, u64), Residue> = BTreeMap::new();
     for _ in 0..ROUNDS {
         let table = Table::observe();
@@ -351,6 +354,23 @@ fn by_pid(live: &[ProcInfo], stopped: &[survey::Stopped]) -> Vec<Option<String>>
                 .map(|s| s.stopped_by.clone())
         })
         .collect()
+}
+
+/// SIGTERM to every live descendant of the harness at once, journalled as
+/// the interrupt's: what the pipeline does when it notices SIGINT/SIGTERM,
+/// so that every process of the run (also those out of reach of a group
+/// stop) starts its one [`super::INTERRUPTED_GRACE`] together, and the stops
+/// and sweeps that follow only need to send SIGKILL. Returns how many were
+/// signalled.
+pub fn term_all() -> usize {
+    let table = Table::observe();
+    let live = live_descendants(&table);
+    for pid in &live {
+        if let Some(p) = table.procs.get(pid) {
+            journal::signal_process(p, rustix::process::Signal::TERM, SignalWhy::Interrupt);
+        }
+    }
+    live.len()
 }
 
 /// Reaps every zombie whose parent is the harness and that no
@@ -663,7 +683,10 @@ mod tests {
             detail.contains("(its parent had exited and it was re-parented to the harness;"),
             "{detail}"
         );
-        assert!(detail.contains("; it started while gate suites ran)"), "{detail}");
+        assert!(
+            detail.contains("; it started while gate suites ran)"),
+            "{detail}"
+        );
         assert!(detail.contains("cwd unreadable"), "{detail}");
         assert!(
             detail.contains("; it was still running after SIGKILL."),
@@ -675,7 +698,10 @@ mod tests {
             ..r
         };
         let detail = r.check().detail;
-        assert!(detail.contains(&format!("(child of pid {};", me + 1)), "{detail}");
+        assert!(
+            detail.contains(&format!("(child of pid {};", me + 1)),
+            "{detail}"
+        );
         assert!(!detail.contains("it started while"), "{detail}");
     }
 }
