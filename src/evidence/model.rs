@@ -131,8 +131,9 @@ pub struct SignalRecord {
     /// Its command line, arguments joined by spaces (at most 200
     /// characters; empty when it could not be read).
     pub cmdline: String,
-    /// The gate the signal or reap belongs to; none for the sweep before the
-    /// evidence is sealed.
+    /// The gate the signal or reap belongs to; none outside any gate (the
+    /// run's setup, the SIGTERM to the whole run when it is interrupted, the
+    /// sweep before the evidence is sealed).
     pub gate: Option<String>,
     /// Why it was done.
     pub why: SignalWhy,
