@@ -1521,6 +1521,37 @@ mod tests {
     }
 
     #[test]
+    fn a_directory_another_run_writes_into_is_refused_naming_that_run() {
+        let repo = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let dir = other.path().join("ev");
+        std::fs::create_dir_all(&dir).unwrap();
+        // Empty and held: the run gets as far as the lock, which refuses it.
+        let held = evidence::lock::acquire(&dir).unwrap();
+        assert_eq!(check_evidence_dir(&dir, repo.path()).unwrap(), dir);
+        let me = std::process::id();
+        let refused = evidence::lock::acquire(&dir).unwrap_err().to_string();
+        assert!(
+            refused.contains(&format!("pid {me} holds its lock")),
+            "{refused}"
+        );
+        assert!(refused.contains(&dir.display().to_string()), "{refused}");
+        // Written into and held: not fresh, and the holder is named.
+        std::fs::write(dir.join("evidence.json"), b"{}").unwrap();
+        let err = check_evidence_dir(&dir, repo.path()).unwrap_err().0;
+        assert!(
+            err.contains(&format!(
+                "(a run, pid {me}, is writing into it now and holds its lock)"
+            )),
+            "{err}"
+        );
+        // Written into by a run that ended: not fresh, no holder to name.
+        drop(held);
+        let err = check_evidence_dir(&dir, repo.path()).unwrap_err().0;
+        assert!(err.contains("found existing content;"), "{err}");
+    }
+
+    #[test]
     fn evidence_dir_is_judged_where_writes_land() {
         let base = tempfile::tempdir().unwrap();
         let base = base.path().canonicalize().unwrap();
