@@ -646,23 +646,124 @@ mod tests {
         assert_eq!(orphans(&t), [105, 111]);
     }
 
-    #[test]
-    fn an_exited_child_nobody_holds_is_reaped_and_counted() {
-        let child = std::process::Command::new("true").spawn().expect("true");
-        let pid = child.id() as i32;
+    /// Held by the tests here that reap: each reaps every unheld zombie child
+    /// of this process, the other's too.
+    static REAPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn reaping() -> std::sync::MutexGuard<'static, ()> {
+        REAPING.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until `pid` has exited (a zombie, or gone).
+    fn await_exit(pid: i32) {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while procfs::read(pid).is_some_and(|p| !p.exited()) {
-            assert!(std::time::Instant::now() < deadline, "`true` did not exit");
+            assert!(std::time::Instant::now() < deadline, "{pid} did not exit");
             std::thread::sleep(Duration::from_millis(5));
         }
-        // Not a child of ours, or not exited: nothing to reap.
+    }
+
+    #[test]
+    fn exited_children_nobody_holds_are_reaped_and_counted() {
+        let _serial = reaping();
+        let children: Vec<std::process::Child> = (0..2)
+            .map(|_| std::process::Command::new("true").spawn().expect("true"))
+            .collect();
+        let pids: Vec<i32> = children.iter().map(|c| c.id() as i32).collect();
+        for pid in &pids {
+            await_exit(*pid);
+        }
+        // Not a child of ours: nothing to reap.
         assert_eq!(reap(&Table::observe(), &[1]), 0);
-        assert!(reap_orphans() >= 1);
-        assert!(procfs::read(pid).is_none(), "{pid} was not reaped");
-        assert!(journal::snapshot()
-            .iter()
-            .any(|r| r.pid == pid && r.action == crate::evidence::SignalAction::Reap));
-        std::mem::forget(child); // reaped above: its handle must not wait
+        assert!(reap_orphans() >= 2);
+        for pid in &pids {
+            assert!(procfs::read(*pid).is_none(), "{pid} was not reaped");
+            assert!(journal::snapshot()
+                .iter()
+                .any(|r| r.pid == *pid && r.action == crate::evidence::SignalAction::Reap));
+        }
+        // Reaped above: their handles must not wait.
+        children.into_iter().for_each(std::mem::forget);
+    }
+
+    #[test]
+    fn the_observed_table_holds_this_process_its_children_and_which_a_handle_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut held = super::super::spawn(&super::super::ChildSpec {
+            program: "sleep".into(),
+            args: vec!["30".into()],
+            cwd: dir.path().to_path_buf(),
+            env: super::super::base_env(),
+            timeout: Duration::from_secs(60),
+            log_stem: dir.path().join("held"),
+            stdin: None,
+        })
+        .unwrap();
+        let mut free = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let table = Table::observe();
+        let me = getpid().as_raw_nonzero().get();
+        assert_eq!(table.me, me);
+        assert!(table.held.contains(&(held.pid() as i32)));
+        assert!(!table.held.contains(&(free.id() as i32)));
+        let found: Vec<i32> = descendants().iter().map(|p| p.pid).collect();
+        assert!(found.contains(&(held.pid() as i32)), "{found:?}");
+        assert!(found.contains(&(free.id() as i32)), "{found:?}");
+        assert!(!found.contains(&me));
+        held.stop();
+        let _ = free.kill();
+        let _ = free.wait();
+    }
+
+    #[test]
+    fn a_span_starts_now_and_ends_when_told() {
+        let before = now_ticks();
+        let mut span = Span::start("g");
+        assert_eq!(span.gate, "g");
+        assert!(span.start >= before && span.start <= now_ticks());
+        assert_eq!(span.end, None);
+        span.end();
+        assert!(span
+            .end
+            .is_some_and(|e| e >= span.start && e <= now_ticks()));
+    }
+
+    #[test]
+    fn a_sweep_records_stops_and_reaps_what_it_selects_round_after_round() {
+        let _serial = reaping();
+        // One that obeys SIGTERM, one deaf to it; nothing else is selected
+        // (other tests' children run in this process too).
+        let obeys = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let deaf = std::process::Command::new("/bin/sh")
+            .args(["-c", "trap '' TERM; echo > /dev/null; sleep 31 & wait"])
+            .spawn()
+            .unwrap();
+        let mine = [obeys.id() as i32, deaf.id() as i32];
+        std::thread::sleep(Duration::from_millis(100));
+        let found = sweep_where(Duration::from_millis(300), |t| {
+            live_descendants(t)
+                .into_iter()
+                .filter(|p| mine.contains(p))
+                .map(|p| (p, vec!["g".to_string()]))
+                .collect()
+        });
+        let by_pid: BTreeMap<i32, &Residue> = found.iter().map(|r| (r.pid, r)).collect();
+        assert_eq!(by_pid.len(), 2, "{found:#?}");
+        assert_eq!(by_pid[&mine[0]].stopped_by, "TERM");
+        assert_eq!(by_pid[&mine[0]].cmdline, "sleep 30");
+        assert_eq!(by_pid[&mine[0]].started_during, ["g"]);
+        assert_eq!(by_pid[&mine[1]].stopped_by, "KILL");
+        assert_eq!(by_pid[&mine[1]].ppid, getpid().as_raw_nonzero().get());
+        for pid in mine {
+            assert!(procfs::read(pid).is_none(), "{pid} was not reaped");
+        }
+        std::mem::forget(obeys);
+        std::mem::forget(deaf);
     }
 
     #[test]
