@@ -4,8 +4,8 @@
 //! handled exactly like Ctrl-C, and fast. The first signal sets the flag;
 //! every wait on a child ([`crate::process::Running::wait_timeout`],
 //! `recv_line`, [`crate::process::run`]) looks at it at least every 100 ms;
-//! the pipeline's watcher sends SIGTERM to every process of the run at once;
-//! every stop's grace between TERM and KILL then ends at most
+//! the pipeline's watcher sends SIGTERM to every running step's process
+//! group at once; every stop's grace between TERM and KILL then ends at most
 //! [`crate::process::INTERRUPTED_GRACE`] after the interrupt was noticed
 //! (one deadline for all, also for a stop already waiting:
 //! [`crate::process::grace`]); no gate starts, and the evidence is written

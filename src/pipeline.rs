@@ -126,8 +126,8 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         )));
     }
     process::journal::begin();
-    // A CI cancel sends SIGKILL seconds after SIGTERM: every process of the
-    // run gets SIGTERM the moment it is noticed, not one stop at a time.
+    // A CI cancel sends SIGKILL seconds after SIGTERM: every running step's
+    // group gets SIGTERM the moment it is noticed, not one stop at a time.
     let _watch = interrupt::Watch::start(|| {
         process::residue::term_all();
     });

@@ -43,8 +43,10 @@ pub const INTERRUPTED_GRACE: Duration = Duration::from_millis(300);
 /// The grace between SIGTERM and SIGKILL a stop allows now, for a nominal
 /// `grace`: itself; once SIGINT or SIGTERM was noticed, what is left of
 /// [`INTERRUPTED_GRACE`] after it (one deadline for every stop: the
-/// pipeline sent SIGTERM to every process of the run when it noticed it, so
-/// a stop begun later has nothing left to wait for). Stops read it on every
+/// pipeline sent SIGTERM to every running step's group when it noticed it,
+/// so a stop begun later has nothing left to wait for; a process that left
+/// its group gets SIGTERM from the residue sweep and, past the deadline,
+/// SIGKILL right after). Stops read it on every
 /// poll, so one already waiting is cut short too.
 pub fn grace(nominal: Duration) -> Duration {
     match interrupt::since() {

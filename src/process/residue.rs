@@ -356,21 +356,38 @@ fn by_pid(live: &[ProcInfo], stopped: &[survey::Stopped]) -> Vec<Option<String>>
         .collect()
 }
 
-/// SIGTERM to every live descendant of the harness at once, journalled as
-/// the interrupt's: what the pipeline does when it notices SIGINT/SIGTERM,
-/// so that every process of the run (also those out of reach of a group
-/// stop) starts its one [`super::INTERRUPTED_GRACE`] together, and the stops
-/// and sweeps that follow only need to send SIGKILL. Returns how many were
-/// signalled.
+/// The live descendants of the harness in `table` that are members of a
+/// held step's process group (its leader is held, and the group is the
+/// leader's: every step runs in a group of its own), in pid order: what the
+/// steps' own stops will signal.
+pub fn in_held_groups(table: &Table) -> Vec<i32> {
+    live_descendants(table)
+        .into_iter()
+        .filter(|pid| {
+            table
+                .procs
+                .get(pid)
+                .is_some_and(|p| table.held.contains(&p.pgid))
+        })
+        .collect()
+}
+
+/// SIGTERM to every member of every running step's process group at once,
+/// journalled as the interrupt's: what the pipeline does when it notices
+/// SIGINT/SIGTERM, so that every step's grace runs together and ends
+/// [`super::INTERRUPTED_GRACE`] after the interrupt ([`super::grace`]),
+/// not one stop after the other. A process that left its step's group is
+/// left to the residue sweeps, which report it (a `RESIDUE` check) before
+/// they stop it. Returns how many were signalled.
 pub fn term_all() -> usize {
     let table = Table::observe();
-    let live = live_descendants(&table);
-    for pid in &live {
+    let members = in_held_groups(&table);
+    for pid in &members {
         if let Some(p) = table.procs.get(pid) {
             journal::signal_process(p, rustix::process::Signal::TERM, SignalWhy::Interrupt);
         }
     }
-    live.len()
+    members.len()
 }
 
 /// Reaps every zombie whose parent is the harness and that no
@@ -633,6 +650,21 @@ mod tests {
         let mut t = table();
         t.held.insert(104);
         assert!(residue_among(&t, &[]).iter().any(|(p, _)| *p == 104));
+    }
+
+    #[test]
+    fn the_interrupt_reaches_the_members_of_held_groups_only() {
+        let mut t = table();
+        // 102 is in 101's group (a step's grandchild); 104 in its own.
+        t.procs.get_mut(&102).unwrap().pgid = 101;
+        t.procs.insert(112, proc(112, 101, 70, 'S')); // left 101's group
+        t.procs.insert(113, proc(113, 1, 70, 'S')); // another's, in group 101
+        t.procs.get_mut(&113).unwrap().pgid = 101;
+        t.procs.insert(114, proc(114, 101, 70, 'Z')); // exited, in group 101
+        t.procs.get_mut(&114).unwrap().pgid = 101;
+        assert_eq!(in_held_groups(&t), [101, 102]);
+        t.held.clear();
+        assert!(in_held_groups(&t).is_empty());
     }
 
     #[test]
