@@ -253,9 +253,10 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
     // The bytecode cache is the run's working state, not evidence: nothing of
     // the run is alive now to read it. Removing its thousands of files takes
     // up to seconds on a busy disk, and a CI cancel's SIGKILL waits for no
-    // one: it leaves DIR at once (a rename) and goes once the evidence is
-    // sealed.
-    let pycache_aside = set_aside(&evidence_dir.join("roots").join("pycache"), &evidence_dir);
+    // one: it leaves DIR at once (a rename) and is removed beside the
+    // sealing.
+    let pycache_aside = set_aside(&evidence_dir.join("roots").join("pycache"), &evidence_dir)
+        .map(|aside| std::thread::spawn(move || std::fs::remove_dir_all(aside)));
     let interrupted = interrupt::requested();
     let verdict = if interrupted {
         Verdict::Incomplete
@@ -303,8 +304,10 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         },
     };
     let finished = evidence::finish(&evidence_dir, &mut evidence, opts.sign_off_by.clone());
-    if let Some(aside) = pycache_aside {
-        let _ = std::fs::remove_dir_all(aside);
+    // Removed while the evidence was hashed and written (the run ends once
+    // it is gone).
+    if let Some(removal) = pycache_aside {
+        let _ = removal.join();
     }
     finished.map_err(|e| {
         SetupError(format!(
