@@ -8,7 +8,9 @@
 //! `before_spawn` hook gives the child its own process group. What is ours:
 //! signals to that group (SIGTERM, [`GRACE`], SIGKILL, then the group swept
 //! the same way once the leader is gone) and, in [`residue`], the survey of
-//! what outlives a gate however it left its group.
+//! what outlives a gate however it left its group. Every signal sent and
+//! every process reaped is recorded in the [`journal`], which the evidence
+//! carries.
 //!
 //! [`run`] runs a step to completion; [`spawn`] and [`spawn_long`] start a
 //! child the caller drives (a server, a worker spoken to in lines) and return
@@ -46,8 +48,8 @@ pub const INTERRUPTED_GRACE: Duration = Duration::from_millis(300);
 /// pipeline sent SIGTERM to every running step's group when it noticed it,
 /// so a stop begun later has nothing left to wait for; a process that left
 /// its group gets SIGTERM from the residue sweep and, past the deadline,
-/// SIGKILL right after). Stops read it on every
-/// poll, so one already waiting is cut short too.
+/// SIGKILL right after). Stops read it on every poll, so one already waiting
+/// is cut short too.
 pub fn grace(nominal: Duration) -> Duration {
     match interrupt::since() {
         Some(since) => nominal.min(INTERRUPTED_GRACE.saturating_sub(since)),

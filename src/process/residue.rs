@@ -22,6 +22,15 @@
 //! a time (`--jobs 1`) that is every live descendant after each gate.
 //! [`Residue::check`] is the `RESIDUE` check the ending gate reports; it
 //! fails the gate.
+//!
+//! Which processes a sweep stops is a decision, made apart from the doing:
+//! the process table is observed once per round as a plain [`Table`] (every
+//! process's pid, parent, group, start time and state, which leaders a handle
+//! holds, the harness's pid), and pure functions of it choose
+//! ([`live_descendants`], [`residue_among`], [`orphans`],
+//! [`in_held_groups`]); their unit tests are tables of their own. Nothing
+//! that does not descend from the harness is ever chosen, and
+//! [`survey::stop_processes_for`] checks descent again before each signal.
 
 use super::{is_held, journal, GRACE};
 use crate::evidence::{Check, SignalWhy};
