@@ -237,15 +237,19 @@ pub fn residue_among(table: &Table, spans: &[Span]) -> Vec<(i32, Vec<String>)> {
         let Some(p) = table.procs.get(&pid) else {
             continue;
         };
-        // Walk up to the process whose parent is the harness.
+        // Walk up to the process whose parent is the harness. It was found
+        // walking down from the harness, so the walk up ends there in fewer
+        // steps than the table has processes (the bound only guards a table
+        // read mid-change).
         let mut root = p;
-        let mut hops = 0;
-        while root.ppid != me && hops < 4096 {
+        for _ in 0..table.procs.len() {
+            if root.ppid == me {
+                break;
+            }
             match table.procs.get(&root.ppid) {
                 Some(parent) => root = parent,
                 None => break,
             }
-            hops += 1;
         }
         if root.ppid == me && table.held.contains(&root.pid) {
             continue; // a running gate's child, or below one
