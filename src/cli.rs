@@ -13,8 +13,8 @@ use std::process::ExitCode;
 pub const EXIT_CODES: &str = "\
 0    every required gate passed
 1    at least one gate failed (evidence still written, verdict `fail`)
-2    could not run: bad arguments, evidence dir not fresh/absolute/outside the repo,
-     not a git repo, no interpreter
+2    could not run: bad arguments, evidence dir not fresh/absolute/outside the repo
+     or held by another run, not a git repo, no interpreter
 130  interrupted: children reaped, evidence written with verdict `incomplete`";
 
 /// The examples of `--help` and the man page (`EXAMPLES`): run from the

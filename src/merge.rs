@@ -219,6 +219,13 @@ pub fn merge(
         .flat_map(|(_, e)| e.candidates.clone())
         .collect();
     merged.candidates.sort_by(|a, b| a.path.cmp(&b.path));
+    // Every run's signals, run after run (each run's own evidence, listed in
+    // `merged_from`, says which are its).
+    merged.signals = shares
+        .iter()
+        .chain(&wholes)
+        .flat_map(|(_, e)| e.signals.clone())
+        .collect();
     merged.gates = Vec::new();
     // Which run each gate's record comes from: index into `shares` then `wholes`.
     let mut contributed: Vec<Vec<String>> = vec![Vec::new(); shares.len() + wholes.len()];

@@ -20,7 +20,16 @@ pub fn map<I: Sync, T: Send>(
     for chunk in inputs.chunks(width.max(1)) {
         std::thread::scope(|s| {
             let f = &f;
-            let handles: Vec<_> = chunk.iter().map(|i| s.spawn(move || f(i))).collect();
+            // The gate this thread works for is its steps' too (the journal
+            // of signals names it).
+            let gate = crate::process::journal::current_gate();
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|i| {
+                    let gate = gate.clone();
+                    s.spawn(move || crate::process::journal::in_gate(gate.as_deref(), || f(i)))
+                })
+                .collect();
             for (h, i) in handles.into_iter().zip(chunk) {
                 out.push(h.join().unwrap_or_else(|_| on_panic(i)));
             }

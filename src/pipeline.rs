@@ -115,6 +115,22 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             evidence_dir.display()
         ))
     })?;
+    // Held until the evidence is sealed (the end of this function). Taken
+    // before anything is written, then the directory is judged fresh again
+    // under it: two runs that both found it fresh cannot both get here.
+    let _lock = evidence::lock::acquire(&evidence_dir).map_err(|e| SetupError(e.to_string()))?;
+    if !dir_is_empty(&evidence_dir) {
+        return Err(SetupError(format!(
+            "--evidence {}: expected a missing or empty directory, found existing content written              since the run started (another run wrote into it and ended); evidence is never mixed              with an earlier run: choose a fresh directory",
+            opts.evidence.display()
+        )));
+    }
+    process::journal::begin();
+    // A CI cancel sends SIGKILL seconds after SIGTERM: every running step's
+    // group gets SIGTERM the moment it is noticed, not one stop at a time.
+    let _watch = interrupt::Watch::start(|| {
+        process::residue::term_all();
+    });
     crate::python::use_pycache_prefix(&evidence_dir.join("roots").join("pycache"));
     // Tried once, before any gate runs: gates that watch DIR for writes
     // outside their own folders (worker-isolation's private roots) never see
@@ -239,8 +255,12 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         }
     }
     // The bytecode cache is the run's working state, not evidence: nothing of
-    // the run is alive now to read it.
-    let _ = std::fs::remove_dir_all(evidence_dir.join("roots").join("pycache"));
+    // the run is alive now to read it. Removing its thousands of files takes
+    // up to seconds on a busy disk, and a CI cancel's SIGKILL waits for no
+    // one: it leaves DIR at once (a rename) and is removed beside the
+    // sealing.
+    let pycache_aside = set_aside(&evidence_dir.join("roots").join("pycache"), &evidence_dir)
+        .map(|aside| std::thread::spawn(move || std::fs::remove_dir_all(aside)));
     let interrupted = interrupt::requested();
     let verdict = if interrupted {
         Verdict::Incomplete
@@ -273,6 +293,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         files: None,
         suites: ctx.suites,
         wheelhouse: ctx.wheelhouse,
+        signals: process::journal::take(),
         attestation: evidence::Attestation {
             statement: evidence::statement::STATEMENT_JSON.into(),
             statement_type: evidence::statement::STATEMENT_TYPE.into(),
@@ -286,7 +307,13 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             archives_signed: false,
         },
     };
-    evidence::finish(&evidence_dir, &mut evidence, opts.sign_off_by.clone()).map_err(|e| {
+    let finished = evidence::finish(&evidence_dir, &mut evidence, opts.sign_off_by.clone());
+    // Removed while the evidence was hashed and written (the run ends once
+    // it is gone).
+    if let Some(removal) = pycache_aside {
+        let _ = removal.join();
+    }
+    finished.map_err(|e| {
         SetupError(format!(
             "evidence dir {}: cannot write evidence: {e}",
             evidence_dir.display()
@@ -506,6 +533,7 @@ fn run_gates(
             let snapshot = std::sync::Arc::clone(&ctx);
             let thread_tx = tx.clone();
             let foreground = info.foreground;
+            let gate_id = info.id.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("gate {}", info.id))
                 .spawn(move || {
@@ -515,8 +543,11 @@ fn run_gates(
                     let mut updates = crate::context::Updates::default();
                     // A panicking gate is a harness defect; it must still leave
                     // evidence behind (verdict `fail`), never abort the run.
+                    // Every signal this thread sends is journalled as this gate's.
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        gate.run(&snapshot, &mut updates)
+                        process::journal::in_gate(Some(&gate_id), || {
+                            gate.run(&snapshot, &mut updates)
+                        })
                     }));
                     let _ = thread_tx.send(Finished {
                         index: i,
@@ -568,7 +599,9 @@ fn run_gates(
         };
         // Nothing a gate starts outlives it: what did is a failing RESIDUE
         // check (judged once every gate running when it started has ended).
-        checks.extend(residue(&spans));
+        checks.extend(process::journal::in_gate(Some(&info.id), || {
+            residue(&spans)
+        }));
         let mut record = GateRecord {
             id: info.id.clone(),
             result: GateResult::Skipped,
@@ -659,6 +692,39 @@ fn judge(record: &mut GateRecord, checks: Vec<Check>, headline: Option<&str>) {
     record.checks = checks;
 }
 
+/// Moves folder `path` (inside evidence directory `dir`) out of `dir`, beside
+/// it (`.<dir name>.<folder name>-<pid>`, a rename on the same file system),
+/// and returns where it went; the caller removes it. When the rename is
+/// refused (a parent this user cannot write), removes it in place and
+/// returns none; none also when it does not exist.
+fn set_aside(path: &Path, dir: &Path) -> Option<PathBuf> {
+    if !path.exists() {
+        return None;
+    }
+    let aside = dir.parent().zip(dir.file_name()).zip(path.file_name()).map(
+        |((parent, dir_name), name)| {
+            parent.join(format!(
+                ".{}.{}-{}",
+                dir_name.to_string_lossy(),
+                name.to_string_lossy(),
+                std::process::id()
+            ))
+        },
+    );
+    match aside {
+        Some(aside) if std::fs::rename(path, &aside).is_ok() => Some(aside),
+        _ => {
+            let _ = std::fs::remove_dir_all(path);
+            None
+        }
+    }
+}
+
+/// Whether directory `dir` holds no entry (false when it cannot be read).
+fn dir_is_empty(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none())
+}
+
 /// `--release-dir`: an existing directory, returned absolute (symlinks resolved).
 fn check_release_dir(dir: &Path) -> Result<PathBuf, SetupError> {
     match dir.canonicalize() {
@@ -712,8 +778,11 @@ fn check_evidence_dir(dir: &Path, repo: &Path) -> Result<PathBuf, SetupError> {
             .next()
             .is_none();
         if !empty {
+            let holder = evidence::lock::holder(&resolved).map_or_else(String::new, |pid| {
+                format!(" (a run, pid {pid}, is writing into it now and holds its lock)")
+            });
             return Err(SetupError(format!(
-                "--evidence {}: expected a missing or empty directory, found existing content; \
+                "--evidence {}: expected a missing or empty directory, found existing content{holder}; \
                  evidence is never mixed with an earlier run: choose a fresh directory",
                 dir.display()
             )));
@@ -1418,6 +1487,24 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_set_aside_leaves_the_evidence_directory_for_a_sibling() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("ev");
+        std::fs::create_dir_all(dir.join("roots/pycache/x")).unwrap();
+        std::fs::write(dir.join("roots/pycache/x/a.pyc"), b"").unwrap();
+        let aside = set_aside(&dir.join("roots/pycache"), &dir).expect("moved");
+        assert_eq!(
+            aside,
+            base.path()
+                .join(format!(".ev.pycache-{}", std::process::id()))
+        );
+        assert!(aside.join("x/a.pyc").is_file());
+        assert!(!dir.join("roots/pycache").exists());
+        assert!(dir.join("roots").is_dir());
+        assert_eq!(set_aside(&dir.join("roots/pycache"), &dir), None);
+    }
+
+    #[test]
     fn rfc3339_formats_known_instants() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(1_796_000_000), "2026-11-30T00:53:20Z");
@@ -1443,6 +1530,37 @@ mod tests {
             .contains("missing or empty"));
         let fresh = other.path().join("fresh");
         assert_eq!(check_evidence_dir(&fresh, repo.path()).unwrap(), fresh);
+    }
+
+    #[test]
+    fn a_directory_another_run_writes_into_is_refused_naming_that_run() {
+        let repo = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let dir = other.path().join("ev");
+        std::fs::create_dir_all(&dir).unwrap();
+        // Empty and held: the run gets as far as the lock, which refuses it.
+        let held = evidence::lock::acquire(&dir).unwrap();
+        assert_eq!(check_evidence_dir(&dir, repo.path()).unwrap(), dir);
+        let me = std::process::id();
+        let refused = evidence::lock::acquire(&dir).unwrap_err().to_string();
+        assert!(
+            refused.contains(&format!("pid {me} holds its lock")),
+            "{refused}"
+        );
+        assert!(refused.contains(&dir.display().to_string()), "{refused}");
+        // Written into and held: not fresh, and the holder is named.
+        std::fs::write(dir.join("evidence.json"), b"{}").unwrap();
+        let err = check_evidence_dir(&dir, repo.path()).unwrap_err().0;
+        assert!(
+            err.contains(&format!(
+                "(a run, pid {me}, is writing into it now and holds its lock)"
+            )),
+            "{err}"
+        );
+        // Written into by a run that ended: not fresh, no holder to name.
+        drop(held);
+        let err = check_evidence_dir(&dir, repo.path()).unwrap_err().0;
+        assert!(err.contains("found existing content;"), "{err}");
     }
 
     #[test]

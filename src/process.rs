@@ -8,16 +8,21 @@
 //! `before_spawn` hook gives the child its own process group. What is ours:
 //! signals to that group (SIGTERM, [`GRACE`], SIGKILL, then the group swept
 //! the same way once the leader is gone) and, in [`residue`], the survey of
-//! what outlives a gate however it left its group.
+//! what outlives a gate however it left its group. Every signal sent and
+//! every process reaped is recorded in the [`journal`], which the evidence
+//! carries.
 //!
 //! [`run`] runs a step to completion; [`spawn`] and [`spawn_long`] start a
 //! child the caller drives (a server, a worker spoken to in lines) and return
 //! one handle type, [`Running`], stopped by [`Running::stop`] or on drop.
 
+pub mod journal;
 pub mod residue;
 
+use crate::evidence::SignalWhy;
 use crate::interrupt;
-use rustix::process::{kill_process_group, Pid, Signal};
+use crate::isolation::procfs::{self, ProcInfo};
+use rustix::process::{Pid, Signal};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io::{self, BufRead, Read, Write};
@@ -28,8 +33,41 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Time between SIGTERM and SIGKILL when a process group is stopped.
+/// Time between SIGTERM and SIGKILL when a process group is stopped (cut to
+/// [`INTERRUPTED_GRACE`] once the run is interrupted: see [`grace`]).
 pub const GRACE: Duration = Duration::from_secs(3);
+
+/// Time between the interrupt and SIGKILL for every process of the run: a
+/// CI cancel sends SIGKILL a few seconds after SIGTERM, and the evidence must
+/// be sealed before it, whatever a child does with SIGTERM.
+pub const INTERRUPTED_GRACE: Duration = Duration::from_millis(300);
+
+/// The grace between SIGTERM and SIGKILL a stop allows now, for a nominal
+/// `grace`: itself; once SIGINT or SIGTERM was noticed, what is left of
+/// [`INTERRUPTED_GRACE`] after it (one deadline for every stop: the
+/// pipeline sent SIGTERM to every running step's group when it noticed it,
+/// so a stop begun later has nothing left to wait for; a process that left
+/// its group gets SIGTERM from the residue sweep and, past the deadline,
+/// SIGKILL right after). Stops read it on every poll, so one already waiting
+/// is cut short too.
+pub fn grace(nominal: Duration) -> Duration {
+    match interrupt::since() {
+        Some(since) => nominal.min(INTERRUPTED_GRACE.saturating_sub(since)),
+        None => nominal,
+    }
+}
+
+/// How long a stop waits for processes to be gone after SIGKILL, for a
+/// nominal `wait`: itself, or at most [`INTERRUPTED_GRACE`] once
+/// interrupted (SIGKILL is not refused; a process still there after that is
+/// reported, not waited for).
+pub fn kill_wait(nominal: Duration) -> Duration {
+    if interrupt::requested() {
+        nominal.min(INTERRUPTED_GRACE)
+    } else {
+        nominal
+    }
+}
 
 /// How often a group is polled for emptiness while it is being stopped.
 const POLL: Duration = Duration::from_millis(10);
@@ -325,6 +363,14 @@ pub struct Running {
     stopped: Option<Stopped>,
     /// The leader is bwrap around the step (see [`Running::sandboxed`]).
     sandboxed: bool,
+    /// The gate whose thread started it: its signals and its reap are
+    /// journalled for that gate whichever thread stops it.
+    gate: Option<String>,
+    /// The leader as `/proc` showed it just after the spawn (pid identity
+    /// and parent, for the journal's reap record); none if unreadable.
+    seen: Option<ProcInfo>,
+    /// Program and arguments (redacted), for the journal's reap record.
+    command: String,
 }
 
 /// The line channel of a [`spawn_long`] child.
@@ -528,12 +574,15 @@ fn start(
         spec.cwd.display(),
         spec.program.display()
     );
+    let mut command = spec.program.display().to_string();
     for a in &spec.args {
         let mut a = a.clone();
         for secret in redact.iter().filter(|s| !s.is_empty()) {
             a = a.replace(secret.as_str(), "<redacted>");
         }
         cmd_text.push_str(&format!("arg: {a}\n"));
+        command.push(' ');
+        command.push_str(&a);
     }
     for k in spec.env.keys() {
         cmd_text.push_str(&format!("env: {k}\n"));
@@ -554,6 +603,9 @@ fn start(
         talk,
         stopped: None,
         sandboxed: false,
+        gate: journal::current_gate(),
+        seen: procfs::read(pid as i32),
+        command,
     })
 }
 
@@ -601,8 +653,22 @@ impl Running {
         self.try_status()
     }
 
-    /// Waits up to `timeout` for the leader to exit.
+    /// Waits up to `timeout` for the leader to exit, returning early (with
+    /// `None` while it runs) once the run is interrupted: every caller then
+    /// notices within [`WAKE`].
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let started = Instant::now();
+        loop {
+            let left = timeout.saturating_sub(started.elapsed());
+            let status = self.wait_once(left.min(WAKE));
+            if status.is_some() || left <= WAKE || interrupt::requested() {
+                return status;
+            }
+        }
+    }
+
+    /// One wait of up to `timeout` for the leader to exit.
+    fn wait_once(&mut self, timeout: Duration) -> Option<ExitStatus> {
         if self.try_status().is_none() {
             match &self.pidfd {
                 // Woken when the leader exits, not by polling; it stays a
@@ -668,12 +734,20 @@ impl Running {
     /// The next stdout line, waiting up to `timeout`.
     ///
     /// # Errors
-    /// `Timeout` when no line came in time; `Disconnected` once stdout closed
-    /// (or when stdout was never a channel).
+    /// `Timeout` when no line came in time, or at once (within [`WAKE`]) once
+    /// the run is interrupted; `Disconnected` once stdout closed (or when
+    /// stdout was never a channel).
     pub fn recv_line(&self, timeout: Duration) -> Result<String, RecvTimeoutError> {
-        match &self.talk {
-            Some(talk) => talk.lines.recv_timeout(timeout),
-            None => Err(RecvTimeoutError::Disconnected),
+        let Some(talk) = &self.talk else {
+            return Err(RecvTimeoutError::Disconnected);
+        };
+        let started = Instant::now();
+        loop {
+            let left = timeout.saturating_sub(started.elapsed());
+            match talk.lines.recv_timeout(left.min(WAKE)) {
+                Err(RecvTimeoutError::Timeout) if left > WAKE && !interrupt::requested() => {}
+                other => return other,
+            }
         }
     }
 
@@ -708,9 +782,13 @@ impl Running {
         (program.and_then(|p| Pid::from_raw(p.pgid)), below)
     }
 
-    /// Stops the sandboxed program's own group (TERM, [`GRACE`], KILL) while
-    /// the sandbox lives. Returns what the sandbox held, to wait for.
-    fn stop_sandboxed_program(&mut self) -> Vec<crate::isolation::procfs::ProcInfo> {
+    /// Stops the sandboxed program's own group (TERM, [`grace`], KILL) while
+    /// the sandbox lives, journalling each signal as `why` with `signal`.
+    /// Returns what the sandbox held, to wait for.
+    fn stop_sandboxed_program(
+        &mut self,
+        signal: &mut dyn FnMut(Pid, Signal) -> bool,
+    ) -> Vec<crate::isolation::procfs::ProcInfo> {
         let (group, below) = self.sandbox_members();
         let Some(group) = group else {
             return below;
@@ -718,11 +796,11 @@ impl Running {
         if self.try_status().is_some() {
             return below;
         }
-        let _ = kill_process_group(group, Signal::TERM);
-        let deadline = Instant::now() + GRACE;
+        signal(group, Signal::TERM);
+        let termed = Instant::now();
         while !group_is_empty(group) && self.try_status().is_none() {
-            if Instant::now() >= deadline {
-                let _ = kill_process_group(group, Signal::KILL);
+            if termed.elapsed() >= grace(GRACE) {
+                signal(group, Signal::KILL);
                 break;
             }
             std::thread::sleep(POLL);
@@ -736,8 +814,21 @@ impl Running {
         }
         // Looked at before stdin closes: end of input may end the child.
         let exited_on_its_own = self.try_status().is_some();
+        let why = if interrupt::requested() {
+            SignalWhy::Interrupt
+        } else if self.timed_out() {
+            SignalWhy::Timeout
+        } else if exited_on_its_own {
+            SignalWhy::AfterExit
+        } else {
+            SignalWhy::Stop
+        };
+        let gate = self.gate.clone();
+        let mut sent = BTreeSet::new();
+        let mut signal =
+            |pgid, signal| journal::signal_group(pgid, signal, gate.as_deref(), why, &mut sent);
         let held_by_sandbox = if self.sandboxed {
-            self.stop_sandboxed_program()
+            self.stop_sandboxed_program(&mut signal)
         } else {
             Vec::new()
         };
@@ -745,40 +836,41 @@ impl Running {
         let mut term_sent = false;
         let mut needed_kill = false;
         if !exited_on_its_own || !group_is_empty(self.pgid) {
-            term_sent = kill_process_group(self.pgid, Signal::TERM).is_ok();
-            let deadline = Instant::now() + GRACE;
+            term_sent = signal(self.pgid, Signal::TERM);
+            let termed = Instant::now();
             // The leader is reaped while waiting: unreaped, it is a zombie
-            // that still belongs to the group.
+            // that still belongs to the group. The grace is read on every
+            // poll: an interrupt meanwhile cuts it short.
             while self.try_status().is_none() || !group_is_empty(self.pgid) {
-                if Instant::now() >= deadline {
+                if termed.elapsed() >= grace(GRACE) {
                     needed_kill = true;
-                    let _ = kill_process_group(self.pgid, Signal::KILL);
+                    signal(self.pgid, Signal::KILL);
                     break;
                 }
-                if self.wait_timeout(POLL).is_some() {
+                if self.wait_once(POLL).is_some() {
                     std::thread::sleep(POLL);
                 }
             }
         }
         // After SIGKILL the leader exits at once; the bound only guards
         // against a stdin writer kept waiting by an escaped reader.
-        let deadline = Instant::now() + GRACE;
-        while self.wait_timeout(WAKE).is_none() && Instant::now() < deadline {}
+        let waited = Instant::now();
+        while self.wait_once(POLL).is_none() && waited.elapsed() < kill_wait(GRACE) {}
         let status = self
             .try_status()
             .unwrap_or_else(|| ExitStatus::from_raw(KILLED));
-        let deadline = Instant::now() + GRACE;
-        while !group_is_empty(self.pgid) && Instant::now() < deadline {
-            let _ = kill_process_group(self.pgid, Signal::KILL);
+        let swept = Instant::now();
+        while !group_is_empty(self.pgid) && swept.elapsed() < kill_wait(GRACE) {
+            signal(self.pgid, Signal::KILL);
             std::thread::sleep(POLL);
         }
         // The sandbox's pid namespace ends with its init; its processes may
         // take a moment to be gone once the leader is.
-        let deadline = Instant::now() + GRACE;
+        let gone = Instant::now();
         while held_by_sandbox
             .iter()
             .any(crate::isolation::procfs::still_running)
-            && Instant::now() < deadline
+            && gone.elapsed() < kill_wait(GRACE)
         {
             std::thread::sleep(POLL);
         }
@@ -788,13 +880,26 @@ impl Running {
                 .any(crate::isolation::procfs::still_running);
         if let Some(reader) = self.talk.as_mut().and_then(|t| t.reader.take()) {
             // stdout closes when the last holder of the pipe exits.
-            let deadline = Instant::now() + GRACE;
-            while !reader.is_finished() && Instant::now() < deadline {
+            let waited = Instant::now();
+            while !reader.is_finished() && waited.elapsed() < kill_wait(GRACE) {
                 std::thread::sleep(POLL);
             }
             if reader.is_finished() {
                 let _ = reader.join();
             }
+        }
+        if self.status.is_some() {
+            journal::reaped(
+                self.seen.as_ref(),
+                self.pid as i32,
+                &self.command,
+                gate.clone(),
+                if exited_on_its_own {
+                    SignalWhy::Exited
+                } else {
+                    why
+                },
+            );
         }
         held().remove(&self.pid);
         let stopped = Stopped {

@@ -2,6 +2,7 @@
 //! `SHA256SUMS`), each written atomically into the evidence directory.
 
 pub mod junit;
+pub mod lock;
 pub mod model;
 pub mod statement;
 
@@ -377,6 +378,7 @@ pub(crate) mod testing {
             files: None,
             suites: None,
             wheelhouse: None,
+            signals: Vec::new(),
             sign_off: SignOff {
                 verdict,
                 evidence_sha256: "ef".repeat(32),

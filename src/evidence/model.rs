@@ -54,6 +54,12 @@ pub struct Evidence {
     /// from which every later install reads offline; once that gate ran.
     #[serde(default)]
     pub wheelhouse: Option<WheelhouseRecord>,
+    /// Every signal the harness sent and every process it reaped, in the
+    /// order it did so: one entry per process touched, so a reader can check
+    /// that the harness never touched a process its run did not start.
+    /// Empty in evidence written before this field existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signals: Vec<SignalRecord>,
     /// The sign-off over everything above.
     pub sign_off: SignOff,
 }
@@ -101,6 +107,77 @@ pub struct MergedPart {
     /// gate's from the first share, a per-candidate gate's from every share).
     #[serde(default)]
     pub gates: Vec<String>,
+}
+
+/// One process the harness signalled or reaped ([`Evidence::signals`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignalRecord {
+    /// Milliseconds since the run started.
+    pub at_ms: u64,
+    /// What was done to the process.
+    pub action: SignalAction,
+    /// The process's pid (host pid namespace).
+    pub pid: i32,
+    /// Its start time in clock ticks after boot (`/proc/<pid>/stat` field
+    /// 22): with the pid, an identity that survives pid reuse; none when it
+    /// could not be read.
+    pub start_time: Option<u64>,
+    /// Its parent when it was signalled or reaped; none when unreadable.
+    pub ppid: Option<i32>,
+    /// The process group the signal was sent to as a whole (`kill(-pgid)`);
+    /// none when the signal went to this process alone, or for a reap.
+    pub group: Option<i32>,
+    /// Its command line, arguments joined by spaces (at most 200
+    /// characters; empty when it could not be read).
+    pub cmdline: String,
+    /// The gate the signal or reap belongs to; none outside any gate (the
+    /// run's setup, the SIGTERM to the whole run when it is interrupted, the
+    /// sweep before the evidence is sealed).
+    pub gate: Option<String>,
+    /// Why it was done.
+    pub why: SignalWhy,
+    /// The process descended from the run (the harness's pid, through the
+    /// parent links of `/proc`) when it was signalled or reaped: the harness
+    /// only ever touches its own, so `false` here is a harness defect.
+    pub descends_from_run: bool,
+}
+
+/// What the harness did to a process.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub enum SignalAction {
+    /// Sent SIGTERM.
+    #[serde(rename = "SIGTERM")]
+    Term,
+    /// Sent SIGKILL.
+    #[serde(rename = "SIGKILL")]
+    Kill,
+    /// Collected its exit status (`waitpid`) after it exited.
+    #[serde(rename = "reap")]
+    Reap,
+}
+
+/// Why the harness signalled or reaped a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SignalWhy {
+    /// A step's time limit elapsed: its process group was stopped.
+    Timeout,
+    /// A step's leader had exited and its process group still held members.
+    AfterExit,
+    /// A gate ended a child it no longer needed (a server, a worker).
+    Stop,
+    /// The run was interrupted (SIGINT/SIGTERM): its children were stopped.
+    Interrupt,
+    /// A step's leader exited on its own and was waited for.
+    Exited,
+    /// A residue sweep: a process of the run outlived the gates that may
+    /// have started it.
+    Residue,
+    /// A gate's survey of the processes tied to its step.
+    Survey,
 }
 
 /// The in-toto statement written with the evidence.

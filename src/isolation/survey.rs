@@ -5,10 +5,19 @@
 //! by an environment marker (`NAME=value`, set only in the run's children), or
 //! by its working directory (under the run's private roots). Never by program
 //! name: a survey can therefore not reach an unrelated program of the same
-//! name.
+//! name. And only ever a descendant of the harness (through the parent links
+//! of `/proc`): the harness is the child subreaper of everything it starts,
+//! so every process of its run stays its descendant while alive, and a
+//! process of another run (another verifier sharing a root, a marker value
+//! or a reused process group id) is never one.
+//!
+//! Every signal goes through [`crate::process::journal`], so the evidence
+//! records it.
 
 use super::procfs::{self, ProcInfo};
-use rustix::process::{kill_process, Pid, Signal};
+use crate::evidence::SignalWhy;
+use crate::process::{self as process, journal};
+use rustix::process::Signal;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -57,12 +66,48 @@ pub struct Survivor {
 pub struct Stopped {
     /// Host pid.
     pub pid: i32,
-    /// `exited before a signal`, `TERM`, `KILL` or `still running after KILL`.
+    /// `exited before a signal`, `TERM`, `KILL`, `still running after KILL`
+    /// or [`NOT_OURS`].
     pub stopped_by: String,
 }
 
-/// Every live process tied to the run by `rules`.
+/// Every live process tied to the run by `rules`, among the harness's
+/// descendants.
 pub fn survey(rules: &SurveyRules) -> Vec<Survivor> {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    survey_among(&procfs::all(), me, rules, &Reader::proc())
+}
+
+/// How [`survey_among`] reads what `/proc` says of a process beyond its stat
+/// line (apart so that a test can give a table of its own).
+pub struct Reader {
+    /// The environment block of a pid.
+    pub environ: Box<dyn Fn(i32) -> Option<Vec<Vec<u8>>>>,
+    /// The working directory of a pid.
+    pub cwd: Box<dyn Fn(i32) -> Option<PathBuf>>,
+    /// The command line of a pid.
+    pub cmdline: Box<dyn Fn(i32) -> String>,
+}
+
+impl Reader {
+    /// Reads `/proc`.
+    pub fn proc() -> Self {
+        Self {
+            environ: Box::new(procfs::environ),
+            cwd: Box::new(procfs::cwd),
+            cmdline: Box::new(procfs::cmdline),
+        }
+    }
+}
+
+/// The processes of `procs` tied to the run by `rules` that descend from
+/// `me` (the harness), live, neither excluded nor init.
+pub fn survey_among(
+    procs: &std::collections::BTreeMap<i32, ProcInfo>,
+    me: i32,
+    rules: &SurveyRules,
+    read: &Reader,
+) -> Vec<Survivor> {
     let marker = format!("{}={}", rules.marker_name, rules.marker_value);
     let roots: Vec<PathBuf> = rules
         .roots
@@ -76,20 +121,24 @@ pub fn survey(rules: &SurveyRules) -> Vec<Survivor> {
         })
         .collect();
     let mut out = Vec::new();
-    for p in procfs::all().into_values() {
-        if p.exited() || rules.exclude.contains(&p.pid) || p.pid == 1 {
+    for p in procs.values().cloned() {
+        if p.exited()
+            || rules.exclude.contains(&p.pid)
+            || p.pid == 1
+            || !journal::descends_in(procs, p.pid, me)
+        {
             continue;
         }
         let mut matched_by = Vec::new();
         if rules.pgids.contains(&p.pgid) {
             matched_by.push("pgid".to_string());
         }
-        if procfs::environ(p.pid)
+        if (read.environ)(p.pid)
             .is_some_and(|env| env.iter().any(|e| e.as_slice() == marker.as_bytes()))
         {
             matched_by.push("env-marker".to_string());
         }
-        let cwd = procfs::cwd(p.pid);
+        let cwd = (read.cwd)(p.pid);
         if cwd
             .as_ref()
             .is_some_and(|c| roots.iter().any(|r| procfs::is_under(c, r)))
@@ -107,7 +156,7 @@ pub fn survey(rules: &SurveyRules) -> Vec<Survivor> {
             state: p.state.to_string(),
             matched_by,
             cwd: cwd.map(|c| c.display().to_string()),
-            cmdline: procfs::cmdline(p.pid),
+            cmdline: (read.cmdline)(p.pid),
             seen: Some(p),
         });
     }
@@ -121,8 +170,17 @@ pub fn stop_all(survivors: &[Survivor], grace: Duration) -> Vec<Stopped> {
     stop_processes(&seen, grace)
 }
 
-/// Stops `procs` (as first seen): SIGTERM, `grace`, SIGKILL, `grace`.
+/// Stops `procs` (as first seen): SIGTERM, `grace`, SIGKILL, `grace`,
+/// journalled as a survey's.
 pub fn stop_processes(procs: &[&ProcInfo], grace: Duration) -> Vec<Stopped> {
+    stop_processes_for(procs, grace, SignalWhy::Survey)
+}
+
+/// [`stop_processes`], journalled with `why`. `grace` is cut short once the
+/// run is interrupted ([`crate::process::grace`]). A process that does not
+/// descend from the harness is never signalled: it is reported `not a
+/// process of this run`.
+pub fn stop_processes_for(procs: &[&ProcInfo], grace: Duration, why: SignalWhy) -> Vec<Stopped> {
     let mut result: Vec<Stopped> = Vec::new();
     let mut termed = Vec::new();
     for p in procs {
@@ -133,18 +191,21 @@ pub fn stop_processes(procs: &[&ProcInfo], grace: Duration) -> Vec<Stopped> {
             });
             continue;
         }
-        if let Some(pid) = Pid::from_raw(p.pid) {
-            let _ = kill_process(pid, Signal::TERM);
+        if !journal::descends_from_run(p.pid) {
+            result.push(Stopped {
+                pid: p.pid,
+                stopped_by: NOT_OURS.into(),
+            });
+            continue;
         }
+        journal::signal_process(p, Signal::TERM, why);
         termed.push(*p);
     }
-    wait_until_gone(&termed, grace);
+    wait_until_gone(&termed, || process::grace(grace));
     let mut killed = Vec::new();
     for p in termed {
         if procfs::still_running(p) {
-            if let Some(pid) = Pid::from_raw(p.pid) {
-                let _ = kill_process(pid, Signal::KILL);
-            }
+            journal::signal_process(p, Signal::KILL, why);
             killed.push(p);
         } else {
             result.push(Stopped {
@@ -153,7 +214,7 @@ pub fn stop_processes(procs: &[&ProcInfo], grace: Duration) -> Vec<Stopped> {
             });
         }
     }
-    wait_until_gone(&killed, grace);
+    wait_until_gone(&killed, || process::kill_wait(grace));
     for p in killed {
         result.push(Stopped {
             pid: p.pid,
@@ -168,9 +229,14 @@ pub fn stop_processes(procs: &[&ProcInfo], grace: Duration) -> Vec<Stopped> {
     result
 }
 
-fn wait_until_gone(procs: &[&ProcInfo], grace: Duration) {
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline && procs.iter().any(|p| procfs::still_running(p)) {
+/// `stopped_by` of a process [`stop_processes_for`] refused to signal.
+pub const NOT_OURS: &str = "not a process of this run: left alone";
+
+/// Waits up to `grace()` (read on every poll: an interrupt cuts it short)
+/// for every process of `procs` to be gone.
+fn wait_until_gone(procs: &[&ProcInfo], grace: impl Fn() -> Duration) {
+    let started = Instant::now();
+    while started.elapsed() < grace() && procs.iter().any(|p| procfs::still_running(p)) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -178,6 +244,94 @@ fn wait_until_gone(procs: &[&ProcInfo], grace: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_descendants_of_the_harness_are_tied_whatever_else_matches() {
+        let proc = |pid: i32, ppid: i32, pgid: i32| ProcInfo {
+            pid,
+            ppid,
+            pgid,
+            sid: pgid,
+            state: 'S',
+            start_time: 7,
+            ns_pids: vec![pid],
+        };
+        // 100 is the harness; 101 its child, 102 below it; 200 and 201 are
+        // another run's, matching every rule (same group id, marker, root).
+        let procs: std::collections::BTreeMap<i32, ProcInfo> = [
+            proc(1, 0, 1),
+            proc(100, 1, 100),
+            proc(101, 100, 101),
+            proc(102, 101, 101),
+            proc(200, 1, 101),
+            proc(201, 200, 101),
+        ]
+        .into_iter()
+        .map(|p| (p.pid, p))
+        .collect();
+        let rules = SurveyRules {
+            pgids: BTreeSet::from([101]),
+            marker_name: "M".into(),
+            marker_value: "v".into(),
+            roots: vec![PathBuf::from("/run-root")],
+            exclude: BTreeSet::from([100]),
+        };
+        let read = Reader {
+            environ: Box::new(|_| Some(vec![b"M=v".to_vec()])),
+            cwd: Box::new(|_| Some(PathBuf::from("/run-root/w"))),
+            cmdline: Box::new(|pid| format!("p{pid}")),
+        };
+        let found: Vec<i32> = survey_among(&procs, 100, &rules, &read)
+            .iter()
+            .map(|s| s.pid)
+            .collect();
+        assert_eq!(found, [101, 102]);
+        // Each rule alone ties a descendant; none ties the harness (excluded).
+        let only = |rules: SurveyRules, read: &Reader| -> Vec<(i32, Vec<String>)> {
+            survey_among(&procs, 100, &rules, read)
+                .into_iter()
+                .map(|s| (s.pid, s.matched_by))
+                .collect()
+        };
+        let nothing = Reader {
+            environ: Box::new(|_| None),
+            cwd: Box::new(|_| None),
+            cmdline: Box::new(|_| String::new()),
+        };
+        assert_eq!(
+            only(rules.clone(), &nothing),
+            [
+                (101, vec!["pgid".to_string()]),
+                (102, vec!["pgid".to_string()])
+            ]
+        );
+        let no_group = SurveyRules {
+            pgids: BTreeSet::new(),
+            ..rules.clone()
+        };
+        assert!(only(no_group.clone(), &nothing).is_empty());
+        assert_eq!(
+            only(no_group, &read)[0].1,
+            ["env-marker".to_string(), "cwd".to_string()]
+        );
+        // A zombie of the run is not a survivor.
+        let mut with_zombie = procs.clone();
+        with_zombie.get_mut(&102).unwrap().state = 'Z';
+        let found: Vec<i32> = survey_among(&with_zombie, 100, &rules, &read)
+            .iter()
+            .map(|s| s.pid)
+            .collect();
+        assert_eq!(found, [101]);
+    }
+
+    #[test]
+    fn a_process_that_does_not_descend_from_the_harness_is_never_signalled() {
+        let init = procfs::read(1).expect("/proc/1");
+        let stopped = stop_processes(&[&init], Duration::from_millis(10));
+        assert_eq!(stopped.len(), 1);
+        assert_eq!(stopped[0].stopped_by, NOT_OURS);
+        assert!(!journal::snapshot().iter().any(|r| r.pid == 1));
+    }
 
     #[test]
     fn finds_by_marker_and_cwd_and_stops_with_term() {

@@ -22,14 +22,23 @@
 //! a time (`--jobs 1`) that is every live descendant after each gate.
 //! [`Residue::check`] is the `RESIDUE` check the ending gate reports; it
 //! fails the gate.
+//!
+//! Which processes a sweep stops is a decision, made apart from the doing:
+//! the process table is observed once per round as a plain [`Table`] (every
+//! process's pid, parent, group, start time and state, which leaders a handle
+//! holds, the harness's pid), and pure functions of it choose
+//! ([`live_descendants`], [`residue_among`], [`orphans`],
+//! [`in_held_groups`]); their unit tests are tables of their own. Nothing
+//! that does not descend from the harness is ever chosen, and
+//! [`survey::stop_processes_for`] checks descent again before each signal.
 
-use super::{is_held, GRACE};
-use crate::evidence::Check;
+use super::{is_held, journal, GRACE};
+use crate::evidence::{Check, SignalWhy};
 use crate::isolation::procfs::{self, ProcInfo};
 use crate::isolation::survey;
 use rustix::process::{getpid, set_child_subreaper, waitpid, Pid, WaitOptions};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Name of the check a residue is reported as.
@@ -116,13 +125,55 @@ impl Residue {
     }
 }
 
+/// What a sweep decides on: the process table as `/proc` showed it, which
+/// of its pids a [`super::Running`] handle holds, and the harness's pid. A
+/// plain value, so that the decisions below ([`live_descendants`],
+/// [`residue_among`], [`orphans`]) are pure functions of it, tested with
+/// tables of their own.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    /// The harness's pid.
+    pub me: i32,
+    /// Every process, by pid.
+    pub procs: BTreeMap<i32, ProcInfo>,
+    /// Leaders a handle holds (it will reap them).
+    pub held: BTreeSet<i32>,
+}
+
+impl Table {
+    /// The table now.
+    pub fn observe() -> Self {
+        let procs = procfs::all();
+        let held = procs
+            .keys()
+            .copied()
+            .filter(|pid| u32::try_from(*pid).is_ok_and(is_held))
+            .collect();
+        Self {
+            me: getpid().as_raw_nonzero().get(),
+            procs,
+            held,
+        }
+    }
+}
+
+/// Every live (not zombie) descendant of the harness in `table`, by the
+/// parent links, in pid order.
+pub fn live_descendants(table: &Table) -> Vec<i32> {
+    procfs::descendants(&table.procs, table.me)
+        .into_iter()
+        .filter(|p| p.pid != table.me && !p.exited())
+        .map(|p| p.pid)
+        .collect()
+}
+
 /// Every live (not zombie) descendant of the harness, found by walking the
 /// parent links of `/proc` down from the harness's pid.
 pub fn descendants() -> Vec<ProcInfo> {
-    let me = getpid().as_raw_nonzero().get();
-    procfs::descendants(&procfs::all(), me)
+    let table = Table::observe();
+    live_descendants(&table)
         .into_iter()
-        .filter(|p| p.pid != me && !p.exited())
+        .filter_map(|pid| table.procs.get(&pid).cloned())
         .collect()
 }
 
@@ -173,31 +224,34 @@ pub fn now_ticks() -> u64 {
     secs * hz + nanos * hz / 1_000_000_000
 }
 
-/// Live descendants of the harness that are residue by `spans`: not held by a
-/// [`super::Running`] handle nor below one, and started when no running span
-/// covers the start. Each comes with the gates whose span covers the start of
-/// its outermost unheld ancestor (its "root": the process re-parented to the
-/// harness, or the child nobody waits for).
-fn residue_among(spans: &[Span]) -> Vec<(ProcInfo, Vec<String>)> {
-    let me = getpid().as_raw_nonzero().get();
-    let procs = procfs::all();
-    let live: Vec<ProcInfo> = procfs::descendants(&procs, me)
-        .into_iter()
-        .filter(|p| p.pid != me && !p.exited())
-        .collect();
+/// Live descendants of the harness in `table` that are residue by `spans`:
+/// not held by a [`super::Running`] handle nor below one, and started when no
+/// running span covers the start. Each comes (by pid, in pid order) with the
+/// gates whose span covers the start of its outermost unheld ancestor (its
+/// "root": the process re-parented to the harness, or the child nobody waits
+/// for).
+pub fn residue_among(table: &Table, spans: &[Span]) -> Vec<(i32, Vec<String>)> {
+    let me = table.me;
     let mut out = Vec::new();
-    for p in live {
-        // Walk up to the process whose parent is the harness.
-        let mut root = p.clone();
-        let mut hops = 0;
-        while root.ppid != me && hops < 4096 {
-            match procs.get(&root.ppid) {
-                Some(parent) => root = parent.clone(),
+    for pid in live_descendants(table) {
+        let Some(p) = table.procs.get(&pid) else {
+            continue;
+        };
+        // Walk up to the process whose parent is the harness. It was found
+        // walking down from the harness, so the walk up ends there in fewer
+        // steps than the table has processes (the bound only guards a table
+        // read mid-change).
+        let mut root = p;
+        for _ in 0..table.procs.len() {
+            if root.ppid == me {
+                break;
+            }
+            match table.procs.get(&root.ppid) {
+                Some(parent) => root = parent,
                 None => break,
             }
-            hops += 1;
         }
-        if root.ppid == me && is_held(root.pid as u32) {
+        if root.ppid == me && table.held.contains(&root.pid) {
             continue; // a running gate's child, or below one
         }
         if spans
@@ -211,9 +265,21 @@ fn residue_among(spans: &[Span]) -> Vec<(ProcInfo, Vec<String>)> {
             .filter(|s| s.covers(root.start_time))
             .map(|s| s.gate.clone())
             .collect();
-        out.push((p, during));
+        out.push((pid, during));
     }
     out
+}
+
+/// The zombies of `table` the harness reaps: its own children (orphans
+/// re-parented to it, which nobody else waits for) that no
+/// [`super::Running`] handle holds, in pid order.
+pub fn orphans(table: &Table) -> Vec<i32> {
+    table
+        .procs
+        .values()
+        .filter(|p| p.ppid == table.me && p.exited() && !table.held.contains(&p.pid))
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// Finds every live descendant of the harness, stops each (SIGTERM, `grace`,
@@ -221,18 +287,28 @@ fn residue_among(spans: &[Span]) -> Vec<(ProcInfo, Vec<String>)> {
 /// rounds). Returns one [`Residue`] per process found, in pid order; empty
 /// when nothing of the run was alive.
 pub fn sweep(grace: Duration) -> Vec<Residue> {
-    sweep_where(grace, || {
-        descendants().into_iter().map(|p| (p, Vec::new())).collect()
+    sweep_where(grace, |table| {
+        live_descendants(table)
+            .into_iter()
+            .map(|pid| (pid, Vec::new()))
+            .collect()
     })
 }
 
-/// Stops and reaps what `select` returns, round after round until it returns
-/// nothing (at most [`ROUNDS`] rounds).
-fn sweep_where(grace: Duration, select: impl Fn() -> Vec<(ProcInfo, Vec<String>)>) -> Vec<Residue> {
+/// Stops and reaps what `select` picks from the table, round after round
+/// until it picks nothing (at most [`ROUNDS`] rounds).
+fn sweep_where(
+    grace: Duration,
+    select: impl Fn(&Table) -> Vec<(i32, Vec<String>)>,
+) -> Vec<Residue> {
     let mut found: BTreeMap<(i32, u64), Residue> = BTreeMap::new();
     for _ in 0..ROUNDS {
-        reap_orphans();
-        let (live, during): (Vec<ProcInfo>, Vec<Vec<String>>) = select().into_iter().unzip();
+        let table = Table::observe();
+        reap(&table, &orphans(&table));
+        let (live, during): (Vec<ProcInfo>, Vec<Vec<String>>) = select(&table)
+            .into_iter()
+            .filter_map(|(pid, during)| Some((table.procs.get(&pid)?.clone(), during)))
+            .unzip();
         if live.is_empty() {
             break;
         }
@@ -251,7 +327,7 @@ fn sweep_where(grace: Duration, select: impl Fn() -> Vec<(ProcInfo, Vec<String>)
                 });
         }
         let refs: Vec<&ProcInfo> = live.iter().collect();
-        let stopped = survey::stop_processes(&refs, grace);
+        let stopped = survey::stop_processes_for(&refs, grace, SignalWhy::Residue);
         for (p, s) in live.iter().zip(by_pid(&live, &stopped)) {
             if let (Some(r), Some(s)) = (found.get_mut(&(p.pid, p.start_time)), s) {
                 r.stopped_by = s;
@@ -275,7 +351,7 @@ pub fn after_gate() -> Vec<Check> {
 /// holds and no running gate may have started, stopped with [`GRACE`] and
 /// reaped. Work of gates still running is left alone.
 pub fn after_gate_of(spans: &[Span]) -> Vec<Check> {
-    sweep_where(GRACE, || residue_among(spans))
+    sweep_where(GRACE, |table| residue_among(table, spans))
         .iter()
         .map(Residue::check)
         .collect()
@@ -293,20 +369,66 @@ fn by_pid(live: &[ProcInfo], stopped: &[survey::Stopped]) -> Vec<Option<String>>
         .collect()
 }
 
-/// Reaps every zombie whose parent is the harness and that no [`super::Running`]
-/// handle owns: orphans re-parented here, which nobody else waits for.
-/// Returns how many were reaped.
-pub fn reap_orphans() -> usize {
-    let me = getpid().as_raw_nonzero().get();
-    let mut reaped = 0;
-    for p in procfs::all().into_values() {
-        if p.ppid != me || !p.exited() || is_held(p.pid as u32) {
-            continue;
+/// The live descendants of the harness in `table` that are members of a
+/// held step's process group (its leader is held, and the group is the
+/// leader's: every step runs in a group of its own), in pid order: what the
+/// steps' own stops will signal.
+pub fn in_held_groups(table: &Table) -> Vec<i32> {
+    live_descendants(table)
+        .into_iter()
+        .filter(|pid| {
+            table
+                .procs
+                .get(pid)
+                .is_some_and(|p| table.held.contains(&p.pgid))
+        })
+        .collect()
+}
+
+/// SIGTERM to every member of every running step's process group at once,
+/// journalled as the interrupt's: what the pipeline does when it notices
+/// SIGINT/SIGTERM, so that every step's grace runs together and ends
+/// [`super::INTERRUPTED_GRACE`] after the interrupt ([`super::grace`]),
+/// not one stop after the other. A process that left its step's group is
+/// left to the residue sweeps, which report it (a `RESIDUE` check) before
+/// they stop it. Returns how many were signalled.
+pub fn term_all() -> usize {
+    let table = Table::observe();
+    let members = in_held_groups(&table);
+    for pid in &members {
+        if let Some(p) = table.procs.get(pid) {
+            journal::signal_process(p, rustix::process::Signal::TERM, SignalWhy::Interrupt);
         }
-        if let Some(pid) = Pid::from_raw(p.pid) {
-            if matches!(waitpid(Some(pid), WaitOptions::NOHANG), Ok(Some(_))) {
-                reaped += 1;
-            }
+    }
+    members.len()
+}
+
+/// Reaps every zombie whose parent is the harness and that no
+/// [`super::Running`] handle owns ([`orphans`]). Returns how many were
+/// reaped.
+pub fn reap_orphans() -> usize {
+    let table = Table::observe();
+    reap(&table, &orphans(&table))
+}
+
+/// Reaps each of `pids` (children of the harness that have exited, as
+/// `table` shows them), journalling each reap. Returns how many were reaped:
+/// a pid that is not an exited child of the harness is not.
+fn reap(table: &Table, pids: &[i32]) -> usize {
+    let mut reaped = 0;
+    for &raw in pids {
+        let Some(pid) = Pid::from_raw(raw) else {
+            continue;
+        };
+        if matches!(waitpid(Some(pid), WaitOptions::NOHANG), Ok(Some(_))) {
+            reaped += 1;
+            journal::reaped(
+                table.procs.get(&raw),
+                raw,
+                "",
+                journal::current_gate(),
+                SignalWhy::Residue,
+            );
         }
     }
     reaped
@@ -407,15 +529,325 @@ mod tests {
         }];
         // Let /proc show the child with its start time.
         std::thread::sleep(Duration::from_millis(50));
-        assert!(!residue_among(&spans).iter().any(|(p, _)| p.pid == pid));
+        let table = Table::observe();
+        assert!(!residue_among(&table, &spans).iter().any(|(p, _)| *p == pid));
         spans[0].end = Some(now_ticks());
-        let found = residue_among(&spans);
+        let found = residue_among(&Table::observe(), &spans);
         let (_, during) = found
             .iter()
-            .find(|(p, _)| p.pid == pid)
+            .find(|(p, _)| *p == pid)
             .expect("judged once the span ended");
         assert_eq!(during, &vec!["suites".to_string()]);
         let _ = child.kill();
         let _ = child.wait();
+    }
+
+    /// A process of a synthetic table.
+    fn proc(pid: i32, ppid: i32, start_time: u64, state: char) -> ProcInfo {
+        ProcInfo {
+            pid,
+            ppid,
+            pgid: pid,
+            sid: pid,
+            state,
+            start_time,
+            ns_pids: vec![pid],
+        }
+    }
+
+    /// The harness is 100. 101 is a held child (a running step) with a
+    /// grandchild 102 started late; 103 an orphan nobody holds, started
+    /// during gate `a`, with 104 below it started during gate `b`; 105 a
+    /// zombie child; 106 another program's (not below the harness); 107 an
+    /// unheld child started late (tick 200).
+    fn table() -> Table {
+        Table {
+            me: 100,
+            procs: [
+                proc(1, 0, 0, 'S'),
+                proc(100, 1, 1, 'S'),
+                proc(101, 100, 10, 'S'),
+                proc(102, 101, 60, 'S'),
+                proc(103, 100, 10, 'S'),
+                proc(104, 103, 60, 'R'),
+                proc(105, 100, 10, 'Z'),
+                proc(106, 1, 10, 'S'),
+                proc(107, 100, 200, 'S'),
+            ]
+            .into_iter()
+            .map(|p| (p.pid, p))
+            .collect(),
+            held: BTreeSet::from([101]),
+        }
+    }
+
+    fn span(gate: &str, start: u64, end: Option<u64>) -> Span {
+        Span {
+            gate: gate.into(),
+            start,
+            end,
+        }
+    }
+
+    #[test]
+    fn live_descendants_are_below_the_harness_alive_and_not_the_harness() {
+        assert_eq!(live_descendants(&table()), [101, 102, 103, 104, 107]);
+        let mut t = table();
+        t.me = 103;
+        assert_eq!(live_descendants(&t), [104]);
+    }
+
+    #[test]
+    fn residue_is_what_no_handle_holds_judged_by_its_roots_start_once_its_gates_ended() {
+        let spans = [
+            span("a", 5, Some(20)),
+            span("b", 55, Some(70)),
+            span("c", 150, Some(250)),
+        ];
+        // 101 is held and 102 is below it: a running step's work, never
+        // residue. 103 is an orphan (residue of `a`); 104 is judged by its
+        // root 103's start, so it is `a`'s too, not `b`'s. 105 exited, 106 is
+        // not the run's. 107 started during `c`.
+        assert_eq!(
+            residue_among(&table(), &spans),
+            [
+                (103, vec!["a".to_string()]),
+                (104, vec!["a".to_string()]),
+                (107, vec!["c".to_string()]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_running_gate_keeps_what_started_during_it_for_later_and_only_that() {
+        // `c` still runs: 107 (started during it) waits; 103 and 104,
+        // started before `c` began, are judged now.
+        let spans = [span("a", 5, Some(20)), span("c", 150, None)];
+        assert_eq!(
+            residue_among(&table(), &spans),
+            [(103, vec!["a".to_string()]), (104, vec!["a".to_string()])]
+        );
+        // A running span that began before the orphan's root holds it too.
+        let spans = [span("early", 2, None)];
+        assert!(residue_among(&table(), &spans).is_empty());
+        // No gate at all: every unheld live descendant, started between gates.
+        assert_eq!(
+            residue_among(&table(), &[]),
+            [(103, vec![]), (104, vec![]), (107, vec![])]
+        );
+    }
+
+    #[test]
+    fn a_child_of_the_harness_is_residue_unless_held_and_a_held_one_covers_its_descendants() {
+        // Held: 103 and what runs below it are its step's work.
+        let mut t = table();
+        t.held.insert(103);
+        assert_eq!(residue_among(&t, &[]), [(107, vec![])]);
+        // Not held any more: 101 and its grandchild 102 are residue; 102 is
+        // judged by 101's start (tick 10, gate `a`), not its own (60, `b`).
+        let mut t = table();
+        t.held.clear();
+        let spans = [span("a", 5, Some(20)), span("b", 55, Some(70))];
+        assert_eq!(
+            residue_among(&t, &spans),
+            [
+                (101, vec!["a".to_string()]),
+                (102, vec!["a".to_string()]),
+                (103, vec!["a".to_string()]),
+                (104, vec!["a".to_string()]),
+                (107, vec![]),
+            ]
+        );
+        // A held pid that is not a child of the harness holds nothing: 104
+        // is below the unheld orphan 103.
+        let mut t = table();
+        t.held.insert(104);
+        assert!(residue_among(&t, &[]).iter().any(|(p, _)| *p == 104));
+    }
+
+    #[test]
+    fn the_interrupt_reaches_the_members_of_held_groups_only() {
+        let mut t = table();
+        // 102 is in 101's group (a step's grandchild); 104 in its own.
+        t.procs.get_mut(&102).unwrap().pgid = 101;
+        t.procs.insert(112, proc(112, 101, 70, 'S')); // left 101's group
+        t.procs.insert(113, proc(113, 1, 70, 'S')); // another's, in group 101
+        t.procs.get_mut(&113).unwrap().pgid = 101;
+        t.procs.insert(114, proc(114, 101, 70, 'Z')); // exited, in group 101
+        t.procs.get_mut(&114).unwrap().pgid = 101;
+        assert_eq!(in_held_groups(&t), [101, 102]);
+        t.held.clear();
+        assert!(in_held_groups(&t).is_empty());
+    }
+
+    #[test]
+    fn orphans_are_the_exited_unheld_children_of_the_harness() {
+        let mut t = table();
+        t.procs.insert(108, proc(108, 100, 10, 'Z')); // held zombie
+        t.procs.insert(109, proc(109, 1, 10, 'Z')); // another's zombie
+        t.procs.insert(110, proc(110, 103, 10, 'Z')); // a grandchild zombie
+        t.procs.insert(111, proc(111, 100, 10, 'X'));
+        t.held.insert(108);
+        assert_eq!(orphans(&t), [105, 111]);
+    }
+
+    /// Held by the tests here that reap: each reaps every unheld zombie child
+    /// of this process, the other's too.
+    static REAPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn reaping() -> std::sync::MutexGuard<'static, ()> {
+        REAPING.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until `pid` has exited (a zombie, or gone).
+    fn await_exit(pid: i32) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while procfs::read(pid).is_some_and(|p| !p.exited()) {
+            assert!(std::time::Instant::now() < deadline, "{pid} did not exit");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn exited_children_nobody_holds_are_reaped_and_counted() {
+        let _serial = reaping();
+        let children: Vec<std::process::Child> = (0..2)
+            .map(|_| std::process::Command::new("true").spawn().expect("true"))
+            .collect();
+        let pids: Vec<i32> = children.iter().map(|c| c.id() as i32).collect();
+        for pid in &pids {
+            await_exit(*pid);
+        }
+        // Not a child of ours: nothing to reap.
+        assert_eq!(reap(&Table::observe(), &[1]), 0);
+        assert!(reap_orphans() >= 2);
+        for pid in &pids {
+            assert!(procfs::read(*pid).is_none(), "{pid} was not reaped");
+            assert!(journal::snapshot()
+                .iter()
+                .any(|r| r.pid == *pid && r.action == crate::evidence::SignalAction::Reap));
+        }
+        // Reaped above: their handles must not wait.
+        children.into_iter().for_each(std::mem::forget);
+    }
+
+    #[test]
+    fn the_observed_table_holds_this_process_its_children_and_which_a_handle_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut held = super::super::spawn(&super::super::ChildSpec {
+            program: "sleep".into(),
+            args: vec!["30".into()],
+            cwd: dir.path().to_path_buf(),
+            env: super::super::base_env(),
+            timeout: Duration::from_secs(60),
+            log_stem: dir.path().join("held"),
+            stdin: None,
+        })
+        .unwrap();
+        let mut free = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let table = Table::observe();
+        let me = getpid().as_raw_nonzero().get();
+        assert_eq!(table.me, me);
+        assert!(table.held.contains(&(held.pid() as i32)));
+        assert!(!table.held.contains(&(free.id() as i32)));
+        let found: Vec<i32> = descendants().iter().map(|p| p.pid).collect();
+        assert!(found.contains(&(held.pid() as i32)), "{found:?}");
+        assert!(found.contains(&(free.id() as i32)), "{found:?}");
+        assert!(!found.contains(&me));
+        held.stop();
+        let _ = free.kill();
+        let _ = free.wait();
+    }
+
+    #[test]
+    fn a_span_starts_now_and_ends_when_told() {
+        let before = now_ticks();
+        let mut span = Span::start("g");
+        assert_eq!(span.gate, "g");
+        assert!(span.start >= before && span.start <= now_ticks());
+        assert_eq!(span.end, None);
+        span.end();
+        assert!(span
+            .end
+            .is_some_and(|e| e >= span.start && e <= now_ticks()));
+    }
+
+    #[test]
+    fn a_sweep_records_stops_and_reaps_what_it_selects_round_after_round() {
+        let _serial = reaping();
+        // One that obeys SIGTERM, one deaf to it; nothing else is selected
+        // (other tests' children run in this process too).
+        let obeys = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let deaf = std::process::Command::new("/bin/sh")
+            .args(["-c", "trap '' TERM; echo > /dev/null; sleep 31 & wait"])
+            .spawn()
+            .unwrap();
+        let mine = [obeys.id() as i32, deaf.id() as i32];
+        std::thread::sleep(Duration::from_millis(100));
+        let found = sweep_where(Duration::from_millis(300), |t| {
+            live_descendants(t)
+                .into_iter()
+                .filter(|p| mine.contains(p))
+                .map(|p| (p, vec!["g".to_string()]))
+                .collect()
+        });
+        let by_pid: BTreeMap<i32, &Residue> = found.iter().map(|r| (r.pid, r)).collect();
+        assert_eq!(by_pid.len(), 2, "{found:#?}");
+        assert_eq!(by_pid[&mine[0]].stopped_by, "TERM");
+        assert_eq!(by_pid[&mine[0]].cmdline, "sleep 30");
+        assert_eq!(by_pid[&mine[0]].started_during, ["g"]);
+        assert_eq!(by_pid[&mine[1]].stopped_by, "KILL");
+        assert_eq!(by_pid[&mine[1]].ppid, getpid().as_raw_nonzero().get());
+        for pid in mine {
+            assert!(procfs::read(pid).is_none(), "{pid} was not reaped");
+        }
+        std::mem::forget(obeys);
+        std::mem::forget(deaf);
+    }
+
+    #[test]
+    fn a_residue_check_says_re_parented_for_an_orphan_and_names_its_one_gate() {
+        let me = getpid().as_raw_nonzero().get();
+        let r = Residue {
+            pid: 7,
+            ppid: me,
+            pgid: 7,
+            sid: 7,
+            cmdline: "sleep 600".into(),
+            cwd: None,
+            stopped_by: "still running after KILL".into(),
+            started_during: vec!["suites".into()],
+        };
+        let detail = r.check().detail;
+        assert!(
+            detail.contains("(its parent had exited and it was re-parented to the harness;"),
+            "{detail}"
+        );
+        assert!(
+            detail.contains("; it started while gate suites ran)"),
+            "{detail}"
+        );
+        assert!(detail.contains("cwd unreadable"), "{detail}");
+        assert!(
+            detail.contains("; it was still running after SIGKILL."),
+            "{detail}"
+        );
+        let r = Residue {
+            ppid: me + 1,
+            started_during: vec![],
+            ..r
+        };
+        let detail = r.check().detail;
+        assert!(
+            detail.contains(&format!("(child of pid {};", me + 1)),
+            "{detail}"
+        );
+        assert!(!detail.contains("it started while"), "{detail}");
     }
 }

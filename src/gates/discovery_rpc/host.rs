@@ -68,11 +68,15 @@ pub fn main(spec_path: &Path) -> ExitCode {
         }
     };
     let _ = interrupt::install();
+    process::journal::begin();
     let mut result = HostResult {
         transcript: spec.log_dir.join("transcript.jsonl"),
         ..HostResult::default()
     };
     run(&spec, &mut result);
+    // The host's own signals (the runtime's stop, its survey) go into the
+    // evidence with the harness's.
+    result.signals = process::journal::take();
     let text = serde_json::to_vec_pretty(&result).unwrap_or_default();
     match std::fs::write(&spec.result_path, text) {
         Ok(()) => ExitCode::SUCCESS,

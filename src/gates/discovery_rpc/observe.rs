@@ -114,10 +114,14 @@ pub fn observe(ctx: &RunContext) -> Result<Option<Observation>, String> {
     std::fs::write(&spec_path, text)
         .map_err(|e| format!("{}: cannot write: {e}", spec_path.display()))?;
 
+    let host_started_ms = process::journal::clock_ms();
     let outcome = run_host(&plan, &spec_path, &host_spec);
     let result: Option<HostResult> = std::fs::read(&host_spec.result_path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
+    if let Some(r) = &result {
+        process::journal::adopt(r.signals.clone(), host_started_ms, ID);
+    }
     // Whatever happened, nothing of the run may outlive the gate: the
     // runtime's group (if the host reported it), the marker, the roots.
     let pgids: Vec<i32> = result

@@ -371,4 +371,8 @@ pub struct HostResult {
     pub fatal: Option<String>,
     /// The RPC transcript (JSON lines).
     pub transcript: PathBuf,
+    /// Every signal the host sent and every process it reaped, as the
+    /// harness's journal records them (`at_ms` from the host's start).
+    #[serde(default)]
+    pub signals: Vec<crate::evidence::SignalRecord>,
 }

@@ -26,7 +26,11 @@ impl Run<'_> {
         // Not `wait_for`: one worker closing its stdout first is normal here.
         // A closed stdout means every line before it was read.
         let deadline = Instant::now() + STOP_TIMEOUT;
-        while Instant::now() < deadline && !self.workers.iter().all(|w| w.stopped || w.closed) {
+        // An interrupt ends the wait: the group stops below then take over.
+        while Instant::now() < deadline
+            && !crate::interrupt::requested()
+            && !self.workers.iter().all(|w| w.stopped || w.closed)
+        {
             for w in self.workers.iter_mut() {
                 w.pump(Duration::ZERO);
             }
@@ -66,7 +70,10 @@ impl Run<'_> {
         // only what is still there afterwards is residue.
         let mut survivors = survey::survey(&rules);
         let settle_deadline = std::time::Instant::now() + SETTLE;
-        while !survivors.is_empty() && std::time::Instant::now() < settle_deadline {
+        while !survivors.is_empty()
+            && std::time::Instant::now() < settle_deadline
+            && !crate::interrupt::requested()
+        {
             std::thread::sleep(std::time::Duration::from_millis(50));
             survivors = survey::survey(&rules);
         }

@@ -1,0 +1,250 @@
+//! How a run ends and whom it shares with, on the built binary: a CI cancel
+//! (SIGTERM, then more signals) mid-suites while the suite's processes ignore
+//! SIGTERM, and two runs started together into one fresh evidence directory.
+
+mod common;
+
+use common::{both, evidence_dir, fixture_repo, processes_under, read_evidence, verifier};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use verify_coding_candidates::exit;
+use verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS;
+
+/// The suite of overlay `suite-ignores-term`.
+const DEAF_SUITE: &str = "Runner/certification-tests/test_ignores_term.py";
+
+/// The built-in profile with `[suites] paths` replaced by `paths`.
+fn profile_with_paths(paths: &[&str]) -> String {
+    let (head, suites) = BUILTIN_CODING_RUNNERS
+        .split_once("\n[suites]\n")
+        .expect("the built-in profile has a [suites] table");
+    let start = suites.find("paths = [").expect("[suites] has paths");
+    let end = start + suites[start..].find(']').expect("paths is closed") + 1;
+    let list: Vec<String> = paths.iter().map(|p| format!("{p:?}")).collect();
+    format!(
+        "{head}\n[suites]\n{}paths = [{}]{}",
+        &suites[..start],
+        list.join(", "),
+        &suites[end..]
+    )
+}
+
+/// The verifier, started (not waited for) with `args` after `--repo` and
+/// `--evidence`, output captured.
+fn start(repo: &Path, dir: &Path, args: &[&str]) -> Child {
+    Command::new(assert_cmd::cargo::cargo_bin(common::BIN))
+        .env("PYTHON", common::python())
+        .arg("--repo")
+        .arg(repo)
+        .arg("--evidence")
+        .arg(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the verifier")
+}
+
+fn send(signal: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+/// Every `deaf.pids` under `dir`: pytest's pid and its two deaf children's.
+fn deaf_pids(dir: &Path) -> Vec<(PathBuf, Vec<i32>)> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name() == "deaf.pids")
+        .map(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            let pids = text
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            (e.path().to_path_buf(), pids)
+        })
+        .collect()
+}
+
+/// Whether `pid` runs (in /proc and not a zombie).
+fn runs(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+#[test]
+fn sigterm_mid_suites_with_term_deaf_processes_seals_incomplete_evidence_and_leaves_nothing() {
+    let repo = fixture_repo(&["suite-ignores-term"]);
+    let (keep, dir) = evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    std::fs::write(&profile, profile_with_paths(&[DEAF_SUITE])).unwrap();
+    let profile = profile.display().to_string();
+    let mut child = start(
+        &repo.root,
+        &dir,
+        &["--profile", &profile, "--only", "suites"],
+    );
+    // Cancel once a deaf test runs with both its children.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while deaf_pids(&dir).is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before the deaf test started"
+        );
+        assert!(Instant::now() < deadline, "no deaf test within 300 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let cancelled = Instant::now();
+    send("-TERM", child.id());
+    // A CI runner (or an impatient user) insists: neither kills the run.
+    std::thread::sleep(Duration::from_millis(100));
+    send("-TERM", child.id());
+    send("-INT", child.id());
+    let out = child.wait_with_output().unwrap();
+    let sealed = cancelled.elapsed();
+    // The figure that matters is seconds (a CI cancel sends SIGKILL a few
+    // seconds after SIGTERM); the bound is loose for slow, loaded machines.
+    eprintln!("SIGTERM to exit: {} ms", sealed.as_millis());
+    assert!(
+        sealed < Duration::from_secs(20),
+        "took {sealed:?}: {}",
+        both(&out)
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(exit::INTERRUPTED)),
+        "{}",
+        both(&out)
+    );
+    let ev = read_evidence(&dir);
+    assert_eq!(ev["verdict"], "incomplete", "{}", both(&out));
+    assert_eq!(
+        ev["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["id"] == "suites")
+            .unwrap()["result"],
+        "skipped",
+        "{}",
+        ev["gates"]
+    );
+    assert!(dir.join("SHA256SUMS").is_file());
+
+    // Nothing of the run is alive: neither pytest nor its deaf children
+    // (one out of reach of a group stop), nor anything else under DIR.
+    let deaf = deaf_pids(&dir);
+    assert!(!deaf.is_empty());
+    for (file, pids) in &deaf {
+        assert_eq!(pids.len(), 3, "{}", file.display());
+        for pid in pids {
+            assert!(!runs(*pid), "{pid} of {} still runs", file.display());
+        }
+    }
+    let survivors = processes_under(&dir);
+    assert!(survivors.is_empty(), "survived the run: {survivors:#?}");
+
+    // The evidence names every process signalled, each one of the run.
+    let signals = ev["signals"].as_array().expect("signals recorded");
+    for s in signals {
+        assert_eq!(s["descends_from_run"], true, "{s}");
+    }
+    for (_, pids) in &deaf {
+        for pid in pids {
+            let mine: Vec<&Value> = signals.iter().filter(|s| s["pid"] == *pid).collect();
+            assert!(
+                mine.iter().any(|s| s["action"] == "SIGKILL"),
+                "{pid}: deaf to SIGTERM, so it needed SIGKILL: {mine:#?}"
+            );
+            assert!(
+                mine.iter()
+                    .all(|s| s["gate"] == "suites" || s["gate"].is_null()),
+                "{mine:#?}"
+            );
+        }
+    }
+    // On the interrupt every process of the run was sent SIGTERM at once (one
+    // started a moment later by the next sweep); pytest and its child share
+    // pytest's group, which its step's stop then killed as a group.
+    for (_, pids) in &deaf {
+        for pid in pids {
+            assert!(
+                signals
+                    .iter()
+                    .any(|s| s["pid"] == *pid && s["action"] == "SIGTERM"),
+                "{pid} was sent SIGTERM: {signals:#?}"
+            );
+        }
+        assert!(
+            signals.iter().any(|s| s["pid"] == pids[0]
+                && s["action"] == "SIGTERM"
+                && s["why"] == "interrupt"),
+            "pytest was sent SIGTERM on the interrupt: {signals:#?}"
+        );
+        let pytest = signals
+            .iter()
+            .find(|s| s["pid"] == pids[0] && s["action"] == "SIGKILL")
+            .expect("pytest, deaf to SIGTERM, was sent SIGKILL");
+        assert_eq!(pytest["why"], "interrupt", "{pytest}");
+        assert_eq!(pytest["group"], pids[0], "{pytest}");
+        assert_eq!(pytest["gate"], "suites", "{pytest}");
+        assert!(
+            pytest["cmdline"].as_str().unwrap().contains("pytest"),
+            "{pytest}"
+        );
+    }
+}
+
+#[test]
+fn two_runs_into_one_fresh_directory_exactly_one_proceeds() {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let args = ["--only", "sdk-record"];
+    let first = start(&repo.root, &dir, &args);
+    let second = start(&repo.root, &dir, &args);
+    let pids = [first.id(), second.id()];
+    let outs = [
+        first.wait_with_output().unwrap(),
+        second.wait_with_output().unwrap(),
+    ];
+    let refused: Vec<usize> = (0..2)
+        .filter(|i| outs[*i].status.code() == Some(i32::from(exit::CANNOT_RUN)))
+        .collect();
+    assert_eq!(
+        refused.len(),
+        1,
+        "exactly one run refused:\n{}\n---\n{}",
+        both(&outs[0]),
+        both(&outs[1])
+    );
+    let (loser, winner) = (refused[0], 1 - refused[0]);
+    let said = common::stderr_text(&outs[loser]);
+    assert!(said.contains(&dir.display().to_string()), "{said}");
+    assert!(
+        said.contains(&format!("pid {}", pids[winner])),
+        "names the run holding it: {said}"
+    );
+    assert_ne!(
+        outs[winner].status.code(),
+        Some(i32::from(exit::CANNOT_RUN)),
+        "{}",
+        both(&outs[winner])
+    );
+    let ev = read_evidence(&dir);
+    assert_eq!(ev["verdict"], "pass", "{}", both(&outs[winner]));
+    // The winner's evidence replays: nothing of the loser is in DIR.
+    let replay = verifier()
+        .args(["replay", "--evidence"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(0), "{}", both(&replay));
+}
