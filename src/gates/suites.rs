@@ -54,7 +54,9 @@
 //! but failed its run fails `outcomes`, whose advice is about the tests and
 //! the candidates, never the interpreter.
 //!
-//! The two runs go at the same time, each in its own private copy, roots,
+//! The two runs go one after the other (as the repository's own checks run
+//! them; side by side they took CPU from each other's timing-sensitive
+//! tests), each in its own private copy, roots,
 //! logs and report; the evidence lists the tree run first. DIR/extracted's
 //! digests are taken before both and after both.
 //!
