@@ -34,8 +34,14 @@ fn profile_with_paths(paths: &[&str]) -> String {
 /// The verifier, started (not waited for) with `args` after `--repo` and
 /// `--evidence`, output captured.
 fn start(repo: &Path, dir: &Path, args: &[&str]) -> Child {
+    start_with(repo, dir, args, &[])
+}
+
+/// [`start`] with extra environment variables for the verifier.
+fn start_with(repo: &Path, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Child {
     Command::new(assert_cmd::cargo::cargo_bin(common::BIN))
         .env("PYTHON", common::python())
+        .envs(env.iter().copied())
         .arg("--repo")
         .arg(repo)
         .arg("--evidence")
@@ -80,17 +86,38 @@ fn runs(pid: i32) -> bool {
     })
 }
 
+/// Unconfined (no bubblewrap for this run), so the pids the deaf test
+/// writes are the host's and every process must be signalled one by one:
+/// the journal is checked process by process.
 #[test]
 fn sigterm_mid_suites_with_term_deaf_processes_seals_incomplete_evidence_and_leaves_nothing() {
+    sigterm_mid_deaf_suites(false);
+}
+
+/// In the sandbox, the deaf processes end with its pid namespace: the run
+/// is sealed `incomplete` and nothing of it is left.
+#[test]
+fn sigterm_mid_sandboxed_suites_with_term_deaf_processes_seals_incomplete_evidence_and_leaves_nothing(
+) {
+    sigterm_mid_deaf_suites(true);
+}
+
+fn sigterm_mid_deaf_suites(sandboxed: bool) {
     let repo = fixture_repo(&["suite-ignores-term"]);
     let (keep, dir) = evidence_dir();
     let profile = keep.path().join("profile.toml");
     std::fs::write(&profile, profile_with_paths(&[DEAF_SUITE])).unwrap();
     let profile = profile.display().to_string();
-    let mut child = start(
+    let env: &[(&str, &str)] = if sandboxed {
+        &[]
+    } else {
+        &[("VCC_BWRAP", "/nonexistent/vcc-no-bwrap")]
+    };
+    let mut child = start_with(
         &repo.root,
         &dir,
         &["--profile", &profile, "--only", "suites"],
+        env,
     );
     // Cancel once a deaf test runs with both its children.
     let deadline = Instant::now() + Duration::from_secs(300);
@@ -139,6 +166,13 @@ fn sigterm_mid_suites_with_term_deaf_processes_seals_incomplete_evidence_and_lea
     );
     assert!(dir.join("SHA256SUMS").is_file());
 
+    if sandboxed {
+        // The pids in deaf.pids are the sandbox's own; what matters is that
+        // nothing of the run is alive on the host.
+        let survivors = processes_under(&dir);
+        assert!(survivors.is_empty(), "survived the run: {survivors:#?}");
+        return;
+    }
     // Nothing of the run is alive: neither pytest nor its deaf children
     // (one out of reach of a group stop), nor anything else under DIR.
     let deaf = deaf_pids(&dir);
