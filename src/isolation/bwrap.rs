@@ -127,24 +127,7 @@ impl Bwrap {
         for (k, val) in &c.env {
             v.extend(["--setenv".into(), k.clone(), val.clone()]);
         }
-        for dir in SYSTEM_DIRS {
-            let p = Path::new(dir);
-            match std::fs::symlink_metadata(p) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    if let Ok(target) = std::fs::read_link(p) {
-                        v.extend([
-                            "--symlink".into(),
-                            target.display().to_string(),
-                            dir.to_string(),
-                        ]);
-                    }
-                }
-                Ok(m) if m.is_dir() => {
-                    v.extend(["--ro-bind".into(), dir.to_string(), dir.to_string()]);
-                }
-                _ => {}
-            }
-        }
+        v.extend(system_dir_args());
         for p in minimal_cover(&c.read_only) {
             let s = p.display().to_string();
             v.extend(["--ro-bind".into(), s.clone(), s]);
@@ -173,6 +156,33 @@ impl Bwrap {
             env: process::base_env(),
         }
     }
+}
+
+/// The arguments that give a new root the system directories: each of
+/// [`SYSTEM_DIRS`] bound read-only, or re-created as the same symlink (a
+/// merged-/usr system's `/bin -> usr/bin`); those that do not exist are
+/// left out.
+pub fn system_dir_args() -> Vec<String> {
+    let mut v = Vec::new();
+    for dir in SYSTEM_DIRS {
+        let p = Path::new(dir);
+        match std::fs::symlink_metadata(p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(p) {
+                    v.extend([
+                        "--symlink".into(),
+                        target.display().to_string(),
+                        dir.to_string(),
+                    ]);
+                }
+            }
+            Ok(m) if m.is_dir() => {
+                v.extend(["--ro-bind".into(), dir.to_string(), dir.to_string()]);
+            }
+            _ => {}
+        }
+    }
+    v
 }
 
 /// `paths` without those already covered: by a system directory bound

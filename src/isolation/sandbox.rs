@@ -40,10 +40,6 @@ use std::time::Duration;
 /// Time limit of the one preflight per run.
 const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// System directories bound read-only (or re-created as the same symlink)
-/// when they exist.
-const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"];
-
 /// Files of `/etc` bound read-only when they exist: the user and group
 /// databases (`Path.home()` falls back to them when `HOME` is unset, as in
 /// the SDK's plugin workers, whose environment is empty) and name
@@ -253,24 +249,7 @@ pub fn step_args(plan: &SandboxPlan, cwd: &Path, program: &Path, args: &[String]
     .iter()
     .map(|s| s.to_string())
     .collect();
-    for dir in SYSTEM_DIRS {
-        let p = Path::new(dir);
-        match std::fs::symlink_metadata(p) {
-            Ok(m) if m.file_type().is_symlink() => {
-                if let Ok(target) = std::fs::read_link(p) {
-                    v.extend([
-                        "--symlink".into(),
-                        target.display().to_string(),
-                        dir.to_string(),
-                    ]);
-                }
-            }
-            Ok(m) if m.is_dir() => {
-                v.extend(["--ro-bind".into(), dir.to_string(), dir.to_string()]);
-            }
-            _ => {}
-        }
-    }
+    v.extend(bwrap::system_dir_args());
     for file in SYSTEM_FILES {
         if Path::new(file).exists() {
             v.extend(["--ro-bind".into(), file.to_string(), file.to_string()]);
