@@ -10,25 +10,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use verify_coding_candidates::exit;
-use verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS;
 
 /// The suite of overlay `suite-ignores-term`.
 const DEAF_SUITE: &str = "Runner/certification-tests/test_ignores_term.py";
 
 /// The built-in profile with `[suites] paths` replaced by `paths`.
 fn profile_with_paths(paths: &[&str]) -> String {
-    let (head, suites) = BUILTIN_CODING_RUNNERS
-        .split_once("\n[suites]\n")
-        .expect("the built-in profile has a [suites] table");
-    let start = suites.find("paths = [").expect("[suites] has paths");
-    let end = start + suites[start..].find(']').expect("paths is closed") + 1;
-    let list: Vec<String> = paths.iter().map(|p| format!("{p:?}")).collect();
-    format!(
-        "{head}\n[suites]\n{}paths = [{}]{}",
-        &suites[..start],
-        list.join(", "),
-        &suites[end..]
-    )
+    common::profile_with_suite_paths(paths)
 }
 
 /// The verifier, started (not waited for) with `args` after `--repo` and

@@ -18,7 +18,6 @@ use common::{
 use serde_json::Value;
 use std::path::Path;
 use verify_coding_candidates::exit;
-use verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS;
 
 const RELAY: &str = "Runner/certification-tests/test_coding_relay_v1.py";
 const LIFECYCLE: &str = "Runner/certification-tests/test_coding_native_lifecycle.py";
@@ -76,18 +75,7 @@ fn run_suites_with(
 
 /// The built-in profile with `[suites] paths` replaced by `paths`.
 fn profile_with_paths(paths: &[&str]) -> String {
-    let (head, suites) = BUILTIN_CODING_RUNNERS
-        .split_once("\n[suites]\n")
-        .expect("the built-in profile has a [suites] table");
-    let start = suites.find("paths = [").expect("[suites] has paths");
-    let end = start + suites[start..].find(']').expect("paths is closed") + 1;
-    let list: Vec<String> = paths.iter().map(|p| format!("{p:?}")).collect();
-    format!(
-        "{head}\n[suites]\n{}paths = [{}]{}",
-        &suites[..start],
-        list.join(", "),
-        &suites[end..]
-    )
+    common::profile_with_suite_paths(paths)
 }
 
 /// The recorded run `name` (`tree` or `extracted`).
