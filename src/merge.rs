@@ -10,13 +10,18 @@
 //! archives' content digests. A matrix plus one such run merges into one
 //! non-partial certification. Each partition's own
 //! sign-off digest is re-checked first, so an edited partition is refused,
-//! and every archive (and wheelhouse file) is hashed again before it is
-//! copied, so a swapped one is refused too.
+//! then every file of it is re-hashed against its `SHA256SUMS` and sealed
+//! listing (`src/merge/share_files.rs`), and every archive (and wheelhouse
+//! file) is hashed again before it is copied, so a swapped one is refused
+//! too. `--into` is locked like a run's evidence directory
+//! (`evidence::lock`) while the merge writes it.
 
 use crate::catalogue::{self, Scope};
 use crate::evidence::{self, Evidence, GateRecord, GateResult, MergedPart, Verdict};
 use std::fs;
 use std::path::{Path, PathBuf};
+
+mod share_files;
 
 /// Merges the evidence directories `parts` into `into` (absolute, missing or
 /// empty, outside every partition; judged where writes land, `..` and
@@ -42,8 +47,11 @@ pub fn merge(
             .map(|mut d| d.next().is_some())
             .unwrap_or(true)
     {
+        let holder = evidence::lock::holder(&resolved).map_or_else(String::new, |pid| {
+            format!(" (pid {pid} is writing into it now and holds its lock)")
+        });
         return Err(format!(
-            "--into {}: expected a missing or empty directory, found existing content",
+            "--into {}: expected a missing or empty directory, found existing content{holder}",
             into.display()
         ));
     }
@@ -86,6 +94,8 @@ pub fn merge(
                 ev.sign_off.evidence_sha256
             ));
         }
+        // Every file of the share, not only evidence.json and the archives.
+        share_files::check(dir)?;
         evidences.push((dir.clone(), ev));
     }
     // Shares of the partitioned run, and whole-scope runs beside them (an
@@ -402,6 +412,21 @@ pub fn merge(
         }
     }
     fs::create_dir_all(into).map_err(|e| format!("{}: {e}", into.display()))?;
+    // Held until the merged evidence is sealed, like a run's: a run or
+    // another merge into this directory is refused, naming its pid. Taken
+    // before anything is written, then the directory is judged empty again.
+    let _lock = evidence::lock::acquire(into).map_err(|e| format!("--into: {e}"))?;
+    if fs::read_dir(into)
+        .map(|mut d| d.next().is_some())
+        .unwrap_or(true)
+    {
+        return Err(format!(
+            "--into {}: expected a missing or empty directory, found content written since the merge \
+             started (a run or merge wrote into it and ended); evidence is never mixed: choose a fresh \
+             directory",
+            into.display()
+        ));
+    }
     for (dir, e) in &evidences {
         for c in &e.candidates {
             let Some(a) = &c.archive else { continue };

@@ -4,7 +4,9 @@
 //! Without `--repo` it checks the directory itself: `SHA256SUMS`, the
 //! sign-off's evidence digest, every archive's sha256, every member's digest,
 //! every content digest, and every wheelhouse file's sha256 and size with the
-//! PEP 503 index pages re-derived from them. With `--repo` it also confirms
+//! PEP 503 index pages re-derived from them; `statement.intoto.json` and
+//! `junit.xml` are rendered again from `evidence.json` and compared field by
+//! field and testcase by testcase (see `src/replay/views.rs`). With `--repo` it also confirms
 //! the commit exists, re-creates the `git archive` and rebuilds every
 //! candidate with the official build in a fresh temporary directory,
 //! comparing content digests and whole archive digests. A whole-archive difference confined to the bytes of
@@ -21,6 +23,8 @@ use std::fs;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+mod views;
 
 /// The outcome of one replayed item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,10 +157,11 @@ pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
         .and_then(|v| v.as_str())
         .unwrap_or("(missing)")
         .to_string();
+    let digest = evidence::canonical_digest(&value);
     rows.push(Row::new(
         "sign-off evidence_sha256",
         recorded_digest,
-        evidence::canonical_digest(&value),
+        digest.clone(),
     ));
     let ev: Evidence = match serde_json::from_value(value) {
         Ok(e) => e,
@@ -183,6 +188,8 @@ pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
     if let Some(work) = &work {
         report.rebuild = rebuild_interpreter(opts, &ev, work.path(), rows)?;
     }
+    // The views rendered from evidence.json: neither digest above covers them.
+    views::check_views(dir, &ev, &digest, rows);
     // Every other file of the directory, as the sign-off covers it: catches a
     // changed log or staged file even when SHA256SUMS was rewritten to match.
     if let Some(recorded) = &ev.files {

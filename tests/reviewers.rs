@@ -585,3 +585,244 @@ fn merge_takes_a_whole_scope_run_beside_the_shares_for_the_gates_they_cannot_run
     );
     assert!(!refused.exists());
 }
+
+/// Rewrites `dir/evidence.json` with `edit` applied, its sign-off digest
+/// recomputed and `SHA256SUMS` resealed, as a tamperer covering their tracks
+/// would; returns the new sign-off digest.
+fn edit_and_reseal(dir: &Path, edit: &dyn Fn(&mut Value)) -> String {
+    let mut ev = read_evidence(dir);
+    edit(&mut ev);
+    let digest = verify_coding_candidates::evidence::canonical_digest(&ev);
+    ev["sign_off"]["evidence_sha256"] = Value::String(digest.clone());
+    std::fs::write(
+        dir.join("evidence.json"),
+        serde_json::to_string_pretty(&ev).unwrap() + "\n",
+    )
+    .unwrap();
+    reseal_sums(dir);
+    digest
+}
+
+#[test]
+fn replay_fails_an_evidence_json_turned_green_with_its_digests_recomputed() {
+    let repo = fixture_repo(&["drifted-shared-copy"]);
+    let (_keep, dir) = evidence_dir();
+    let out = verifier_only(&repo.root, &dir, "shared-copies")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 0, "a fresh failing run replays: {text}");
+    let original = read_evidence(&dir);
+    // The failing checks' JUnit testcase names (`<candidate>: <check>`).
+    let failing: Vec<String> = failed_checks(&original, "shared-copies")
+        .iter()
+        .map(|c| match c["candidate"].as_str() {
+            Some(cand) => format!("{cand}: {}", c["name"].as_str().unwrap()),
+            None => c["name"].as_str().unwrap().to_string(),
+        })
+        .collect();
+    assert!(!failing.is_empty());
+    let old_digest = original["sign_off"]["evidence_sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let json = std::fs::read(dir.join("evidence.json")).unwrap();
+    let sums = std::fs::read(dir.join("SHA256SUMS")).unwrap();
+
+    // The failing gate turned green in evidence.json; sign-off digest and
+    // SHA256SUMS recomputed. Only the statement and junit.xml still say FAIL.
+    let new_digest = edit_and_reseal(&dir, &|ev| {
+        ev["verdict"] = "pass".into();
+        ev["sign_off"]["verdict"] = "pass".into();
+        for g in ev["gates"].as_array_mut().unwrap() {
+            if g["id"] == "shared-copies" {
+                g["result"] = "pass".into();
+                g["reason"] = Value::Null;
+                for c in g["checks"].as_array_mut().unwrap() {
+                    c["result"] = "pass".into();
+                }
+            }
+        }
+    });
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        !text.contains("sign-off evidence_sha256: recorded"),
+        "the sign-off digest itself was recomputed: {text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "annotations.evidence_sha256 (observed: the digest evidence.json hashes to): recorded \
+             {old_digest}, observed {new_digest}\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "statement.intoto.json: predicate.result (observed: rendered from evidence.json): recorded \
+             FAILED, observed WARNED\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("statement.intoto.json: predicate.failedTests"),
+        "{text}"
+    );
+    let case = &failing[0];
+    assert!(
+        text.contains(&format!(
+            "junit.xml: testcase shared-copies shared-copies/{case} (observed: rendered from evidence.json): \
+             recorded failure, observed passed\n"
+        )),
+        "{text}"
+    );
+
+    // junit.xml alone: one failure removed, SHA256SUMS resealed.
+    std::fs::write(dir.join("evidence.json"), &json).unwrap();
+    std::fs::write(dir.join("SHA256SUMS"), &sums).unwrap();
+    let statement = std::fs::read_to_string(dir.join("statement.intoto.json")).unwrap();
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    let start = junit.find("<failure").unwrap();
+    let end = junit[start..].find("</failure>").unwrap() + start + "</failure>".len();
+    let edited = format!("{}{}", &junit[..start], &junit[end..]);
+    std::fs::write(dir.join("junit.xml"), &edited).unwrap();
+    reseal_sums(&dir);
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("recorded passed, observed failure\n"),
+        "{text}"
+    );
+    assert!(text.contains("junit.xml: testcase shared-copies shared-copies/"));
+    assert!(!text.contains("statement.intoto.json: "), "{text}");
+
+    // A statement whose failed test was moved to the passed ones.
+    std::fs::write(dir.join("junit.xml"), &junit).unwrap();
+    let mut st: Value = serde_json::from_str(&statement).unwrap();
+    let moved = st["predicate"]["failedTests"]
+        .as_array_mut()
+        .unwrap()
+        .remove(0);
+    st["predicate"]["passedTests"]
+        .as_array_mut()
+        .unwrap()
+        .push(moved.clone());
+    std::fs::write(
+        dir.join("statement.intoto.json"),
+        serde_json::to_string_pretty(&st).unwrap(),
+    )
+    .unwrap();
+    reseal_sums(&dir);
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains(&format!(
+            "statement.intoto.json: predicate.passedTests (observed: rendered from evidence.json): recorded \
+             {} entries, only in the statement: [{}]",
+            st["predicate"]["passedTests"].as_array().unwrap().len(),
+            moved.as_str().unwrap()
+        )),
+        "{text}"
+    );
+    std::fs::write(dir.join("statement.intoto.json"), &statement).unwrap();
+    std::fs::write(dir.join("SHA256SUMS"), &sums).unwrap();
+    assert_eq!(replay(&dir, &[]).0, 0, "restored");
+}
+
+/// One `--only stage --partition 1/1` share of the fixture (a share merge
+/// accepts on its own).
+fn stage_share(repo: &Path) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (keep, dir) = evidence_dir();
+    let out = verifier_only(repo, &dir, "stage")
+        .args(["--partition", "1/1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    (keep, dir)
+}
+
+#[test]
+fn merge_rehashes_every_file_of_a_share_and_names_the_one_that_differs() {
+    let repo = fixture_repo(&[]);
+    let (_k1, share) = stage_share(&repo.root);
+    let refused = |what: &str, names: &str| {
+        let (_k, into) = evidence_dir();
+        let out = merge_output(&into, &[&share]);
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", both(&out));
+        let err = stderr_text(&out);
+        assert!(err.contains(names), "{what}: expected {names:?} in {err}");
+        assert!(err.contains("refusing to merge it"), "{err}");
+        assert!(!into.exists(), "{what}: nothing written");
+    };
+
+    // A rewritten log, SHA256SUMS untouched.
+    let log = share.join("logs/stage/git-archive.cmd");
+    let original = std::fs::read(&log).unwrap();
+    std::fs::write(&log, "tampered\n").unwrap();
+    let tampered = verify_coding_candidates::hash::sha256_bytes(b"tampered\n");
+    refused(
+        "rewritten log",
+        &format!("file logs/stage/git-archive.cmd: recorded "),
+    );
+    refused("rewritten log", &format!(", observed {tampered}"));
+    // ...and with SHA256SUMS resealed: the sealed listing names it.
+    let sums = std::fs::read(share.join("SHA256SUMS")).unwrap();
+    reseal_sums(&share);
+    refused(
+        "rewritten log, resealed",
+        &format!("files digest: logs/stage/git-archive.cmd: recorded "),
+    );
+    std::fs::write(&log, &original).unwrap();
+    std::fs::write(share.join("SHA256SUMS"), &sums).unwrap();
+
+    // A hidden file dropped (as an artifact upload without hidden files does).
+    let hidden = share.join("staging/source/.gitignore");
+    let kept = std::fs::read(&hidden).unwrap();
+    std::fs::remove_file(&hidden).unwrap();
+    refused(
+        "missing hidden file",
+        "file staging/source/.gitignore: missing (recorded sha256 ",
+    );
+    std::fs::write(&hidden, &kept).unwrap();
+
+    // An extra file nobody recorded.
+    std::fs::write(share.join("logs/extra.txt"), "x\n").unwrap();
+    refused(
+        "extra file",
+        "file logs/extra.txt: not listed in SHA256SUMS",
+    );
+    std::fs::remove_file(share.join("logs/extra.txt")).unwrap();
+
+    // Restored: the same share merges.
+    let (_k2, into) = evidence_dir();
+    let out = merge_output(&into, &[&share]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+}
+
+#[test]
+fn merge_into_a_directory_whose_lock_is_held_exits_2_naming_the_holder() {
+    let repo = fixture_repo(&[]);
+    let (_k1, share) = stage_share(&repo.root);
+    let (_k2, into) = evidence_dir();
+    std::fs::create_dir_all(&into).unwrap();
+    // This process stands for a run (or merge) writing into `into`: it holds
+    // the lock a run takes, on the empty directory.
+    let held = verify_coding_candidates::evidence::lock::acquire(&into).unwrap();
+    let out = merge_output(&into, &[&share]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    let err = stderr_text(&out);
+    assert!(
+        err.contains(&format!("pid {} holds its lock", std::process::id())),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&into).unwrap().count(),
+        0,
+        "nothing written into a locked directory"
+    );
+    // A merge holds it too while it writes: once it is free, the merge runs.
+    drop(held);
+    let out = merge_output(&into, &[&share]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+}
