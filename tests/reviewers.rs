@@ -761,17 +761,19 @@ fn merge_rehashes_every_file_of_a_share_and_names_the_one_that_differs() {
     let original = std::fs::read(&log).unwrap();
     std::fs::write(&log, "tampered\n").unwrap();
     let tampered = verify_coding_candidates::hash::sha256_bytes(b"tampered\n");
+    let recorded = verify_coding_candidates::hash::sha256_bytes(&original);
     refused(
         "rewritten log",
-        &format!("file logs/stage/git-archive.cmd: recorded "),
+        &format!("file logs/stage/git-archive.cmd: recorded {recorded}, observed {tampered}"),
     );
-    refused("rewritten log", &format!(", observed {tampered}"));
     // ...and with SHA256SUMS resealed: the sealed listing names it.
     let sums = std::fs::read(share.join("SHA256SUMS")).unwrap();
     reseal_sums(&share);
     refused(
         "rewritten log, resealed",
-        &format!("files digest: logs/stage/git-archive.cmd: recorded "),
+        &format!(
+            "files digest: logs/stage/git-archive.cmd: recorded {recorded}, observed {tampered}"
+        ),
     );
     std::fs::write(&log, &original).unwrap();
     std::fs::write(share.join("SHA256SUMS"), &sums).unwrap();
