@@ -1,37 +1,10 @@
-//! Terminal views of the catalogue and of a finished run's evidence.
+//! Terminal views of a finished run's evidence (the catalogue's: [`crate::gate_list`]).
 
-use crate::catalogue::GateInfo;
 use crate::evidence::{
     self, statement, Check, CheckResult, Evidence, GateRecord, GateResult, Verdict,
 };
 use std::fmt::Write;
 use std::path::Path;
-
-/// `verify-coding-candidates gates`: every gate with what it proves, what it
-/// does not prove and what it requires.
-pub fn catalogue_text(gates: &[GateInfo]) -> String {
-    let mut out = String::new();
-    for g in gates {
-        let _ = writeln!(out, "{}  {}", g.id, g.title);
-        let _ = writeln!(out, "  proves:         {}", g.proves);
-        let _ = writeln!(out, "  does not prove: {}", g.does_not_prove);
-        let requires = if g.requires.is_empty() {
-            "nothing".to_string()
-        } else {
-            g.requires.join(", ")
-        };
-        let _ = writeln!(out, "  requires:       {requires}\n");
-    }
-    let _ = writeln!(
-        out,
-        "built-in local protocol fixtures (`fixture = \"builtin:NAME\"` in [[discovery.runner_probe]]; each refuses network sockets and replies \"{}\"):",
-        crate::python::fixtures::reply_text("NAME", "<nonce>")
-    );
-    for f in crate::python::fixtures::ALL {
-        let _ = writeln!(out, "  builtin:{:<26}{}", f.name, f.protocol);
-    }
-    out
-}
 
 /// The final summary: one line per gate, every failing check with its
 /// detail, the verdict and where the evidence is.
