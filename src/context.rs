@@ -154,6 +154,7 @@ impl RunContext {
                 archive_sha256: None,
                 ignored_files: Vec::new(),
                 export_attributes: Vec::new(),
+                origin: None,
             },
             sdk: Sdk::default(),
             candidates: Vec::new(),

@@ -24,6 +24,7 @@ pub mod manifest;
 pub mod manifest_yaml;
 pub mod merge;
 pub mod netns;
+pub mod origin;
 pub mod output;
 pub mod parallel;
 pub mod pipeline;

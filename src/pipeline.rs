@@ -182,6 +182,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             archive_sha256: None,
             ignored_files: Vec::new(),
             export_attributes: Vec::new(),
+            origin: crate::origin::read(&repo),
         },
         sdk,
         candidates,

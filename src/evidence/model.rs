@@ -319,6 +319,11 @@ pub struct Source {
     pub ignored_files: Vec<String>,
     /// Paths carrying `export-ignore` or `export-subst`, with the attribute.
     pub export_attributes: Vec<ExportAttribute>,
+    /// `remote.origin.url` of the repository, credentials removed
+    /// ([`crate::origin::public_url`]); `null` without an origin or when it
+    /// is a local path. The statement names the source by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// A path with a git export attribute.

@@ -46,7 +46,8 @@ pub fn warnings(evidence: &Evidence) -> usize {
 }
 
 /// Renders the statement: one subject per built archive (name = archive file
-/// name, digest sha256) plus the source commit (`gitCommit`), [`result`] as
+/// name, digest sha256) plus the source commit (`gitCommit`, named
+/// `git+<origin URL>` or the repository folder's name: [`crate::origin::subject_name`]), [`result`] as
 /// `result`, the profile, SDK RECORD and tool as `configuration` (the tool's
 /// annotations list `gates_not_run` for a partial run), and every check's
 /// name (`gate/candidate/check`) by outcome; a gate a partial run did not
@@ -62,7 +63,7 @@ pub fn render(evidence: &Evidence) -> Value {
         })
         .collect();
     subject.push(json!({
-        "name": format!("git+{}", evidence.source.repo),
+        "name": crate::origin::subject_name(evidence.source.origin.as_deref(), &evidence.source.repo),
         "digest": { "gitCommit": evidence.source.commit }
     }));
 
