@@ -1,4 +1,4 @@
-//! The README's CI recipes (GitHub Actions, GitLab CI), run as scripts
+//! The CI recipes of `docs/ci-notes.md` (GitHub Actions, GitLab CI), run as scripts
 //! against the fixture repository: each job in a fresh workspace with a fresh
 //! clone of the repository under review, every `run:`/`script:` command
 //! executed by bash as the CI would, artifacts passed between jobs as the CI
@@ -19,14 +19,17 @@ use serde_yaml_ng::Value as Yaml;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The README's YAML block that follows the line starting with `heading`.
+/// The page holding the CI recipes.
+const RECIPES: &str = "docs/ci-notes.md";
+
+/// The YAML block of [`RECIPES`] that follows the line starting with `heading`.
 fn readme_yaml(heading: &str) -> Yaml {
     let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(RECIPES)).unwrap();
     let at = readme
         .lines()
         .position(|l| l.starts_with(heading))
-        .unwrap_or_else(|| panic!("README has no line starting with {heading:?}"));
+        .unwrap_or_else(|| panic!("{RECIPES} has no line starting with {heading:?}"));
     let rest: Vec<&str> = readme.lines().skip(at).collect();
     let open = rest
         .iter()
