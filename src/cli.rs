@@ -126,6 +126,14 @@ pub struct Cli {
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
 
+    /// Certify the working tree as it is, not HEAD: tracked files plus untracked files no ignore
+    /// rule matches, deleted files left out, uncommitted changes included (`tree-clean` lists them
+    /// as warnings). Nothing is written to the repository. The evidence is labelled "working
+    /// tree, not a commit" and identified by a digest of the staged files; its statement is never
+    /// PASSED. A developer's check, not a certification.
+    #[arg(long)]
+    pub worktree: bool,
+
     /// Subcommand; without one, runs the gates.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -334,6 +342,7 @@ pub fn main() -> ExitCode {
         jobs: cli
             .jobs
             .map_or_else(crate::pipeline::default_jobs, usize::from),
+        worktree: cli.worktree,
     };
     // An unknown id is a bad argument: reject it before saying anything about
     // the selection. The prerequisites note waits for the first gate, so it
@@ -439,6 +448,7 @@ const RUN_OPTIONS: &[(&str, &str)] = &[
     ("jobs", "--jobs"),
     ("quiet", "--quiet"),
     ("format", "--format"),
+    ("worktree", "--worktree"),
 ];
 
 /// Refuses run options given on the command line before subcommand `name`

@@ -155,6 +155,7 @@ impl RunContext {
                 ignored_files: Vec::new(),
                 export_attributes: Vec::new(),
                 origin: None,
+                worktree: None,
             },
             sdk: Sdk::default(),
             candidates: Vec::new(),

@@ -35,3 +35,4 @@ pub mod replay;
 pub mod report;
 pub mod rpc;
 pub mod wheelhouse;
+pub mod worktree;

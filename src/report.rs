@@ -20,11 +20,26 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
         }
     };
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "commit {} ({})",
-        evidence.source.commit, evidence.source.repo
-    );
+    match &evidence.source.worktree {
+        Some(w) => {
+            let _ = writeln!(
+                out,
+                "{} ({}): digest {}, base commit {}, {} uncommitted path(s)",
+                w.label,
+                evidence.source.repo,
+                w.digest.as_deref().unwrap_or("not computed"),
+                evidence.source.commit,
+                w.uncommitted.len()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "commit {} ({})",
+                evidence.source.commit, evidence.source.repo
+            );
+        }
+    }
     // Gates an `--only` run left out get one line together, not one row each.
     let not_selected = |g: &&GateRecord| {
         g.result == GateResult::Skipped
@@ -268,6 +283,7 @@ pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
         "gates_not_run": gates_not_run(evidence),
         "warnings": statement::warnings(evidence),
         "statement_result": statement::result(evidence),
+        "worktree": evidence.source.worktree,
         "gates": gates,
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default()

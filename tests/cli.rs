@@ -321,7 +321,9 @@ fn profiles_page_example_is_a_valid_profile() {
         .and_then(|s| s.split("```").next())
         .expect("docs/profiles.md has a ```toml example");
     let profile = verify_coding_candidates::profile::parse(example, "docs/profiles.md example")
-        .unwrap_or_else(|e| panic!("docs/profiles.md's profile example is not a valid profile: {e}"));
+        .unwrap_or_else(|e| {
+            panic!("docs/profiles.md's profile example is not a valid profile: {e}")
+        });
     assert_eq!(profile.sdk.version(), "0.6.0b5");
 }
 

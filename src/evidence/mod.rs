@@ -365,6 +365,7 @@ pub(crate) mod testing {
                 ignored_files: Vec::new(),
                 export_attributes: Vec::new(),
                 origin: None,
+                worktree: None,
             },
             sdk: Sdk::default(),
             gates,
