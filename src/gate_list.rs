@@ -65,11 +65,21 @@ pub fn text(gates: &[GateInfo], width: usize, fixtures: bool) -> String {
 
 /// `text` wrapped at `width`, the first line after `first`, the others
 /// after `rest`, appended to `out` with a newline after each line.
+///
+/// Words are never split (not at hyphens either: ids and paths stay whole).
+/// When `first` leaves fewer than 20 columns, it stands on a line of its own
+/// and the text follows on lines indented by four spaces.
 fn push_wrapped(out: &mut String, text: &str, first: &str, rest: &str, width: usize) {
-    let options = textwrap::Options::new(width.max(20))
+    let width = width.max(24);
+    if first.len() + 20 > width {
+        let _ = writeln!(out, "{}", first.trim_end());
+        return push_wrapped(out, text, "    ", "    ", width);
+    }
+    let options = textwrap::Options::new(width)
         .initial_indent(first)
         .subsequent_indent(rest)
-        .break_words(false);
+        .break_words(false)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
     for line in textwrap::wrap(text, options) {
         let _ = writeln!(out, "{line}");
     }
