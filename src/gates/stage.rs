@@ -379,11 +379,16 @@ fn blob_check(blobs: &Blobs, commit: &str, attributes_failed: bool) -> Check {
         "problems": blobs.problems,
     });
     if blobs.problems.is_empty() {
+        let source = if commit.starts_with(crate::worktree::LABEL) {
+            format!("the working tree's file has ({commit})")
+        } else {
+            format!("`git ls-tree -r {commit}` lists")
+        };
         return Check::pass(
             "blob-ids",
             None,
             format!(
-                "all {} staged files have the git blob id `git ls-tree -r {commit}` lists",
+                "all {} staged files have the git blob id {source}",
                 blobs.verified
             ),
         )
