@@ -103,3 +103,30 @@ fn the_working_tree_is_staged_and_labelled_never_passed_and_the_repository_untou
         stdout_text(&out)
     );
 }
+
+#[test]
+fn merge_refuses_shares_of_two_different_working_trees() {
+    let repo = fixture_repo(&[]);
+    let share = |k: &str, dir: &std::path::Path| {
+        let out = verifier_only(&repo.root, dir, "stage")
+            .args(["--worktree", "--partition", k])
+            .output()
+            .unwrap();
+        assert_eq!(exit_code(&out), 0, "{}", stderr_text(&out));
+    };
+    let (_k1, p1) = evidence_dir();
+    let (_k2, p2) = evidence_dir();
+    std::fs::write(repo.root.join("notes.txt"), b"first\n").unwrap();
+    share("1/2", &p1);
+    std::fs::write(repo.root.join("notes.txt"), b"second\n").unwrap();
+    share("2/2", &p2);
+    let (_k3, merged) = evidence_dir();
+    let out = common::merge_output(&merged, &[&p1, &p2]);
+    assert_eq!(exit_code(&out), 2, "{}", stderr_text(&out));
+    assert!(
+        stderr_text(&out).contains("disagree on source: working tree "),
+        "{}",
+        stderr_text(&out)
+    );
+    assert!(!merged.exists(), "nothing is written on refusal");
+}
