@@ -2,10 +2,10 @@
 
 use crate::evidence::{GateRecord, GateResult, Verdict};
 use crate::pipeline::{self, Progress, RunOptions};
-use crate::{catalogue, exit, merge, replay, report};
+use crate::{catalogue, exit, gate_list, merge, output, replay, report};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -81,7 +81,7 @@ pub struct Cli {
     pub profile: Option<PathBuf>,
 
     /// Run only these gates (comma-separated ids) and the prerequisites they need.
-    #[arg(long, value_name = "GATE,...", value_delimiter = ',')]
+    #[arg(long, value_name = "GATE,...", value_delimiter = ',', value_parser = GateIdParser, hide_possible_values = true)]
     pub only: Option<Vec<String>>,
 
     /// Check only the K-th of N stable shares of the candidates (global gates run in every share);
@@ -126,6 +126,14 @@ pub struct Cli {
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
 
+    /// Certify the working tree as it is, not HEAD: tracked files plus untracked files no ignore
+    /// rule matches, deleted files left out, uncommitted changes included (`tree-clean` lists them
+    /// as warnings). Nothing is written to the repository. The evidence is labelled "working
+    /// tree, not a commit" and identified by a digest of the staged files; its statement is never
+    /// PASSED. A developer's check, not a certification.
+    #[arg(long)]
+    pub worktree: bool,
+
     /// Subcommand; without one, runs the gates.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -135,7 +143,19 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List every gate: what it proves, what it does not prove, what it needs.
-    Gates,
+    ///
+    /// Text is wrapped to the terminal's width (80 columns when stdout is not
+    /// a terminal). Exit 2 when a GATE names no gate.
+    Gates {
+        /// Only these gates, in this order (default: every gate, then the
+        /// built-in protocol fixtures).
+        #[arg(value_name = "GATE", value_parser = GateIdParser)]
+        ids: Vec<String>,
+        /// Output format: wrapped text, or one JSON document
+        /// (`{"gates": [{"id", "title", "proves", "does_not_prove", "requires", "scope"}]}`).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
     /// Re-derive every recorded digest of an evidence directory and compare.
     ///
     /// Checks SHA256SUMS, the sign-off's evidence digest, every archive's
@@ -186,15 +206,34 @@ pub enum Command {
         #[arg(value_name = "DIR", required = true)]
         dirs: Vec<PathBuf>,
     },
-    /// Internal: the `discovery-rpc` gate's host process (runs the SDK runtime
-    /// and drives its WebSocket inside the gate's network namespace). Not for
-    /// direct use; hidden from --help.
-    #[command(name = "__discovery-host", hide = true)]
-    DiscoveryHost {
-        /// The host spec the gate wrote.
-        #[arg(long, value_name = "FILE")]
-        spec: PathBuf,
-    },
+}
+
+/// A gate id argument (`--only`, `gates GATE`): accepts every string, so an
+/// unknown id gets [`catalogue::check_ids`]'s sentence (the id it most likely
+/// means, every known id) rather than clap's; offers the catalogue's ids as
+/// its possible values, so the completion scripts complete gate ids.
+#[derive(Debug, Clone, Copy)]
+struct GateIdParser;
+
+impl clap::builder::TypedValueParser for GateIdParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(catalogue::all().iter().map(|g| {
+            clap::builder::PossibleValue::new(g.id.as_str()).help(g.title.clone())
+        })))
+    }
 }
 
 /// Output format of a summary.
@@ -208,6 +247,9 @@ pub enum Format {
 
 /// Parses the command line, runs, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
+    if let Some(code) = discovery_host_main() {
+        return code;
+    }
     let parsed = Cli::command()
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (m, cli)));
@@ -225,16 +267,27 @@ pub fn main() -> ExitCode {
     };
     if let Some((name, _)) = matches.subcommand() {
         if let Err(message) = refuse_run_options(&matches, name) {
-            eprintln!("error: {message}");
+            crate::stderr_line!("error: {message}");
             return ExitCode::from(exit::CANNOT_RUN);
         }
     }
     match cli.command {
-        Some(Command::DiscoveryHost { spec }) => {
-            return crate::gates::discovery_rpc::host_main(&spec);
-        }
-        Some(Command::Gates) => {
-            emit(&report::catalogue_text(catalogue::all()));
+        Some(Command::Gates { ids, format }) => {
+            let gates = match gate_list::select(&ids) {
+                Ok(gates) => gates,
+                Err(e) => {
+                    crate::stderr_line!("error: {e}");
+                    return ExitCode::from(exit::CANNOT_RUN);
+                }
+            };
+            let all = ids.is_empty();
+            emit(&match format {
+                Format::Text => gate_list::text(&gates, gate_list::stdout_width(), all),
+                Format::Json => format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&gate_list::json(&gates, all)).unwrap_or_default()
+                ),
+            });
             return ExitCode::from(exit::SUCCESS);
         }
         Some(Command::Replay {
@@ -269,7 +322,7 @@ pub fn main() -> ExitCode {
                     })
                 }
                 Err(e) => {
-                    eprintln!("error: merge: {e}");
+                    crate::stderr_line!("error: merge: {e}");
                     ExitCode::from(exit::CANNOT_RUN)
                 }
             };
@@ -289,6 +342,7 @@ pub fn main() -> ExitCode {
         jobs: cli
             .jobs
             .map_or_else(crate::pipeline::default_jobs, usize::from),
+        worktree: cli.worktree,
     };
     // An unknown id is a bad argument: reject it before saying anything about
     // the selection. The prerequisites note waits for the first gate, so it
@@ -296,7 +350,7 @@ pub fn main() -> ExitCode {
     let mut prerequisites_note = None;
     if let Some(only) = &opts.only {
         if let Err(e) = catalogue::check_ids(only) {
-            eprintln!("error: {e}");
+            crate::stderr_line!("error: {e}");
             return ExitCode::from(exit::CANNOT_RUN);
         }
         let with = catalogue::with_prerequisites(only);
@@ -337,10 +391,47 @@ pub fn main() -> ExitCode {
             })
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::stderr_line!("error: {e}");
             ExitCode::from(exit::CANNOT_RUN)
         }
     }
+}
+
+/// The `discovery-rpc` gate's host process, `verify-coding-candidates
+/// __discovery-host --spec FILE`: internal, started by the gate only.
+///
+/// It is no subcommand of [`Cli`], so `--help`, the man page and every
+/// completion script leave it out (clap_complete offers hidden subcommands).
+#[derive(Debug, Parser)]
+#[command(name = "verify-coding-candidates __discovery-host")]
+struct DiscoveryHost {
+    /// The host spec the gate wrote.
+    #[arg(long, value_name = "FILE")]
+    spec: PathBuf,
+}
+
+/// Runs the host when the first argument is
+/// [`HOST_SUBCOMMAND`](crate::gates::discovery_rpc::HOST_SUBCOMMAND); `None`
+/// for every other command line.
+fn discovery_host_main() -> Option<ExitCode> {
+    let mut args = std::env::args_os();
+    let program = args.next()?;
+    if args.next()? != crate::gates::discovery_rpc::HOST_SUBCOMMAND {
+        return None;
+    }
+    Some(
+        match DiscoveryHost::try_parse_from(std::iter::once(program).chain(args)) {
+            Ok(host) => crate::gates::discovery_rpc::host_main(&host.spec),
+            Err(e) => {
+                let _ = e.print();
+                ExitCode::from(if e.use_stderr() {
+                    exit::CANNOT_RUN
+                } else {
+                    exit::SUCCESS
+                })
+            }
+        },
+    )
 }
 
 /// The run's options (argument id, flag), which belong before no subcommand.
@@ -357,6 +448,7 @@ const RUN_OPTIONS: &[(&str, &str)] = &[
     ("jobs", "--jobs"),
     ("quiet", "--quiet"),
     ("format", "--format"),
+    ("worktree", "--worktree"),
 ];
 
 /// Refuses run options given on the command line before subcommand `name`
@@ -418,13 +510,13 @@ struct TerminalProgress {
 impl Progress for TerminalProgress {
     fn gate_started(&mut self, index: usize, total: usize, id: &str, also_running: &[&str]) {
         if let Some(note) = self.pending_note.take() {
-            eprintln!("{note}");
+            crate::stderr_line!("{note}");
         }
         if self.enabled {
             if also_running.is_empty() {
-                eprintln!("[{index}/{total}] {id} ...");
+                crate::stderr_line!("[{index}/{total}] {id} ...");
             } else {
-                eprintln!(
+                crate::stderr_line!(
                     "[{index}/{total}] {id} ... (also running: {})",
                     also_running.join(", ")
                 );
@@ -438,8 +530,8 @@ impl Progress for TerminalProgress {
         }
         let secs = record.duration_ms as f64 / 1000.0;
         match record.result {
-            GateResult::Pass => eprintln!("      {} pass ({secs:.1}s)", record.id),
-            _ => eprintln!(
+            GateResult::Pass => crate::stderr_line!("      {} pass ({secs:.1}s)", record.id),
+            _ => crate::stderr_line!(
                 "      {} {} ({secs:.1}s): {}",
                 record.id,
                 record.result.word(),
@@ -451,7 +543,7 @@ impl Progress for TerminalProgress {
 
 fn run_replay(opts: replay::ReplayOptions, format: Format, quiet: bool) -> ExitCode {
     if format == Format::Text && !quiet {
-        eprintln!(
+        crate::stderr_line!(
             "replaying {}{}",
             opts.evidence.display(),
             if opts.repo.is_some() {
@@ -514,29 +606,15 @@ fn run_replay(opts: replay::ReplayOptions, format: Format, quiet: bool) -> ExitC
             })
         }
         Err(e) => {
-            eprintln!("error: replay: {e}");
+            crate::stderr_line!("error: replay: {e}");
             ExitCode::from(exit::CANNOT_RUN)
         }
     }
 }
 
-/// Writes `text` to stdout and flushes it: every stdout write of the CLI goes
-/// through here, once per command.
-///
-/// A reader that went away (`BrokenPipe`: `| head -1`, `| true`) ends the
-/// output quietly; any other write error is reported on stderr. Neither
-/// changes the exit code: the command's outcome (and a run's evidence) does
-/// not depend on whether someone read its summary. `print!` would panic
-/// (exit 101) instead, since Rust ignores SIGPIPE.
+/// Writes `text` to stdout: every stdout write of the CLI goes through
+/// here, once per command ([`output::stdout`]: a closed pipe ends the output
+/// quietly, the exit code is unchanged).
 fn emit(text: &str) {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            let _ = writeln!(std::io::stderr(), "error: cannot write to stdout: {e}");
-        }
-        _ => {}
-    }
+    output::stdout(text);
 }

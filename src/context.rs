@@ -154,6 +154,8 @@ impl RunContext {
                 archive_sha256: None,
                 ignored_files: Vec::new(),
                 export_attributes: Vec::new(),
+                origin: None,
+                worktree: None,
             },
             sdk: Sdk::default(),
             candidates: Vec::new(),

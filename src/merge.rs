@@ -133,6 +133,14 @@ pub fn merge(
         };
         same("commit", &first.source.commit, &ev.source.commit)?;
         same("tree", &first.source.tree, &ev.source.tree)?;
+        // `--worktree` runs: the same working tree (a commit's run has none).
+        let worktree = |e: &crate::evidence::Evidence| {
+            e.source.worktree.as_ref().map_or_else(
+                || "a commit".to_string(),
+                |w| format!("working tree {}", w.digest.as_deref().unwrap_or("-")),
+            )
+        };
+        same("source", &worktree(first), &worktree(ev))?;
         same("profile digest", &first.profile.sha256, &ev.profile.sha256)?;
         same(
             "SDK version",

@@ -35,6 +35,8 @@ pub struct RunOptions {
     pub release_dir: Option<PathBuf>,
     /// `--jobs N`: at most this many gates at once (0 is taken as 1).
     pub jobs: usize,
+    /// `--worktree`: certify the working tree as it is, not `HEAD`.
+    pub worktree: bool,
 }
 
 /// The default of `--jobs`: the cores this process may use (1 when unknown).
@@ -182,6 +184,13 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             archive_sha256: None,
             ignored_files: Vec::new(),
             export_attributes: Vec::new(),
+            origin: crate::origin::read(&repo),
+            worktree: opts.worktree.then(|| crate::evidence::WorktreeSource {
+                label: crate::worktree::LABEL.into(),
+                digest: None,
+                files: None,
+                uncommitted: Vec::new(),
+            }),
         },
         sdk,
         candidates,

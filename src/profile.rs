@@ -591,7 +591,7 @@ pub enum ProfileError {
         source: std::io::Error,
     },
     /// TOML error, including unknown keys (the message names the key).
-    #[error("profile {path}: {message}\nexpected: only the keys a profile defines (the README's \"Profiles\" section documents each one); fix or remove the offending key")]
+    #[error("profile {path}: {message}\nexpected: only the keys a profile defines (docs/profiles.md documents each one); fix or remove the offending key")]
     Parse {
         /// Path or `built-in`.
         path: String,
@@ -1123,7 +1123,7 @@ mod tests {
         assert!(err.contains("surprise"), "{err}");
         // Users have the binary, not its source tree: no path of it is named.
         assert!(!err.contains("gates/profiles"), "{err}");
-        assert!(err.contains("README's \"Profiles\" section"), "{err}");
+        assert!(err.contains("docs/profiles.md documents each one"), "{err}");
     }
 
     #[test]

@@ -1,37 +1,10 @@
-//! Terminal views of the catalogue and of a finished run's evidence.
+//! Terminal views of a finished run's evidence (the catalogue's: [`crate::gate_list`]).
 
-use crate::catalogue::GateInfo;
 use crate::evidence::{
     self, statement, Check, CheckResult, Evidence, GateRecord, GateResult, Verdict,
 };
 use std::fmt::Write;
 use std::path::Path;
-
-/// `verify-coding-candidates gates`: every gate with what it proves, what it
-/// does not prove and what it requires.
-pub fn catalogue_text(gates: &[GateInfo]) -> String {
-    let mut out = String::new();
-    for g in gates {
-        let _ = writeln!(out, "{}  {}", g.id, g.title);
-        let _ = writeln!(out, "  proves:         {}", g.proves);
-        let _ = writeln!(out, "  does not prove: {}", g.does_not_prove);
-        let requires = if g.requires.is_empty() {
-            "nothing".to_string()
-        } else {
-            g.requires.join(", ")
-        };
-        let _ = writeln!(out, "  requires:       {requires}\n");
-    }
-    let _ = writeln!(
-        out,
-        "built-in local protocol fixtures (`fixture = \"builtin:NAME\"` in [[discovery.runner_probe]]; each refuses network sockets and replies \"{}\"):",
-        crate::python::fixtures::reply_text("NAME", "<nonce>")
-    );
-    for f in crate::python::fixtures::ALL {
-        let _ = writeln!(out, "  builtin:{:<26}{}", f.name, f.protocol);
-    }
-    out
-}
 
 /// The final summary: one line per gate, every failing check with its
 /// detail, the verdict and where the evidence is.
@@ -47,11 +20,26 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
         }
     };
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "commit {} ({})",
-        evidence.source.commit, evidence.source.repo
-    );
+    match &evidence.source.worktree {
+        Some(w) => {
+            let _ = writeln!(
+                out,
+                "{} ({}): digest {}, base commit {}, {} uncommitted path(s)",
+                w.label,
+                evidence.source.repo,
+                w.digest.as_deref().unwrap_or("not computed"),
+                evidence.source.commit,
+                w.uncommitted.len()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "commit {} ({})",
+                evidence.source.commit, evidence.source.repo
+            );
+        }
+    }
     // Gates an `--only` run left out get one line together, not one row each.
     let not_selected = |g: &&GateRecord| {
         g.result == GateResult::Skipped
@@ -295,6 +283,7 @@ pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
         "gates_not_run": gates_not_run(evidence),
         "warnings": statement::warnings(evidence),
         "statement_result": statement::result(evidence),
+        "worktree": evidence.source.worktree,
         "gates": gates,
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default()

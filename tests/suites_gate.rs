@@ -613,6 +613,9 @@ const NO_BWRAP: (&str, &str) = ("VCC_BWRAP", "/nonexistent/vcc-no-bwrap");
 
 #[test]
 fn a_test_process_that_leaves_its_group_ends_with_the_sandbox_and_never_writes_late() {
+    common::require_bwrap(
+        "a_test_process_that_leaves_its_group_ends_with_the_sandbox_and_never_writes_late",
+    );
     let repo = fixture_repo(&["suite-escapes-group"]);
     let (code, ev, _keep, dir, text) = run_suites(
         &repo.root,

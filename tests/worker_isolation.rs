@@ -288,6 +288,7 @@ fn process_backend_passes_and_records_what_it_cannot_hide() {
 
 #[test]
 fn bwrap_backend_passes_and_hides_each_root_from_the_other_worker() {
+    common::require_bwrap("bwrap_backend_passes_and_hides_each_root_from_the_other_worker");
     let run = run_gate("bwrap", &[]);
     assert_genuine_pass(&run);
     let backend = observed(&run, "backend");
@@ -324,6 +325,7 @@ fn bwrap_backend_passes_and_hides_each_root_from_the_other_worker() {
 
 #[test]
 fn auto_selects_bwrap_when_the_preflight_succeeds() {
+    common::require_bwrap("auto_selects_bwrap_when_the_preflight_succeeds");
     let run = run_gate("auto", &[]);
     assert_genuine_pass(&run);
     let backend = observed(&run, "backend");
@@ -490,6 +492,7 @@ fn a_listener_accepting_any_token_fails_token_separation() {
 
 #[test]
 fn under_bwrap_the_pid_namespace_contains_a_setsid_escape_at_teardown() {
+    common::require_bwrap("under_bwrap_the_pid_namespace_contains_a_setsid_escape_at_teardown");
     // The escaped grandchild still outlives its job's cancellation (that is
     // a finding), but it dies with its worker's pid namespace: no residue.
     let run = run_gate("bwrap", &[(VARIANT_VAR, "setsid-escape")]);
@@ -510,6 +513,7 @@ fn under_bwrap_the_pid_namespace_contains_a_setsid_escape_at_teardown() {
 
 #[test]
 fn under_bwrap_a_leaking_worker_finds_no_harness_environment_to_leak() {
+    common::require_bwrap("under_bwrap_a_leaking_worker_finds_no_harness_environment_to_leak");
     // Its parent is bwrap's own init in a new pid namespace, whose
     // environment bwrap already cleared.
     let canary = format!("test-canary-{}", std::process::id());

@@ -364,6 +364,8 @@ pub(crate) mod testing {
                 archive_sha256: None,
                 ignored_files: Vec::new(),
                 export_attributes: Vec::new(),
+                origin: None,
+                worktree: None,
             },
             sdk: Sdk::default(),
             gates,

@@ -319,6 +319,32 @@ pub struct Source {
     pub ignored_files: Vec<String>,
     /// Paths carrying `export-ignore` or `export-subst`, with the attribute.
     pub export_attributes: Vec<ExportAttribute>,
+    /// `remote.origin.url` of the repository, credentials removed
+    /// ([`crate::origin::public_url`]); `null` without an origin or when it
+    /// is a local path. The statement names the source by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    /// Set by `--worktree`: the source is the working tree as it was, not a
+    /// commit (`commit` and `tree` are then `HEAD`'s, the base the changes
+    /// are relative to). `null` for a commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeSource>,
+}
+
+/// The working tree a `--worktree` run certified ([`crate::worktree`]).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeSource {
+    /// Always `working tree, not a commit`.
+    pub label: String,
+    /// sha256 hex of the sorted lines `<mode> <blob id>\t<path>\n` of the
+    /// staged files ([`crate::worktree::digest`]); `null` until `stage` ran.
+    pub digest: Option<String>,
+    /// Files staged from the working tree; `null` until `stage` ran.
+    pub files: Option<usize>,
+    /// What differs from `HEAD` as `tree-clean` saw it (staged, unstaged and
+    /// untracked paths), certified as they are.
+    pub uncommitted: Vec<String>,
 }
 
 /// A path with a git export attribute.

@@ -24,12 +24,19 @@ pub const PREDICATE_TYPE: &str = "https://in-toto.io/attestation/test-result/v0.
 /// (verdict pass, not partial, no warning); `WARNED` for a pass with
 /// warnings and for a partial pass (an `--only` run or one `--partition`
 /// share: it certifies nothing about the gates or candidates it left out);
+/// a `--worktree` pass is `WARNED` too (the working tree is not a commit);
 /// `FAILED` for a fail or an interrupted run. The terminal summary shows the
 /// same word, so the console and the statement always agree.
 pub fn result(evidence: &Evidence) -> &'static str {
     match evidence.verdict {
         Verdict::Fail | Verdict::Incomplete => "FAILED",
-        Verdict::Pass if evidence.selection.partial || warnings(evidence) > 0 => "WARNED",
+        Verdict::Pass
+            if evidence.selection.partial
+                || warnings(evidence) > 0
+                || evidence.source.worktree.is_some() =>
+        {
+            "WARNED"
+        }
         Verdict::Pass => "PASSED",
     }
 }
@@ -46,7 +53,8 @@ pub fn warnings(evidence: &Evidence) -> usize {
 }
 
 /// Renders the statement: one subject per built archive (name = archive file
-/// name, digest sha256) plus the source commit (`gitCommit`), [`result`] as
+/// name, digest sha256) plus the source commit (`gitCommit`, named
+/// `git+<origin URL>` or the repository folder's name: [`crate::origin::subject_name`]), [`result`] as
 /// `result`, the profile, SDK RECORD and tool as `configuration` (the tool's
 /// annotations list `gates_not_run` for a partial run), and every check's
 /// name (`gate/candidate/check`) by outcome; a gate a partial run did not
@@ -61,10 +69,20 @@ pub fn render(evidence: &Evidence) -> Value {
             json!({ "name": name, "digest": { "sha256": a.sha256 } })
         })
         .collect();
-    subject.push(json!({
-        "name": format!("git+{}", evidence.source.repo),
-        "digest": { "gitCommit": evidence.source.commit }
-    }));
+    let name =
+        crate::origin::subject_name(evidence.source.origin.as_deref(), &evidence.source.repo);
+    subject.push(match &evidence.source.worktree {
+        // The working tree has no commit id: its digest, and the base.
+        Some(w) => json!({
+            "name": name,
+            "digest": { "sha256": w.digest.clone().unwrap_or_default() },
+            "annotations": { "source": w.label, "baseCommit": evidence.source.commit }
+        }),
+        None => json!({
+            "name": name,
+            "digest": { "gitCommit": evidence.source.commit }
+        }),
+    });
 
     let (mut passed, mut warned, mut failed) = (Vec::new(), Vec::new(), Vec::new());
     for gate in &evidence.gates {
@@ -108,6 +126,9 @@ pub fn render(evidence: &Evidence) -> Value {
     }
     let mut annotations =
         json!({ "evidence_sha256": evidence.sign_off.evidence_sha256, "signed": false });
+    if let Some(w) = &evidence.source.worktree {
+        annotations["worktree"] = json!(w.label);
+    }
     if evidence.selection.partial {
         // An `--only` run or one partition: its result covers the listed tests only.
         annotations["partial"] = json!(true);

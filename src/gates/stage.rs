@@ -181,6 +181,8 @@ pub(crate) struct Observation {
     pub archive: ArchiveFile,
     /// The extraction and everything after it, or why it stopped.
     pub staged: Result<Staged, ExtractionFailure>,
+    /// `--worktree`: the working tree's digest and file count.
+    pub worktree: Option<(String, usize)>,
 }
 
 impl super::Gate for Stage {
@@ -192,6 +194,14 @@ impl super::Gate for Stage {
         let obs = observe::observe(ctx)?;
         let hex = obs.archive.sha256.clone();
         out.set(move |ctx| ctx.source.archive_sha256 = Some(hex));
+        if let Some((digest, files)) = obs.worktree.clone() {
+            out.set(move |ctx| {
+                if let Some(w) = &mut ctx.source.worktree {
+                    w.digest = Some(digest);
+                    w.files = Some(files);
+                }
+            });
+        }
         if let Ok(Staged {
             attributes: Ok(attributes),
             ..
@@ -227,10 +237,17 @@ pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
     let mut checks = vec![Check::pass(
         "git-archive",
         None,
-        format!(
-            "`git archive --format=tar {}` wrote {} bytes, sha256 {}",
-            obs.commit, a.size, a.sha256
-        ),
+        if obs.worktree.is_some() {
+            format!(
+                "{} staged as git archive would write it: {} bytes, sha256 {}",
+                obs.commit, a.size, a.sha256
+            )
+        } else {
+            format!(
+                "`git archive --format=tar {}` wrote {} bytes, sha256 {}",
+                obs.commit, a.size, a.sha256
+            )
+        },
     )
     .with_observed(json!({ "path": a.path, "sha256": a.sha256, "size": a.size }))];
     let staged = match &obs.staged {
@@ -362,11 +379,16 @@ fn blob_check(blobs: &Blobs, commit: &str, attributes_failed: bool) -> Check {
         "problems": blobs.problems,
     });
     if blobs.problems.is_empty() {
+        let source = if commit.starts_with(crate::worktree::LABEL) {
+            format!("the working tree's file has ({commit})")
+        } else {
+            format!("`git ls-tree -r {commit}` lists")
+        };
         return Check::pass(
             "blob-ids",
             None,
             format!(
-                "all {} staged files have the git blob id `git ls-tree -r {commit}` lists",
+                "all {} staged files have the git blob id {source}",
                 blobs.verified
             ),
         )

@@ -52,7 +52,17 @@ impl super::Gate for TreeClean {
         let obs = observe(ctx)?;
         let ignored = ignored(&obs);
         out.set(move |ctx| ctx.source.ignored_files = ignored);
-        Ok(decide(&obs))
+        let checks = decide(&obs);
+        if ctx.source.worktree.is_none() {
+            return Ok(checks);
+        }
+        let uncommitted = uncommitted(&obs);
+        out.set(move |ctx| {
+            if let Some(w) = &mut ctx.source.worktree {
+                w.uncommitted = uncommitted;
+            }
+        });
+        Ok(as_worktree(checks))
     }
 }
 
@@ -95,6 +105,41 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
         commit: ctx.source.commit.clone(),
         tree: ctx.source.tree.clone(),
     })
+}
+
+/// Every changed path (staged, unstaged or untracked; not ignored), as the
+/// change checks list it, in git's order.
+pub(crate) fn uncommitted(obs: &Observation) -> Vec<String> {
+    obs.entries
+        .iter()
+        .filter(|e| CHANGE_CHECKS.iter().any(|(_, _, counts)| counts(e)))
+        .map(|e| match &e.orig {
+            Some(orig) => format!("{orig} -> {}", e.path),
+            None => e.path.clone(),
+        })
+        .collect()
+}
+
+/// `--worktree`: the working tree is what is certified, so a change is
+/// listed, not failed: each failing change check becomes a warning saying
+/// so (and the statement is never PASSED). Pure.
+pub(crate) fn as_worktree(checks: Vec<Check>) -> Vec<Check> {
+    checks
+        .into_iter()
+        .map(|mut c| {
+            if c.result == crate::evidence::CheckResult::Fail
+                && CHANGE_CHECKS.iter().any(|(name, _, _)| *name == c.name)
+            {
+                c.result = crate::evidence::CheckResult::Warn;
+                c.detail = format!(
+                    "--worktree: certified as uncommitted ({}); {}",
+                    crate::worktree::LABEL,
+                    c.detail
+                );
+            }
+            c
+        })
+        .collect()
 }
 
 /// The ignored paths (`!!` entries), recorded in `source.ignored_files`.

@@ -643,3 +643,51 @@ impl Drop for KillRunOnDrop {
         }
     }
 }
+
+/// The install hint of every test that needs bubblewrap.
+pub const BWRAP_INSTALL: &str =
+    "install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; \
+     Fedora: `sudo dnf install bubblewrap`; Arch: `sudo pacman -S bubblewrap`) or name one with \
+     VCC_BWRAP=/path/to/bwrap";
+
+/// The `bwrap` the verifier would use ([`isolation::bwrap::locate`]:
+/// `VCC_BWRAP`, else PATH), checked to start a sandbox (`bwrap --ro-bind / /
+/// true`: unprivileged user namespaces allowed).
+///
+/// # Errors
+/// A sentence naming bubblewrap as the missing prerequisite of `test`, what
+/// was found, and the install command ([`BWRAP_INSTALL`]).
+///
+/// [`isolation::bwrap::locate`]: verify_coding_candidates::isolation::bwrap::locate
+pub fn bwrap_prerequisite(test: &str) -> Result<PathBuf, String> {
+    let missing = |found: String| {
+        format!(
+            "{test} needs bubblewrap (`bwrap`), the sandbox the verifier runs workers and suites in; \
+             found: {found}. To run it, {BWRAP_INSTALL}"
+        )
+    };
+    let bwrap = verify_coding_candidates::isolation::bwrap::locate().map_err(missing)?;
+    let out = std::process::Command::new(&bwrap)
+        .args(["--ro-bind", "/", "/", "true"])
+        .output()
+        .map_err(|e| missing(format!("{} cannot start: {e}", bwrap.display())))?;
+    if !out.status.success() {
+        return Err(missing(format!(
+            "{} cannot create a sandbox ({}: {}; unprivileged user namespaces may be disabled, \
+             e.g. sysctl kernel.apparmor_restrict_unprivileged_userns=1)",
+            bwrap.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(bwrap)
+}
+
+/// Panics with [`bwrap_prerequisite`]'s sentence when bubblewrap is missing
+/// or cannot sandbox: a test asserting bwrap's confinement then fails naming
+/// its prerequisite, never with a bare assertion on the evidence.
+pub fn require_bwrap(test: &str) {
+    if let Err(e) = bwrap_prerequisite(test) {
+        panic!("{e}");
+    }
+}

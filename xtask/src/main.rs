@@ -499,20 +499,27 @@ fn schema() -> Result<()> {
 /// `cargo xtask man`: renders the CLI's man page (roff) into `dir`: one page,
 /// `verify-coding-candidates.1`. clap_mangen's own SUBCOMMANDS section
 /// refers to `verify-coding-candidates-<sub>(1)` pages that are not written,
-/// and its EXTRA section fills the exit-code table into running text, so
-/// the page is assembled here: clap_mangen's title, name, synopsis,
-/// description and options, then SUBCOMMANDS with each subcommand's text
-/// and options in this page, EXIT STATUS and EXAMPLES preformatted, VERSION.
+/// its EXTRA section fills the exit-code table into running text, its
+/// SYNOPSIS names no option's value (`[--repo]`), and without a date its
+/// `.TH` shifts the source into the date's place (a footer of overlapping
+/// words), so the page is assembled here: clap_mangen's title (with the
+/// date of the verifier's HEAD commit, or `SOURCE_DATE_EPOCH`), name,
+/// description and options, a SYNOPSIS of our own with value names (one
+/// line per subcommand), then SUBCOMMANDS with each subcommand's text and
+/// options in this page, EXIT STATUS and EXAMPLES preformatted, VERSION.
 fn man(dir: &Path) -> Result<PathBuf> {
     use clap::CommandFactory;
     std::fs::create_dir_all(dir)?;
     let cmd = verify_coding_candidates::cli::Cli::command();
     let path = dir.join("verify-coding-candidates.1");
-    let man = clap_mangen::Man::new(cmd.clone());
+    let man = clap_mangen::Man::new(cmd.clone())
+        .title("VERIFY-CODING-CANDIDATES")
+        .date(man_date())
+        .manual("User Commands");
     let mut out = Vec::new();
     man.render_title(&mut out)?;
     man.render_name_section(&mut out)?;
-    man.render_synopsis_section(&mut out)?;
+    out.extend_from_slice(synopsis(&cmd).as_bytes());
     man.render_description_section(&mut out)?;
     man.render_options_section(&mut out)?;
     let mut page = String::from_utf8(out)?;
@@ -568,6 +575,91 @@ fn man(dir: &Path) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// The man page's date (`YYYY-MM-DD`): `SOURCE_DATE_EPOCH` when set (a
+/// reproducible build), else the committer date of the verifier's HEAD,
+/// else `unknown date`; never the time of rendering.
+fn man_date() -> String {
+    if let Some(secs) = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+    {
+        let out = Command::new("date")
+            .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%d"])
+            .output();
+        if let Some(out) = out.ok().filter(|o| o.status.success()) {
+            return String::from_utf8_lossy(&out.stdout).trim().to_string();
+        }
+    }
+    Command::new("git")
+        .args(["log", "-1", "--format=%cs"])
+        .current_dir(workspace_root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success() && !o.stdout.is_empty())
+        .map_or_else(
+            || "unknown date".to_string(),
+            |o| String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        )
+}
+
+/// The SYNOPSIS section: the run's line (every visible option with its
+/// value name, required ones unbracketed, then `[COMMAND]`), then one line
+/// per visible subcommand with its own options and arguments.
+fn synopsis(cmd: &clap::Command) -> String {
+    fn usage(prefix: &str, cmd: &clap::Command) -> String {
+        let mut words = vec![format!("\\fB{}\\fR", roff_escape(prefix))];
+        for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            let id = arg.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
+            }
+            let value = arg
+                .get_value_names()
+                .and_then(|v| v.first())
+                .map(|v| roff_escape(v))
+                .unwrap_or_else(|| roff_escape(&id.to_uppercase()));
+            let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+            let word = match (arg.get_short(), arg.get_long()) {
+                (short, Some(long)) => {
+                    let flag = match short {
+                        Some(s) => format!("\\fB\\-{s}\\fR|\\fB\\-\\-{}\\fR", roff_escape(long)),
+                        None => format!("\\fB\\-\\-{}\\fR", roff_escape(long)),
+                    };
+                    if takes_value {
+                        format!("{flag} \\fI{value}\\fR")
+                    } else {
+                        flag
+                    }
+                }
+                (Some(s), None) => format!("\\fB\\-{s}\\fR"),
+                (None, None) => {
+                    let many = arg.get_num_args().is_some_and(|n| n.max_values() > 1);
+                    format!("\\fI{value}\\fR{}", if many { "..." } else { "" })
+                }
+            };
+            words.push(if arg.is_required_set() {
+                word
+            } else {
+                format!("[{word}]")
+            });
+        }
+        words.join(" ")
+    }
+    let mut cmd = cmd.clone();
+    // Before `build`, an option's number of values is not known.
+    cmd.build();
+    let cmd = &cmd;
+    let name = cmd.get_name();
+    let mut lines = vec![format!("{} [\\fICOMMAND\\fR]", usage(name, cmd))];
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        if sub.get_name() == "help" {
+            continue;
+        }
+        lines.push(usage(&format!("{name} {}", sub.get_name()), sub));
+    }
+    format!(".SH SYNOPSIS\n{}\n", lines.join("\n.br\n"))
+}
+
 /// `text` safe as roff input: backslashes and hyphens escaped, a leading
 /// `.` or `'` (a request) guarded with `\&`.
 fn roff_escape(text: &str) -> String {
@@ -600,10 +692,27 @@ fn completions(dir: &Path) -> Result<Vec<PathBuf>> {
         let mut cmd = verify_coding_candidates::cli::Cli::command();
         let path = clap_complete::generate_to(shell, &mut cmd, "verify-coding-candidates", dir)
             .with_context(|| format!("write {shell} completions into {}", dir.display()))?;
+        if shell == Shell::Bash {
+            fix_bash_case_names(&path)?;
+        }
         eprintln!("completions: wrote {}", path.display());
         paths.push(path);
     }
     Ok(paths)
+}
+
+/// clap_complete's bash script (4.6) names each subcommand's `case` arm
+/// from its bin name with every `-` replaced by `__subcmd__`
+/// (`verify__subcmd__coding__subcmd__candidates__subcmd__replay`), while the
+/// loop before it builds `verify__coding__candidates__subcmd__replay`: with a
+/// hyphenated program name no subcommand's options complete. Renames the
+/// arms to the names the loop builds.
+fn fix_bash_case_names(path: &Path) -> Result<()> {
+    let script = std::fs::read_to_string(path)?;
+    let wrong = "verify__subcmd__coding__subcmd__candidates__subcmd__";
+    let right = "verify__coding__candidates__subcmd__";
+    std::fs::write(path, script.replace(wrong, right))
+        .with_context(|| format!("write {}", path.display()))
 }
 
 #[cfg(test)]
@@ -639,7 +748,7 @@ mod tests {
     fn man_page_and_completions_cover_the_subcommands() {
         let dir = std::env::temp_dir().join(format!("vcc-xtask-test-{}", std::process::id()));
         let page = std::fs::read_to_string(man(&dir.join("man")).unwrap()).unwrap();
-        assert!(page.contains(".TH verify-coding-candidates"), "{page}");
+        assert!(page.contains(".TH VERIFY-CODING-CANDIDATES 1 "), "{page}");
         assert!(
             page.contains("replay") && page.contains("merge") && page.contains("\\-\\-evidence"),
             "{page}"
@@ -660,14 +769,109 @@ mod tests {
         );
         assert!(status.contains("\n130  interrupted"), "{page}");
         assert!(page.contains(".SH \"EXAMPLES\"\n.nf\n"), "{page}");
+        // Value names in the synopsis, one line per subcommand.
+        let synopsis = page.split(".SH SYNOPSIS\n").nth(1).unwrap();
+        let synopsis = synopsis.split("\n.SH").next().unwrap();
+        for expected in [
+            "[\\fB\\-\\-repo\\fR \\fIDIR\\fR]",
+            " \\fB\\-\\-evidence\\fR \\fIDIR\\fR ",
+            "[\\fB\\-\\-only\\fR \\fIGATE,...\\fR]",
+            "[\\fB\\-q\\fR|\\fB\\-\\-quiet\\fR]",
+            "\\fBverify\\-coding\\-candidates merge\\fR \\fB\\-\\-into\\fR \\fIOUT\\fR",
+            "\\fIDIR\\fR...",
+        ] {
+            assert!(synopsis.contains(expected), "{expected} in:\n{synopsis}");
+        }
+        // `.TH title section date source manual`: without the date, the
+        // source took its place and the footer's words overlapped.
+        let th = page.lines().find(|l| l.starts_with(".TH ")).unwrap();
+        let date = th.split_whitespace().nth(3).unwrap_or_default();
+        assert!(
+            date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-',
+            "{th}"
+        );
+        assert!(
+            th.contains("\"verify\\-coding\\-candidates 0.")
+                || th.contains("\"verify-coding-candidates 0."),
+            "{th}"
+        );
+        assert!(th.ends_with("\"User Commands\""), "{th}");
         let paths = completions(&dir.join("completions")).unwrap();
         assert_eq!(paths.len(), 5);
-        let bash =
-            std::fs::read_to_string(dir.join("completions/verify-coding-candidates.bash")).unwrap();
-        assert!(
-            bash.contains("--partition") && bash.contains("replay"),
-            "bash completion lacks flags"
+        for path in &paths {
+            let script = std::fs::read_to_string(path).unwrap();
+            assert!(
+                !script.contains("__discovery-host"),
+                "{}: offers the internal host",
+                path.display()
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// What bash offers for `words` (the last one being completed), with
+    /// the generated script loaded.
+    fn bash_completes(script: &Path, words: &[&str]) -> Vec<String> {
+        let cword = words.len() - 1;
+        let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+        let program = format!(
+            "source '{}'; COMP_WORDS=({}); COMP_CWORD={cword}; \
+             _verify__coding__candidates verify-coding-candidates '{}' '{}'; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            quoted.join(" "),
+            words[cword],
+            words[cword - 1],
         );
+        let out = Command::new("bash")
+            .args(["--norc", "-c", &program])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn bash_completes_subcommand_options_gate_ids_and_backends() {
+        let dir = std::env::temp_dir().join(format!("vcc-xtask-bash-{}", std::process::id()));
+        completions(&dir).unwrap();
+        let script = dir.join("verify-coding-candidates.bash");
+        let b = |words: &[&str]| bash_completes(&script, words);
+        let replay = b(&["verify-coding-candidates", "replay", "--"]);
+        for flag in ["--evidence", "--repo", "--python", "--format"] {
+            assert!(
+                replay.iter().any(|w| w == flag),
+                "replay --<TAB>: {replay:?}"
+            );
+        }
+        let merge = b(&["verify-coding-candidates", "merge", "--"]);
+        assert!(
+            merge.iter().any(|w| w == "--into"),
+            "merge --<TAB>: {merge:?}"
+        );
+        let subcommands = b(&["verify-coding-candidates", ""]);
+        assert!(subcommands.iter().any(|w| w == "replay"), "{subcommands:?}");
+        assert!(
+            !subcommands.iter().any(|w| w.contains("__discovery")),
+            "{subcommands:?}"
+        );
+        let only = b(&["verify-coding-candidates", "--only", ""]);
+        let ids: Vec<String> = verify_coding_candidates::catalogue::all()
+            .iter()
+            .map(|g| g.id.clone())
+            .collect();
+        assert_eq!(only, ids, "--only <TAB> offers the gate ids");
+        let gates = b(&["verify-coding-candidates", "gates", "lbp"]);
+        assert_eq!(gates, ["lbp-build"], "gates lbp<TAB>");
+        let isolation = b(&["verify-coding-candidates", "--isolation", ""]);
+        assert_eq!(isolation, ["auto", "process", "bwrap"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

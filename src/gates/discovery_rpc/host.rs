@@ -63,7 +63,7 @@ pub fn main(spec_path: &Path) -> ExitCode {
     {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("__discovery-host: {}: {e}", spec_path.display());
+            crate::stderr_line!("__discovery-host: {}: {e}", spec_path.display());
             return ExitCode::from(2);
         }
     };
@@ -81,7 +81,7 @@ pub fn main(spec_path: &Path) -> ExitCode {
     match std::fs::write(&spec.result_path, text) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!(
+            crate::stderr_line!(
                 "__discovery-host: cannot write {}: {e}",
                 spec.result_path.display()
             );

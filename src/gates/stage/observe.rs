@@ -27,12 +27,30 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
     let tar_path = staging.join("source.tar");
     let tar_arg = tar_path.display().to_string();
     let commit = ctx.source.commit.clone();
-    git::run(
-        &ctx.repo,
-        &["archive", "--format=tar", "-o", &tar_arg, &commit],
-        Some(&ctx.log_stem("stage", "git-archive")),
-        None,
-    )?;
+    // `--worktree`: the working tree's files, their attributes read from the
+    // work tree, written as git archive would; else git archive itself.
+    let worktree = match &ctx.source.worktree {
+        Some(w) => Some(stage_worktree(ctx, &tar_path, &w.label)?),
+        None => {
+            git::run(
+                &ctx.repo,
+                &["archive", "--format=tar", "-o", &tar_arg, &commit],
+                Some(&ctx.log_stem("stage", "git-archive")),
+                None,
+            )?;
+            None
+        }
+    };
+    let commit = match &worktree {
+        Some(w) => format!("{} (base {commit}, digest {})", w.label, w.digest),
+        None => commit,
+    };
+    let worktree_id = worktree.as_ref().map(|w| {
+        (
+            w.digest.clone(),
+            w.entries.iter().filter(|e| e.kind == "blob").count(),
+        )
+    });
     let digest =
         hash::sha256_file(&tar_path).map_err(|e| format!("{}: {e}", tar_path.display()))?;
     let archive = ArchiveFile {
@@ -53,6 +71,7 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
                 commit,
                 archive,
                 staged: Err(failure),
+                worktree: worktree_id,
             });
         }
     };
@@ -61,14 +80,20 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
         symlinks: extraction.symlinks.clone(),
         dirs: extraction.dirs.len(),
     };
-    let listing = git::run(
-        &ctx.repo,
-        &["ls-tree", "-r", "-z", "--full-tree", &commit],
-        Some(&ctx.log_stem("stage", "git-ls-tree")),
-        None,
-    )?;
-    let tree = git::parse_ls_tree_z(&listing.stdout);
-    let attributes = commit_attributes(ctx, &tree);
+    let (tree, attributes) = match worktree {
+        Some(w) => (w.entries, w.attributes),
+        None => {
+            let listing = git::run(
+                &ctx.repo,
+                &["ls-tree", "-r", "-z", "--full-tree", &commit],
+                Some(&ctx.log_stem("stage", "git-ls-tree")),
+                None,
+            )?;
+            let tree = git::parse_ls_tree_z(&listing.stdout);
+            let attributes = commit_attributes(ctx, &tree, false);
+            (tree, attributes)
+        }
+    };
     let (blobs, candidates) = match &attributes {
         Err(_) => (Blobs::default(), Vec::new()),
         Ok(all) => {
@@ -133,13 +158,14 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
             blobs,
             candidates,
         }),
+        worktree: worktree_id,
     })
 }
 
 /// `path -> [(attribute, state)]` as `git check-attr -z` prints it, for every
 /// attribute that is not `unspecified`: the state is `set`, `unset` or the
 /// value. Read at the commit (`git check-attr --source`, git 2.40+) or,
-/// failing that, from the clean work tree; `.git/info/attributes` counts in
+/// failing that or with `work_tree` (`--worktree`), from the work tree; `.git/info/attributes` counts in
 /// both (the per-user attributes file does not: see `git::HERMETIC_CONFIG`).
 ///
 /// # Errors
@@ -147,6 +173,7 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
 fn commit_attributes(
     ctx: &RunContext,
     tree: &[git::TreeEntry],
+    work_tree: bool,
 ) -> Result<BTreeMap<String, Vec<(String, String)>>, String> {
     let stdin: Vec<u8> = tree
         .iter()
@@ -158,9 +185,57 @@ fn commit_attributes(
     let mut plain = vec!["check-attr", "-z", "--stdin"];
     plain.extend_from_slice(READ_ATTRIBUTES);
     let stem = ctx.log_stem("stage", "git-check-attr");
-    let out = git::run(&ctx.repo, &with_source, Some(&stem), Some(stdin.clone()))
-        .or_else(|_| git::run(&ctx.repo, &plain, Some(&stem), Some(stdin)))?;
+    let out = if work_tree {
+        git::run(&ctx.repo, &plain, Some(&stem), Some(stdin))?
+    } else {
+        git::run(&ctx.repo, &with_source, Some(&stem), Some(stdin.clone()))
+            .or_else(|_| git::run(&ctx.repo, &plain, Some(&stem), Some(stdin)))?
+    };
     Ok(parse_check_attr_z(&out.stdout))
+}
+
+/// The working tree a `--worktree` run staged.
+struct StagedWorktree {
+    /// [`crate::worktree::LABEL`].
+    label: String,
+    /// [`crate::worktree::digest`] of `entries`.
+    digest: String,
+    /// Its files, as tree entries.
+    entries: Vec<git::TreeEntry>,
+    /// Their attributes, read from the work tree.
+    attributes: Result<BTreeMap<String, Vec<(String, String)>>, String>,
+}
+
+/// `--worktree`: lists the working tree's files ([`crate::worktree::entries`]),
+/// reads their attributes from the work tree, and writes them to `tar_path`
+/// as `git archive` would (export-ignored paths left out); records the
+/// digest and file count in `source.worktree` via the returned value.
+///
+/// # Errors
+/// When git cannot list the files, or a file or the tar cannot be read or
+/// written.
+fn stage_worktree(
+    ctx: &RunContext,
+    tar_path: &Path,
+    label: &str,
+) -> Result<StagedWorktree, String> {
+    let entries = crate::worktree::entries(&ctx.repo, &ctx.log_stem("stage", "git-ls-files"))?;
+    let attributes = commit_attributes(ctx, &entries, true);
+    let skip: BTreeSet<String> = match &attributes {
+        Ok(all) => export_attributes(all)
+            .into_iter()
+            .filter(|(_, a)| a.iter().any(|a| a == "export-ignore"))
+            .map(|(p, _)| p)
+            .collect(),
+        Err(_) => BTreeSet::new(),
+    };
+    crate::worktree::write_tar(&ctx.repo, &entries, &skip, tar_path)?;
+    Ok(StagedWorktree {
+        label: label.to_string(),
+        digest: crate::worktree::digest(&entries),
+        entries,
+        attributes,
+    })
 }
 
 /// Staged files under `prefix` (`Runner/x/`) whose content is a Git LFS

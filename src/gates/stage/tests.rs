@@ -181,6 +181,7 @@ fn good() -> Observation {
             },
             candidates: vec![candidate("a"), candidate("b")],
         }),
+        worktree: None,
     }
 }
 
