@@ -504,6 +504,12 @@ pub struct SuitesOptions {
     /// before its process group is stopped.
     #[serde(default = "default_suites_timeout")]
     pub timeout_secs: u64,
+    /// pytest node ids (as the run's rootdir, the repository root, writes
+    /// them: `Runner/x/test_a.py::test_b[p]`) the runs may deselect
+    /// (`--deselect`, `-k`, `-m` in the configuration, a conftest hook);
+    /// every other collected test that does not run fails `<run>/deselected`.
+    #[serde(default)]
+    pub deselected: Vec<String>,
 }
 
 fn default_source_root_env() -> String {
@@ -539,6 +545,15 @@ fn check_suites(s: &SuitesOptions) -> Result<(), String> {
                 "{key} entry {p:?} must be relative to the repository, `/`-separated, without `.`, `..` or empty components"
             ));
         }
+    }
+    if let Some(d) = s
+        .deselected
+        .iter()
+        .find(|d| d.trim().is_empty() || d.starts_with('/'))
+    {
+        return Err(format!(
+            "suites.deselected entry {d:?} must be a pytest node id relative to the repository root,              e.g. \"Runner/certification-tests/test_a.py::test_b\""
+        ));
     }
     let env = &s.source_root_env;
     let reserved = ["PATH", "HOME", "TMPDIR", "LANG", "TZ"];

@@ -68,8 +68,10 @@
 //! missing, a collection that failed, a run whose tests failed, a report
 //! not written) the others name it in `consequence_of`.
 
+mod deselection;
 mod junit;
 mod observe;
+mod rewrites;
 #[cfg(test)]
 mod tests;
 
@@ -453,6 +455,27 @@ fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
     }
     let counts = count(r.report.as_deref().unwrap_or_default());
     checks.push(under(outcomes_check(r, &counts)));
+    // A rewrite or a deselection is a finding of its own; a record or report
+    // not read, or a session that did not end, is not.
+    let observed = rewrites::observed_outcomes_check(name, collection(r), r.report.as_deref().ok());
+    checks.push(
+        if collection(r).is_none() || r.report.is_err() || session_unfinished(r) {
+            under(observed)
+        } else {
+            observed
+        },
+    );
+    let deselected = deselection::deselected_check(
+        name,
+        collection(r),
+        &opts.deselected,
+        opts.config.as_deref(),
+    );
+    checks.push(if collection(r).is_none() {
+        under(deselected)
+    } else {
+        deselected
+    });
     if let PytestObs::Ran {
         stragglers_killed: true,
         log,
