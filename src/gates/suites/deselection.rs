@@ -181,10 +181,7 @@ mod tests {
             "{}",
             check.detail
         );
-        assert_eq!(
-            check.observed.unwrap()["undeclared"][1]["via"],
-            "dropped"
-        );
+        assert_eq!(check.observed.unwrap()["undeclared"][1]["via"], "dropped");
         // One of the two declared: the other still fails.
         let check = deselected_check(
             "tree",
@@ -193,7 +190,11 @@ mod tests {
             None,
         );
         assert_eq!(check.result, CheckResult::Fail);
-        assert!(check.detail.starts_with("1 collected test(s)"), "{}", check.detail);
+        assert!(
+            check.detail.starts_with("1 collected test(s)"),
+            "{}",
+            check.detail
+        );
         assert!(check.detail.contains("none named (an empty private one)"));
     }
 

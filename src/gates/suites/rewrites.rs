@@ -317,7 +317,6 @@ pub(crate) fn observed_outcomes_check(
     .with_observed(observed)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,7 +411,10 @@ mod tests {
     fn a_failure_reported_as_a_pass_is_a_rewrite_in_either_channel() {
         let raised = Some("builtins.AssertionError: assert 1 == 2");
         // A makereport wrapper: both channels say passed.
-        let c = collection(&["test_f"], vec![seen("test_f", "failed", "passed", raised)]);
+        let c = collection(
+            &["test_f"],
+            vec![seen("test_f", "failed", "passed", raised)],
+        );
         let found = rewrites(&c, &[case("test_f", SuiteOutcome::Passed)]);
         assert_eq!(nodeids(&found), ["R/t/test_a.py::test_f"]);
         assert_eq!(found[0].observed.as_deref(), Some("failed"));
@@ -426,15 +428,25 @@ mod tests {
         );
         // A logreport implementation that ran after the plugin's: only the
         // JUnit report says passed.
-        let c = collection(&["test_f"], vec![seen("test_f", "failed", "failed", raised)]);
+        let c = collection(
+            &["test_f"],
+            vec![seen("test_f", "failed", "failed", raised)],
+        );
         assert_eq!(
             nodeids(&rewrites(&c, &[case("test_f", SuiteOutcome::Passed)])),
             ["R/t/test_a.py::test_f"]
         );
         // Rewritten to a skip or an xfail: also hidden, also a rewrite.
         for hidden in [SuiteOutcome::Skipped, SuiteOutcome::Xfailed] {
-            let c = collection(&["test_f"], vec![seen("test_f", "failed", "failed", raised)]);
-            assert_eq!(rewrites(&c, &[case("test_f", hidden)]).len(), 1, "{hidden:?}");
+            let c = collection(
+                &["test_f"],
+                vec![seen("test_f", "failed", "failed", raised)],
+            );
+            assert_eq!(
+                rewrites(&c, &[case("test_f", hidden)]).len(),
+                1,
+                "{hidden:?}"
+            );
         }
     }
 
