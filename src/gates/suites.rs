@@ -42,6 +42,12 @@
 //! runs, `extracted/same-outcomes`: both reports hold the same test ids
 //! (`classname::name`) with the same outcomes, so fewer passes on
 //! DIR/extracted than on the tree fail, naming the ids that differ.
+//! Per run also `observed-outcomes` (`suites/rewrites.rs`: every reported
+//! outcome, in the JUnit report and in the reports logged to the run's own
+//! plugin, is what that plugin observed of the test's phases and its test
+//! function, so a conftest rewriting a report fails) and `deselected`
+//! (`suites/deselection.rs`: every collected test runs unless `[suites]
+//! deselected` declares it).
 //! Warnings: `xpassed` (a non-strict xfail passed), `stragglers` (the run left
 //! processes behind, which were stopped).
 //!
