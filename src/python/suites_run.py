@@ -242,21 +242,25 @@ def combined(words):
 
 
 def hook_location(function):
-    """(file, line of the `def`) of a hook implementation."""
-    function = inspect.unwrap(function)
+    """(file, line of the `def`) of a hook implementation: of its own code
+    object, never of what its `__wrapped__` names (which a conftest could
+    point into pytest's package to leave the list)."""
     code = getattr(function, "__code__", None)
+    if code is None:
+        return None, None
+    path, line = code.co_filename, code.co_firstlineno
     try:
-        path = inspect.getsourcefile(function) or (code.co_filename if code else None)
-    except TypeError:
-        path = code.co_filename if code else None
-    line = code.co_firstlineno if code else None
-    try:
-        lines, start = inspect.getsourcelines(function)
-        for offset, text in enumerate(lines):
-            if re.match(r"\s*(async\s+)?def\s", text):
-                line = start + offset
+        import linecache
+
+        # co_firstlineno is the first decorator's line: step to the `def`.
+        for offset in range(0, 50):
+            text = linecache.getline(path, line + offset)
+            if not text:
                 break
-    except (OSError, TypeError):
+            if re.match(r"\s*(async\s+)?def\s", text):
+                line += offset
+                break
+    except Exception:
         pass
     return path, line
 
