@@ -2,7 +2,8 @@
 //! binary (`--only suites`) with the genuine SDK interpreter from `$PYTHON`:
 //! a conftest whose `pytest_runtest_makereport` wrapper turns a failure into
 //! a pass, one whose `pytest_runtest_logreport` does it as the report is
-//! logged, a configuration whose `addopts` deselect the failing test, and a
+//! logged, one whose `pytest_runtest_call` wrapper swallows what an async
+//! test raised, a configuration whose `addopts` deselect the failing test, and a
 //! conftest whose `pytest_collection_modifyitems` drops failing tests each
 //! get a pytest exit status 0 and a clean JUnit report, and each fail the
 //! `suites` gate at `observed-outcomes` or `deselected`, naming the test
@@ -134,6 +135,26 @@ fn a_logreport_hook_that_rewrites_a_failure_as_it_is_logged_fails_observed_outco
                 "reporting hooks outside pytest: {dir}/conftest.py:15 pytest_runtest_logreport (wrapper), \
                  {dir}/conftest.py:22 pytest_report_teststatus"
             ),
+        ],
+    );
+}
+
+#[test]
+fn a_call_wrapper_inside_the_plugins_that_swallows_an_async_failure_fails_observed_outcomes() {
+    // No report is rewritten: the call phase itself did not raise. The test
+    // function, a coroutine run by pytest-asyncio, did.
+    let dir = "Runner/certification-tests/swallows-call";
+    assert_rewritten(
+        "suite-swallows-call",
+        &format!("{dir}/test_swallows_call.py"),
+        &format!(
+            "1 test(s) are reported with an outcome the run did not observe: \
+             {dir}/test_swallows_call.py::test_relay_fails_quietly: observed failed (the test function raised \
+             builtins.AssertionError: swallowed"
+        ),
+        &[
+            "reported passed in the JUnit report and passed to pytest_runtest_logreport",
+            &format!("{dir}/conftest.py:15 pytest_runtest_call (wrapper)"),
         ],
     );
 }
