@@ -504,6 +504,12 @@ pub struct SuitesOptions {
     /// before its process group is stopped.
     #[serde(default = "default_suites_timeout")]
     pub timeout_secs: u64,
+    /// pytest node ids (as the run's rootdir, the repository root, writes
+    /// them: `Runner/x/test_a.py::test_b[p]`) the runs may deselect
+    /// (`--deselect`, `-k`, `-m` in the configuration, a conftest hook);
+    /// every other collected test that does not run fails `<run>/deselected`.
+    #[serde(default)]
+    pub deselected: Vec<String>,
 }
 
 fn default_source_root_env() -> String {
@@ -539,6 +545,16 @@ fn check_suites(s: &SuitesOptions) -> Result<(), String> {
                 "{key} entry {p:?} must be relative to the repository, `/`-separated, without `.`, `..` or empty components"
             ));
         }
+    }
+    if let Some(d) = s
+        .deselected
+        .iter()
+        .find(|d| d.trim().is_empty() || d.starts_with('/'))
+    {
+        return Err(format!(
+            "suites.deselected entry {d:?} must be a pytest node id relative to the repository root, \
+             e.g. \"Runner/certification-tests/test_a.py::test_b\""
+        ));
     }
     let env = &s.source_root_env;
     let reserved = ["PATH", "HOME", "TMPDIR", "LANG", "TZ"];
@@ -931,6 +947,13 @@ mod tests {
             (s.source_root_env.as_str(), s.timeout_secs, s.config),
             ("CODING_RUNNER_SOURCE_ROOT", 600, None)
         );
+        assert!(s.deselected.is_empty());
+        let p = parse(
+            &format!("{base}[suites]\npaths = [\"t/test_a.py\"]\ndeselected = [\"t/test_a.py::test_b[x]\"]\n"),
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(p.suites.unwrap().deselected, ["t/test_a.py::test_b[x]"]);
         assert!(parse(base, "x.toml").unwrap().suites.is_none());
         for (bad, needle) in [
             ("paths = []", "suites.paths is empty"),
@@ -944,6 +967,14 @@ mod tests {
                 "PYTHONPATH",
             ),
             ("paths = [\"t.py\"]\nsource_root_env = \"A-B\"", "A-B"),
+            (
+                "paths = [\"t.py\"]\ndeselected = [\" \"]",
+                "suites.deselected entry \" \" must be a pytest node id",
+            ),
+            (
+                "paths = [\"t.py\"]\ndeselected = [\"/t.py::test_a\"]",
+                "suites.deselected entry \"/t.py::test_a\"",
+            ),
             (
                 "paths = [\"t.py\"]\nsource_root_env = \"\"",
                 "source_root_env \"\"",

@@ -209,11 +209,24 @@ fn fixture_suites_pass_on_the_tree_and_the_extractions_with_xfail_counted_apart(
             "collected",
             "historical-not-collected",
             "outcomes",
+            "observed-outcomes",
+            "deselected",
             "strict-xfail",
         ] {
             let c = check(&ev, "suites", &format!("{name}/{check_name}"), None);
             assert_eq!(c["result"], "pass", "{name}/{check_name}: {c}");
         }
+        // The run's own plugin observed every test (the async relay and
+        // lifecycle tests included) as its report says.
+        let observed = check(&ev, "suites", &format!("{name}/observed-outcomes"), None);
+        let observed = observed["observed"]["tests"].as_array().unwrap();
+        assert_eq!(observed.len() as u64, tests, "{name}");
+        assert!(
+            observed
+                .iter()
+                .all(|t| t["observed"].is_string() && t["observed"] == t["logged"]),
+            "{name}: {observed:?}"
+        );
         assert!(dir.join(format!("logs/suites/{name}.xml")).is_file());
     }
     assert_eq!(

@@ -42,6 +42,12 @@
 //! runs, `extracted/same-outcomes`: both reports hold the same test ids
 //! (`classname::name`) with the same outcomes, so fewer passes on
 //! DIR/extracted than on the tree fail, naming the ids that differ.
+//! Per run also `observed-outcomes` (`suites/rewrites.rs`: every reported
+//! outcome, in the JUnit report and in the reports logged to the run's own
+//! plugin, is what that plugin observed of the test's phases and its test
+//! function, so a conftest rewriting a report fails) and `deselected`
+//! (`suites/deselection.rs`: every collected test runs unless `[suites]
+//! deselected` declares it).
 //! Warnings: `xpassed` (a non-strict xfail passed), `stragglers` (the run left
 //! processes behind, which were stopped).
 //!
@@ -68,8 +74,10 @@
 //! missing, a collection that failed, a run whose tests failed, a report
 //! not written) the others name it in `consequence_of`.
 
+mod deselection;
 mod junit;
 mod observe;
+mod rewrites;
 #[cfg(test)]
 mod tests;
 
@@ -453,6 +461,27 @@ fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
     }
     let counts = count(r.report.as_deref().unwrap_or_default());
     checks.push(under(outcomes_check(r, &counts)));
+    // A rewrite or a deselection is a finding of its own; a record or report
+    // not read, or a session that did not end, is not.
+    let observed = rewrites::observed_outcomes_check(name, collection(r), r.report.as_deref().ok());
+    checks.push(
+        if collection(r).is_none() || r.report.is_err() || session_unfinished(r) {
+            under(observed)
+        } else {
+            observed
+        },
+    );
+    let deselected = deselection::deselected_check(
+        name,
+        collection(r),
+        &opts.deselected,
+        opts.config.as_deref(),
+    );
+    checks.push(if collection(r).is_none() {
+        under(deselected)
+    } else {
+        deselected
+    });
     if let PytestObs::Ran {
         stragglers_killed: true,
         log,

@@ -134,6 +134,17 @@ pub(crate) struct Collection {
     /// ended or was stopped after the collection, before pytest returned.
     #[serde(default)]
     pub finished: bool,
+    /// What the run's own plugin observed of each test it ran, apart from
+    /// the reports (`suites/rewrites.rs`).
+    #[serde(default)]
+    pub observed: Vec<super::rewrites::ObservedTest>,
+    /// Collected items the session does not run (`suites/deselection.rs`).
+    #[serde(default)]
+    pub deselected: Vec<super::deselection::DeselectedItem>,
+    /// Implementations of reporting, test-running and selection hooks
+    /// outside pytest's own package.
+    #[serde(default)]
+    pub hooks: Vec<super::rewrites::HookImpl>,
 }
 
 /// One collected test item.
@@ -711,6 +722,9 @@ mod tests {
             system_exit: None,
             tests_started: true,
             finished: true,
+            observed: vec![],
+            deselected: vec![],
+            hooks: vec![],
         };
         mark_historical(&mut c, d.path(), &[rel.to_string()]);
         let marks: Vec<Option<&str>> = c.items.iter().map(|i| i.historical.as_deref()).collect();

@@ -59,7 +59,36 @@ fn collected(items: Vec<CollectedItem>, exit_code: i32) -> CollectAnswer {
         system_exit: None,
         tests_started: true,
         finished: true,
+        observed: vec![],
+        deselected: vec![],
+        hooks: vec![],
     })
+}
+
+/// Records in `r`'s collection that its plugin observed every item as its
+/// report says (the observation of a run no hook rewrote).
+fn observe_as_reported(r: &mut RunObservation) {
+    let cases = r.report.clone().unwrap_or_default();
+    if let CollectAnswer::Collected(c) = &mut r.collection.answer {
+        c.observed = c
+            .items
+            .iter()
+            .map(|i| {
+                let outcome = cases
+                    .iter()
+                    .find(|t| t.classname == i.classname && t.name == i.name)
+                    .map(|t| outcome_word(t.outcome).to_string());
+                rewrites::ObservedTest {
+                    nodeid: i.nodeid.clone(),
+                    classname: i.classname.clone(),
+                    name: i.name.clone(),
+                    observed: outcome.clone(),
+                    logged: outcome,
+                    ..Default::default()
+                }
+            })
+            .collect();
+    }
 }
 
 fn process_ok() -> ProcessRun {
@@ -90,7 +119,7 @@ fn good_run(name: &str) -> RunObservation {
         strict: Some(true),
         error: None,
     });
-    RunObservation {
+    let mut run = RunObservation {
         name: name.into(),
         cwd: format!("roots/suites/{name}/source"),
         source_root: (name == "extracted").then(|| "extracted".to_string()),
@@ -109,7 +138,9 @@ fn good_run(name: &str) -> RunObservation {
             case("test_z", SuiteOutcome::Xfailed, Some("known limitation")),
         ]),
         sandbox: confined(name),
-    }
+    };
+    observe_as_reported(&mut run);
+    run
 }
 
 /// The record of a run confined by bwrap with its private root writable.
@@ -222,6 +253,7 @@ fn opts() -> SuitesOptions {
         source_root_env: "CODING_RUNNER_SOURCE_ROOT".into(),
         config: None,
         timeout_secs: 600,
+        deselected: vec![],
     }
 }
 
@@ -257,6 +289,8 @@ fn a_good_observation_passes_every_check_in_order_and_every_pass_carries_observe
             "tree/collected",
             "tree/historical-not-collected",
             "tree/outcomes",
+            "tree/observed-outcomes",
+            "tree/deselected",
             "tree/passing",
             "tree/strict-xfail",
             "extracted/source-root",
@@ -264,6 +298,8 @@ fn a_good_observation_passes_every_check_in_order_and_every_pass_carries_observe
             "extracted/collected",
             "extracted/historical-not-collected",
             "extracted/outcomes",
+            "extracted/observed-outcomes",
+            "extracted/deselected",
             "extracted/passing",
             "extracted/strict-xfail",
             "extracted/extraction-unchanged",
@@ -454,6 +490,8 @@ fn refuses_when_the_interpreter_has_no_pytest_and_names_the_interpreter_as_the_c
             ("tree/collected", None),
             ("tree/historical-not-collected", Some("tree/collected")),
             ("tree/outcomes", Some("tree/collected")),
+            ("tree/observed-outcomes", Some("tree/collected")),
+            ("tree/deselected", Some("tree/collected")),
             ("tree/strict-xfail", Some("tree/collected")),
             ("extracted/collected", None),
             (
@@ -461,6 +499,8 @@ fn refuses_when_the_interpreter_has_no_pytest_and_names_the_interpreter_as_the_c
                 Some("extracted/collected")
             ),
             ("extracted/outcomes", Some("extracted/collected")),
+            ("extracted/observed-outcomes", Some("extracted/collected")),
+            ("extracted/deselected", Some("extracted/collected")),
             ("extracted/strict-xfail", Some("extracted/collected")),
             ("extracted/same-outcomes", Some("tree/collected")),
         ]
@@ -526,6 +566,9 @@ fn refuses_a_collection_error_with_import_advice_and_puts_the_run_under_it() {
         system_exit: None,
         tests_started: false,
         finished: true,
+        observed: vec![],
+        deselected: vec![],
+        hooks: vec![],
     });
     obs.runs[1].pytest = ran(2);
     obs.runs[1].report = Ok(vec![case(
@@ -864,7 +907,13 @@ fn refuses_a_run_whose_session_did_not_end_even_with_exit_0_and_a_clean_report()
         find(&checks, "extracted/collected").result,
         CheckResult::Pass
     );
-    assert_eq!(failing(&checks), [("extracted/outcomes", None)]);
+    assert_eq!(
+        failing(&checks),
+        [
+            ("extracted/outcomes", None),
+            ("extracted/observed-outcomes", Some("extracted/outcomes"))
+        ]
+    );
     assert_eq!(
         find(&checks, "tree/outcomes").observed.as_ref().unwrap()["session_finished"],
         true
@@ -911,6 +960,7 @@ fn refuses_a_run_that_timed_out_and_puts_its_report_checks_under_it() {
         failing(&checks),
         [
             ("tree/outcomes", None),
+            ("tree/observed-outcomes", Some("tree/outcomes")),
             ("tree/strict-xfail", Some("tree/outcomes")),
             ("extracted/same-outcomes", Some("tree/outcomes")),
         ]

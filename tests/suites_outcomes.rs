@@ -1,0 +1,275 @@
+//! Test outcomes the code under review cannot rewrite, through the built
+//! binary (`--only suites`) with the genuine SDK interpreter from `$PYTHON`:
+//! a conftest whose `pytest_runtest_makereport` wrapper turns a failure into
+//! a pass, one whose `pytest_runtest_logreport` does it as the report is
+//! logged, one whose `pytest_runtest_call` wrapper swallows what an async
+//! test raised, a configuration whose `addopts` deselect the failing test, and a
+//! conftest whose `pytest_collection_modifyitems` drops failing tests each
+//! get a pytest exit status 0 and a clean JUnit report, and each fail the
+//! `suites` gate at `observed-outcomes` or `deselected`, naming the test
+//! and the conftest's file and line. A conftest whose report hooks change no
+//! outcome, over every outcome shape, and a deselection the profile declares
+//! pass.
+
+mod common;
+
+use common::{
+    check, evidence_dir, exit_code, fixture_repo, gate_result, read_evidence, stderr_text,
+    stdout_text, verifier,
+};
+use serde_json::Value;
+use std::path::Path;
+use verify_coding_candidates::exit;
+
+/// Runs `--only suites` on `repo` with the built-in profile whose `[suites]`
+/// names `paths`, plus the `extra` lines at the end of `[suites]`. Returns
+/// the exit code, the evidence and the output text.
+fn run(repo: &Path, paths: &[&str], extra: &str) -> (i32, Value, String) {
+    let (keep, dir) = evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    std::fs::write(
+        &profile,
+        format!("{}\n{extra}\n", common::profile_with_suite_paths(paths)),
+    )
+    .expect("write the profile");
+    let out = verifier()
+        .current_dir(repo)
+        .arg("--evidence")
+        .arg(&dir)
+        .args(["--only", "suites", "--profile"])
+        .arg(&profile)
+        .output()
+        .expect("run the verifier");
+    let text = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        stdout_text(&out),
+        stderr_text(&out)
+    );
+    assert!(dir.join("evidence.json").is_file(), "no evidence; {text}");
+    (exit_code(&out), read_evidence(&dir), text)
+}
+
+/// The run `name`'s exit status and counts `[tests, passed, failed]`.
+fn status_and_counts(ev: &Value, name: &str) -> (Value, [u64; 3]) {
+    let run = ev["suites"]["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no run {name}"));
+    let c = &run["counts"];
+    (
+        run["exit_code"].clone(),
+        ["tests", "passed", "failed"].map(|k| c[k].as_u64().expect("count")),
+    )
+}
+
+fn detail(c: &Value) -> &str {
+    c["detail"].as_str().expect("detail")
+}
+
+/// A suite whose report pytest says is clean (exit 0, no failure) and whose
+/// `<run>/outcomes` passes, but whose `<run>/observed-outcomes` fails with a
+/// detail that starts with `start` (per run) and contains each of `names`.
+fn assert_rewritten(overlay: &str, suite: &str, start: &str, names: &[&str]) {
+    let repo = fixture_repo(&[overlay]);
+    let (code, ev, text) = run(&repo.root, &[suite], "");
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
+    for name in ["tree", "extracted"] {
+        // The rewrite works on pytest: status 0, both tests "passed".
+        let (status, counts) = status_and_counts(&ev, name);
+        assert_eq!((status, counts), (Value::from(0), [2, 2, 0]), "{name}");
+        let outcomes = check(&ev, "suites", &format!("{name}/outcomes"), None);
+        assert_eq!(outcomes["result"], "pass", "{outcomes}");
+        let c = check(&ev, "suites", &format!("{name}/observed-outcomes"), None);
+        assert_eq!(c["result"], "fail", "{c}");
+        assert_eq!(c["consequence_of"], Value::Null, "{c}");
+        assert!(detail(c).starts_with(start), "{name}: {}", detail(c));
+        for n in names {
+            assert!(detail(c).contains(n), "{name}: {n:?} not in {}", detail(c));
+        }
+        assert_eq!(
+            c["observed"]["rewritten"].as_array().unwrap().len(),
+            1,
+            "{c}"
+        );
+    }
+}
+
+#[test]
+fn a_makereport_wrapper_that_turns_a_failure_into_a_pass_fails_observed_outcomes() {
+    let dir = "Runner/certification-tests/rewrites-outcome";
+    assert_rewritten(
+        "suite-rewrites-outcome",
+        &format!("{dir}/test_rewrites_outcome.py"),
+        &format!(
+            "1 test(s) are reported with an outcome the run did not observe: \
+             {dir}/test_rewrites_outcome.py::test_relay_fails: observed failed (call raised \
+             builtins.AssertionError: the relay is broken"
+        ),
+        &[
+            "reported passed in the JUnit report and passed to pytest_runtest_logreport",
+            "the test function raised builtins.AssertionError: the relay is broken",
+            &format!(
+                "reporting hooks outside pytest: {dir}/conftest.py:15 pytest_runtest_makereport (wrapper)"
+            ),
+        ],
+    );
+}
+
+#[test]
+fn a_logreport_hook_that_rewrites_a_failure_as_it_is_logged_fails_observed_outcomes() {
+    let dir = "Runner/certification-tests/rewrites-logreport";
+    assert_rewritten(
+        "suite-rewrites-logreport",
+        &format!("{dir}/test_rewrites_logreport.py"),
+        &format!(
+            "1 test(s) are reported with an outcome the run did not observe: \
+             {dir}/test_rewrites_logreport.py::test_fixture_fails: observed failed (call raised \
+             builtins.AssertionError: the candidate is missing"
+        ),
+        &[
+            "reported passed in the JUnit report and passed to pytest_runtest_logreport",
+            &format!(
+                "reporting hooks outside pytest: {dir}/conftest.py:15 pytest_runtest_logreport (wrapper), \
+                 {dir}/conftest.py:22 pytest_report_teststatus"
+            ),
+        ],
+    );
+}
+
+#[test]
+fn a_call_wrapper_inside_the_plugins_that_swallows_an_async_failure_fails_observed_outcomes() {
+    // No report is rewritten: the call phase itself did not raise. The test
+    // function, a coroutine run by pytest-asyncio, did.
+    let dir = "Runner/certification-tests/swallows-call";
+    assert_rewritten(
+        "suite-swallows-call",
+        &format!("{dir}/test_swallows_call.py"),
+        &format!(
+            "1 test(s) are reported with an outcome the run did not observe: \
+             {dir}/test_swallows_call.py::test_relay_fails_quietly: observed failed (the test function raised \
+             builtins.AssertionError: swallowed"
+        ),
+        &[
+            "reported passed in the JUnit report and passed to pytest_runtest_logreport",
+            &format!("{dir}/conftest.py:15 pytest_runtest_call (wrapper)"),
+        ],
+    );
+}
+
+#[test]
+fn addopts_that_deselect_the_failing_test_fail_deselected_unless_the_profile_declares_it() {
+    let dir = "Runner/certification-tests/deselects-failing";
+    let suite = format!("{dir}/test_deselects_failing.py");
+    let failing = format!("{suite}::test_fails");
+    let config = format!("config = \"{dir}/pytest.ini\"");
+    let repo = fixture_repo(&["suite-deselects-failing"]);
+    let (code, ev, text) = run(&repo.root, &[&suite], &config);
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    for name in ["tree", "extracted"] {
+        let (status, counts) = status_and_counts(&ev, name);
+        assert_eq!((status, counts), (Value::from(0), [1, 1, 0]), "{name}");
+        let c = check(&ev, "suites", &format!("{name}/deselected"), None);
+        assert_eq!(c["result"], "fail", "{c}");
+        assert!(
+            detail(c).starts_with(&format!(
+                "1 collected test(s) do not run and the profile does not declare their deselection: \
+                 {failing} (announced through pytest_deselected: `--deselect`, `-k`, `-m` or a hook); \
+                 selection hooks outside pytest: "
+            )),
+            "{}",
+            detail(c)
+        );
+        assert!(
+            detail(c).contains(&format!("pytest configuration: {dir}/pytest.ini;")),
+            "{}",
+            detail(c)
+        );
+        assert_eq!(c["observed"]["deselected"][0]["nodeid"], failing.as_str());
+        // Nothing was rewritten: the test that ran is what it observed.
+        let o = check(&ev, "suites", &format!("{name}/observed-outcomes"), None);
+        assert_eq!(o["result"], "pass", "{o}");
+    }
+
+    // Declared, the same deselection passes and is listed.
+    let (code, ev, text) = run(
+        &repo.root,
+        &[&suite],
+        &format!("{config}\ndeselected = [\"{failing}\"]"),
+    );
+    assert_eq!(code, i32::from(exit::SUCCESS), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "pass", "{text}");
+    for name in ["tree", "extracted"] {
+        let c = check(&ev, "suites", &format!("{name}/deselected"), None);
+        assert_eq!(c["result"], "pass", "{c}");
+        assert_eq!(c["observed"]["declared"][0], failing.as_str(), "{c}");
+        assert_eq!(c["observed"]["deselected"][0]["nodeid"], failing.as_str());
+    }
+}
+
+#[test]
+fn a_collection_hook_that_drops_failing_tests_fails_deselected_naming_both_ways() {
+    let dir = "Runner/certification-tests/drops-failing";
+    let suite = format!("{dir}/test_drops_failing.py");
+    let repo = fixture_repo(&["suite-drops-failing"]);
+    let (code, ev, text) = run(&repo.root, &[&suite], "");
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
+    for name in ["tree", "extracted"] {
+        let (status, counts) = status_and_counts(&ev, name);
+        assert_eq!((status, counts), (Value::from(0), [1, 1, 0]), "{name}");
+        let c = check(&ev, "suites", &format!("{name}/deselected"), None);
+        assert_eq!(c["result"], "fail", "{c}");
+        assert!(
+            detail(c).starts_with(&format!(
+                "2 collected test(s) do not run and the profile does not declare their deselection: \
+                 {suite}::test_fails_announced (announced through pytest_deselected: `--deselect`, `-k`, `-m` \
+                 or a hook), {suite}::test_fails_silently (dropped from the session's items without \
+                 pytest_deselected); selection hooks outside pytest: {dir}/conftest.py:11 \
+                 pytest_collection_modifyitems"
+            )),
+            "{}",
+            detail(c)
+        );
+    }
+}
+
+#[test]
+fn report_hooks_that_change_no_outcome_pass_over_every_outcome_shape() {
+    let suite = "Runner/certification-tests/benign-report-hook/test_benign_report_hook.py";
+    let repo = fixture_repo(&["suite-benign-report-hook"]);
+    let (code, ev, text) = run(&repo.root, &[suite], "");
+    assert_eq!(code, i32::from(exit::SUCCESS), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "pass", "{text}");
+    for name in ["tree", "extracted"] {
+        let c = check(&ev, "suites", &format!("{name}/observed-outcomes"), None);
+        assert_eq!(c["result"], "pass", "{c}");
+        let observed: Vec<(String, String)> = c["observed"]["tests"]
+            .as_array()
+            .expect("observed tests")
+            .iter()
+            .map(|t| {
+                let id = t["id"].as_str().unwrap();
+                (
+                    id[id.rfind("::").unwrap() + 2..].to_string(),
+                    t["observed"].as_str().unwrap_or("none").to_string(),
+                )
+            })
+            .collect();
+        let want = [
+            ("test_candidates_are_present", "passed"),
+            ("test_async_pass", "passed"),
+            ("test_known_limitation", "xfailed"),
+            ("test_skipped", "skipped"),
+            ("test_xfail_in_setup", "xfailed"),
+            ("test_imperative_xfail", "xfailed"),
+            ("test_dynamic_xfail", "xfailed"),
+        ]
+        .map(|(n, o)| (n.to_string(), o.to_string()));
+        assert_eq!(observed, want, "{name}");
+        let d = check(&ev, "suites", &format!("{name}/deselected"), None);
+        assert_eq!(d["result"], "pass", "{d}");
+    }
+}
