@@ -1,12 +1,13 @@
-//! What the `stage` gate observes: `git archive` of the commit, its
-//! extraction, `git ls-tree -r`, `git check-attr` for every tree path, every
+//! What the `stage` gate observes once the facts read before the archive
+//! allow it (`before_archive.rs`): `git archive` of the commit, its
+//! extraction, every
 //! staged file's blob id and mode, and per candidate its export-ignored
 //! files, symlinks and Git LFS pointer files.
 
-use super::parse_check_attr_z;
+use super::before_archive::BeforeArchive;
 use super::{
     byte_changing_attributes, export_attributes, is_lfs_pointer, ArchiveFile, BlobProblem, Blobs,
-    CandidateStage, Extracted, ExtractionFailure, Observation, Presence, Staged, READ_ATTRIBUTES,
+    CandidateStage, Extracted, ExtractionFailure, Observation, Presence, Staged,
 };
 use crate::archive::{self, TarError};
 use crate::context::RunContext;
@@ -16,11 +17,18 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use walkdir::WalkDir;
 
-/// Stages the commit and observes the staged copy.
+/// Stages the commit and observes the staged copy, given what was read
+/// `before` the archive.
 ///
 /// # Errors
 /// When git cannot be run or the tar cannot be written or hashed.
-pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
+pub(super) fn observe(ctx: &RunContext, before: BeforeArchive) -> Result<Observation, String> {
+    let BeforeArchive {
+        tree,
+        attributes,
+        rewrites,
+        ..
+    } = before;
     let staging = ctx.evidence_dir.join("staging");
     std::fs::create_dir_all(&staging)
         .map_err(|e| format!("{}: cannot create: {e}", staging.display()))?;
@@ -53,6 +61,7 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
                 commit,
                 archive,
                 staged: Err(failure),
+                rewrites,
             });
         }
     };
@@ -61,14 +70,6 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
         symlinks: extraction.symlinks.clone(),
         dirs: extraction.dirs.len(),
     };
-    let listing = git::run(
-        &ctx.repo,
-        &["ls-tree", "-r", "-z", "--full-tree", &commit],
-        Some(&ctx.log_stem("stage", "git-ls-tree")),
-        None,
-    )?;
-    let tree = git::parse_ls_tree_z(&listing.stdout);
-    let attributes = commit_attributes(ctx, &tree);
     let (blobs, candidates) = match &attributes {
         Err(_) => (Blobs::default(), Vec::new()),
         Ok(all) => {
@@ -133,34 +134,8 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
             blobs,
             candidates,
         }),
+        rewrites,
     })
-}
-
-/// `path -> [(attribute, state)]` as `git check-attr -z` prints it, for every
-/// attribute that is not `unspecified`: the state is `set`, `unset` or the
-/// value. Read at the commit (`git check-attr --source`, git 2.40+) or,
-/// failing that, from the clean work tree; `.git/info/attributes` counts in
-/// both (the per-user attributes file does not: see `git::HERMETIC_CONFIG`).
-///
-/// # Errors
-/// When neither `git check-attr` answers.
-fn commit_attributes(
-    ctx: &RunContext,
-    tree: &[git::TreeEntry],
-) -> Result<BTreeMap<String, Vec<(String, String)>>, String> {
-    let stdin: Vec<u8> = tree
-        .iter()
-        .flat_map(|e| e.path.bytes().chain(std::iter::once(0)))
-        .collect();
-    let commit = ctx.source.commit.clone();
-    let mut with_source = vec!["check-attr", "-z", "--stdin", "--source", commit.as_str()];
-    with_source.extend_from_slice(READ_ATTRIBUTES);
-    let mut plain = vec!["check-attr", "-z", "--stdin"];
-    plain.extend_from_slice(READ_ATTRIBUTES);
-    let stem = ctx.log_stem("stage", "git-check-attr");
-    let out = git::run(&ctx.repo, &with_source, Some(&stem), Some(stdin.clone()))
-        .or_else(|_| git::run(&ctx.repo, &plain, Some(&stem), Some(stdin)))?;
-    Ok(parse_check_attr_z(&out.stdout))
 }
 
 /// Staged files under `prefix` (`Runner/x/`) whose content is a Git LFS
