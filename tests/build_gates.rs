@@ -598,3 +598,28 @@ fn a_commit_dated_before_1980_fails_lbp_build_naming_the_date_and_the_zip_limit(
         );
     }
 }
+
+#[test]
+fn a_manifest_starting_with_a_byte_order_mark_is_read_as_the_sdk_reads_it() {
+    // PyYAML (the SDK) skips a leading BOM; the harness must read the same
+    // manifest, not report "more than one document".
+    let repo = fixture_repo(&[]);
+    let path = repo.root.join("Runner/codex-agent/manifest.yaml");
+    let mut bytes = b"\xef\xbb\xbf".to_vec();
+    bytes.extend(std::fs::read(&path).unwrap());
+    std::fs::write(&path, bytes).unwrap();
+    git(&repo.root, &["commit", "-q", "-am", "BOM"]);
+    let (_keep, ev_dir) = evidence_dir();
+    let (code, ev) = run_only(&repo.root, &ev_dir, "archive-members");
+    let text = serde_json::to_string_pretty(&failed_checks(&ev, "lbp-build")).unwrap();
+    assert!(!text.contains("more than one document"), "{text}");
+    assert_eq!(
+        check(&ev, "lbp-build", "manifest-identity", Some("codex-agent"))["result"],
+        "pass",
+        "{text}"
+    );
+    assert_eq!(gate_result(&ev, "lbp-build"), "pass", "{text}");
+    let members = serde_json::to_string_pretty(&failed_checks(&ev, "archive-members")).unwrap();
+    assert_eq!(gate_result(&ev, "archive-members"), "pass", "{members}");
+    assert_eq!(code, 0);
+}

@@ -104,7 +104,8 @@ pub(super) fn unsafe_identity_fields(path: &Path) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };
-    let Ok(value) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text) else {
+    let Ok(value) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(manifest::strip_bom(&text))
+    else {
         return Vec::new();
     };
     ["author", "name", "version"]
