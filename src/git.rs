@@ -496,6 +496,55 @@ mod tests {
     }
 
     #[test]
+    fn replace_refs_and_grafts_are_listed_and_ignored_by_every_call() {
+        use crate::gates::testing::{git, repo};
+        let dir = tempfile::tempdir().unwrap();
+        let real = repo(dir.path(), &[("a.txt", "real\n")]);
+        let real_tree = git(dir.path(), &["rev-parse", "HEAD^{tree}"]);
+        std::fs::write(dir.path().join("a.txt"), "other\n").unwrap();
+        git(dir.path(), &["commit", "-qam", "other"]);
+        let other = git(dir.path(), &["rev-parse", "HEAD"]);
+        git(dir.path(), &["replace", &real, &other]);
+        let common = dir.path().join(".git/info");
+        std::fs::create_dir_all(&common).unwrap();
+        std::fs::write(common.join("grafts"), format!("{other}\n")).unwrap();
+        // Plain git reads the replacement; the hermetic call the commit.
+        assert_ne!(
+            git(dir.path(), &["rev-parse", &format!("{real}^{{tree}}")]),
+            real_tree
+        );
+        let tree = run(
+            dir.path(),
+            &["rev-parse", &format!("{real}^{{tree}}")],
+            None,
+            None,
+        )
+        .unwrap()
+        .stdout_text();
+        assert_eq!(tree.trim(), real_tree);
+        let found = history_rewrites(dir.path(), None).unwrap();
+        assert_eq!(
+            found,
+            [
+                HistoryRewrite::ReplaceRef {
+                    name: format!("refs/replace/{real}"),
+                    replacement: other.clone(),
+                },
+                HistoryRewrite::Grafts {
+                    path: dir
+                        .path()
+                        .canonicalize()
+                        .unwrap()
+                        .join(".git/info/grafts")
+                        .display()
+                        .to_string(),
+                    lines: 1,
+                },
+            ]
+        );
+    }
+
+    #[test]
     fn status_z_parses_renames_and_untracked() {
         let raw = b"R  new.txt\0old.txt\0 M mod.txt\0?? un tracked.txt\0!! build/\0";
         let e = parse_status_z(raw);
