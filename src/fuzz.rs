@@ -398,7 +398,7 @@ fn run_manifest(scratch: &mut Scratch, data: &[u8]) -> bool {
     let parsed = crate::manifest_yaml::parse_yaml12(&text);
     if let Ok(v) = &parsed {
         assert!(crate::manifest_yaml::meaning_changes(v, v).is_empty());
-        assert!(crate::gates::archive_members::manifest_differences(v, v).is_empty());
+        assert!(crate::manifest_diff::manifest_differences(v, v).is_empty());
         let _ = crate::manifest_yaml::describe(v);
     }
     // The file reader, on bytes that need not be UTF-8.

@@ -13,6 +13,16 @@
 //! The one setting carried over is `safe.directory` from the user's system and
 //! global files: it is a trust decision git honours only from there, not a
 //! byte conversion.
+//!
+//! Nothing the repository configures runs: before every call the keys git
+//! would read are listed and each command-valued one (filter, diff and merge
+//! drivers, fsmonitor, hooks, editors, pagers, helpers) is overridden on the
+//! command line ([`repo_config`]). Replace objects (`refs/replace/*`) and
+//! grafts are off in every call (`GIT_NO_REPLACE_OBJECTS=1`,
+//! `GIT_GRAFT_FILE=/dev/null`): git reads the objects the commit id names,
+//! as a fresh clone does. [`history_rewrites`] lists what was ignored.
+
+pub mod repo_config;
 
 use crate::process::{self, ChildOutput, ChildSpec};
 use std::path::{Path, PathBuf};
@@ -34,6 +44,7 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(300);
 /// - `core.fsmonitor=false`, `core.untrackedCache=false`: status reads the
 ///   work tree itself, no hook or cache answers for it.
 /// - `tar.umask=0002`: git's default, fixing the modes `git archive` writes.
+/// - `core.hooksPath=/dev/null`: no hook of the repository can run.
 pub const HERMETIC_CONFIG: &[&str] = &[
     "core.autocrlf=false",
     "core.eol=lf",
@@ -43,6 +54,7 @@ pub const HERMETIC_CONFIG: &[&str] = &[
     "core.fsmonitor=false",
     "core.untrackedCache=false",
     "tar.umask=0002",
+    "core.hooksPath=/dev/null",
 ];
 
 /// The environment of every git call: the allowlisted base, no system or
@@ -57,6 +69,9 @@ fn env() -> std::collections::BTreeMap<String, String> {
     env.insert("GIT_TERMINAL_PROMPT".into(), "0".into());
     env.insert("GIT_CONFIG_NOSYSTEM".into(), "1".into());
     env.insert("GIT_CONFIG_GLOBAL".into(), "/dev/null".into());
+    env.insert("GIT_NO_REPLACE_OBJECTS".into(), "1".into());
+    env.insert("GIT_GRAFT_FILE".into(), "/dev/null".into());
+    env.insert("GIT_ATTR_NOSYSTEM".into(), "1".into());
     env
 }
 
@@ -138,9 +153,12 @@ pub fn run(
             tmp.path().join("git")
         }
     };
+    let mut all_args = hermetic_args(user_safe_directories(), &[]);
+    all_args.extend(repository_overrides(repo, &stem)?);
+    all_args.extend(args.iter().map(|s| s.to_string()));
     let spec = ChildSpec {
         program: "git".into(),
-        args: hermetic_args(user_safe_directories(), args),
+        args: all_args,
         cwd: repo.to_path_buf(),
         env: env(),
         timeout: GIT_TIMEOUT,
@@ -158,6 +176,144 @@ pub fn run(
         ));
     }
     Ok(out)
+}
+
+/// `-c KEY=VALUE` pairs that disable every command the configuration git
+/// reads in `repo` names (see [`repo_config`]); none outside a repository.
+/// The listing itself runs hermetic and reads configuration only.
+///
+/// # Errors
+/// When git cannot be started.
+fn repository_overrides(repo: &Path, stem: &Path) -> Result<Vec<String>, String> {
+    let spec = ChildSpec {
+        program: "git".into(),
+        args: hermetic_args(user_safe_directories(), &["config", "--list", "-z"]),
+        cwd: repo.to_path_buf(),
+        env: env(),
+        timeout: GIT_TIMEOUT,
+        log_stem: {
+            let mut s = stem.as_os_str().to_owned();
+            s.push("-config-list");
+            PathBuf::from(s)
+        },
+        stdin: None,
+    };
+    let out = process::run(&spec).map_err(|e| e.to_string())?;
+    // Outside a repository `git config --list` still lists the command line;
+    // a failure (no repository at all) leaves nothing to override.
+    Ok(if out.success() {
+        repo_config::overrides(&out.stdout)
+    } else {
+        Vec::new()
+    })
+}
+
+/// `(key, value)` of every setting git reads in `repo` beyond the command
+/// line (the repository's `.git/config`, the files it includes,
+/// `config.worktree`), in reading order.
+///
+/// # Errors
+/// When git cannot be run.
+pub fn repository_config(repo: &Path) -> Result<Vec<(String, String)>, String> {
+    let out = run(
+        repo,
+        &["config", "--list", "--show-scope", "-z"],
+        None,
+        None,
+    )?;
+    // `--show-scope -z` prints `SCOPE NUL KEY NEWLINE VALUE NUL`.
+    let fields: Vec<&[u8]> = out.stdout.split(|b| *b == 0).collect();
+    let mut settings = Vec::new();
+    for pair in fields.chunks(2) {
+        if let [scope, entry] = pair {
+            if *scope == b"command" {
+                continue;
+            }
+            let mut z = entry.to_vec();
+            z.push(0);
+            settings.extend(repo_config::parse_list_z(&z));
+        }
+    }
+    Ok(settings)
+}
+
+/// Something that rewrites history for git unless replace objects and
+/// grafts are off: a replace ref or a graft file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum HistoryRewrite {
+    /// `refs/replace/<id>`: object `id` reads as object `replacement`.
+    ReplaceRef {
+        /// The ref's full name.
+        name: String,
+        /// The object it points to.
+        replacement: String,
+    },
+    /// A graft file with content (`<git-common-dir>/info/grafts`, or the
+    /// harness's own `GIT_GRAFT_FILE`).
+    Grafts {
+        /// Its path.
+        path: String,
+        /// Lines in it.
+        lines: usize,
+    },
+}
+
+/// Every replace ref and non-empty graft file of `repo`, and a
+/// `GIT_GRAFT_FILE` in the harness's environment; git calls of this module
+/// ignore them all.
+///
+/// # Errors
+/// When git cannot be run.
+pub fn history_rewrites(
+    repo: &Path,
+    log_stem: Option<&Path>,
+) -> Result<Vec<HistoryRewrite>, String> {
+    let refs = run(
+        repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            "refs/replace/",
+        ],
+        log_stem,
+        None,
+    )?;
+    let mut found: Vec<HistoryRewrite> = refs
+        .stdout_text()
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(name, id)| HistoryRewrite::ReplaceRef {
+            name: name.to_string(),
+            replacement: id.to_string(),
+        })
+        .collect();
+    let common = run(
+        repo,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        None,
+        None,
+    )?;
+    let mut graft_files = vec![PathBuf::from(common.stdout_text().trim()).join("info/grafts")];
+    if let Some(path) = std::env::var_os("GIT_GRAFT_FILE").filter(|p| !p.is_empty()) {
+        graft_files.push(PathBuf::from(path));
+    }
+    for path in graft_files {
+        let lines = std::fs::read(&path)
+            .map(|b| {
+                b.split(|c| *c == b'\n')
+                    .filter(|l| !l.trim_ascii().is_empty())
+                    .count()
+            })
+            .unwrap_or(0);
+        if lines > 0 {
+            found.push(HistoryRewrite::Grafts {
+                path: path.display().to_string(),
+                lines,
+            });
+        }
+    }
+    Ok(found)
 }
 
 /// The repository's top level, for any path inside it.
@@ -337,6 +493,55 @@ mod tests {
         let out = run(dir.path(), &["archive", "--format=tar", "HEAD"], None, None).unwrap();
         assert!(out.stdout.windows(8).any(|w| w == b"one\ntwo\n"));
         assert!(!out.stdout.windows(2).any(|w| w == b"\r\n"));
+    }
+
+    #[test]
+    fn replace_refs_and_grafts_are_listed_and_ignored_by_every_call() {
+        use crate::gates::testing::{git, repo};
+        let dir = tempfile::tempdir().unwrap();
+        let real = repo(dir.path(), &[("a.txt", "real\n")]);
+        let real_tree = git(dir.path(), &["rev-parse", "HEAD^{tree}"]);
+        std::fs::write(dir.path().join("a.txt"), "other\n").unwrap();
+        git(dir.path(), &["commit", "-qam", "other"]);
+        let other = git(dir.path(), &["rev-parse", "HEAD"]);
+        git(dir.path(), &["replace", &real, &other]);
+        let common = dir.path().join(".git/info");
+        std::fs::create_dir_all(&common).unwrap();
+        std::fs::write(common.join("grafts"), format!("{other}\n")).unwrap();
+        // Plain git reads the replacement; the hermetic call the commit.
+        assert_ne!(
+            git(dir.path(), &["rev-parse", &format!("{real}^{{tree}}")]),
+            real_tree
+        );
+        let tree = run(
+            dir.path(),
+            &["rev-parse", &format!("{real}^{{tree}}")],
+            None,
+            None,
+        )
+        .unwrap()
+        .stdout_text();
+        assert_eq!(tree.trim(), real_tree);
+        let found = history_rewrites(dir.path(), None).unwrap();
+        assert_eq!(
+            found,
+            [
+                HistoryRewrite::ReplaceRef {
+                    name: format!("refs/replace/{real}"),
+                    replacement: other.clone(),
+                },
+                HistoryRewrite::Grafts {
+                    path: dir
+                        .path()
+                        .canonicalize()
+                        .unwrap()
+                        .join(".git/info/grafts")
+                        .display()
+                        .to_string(),
+                    lines: 1,
+                },
+            ]
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod interrupt;
 pub mod isolation;
 pub mod lbpkg;
 pub mod manifest;
+pub mod manifest_diff;
 pub mod manifest_yaml;
 pub mod merge;
 pub mod netns;

@@ -46,7 +46,7 @@ pub fn read_id(path: &Path) -> Result<ManifestId, String> {
 /// # Errors
 /// As [`read_id`].
 pub fn parse_id(text: &str, path: &Path) -> Result<ManifestId, String> {
-    let value: Value = serde_yaml_ng::from_str(text)
+    let value: Value = serde_yaml_ng::from_str(strip_bom(text))
         .map_err(|e| format!("{}: not valid YAML: {e}", path.display()))?;
     let field = |name: &str| -> Result<String, String> {
         let v = value.get("metadata").and_then(|m| m.get(name));
@@ -71,6 +71,17 @@ pub fn parse_id(text: &str, path: &Path) -> Result<ManifestId, String> {
         name: field("name")?,
         version: field("version")?,
     })
+}
+
+/// `text` without one leading UTF-8 byte order mark (U+FEFF), as the SDK
+/// reads YAML: PyYAML's scanner skips a BOM at the start of the stream (the
+/// SDK opens manifests with `encoding="utf-8"`, which keeps it in the text,
+/// or decodes bytes, where PyYAML detects it), so a manifest starting with a
+/// BOM is a valid manifest to the SDK, and so it is here. `serde_yaml_ng`
+/// reads the BOM as content instead and reports a YAML "containing more than
+/// one document"; every YAML reader of this crate strips it first.
+pub fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 /// True when `s` is safe as a part of a file name: non-empty, not `.` or
@@ -144,6 +155,26 @@ mod tests {
     fn traversal_in_name_is_refused() {
         let (_d, p) = write("metadata:\n  author: acme\n  name: ../../evil\n  version: '1'\n");
         assert!(read_id(&p).unwrap_err().contains("../../evil"));
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_read_as_the_sdk_reads_it_not_as_a_second_document() {
+        let text = "\u{feff}metadata:\n  author: acme\n  name: x\n  version: '1'\n";
+        let id = parse_id(text, Path::new("m.yaml")).unwrap();
+        assert_eq!(id.archive_name(), "acme-x-1.lbpkg");
+        // A real manifest: serde_yaml_ng alone misnames its BOM as a second
+        // document; read as the SDK reads it, it is the manifest.
+        let real = format!(
+            "\u{feff}{}",
+            include_str!("../fixtures/candidate-repo/Runner/codex-agent/manifest.yaml")
+        );
+        let raw = serde_yaml_ng::from_str::<Value>(&real)
+            .unwrap_err()
+            .to_string();
+        assert!(raw.contains("more than one document"), "{raw}");
+        let id = parse_id(&real, Path::new("m.yaml")).unwrap();
+        assert_eq!(id.name, "codex-agent");
+        assert_eq!(strip_bom("\u{feff}\u{feff}a"), "\u{feff}a");
     }
 
     #[test]

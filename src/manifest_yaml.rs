@@ -172,8 +172,8 @@ pub fn read_yaml12(path: &Path) -> Result<Value, String> {
 /// # Errors
 /// The parser's message when `text` is not YAML.
 pub fn parse_yaml12(text: &str) -> Result<Value, String> {
-    let mut v: Value =
-        serde_yaml_ng::from_str(text).map_err(|e| format!("not valid YAML 1.2: {e}"))?;
+    let mut v: Value = serde_yaml_ng::from_str(crate::manifest::strip_bom(text))
+        .map_err(|e| format!("not valid YAML 1.2: {e}"))?;
     v.apply_merge()
         .map_err(|e| format!("a merge key (`<<`) cannot be applied: {e}"))?;
     Ok(v)
@@ -350,7 +350,7 @@ fn change_text(c: &MeaningChange) -> String {
 
 /// Decides `manifest-equal-source` for one candidate: the archived manifest
 /// equals the source's as the SDK reads YAML (the build's `spec.pages: []`
-/// aside, [`crate::gates::archive_members::manifest_differences`]); any value
+/// aside, [`crate::manifest_diff::manifest_differences`]); any value
 /// of the source that YAML 1.2 reads otherwise is named with advice to quote
 /// it (a warning when the manifests are equal).
 pub fn decide(folder: &str, rel: &str, obs: &ManifestObservation) -> Check {
@@ -382,7 +382,7 @@ pub fn decide(folder: &str, rel: &str, obs: &ManifestObservation) -> Check {
             )
         }
     };
-    let diffs = crate::gates::archive_members::manifest_differences(source, archived);
+    let diffs = crate::manifest_diff::manifest_differences(source, archived);
     let changes = match &obs.source_yaml12 {
         Ok(v12) => meaning_changes(v12, source),
         Err(_) => Vec::new(),

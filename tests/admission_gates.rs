@@ -350,6 +350,33 @@ fn pip_option_fails_admission_with_its_line_number() {
     assert_eq!(ok["result"], "pass", "{}", detail(ok));
 }
 
+#[test]
+fn a_requirement_by_url_fails_admission_naming_file_line_and_why() {
+    let (code, ev) = run(&["url-requirement"], "admission");
+    assert_eq!(code, 1);
+    assert_eq!(gate_result(&ev, "admission"), "fail");
+    let c = check(&ev, "admission", "requirement-lines", Some("codex-agent"));
+    assert_eq!(c["result"], "fail", "{c}");
+    let text = detail(c);
+    for part in [
+        "requirements.txt: line 2 \
+         `six @ https://files.example.invalid/six-1.16.0-py2.py3-none-any.whl` requires a \
+         distribution by direct URL",
+        "bypasses the package index and its hashes",
+        "without network",
+        "require it by version (`name==X.Y`)",
+    ] {
+        assert!(text.contains(part), "missing {part:?} in: {text}");
+    }
+    let ok = check(
+        &ev,
+        "admission",
+        "requirement-lines",
+        Some("acp-agent-runner"),
+    );
+    assert_eq!(ok["result"], "pass", "{}", detail(ok));
+}
+
 /// A STORED zip with `members` (name, bytes), in order.
 fn write_zip(path: &Path, members: &[(&str, &[u8])]) {
     let file = std::fs::File::create(path).expect("create zip");

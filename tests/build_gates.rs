@@ -555,3 +555,71 @@ fn a_committed_file_named_unsafely_for_the_host_is_answered_with_renaming_it() {
         "a consequence is no testcase of its own"
     );
 }
+
+#[test]
+fn a_commit_dated_before_1980_fails_lbp_build_naming_the_date_and_the_zip_limit() {
+    let repo = fixture_repo(&[]);
+    // The same tree, recommitted in 1975: git archive stamps every staged
+    // file with that date, which a ZIP timestamp cannot hold.
+    let out = std::process::Command::new("git")
+        .args(["commit", "-q", "--amend", "--no-edit"])
+        .current_dir(&repo.root)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_DATE", "1975-06-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "1975-06-01T00:00:00Z")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    let commit = git(&repo.root, &["rev-parse", "HEAD"]).trim().to_string();
+    let (_keep, ev_dir) = evidence_dir();
+    let (code, ev) = run_only(&repo.root, &ev_dir, "lbp-build");
+    assert_eq!(code, 1);
+    assert_eq!(gate_result(&ev, "lbp-build"), "fail");
+    for folder in FOLDERS {
+        let c = check(&ev, "lbp-build", "files-added", Some(folder));
+        assert_eq!(c["result"], "fail", "{c}");
+        let d = detail(c);
+        for needed in [
+            format!("commit {commit} is dated 1975-06-01T00:00:00Z (committer date)"),
+            "ZIP does not support timestamps before 1980".to_string(),
+            "a ZIP (DOS) timestamp cannot hold a date before 1980-01-01".to_string(),
+            "\n  main.py: ".to_string(),
+        ] {
+            assert!(d.contains(&needed), "{needed:?} in {d}");
+        }
+        // The build itself exited 0: that is what hid the loss.
+        assert_eq!(
+            check(&ev, "lbp-build", "build-exit", Some(folder))["result"],
+            "pass"
+        );
+    }
+}
+
+#[test]
+fn a_manifest_starting_with_a_byte_order_mark_is_read_as_the_sdk_reads_it() {
+    // PyYAML (the SDK) skips a leading BOM; the harness must read the same
+    // manifest, not report "more than one document".
+    let repo = fixture_repo(&[]);
+    let path = repo.root.join("Runner/codex-agent/manifest.yaml");
+    let mut bytes = b"\xef\xbb\xbf".to_vec();
+    bytes.extend(std::fs::read(&path).unwrap());
+    std::fs::write(&path, bytes).unwrap();
+    git(&repo.root, &["commit", "-q", "-am", "BOM"]);
+    let (_keep, ev_dir) = evidence_dir();
+    let (code, ev) = run_only(&repo.root, &ev_dir, "archive-members");
+    let text = serde_json::to_string_pretty(&failed_checks(&ev, "lbp-build")).unwrap();
+    assert!(!text.contains("more than one document"), "{text}");
+    assert_eq!(
+        check(&ev, "lbp-build", "manifest-identity", Some("codex-agent"))["result"],
+        "pass",
+        "{text}"
+    );
+    assert_eq!(gate_result(&ev, "lbp-build"), "pass", "{text}");
+    let members = serde_json::to_string_pretty(&failed_checks(&ev, "archive-members")).unwrap();
+    assert_eq!(gate_result(&ev, "archive-members"), "pass", "{members}");
+    assert_eq!(code, 0);
+}

@@ -181,3 +181,160 @@ fn an_lfs_pointer_without_its_attribute_is_still_found_by_content() {
         "Runner/acp-agent-runner/assets/model.onnx"
     );
 }
+
+/// An executable script in `dir` named `name` that creates
+/// `markers/<name>-<first argument>` and passes its input through.
+fn marker_script(dir: &Path, markers: &Path, name: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\ntouch '{}/{name}-'\"$1\"\nexec cat\n",
+            markers.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+/// The names of the files in `markers`.
+fn markers_in(markers: &Path) -> Vec<String> {
+    std::fs::read_dir(markers)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn no_command_of_the_repository_config_runs_and_a_selected_filter_driver_is_refused_before_git_archive(
+) {
+    let repo = fixture_repo(&[]);
+    std::fs::write(repo.root.join(".gitattributes"), "*.txt filter=x diff=x\n").unwrap();
+    commit_all(&repo, "attributes naming a filter and a diff driver");
+    // After the commit, the repository's own config names a command for
+    // every hook git has: each touches a marker file when run.
+    let tools = tempfile::tempdir().unwrap();
+    let markers = tools.path().join("markers");
+    let hooks = tools.path().join("hooks");
+    std::fs::create_dir_all(&markers).unwrap();
+    std::fs::create_dir_all(&hooks).unwrap();
+    let filter = marker_script(tools.path(), &markers, "filter");
+    let fsmonitor = marker_script(tools.path(), &markers, "fsmonitor");
+    let textconv = marker_script(tools.path(), &markers, "textconv");
+    for hook in [
+        "pre-commit",
+        "post-checkout",
+        "post-index-change",
+        "reference-transaction",
+        "pre-auto-gc",
+        "fsmonitor-watchman",
+    ] {
+        marker_script(&hooks, &markers, hook);
+    }
+    for (key, value) in [
+        ("filter.x.clean", format!("{filter} clean")),
+        ("filter.x.smudge", format!("{filter} smudge")),
+        ("filter.x.process", format!("{filter} process")),
+        ("filter.x.required", "true".to_string()),
+        ("core.fsmonitor", fsmonitor),
+        ("core.hooksPath", hooks.display().to_string()),
+        ("diff.x.textconv", format!("{textconv} textconv")),
+    ] {
+        git(&repo.root, &["config", key, &value]);
+    }
+    // A committed file that looks modified (same bytes, newer mtime): git
+    // status compares its content through the clean filter.
+    let touched = repo.root.join("Runner/codex-agent/requirements.txt");
+    let file = std::fs::File::options()
+        .append(true)
+        .open(&touched)
+        .unwrap();
+    file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+        .unwrap();
+    drop(file);
+
+    let (_keep, dir) = evidence_dir();
+    let out = verifier_only(&repo.root, &dir, "tree-clean,stage")
+        .output()
+        .expect("run the verifier");
+    let text = both(&out);
+    assert_eq!(exit_code(&out), 1, "{text}");
+    assert_eq!(markers_in(&markers), Vec::<String>::new(), "{text}");
+    let ev = read_evidence(&dir);
+    assert_eq!(gate_result(&ev, "tree-clean"), "pass", "{text}");
+    let c = check(&ev, "stage", "filter-drivers", None);
+    assert_eq!(c["result"], "fail", "{c}");
+    let d = detail(c);
+    for needed in [
+        format!("filter `x` (filter.x.clean = \"{filter} clean\""),
+        "selected by `filter=x` for:\n    Runner/".to_string(),
+        "\n    Runner/codex-agent/requirements.txt".to_string(),
+        "did not run git archive".to_string(),
+    ] {
+        assert!(d.contains(&needed), "{needed:?} in {d}");
+    }
+    assert_eq!(
+        check(&ev, "stage", "git-archive", None)["consequence_of"],
+        "filter-drivers"
+    );
+    assert!(!dir.join("staging/source.tar").exists());
+
+    // Replay in the same repository runs git archive (its checks fail on
+    // the unfinished run) with the same configuration: nothing runs either.
+    let replay = replay_output(&dir, &["--repo", repo.root.to_str().unwrap()]);
+    assert_eq!(
+        markers_in(&markers),
+        Vec::<String>::new(),
+        "{}",
+        both(&replay)
+    );
+}
+
+#[test]
+fn a_replace_ref_is_refused_by_name_and_the_staged_bytes_are_the_commits_own() {
+    let repo = fixture_repo(&[]);
+    let real = git(&repo.root, &["rev-parse", "HEAD"]).trim().to_string();
+    let real_tree = git(&repo.root, &["rev-parse", "HEAD^{tree}"])
+        .trim()
+        .to_string();
+    let file = "Runner/codex-agent/requirements.txt";
+    let committed = std::fs::read(repo.root.join(file)).unwrap();
+    std::fs::write(repo.root.join(file), b"evil==6.6.6\n").unwrap();
+    commit_all(&repo, "other bytes");
+    let other = git(&repo.root, &["rev-parse", "HEAD"]).trim().to_string();
+    git(&repo.root, &["reset", "-q", "--hard", &real]);
+    git(&repo.root, &["replace", &real, &other]);
+    // Plain git now shows the other bytes for the commit under review.
+    let shown = git(&repo.root, &["show", &format!("{real}:{file}")]);
+    assert_eq!(shown, "evil==6.6.6\n");
+
+    let (_keep, dir) = evidence_dir();
+    let out = verifier_only(&repo.root, &dir, "tree-clean,stage")
+        .output()
+        .expect("run the verifier");
+    let text = both(&out);
+    assert_eq!(exit_code(&out), 1, "{text}");
+    let ev = read_evidence(&dir);
+    assert_eq!(ev["source"]["commit"], real.as_str(), "{text}");
+    assert_eq!(ev["source"]["tree"], real_tree.as_str(), "{text}");
+    assert_eq!(gate_result(&ev, "tree-clean"), "pass", "{text}");
+    let failing: Vec<&str> = failed_checks(&ev, "stage")
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(failing, ["history-rewrites"], "{text}");
+    let d = detail(check(&ev, "stage", "history-rewrites", None));
+    for needed in [
+        format!("refs/replace/{real} (object {real} reads as {other})"),
+        "refuses to certify a repository whose history is rewritten by replace refs".to_string(),
+        format!("`git replace -d {real}`"),
+    ] {
+        assert!(d.contains(&needed), "{needed:?} in {d}");
+    }
+    assert_eq!(
+        std::fs::read(dir.join("staging/source").join(file)).unwrap(),
+        committed
+    );
+}

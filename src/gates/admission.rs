@@ -519,11 +519,25 @@ fn lines_check(
                      options are host configuration, not plugin content)",
                     o.number, o.text
                 )),
+                (LineKind::Invalid(why), true) if o.text.contains("://") => own.push(format!(
+                    "line {} `{}` is a URL, not a PEP 508 requirement ({why}), and the SDK \
+                     refuses it ({sdk_says}); {}",
+                    o.number,
+                    o.text,
+                    observe::URL_REFUSAL
+                )),
                 (LineKind::Invalid(why), true) => own.push(format!(
                     "line {} `{}` is not a PEP 508 requirement ({why}), and the SDK refuses it \
                      ({sdk_says}): correct it",
                     o.number, o.text
                 )),
+                (LineKind::DirectUrl(url), true) => {
+                    own.push(format!(
+                    "line {} `{}` requires a distribution by direct URL ({url}); the SDK would \
+                     leave it to the installer ({sdk_says}), the harness refuses it: {}",
+                    o.number, o.text, observe::URL_REFUSAL
+                ))
+                }
                 _ => {}
             }
         }
@@ -630,6 +644,7 @@ fn kind_word(k: &LineKind) -> String {
         LineKind::Invalid(why) => format!("an invalid requirement ({why})"),
         LineKind::Sdk(d) => format!("the SDK requirement, {}", decision_word(*d)),
         LineKind::Other => "a requirement for the installer".into(),
+        LineKind::DirectUrl(url) => format!("a requirement by direct URL ({url})"),
     }
 }
 

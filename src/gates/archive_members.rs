@@ -30,12 +30,10 @@
 //! rules select.
 
 mod committed;
-mod manifest;
 mod observe;
 
 use committed::COMMITTED_FILES;
 pub use committed::{decide_committed, CommittedFile};
-pub use manifest::manifest_differences;
 
 use crate::context::{RunContext, Updates};
 use crate::evidence::{ArchiveRecord, Check, CheckResult, MemberRecord};

@@ -12,7 +12,9 @@
 //! Checks per candidate: `manifest-identity` (the manifest names a string
 //! author, name and version safe in a file name), `build-exit`,
 //! `single-archive` (exactly one file, `<author>-<name>-<version>.lbpkg`,
-//! moved to `DIR/packages/<folder>/`) and `source-untouched` (every staged file's
+//! moved to `DIR/packages/<folder>/`), `files-added` (the build reported no
+//! file it could not add: it prints an error per file, leaves the file out
+//! and still exits 0) and `source-untouched` (every staged file's
 //! sha256 is the same after the build). The SDK's build exits 0 and writes
 //! nothing on an invalid manifest, so the file is what counts, not the status.
 //! A name, author or version unsafe in a file name is never built: the SDK
@@ -31,7 +33,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod file_errors;
 mod observe;
+
+pub(crate) use file_errors::FileError;
 
 /// The `lbp-build` gate.
 pub struct LbpBuild;
@@ -60,6 +65,8 @@ pub(crate) struct BuildRun {
     pub logs: String,
     /// It printed the SDK's "Plugin manifest not found".
     pub said_manifest_not_found: bool,
+    /// Files it printed it could not add (and left out of the archive).
+    pub file_errors: Vec<FileError>,
 }
 
 /// One entry of the build's output directory.
@@ -110,6 +117,9 @@ pub(crate) struct CandidateBuild {
     pub source_changes: Option<Result<Vec<String>, String>>,
     /// Entries of the staged candidate before the build.
     pub source_entries: usize,
+    /// `(commit id, committer date)`, read when the build reported files it
+    /// could not add (a date before 1980 is one cause).
+    pub commit: Option<(String, String)>,
 }
 
 impl CandidateBuild {
@@ -127,6 +137,7 @@ impl CandidateBuild {
             moved: None,
             source_changes: None,
             source_entries: 0,
+            commit: None,
         }
     }
 }
@@ -260,6 +271,11 @@ pub(crate) fn decide(b: &CandidateBuild) -> Vec<Check> {
             "duration_ms": run.duration_ms,
         })),
     );
+    checks.push(file_errors::files_added_check(
+        &b.folder,
+        &run.file_errors,
+        b.commit.as_ref(),
+    ));
     checks.push(single_archive(b, run));
     checks.push(source_untouched(b));
     checks

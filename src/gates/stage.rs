@@ -13,7 +13,12 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 mod attributes;
+mod before_archive;
 mod observe;
+mod refusals;
+
+pub(crate) use before_archive::{BeforeArchive, FilterDriver};
+pub(crate) use refusals::{decide_before_archive, history_rewrites_check};
 
 pub use attributes::{
     byte_changing_attributes, export_attributes, is_lfs_pointer, parse_check_attr_z, ByteAttribute,
@@ -183,6 +188,8 @@ pub(crate) struct Observation {
     pub staged: Result<Staged, ExtractionFailure>,
     /// `--worktree`: the working tree's digest and file count.
     pub worktree: Option<(String, usize)>,
+    /// Replace refs and graft files the git calls ignored.
+    pub rewrites: Vec<crate::git::HistoryRewrite>,
 }
 
 impl super::Gate for Stage {
@@ -191,7 +198,13 @@ impl super::Gate for Stage {
     }
 
     fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
-        let obs = observe::observe(ctx)?;
+        let before = before_archive::read(ctx)?;
+        if !before.filter_drivers.is_empty() {
+            // A command the repository configures would filter the archive:
+            // refused from git objects alone, `git archive` is not run.
+            return Ok(decide_before_archive(&before, &ctx.source.commit));
+        }
+        let obs = observe::observe(ctx, before)?;
         let hex = obs.archive.sha256.clone();
         out.set(move |ctx| ctx.source.archive_sha256 = Some(hex));
         if let Some((digest, files)) = obs.worktree.clone() {
@@ -250,6 +263,7 @@ pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
         },
     )
     .with_observed(json!({ "path": a.path, "sha256": a.sha256, "size": a.size }))];
+    checks.push(history_rewrites_check(&obs.rewrites, &obs.commit));
     let staged = match &obs.staged {
         Ok(s) => s,
         Err(failure) => {

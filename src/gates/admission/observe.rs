@@ -199,7 +199,14 @@ pub enum LineKind {
     Sdk(RequirementDecision),
     /// Any other requirement: left for the installer.
     Other,
+    /// Another distribution's requirement by direct URL (`name @ url`),
+    /// with the URL: the SDK keeps it for the installer; the harness refuses
+    /// it (see [`URL_REFUSAL`]).
+    DirectUrl(String),
 }
+
+/// Why the harness refuses a requirement by URL, and what to do.
+pub const URL_REFUSAL: &str = "a requirement by URL bypasses the package index and its hashes      (the host's installer would fetch and, for a VCS or source URL, build whatever the URL      serves at install time), and admission and dependency preparation run without network      from the run's wheelhouse, so it cannot be installed or reviewed there: publish the      package to an index and require it by version (`name==X.Y`), or vendor its code into the      candidate, and commit";
 
 impl LineKind {
     /// Whether the SDK should accept the line.
@@ -210,13 +217,13 @@ impl LineKind {
                 d,
                 RequirementDecision::Satisfied | RequirementDecision::MarkerExcludes
             ),
-            LineKind::Other => true,
+            LineKind::Other | LineKind::DirectUrl(_) => true,
         }
     }
 
     /// Whether an accepted line stays in the install list.
     pub fn kept(&self) -> bool {
-        matches!(self, LineKind::Other)
+        matches!(self, LineKind::Other | LineKind::DirectUrl(_))
     }
 }
 
@@ -296,6 +303,10 @@ pub fn analyse_requirements(
                 Ok(req) if req.name.as_ref() == SDK_DISTRIBUTION => {
                     LineKind::Sdk(sdk_decision(&req, installed, markers))
                 }
+                Ok(Requirement {
+                    version_or_url: Some(VersionOrUrl::Url(url)),
+                    ..
+                }) => LineKind::DirectUrl(url.to_string()),
                 Ok(_) => LineKind::Other,
             }
         };

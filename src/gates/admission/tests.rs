@@ -861,3 +861,26 @@ fn a_candidate_without_its_extraction_or_whose_admission_panicked_fails_naming_w
     assert!(c[0].detail.contains("harness defect"), "{}", c[0].detail);
     assert_eq!(c[0].candidate.as_deref(), Some("demo"));
 }
+
+#[test]
+fn a_requirement_by_direct_url_is_its_own_kind_with_its_url() {
+    let got = kinds(
+        "six @ https://files.example.invalid/six-1.16.0-py2.py3-none-any.whl\n\
+         git+https://github.com/a/b\n-e git+https://github.com/a/b#egg=b\nsix==1.16.0\n",
+        "0.6.0b5",
+    );
+    assert_eq!(
+        got[0],
+        (
+            1,
+            LineKind::DirectUrl(
+                "https://files.example.invalid/six-1.16.0-py2.py3-none-any.whl".into()
+            )
+        )
+    );
+    assert!(matches!(got[1], (2, LineKind::Invalid(_))));
+    assert_eq!(got[2], (3, LineKind::PipOption));
+    assert_eq!(got[3], (4, LineKind::Other));
+    // The SDK keeps it for the installer; the harness's reading agrees on that.
+    assert!(got[0].1.accepted() && got[0].1.kept());
+}

@@ -2,6 +2,7 @@ use super::*;
 use crate::build_rules::BuildDrop;
 use crate::gitignore::{GitPattern, GitVerdict};
 use crate::hash;
+use crate::manifest_diff::manifest_differences;
 use serde_yaml_ng::Value;
 use std::fs::File;
 

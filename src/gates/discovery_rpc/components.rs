@@ -50,7 +50,7 @@ pub fn read(archive: &Path) -> Result<Declared, String> {
             .take(MAX_YAML_BYTES)
             .read_to_string(&mut text)
             .map_err(|e| format!("{}: member {name}: {e}", archive.display()))?;
-        serde_yaml_ng::from_str(&text)
+        serde_yaml_ng::from_str(crate::manifest::strip_bom(&text))
             .map_err(|e| format!("{}: member {name}: not valid YAML: {e}", archive.display()))
     };
     let manifest = read_yaml("manifest.yaml")?;

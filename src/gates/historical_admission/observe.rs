@@ -141,14 +141,15 @@ fn read_archive(path: &Path) -> Result<(BTreeMap<String, String>, Option<String>
             entry
                 .read_to_string(&mut text)
                 .map_err(|e| format!("manifest.yaml cannot be read: {e}"))?;
-            manifest_name = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text)
-                .ok()
-                .and_then(|v| {
-                    v.get("metadata")
-                        .and_then(|m| m.get("name"))
-                        .and_then(|n| n.as_str())
-                        .map(String::from)
-                });
+            manifest_name =
+                serde_yaml_ng::from_str::<serde_yaml_ng::Value>(crate::manifest::strip_bom(&text))
+                    .ok()
+                    .and_then(|v| {
+                        v.get("metadata")
+                            .and_then(|m| m.get("name"))
+                            .and_then(|n| n.as_str())
+                            .map(String::from)
+                    });
         } else if compared_kind(&name) && safe_relative(&name) {
             let digest = hash::sha256_reader(&mut entry)
                 .map_err(|e| format!("member {name} cannot be read: {e}"))?;

@@ -58,7 +58,8 @@ pub(super) fn observe(ctx: &RunContext) -> Vec<CandidateBuild> {
             }
         })
         .collect();
-    crate::parallel::map(&inputs, ctx.width(), build_one, |input| CandidateBuild {
+    let mut builds = crate::parallel::map(&inputs, ctx.width(), build_one, |input| {
+        CandidateBuild {
         setup_error: Some(
             "the harness thread running this build panicked; this is a harness defect: report it"
                 .into(),
@@ -68,7 +69,33 @@ pub(super) fn observe(ctx: &RunContext) -> Vec<CandidateBuild> {
             &input.out,
             Err("not read: the harness thread panicked".into()),
         )
-    })
+    }
+    });
+    if builds
+        .iter()
+        .any(|b| b.run.as_ref().is_some_and(|r| !r.file_errors.is_empty()))
+    {
+        let commit = commit_date(ctx);
+        for b in &mut builds {
+            b.commit = commit.clone();
+        }
+    }
+    builds
+}
+
+/// `(commit id, committer date)` of the commit under review (git archive
+/// stamps the staged files with that date), or `None` when git does not say.
+fn commit_date(ctx: &RunContext) -> Option<(String, String)> {
+    let commit = &ctx.source.commit;
+    let out = crate::git::run(
+        &ctx.repo,
+        &["log", "-1", "--no-walk", "--format=%cI", commit],
+        Some(&ctx.log_stem(GATE, "git-commit-date")),
+        None,
+    )
+    .ok()?;
+    let date = out.stdout_text().trim().to_string();
+    (!date.is_empty()).then(|| (commit.clone(), date))
 }
 
 /// The identity fields of `manifest.yaml` that are strings unsafe in a file
@@ -77,7 +104,8 @@ pub(super) fn unsafe_identity_fields(path: &Path) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };
-    let Ok(value) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text) else {
+    let Ok(value) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(manifest::strip_bom(&text))
+    else {
         return Vec::new();
     };
     ["author", "name", "version"]
@@ -144,6 +172,11 @@ fn build_one(input: &BuildInput) -> CandidateBuild {
         ),
         said_manifest_not_found: output.stdout_text().contains("Plugin manifest not found")
             || output.stderr_text().contains("Plugin manifest not found"),
+        file_errors: super::file_errors::parse(&format!(
+            "{}\n{}",
+            output.stdout_text(),
+            output.stderr_text()
+        )),
     });
     b.out_entries = Some(list_out(&input.out));
     if let (Some(Ok(entries)), Ok(id)) = (&b.out_entries, &b.identity) {

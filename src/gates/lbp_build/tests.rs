@@ -27,6 +27,7 @@ fn run_ok() -> BuildRun {
         tail: String::new(),
         logs: "L.out and L.err".into(),
         said_manifest_not_found: false,
+        file_errors: vec![],
     }
 }
 
@@ -74,6 +75,7 @@ fn a_good_build_passes_every_check_with_what_it_rests_on() {
         [
             ("manifest-identity", CheckResult::Pass, None),
             ("build-exit", CheckResult::Pass, None),
+            ("files-added", CheckResult::Pass, None),
             ("single-archive", CheckResult::Pass, None),
             ("source-untouched", CheckResult::Pass, None),
         ]
@@ -134,6 +136,7 @@ fn refuses_a_build_that_exits_0_without_an_archive_as_a_consequence_of_the_manif
         [
             ("manifest-identity", CheckResult::Fail, None),
             ("build-exit", CheckResult::Pass, None),
+            ("files-added", CheckResult::Pass, None),
             (
                 "single-archive",
                 CheckResult::Fail,
@@ -187,9 +190,10 @@ fn refuses_a_failed_build_and_reports_the_missing_archive_under_it() {
     b.moved = None;
     let checks = decide(&b);
     assert_eq!(
-        summary(&checks)[1..3],
+        summary(&checks)[1..4],
         [
             ("build-exit", CheckResult::Fail, None),
+            ("files-added", CheckResult::Pass, None),
             ("single-archive", CheckResult::Fail, Some("build-exit")),
         ]
     );
@@ -421,4 +425,21 @@ fn run_without_the_staged_source_or_the_verified_sdk_is_an_error_not_a_pass() {
     let e = testing::run(&LbpBuild, &ctx).0.unwrap_err();
     assert!(e.contains("run `sdk-record` first"), "{e}");
     assert_eq!(LbpBuild.id(), "lbp-build");
+}
+
+#[test]
+fn a_build_that_left_files_out_fails_files_added_though_it_exited_0() {
+    let mut b = good();
+    b.run.as_mut().unwrap().file_errors = vec![FileError {
+        path: "main.py".into(),
+        error: "ZIP does not support timestamps before 1980".into(),
+    }];
+    b.commit = Some(("c".repeat(40), "1975-06-01T00:00:00Z".into()));
+    let checks = decide(&b);
+    let failing: Vec<&str> = checks
+        .iter()
+        .filter(|c| c.result == CheckResult::Fail)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(failing, ["files-added"]);
 }

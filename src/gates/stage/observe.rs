@@ -1,12 +1,13 @@
-//! What the `stage` gate observes: `git archive` of the commit, its
-//! extraction, `git ls-tree -r`, `git check-attr` for every tree path, every
+//! What the `stage` gate observes once the facts read before the archive
+//! allow it (`before_archive.rs`): `git archive` of the commit, its
+//! extraction, every
 //! staged file's blob id and mode, and per candidate its export-ignored
 //! files, symlinks and Git LFS pointer files.
 
-use super::parse_check_attr_z;
+use super::before_archive::BeforeArchive;
 use super::{
     byte_changing_attributes, export_attributes, is_lfs_pointer, ArchiveFile, BlobProblem, Blobs,
-    CandidateStage, Extracted, ExtractionFailure, Observation, Presence, Staged, READ_ATTRIBUTES,
+    CandidateStage, Extracted, ExtractionFailure, Observation, Presence, Staged,
 };
 use crate::archive::{self, TarError};
 use crate::context::RunContext;
@@ -16,11 +17,18 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use walkdir::WalkDir;
 
-/// Stages the commit and observes the staged copy.
+/// Stages the commit and observes the staged copy, given what was read
+/// `before` the archive.
 ///
 /// # Errors
 /// When git cannot be run or the tar cannot be written or hashed.
-pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
+pub(super) fn observe(ctx: &RunContext, before: BeforeArchive) -> Result<Observation, String> {
+    let BeforeArchive {
+        tree,
+        attributes,
+        rewrites,
+        ..
+    } = before;
     let staging = ctx.evidence_dir.join("staging");
     std::fs::create_dir_all(&staging)
         .map_err(|e| format!("{}: cannot create: {e}", staging.display()))?;
@@ -30,7 +38,13 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
     // `--worktree`: the working tree's files, their attributes read from the
     // work tree, written as git archive would; else git archive itself.
     let worktree = match &ctx.source.worktree {
-        Some(w) => Some(stage_worktree(ctx, &tar_path, &w.label)?),
+        Some(w) => Some(stage_worktree(
+            ctx,
+            &tar_path,
+            &w.label,
+            &tree,
+            &attributes,
+        )?),
         None => {
             git::run(
                 &ctx.repo,
@@ -45,12 +59,7 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
         Some(w) => format!("{} (base {commit}, digest {})", w.label, w.digest),
         None => commit,
     };
-    let worktree_id = worktree.as_ref().map(|w| {
-        (
-            w.digest.clone(),
-            w.entries.iter().filter(|e| e.kind == "blob").count(),
-        )
-    });
+    let worktree_id = worktree.as_ref().map(|w| (w.digest.clone(), w.files));
     let digest =
         hash::sha256_file(&tar_path).map_err(|e| format!("{}: {e}", tar_path.display()))?;
     let archive = ArchiveFile {
@@ -72,6 +81,7 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
                 archive,
                 staged: Err(failure),
                 worktree: worktree_id,
+                rewrites,
             });
         }
     };
@@ -79,20 +89,6 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
         files: extraction.files.len(),
         symlinks: extraction.symlinks.clone(),
         dirs: extraction.dirs.len(),
-    };
-    let (tree, attributes) = match worktree {
-        Some(w) => (w.entries, w.attributes),
-        None => {
-            let listing = git::run(
-                &ctx.repo,
-                &["ls-tree", "-r", "-z", "--full-tree", &commit],
-                Some(&ctx.log_stem("stage", "git-ls-tree")),
-                None,
-            )?;
-            let tree = git::parse_ls_tree_z(&listing.stdout);
-            let attributes = commit_attributes(ctx, &tree, false);
-            (tree, attributes)
-        }
     };
     let (blobs, candidates) = match &attributes {
         Err(_) => (Blobs::default(), Vec::new()),
@@ -159,69 +155,35 @@ pub(super) fn observe(ctx: &RunContext) -> Result<Observation, String> {
             candidates,
         }),
         worktree: worktree_id,
+        rewrites,
     })
-}
-
-/// `path -> [(attribute, state)]` as `git check-attr -z` prints it, for every
-/// attribute that is not `unspecified`: the state is `set`, `unset` or the
-/// value. Read at the commit (`git check-attr --source`, git 2.40+) or,
-/// failing that or with `work_tree` (`--worktree`), from the work tree; `.git/info/attributes` counts in
-/// both (the per-user attributes file does not: see `git::HERMETIC_CONFIG`).
-///
-/// # Errors
-/// When neither `git check-attr` answers.
-fn commit_attributes(
-    ctx: &RunContext,
-    tree: &[git::TreeEntry],
-    work_tree: bool,
-) -> Result<BTreeMap<String, Vec<(String, String)>>, String> {
-    let stdin: Vec<u8> = tree
-        .iter()
-        .flat_map(|e| e.path.bytes().chain(std::iter::once(0)))
-        .collect();
-    let commit = ctx.source.commit.clone();
-    let mut with_source = vec!["check-attr", "-z", "--stdin", "--source", commit.as_str()];
-    with_source.extend_from_slice(READ_ATTRIBUTES);
-    let mut plain = vec!["check-attr", "-z", "--stdin"];
-    plain.extend_from_slice(READ_ATTRIBUTES);
-    let stem = ctx.log_stem("stage", "git-check-attr");
-    let out = if work_tree {
-        git::run(&ctx.repo, &plain, Some(&stem), Some(stdin))?
-    } else {
-        git::run(&ctx.repo, &with_source, Some(&stem), Some(stdin.clone()))
-            .or_else(|_| git::run(&ctx.repo, &plain, Some(&stem), Some(stdin)))?
-    };
-    Ok(parse_check_attr_z(&out.stdout))
 }
 
 /// The working tree a `--worktree` run staged.
 struct StagedWorktree {
     /// [`crate::worktree::LABEL`].
     label: String,
-    /// [`crate::worktree::digest`] of `entries`.
+    /// [`crate::worktree::digest`] of its files.
     digest: String,
-    /// Its files, as tree entries.
-    entries: Vec<git::TreeEntry>,
-    /// Their attributes, read from the work tree.
-    attributes: Result<BTreeMap<String, Vec<(String, String)>>, String>,
+    /// How many files (blobs) it holds.
+    files: usize,
 }
 
-/// `--worktree`: lists the working tree's files ([`crate::worktree::entries`]),
-/// reads their attributes from the work tree, and writes them to `tar_path`
-/// as `git archive` would (export-ignored paths left out); records the
-/// digest and file count in `source.worktree` via the returned value.
+/// `--worktree`: writes the working tree's files (`entries`, listed with
+/// their `attributes` from the work tree before the archive, see
+/// `before_archive.rs`) to `tar_path` as `git archive` would (export-ignored
+/// paths left out); the digest and file count go to `source.worktree`.
 ///
 /// # Errors
-/// When git cannot list the files, or a file or the tar cannot be read or
-/// written.
+/// When a file or the tar cannot be read or written.
 fn stage_worktree(
     ctx: &RunContext,
     tar_path: &Path,
     label: &str,
+    entries: &[git::TreeEntry],
+    attributes: &Result<BTreeMap<String, Vec<(String, String)>>, String>,
 ) -> Result<StagedWorktree, String> {
-    let entries = crate::worktree::entries(&ctx.repo, &ctx.log_stem("stage", "git-ls-files"))?;
-    let attributes = commit_attributes(ctx, &entries, true);
-    let skip: BTreeSet<String> = match &attributes {
+    let skip: BTreeSet<String> = match attributes {
         Ok(all) => export_attributes(all)
             .into_iter()
             .filter(|(_, a)| a.iter().any(|a| a == "export-ignore"))
@@ -229,12 +191,11 @@ fn stage_worktree(
             .collect(),
         Err(_) => BTreeSet::new(),
     };
-    crate::worktree::write_tar(&ctx.repo, &entries, &skip, tar_path)?;
+    crate::worktree::write_tar(&ctx.repo, entries, &skip, tar_path)?;
     Ok(StagedWorktree {
         label: label.to_string(),
-        digest: crate::worktree::digest(&entries),
-        entries,
-        attributes,
+        digest: crate::worktree::digest(entries),
+        files: entries.iter().filter(|e| e.kind == "blob").count(),
     })
 }
 

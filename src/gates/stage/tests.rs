@@ -182,6 +182,7 @@ fn good() -> Observation {
             candidates: vec![candidate("a"), candidate("b")],
         }),
         worktree: None,
+        rewrites: vec![],
     }
 }
 
@@ -220,6 +221,7 @@ fn an_exact_staging_passes_every_check_and_every_pass_carries_observed() {
     let names: Vec<(String, Option<String>, CheckResult)> = summary(&checks);
     let mut expected: Vec<(String, Option<String>, CheckResult)> = [
         "git-archive",
+        "history-rewrites",
         "tar-extraction",
         "blob-ids",
         "byte-attributes",
@@ -274,8 +276,8 @@ fn refuses_an_unsafe_entry_advising_to_rename_the_committed_file_not_to_rebuild(
     let checks = decide(&o);
     assert_eq!(
         checks.len(),
-        2,
-        "nothing after a failed extraction: {checks:?}"
+        3,
+        "nothing after a failed extraction (git-archive, history-rewrites, tar-extraction): {checks:?}"
     );
     let c = only_failure(&checks, "tar-extraction", None);
     assert!(
@@ -469,7 +471,7 @@ fn refuses_when_check_attr_did_not_answer_and_judges_nothing_after() {
     let mut o = good();
     staged(&mut o).attributes = Err("git check-attr: exit status 128".into());
     let checks = decide(&o);
-    assert_eq!(checks.len(), 3);
+    assert_eq!(checks.len(), 4);
     let c = only_failure(&checks, "byte-attributes", None);
     assert_eq!(
         c.detail,
@@ -644,4 +646,65 @@ fn run_hands_on_no_staged_source_when_a_candidate_is_missing() {
     );
     assert_eq!(after.staged_root, None);
     assert!(after.source.archive_sha256.is_some());
+}
+
+#[test]
+fn a_replace_ref_or_graft_file_fails_history_rewrites_naming_it_and_the_fix() {
+    let mut o = good();
+    o.rewrites = vec![
+        crate::git::HistoryRewrite::ReplaceRef {
+            name: format!("refs/replace/{C}"),
+            replacement: "b".repeat(40),
+        },
+        crate::git::HistoryRewrite::Grafts {
+            path: "/r/.git/info/grafts".into(),
+            lines: 2,
+        },
+    ];
+    let checks = decide(&o);
+    let c = only_failure(&checks, "history-rewrites", None);
+    for needed in [
+        format!("refs/replace/{C} (object {C} reads as {})", "b".repeat(40)),
+        "/r/.git/info/grafts (graft file, 2 line(s))".to_string(),
+        "refuses to certify a repository whose history is rewritten by replace refs".to_string(),
+        format!("`git replace -d {C}`"),
+    ] {
+        assert!(c.detail.contains(&needed), "{needed:?} in {}", c.detail);
+    }
+    assert_eq!(
+        get(&decide(&good()), "history-rewrites", None).result,
+        CheckResult::Pass
+    );
+}
+
+#[test]
+fn a_configured_filter_driver_refuses_before_git_archive_naming_driver_command_and_paths() {
+    let before = BeforeArchive {
+        tree: vec![],
+        attributes: Ok(attrs(&[("R/a/x.txt", "filter", "X")])),
+        rewrites: vec![],
+        filter_drivers: vec![FilterDriver {
+            driver: "X".into(),
+            commands: vec![("filter.X.smudge".into(), "touch /m".into())],
+            paths: vec!["R/a/x.txt".into()],
+        }],
+    };
+    let checks = decide_before_archive(&before, C);
+    assert_eq!(
+        summary(&checks),
+        [
+            ("git-archive".to_string(), None, CheckResult::Fail),
+            ("history-rewrites".to_string(), None, CheckResult::Pass),
+            ("filter-drivers".to_string(), None, CheckResult::Fail),
+            ("byte-attributes".to_string(), None, CheckResult::Fail),
+        ]
+    );
+    assert_eq!(checks[0].consequence_of.as_deref(), Some("filter-drivers"));
+    let d = &get(&checks, "filter-drivers", None).detail;
+    for needed in [
+        "filter `X` (filter.X.smudge = \"touch /m\"), selected by `filter=X` for:\n    R/a/x.txt",
+        "did not run git archive",
+    ] {
+        assert!(d.contains(needed), "{needed:?} in {d}");
+    }
 }

@@ -1,5 +1,7 @@
 //! How the archived `manifest.yaml` may differ from the staged one: only by
-//! the build's `spec.pages: []` addition.
+//! the build's `spec.pages: []` addition. Pure, over parsed YAML; used by the
+//! `archive-members` gate and by [`crate::manifest_yaml`] (a lower layer,
+//! which is why it lives here and not under `gates/`).
 
 use serde_yaml_ng::Value;
 
