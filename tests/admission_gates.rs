@@ -251,14 +251,14 @@ fn a_requirement_that_cannot_be_downloaded_fails_dependencies_naming_it() {
     assert_eq!(c["result"], "fail");
     let text = detail(c);
     assert!(dir
-        .join("logs/dependencies/wheelhouse/download-1.stderr")
+        .join("logs/dependencies/wheelhouse/resolve-1.stderr")
         .is_file());
     for part in [
         "on `vcc-no-such-package-xyz==1.0`",
         "pip's last lines:",
         "No matching distribution found for vcc-no-such-package-xyz==1.0",
         // Details name files relative to DIR.
-        "DIR/logs/dependencies/wheelhouse/download-1.stderr",
+        "DIR/logs/dependencies/wheelhouse/resolve-1.stderr",
         "remove it from requirements.txt",
     ] {
         assert!(text.contains(part), "missing {part:?} in: {text}");
