@@ -221,4 +221,20 @@ fn a_pip_conf_in_the_interpreters_venv_never_brings_in_a_forged_wheel() {
         }
     }
     assert_eq!(w["downloads"][0]["sources"][0]["published_sha256"], SIX_SHA);
+    // The SDK's own installer reads that file too (its `-i` does not replace
+    // `no-index` or `find-links`): refused, named.
+    let c = check(&ev, "dependencies", "pip-config", None);
+    assert_eq!(c["result"], "fail", "{}", detail(c));
+    let conf = venv.path().join("pip.conf");
+    for part in [
+        format!("{} (site) sets global.no-index = true", conf.display()),
+        format!("{} (site) sets global.find-links", conf.display()),
+    ] {
+        assert!(
+            detail(c).contains(&part),
+            "missing {part:?} in: {}",
+            detail(c)
+        );
+    }
+    assert_eq!(gate_result(&ev, "dependencies"), "fail");
 }

@@ -125,6 +125,9 @@ pub fn decide_all(obs: &RunObservation) -> Vec<Check> {
             checks.push(Check::fail("wheelhouse", Some(folder), error.clone()));
         }
     }
+    if let Some(observed) = &obs.pip_config {
+        checks.push(pip_config::check(observed));
+    }
     if let Some(c) = obs.wheelhouse.as_ref().and_then(pip_sandbox_check) {
         checks.push(c);
     }
@@ -781,6 +784,7 @@ impl super::Gate for Dependencies {
 }
 
 mod observe;
+pub mod pip_config;
 #[cfg(test)]
 mod tests;
 

@@ -132,6 +132,9 @@ pub struct RunObservation {
     pub wheelhouse: Option<WheelhouseRecord>,
     /// Every candidate.
     pub candidates: Vec<CandidateObservation>,
+    /// The pip configuration files the SDK's installer reads
+    /// ([`super::pip_config`]), when any candidate was admitted.
+    pub pip_config: Option<Result<Vec<super::pip_config::ConfigFile>, String>>,
 }
 
 /// One candidate as the gate found it.
@@ -479,7 +482,16 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
         evidence_dir: ctx.evidence_dir.clone(),
         wheelhouse: None,
         candidates,
+        pip_config: None,
     };
+    if let Some(first) = inputs.first() {
+        obs.pip_config = Some(super::pip_config::observe(
+            &ctx.python,
+            &first.root,
+            first.env.clone(),
+            &ctx.log_stem(GATE, "pip-config"),
+        ));
+    }
     // What each candidate needs, as the SDK reads it; then one download per
     // distinct requirement set.
     let reads = crate::parallel::map(&inputs, ctx.width(), read_requirements, |_| {

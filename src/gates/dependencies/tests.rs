@@ -764,6 +764,7 @@ fn the_run_reports_each_candidate_once_in_the_order_the_gate_learns_it() {
     let mut download = download(true);
     download.candidates = vec![folder.clone(), "panics".into()];
     let obs = RunObservation {
+        pip_config: None,
         evidence_dir: "/evidence".into(),
         wheelhouse: Some(record(Some(download))),
         candidates: vec![
