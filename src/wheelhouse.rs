@@ -4,8 +4,12 @@
 //! The gate downloads what each candidate's requirements resolve to (the full
 //! dependency closure, with the SDK's own `langbot-plugin` pin already
 //! dropped by the SDK) into `DIR/wheelhouse/` with the verified interpreter's
-//! `pip wheel`, so the folder holds only wheels, which install without a
-//! build backend and without the network. [`write_index`] then writes a
+//! pip ([`pip`]: isolated from every configuration, in the sandbox; a
+//! resolution with `--report`, then `pip wheel` of exactly the resolved URLs
+//! pinned to their published hashes), so the folder holds only wheels, which
+//! install without a build backend and without the network; each file is
+//! recorded with its URL and published hash, or as built here from an sdist
+//! the profile allows ([`provenance`]). [`write_index`] then writes a
 //! PEP 503 simple index over those files at `DIR/wheelhouse/simple/` (one
 //! `<normalized-name>/index.html` per project, every link with a `#sha256=`
 //! fragment pip verifies), and every later install reads that index through
@@ -29,7 +33,9 @@
 //! an install that needed anything beyond the wheelhouse fails there too.
 //!
 //! Files: `DIR/wheelhouse/*.whl`, `DIR/wheelhouse/simple/**/index.html`,
-//! `DIR/logs/dependencies/wheelhouse/download-N.*` (pip's output),
+//! `DIR/logs/dependencies/wheelhouse/resolve-N.*` (the resolution's output),
+//! `DIR/logs/dependencies/wheelhouse/download-N.*` (the download's, with any
+//! sdist's build output),
 //! `DIR/roots/dependencies/wheelhouse/` (pip's private HOME/TMP; each run
 //! writes into a fresh folder there, moved into the wheelhouse afterwards).
 
@@ -57,7 +63,7 @@ pub const TRUSTED_HOST_ENV: &str = "LANGBOT_PLUGIN_PYPI_TRUSTED_HOST";
 /// (`pkgmgr.DEFAULT_PYPI_INDEX_URL`), the one its installer would reach.
 pub const UPSTREAM_INDEX: &str = "https://pypi.org/simple";
 
-/// Time limit of one `pip wheel` run: the SDK's own installer limit
+/// Time limit of one pip step (resolution or download): the SDK's own installer limit
 /// (`_DEPENDENCY_INSTALL_TIMEOUT_SECONDS = 600`, worker_launcher.py line 53).
 pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(600);
 
