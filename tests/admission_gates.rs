@@ -229,14 +229,26 @@ fn a_real_requirement_is_downloaded_once_and_installed_offline_from_the_wheelhou
         "{text}"
     );
     assert!(text.contains("wheelhouse/simple index"), "{text}");
+    // ... and each downloaded file against the sha256 its index published.
+    assert!(
+        text.contains(&format!(
+            "wheelhouse/{WHEEL} published sha256 (https://files.pythonhosted.org/"
+        )),
+        "{text}"
+    );
     std::fs::write(&wheel_path, b"not the wheel").unwrap();
     let out = common::replay_output(&dir, &[]);
     assert_eq!(common::exit_code(&out), 1, "{}", common::both(&out));
-    assert!(
-        common::stdout_text(&out).contains(&format!("wheelhouse/{WHEEL} sha256")),
-        "{}",
-        common::both(&out)
-    );
+    for item in [
+        format!("wheelhouse/{WHEEL} sha256"),
+        format!("wheelhouse/{WHEEL} published sha256"),
+    ] {
+        assert!(
+            common::stdout_text(&out).contains(&item),
+            "{item}: {}",
+            common::both(&out)
+        );
+    }
 }
 
 #[test]
