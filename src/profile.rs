@@ -840,6 +840,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn dependencies_default_to_pypi_and_wheels_only_and_a_bad_index_is_refused() {
+        let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
+        assert_eq!(p.dependencies.index_url, "https://pypi.org/simple");
+        assert!(p.dependencies.allow_source_builds.is_empty());
+        let start = BUILTIN_CODING_RUNNERS.find("[dependencies]").unwrap();
+        let end = BUILTIN_CODING_RUNNERS.find("[build]").unwrap();
+        let without = format!(
+            "{}{}",
+            &BUILTIN_CODING_RUNNERS[..start],
+            &BUILTIN_CODING_RUNNERS[end..]
+        );
+        let p = parse(&without, "t").unwrap();
+        assert_eq!(p.dependencies.index_url, "https://pypi.org/simple");
+        let text = |section: &str| {
+            format!(
+                "{}{section}\n{}",
+                &BUILTIN_CODING_RUNNERS[..start],
+                &BUILTIN_CODING_RUNNERS[end..]
+            )
+        };
+        let p = parse(
+            &text("[dependencies]\nindex_url = \"https://mirror.example/simple\"\nallow_source_builds = [\"docopt\"]"),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(p.dependencies.index_url, "https://mirror.example/simple");
+        assert_eq!(p.dependencies.allow_source_builds, ["docopt"]);
+        let e = parse(&text("[dependencies]\nindex_url = \"mirror\""), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("dependencies.index_url") && e.contains("expected a package index URL"),
+            "{e}"
+        );
+        assert!(parse(&text("[dependencies]\nfind_links = \"/x\""), "t").is_err());
+    }
+
+    #[test]
     fn builtin_profile_matches_the_real_repository() {
         let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
         let paths: Vec<_> = p.candidates.iter().map(|c| c.path.as_str()).collect();
