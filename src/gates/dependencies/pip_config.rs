@@ -17,15 +17,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-/// Options that decide where pip takes packages from, which `-i` does not
-/// replace (or, for `index-url`, replaces only when given: recorded too).
-pub const SOURCE_OPTIONS: &[&str] = &[
-    "index-url",
-    "extra-index-url",
-    "find-links",
-    "no-index",
-    "trusted-host",
-];
+/// Options that decide where pip takes packages from and that the SDK's
+/// `-i` does not replace (`index-url` it does: a command-line option wins
+/// over a configuration file's).
+pub const SOURCE_OPTIONS: &[&str] = &["extra-index-url", "find-links", "no-index"];
 
 /// One configuration file pip would read.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -240,5 +235,12 @@ user:
             values: vec![("install.extra-index-url".into(), "https://x".into())],
         }];
         assert_eq!(check(&Ok(files)).result, CheckResult::Fail);
+        // `-i` replaces a configured index-url: not a finding.
+        let files = vec![ConfigFile {
+            kind: "global".into(),
+            path: "/etc/pip.conf".into(),
+            values: vec![("global.index-url".into(), "https://mirror".into())],
+        }];
+        assert_eq!(check(&Ok(files)).result, CheckResult::Pass);
     }
 }
