@@ -117,6 +117,12 @@ pub struct Cli {
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
 
+    /// Package index (PEP 503 simple API base URL, `https://`, `http://` or `file://`) the
+    /// `dependencies` gate downloads every wheelhouse file from; replaces the profile's
+    /// `[dependencies] index_url` (default `https://pypi.org/simple`). Recorded in the evidence.
+    #[arg(long, value_name = "URL")]
+    pub index_url: Option<String>,
+
     /// No progress lines or notes on stderr (progress lines are also off when stderr is not a
     /// terminal); errors are still printed.
     #[arg(long, short)]
@@ -343,6 +349,7 @@ pub fn main() -> ExitCode {
             .jobs
             .map_or_else(crate::pipeline::default_jobs, usize::from),
         worktree: cli.worktree,
+        index_url: cli.index_url,
     };
     // An unknown id is a bad argument: reject it before saying anything about
     // the selection. The prerequisites note waits for the first gate, so it
@@ -446,6 +453,7 @@ const RUN_OPTIONS: &[(&str, &str)] = &[
     ("isolation", "--isolation"),
     ("release_dir", "--release-dir"),
     ("jobs", "--jobs"),
+    ("index_url", "--index-url"),
     ("quiet", "--quiet"),
     ("format", "--format"),
     ("worktree", "--worktree"),

@@ -63,6 +63,10 @@ pub struct RunContext {
     /// `--jobs N`: gates at once; with 1 the run is serial inside gates too
     /// ([`RunContext::width`]).
     pub jobs: usize,
+    /// The package index of the run: `--index-url`, else the profile's
+    /// `[dependencies] index_url`. Read it through
+    /// [`RunContext::package_index_url`].
+    pub index_url: String,
 }
 
 impl RunContext {
@@ -74,6 +78,15 @@ impl RunContext {
         } else {
             usize::MAX
         }
+    }
+
+    /// The package index (PEP 503 simple API base URL) the run may reach:
+    /// `--index-url`, else the profile's `[dependencies] index_url` (default
+    /// `https://pypi.org/simple`). The `dependencies` gate downloads every
+    /// wheelhouse file from it, and records it; anything else that must reach
+    /// an index (SDK self-provisioning) reads it here.
+    pub fn package_index_url(&self) -> &str {
+        &self.index_url
     }
 
     /// The candidates this run checks (all, or this partition's share).
@@ -168,6 +181,7 @@ impl RunContext {
             release_dir: None,
             activity: GateActivity::default(),
             jobs: 2,
+            index_url: crate::wheelhouse::UPSTREAM_INDEX.into(),
         }
     }
 

@@ -37,6 +37,8 @@ pub struct RunOptions {
     pub jobs: usize,
     /// `--worktree`: certify the working tree as it is, not `HEAD`.
     pub worktree: bool,
+    /// `--index-url`: replaces the profile's `[dependencies] index_url`.
+    pub index_url: Option<String>,
 }
 
 /// The default of `--jobs`: the cores this process may use (1 when unknown).
@@ -90,6 +92,14 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         .transpose()?;
     let loaded =
         profile::load(opts.profile.as_deref(), &repo).map_err(|e| SetupError(e.to_string()))?;
+    let index_url = match &opts.index_url {
+        Some(url) => {
+            crate::wheelhouse::check_index_url(url)
+                .map_err(|e| SetupError(format!("--index-url: {e}")))?;
+            url.clone()
+        }
+        None => loaded.profile.dependencies.index_url.clone(),
+    };
     let required = match &opts.only {
         Some(ids) => {
             catalogue::check_ids(ids).map_err(SetupError)?;
@@ -203,6 +213,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         release_dir,
         activity: crate::context::GateActivity::default(),
         jobs: opts.jobs.max(1),
+        index_url,
     };
 
     let (mut records, ctx) = run_gates(

@@ -46,6 +46,43 @@ pub struct Profile {
     /// read by the `historical-admission` gate with `--release-dir`.
     #[serde(default)]
     pub historical_admission: Option<HistoricalAdmissionOptions>,
+    /// Options of the `dependencies` gate (`[dependencies]`): the package
+    /// index and which projects may be built here from their sdist.
+    #[serde(default)]
+    pub dependencies: DependenciesOptions,
+}
+
+/// Options of the `dependencies` gate (`[dependencies]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DependenciesOptions {
+    /// The package index (PEP 503 simple API base URL) every wheelhouse
+    /// file is downloaded from; `--index-url` replaces it. Default: the
+    /// SDK's own default, `https://pypi.org/simple`.
+    #[serde(default = "default_index_url")]
+    pub index_url: String,
+    /// Projects (PEP 503 names compare) that may be built here from their
+    /// sdist: pip runs their build code inside the sandbox and the evidence
+    /// records each such wheel as `built-from-sdist`, with the sdist's URL and
+    /// published hash and the build log. A listed project is always built from
+    /// its sdist, never taken as a wheel. Every other project must come as a
+    /// wheel published on the index; one with only an sdist is refused.
+    /// Default: none.
+    #[serde(default)]
+    pub allow_source_builds: Vec<String>,
+}
+
+impl Default for DependenciesOptions {
+    fn default() -> Self {
+        Self {
+            index_url: default_index_url(),
+            allow_source_builds: Vec::new(),
+        }
+    }
+}
+
+fn default_index_url() -> String {
+    crate::wheelhouse::UPSTREAM_INDEX.into()
 }
 
 /// Options of the `vendored-sdk` gate (`[vendored_sdk]`): a notice file in
@@ -706,6 +743,8 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
     if let Some(h) = &profile.historical_admission {
         check_historical(h).map_err(invalid)?;
     }
+    crate::wheelhouse::check_index_url(&profile.dependencies.index_url)
+        .map_err(|e| invalid(format!("dependencies.index_url: {e}")))?;
     if let Some(shared) = &profile.shared {
         if !profile.candidates.iter().any(|c| c.path == shared.owner) {
             return Err(invalid(format!(
@@ -815,6 +854,44 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn dependencies_default_to_pypi_and_wheels_only_and_a_bad_index_is_refused() {
+        let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
+        assert_eq!(p.dependencies.index_url, "https://pypi.org/simple");
+        assert!(p.dependencies.allow_source_builds.is_empty());
+        let start = BUILTIN_CODING_RUNNERS.find("[dependencies]").unwrap();
+        let end = BUILTIN_CODING_RUNNERS.find("[build]").unwrap();
+        let without = format!(
+            "{}{}",
+            &BUILTIN_CODING_RUNNERS[..start],
+            &BUILTIN_CODING_RUNNERS[end..]
+        );
+        let p = parse(&without, "t").unwrap();
+        assert_eq!(p.dependencies.index_url, "https://pypi.org/simple");
+        let text = |section: &str| {
+            format!(
+                "{}{section}\n{}",
+                &BUILTIN_CODING_RUNNERS[..start],
+                &BUILTIN_CODING_RUNNERS[end..]
+            )
+        };
+        let p = parse(
+            &text("[dependencies]\nindex_url = \"https://mirror.example/simple\"\nallow_source_builds = [\"docopt\"]"),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(p.dependencies.index_url, "https://mirror.example/simple");
+        assert_eq!(p.dependencies.allow_source_builds, ["docopt"]);
+        let e = parse(&text("[dependencies]\nindex_url = \"mirror\""), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("dependencies.index_url") && e.contains("expected a package index URL"),
+            "{e}"
+        );
+        assert!(parse(&text("[dependencies]\nfind_links = \"/x\""), "t").is_err());
+    }
 
     #[test]
     fn builtin_profile_matches_the_real_repository() {

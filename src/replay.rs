@@ -462,7 +462,8 @@ fn sdk_version(python: &Path, work: &Path) -> Result<String, String> {
     Ok(out.stdout_text().trim().to_string())
 }
 
-/// Every wheelhouse file's sha256 and size, and the PEP 503 index pages as
+/// Every wheelhouse file's sha256 and size, each downloaded file against the
+/// sha256 its index published, and the PEP 503 index pages as
 /// re-derived from the recorded files (a page pointing pip at other bytes is
 /// drift even when every wheel still matches).
 fn replay_wheelhouse(dir: &Path, w: &crate::evidence::WheelhouseRecord, rows: &mut Vec<Row>) {
@@ -492,6 +493,28 @@ fn replay_wheelhouse(dir: &Path, w: &crate::evidence::WheelhouseRecord, rows: &m
                 format!("unreadable: {e}"),
             )),
         }
+    }
+    // A downloaded file is still the one the index published for its URL.
+    for src in w.downloads.iter().flat_map(|d| &d.sources) {
+        if src.provenance != crate::evidence::Provenance::Downloaded
+            || src.file.contains('/')
+            || !inside_relative(&src.file)
+        {
+            continue;
+        }
+        let observed = hash::sha256_file(&base.join(&src.file))
+            .map(|d| d.hex())
+            .unwrap_or_else(|e| format!("unreadable: {e}"));
+        rows.push(Row::new(
+            format!(
+                "{}/{} published sha256 ({})",
+                wheelhouse::DIR_NAME,
+                src.file,
+                src.url
+            ),
+            &src.published_sha256,
+            observed,
+        ));
     }
     let pages = wheelhouse::render_index(&w.files);
     let index = base.join(wheelhouse::INDEX_DIR_NAME);

@@ -4,8 +4,12 @@
 //! The gate downloads what each candidate's requirements resolve to (the full
 //! dependency closure, with the SDK's own `langbot-plugin` pin already
 //! dropped by the SDK) into `DIR/wheelhouse/` with the verified interpreter's
-//! `pip wheel`, so the folder holds only wheels, which install without a
-//! build backend and without the network. [`write_index`] then writes a
+//! pip ([`pip`]: isolated from every configuration, in the sandbox; a
+//! resolution with `--report`, then `pip wheel` of exactly the resolved URLs
+//! pinned to their published hashes), so the folder holds only wheels, which
+//! install without a build backend and without the network; each file is
+//! recorded with its URL and published hash, or as built here from an sdist
+//! the profile allows ([`provenance`]). [`write_index`] then writes a
 //! PEP 503 simple index over those files at `DIR/wheelhouse/simple/` (one
 //! `<normalized-name>/index.html` per project, every link with a `#sha256=`
 //! fragment pip verifies), and every later install reads that index through
@@ -29,13 +33,21 @@
 //! an install that needed anything beyond the wheelhouse fails there too.
 //!
 //! Files: `DIR/wheelhouse/*.whl`, `DIR/wheelhouse/simple/**/index.html`,
-//! `DIR/logs/dependencies/wheelhouse/download-N.*` (pip's output),
+//! `DIR/logs/dependencies/wheelhouse/resolve-N.*` (the resolution's output),
+//! `DIR/logs/dependencies/wheelhouse/download-N.*` (the download's, with any
+//! sdist's build output),
 //! `DIR/roots/dependencies/wheelhouse/` (pip's private HOME/TMP; each run
 //! writes into a fresh folder there, moved into the wheelhouse afterwards).
 
 use crate::evidence::{WheelhouseDownload, WheelhouseFailure, WheelhouseFile, WheelhouseRecord};
 use crate::hash;
+use crate::isolation::sandbox;
 use crate::process::{self, ChildSpec};
+
+pub mod pip;
+pub mod provenance;
+
+pub use pip::check_index_url;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -51,7 +63,7 @@ pub const TRUSTED_HOST_ENV: &str = "LANGBOT_PLUGIN_PYPI_TRUSTED_HOST";
 /// (`pkgmgr.DEFAULT_PYPI_INDEX_URL`), the one its installer would reach.
 pub const UPSTREAM_INDEX: &str = "https://pypi.org/simple";
 
-/// Time limit of one `pip wheel` run: the SDK's own installer limit
+/// Time limit of one pip step (resolution or download): the SDK's own installer limit
 /// (`_DEPENDENCY_INSTALL_TIMEOUT_SECONDS = 600`, worker_launcher.py line 53).
 pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -308,8 +320,8 @@ pub fn failed_requirement(pip_output: &str) -> Option<String> {
     found
 }
 
-/// What [`build`] needs: the interpreter, the evidence directory and pip's
-/// private roots.
+/// What [`build`] needs: the interpreter, the evidence directory, pip's
+/// private roots, the index and the sandbox.
 #[derive(Debug, Clone)]
 pub struct BuildInput {
     /// The verified interpreter.
@@ -318,21 +330,39 @@ pub struct BuildInput {
     pub evidence_dir: PathBuf,
     /// pip's private TMP: each run downloads into `<scratch>/download-N/`.
     pub scratch: PathBuf,
-    /// pip's whole environment (allowlisted, private HOME/TMPDIR).
+    /// pip's whole environment (allowlisted, private HOME/TMPDIR); every
+    /// `PIP_*` variable is dropped from it and `PIP_CONFIG_FILE=/dev/null`
+    /// set ([`pip::isolated_env`]).
     pub env: BTreeMap<String, String>,
     /// `DIR/logs/dependencies/wheelhouse`.
     pub log_dir: PathBuf,
-    /// How many `pip wheel` runs at once ([`crate::parallel::map`]).
+    /// How many runs at once ([`crate::parallel::map`]).
     pub width: usize,
+    /// The package index ([`crate::context::RunContext::package_index_url`]).
+    pub index_url: String,
+    /// Projects that may be built here from their sdist.
+    pub allow_source_builds: Vec<String>,
+    /// The run's bubblewrap, or why there is none.
+    pub sandbox: &'static sandbox::Availability,
+    /// What the pip steps read: the interpreter's folders (bound read-only).
+    pub read_only: Vec<PathBuf>,
+    /// pip's private root (holding HOME, TMP and `scratch`): the only
+    /// writable path inside the sandbox.
+    pub root: PathBuf,
 }
 
+/// Files of `/etc` pip needs to reach the index from inside the sandbox
+/// (name resolution and the system's certificate store), bound read-only
+/// when they exist; no pip configuration file is among them.
+pub const NETWORK_FILES: &[&str] = &["/etc/resolv.conf", "/etc/ssl", "/etc/ca-certificates"];
+
 /// Downloads every group into `DIR/wheelhouse`, writes the index and
-/// returns the record. The `pip wheel` runs (one per group, each into its own
-/// folder) run concurrently, `input.width` at a time; their files are then moved into the wheelhouse
-/// one group after another, in order, so a name clash is decided the same
-/// way whatever run finished first. Failed runs are recorded with their
-/// reason; nothing here fails as a whole but an I/O error on the wheelhouse
-/// itself.
+/// returns the record. The runs (one per group, each into its own folder)
+/// run concurrently, `input.width` at a time; their files are then moved
+/// into the wheelhouse one group after another, in order, so a name clash is
+/// decided the same way whatever run finished first. Failed runs are
+/// recorded with their reason; nothing here fails as a whole but an I/O
+/// error on the wheelhouse itself.
 ///
 /// # Errors
 /// When the wheelhouse or its index cannot be written.
@@ -354,9 +384,10 @@ pub fn build(input: &BuildInput, groups: &[DownloadGroup]) -> Result<WheelhouseR
     Ok(WheelhouseRecord {
         dir: DIR_NAME.into(),
         index: format!("{DIR_NAME}/{INDEX_DIR_NAME}/"),
-        upstream_index: UPSTREAM_INDEX.into(),
+        upstream_index: input.index_url.clone(),
         downloads,
         files,
+        allow_source_builds: input.allow_source_builds.clone(),
     })
 }
 
@@ -366,19 +397,65 @@ fn relative(base: &Path, path: &Path) -> String {
         .unwrap_or_else(|_| path.display().to_string())
 }
 
-/// One `pip wheel` run into its own fresh folder, not yet in the wheelhouse.
+/// One run (resolution, then download) into its own fresh folder, not yet
+/// in the wheelhouse.
 struct Fetched {
     record: WheelhouseDownload,
     /// Where pip put the files, when it succeeded.
     target: Option<PathBuf>,
     /// pip's output tail.
     tail: String,
+    /// The resolution: where each file comes from.
+    resolved: Vec<provenance::Resolved>,
 }
 
-/// Runs `pip wheel` for one group into `<scratch>/download-N/`.
+/// Runs one pip step (`args` after the interpreter) in the sandbox, with
+/// the isolated environment; returns its output and the sandbox record.
+fn run_pip(
+    input: &BuildInput,
+    args: Vec<String>,
+    log_stem: &Path,
+) -> (
+    Result<process::ChildOutput, process::RunError>,
+    sandbox::SandboxRecord,
+) {
+    let spec = ChildSpec {
+        program: input.python.clone(),
+        args,
+        cwd: input.scratch.clone(),
+        env: pip::isolated_env(&input.env),
+        timeout: DOWNLOAD_TIMEOUT,
+        log_stem: log_stem.to_path_buf(),
+        stdin: None,
+    };
+    let mut read_only = input.read_only.clone();
+    read_only.extend(NETWORK_FILES.iter().map(PathBuf::from));
+    let (spec, record) = sandbox::confine(
+        spec,
+        &sandbox::SandboxPlan {
+            read_only,
+            writable: vec![input.root.clone()],
+            network: sandbox::Network::Shared,
+        },
+        input.sandbox,
+    );
+    let out = if record.confined() {
+        process::run_sandboxed(&spec)
+    } else {
+        process::run(&spec)
+    };
+    (out, record)
+}
+
+/// Resolves one group (`pip install --dry-run --report`), then downloads
+/// exactly what was resolved, pinned to the published hashes (`pip wheel
+/// --no-deps --require-hashes`), into `<scratch>/download-N/`.
 fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched, String> {
     let target = input.scratch.join(format!("download-{n}"));
     let requirements_file = input.scratch.join(format!("download-{n}.txt"));
+    let report_file = input.scratch.join(format!("resolve-{n}.json"));
+    let pinned_file = input.scratch.join(format!("download-{n}-pinned.txt"));
+    let resolve_stem = input.log_dir.join(format!("resolve-{n}"));
     let log_stem = input.log_dir.join(format!("download-{n}"));
     std::fs::create_dir_all(&target).map_err(|e| format!("{}: {e}", target.display()))?;
     std::fs::create_dir_all(&input.log_dir)
@@ -390,37 +467,6 @@ fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched,
         .collect();
     std::fs::write(&requirements_file, text)
         .map_err(|e| format!("{}: {e}", requirements_file.display()))?;
-    let args: Vec<String> = [
-        "-I",
-        "-m",
-        "pip",
-        "wheel",
-        "--disable-pip-version-check",
-        "--no-input",
-        "--no-cache-dir",
-        "--progress-bar",
-        "off",
-        "--index-url",
-        UPSTREAM_INDEX,
-        "--wheel-dir",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .chain([
-        target.display().to_string(),
-        "-r".into(),
-        requirements_file.display().to_string(),
-    ])
-    .collect();
-    let spec = ChildSpec {
-        program: input.python.clone(),
-        args,
-        cwd: input.scratch.clone(),
-        env: input.env.clone(),
-        timeout: DOWNLOAD_TIMEOUT,
-        log_stem: log_stem.clone(),
-        stdin: None,
-    };
     let mut record = WheelhouseDownload {
         candidates: group.candidates.clone(),
         requirements: group.requirements.clone(),
@@ -429,57 +475,159 @@ fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched,
         duration_ms: 0,
         log: relative(&input.evidence_dir, &log_stem),
         failure: None,
+        sources: Vec::new(),
+        resolve_log: Some(relative(&input.evidence_dir, &resolve_stem)),
+        sandbox: None,
     };
-    let out = match process::run(&spec) {
-        Ok(out) => out,
-        Err(e) => {
-            record.failure = Some(WheelhouseFailure {
-                status: format!("could not run: {e}"),
-                requirement: None,
-                pip_tail: String::new(),
-            });
-            return Ok(Fetched {
-                record,
-                target: None,
-                tail: String::new(),
-            });
-        }
-    };
-    record.duration_ms = u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX);
-    if !out.success() {
-        let all = format!("{}\n{}", out.stdout_text(), out.stderr_text());
-        record.failure = Some(WheelhouseFailure {
-            status: out.describe(),
-            requirement: failed_requirement(&all),
-            pip_tail: out.tail(12),
-        });
-        return Ok(Fetched {
+    let failed = |mut record: WheelhouseDownload, failure: WheelhouseFailure| {
+        record.failure = Some(failure);
+        Ok(Fetched {
             record,
             target: None,
             tail: String::new(),
-        });
+            resolved: Vec::new(),
+        })
+    };
+    let could_not_run = |e: &dyn std::fmt::Display| WheelhouseFailure {
+        status: format!("could not run: {e}"),
+        requirement: None,
+        pip_tail: String::new(),
+        sdists: Vec::new(),
+    };
+
+    // 1. Resolution.
+    let (out, sandbox_record) = run_pip(
+        input,
+        pip::resolve_args(
+            &input.index_url,
+            &input.allow_source_builds,
+            &requirements_file,
+            &report_file,
+        ),
+        &resolve_stem,
+    );
+    record.sandbox = Some(sandbox_record);
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            record.log = relative(&input.evidence_dir, &resolve_stem);
+            return failed(record, could_not_run(&e));
+        }
+    };
+    let mut duration = out.duration;
+    if !out.success() {
+        record.log = relative(&input.evidence_dir, &resolve_stem);
+        record.duration_ms = millis(duration);
+        let all = format!("{}\n{}", out.stdout_text(), out.stderr_text());
+        let requirement = failed_requirement(&all);
+        let sdists = requirement
+            .as_deref()
+            .map(|r| provenance::skipped_sdists(&all, r))
+            .unwrap_or_default();
+        return failed(
+            record,
+            WheelhouseFailure {
+                status: out.describe(),
+                requirement,
+                pip_tail: out.tail(12),
+                sdists,
+            },
+        );
+    }
+    let resolved = std::fs::read_to_string(&report_file)
+        .map_err(|e| format!("{}: {e}", report_file.display()))
+        .and_then(|t| provenance::parse_report(&t));
+    let resolved = match resolved {
+        Ok(r) => r,
+        Err(e) => {
+            record.log = relative(&input.evidence_dir, &resolve_stem);
+            return failed(
+                record,
+                WheelhouseFailure {
+                    status: format!("pip's installation report is unusable: {e}"),
+                    requirement: None,
+                    pip_tail: out.tail(12),
+                    sdists: Vec::new(),
+                },
+            );
+        }
+    };
+    let problems = provenance::unpinnable(&resolved, &input.allow_source_builds);
+    if !problems.is_empty() {
+        record.log = relative(&input.evidence_dir, &resolve_stem);
+        return failed(
+            record,
+            WheelhouseFailure {
+                status: format!(
+                    "the resolution names files that cannot be downloaded as published: {}",
+                    problems.join("; ")
+                ),
+                requirement: None,
+                pip_tail: String::new(),
+                sdists: Vec::new(),
+            },
+        );
+    }
+
+    // 2. Download, pinned.
+    std::fs::write(&pinned_file, provenance::pinned_requirements(&resolved))
+        .map_err(|e| format!("{}: {e}", pinned_file.display()))?;
+    let (out, _) = run_pip(
+        input,
+        pip::download_args(
+            &input.index_url,
+            &input.allow_source_builds,
+            &pinned_file,
+            &target,
+        ),
+        &log_stem,
+    );
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => return failed(record, could_not_run(&e)),
+    };
+    duration += out.duration;
+    record.duration_ms = millis(duration);
+    if !out.success() {
+        let all = format!("{}\n{}", out.stdout_text(), out.stderr_text());
+        return failed(
+            record,
+            WheelhouseFailure {
+                status: out.describe(),
+                requirement: failed_requirement(&all),
+                pip_tail: out.tail(12),
+                sdists: Vec::new(),
+            },
+        );
     }
     Ok(Fetched {
         record,
         target: Some(target),
         tail: out.tail(12),
+        resolved,
     })
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Moves a successful run's files into the wheelhouse (a name already there
 /// is kept when its bytes are equal; when they differ, the first is kept and
 /// the run fails: the wheelhouse would otherwise hold two files under one
-/// name).
+/// name), and records where each came from.
 fn merge(fetched: Fetched, wheelhouse: &Path) -> Result<WheelhouseDownload, String> {
     let Fetched {
         mut record,
         target,
         tail,
+        resolved,
     } = fetched;
     let Some(target) = target else {
         return Ok(record);
     };
     let produced = scan(&target)?;
+    let sources = provenance::sources(&resolved, &produced, &record.log);
     let mut conflicts = Vec::new();
     for f in &produced {
         let (from, to) = (target.join(&f.name), wheelhouse.join(&f.name));
@@ -501,17 +649,28 @@ fn merge(fetched: Fetched, wheelhouse: &Path) -> Result<WheelhouseDownload, Stri
         record.files.push(f.name.clone());
     }
     let _ = std::fs::remove_dir(&target);
-    if conflicts.is_empty() {
-        record.ok = true;
-    } else {
-        record.failure = Some(WheelhouseFailure {
-            status: format!(
-                "pip produced a file whose name is already in the wheelhouse with other bytes: {}",
-                conflicts.join(", ")
-            ),
-            requirement: None,
-            pip_tail: tail,
-        });
+    let status = match sources {
+        Err(e) => Some(e),
+        Ok(s) => {
+            record.sources = s;
+            (!conflicts.is_empty()).then(|| {
+                format!(
+                    "pip produced a file whose name is already in the wheelhouse with other bytes: {}",
+                    conflicts.join(", ")
+                )
+            })
+        }
+    };
+    match status {
+        None => record.ok = true,
+        Some(status) => {
+            record.failure = Some(WheelhouseFailure {
+                status,
+                requirement: None,
+                pip_tail: tail,
+                sdists: Vec::new(),
+            })
+        }
     }
     Ok(record)
 }
@@ -795,6 +954,7 @@ mod tests {
             upstream_index: UPSTREAM_INDEX.into(),
             downloads: vec![],
             files,
+            allow_source_builds: vec![],
         };
         let a = rec(vec![file("six-1.16.0-py2.py3-none-any.whl", 'a')]);
         let b = rec(vec![

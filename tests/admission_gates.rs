@@ -229,14 +229,26 @@ fn a_real_requirement_is_downloaded_once_and_installed_offline_from_the_wheelhou
         "{text}"
     );
     assert!(text.contains("wheelhouse/simple index"), "{text}");
+    // ... and each downloaded file against the sha256 its index published.
+    assert!(
+        text.contains(&format!(
+            "wheelhouse/{WHEEL} published sha256 (https://files.pythonhosted.org/"
+        )),
+        "{text}"
+    );
     std::fs::write(&wheel_path, b"not the wheel").unwrap();
     let out = common::replay_output(&dir, &[]);
     assert_eq!(common::exit_code(&out), 1, "{}", common::both(&out));
-    assert!(
-        common::stdout_text(&out).contains(&format!("wheelhouse/{WHEEL} sha256")),
-        "{}",
-        common::both(&out)
-    );
+    for item in [
+        format!("wheelhouse/{WHEEL} sha256"),
+        format!("wheelhouse/{WHEEL} published sha256"),
+    ] {
+        assert!(
+            common::stdout_text(&out).contains(&item),
+            "{item}: {}",
+            common::both(&out)
+        );
+    }
 }
 
 #[test]
@@ -251,14 +263,14 @@ fn a_requirement_that_cannot_be_downloaded_fails_dependencies_naming_it() {
     assert_eq!(c["result"], "fail");
     let text = detail(c);
     assert!(dir
-        .join("logs/dependencies/wheelhouse/download-1.stderr")
+        .join("logs/dependencies/wheelhouse/resolve-1.stderr")
         .is_file());
     for part in [
         "on `vcc-no-such-package-xyz==1.0`",
         "pip's last lines:",
         "No matching distribution found for vcc-no-such-package-xyz==1.0",
         // Details name files relative to DIR.
-        "DIR/logs/dependencies/wheelhouse/download-1.stderr",
+        "DIR/logs/dependencies/wheelhouse/resolve-1.stderr",
         "remove it from requirements.txt",
     ] {
         assert!(text.contains(part), "missing {part:?} in: {text}");

@@ -723,6 +723,11 @@ pub struct WheelhouseRecord {
     pub downloads: Vec<WheelhouseDownload>,
     /// Every file of the wheelhouse, sorted by name.
     pub files: Vec<WheelhouseFile>,
+    /// The profile's `[dependencies] allow_source_builds`: the projects that
+    /// may be built here from their sdist. Empty in evidence written before
+    /// this field existed.
+    #[serde(default)]
+    pub allow_source_builds: Vec<String>,
 }
 
 /// One `pip wheel` run of the verified interpreter.
@@ -744,6 +749,57 @@ pub struct WheelhouseDownload {
     pub log: String,
     /// Why it failed, when it did.
     pub failure: Option<WheelhouseFailure>,
+    /// Where each file of this run came from, per pip's installation report
+    /// (`pip install --dry-run --report`): one entry per file, sorted by file
+    /// name. Empty in evidence written before this field existed.
+    #[serde(default)]
+    pub sources: Vec<WheelSource>,
+    /// Log stem of the resolution (`pip install --dry-run --report`),
+    /// relative to DIR; `log` is then the download's (`pip wheel`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolve_log: Option<String>,
+    /// The sandbox both pip steps ran in (pip and any build code it runs
+    /// are the code under review's dependencies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::isolation::sandbox::SandboxRecord>,
+}
+
+/// Where one wheelhouse file came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WheelSource {
+    /// File name in DIR/wheelhouse.
+    pub file: String,
+    /// PEP 503 normalized project name (pip's report).
+    pub project: String,
+    /// Version (pip's report).
+    pub version: String,
+    /// How the file came to be.
+    pub provenance: Provenance,
+    /// The URL pip fetched: the wheel itself (`downloaded`) or the sdist it
+    /// built the wheel from (`built-from-sdist`), as pip's report names it
+    /// (`download_info.url`).
+    pub url: String,
+    /// The sha256 the index published for that URL
+    /// (`download_info.archive_info.hashes.sha256`); pip checked the
+    /// download against it (`--require-hashes`). For `downloaded`, the file
+    /// in DIR/wheelhouse has exactly this sha256.
+    pub published_sha256: String,
+    /// For `built-from-sdist`: the log stem (relative to DIR) of the `pip
+    /// wheel` run that built it (`.stdout` holds the build output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_log: Option<String>,
+}
+
+/// How a wheelhouse file came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Provenance {
+    /// A wheel downloaded, byte for byte, from the index.
+    Downloaded,
+    /// A wheel built here from an sdist downloaded from the index (its build
+    /// code ran here, in the sandbox); only for projects the profile allows.
+    BuiltFromSdist,
 }
 
 /// A failed `pip wheel` run.
@@ -756,6 +812,10 @@ pub struct WheelhouseFailure {
     pub requirement: Option<String>,
     /// pip's last lines.
     pub pip_tail: String,
+    /// When the failing requirement has no wheel on the index: the sdists
+    /// pip skipped for it (URLs), which the profile does not allow building.
+    #[serde(default)]
+    pub sdists: Vec<String>,
 }
 
 /// One file of the wheelhouse.

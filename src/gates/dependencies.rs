@@ -125,6 +125,12 @@ pub fn decide_all(obs: &RunObservation) -> Vec<Check> {
             checks.push(Check::fail("wheelhouse", Some(folder), error.clone()));
         }
     }
+    if let Some(observed) = &obs.pip_config {
+        checks.push(pip_config::check(observed));
+    }
+    if let Some(c) = obs.wheelhouse.as_ref().and_then(pip_sandbox_check) {
+        checks.push(c);
+    }
     for c in &obs.candidates {
         if let (
             CandidateObservation::Read {
@@ -590,18 +596,52 @@ pub fn wheelhouse_check(
     } else {
         format!(", one download shared with {others:?}")
     };
+    let problems = if download.ok {
+        wheelhouse::provenance::verify(&files, &download.sources, &record.allow_source_builds)
+    } else {
+        Vec::new()
+    };
+    if download.ok && !problems.is_empty() {
+        return Check::fail(
+            "wheelhouse",
+            Some(folder),
+            format!(
+                "expected every file downloaded for {folder}'s requirements {requirements:?} to be the one the \
+                 index {} published (re-hashed here), or a wheel built here from an sdist the profile allows, \
+                 found: {}; do not trust DIR/{}: run again, and if it repeats, compare the files with the index",
+                record.upstream_index,
+                problems.join("; "),
+                wheelhouse::DIR_NAME,
+            ),
+        )
+        .with_observed(observed);
+    }
     if download.ok {
         let listed: Vec<String> = files
             .iter()
-            .map(|f| format!("{} ({} bytes, sha256 {})", f.name, f.size, f.sha256))
+            .map(|f| {
+                let from = match download.sources.iter().find(|s| s.file == f.name) {
+                    Some(s) if s.provenance == crate::evidence::Provenance::BuiltFromSdist => {
+                        format!(
+                        "built here from the sdist {} (published sha256 {}; build log {}.stdout)",
+                        s.url,
+                        s.published_sha256,
+                        s.build_log.as_deref().unwrap_or("?")
+                    )
+                    }
+                    Some(s) => format!("downloaded from {}, the published sha256", s.url),
+                    None => "no source recorded".into(),
+                };
+                format!("{} ({} bytes, sha256 {}, {from})", f.name, f.size, f.sha256)
+            })
             .collect();
         return Check::pass(
             "wheelhouse",
             Some(folder),
             format!(
                 "requirements {requirements:?} resolved, with everything they depend on, to {} file(s) that \
-                 `pip wheel` downloaded once from {} into DIR/{} in {} ms{shared}: {}; later installs read only \
-                 {index}",
+                 pip downloaded once from {} into DIR/{} in {} ms{shared}, each verified against the index's \
+                 published sha256 or built from an allowed sdist: {}; later installs read only {index}",
                 files.len(),
                 record.upstream_index,
                 wheelhouse::DIR_NAME,
@@ -618,7 +658,26 @@ pub fn wheelhouse_check(
             status: "failed without a recorded reason".into(),
             requirement: None,
             pip_tail: String::new(),
+            sdists: Vec::new(),
         });
+    if let (Some(r), false) = (&failure.requirement, failure.sdists.is_empty()) {
+        return Check::fail(
+            "wheelhouse",
+            Some(folder),
+            format!(
+                "expected every requirement of {folder} and everything it depends on to be published on {} as a \
+                 wheel, found `{r}` has none, only the sdist {}{shared}: building it would run its build code \
+                 here, so it is refused (nothing was built); publish a wheel, pick a version that has one, or, \
+                 to build it here (in the sandbox, recorded as built-from-sdist), list the project in the \
+                 profile: `[dependencies] allow_source_builds = [\"{}\"]`; full log: {}.stdout",
+                record.upstream_index,
+                failure.sdists.join(", "),
+                requirement_name(r),
+                evidence_dir.join(&download.log).display(),
+            ),
+        )
+        .with_observed(observed);
+    }
     let which = match &failure.requirement {
         Some(r) => format!("on `{r}`"),
         None => "(pip names no single requirement)".into(),
@@ -646,6 +705,27 @@ pub fn wheelhouse_check(
         ),
     )
     .with_observed(observed)
+}
+
+/// The project name a PEP 508 requirement string starts with.
+fn requirement_name(requirement: &str) -> &str {
+    let end = requirement
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+        .unwrap_or(requirement.len());
+    &requirement[..end]
+}
+
+/// The `pip-sandbox` check: the sandbox the wheelhouse's pip steps ran in
+/// (the first download's; every download runs in the same kind), none when
+/// nothing was downloaded.
+pub fn pip_sandbox_check(record: &WheelhouseRecord) -> Option<Check> {
+    let sandbox = record.downloads.iter().find_map(|d| d.sandbox.as_ref())?;
+    Some(crate::isolation::sandbox::check(
+        "pip-sandbox",
+        None,
+        "the wheelhouse's pip (its resolution and download, and any sdist build code)",
+        sandbox,
+    ))
 }
 
 /// The `prepare` check of a candidate without an admitted archive: what to
@@ -704,6 +784,7 @@ impl super::Gate for Dependencies {
 }
 
 mod observe;
+pub mod pip_config;
 #[cfg(test)]
 mod tests;
 

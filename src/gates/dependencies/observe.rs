@@ -12,6 +12,7 @@ use crate::context::RunContext;
 use crate::evidence::{
     Check, DependencyRecord, InstalledDistribution, WheelhouseFile, WheelhouseRecord,
 };
+use crate::isolation::sandbox;
 use crate::netns::{self, NetKind};
 use crate::{process, python, wheelhouse};
 use serde::{Deserialize, Serialize};
@@ -131,6 +132,9 @@ pub struct RunObservation {
     pub wheelhouse: Option<WheelhouseRecord>,
     /// Every candidate.
     pub candidates: Vec<CandidateObservation>,
+    /// The pip configuration files the SDK's installer reads
+    /// ([`super::pip_config`]), when any candidate was admitted.
+    pub pip_config: Option<Result<Vec<super::pip_config::ConfigFile>, String>>,
 }
 
 /// One candidate as the gate found it.
@@ -478,7 +482,16 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
         evidence_dir: ctx.evidence_dir.clone(),
         wheelhouse: None,
         candidates,
+        pip_config: None,
     };
+    if let Some(first) = inputs.first() {
+        obs.pip_config = Some(super::pip_config::observe(
+            &ctx.python,
+            &first.root,
+            first.env.clone(),
+            &ctx.log_stem(GATE, "pip-config"),
+        ));
+    }
     // What each candidate needs, as the SDK reads it; then one download per
     // distinct requirement set.
     let reads = crate::parallel::map(&inputs, ctx.width(), read_requirements, |_| {
@@ -504,6 +517,23 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
     let (home, tmp) = ctx
         .private_roots(GATE, wheelhouse::DIR_NAME)
         .map_err(|e| format!("dependencies: cannot create the wheelhouse's private roots: {e}"))?;
+    // pip and any build code it runs are the code under review's
+    // dependencies: they run in the sandbox, the interpreter read-only and
+    // only pip's private root writable.
+    let available = sandbox::availability(&ctx.evidence_dir.join("logs").join("sandbox"));
+    let read_only = match available {
+        sandbox::Availability::Bwrap(_) => sandbox::interpreter_paths(
+            &ctx.python,
+            &ctx.evidence_dir,
+            &ctx.log_stem(GATE, "interpreter-paths"),
+        )
+        .map_err(|e| format!("dependencies: cannot read the interpreter's folders: {e}"))?,
+        sandbox::Availability::Unavailable(_) => Vec::new(),
+    };
+    let pip_root = home
+        .parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| "dependencies: the wheelhouse's private root has no parent".to_string())?;
     let built = wheelhouse::build(
         &wheelhouse::BuildInput {
             python: ctx.python.clone(),
@@ -512,6 +542,11 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
             env: ctx.child_env(&home, &tmp),
             log_dir: ctx.log_stem(GATE, wheelhouse::DIR_NAME),
             width: ctx.width(),
+            index_url: ctx.package_index_url().to_string(),
+            allow_source_builds: ctx.profile.profile.dependencies.allow_source_builds.clone(),
+            sandbox: available,
+            read_only,
+            root: pip_root,
         },
         &wheelhouse::plan(&wanted),
     )

@@ -28,8 +28,12 @@ fn record(download: Option<WheelhouseDownload>) -> WheelhouseRecord {
             vec![]
         },
         downloads: download.into_iter().collect(),
+        allow_source_builds: vec![],
     }
 }
+
+const SIX_URL: &str =
+    "https://files.pythonhosted.org/packages/d9/5a/x/six-1.16.0-py2.py3-none-any.whl";
 
 fn download(ok: bool) -> WheelhouseDownload {
     WheelhouseDownload {
@@ -44,7 +48,23 @@ fn download(ok: bool) -> WheelhouseDownload {
             requirement: Some("vcc-no-such-package-xyz==1.0".into()),
             pip_tail: "ERROR: No matching distribution found for vcc-no-such-package-xyz==1.0"
                 .into(),
+            sdists: vec![],
         }),
+        sources: if ok {
+            vec![crate::evidence::WheelSource {
+                file: six().name,
+                project: "six".into(),
+                version: "1.16.0".into(),
+                provenance: crate::evidence::Provenance::Downloaded,
+                url: SIX_URL.into(),
+                published_sha256: six().sha256,
+                build_log: None,
+            }]
+        } else {
+            vec![]
+        },
+        resolve_log: Some("logs/dependencies/wheelhouse/resolve-1".into()),
+        sandbox: None,
     }
 }
 
@@ -93,6 +113,115 @@ fn the_wheelhouse_check_lists_each_file_or_names_the_failed_requirement() {
     let lost = wheelhouse_check("acp-agent-runner", &reqs, &record(Some(download(true))), ev);
     assert_eq!(lost.result, CheckResult::Fail);
     assert!(lost.detail.starts_with("not observed"), "{}", lost.detail);
+}
+
+#[test]
+fn a_wheelhouse_file_that_is_not_the_published_one_fails_naming_file_url_expected_and_found() {
+    let ev = Path::new("/ev");
+    let reqs = vec!["six==1.16.0".to_string()];
+    let pass = wheelhouse_check("codex-agent", &reqs, &record(Some(download(true))), ev);
+    assert!(
+        pass.detail.contains(&format!("downloaded from {SIX_URL}")),
+        "{}",
+        pass.detail
+    );
+    // The file on disk re-hashed to something else than the index published.
+    let mut rec = record(Some(download(true)));
+    rec.files[0].sha256 = "ff".repeat(32);
+    let c = wheelhouse_check("codex-agent", &reqs, &rec, ev);
+    assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
+    for needle in [
+        "six-1.16.0-py2.py3-none-any.whl",
+        SIX_URL,
+        &format!(
+            "expected the sha256 the index published, {}",
+            "8a".repeat(32)
+        ),
+        &format!("found {}", "ff".repeat(32)),
+    ] {
+        assert!(c.detail.contains(needle), "{needle}: {}", c.detail);
+    }
+    // A file with no recorded source is never a pass.
+    let mut rec = record(Some(download(true)));
+    rec.downloads[0].sources.clear();
+    let c = wheelhouse_check("codex-agent", &reqs, &rec, ev);
+    assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
+    // Built from an sdist: passes only when the profile allows it, and says so.
+    let mut rec = record(Some(download(true)));
+    let s = &mut rec.downloads[0].sources[0];
+    s.provenance = crate::evidence::Provenance::BuiltFromSdist;
+    s.url = "https://files.pythonhosted.org/six-1.16.0.tar.gz".into();
+    s.build_log = Some("logs/dependencies/wheelhouse/download-1".into());
+    let c = wheelhouse_check("codex-agent", &reqs, &rec, ev);
+    assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
+    assert!(c.detail.contains("allow_source_builds"), "{}", c.detail);
+    rec.allow_source_builds = vec!["six".into()];
+    let c = wheelhouse_check("codex-agent", &reqs, &rec, ev);
+    assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+    assert!(
+        c.detail
+            .contains("built here from the sdist https://files.pythonhosted.org/six-1.16.0.tar.gz")
+            && c.detail
+                .contains("build log logs/dependencies/wheelhouse/download-1.stdout"),
+        "{}",
+        c.detail
+    );
+}
+
+#[test]
+fn a_requirement_with_only_an_sdist_is_refused_naming_it_the_sdist_and_the_profile_key() {
+    let ev = Path::new("/ev");
+    let reqs = vec!["docopt==0.6.2".to_string()];
+    let mut d = download(false);
+    let f = d.failure.as_mut().unwrap();
+    f.requirement = Some("docopt==0.6.2".into());
+    f.sdists = vec!["https://files.pythonhosted.org/a2/docopt-0.6.2.tar.gz".into()];
+    d.log = "logs/dependencies/wheelhouse/resolve-1".into();
+    let c = wheelhouse_check("codex-agent", &reqs, &record(Some(d)), ev);
+    assert_eq!(c.result, CheckResult::Fail);
+    for needle in [
+        "`docopt==0.6.2` has no",
+        "only the sdist https://files.pythonhosted.org/a2/docopt-0.6.2.tar.gz",
+        "refused (nothing was built)",
+        "allow_source_builds = [\"docopt\"]",
+        "/ev/logs/dependencies/wheelhouse/resolve-1.stdout",
+    ] {
+        assert!(c.detail.contains(needle), "{needle}: {}", c.detail);
+    }
+}
+
+#[test]
+fn the_pip_steps_sandbox_is_a_check_that_warns_when_unconfined() {
+    use crate::isolation::sandbox::SandboxRecord;
+    let mut rec = record(Some(download(true)));
+    assert!(pip_sandbox_check(&rec).is_none());
+    let confined = SandboxRecord {
+        kind: "bwrap".into(),
+        program: Some("/usr/bin/bwrap".into()),
+        version: Some("bubblewrap 0.8.0".into()),
+        own_pid_namespace: true,
+        dies_with_verifier: true,
+        network: Some(crate::isolation::sandbox::Network::Shared),
+        read_only: vec![],
+        writable: vec!["/ev/roots/dependencies/wheelhouse".into()],
+        unconfined_because: None,
+    };
+    rec.downloads[0].sandbox = Some(confined.clone());
+    let c = pip_sandbox_check(&rec).unwrap();
+    assert_eq!(
+        (c.name.as_str(), c.result),
+        ("pip-sandbox", CheckResult::Pass)
+    );
+    rec.downloads[0].sandbox = Some(SandboxRecord {
+        kind: "none".into(),
+        own_pid_namespace: false,
+        dies_with_verifier: false,
+        unconfined_because: Some("VCC_BWRAP=/nonexistent".into()),
+        ..confined
+    });
+    let c = pip_sandbox_check(&rec).unwrap();
+    assert_eq!(c.result, CheckResult::Warn, "{}", c.detail);
+    assert!(c.detail.contains("ran unconfined"), "{}", c.detail);
 }
 
 #[test]
@@ -635,6 +764,7 @@ fn the_run_reports_each_candidate_once_in_the_order_the_gate_learns_it() {
     let mut download = download(true);
     download.candidates = vec![folder.clone(), "panics".into()];
     let obs = RunObservation {
+        pip_config: None,
         evidence_dir: "/evidence".into(),
         wheelhouse: Some(record(Some(download))),
         candidates: vec![
