@@ -198,6 +198,19 @@ fn check_historical(h: &HistoricalAdmissionOptions) -> Result<(), String> {
 pub struct SdkPin {
     /// PEP 508 requirement with one `==` specifier, e.g. `langbot-plugin==0.6.0b5`.
     pub requirement: String,
+    /// sha256 (lowercase hex) of the published wheel of `requirement`: the
+    /// provisioned interpreter (`src/provision.rs`) installs only this wheel
+    /// (pip `--require-hashes`). Optional; when given it must equal the
+    /// verifier's lock list entry for the SDK.
+    #[serde(default)]
+    pub wheel_sha256: Option<String>,
+    /// sha256 (lowercase hex) of that wheel's own `*.dist-info/RECORD`
+    /// (`unzip -p WHEEL '*.dist-info/RECORD' | sha256sum`): `sdk-record`
+    /// proves the installed RECORD holds exactly the wheel's rows
+    /// (`src/gates/sdk_record/provenance.rs`). Optional; without it that
+    /// proof is not made.
+    #[serde(default)]
+    pub record_sha256: Option<String>,
 }
 
 impl SdkPin {
@@ -653,6 +666,18 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
         path: label.into(),
         message,
     };
+    for (key, value) in [
+        ("wheel_sha256", &profile.sdk.wheel_sha256),
+        ("record_sha256", &profile.sdk.record_sha256),
+    ] {
+        if let Some(v) = value {
+            if v.len() != 64 || !v.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+                return Err(invalid(format!(
+                    "sdk.{key} is {v:?}; expected 64 lowercase hex digits (a sha256)"
+                )));
+            }
+        }
+    }
     let req = &profile.sdk.requirement;
     if !req.starts_with("langbot-plugin==") || profile.sdk.version().is_empty() {
         return Err(invalid(format!(
