@@ -31,6 +31,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod compiles;
 mod observe;
 
 /// The `lbp-build` gate.
@@ -158,7 +159,15 @@ impl super::Gate for LbpBuild {
                 }
             });
         }
-        Ok(builds.iter().flat_map(decide).collect())
+        let compiled = compiles::observe(ctx, &builds);
+        Ok(builds
+            .iter()
+            .flat_map(|b| {
+                let mut checks = decide(b);
+                checks.extend(compiles::decide(b, &compiled));
+                checks
+            })
+            .collect())
     }
 }
 
