@@ -14,7 +14,8 @@ pub const EXIT_CODES: &str = "\
 0    every required gate passed
 1    at least one gate failed (evidence still written, verdict `fail`)
 2    could not run: bad arguments, evidence dir not fresh/absolute/outside the repo
-     or held by another run, not a git repo, no interpreter
+     or held by another run, not a git repo, no interpreter given and none could be
+     provisioned
 130  interrupted: children reaped, evidence written with verdict `incomplete`";
 
 /// The examples of `--help` and the man page (`EXAMPLES`): run from the
@@ -24,6 +25,10 @@ pub const EXAMPLES: &str = "\
 # Certify HEAD of the plugin repository beside the verifier's checkout
 verify-coding-candidates --repo ../langbot-plugins --evidence \"$PWD/../evidence\" \\
     --python target/sdk-venv/bin/python
+
+# The same on a fresh machine: the verifier provisions its own SDK interpreter
+# (docs/provisioning.md) and writes the evidence into a fresh temporary directory
+verify-coding-candidates --repo ../langbot-plugins
 
 # A plugin developer: one gate and what it needs
 verify-coding-candidates --repo ../langbot-plugins --only lbp-build --evidence /tmp/ev1 \\

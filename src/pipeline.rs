@@ -105,11 +105,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
                 crate::provision::DEFAULT_INDEX_URL,
                 &mut say,
             )
-            .map_err(|e| {
-                SetupError(format!(
-                    "no interpreter given (--python, PYTHON), and {e}"
-                ))
-            })?
+            .map_err(|e| SetupError(format!("no interpreter given (--python, PYTHON), and {e}")))?
             .python
         }
     };

@@ -671,7 +671,11 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
         ("record_sha256", &profile.sdk.record_sha256),
     ] {
         if let Some(v) = value {
-            if v.len() != 64 || !v.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            if v.len() != 64
+                || !v
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            {
                 return Err(invalid(format!(
                     "sdk.{key} is {v:?}; expected 64 lowercase hex digits (a sha256)"
                 )));

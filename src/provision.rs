@@ -169,7 +169,10 @@ pub fn ensure(
                 });
             }
             Err(why) => {
-                progress(&format!("{} is damaged: {why}; rebuilding it", venv.display()));
+                progress(&format!(
+                    "{} is damaged: {why}; rebuilding it",
+                    venv.display()
+                ));
                 std::fs::remove_dir_all(&venv).map_err(|e| io("remove the damaged", &venv, e))?;
             }
         }
@@ -411,7 +414,9 @@ fn explain_pip_failure(output: &str, lock: &LockList) -> String {
         .filter(|e| {
             output.lines().any(|l| {
                 let lower = l.to_ascii_lowercase();
-                (lower.contains("error") || lower.contains("expected sha256") || lower.contains("got"))
+                (lower.contains("error")
+                    || lower.contains("expected sha256")
+                    || lower.contains("got"))
                     && lower.contains(&format!("{}==", e.name.to_ascii_lowercase()))
             })
         })
@@ -453,7 +458,8 @@ mod tests {
         assert!(lock.entries.len() > 50);
         let err = sdk_lock(&pin(Some(&"0".repeat(64)))).unwrap_err().0;
         assert!(
-            err.contains("sdk.wheel_sha256") && err.contains("langbot_plugin-0.6.0b5-py3-none-any.whl"),
+            err.contains("sdk.wheel_sha256")
+                && err.contains("langbot_plugin-0.6.0b5-py3-none-any.whl"),
             "{err}"
         );
         let other = SdkPin {
@@ -462,7 +468,10 @@ mod tests {
             record_sha256: None,
         };
         let err = sdk_lock(&other).unwrap_err().0;
-        assert!(err.contains("langbot-plugin==0.6.0b5") && err.contains("--python"), "{err}");
+        assert!(
+            err.contains("langbot-plugin==0.6.0b5") && err.contains("--python"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -472,7 +481,10 @@ mod tests {
             "pip install exited with 1:\n  ERROR: No matching distribution found for pydantic_core==2.50.5",
             &lock,
         );
-        assert!(text.contains("pydantic_core-2.50.5-cp311-cp311-manylinux"), "{text}");
+        assert!(
+            text.contains("pydantic_core-2.50.5-cp311-cp311-manylinux"),
+            "{text}"
+        );
     }
 
     #[test]

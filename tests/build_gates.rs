@@ -172,10 +172,17 @@ fn a_syntax_error_fails_lbp_build_naming_file_and_line() {
         detail.contains("main.py:10: SyntaxError: expected ':'"),
         "{detail}"
     );
-    assert_eq!(c["observed"]["errors"].as_array().unwrap().len(), 1, "{c:#}");
+    assert_eq!(
+        c["observed"]["errors"].as_array().unwrap().len(),
+        1,
+        "{c:#}"
+    );
     // The build itself succeeded: only the new check sees it.
     for name in ["build-exit", "single-archive"] {
-        assert_eq!(check_of(&ev, "lbp-build", name, "codex-agent")["result"], "pass");
+        assert_eq!(
+            check_of(&ev, "lbp-build", name, "codex-agent")["result"],
+            "pass"
+        );
     }
     for folder in ["acp-agent-runner", "claude-code-agent"] {
         let c = check_of(&ev, "lbp-build", "python-compiles", folder);

@@ -216,7 +216,10 @@ fn without_evidence_a_fresh_temporary_directory_is_made_and_printed_last() {
     assert!(dir.starts_with(std::env::temp_dir()), "{stdout}");
     assert!(dir.join("evidence.json").is_file(), "{stdout}");
     assert!(
-        stderr_text(&out).contains(&format!("no --evidence given: writing the evidence into {}", dir.display())),
+        stderr_text(&out).contains(&format!(
+            "no --evidence given: writing the evidence into {}",
+            dir.display()
+        )),
         "{}",
         stderr_text(&out)
     );

@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::{exit_code, fixture_repo, read_evidence, stderr_text, stdout_text, verifier_without_python};
+use common::{
+    exit_code, fixture_repo, read_evidence, stderr_text, stdout_text, verifier_without_python,
+};
 use std::path::{Path, PathBuf};
 use verify_coding_candidates::exit;
 
@@ -65,7 +67,10 @@ fn provisions_into_the_cache_reuses_rebuilds_when_damaged_and_serves_a_run() {
         err.contains("is damaged") && err.contains("langbot_plugin/version.py"),
         "{err}"
     );
-    assert!(err.contains("sdk: installing") && err.contains("sdk: verified"), "{err}");
+    assert!(
+        err.contains("sdk: installing") && err.contains("sdk: verified"),
+        "{err}"
+    );
     assert_eq!(std::fs::read(&version_py).unwrap(), genuine);
     let left: Vec<String> = std::fs::read_dir(&sdk_root)
         .unwrap()
@@ -86,7 +91,12 @@ fn provisions_into_the_cache_reuses_rebuilds_when_damaged_and_serves_a_run() {
         .output()
         .unwrap();
     let err = stderr_text(&out);
-    assert_eq!(exit_code(&out), i32::from(exit::SUCCESS), "{err}\n{}", stdout_text(&out));
+    assert_eq!(
+        exit_code(&out),
+        i32::from(exit::SUCCESS),
+        "{err}\n{}",
+        stdout_text(&out)
+    );
     assert!(err.contains("sdk: reused"), "{err}");
     let stdout = stdout_text(&out);
     let dir = PathBuf::from(stdout.lines().last().unwrap());

@@ -232,7 +232,10 @@ fn a_changed_file_with_a_matching_rewritten_record_row_fails_record_provenance()
         &[],
     );
     assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
-    assert_eq!(check(&ev, "sdk-record", "record-rows", None)["result"], "pass");
+    assert_eq!(
+        check(&ev, "sdk-record", "record-rows", None)["result"],
+        "pass"
+    );
     let c = check(&ev, "sdk-record", "record-provenance", None);
     assert_eq!(c["result"], "fail");
     let d = detail(c);

@@ -13,10 +13,7 @@ use std::path::PathBuf;
 /// A sentence when neither an absolute `XDG_CACHE_HOME` nor an absolute
 /// `HOME` is set.
 pub fn sdk_root() -> Result<PathBuf, String> {
-    sdk_root_from(
-        std::env::var_os("XDG_CACHE_HOME"),
-        std::env::var_os("HOME"),
-    )
+    sdk_root_from(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))
 }
 
 /// [`sdk_root`] for the given `XDG_CACHE_HOME` and `HOME` values. A relative
@@ -24,7 +21,10 @@ pub fn sdk_root() -> Result<PathBuf, String> {
 ///
 /// # Errors
 /// As [`sdk_root`].
-pub fn sdk_root_from(xdg_cache_home: Option<OsString>, home: Option<OsString>) -> Result<PathBuf, String> {
+pub fn sdk_root_from(
+    xdg_cache_home: Option<OsString>,
+    home: Option<OsString>,
+) -> Result<PathBuf, String> {
     let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
     let cache = absolute(xdg_cache_home)
         .or_else(|| absolute(home).map(|h| h.join(".cache")))
@@ -42,7 +42,13 @@ pub fn env_name(requirement: &str, lock: &LockList) -> String {
     let pin: String = requirement
         .replace("==", "-")
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("{pin}-{}", lock.key())
 }
@@ -69,7 +75,10 @@ mod tests {
             );
         }
         let err = sdk_root_from(None, Some("relative".into())).unwrap_err();
-        assert!(err.contains("XDG_CACHE_HOME or HOME") && err.contains("--python"), "{err}");
+        assert!(
+            err.contains("XDG_CACHE_HOME or HOME") && err.contains("--python"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -45,8 +45,8 @@ pub fn site_packages(venv: &Path, python_tag: &str) -> PathBuf {
 /// A sentence when `site` cannot be listed or a folder name has no version.
 pub fn installed(site: &Path) -> Result<BTreeMap<String, (String, PathBuf)>, String> {
     let mut out = BTreeMap::new();
-    let entries = std::fs::read_dir(site)
-        .map_err(|e| format!("cannot list {}: {e}", site.display()))?;
+    let entries =
+        std::fs::read_dir(site).map_err(|e| format!("cannot list {}: {e}", site.display()))?;
     for entry in entries {
         let entry = entry.map_err(|e| format!("cannot list {}: {e}", site.display()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -189,7 +189,12 @@ fn check_files(venv: &Path, lock: &LockList) -> Result<Sound, String> {
 fn check_interpreter(venv: &Path, lock: &LockList) -> Result<(), String> {
     let python = venv.join("bin").join("python");
     let out = super::clean_python_env(&mut Command::new(&python))
-        .args(["-I", "-B", "-c", "import sys; print(sys.implementation.cache_tag)"])
+        .args([
+            "-I",
+            "-B",
+            "-c",
+            "import sys; print(sys.implementation.cache_tag)",
+        ])
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .output()
@@ -215,9 +220,9 @@ fn check_interpreter(venv: &Path, lock: &LockList) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sha2::Digest as _;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use base64::Engine as _;
+    use sha2::Digest as _;
 
     fn lock() -> LockList {
         super::super::lock_list::parse(
@@ -233,7 +238,11 @@ mod tests {
 
     fn row(path: &str, bytes: &[u8]) -> String {
         let d = sha2::Sha256::digest(bytes);
-        format!("{path},sha256={},{}\n", URL_SAFE_NO_PAD.encode(d), bytes.len())
+        format!(
+            "{path},sha256={},{}\n",
+            URL_SAFE_NO_PAD.encode(d),
+            bytes.len()
+        )
     }
 
     /// A fake environment with one distribution `demo` (no interpreter: the
@@ -270,7 +279,10 @@ mod tests {
         let site = site_packages(env.path(), "cp311");
         std::fs::write(site.join("demo/__init__.py"), b"x = 2\n").unwrap();
         let err = check_files(env.path(), &lock()).unwrap_err();
-        assert!(err.contains("demo/__init__.py") && err.contains("digest differs"), "{err}");
+        assert!(
+            err.contains("demo/__init__.py") && err.contains("digest differs"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -290,14 +302,21 @@ mod tests {
         let site = site_packages(env.path(), "cp311");
         std::fs::write(site.join("evil.pth"), b"import os\n").unwrap();
         let err = check_files(env.path(), &lock()).unwrap_err();
-        assert!(err.contains("evil.pth") && err.contains("no RECORD"), "{err}");
+        assert!(
+            err.contains("evil.pth") && err.contains("no RECORD"),
+            "{err}"
+        );
     }
 
     #[test]
     fn a_missing_extra_or_other_version_distribution_is_damage() {
         let env = fake_env();
         let site = site_packages(env.path(), "cp311");
-        std::fs::rename(site.join("demo-1.0.dist-info"), site.join("demo-1.1.dist-info")).unwrap();
+        std::fs::rename(
+            site.join("demo-1.0.dist-info"),
+            site.join("demo-1.1.dist-info"),
+        )
+        .unwrap();
         assert!(check_files(env.path(), &lock())
             .unwrap_err()
             .contains("expected demo==1.0, found version 1.1"));

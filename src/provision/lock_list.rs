@@ -128,9 +128,8 @@ pub fn parse(text: &str, label: &str) -> Result<LockList, String> {
         }
         entries.push(entry);
     }
-    let python_tag = python_tag.ok_or_else(|| {
-        format!("{label}: expected a `# python: cp3NN` header line, found none")
-    })?;
+    let python_tag = python_tag
+        .ok_or_else(|| format!("{label}: expected a `# python: cp3NN` header line, found none"))?;
     let platform = platform.ok_or_else(|| {
         format!("{label}: expected a `# platform: SYS MACHINE` header line, found none")
     })?;
@@ -256,19 +255,17 @@ impl LockList {
         out.label = format!("{} + {}", self.label, other.label);
         for e in &other.entries {
             match self.find(&e.name) {
-                Some(mine) if mine != e => {
-                    return Err(format!(
-                        "{} locks {}=={} (sha256 {}), {} locks {}=={} (sha256 {}); expected one pin",
-                        self.label,
-                        mine.name,
-                        mine.version,
-                        mine.sha256,
-                        other.label,
-                        e.name,
-                        e.version,
-                        e.sha256
-                    ))
-                }
+                Some(mine) if mine != e => return Err(format!(
+                    "{} locks {}=={} (sha256 {}), {} locks {}=={} (sha256 {}); expected one pin",
+                    self.label,
+                    mine.name,
+                    mine.version,
+                    mine.sha256,
+                    other.label,
+                    e.name,
+                    e.version,
+                    e.sha256
+                )),
                 Some(_) => {}
                 None => out.entries.push(e.clone()),
             }
@@ -344,10 +341,15 @@ mod tests {
             assert!(err.starts_with("t.lock line 3: expected"), "{err}");
             assert!(err.contains(why), "{bad}: {err}");
         }
-        let dup = format!("{GOOD}foo-bar==1.0 --hash=sha256:{}  # f.whl\n", "a".repeat(64));
+        let dup = format!(
+            "{GOOD}foo-bar==1.0 --hash=sha256:{}  # f.whl\n",
+            "a".repeat(64)
+        );
         assert!(parse(&dup, "t").unwrap_err().contains("locked twice"));
         let no_header = GOOD.replace("# python: cp311\n", "");
-        assert!(parse(&no_header, "t").unwrap_err().contains("# python: cp3NN"));
+        assert!(parse(&no_header, "t")
+            .unwrap_err()
+            .contains("# python: cp3NN"));
     }
 
     #[test]

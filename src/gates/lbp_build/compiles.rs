@@ -192,7 +192,12 @@ mod tests {
         }));
         let a = decide(&built("a"), &report).unwrap();
         assert_eq!(a.result, CheckResult::Fail);
-        assert!(a.detail.contains("1 of 3") && a.detail.contains("main.py:7: SyntaxError: invalid syntax"), "{}", a.detail);
+        assert!(
+            a.detail.contains("1 of 3")
+                && a.detail.contains("main.py:7: SyntaxError: invalid syntax"),
+            "{}",
+            a.detail
+        );
         let b = decide(&built("b"), &report).unwrap();
         assert_eq!(b.result, CheckResult::Pass, "{}", b.detail);
         assert!(b.detail.contains("all 2"), "{}", b.detail);

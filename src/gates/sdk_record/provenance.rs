@@ -216,13 +216,22 @@ mod tests {
 
     #[test]
     fn pip_s_own_additions_are_accepted() {
-        let (missing, unexpected) = compare(WHEEL, &installed_by_pip(), "pkg-1.dist-info", &["pk".into()]);
-        assert!(missing.is_empty() && unexpected.is_empty(), "{missing:?} {unexpected:?}");
+        let (missing, unexpected) = compare(
+            WHEEL,
+            &installed_by_pip(),
+            "pkg-1.dist-info",
+            &["pk".into()],
+        );
+        assert!(
+            missing.is_empty() && unexpected.is_empty(),
+            "{missing:?} {unexpected:?}"
+        );
     }
 
     #[test]
     fn a_row_rewritten_to_match_a_changed_file_is_named() {
-        let tampered = installed_by_pip().replace("pkg/mod.py,sha256=BBB,10", "pkg/mod.py,sha256=XXX,11");
+        let tampered =
+            installed_by_pip().replace("pkg/mod.py,sha256=BBB,10", "pkg/mod.py,sha256=XXX,11");
         let (missing, unexpected) = compare(WHEEL, &tampered, "pkg-1.dist-info", &["pk".into()]);
         assert_eq!(missing, vec!["pkg/mod.py,sha256=BBB,10".to_string()]);
         assert_eq!(unexpected, vec!["pkg/mod.py,sha256=XXX,11".to_string()]);
@@ -250,7 +259,8 @@ mod tests {
     #[test]
     fn the_check_is_absent_without_a_profile_digest_and_fails_for_an_unknown_one() {
         assert!(provenance_check(None, WHEEL, "R", "pkg-1.dist-info", &[]).is_none());
-        let c = provenance_check(Some(&"0".repeat(64)), WHEEL, "R", "pkg-1.dist-info", &[]).unwrap();
+        let c =
+            provenance_check(Some(&"0".repeat(64)), WHEEL, "R", "pkg-1.dist-info", &[]).unwrap();
         assert_eq!(c.result, crate::evidence::CheckResult::Fail);
         assert!(c.detail.contains("does not carry"), "{}", c.detail);
     }
