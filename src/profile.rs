@@ -1161,4 +1161,22 @@ mod tests {
         let err = parse(&text, "x.toml").unwrap_err().to_string();
         assert!(err.contains("../codex-agent"), "{err}");
     }
+
+    #[test]
+    fn sdk_digests_must_be_sha256_hex() {
+        let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
+        assert_eq!(
+            p.sdk.wheel_sha256.as_deref(),
+            Some("15c5a60765db34e5a0216eab205178fb06c6447d286f648008aa89207e75d667")
+        );
+        let upper = BUILTIN_CODING_RUNNERS.replace("15c5a607", "15C5A607");
+        let err = parse(&upper, "x.toml").unwrap_err().to_string();
+        assert!(
+            err.contains("sdk.wheel_sha256") && err.contains("64 lowercase hex"),
+            "{err}"
+        );
+        let short = BUILTIN_CODING_RUNNERS.replace("064f66f2305ca34b", "064f");
+        let err = parse(&short, "x.toml").unwrap_err().to_string();
+        assert!(err.contains("sdk.record_sha256"), "{err}");
+    }
 }

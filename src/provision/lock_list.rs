@@ -255,7 +255,8 @@ impl LockList {
         out.label = format!("{} + {}", self.label, other.label);
         for e in &other.entries {
             match self.find(&e.name) {
-                Some(mine) if mine != e => return Err(format!(
+                Some(mine) if mine != e => {
+                    return Err(format!(
                     "{} locks {}=={} (sha256 {}), {} locks {}=={} (sha256 {}); expected one pin",
                     self.label,
                     mine.name,
@@ -265,7 +266,8 @@ impl LockList {
                     e.name,
                     e.version,
                     e.sha256
-                )),
+                ))
+                }
                 Some(_) => {}
                 None => out.entries.push(e.clone()),
             }
