@@ -314,7 +314,7 @@ pub fn main() -> ExitCode {
     let made_evidence = match &cli.evidence {
         Some(_) => None,
         None => match tempfile::Builder::new()
-            .prefix("vcc-evidence-")
+            .prefix("verify-coding-candidates-evidence-")
             .tempdir()
             .map(tempfile::TempDir::keep)
         {
