@@ -14,7 +14,8 @@ pub const EXIT_CODES: &str = "\
 0    every required gate passed
 1    at least one gate failed (evidence still written, verdict `fail`)
 2    could not run: bad arguments, evidence dir not fresh/absolute/outside the repo
-     or held by another run, not a git repo, no interpreter
+     or held by another run, not a git repo, no interpreter given and none could be
+     provisioned
 130  interrupted: children reaped, evidence written with verdict `incomplete`";
 
 /// The examples of `--help` and the man page (`EXAMPLES`): run from the
@@ -24,6 +25,10 @@ pub const EXAMPLES: &str = "\
 # Certify HEAD of the plugin repository beside the verifier's checkout
 verify-coding-candidates --repo ../langbot-plugins --evidence \"$PWD/../evidence\" \\
     --python target/sdk-venv/bin/python
+
+# The same on a fresh machine: the verifier provisions its own SDK interpreter
+# (docs/provisioning.md) and writes the evidence into a fresh temporary directory
+verify-coding-candidates --repo ../langbot-plugins
 
 # A plugin developer: one gate and what it needs
 verify-coding-candidates --repo ../langbot-plugins --only lbp-build --evidence /tmp/ev1 \\
@@ -68,11 +73,15 @@ pub struct Cli {
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub repo: PathBuf,
 
-    /// Evidence directory: absolute, missing or empty, outside the repository.
-    #[arg(long, value_name = "DIR", required = true)]
+    /// Evidence directory: absolute, missing or empty, outside the repository. Without it, a
+    /// fresh directory is made under the system temporary directory, kept, and its path printed
+    /// last on stdout.
+    #[arg(long, value_name = "DIR")]
     pub evidence: Option<PathBuf>,
 
-    /// Interpreter with the pinned `langbot-plugin` installed (`cargo xtask sdk` prints one).
+    /// Interpreter with the pinned `langbot-plugin` installed. Without it (and without
+    /// `PYTHON`), the verifier provisions its own from the profile's lock list into the user's
+    /// cache, or reuses and re-verifies the one it made (`verify-coding-candidates sdk`).
     #[arg(long, value_name = "PATH", env = "PYTHON")]
     pub python: Option<PathBuf>,
 
@@ -212,6 +221,23 @@ pub enum Command {
         #[arg(value_name = "DIR", required = true)]
         dirs: Vec<PathBuf>,
     },
+    /// Provision (or reuse and re-verify) the SDK interpreter a run uses when no --python is
+    /// given: a virtual environment in `$XDG_CACHE_HOME/verify-coding-candidates/sdk/` (else
+    /// `~/.cache/...`) holding exactly the wheels of the SDK pin's lock list, each checked by
+    /// sha256 (pip `--require-hashes`), every file checked against its RECORD on each reuse;
+    /// a damaged one is rebuilt. Steps go to stderr; the interpreter's path is printed last on
+    /// stdout. Exit 0 when ready, 2 when it cannot be made.
+    Sdk {
+        /// Print only the interpreter's path on stdout (for scripts: `PYTHON=$(... sdk --print-path)`).
+        #[arg(long)]
+        print_path: bool,
+        /// Profile TOML whose `sdk` pin to provision (default: the built-in `coding-runners`).
+        #[arg(long, value_name = "FILE")]
+        profile: Option<PathBuf>,
+        /// Package index the wheels are downloaded from.
+        #[arg(long, value_name = "URL", default_value = crate::provision::DEFAULT_INDEX_URL)]
+        index_url: String,
+    },
 }
 
 /// A gate id argument (`--only`, `gates GATE`): accepts every string, so an
@@ -278,6 +304,13 @@ pub fn main() -> ExitCode {
         }
     }
     match cli.command {
+        Some(Command::Sdk {
+            print_path,
+            profile,
+            index_url,
+        }) => {
+            return run_sdk(print_path, profile.as_deref(), &index_url);
+        }
         Some(Command::Gates { ids, format }) => {
             let gates = match gate_list::select(&ids) {
                 Ok(gates) => gates,
@@ -335,9 +368,38 @@ pub fn main() -> ExitCode {
         }
         None => {}
     }
+    // Without --evidence: a fresh folder under the system temporary
+    // directory, kept after the run, its path printed last.
+    let made_evidence = match &cli.evidence {
+        Some(_) => None,
+        None => match tempfile::Builder::new()
+            .prefix("verify-coding-candidates-evidence-")
+            .tempdir()
+            .map(tempfile::TempDir::keep)
+        {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                crate::stderr_line!(
+                    "error: no --evidence given, and cannot make a fresh directory under {}: {e}; \
+                     pass --evidence DIR",
+                    std::env::temp_dir().display()
+                );
+                return ExitCode::from(exit::CANNOT_RUN);
+            }
+        },
+    };
+    if let (Some(dir), false) = (&made_evidence, cli.quiet) {
+        crate::stderr_line!(
+            "no --evidence given: writing the evidence into {} (kept; its path is printed last)",
+            dir.display()
+        );
+    }
     let opts = RunOptions {
         repo: cli.repo,
-        evidence: cli.evidence.expect("clap requires --evidence"),
+        evidence: cli
+            .evidence
+            .or_else(|| made_evidence.clone())
+            .expect("--evidence or a fresh directory"),
         python: cli.python,
         profile: cli.profile,
         only: cli.only,
@@ -376,6 +438,7 @@ pub fn main() -> ExitCode {
     }
     let mut progress = TerminalProgress {
         enabled: std::io::stderr().is_terminal() && !cli.quiet,
+        quiet: cli.quiet,
         pending_note: prerequisites_note.filter(|_| !cli.quiet),
     };
     match pipeline::run(&opts, &mut progress) {
@@ -384,7 +447,11 @@ pub fn main() -> ExitCode {
                 Format::Text => {
                     let color = std::io::stdout().is_terminal()
                         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-                    emit(&report::summary(&outcome.evidence, &outcome.dir, color));
+                    let mut text = report::summary(&outcome.evidence, &outcome.dir, color);
+                    if made_evidence.is_some() {
+                        text.push_str(&format!("{}\n", outcome.dir.display()));
+                    }
+                    emit(&text);
                 }
                 Format::Json => emit(&format!(
                     "{}\n",
@@ -399,6 +466,56 @@ pub fn main() -> ExitCode {
         }
         Err(e) => {
             crate::stderr_line!("error: {e}");
+            if let Some(dir) = &made_evidence {
+                // Nothing was written: do not leave the empty folder behind.
+                let _ = std::fs::remove_dir(dir);
+            }
+            ExitCode::from(exit::CANNOT_RUN)
+        }
+    }
+}
+
+/// `verify-coding-candidates sdk`: provisions the interpreter of the
+/// profile's pin (built-in unless `profile`), steps on stderr, the path last
+/// on stdout.
+fn run_sdk(print_path: bool, profile: Option<&std::path::Path>, index_url: &str) -> ExitCode {
+    let parsed = match profile {
+        None => crate::profile::parse(
+            crate::profile::BUILTIN_CODING_RUNNERS,
+            "built-in coding-runners",
+        )
+        .map_err(|e| e.to_string()),
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("--profile {}: cannot read it: {e}", path.display()))
+            .and_then(|text| {
+                crate::profile::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())
+            }),
+    };
+    let pin = match parsed {
+        Ok(p) => p.sdk,
+        Err(e) => {
+            crate::stderr_line!("error: sdk: {e}");
+            return ExitCode::from(exit::CANNOT_RUN);
+        }
+    };
+    let mut say = |line: &str| crate::stderr_line!("sdk: {line}");
+    match crate::provision::provision_sdk(&pin, index_url, &mut say) {
+        Ok(ready) => {
+            if print_path {
+                emit(&format!("{}\n", ready.python.display()));
+            } else {
+                emit(&format!(
+                    "{} ready ({} distributions verified against their RECORD{}):\n{}\n",
+                    pin.requirement,
+                    ready.sound.distributions,
+                    if ready.reused { "; reused" } else { "" },
+                    ready.python.display()
+                ));
+            }
+            ExitCode::from(exit::SUCCESS)
+        }
+        Err(e) => {
+            crate::stderr_line!("error: sdk: {e}");
             ExitCode::from(exit::CANNOT_RUN)
         }
     }
@@ -510,12 +627,20 @@ fn refuse_run_options(matches: &ArgMatches, name: &str) -> Result<(), String> {
 /// One progress line per gate on stderr, only on a terminal and without `--quiet`.
 struct TerminalProgress {
     enabled: bool,
+    /// `--quiet`: no notes either.
+    quiet: bool,
     /// Printed when the first gate starts, that is once the run's inputs
     /// were accepted, also when stderr is not a terminal (`None` with `--quiet`).
     pending_note: Option<String>,
 }
 
 impl Progress for TerminalProgress {
+    fn note(&mut self, line: &str) {
+        if !self.quiet {
+            crate::stderr_line!("{line}");
+        }
+    }
+
     fn gate_started(&mut self, index: usize, total: usize, id: &str, also_running: &[&str]) {
         if let Some(note) = self.pending_note.take() {
             crate::stderr_line!("{note}");

@@ -4,7 +4,7 @@
 //! |---|---|
 //! | 0 | every required gate passed |
 //! | 1 | at least one gate failed (evidence still written, verdict `fail`) |
-//! | 2 | could not run: bad arguments, evidence dir not fresh/absolute/outside the repo or held by another run, not a git repo, no interpreter |
+//! | 2 | could not run: bad arguments, evidence dir not fresh/absolute/outside the repo or held by another run, not a git repo, no interpreter given and none could be provisioned |
 //! | 130 | interrupted: children reaped, evidence written with verdict `incomplete` |
 //!
 //! A skipped or blocked required gate never yields [`SUCCESS`].

@@ -31,6 +31,7 @@ pub mod parallel;
 pub mod pipeline;
 pub mod process;
 pub mod profile;
+pub mod provision;
 pub mod python;
 pub mod replay;
 pub mod report;

@@ -68,6 +68,8 @@ pub trait Progress {
     fn gate_started(&mut self, index: usize, total: usize, id: &str, also_running: &[&str]);
     /// A gate ended.
     fn gate_finished(&mut self, record: &GateRecord);
+    /// A line about the run's setup (the provisioned interpreter's steps).
+    fn note(&mut self, _line: &str) {}
 }
 
 /// `gates[].reason` of a gate an `--only` run did not select and no selected
@@ -84,7 +86,12 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
     let repo = git::toplevel(&opts.repo).map_err(SetupError)?;
     let (commit, tree) = git::head(&repo).map_err(SetupError)?;
     let evidence_dir = check_evidence_dir(&opts.evidence, &repo)?;
-    let python = check_python(opts.python.as_deref())?;
+    // `None`: provisioned below, once the profile names the SDK pin.
+    let given_python = opts
+        .python
+        .as_deref()
+        .map(|p| check_python(Some(p)))
+        .transpose()?;
     let release_dir = opts
         .release_dir
         .as_deref()
@@ -99,6 +106,19 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             url.clone()
         }
         None => loaded.profile.dependencies.index_url.clone(),
+    };
+    let python = match given_python {
+        Some(p) => p,
+        None => {
+            let mut say = |line: &str| progress.note(&format!("sdk: {line}"));
+            crate::provision::provision_sdk(
+                &loaded.profile.sdk,
+                &index_url,
+                &mut say,
+            )
+            .map_err(|e| SetupError(format!("no interpreter given (--python, PYTHON), and {e}")))?
+            .python
+        }
     };
     let required = match &opts.only {
         Some(ids) => {

@@ -235,6 +235,19 @@ fn check_historical(h: &HistoricalAdmissionOptions) -> Result<(), String> {
 pub struct SdkPin {
     /// PEP 508 requirement with one `==` specifier, e.g. `langbot-plugin==0.6.0b5`.
     pub requirement: String,
+    /// sha256 (lowercase hex) of the published wheel of `requirement`: the
+    /// provisioned interpreter (`src/provision.rs`) installs only this wheel
+    /// (pip `--require-hashes`). Optional; when given it must equal the
+    /// verifier's lock list entry for the SDK.
+    #[serde(default)]
+    pub wheel_sha256: Option<String>,
+    /// sha256 (lowercase hex) of that wheel's own `*.dist-info/RECORD`
+    /// (`unzip -p WHEEL '*.dist-info/RECORD' | sha256sum`): `sdk-record`
+    /// proves the installed RECORD holds exactly the wheel's rows
+    /// (`src/gates/sdk_record/provenance.rs`). Optional; without it that
+    /// proof is not made.
+    #[serde(default)]
+    pub record_sha256: Option<String>,
 }
 
 impl SdkPin {
@@ -706,6 +719,22 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
         path: label.into(),
         message,
     };
+    for (key, value) in [
+        ("wheel_sha256", &profile.sdk.wheel_sha256),
+        ("record_sha256", &profile.sdk.record_sha256),
+    ] {
+        if let Some(v) = value {
+            if v.len() != 64
+                || !v
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            {
+                return Err(invalid(format!(
+                    "sdk.{key} is {v:?}; expected 64 lowercase hex digits (a sha256)"
+                )));
+            }
+        }
+    }
     let req = &profile.sdk.requirement;
     if !req.starts_with("langbot-plugin==") || profile.sdk.version().is_empty() {
         return Err(invalid(format!(
@@ -1239,5 +1268,23 @@ mod tests {
         let text = BUILTIN_CODING_RUNNERS.replace("Runner/codex-agent", "../codex-agent");
         let err = parse(&text, "x.toml").unwrap_err().to_string();
         assert!(err.contains("../codex-agent"), "{err}");
+    }
+
+    #[test]
+    fn sdk_digests_must_be_sha256_hex() {
+        let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
+        assert_eq!(
+            p.sdk.wheel_sha256.as_deref(),
+            Some("15c5a60765db34e5a0216eab205178fb06c6447d286f648008aa89207e75d667")
+        );
+        let upper = BUILTIN_CODING_RUNNERS.replace("15c5a607", "15C5A607");
+        let err = parse(&upper, "x.toml").unwrap_err().to_string();
+        assert!(
+            err.contains("sdk.wheel_sha256") && err.contains("64 lowercase hex"),
+            "{err}"
+        );
+        let short = BUILTIN_CODING_RUNNERS.replace("064f66f2305ca34b", "064f");
+        let err = parse(&short, "x.toml").unwrap_err().to_string();
+        assert!(err.contains("sdk.record_sha256"), "{err}");
     }
 }

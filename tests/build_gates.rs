@@ -155,6 +155,42 @@ fn check_of<'a>(ev: &'a Value, gate: &str, name: &str, folder: &str) -> &'a Valu
     check(ev, gate, name, Some(folder))
 }
 
+/// A syntax error in a packaged module: the official build packages it and
+/// exits 0, so without `python-compiles` `--only lbp-build` passed and the
+/// first gate to name it was `discovery-rpc`, eight gates later.
+#[test]
+fn a_syntax_error_fails_lbp_build_naming_file_and_line() {
+    let repo = fixture_repo(&["syntax-error"]);
+    let (_keep, ev_dir) = evidence_dir();
+    let (code, ev) = run_only(&repo.root, &ev_dir, "lbp-build");
+    assert_eq!(code, 1);
+    assert_eq!(gate_result(&ev, "lbp-build"), "fail");
+    let c = check_of(&ev, "lbp-build", "python-compiles", "codex-agent");
+    assert_eq!(c["result"], "fail", "{c:#}");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("main.py:10: SyntaxError: expected ':'"),
+        "{detail}"
+    );
+    assert_eq!(
+        c["observed"]["errors"].as_array().unwrap().len(),
+        1,
+        "{c:#}"
+    );
+    // The build itself succeeded: only the new check sees it.
+    for name in ["build-exit", "single-archive"] {
+        assert_eq!(
+            check_of(&ev, "lbp-build", name, "codex-agent")["result"],
+            "pass"
+        );
+    }
+    for folder in ["acp-agent-runner", "claude-code-agent"] {
+        let c = check_of(&ev, "lbp-build", "python-compiles", folder);
+        assert_eq!(c["result"], "pass", "{folder}: {c:#}");
+        assert!(c["observed"]["python_files"].as_u64().unwrap() > 0, "{c:#}");
+    }
+}
+
 #[test]
 fn float_version_fails_the_build_gate_naming_the_cause_and_the_missing_archive() {
     let repo = fixture_repo(&["float-version"]);

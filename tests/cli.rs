@@ -135,14 +135,6 @@ fn gates_lists_every_catalogue_gate_with_what_it_proves_and_does_not_prove() {
 }
 
 #[test]
-fn missing_evidence_argument_cannot_run() {
-    let repo = fixture_repo(&[]);
-    let out = run_on_fixture(&repo, verifier().arg("--repo").arg(&repo.root));
-    assert_exit(&out, exit::CANNOT_RUN);
-    assert_stderr_contains(&out, "--evidence");
-}
-
-#[test]
 fn relative_evidence_dir_cannot_run() {
     let repo = fixture_repo(&[]);
     let cwd = tempfile::tempdir().unwrap();
@@ -208,13 +200,49 @@ fn directory_that_is_not_a_git_repository_cannot_run() {
     assert_nothing_written(&dir);
 }
 
+/// Without --evidence a run writes into a fresh directory under the system
+/// temporary directory, keeps it, and prints its path as the last stdout line.
 #[test]
-fn no_interpreter_cannot_run() {
+fn without_evidence_a_fresh_temporary_directory_is_made_and_printed_last() {
+    let repo = fixture_repo(&[]);
+    let out = run_on_fixture(
+        &repo,
+        verifier()
+            .arg("--repo")
+            .arg(&repo.root)
+            .args(["--only", "tree-clean"]),
+    );
+    assert_exit(&out, exit::SUCCESS);
+    let stdout = stdout_text(&out);
+    let dir = std::path::PathBuf::from(stdout.lines().last().unwrap());
+    assert!(dir.starts_with(std::env::temp_dir()), "{stdout}");
+    assert!(dir.join("evidence.json").is_file(), "{stdout}");
+    assert!(
+        stderr_text(&out).contains(&format!(
+            "no --evidence given: writing the evidence into {}",
+            dir.display()
+        )),
+        "{}",
+        stderr_text(&out)
+    );
+    common::make_writable(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Without --python and PYTHON the verifier provisions its own interpreter;
+/// when it cannot (here: the base interpreter does not exist) the run cannot
+/// start, says why and what to pass instead, and writes nothing (neither
+/// evidence nor a cache environment).
+#[test]
+fn no_interpreter_and_no_base_interpreter_cannot_run() {
     let repo = fixture_repo(&[]);
     let (_keep, dir) = evidence_dir();
+    let cache = tempfile::tempdir().unwrap();
     let out = run_on_fixture(
         &repo,
         verifier_without_python()
+            .env("XDG_CACHE_HOME", cache.path())
+            .env("VCC_BASE_PYTHON", "/nonexistent/vcc-no-python3")
             .arg("--repo")
             .arg(&repo.root)
             .arg("--evidence")
@@ -223,10 +251,19 @@ fn no_interpreter_cannot_run() {
     assert_exit(&out, exit::CANNOT_RUN);
     let err = stderr_text(&out);
     assert!(
-        err.contains("no interpreter") && err.contains("--python"),
+        err.contains("no interpreter given")
+            && err.contains("/nonexistent/vcc-no-python3")
+            && err.contains("--python"),
         "{err}"
     );
     assert_nothing_written(&dir);
+    let sdk = cache.path().join("verify-coding-candidates/sdk");
+    let left: Vec<_> = std::fs::read_dir(&sdk)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".lock"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]

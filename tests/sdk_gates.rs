@@ -87,6 +87,7 @@ fn sdk_record_passes_with_the_genuine_sdk_and_records_its_counts() {
         "record-rows",
         "unlisted-files",
         "bytecode",
+        "record-provenance",
     ] {
         let c = check(&ev, "sdk-record", name, None);
         assert_eq!(c["result"], "pass", "{name}: {}", detail(c));
@@ -190,6 +191,59 @@ fn a_tampered_sdk_file_fails_naming_the_file() {
     );
     assert!(d.contains(&format!("size {}", original + 1)), "{d}");
     assert!(ev["sdk"]["hashed_rows_verified"].as_u64().unwrap() > 0);
+}
+
+/// A changed SDK file whose RECORD row was rewritten to match: every row
+/// matches its file, but RECORD is no longer the published wheel's.
+#[test]
+fn a_changed_file_with_a_matching_rewritten_record_row_fails_record_provenance() {
+    use base64::Engine as _;
+    let repo = fixture_repo(&[]);
+    let venv = copy_venv(&sdk_venv());
+    let (sp, dist_info) = sdk_paths(venv.path());
+    let file = sp.join("langbot_plugin").join("version.py");
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.extend_from_slice(b"# changed\n");
+    std::fs::write(&file, &bytes).unwrap();
+    let digest = verify_coding_candidates::hash::sha256_file(&file).unwrap();
+    let row = format!(
+        "langbot_plugin/version.py,sha256={},{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.bytes),
+        bytes.len()
+    );
+    let record_path = dist_info.join("RECORD");
+    let record: Vec<String> = std::fs::read_to_string(&record_path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            if l.starts_with("langbot_plugin/version.py,") {
+                row.clone()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    std::fs::write(&record_path, record.join("\n") + "\n").unwrap();
+
+    let (code, ev, text) = run(
+        &repo.root,
+        &venv_python(&venv),
+        &["--only", "sdk-record"],
+        &[],
+    );
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(
+        check(&ev, "sdk-record", "record-rows", None)["result"],
+        "pass"
+    );
+    let c = check(&ev, "sdk-record", "record-provenance", None);
+    assert_eq!(c["result"], "fail");
+    let d = detail(c);
+    assert!(
+        d.contains("1 wheel row(s) missing or changed: langbot_plugin/version.py,sha256=")
+            && d.contains(&format!("1 row(s) neither the wheel's nor pip's: {row}")),
+        "{d}"
+    );
 }
 
 #[test]

@@ -33,6 +33,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod compiles;
 mod file_errors;
 mod observe;
 
@@ -169,7 +170,15 @@ impl super::Gate for LbpBuild {
                 }
             });
         }
-        Ok(builds.iter().flat_map(decide).collect())
+        let compiled = compiles::observe(ctx, &builds);
+        Ok(builds
+            .iter()
+            .flat_map(|b| {
+                let mut checks = decide(b);
+                checks.extend(compiles::decide(b, &compiled));
+                checks
+            })
+            .collect())
     }
 }
 

@@ -18,6 +18,7 @@
 
 mod bytecode;
 mod observe;
+mod provenance;
 mod record;
 
 use bytecode::{bytecode_check, bytecode_problems};
@@ -190,7 +191,8 @@ impl super::Gate for SdkRecord {
         let obs = observe(ctx)?;
         record_facts(&obs, out);
         let pinned = ctx.profile.profile.sdk.version().to_string();
-        let checks = decide(&obs, &pinned);
+        let mut checks = decide(&obs, &pinned);
+        checks.extend(record_provenance(&obs, ctx));
         if let (Some(record), true) = (
             &obs.record,
             checks.iter().all(|c| c.result != CheckResult::Fail),
@@ -205,6 +207,33 @@ impl super::Gate for SdkRecord {
         }
         Ok(checks)
     }
+}
+
+/// The `record-provenance` check ([`provenance::provenance_check`]) when the
+/// profile records `sdk.record_sha256` and RECORD was read.
+fn record_provenance(obs: &Observation, ctx: &RunContext) -> Option<Check> {
+    let want = ctx.profile.profile.sdk.record_sha256.as_deref()?;
+    let record = obs.record.as_ref().filter(|r| r.read_error.is_none())?;
+    let dist_info_name = Path::new(&record.dist_info)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let check = match std::fs::read_to_string(&record.path) {
+        Ok(text) => provenance::provenance_check(
+            Some(want),
+            &text,
+            &record.path,
+            &dist_info_name,
+            &obs.probe.console_scripts,
+        )?,
+        Err(e) => Check::fail(
+            "record-provenance",
+            None,
+            format!("{}: cannot read it again ({e})", record.path),
+        )
+        .consequence_of("record-rows"),
+    };
+    Some(check)
 }
 
 /// The facts later gates and the evidence's `sdk` section read.

@@ -78,6 +78,11 @@ pub const SUITES_RUN_DRIVER: &str = include_str!("suites_run.py");
 /// `manifest_yaml_probe.py`).
 pub const MANIFEST_YAML_PROBE: &str = include_str!("manifest_yaml_probe.py");
 
+/// Compiles every `.py` member of the built archives in one interpreter
+/// start, writing no bytecode, and reports each file that fails with its
+/// line (see `compile_probe.py`).
+pub const COMPILE_PROBE: &str = include_str!("compile_probe.py");
+
 /// What to do when a probe did not answer: the usual cause is an
 /// interpreter that is not the SDK venv's Python.
 const NOT_AN_INTERPRETER_HINT: &str = "check that --python (or PYTHON) names a CPython 3.10+ \

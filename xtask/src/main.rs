@@ -1,7 +1,9 @@
 //! `cargo xtask sdk | demo | test | schema`: developer tasks.
 //!
-//! - `sdk`: provisions the genuine SDK interpreter (`target/sdk-venv`) from the
-//!   package index, once, and prints its path (last line of stdout).
+//! - `sdk`: provisions the genuine SDK interpreter (`target/sdk-venv`) with the
+//!   verifier's own provisioning (`src/provision.rs`: the SDK's lock list plus
+//!   `xtask/test-extras.lock`, hash-checked, re-verified on reuse), and prints
+//!   its path (last line of stdout).
 //! - `demo`: certifies a copy of `fixtures/candidate-repo` end to end.
 //! - `test`: provisions the SDK, then `cargo test --workspace` with `PYTHON` set.
 //! - `schema`: regenerates `evidence-schema/v1/evidence.schema.json`.
@@ -23,29 +25,18 @@ use verify_coding_candidates::exit;
 mod bench;
 mod mutants;
 
-/// The exact SDK requirement (the built-in profile's `sdk.requirement`).
-const SDK_REQUIREMENT: &str = "langbot-plugin==0.6.0b5";
-/// The version `SDK_REQUIREMENT` pins.
-const SDK_VERSION: &str = "0.6.0b5";
-/// Everything `pip install` is asked for, in order.
-/// `junitparser` is the JUnit consumer the tests read `junit.xml` back with;
-/// `xmlschema` validates it against the JUnit schema CI systems accept.
-const SDK_PACKAGES: &[&str] = &[
-    SDK_REQUIREMENT,
-    "pytest",
-    "pytest-asyncio",
-    "junitparser",
-    "xmlschema",
-];
-/// Written into the venv once provisioning finished; its content is the
-/// package list, so a changed list re-provisions.
-const STAMP: &str = ".vcc-sdk-stamp";
+/// The lock list of the extras the test suite needs in `target/sdk-venv`
+/// beside the SDK's own: `junitparser` is the JUnit consumer the tests read
+/// `junit.xml` back with; `xmlschema` validates it against the JUnit schema
+/// CI systems accept.
+const TEST_EXTRAS_LOCK: &str = include_str!("../test-extras.lock");
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  sdk      create target/sdk-venv with the genuine langbot-plugin==0.6.0b5 (cached); print its python
+  sdk      create (or re-verify and reuse) target/sdk-venv: the locked langbot-plugin==0.6.0b5 set plus the
+           test extras, every wheel hash-checked; print its python
   demo     build the verifier and certify a copy of fixtures/candidate-repo; keep and print the paths
   test     provision the SDK, then `cargo test --workspace` with PYTHON set (extra args go to cargo test)
   schema   write evidence-schema/v1/evidence.schema.json from the evidence types
@@ -155,121 +146,25 @@ fn run_to_stderr(cmd: &mut Command, what: &str) -> Result<()> {
 /// Creates or reuses `target/sdk-venv` and returns its interpreter's
 /// absolute path (`<venv>/bin/python`, not resolved through symlinks).
 fn sdk() -> Result<PathBuf> {
-    let venv = target_dir().join("sdk-venv");
-    let python = venv.join("bin").join("python");
-    let stamp_text = format!("{}\n", SDK_PACKAGES.join("\n"));
-    if sdk_ready(&venv, &python, &stamp_text) {
-        eprintln!("sdk: {} already has {SDK_REQUIREMENT}", venv.display());
-        return Ok(python);
-    }
-    if venv.exists() {
-        eprintln!("sdk: removing incomplete or outdated {}", venv.display());
-        std::fs::remove_dir_all(&venv).with_context(|| format!("remove {}", venv.display()))?;
-    }
-    let base = base_python()?;
-    eprintln!(
-        "sdk: creating {} with {}",
-        venv.display(),
-        base.to_string_lossy()
-    );
-    std::fs::create_dir_all(target_dir())
-        .with_context(|| format!("create {}", target_dir().display()))?;
-    run_to_stderr(clean_python_env(Command::new(&base).arg("-m").arg("venv").arg(&venv)), "python3 -m venv").context(
-        "cannot create a virtual environment; on Debian/Ubuntu install it with \
-         `apt-get install python3-venv`, or set VCC_BASE_PYTHON to a python3 that has the venv module",
+    use verify_coding_candidates::provision;
+    let pin = verify_coding_candidates::profile::parse(
+        verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS,
+        "built-in coding-runners",
+    )?
+    .sdk;
+    let extras = provision::lock_list::parse(TEST_EXTRAS_LOCK, "xtask/test-extras.lock")
+        .map_err(anyhow::Error::msg)?;
+    let lock = provision::sdk_lock(&pin)?
+        .merged(&extras)
+        .map_err(anyhow::Error::msg)?;
+    let ready = provision::ensure(
+        &target_dir(),
+        "sdk-venv",
+        &lock,
+        provision::DEFAULT_INDEX_URL,
+        &mut |line| eprintln!("sdk: {line}"),
     )?;
-    eprintln!(
-        "sdk: pip install {} (from the package index)",
-        SDK_PACKAGES.join(" ")
-    );
-    run_to_stderr(
-        clean_python_env(
-            Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--disable-pip-version-check",
-                    "--no-input",
-                ])
-                .args(SDK_PACKAGES),
-        ),
-        "pip install",
-    )?;
-    if probe_sdk(&python).as_deref() != Some(SDK_VERSION) {
-        bail!(
-            "{}: after pip install, langbot-plugin is not {SDK_VERSION} or pytest/pytest-asyncio is missing; \
-             see pip's output above",
-            python.display()
-        );
-    }
-    std::fs::write(venv.join(STAMP), stamp_text)
-        .with_context(|| format!("write {}", venv.join(STAMP).display()))?;
-    eprintln!("sdk: ready: {}", python.display());
-    Ok(python)
-}
-
-/// True when the venv finished provisioning for the current package list and
-/// still imports the pinned SDK, pytest and pytest-asyncio.
-fn sdk_ready(venv: &Path, python: &Path, stamp_text: &str) -> bool {
-    let stamped = std::fs::read_to_string(venv.join(STAMP)).is_ok_and(|s| s == stamp_text);
-    stamped && python.is_file() && probe_sdk(python).as_deref() == Some(SDK_VERSION)
-}
-
-/// The installed `langbot-plugin` version, if pytest and pytest-asyncio are
-/// importable too; `None` otherwise.
-fn probe_sdk(python: &Path) -> Option<String> {
-    const PROBE: &str = "import importlib.metadata as m, importlib.util as u\n\
-        assert u.find_spec('pytest') and u.find_spec('pytest_asyncio')\n\
-        print(m.version('langbot-plugin'))";
-    let out = clean_python_env(Command::new(python).args(["-I", "-c", PROBE]))
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-/// Keeps the caller's Python settings out of the SDK interpreter.
-fn clean_python_env(cmd: &mut Command) -> &mut Command {
-    for var in [
-        "PYTHONPATH",
-        "PYTHONHOME",
-        "PYTHONSTARTUP",
-        "PYTHONUSERBASE",
-        "VIRTUAL_ENV",
-        "PIP_USER",
-        "PIP_TARGET",
-        "PIP_PREFIX",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-}
-
-/// `$VCC_BASE_PYTHON`, else `python3` on PATH.
-fn base_python() -> Result<OsString> {
-    let base = std::env::var_os("VCC_BASE_PYTHON")
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "python3".into());
-    let out = Command::new(&base)
-        .args(["-c", "import sys; assert sys.version_info >= (3, 10), sys.version; print(sys.version.split()[0])"])
-        .stderr(Stdio::null())
-        .output();
-    match out {
-        Ok(out) if out.status.success() => Ok(base),
-        Ok(_) => bail!(
-            "{}: expected Python >= 3.10 (langbot-plugin requires it), found an older or broken interpreter; \
-             set VCC_BASE_PYTHON to a newer python3",
-            base.to_string_lossy()
-        ),
-        Err(e) => bail!(
-            "{}: cannot run it ({e}); install python3 with venv and pip (Debian: \
-             `apt-get install python3 python3-venv python3-pip`) or set VCC_BASE_PYTHON",
-            base.to_string_lossy()
-        ),
-    }
+    Ok(ready.python)
 }
 
 /// `cargo xtask test [ARGS]`: SDK, then `cargo test --workspace ARGS` with `PYTHON`.
