@@ -4,13 +4,15 @@
 //! package and dist-info walked for files RECORD does not list, and the
 //! bytecode probe. [`super::decide`] judges the [`Observation`].
 
+use super::environment::{observe_environment, EnvironmentObservation, SiteProbe};
 use super::{
-    normalize_join, parse_record, unlisted_files, verify_rows, BytecodeProbe, MalformedPath,
-    Observation, RecordLayout, RecordObservation, RowsReport, SdkProbe, Walk, DISTRIBUTION,
-    PACKAGE,
+    normalize_join, parse_record, unlisted_files, verify_rows, BytecodeOutcome, BytecodeProbe,
+    MalformedPath, Observation, RecordLayout, RecordObservation, RowsReport, SdkProbe, Walk,
+    DISTRIBUTION, PACKAGE,
 };
 use crate::context::RunContext;
 use crate::{hash, python};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Runs the SDK probe, reads and verifies RECORD, walks the package and runs
@@ -19,6 +21,57 @@ use std::path::{Path, PathBuf};
 /// # Errors
 /// When the private roots cannot be created or the SDK probe does not answer.
 pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
+    let mut obs = observe_sdk(ctx)?;
+    obs.environment = Some(observe_site(ctx, &obs)?);
+    Ok(obs)
+}
+
+/// The environment as a whole: the site probe (`-I -S`, so nothing of the
+/// environment runs in it), every RECORD, `.pth` file and start-up module.
+/// The SDK's package is left to the `bytecode` check's probe: its bytecode
+/// found equal to verified sources counts as owned here.
+fn observe_site(ctx: &RunContext, obs: &Observation) -> Result<EnvironmentObservation, String> {
+    let (home, tmp) = ctx.private_roots("sdk-record", "site-probe").map_err(|e| {
+        format!(
+            "sdk-record: cannot create private roots under {}: {e}",
+            ctx.evidence_dir.display()
+        )
+    })?;
+    let mut sdk_equal = BTreeSet::new();
+    let mut skip = Vec::new();
+    if let (Some(record), Some(package)) = (&obs.record, &obs.expected_package_dir) {
+        skip.push(package.clone());
+        let site_packages = Path::new(&record.site_packages);
+        for file in record.bytecode.iter().flat_map(|b| b.files.iter()) {
+            let source = file
+                .source
+                .as_deref()
+                .map(|s| normalize_join(site_packages, s));
+            if file.outcome == BytecodeOutcome::Equal
+                && source.is_some_and(|s| record.rows.verified.contains(&s))
+            {
+                sdk_equal.insert(normalize_join(site_packages, &file.path));
+            }
+        }
+    }
+    let probe = python::run_probe_without_site::<SiteProbe>(
+        &ctx.python,
+        "site_probe",
+        &python::site_probe_source(),
+        &skip,
+        &home,
+        ctx.child_env(&home, &tmp),
+        &ctx.log_stem("sdk-record", "site-probe"),
+        SITE_PROBE_TIMEOUT,
+    );
+    Ok(observe_environment(&ctx.python, probe, &sdk_equal))
+}
+
+/// The site probe compiles every bytecode file's source in the environment
+/// (about 3000 in the SDK's venv): allow for a loaded machine.
+const SITE_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+fn observe_sdk(ctx: &RunContext) -> Result<Observation, String> {
     let (home, tmp) = ctx.private_roots("sdk-record", "probe").map_err(|e| {
         format!(
             "sdk-record: cannot create private roots under {}: {e}",
@@ -40,6 +93,7 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
         expected_package_dir: None,
         package_dir_matches: false,
         record: None,
+        environment: None,
     };
     let (Some(site_packages), Some(dist_info)) = (&probe.site_packages, &probe.dist_info) else {
         return Ok(obs);
