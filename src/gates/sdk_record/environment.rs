@@ -158,6 +158,13 @@ pub struct EnvironmentObservation {
     /// Files in the site directories and the scripts directory that no
     /// verified RECORD owns (absolute paths, with why when it is bytecode).
     pub unowned: Vec<String>,
+    /// pytest's assertion-rewrite caches
+    /// (`__pycache__/<module>.<cache_tag>-pytest-<version>.pyc`, written when
+    /// pytest ran with this interpreter and no `pycache_prefix`): not a
+    /// compilation of the source, so not comparable with one, and never read
+    /// by the verifier's steps, whose pytest runs with `-X pycache_prefix`
+    /// (pytest then reads its cache there). Recorded, not judged.
+    pub pytest_rewrite_cache: Vec<String>,
     /// The venv's own files (`pyvenv.cfg`, `bin/python*` with their link
     /// targets, `bin/activate*`): written by `venv`, not by an installer.
     pub venv_files: Vec<String>,
@@ -404,9 +411,9 @@ pub fn observe_environment(
                 BytecodeOutcome::ForeignName
                     if is_pytest_rewrite_cache(&path, &probe.cache_tag) =>
                 {
-                    "pytest's assertion-rewrite cache: pytest loads it instead of rewriting the \
-                     module when its header matches the source; not comparable with a compilation"
-                        .to_string()
+                    obs.pytest_rewrite_cache.push(path.display().to_string());
+                    bytecode_owned.insert(path);
+                    continue;
                 }
                 BytecodeOutcome::ForeignName => {
                     "named for another interpreter (never loaded)".to_string()

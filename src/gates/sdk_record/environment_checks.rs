@@ -266,7 +266,17 @@ fn unowned_check(env: &EnvironmentObservation) -> Check {
     let observed = json!({
         "unowned": env.unowned,
         "venv_files": env.venv_files,
+        "pytest_rewrite_cache": env.pytest_rewrite_cache,
     });
+    let pytest = if env.pytest_rewrite_cache.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} pytest assertion-rewrite cache files, never read by the verifier's steps (their \
+             pytest reads its cache under -X pycache_prefix), are recorded",
+            env.pytest_rewrite_cache.len()
+        )
+    };
     if env.unowned.is_empty() {
         return Check::pass(
             "environment-unowned",
@@ -276,7 +286,7 @@ fn unowned_check(env: &EnvironmentObservation) -> Check {
                  RECORD (bytecode: the compilation of its verified source), besides the venv's own \
                  files: {}",
                 env.venv_files.join(", ")
-            ),
+            ) + &pytest,
         )
         .with_observed(observed);
     }
@@ -289,7 +299,7 @@ fn unowned_check(env: &EnvironmentObservation) -> Check {
              unverified bytes): {}",
             env.unowned.len(),
             env.unowned.join(", ")
-        ),
+        ) + &pytest,
     )
     .with_observed(observed)
 }
