@@ -488,3 +488,6 @@ fn unlisted_check(record: &RecordObservation, package_dir: &str, pinned: &str) -
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod environment_tests;
