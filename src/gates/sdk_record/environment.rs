@@ -165,6 +165,8 @@ pub struct EnvironmentObservation {
     /// by the verifier's steps, whose pytest runs with `-X pycache_prefix`
     /// (pytest then reads its cache there). Recorded, not judged.
     pub pytest_rewrite_cache: Vec<String>,
+    /// The SDK's dist-info name: its RECORD is judged by `record-rows`.
+    pub sdk_dist_info: Option<String>,
     /// The venv's own files (`pyvenv.cfg`, `bin/python*` with their link
     /// targets, `bin/activate*`): written by `venv`, not by an installer.
     pub venv_files: Vec<String>,
@@ -311,17 +313,34 @@ pub fn verify_distribution(
     out
 }
 
+/// The SDK's own files, which the gate's SDK checks judge (`record-rows`,
+/// `unlisted-files`, `bytecode`): one cause is one finding, so the
+/// environment checks do not judge them again.
+#[derive(Debug, Clone, Default)]
+pub struct SdkScope {
+    /// The SDK's package and dist-info directories.
+    pub dirs: Vec<PathBuf>,
+    /// The SDK's bytecode files the `bytecode` check's probe found equal to
+    /// the compilation of their verified source: owned.
+    pub bytecode_equal: BTreeSet<PathBuf>,
+}
+
 /// Observes the environment `probe` describes, with the interpreter at
-/// `python` (hashed here). `sdk_package` is the SDK's package directory,
-/// whose bytecode the `bytecode` check judges (it is owned here when that
-/// check's probe found it equal: `sdk_bytecode_equal`).
+/// `python` (hashed here); `sdk` is what the SDK checks judge.
 pub fn observe_environment(
     python: &Path,
     probe: Result<SiteProbe, String>,
-    sdk_bytecode_equal: &BTreeSet<PathBuf>,
+    sdk: &SdkScope,
 ) -> EnvironmentObservation {
+    let sdk_bytecode_equal = &sdk.bytecode_equal;
     let mut obs = EnvironmentObservation {
         interpreter: interpreter_binary(python),
+        sdk_dist_info: sdk
+            .dirs
+            .iter()
+            .filter_map(|d| d.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .find(|n| n.ends_with(".dist-info")),
         ..Default::default()
     };
     let probe = match probe {
@@ -458,7 +477,10 @@ pub fn observe_environment(
                     read_error,
                 });
             }
-            if owner.is_some() || bytecode_owned.contains(&path) {
+            if owner.is_some()
+                || bytecode_owned.contains(&path)
+                || sdk.dirs.iter().any(|d| path.starts_with(d))
+            {
                 continue;
             }
             match bytecode_why.get(&path) {

@@ -5,7 +5,6 @@
 use super::environment::*;
 use super::environment_checks::environment_checks;
 use crate::evidence::{Check, CheckResult};
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 const DIST: &str = "demo-1.0.dist-info";
@@ -84,7 +83,7 @@ impl Env {
         let obs = observe_environment(
             Path::new("/nonexistent/python"),
             Ok(probe),
-            &BTreeSet::new(),
+            &SdkScope::default(),
         );
         environment_checks(&obs)
     }
@@ -260,7 +259,7 @@ fn no_probe_answer_fails_all_four_checks() {
     let obs = observe_environment(
         Path::new("/nonexistent"),
         Err("boom".into()),
-        &BTreeSet::new(),
+        &SdkScope::default(),
     );
     let checks = environment_checks(&obs);
     assert_eq!(checks.len(), 4);
@@ -297,4 +296,25 @@ fn venv_scripts_and_pytest_caches_are_recognised_by_name() {
         Path::new("/sp/anyio/__pycache__/pytest_plugin.cpython-311.pyc"),
         tag
     ));
+}
+
+#[test]
+fn the_sdks_own_record_is_left_to_record_rows() {
+    let env = Env::new("");
+    std::fs::write(env.sp.join("demo.py"), b"x = 2\n").unwrap();
+    let sdk = SdkScope {
+        dirs: vec![env.sp.join("demo"), env.sp.join(DIST)],
+        bytecode_equal: Default::default(),
+    };
+    let obs = observe_environment(Path::new("/nonexistent"), Ok(env.probe()), &sdk);
+    let checks = environment_checks(&obs);
+    let c = named(&checks, "environment-records");
+    // One cause, one finding: the SDK's mismatch is record-rows' finding.
+    assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+    assert!(
+        c.detail
+            .contains(&format!("({DIST} is judged by record-rows)")),
+        "{}",
+        c.detail
+    );
 }

@@ -4,7 +4,7 @@
 //! package and dist-info walked for files RECORD does not list, and the
 //! bytecode probe. [`super::decide`] judges the [`Observation`].
 
-use super::environment::{observe_environment, EnvironmentObservation, SiteProbe};
+use super::environment::{observe_environment, EnvironmentObservation, SdkScope, SiteProbe};
 use super::{
     normalize_join, parse_record, unlisted_files, verify_rows, BytecodeOutcome, BytecodeProbe,
     MalformedPath, Observation, RecordLayout, RecordObservation, RowsReport, SdkProbe, Walk,
@@ -12,7 +12,6 @@ use super::{
 };
 use crate::context::RunContext;
 use crate::{hash, python};
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Runs the SDK probe, reads and verifies RECORD, walks the package and runs
@@ -37,10 +36,14 @@ fn observe_site(ctx: &RunContext, obs: &Observation) -> Result<EnvironmentObserv
             ctx.evidence_dir.display()
         )
     })?;
-    let mut sdk_equal = BTreeSet::new();
+    let mut sdk = SdkScope::default();
     let mut skip = Vec::new();
     if let (Some(record), Some(package)) = (&obs.record, &obs.expected_package_dir) {
         skip.push(package.clone());
+        sdk.dirs = vec![
+            normalize_join(Path::new(package), "."),
+            normalize_join(Path::new(&record.dist_info), "."),
+        ];
         let site_packages = Path::new(&record.site_packages);
         for file in record.bytecode.iter().flat_map(|b| b.files.iter()) {
             let source = file
@@ -50,7 +53,8 @@ fn observe_site(ctx: &RunContext, obs: &Observation) -> Result<EnvironmentObserv
             if file.outcome == BytecodeOutcome::Equal
                 && source.is_some_and(|s| record.rows.verified.contains(&s))
             {
-                sdk_equal.insert(normalize_join(site_packages, &file.path));
+                sdk.bytecode_equal
+                    .insert(normalize_join(site_packages, &file.path));
             }
         }
     }
@@ -64,7 +68,7 @@ fn observe_site(ctx: &RunContext, obs: &Observation) -> Result<EnvironmentObserv
         &ctx.log_stem("sdk-record", "site-probe"),
         SITE_PROBE_TIMEOUT,
     );
-    Ok(observe_environment(&ctx.python, probe, &sdk_equal))
+    Ok(observe_environment(&ctx.python, probe, &sdk))
 }
 
 /// The site probe compiles every bytecode file's source in the environment
