@@ -303,3 +303,38 @@ fn the_untouched_copy_passes() {
         ev["sdk"]
     );
 }
+
+/// An executable `.pth` that deletes itself the first time it runs: the
+/// site probe runs before any `python -I` start of the environment, so it
+/// saw the line; the file is gone when the verifier reads the site
+/// directory, and the disagreement fails.
+#[test]
+fn a_pth_that_removes_itself_when_run_still_fails() {
+    let repo = fixture_repo(&[]);
+    let venv = copy_venv(&sdk_venv());
+    let sp = site_packages(venv.path());
+    let pth = sp.join("zz-vanish.pth");
+    std::fs::write(
+        &pth,
+        format!(
+            "import os; os.path.exists({p:?}) and os.remove({p:?})\n",
+            p = pth.display().to_string()
+        ),
+    )
+    .unwrap();
+
+    let (code, ev, text) = run_sdk_record(&repo.root, &venv_python(&venv));
+    assert!(
+        !pth.exists(),
+        "the hostile .pth ran during the run and removed itself"
+    );
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    let c = check(&ev, "sdk-record", "environment-startup", None);
+    assert_eq!(c["result"], "fail", "{}", detail(c));
+    assert!(
+        detail(c).contains("zz-vanish.pth")
+            && detail(c).contains("the site probe saw `site` execute this .pth line"),
+        "{}",
+        detail(c)
+    );
+}

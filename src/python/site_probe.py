@@ -2,7 +2,7 @@
 observed without running any of it.
 
 Run as `python -I -S -B -c <BYTECODE_LIBRARY = True + bytecode_probe.py +
-this> SKIP...` (see `src/python/mod.rs`). Prints one JSON object.
+this> PACKAGE` (see `src/python/mod.rs`). Prints one JSON object.
 
 `-S` keeps `site` from running at start-up, so no `.pth` line and no
 `sitecustomize` of the environment executes in this process. The probe then
@@ -16,8 +16,8 @@ no module code, not imported). `sys.path` afterwards is the path every
 
 Then every `__pycache__` file and `.pyc` under each site directory is
 compared with `compile()` of its source (`examine_tree` of
-`bytecode_probe.py`), except under the directories named by SKIP (the SDK's
-package, which `bytecode_probe.py` examines for the `bytecode` check).
+`bytecode_probe.py`), except under `<site dir>/PACKAGE` (the SDK's package,
+which `bytecode_probe.py` examines for the `bytecode` check).
 """
 import importlib.util
 import json
@@ -26,7 +26,7 @@ import site
 import sys
 import sysconfig
 
-skip = set(sys.argv[1:])
+package = sys.argv[1]
 initial_path = list(sys.path)
 executed_lines = []
 site_dirs = []
@@ -72,6 +72,7 @@ bytecode = []
 for d in unique_dirs:
     site_packages = d  # examine_tree's paths are relative to it
     if os.path.isdir(d):
+        skip = {os.path.join(d, package)}
         bytecode.append({"site_dir": d, "files": examine_tree(d, skip)})
 
 base_site_packages = site.getsitepackages([sys.base_prefix])
