@@ -15,6 +15,14 @@
 //! verified because of that row, and bytecode whose source is not verified
 //! is so because of the source's row; those are reported as consequences of
 //! `record-rows` (or `unlisted-files`), never as causes of their own.
+//!
+//! The interpreter environment as a whole (issue 21) is verified too, in
+//! `sdk_record/environment.rs` (observation, with the site probe
+//! `src/python/site_probe.py` run with `-I -S` before any other start) and
+//! `sdk_record/environment_checks.rs` (`environment-records`,
+//! `environment-bytecode`, `environment-startup`, `environment-unowned`):
+//! every other distribution's RECORD and bytecode, every `.pth` file and
+//! start-up module. The SDK's own files stay with the checks above.
 
 mod bytecode;
 mod environment;
