@@ -547,9 +547,29 @@ fn a_pth_file_adding_a_second_copy_fails_sdk_shadow() {
         b"# HOSTILE SHADOW FIXTURE, not the SDK.\n",
     )
     .unwrap();
+    // Installed as a distribution would install it (an editable install's
+    // path .pth is RECORD-owned), so `sdk-record`'s environment checks pass
+    // and `sdk-shadow` is the gate that finds the second copy.
+    let pth = format!("{}\n", elsewhere.path().display());
+    std::fs::write(sp.join("zz-shadow.pth"), &pth).unwrap();
+    let dist = sp.join("zz_shadow-1.0.dist-info");
+    std::fs::create_dir_all(&dist).unwrap();
+    let metadata = b"Metadata-Version: 2.1\nName: zz-shadow\nVersion: 1.0\n";
+    std::fs::write(dist.join("METADATA"), metadata).unwrap();
+    let row = |path: &str, bytes: &[u8]| {
+        use base64::Engine as _;
+        use sha2::Digest;
+        format!(
+            "{path},sha256={},{}\n",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(bytes)),
+            bytes.len()
+        )
+    };
     std::fs::write(
-        sp.join("zz-shadow.pth"),
-        format!("{}\n", elsewhere.path().display()),
+        dist.join("RECORD"),
+        row("zz-shadow.pth", pth.as_bytes())
+            + &row("zz_shadow-1.0.dist-info/METADATA", metadata)
+            + "zz_shadow-1.0.dist-info/RECORD,,\n",
     )
     .unwrap();
 

@@ -383,6 +383,33 @@ pub struct Sdk {
     pub hashed_rows_verified: Option<u64>,
     /// Rows without a hash (RECORD itself and `.pyc` only).
     pub unhashed_rows: Option<u64>,
+    /// The interpreter binary with every symlink of `python` resolved.
+    #[serde(default)]
+    pub interpreter_target: Option<String>,
+    /// sha256 (hex) of `interpreter_target`, hashed by the verifier.
+    #[serde(default)]
+    pub interpreter_sha256: Option<String>,
+    /// `sys.prefix` as every `python -I` start sets it (the venv).
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// `sys.base_prefix`: the base interpreter's installation, whose
+    /// standard library is on every `sys.path`.
+    #[serde(default)]
+    pub base_prefix: Option<String>,
+    /// The site directories `site` processes at every `python -I` start.
+    #[serde(default)]
+    pub site_dirs: Option<Vec<String>>,
+    /// Distributions (dist-info directories) found in them.
+    #[serde(default)]
+    pub environment_distributions: Option<u64>,
+    /// Files there that a distribution's RECORD row verified (sha256, size).
+    #[serde(default)]
+    pub environment_files_verified: Option<u64>,
+    /// Every `.pth` file and start-up module (`sitecustomize`,
+    /// `usercustomize`) found, each `path (owned by <dist-info>)` or
+    /// `path (owned by no verified RECORD)`.
+    #[serde(default)]
+    pub startup_files: Option<Vec<String>>,
 }
 
 /// A gate's result.

@@ -15,10 +15,21 @@
 //! verified because of that row, and bytecode whose source is not verified
 //! is so because of the source's row; those are reported as consequences of
 //! `record-rows` (or `unlisted-files`), never as causes of their own.
+//!
+//! The interpreter environment as a whole (issue 21) is verified too, in
+//! `sdk_record/environment.rs` (observation, with the site probe
+//! `src/python/site_probe.py` run with `-I -S` before any other start) and
+//! `sdk_record/environment_checks.rs` (`environment-records`,
+//! `environment-bytecode`, `environment-startup`, `environment-unowned`):
+//! every other distribution's RECORD and bytecode, every `.pth` file and
+//! start-up module. The SDK's own files stay with the checks above.
 
 mod bytecode;
+mod environment;
+mod environment_checks;
 mod observe;
 mod provenance;
+mod pth;
 mod record;
 
 use bytecode::{bytecode_check, bytecode_problems};
@@ -55,6 +66,9 @@ pub(crate) struct Observation {
     pub package_dir_matches: bool,
     /// RECORD, when the probe found a dist-info.
     pub record: Option<RecordObservation>,
+    /// The interpreter environment as a whole (every site directory's
+    /// distributions, `.pth` files, start-up modules), when observed.
+    pub environment: Option<environment::EnvironmentObservation>,
 }
 
 /// RECORD and what its rows say about the files.
@@ -102,8 +116,18 @@ pub(crate) struct MalformedPath {
 
 /// The checks `obs` supports, against the profile's pinned SDK version
 /// `pinned`: `sdk-version`, `package-location`, `record-rows`,
-/// `unlisted-files`, `bytecode`, in that order.
+/// `unlisted-files`, `bytecode`, then, when the environment was observed,
+/// `environment-records`, `environment-bytecode`, `environment-startup` and
+/// `environment-unowned`.
 pub(crate) fn decide(obs: &Observation, pinned: &str) -> Vec<Check> {
+    let mut checks = decide_sdk(obs, pinned);
+    if let Some(env) = &obs.environment {
+        checks.extend(environment_checks::environment_checks(env));
+    }
+    checks
+}
+
+fn decide_sdk(obs: &Observation, pinned: &str) -> Vec<Check> {
     let python = obs.python.as_str();
     let version = version_check(&obs.probe, pinned, python);
     let version_failed = version.result == CheckResult::Fail;
@@ -246,6 +270,9 @@ fn record_facts(obs: &Observation, out: &mut Updates) {
         ctx.sdk.site_packages = probe.site_packages;
         ctx.sdk.dist_info = probe.dist_info;
     });
+    if let Some(env) = &obs.environment {
+        environment_facts(env, out);
+    }
     let Some(record) = obs.record.as_ref().filter(|r| r.read_error.is_none()) else {
         return;
     };
@@ -260,6 +287,43 @@ fn record_facts(obs: &Observation, out: &mut Updates) {
         ctx.sdk.record_rows = Some(rows);
         ctx.sdk.hashed_rows_verified = Some(hashed);
         ctx.sdk.unhashed_rows = Some(unhashed);
+    });
+}
+
+/// The interpreter and environment facts of the evidence's `sdk` section.
+fn environment_facts(env: &environment::EnvironmentObservation, out: &mut Updates) {
+    let target = env.interpreter.target.clone();
+    let sha = env.interpreter.sha256.clone();
+    let probe = env.probe.as_ref();
+    let prefix = probe.map(|p| p.prefix.clone());
+    let base_prefix = probe.map(|p| p.base_prefix.clone());
+    let site_dirs = probe.map(|p| p.site_dirs.clone());
+    let dists = probe.map(|_| env.distributions.len() as u64);
+    let verified = probe.map(|_| env.verified_files);
+    let startup = probe.map(|_| {
+        let owned = |o: &Option<String>| match o {
+            Some(d) => format!("owned by {d}"),
+            None => "owned by no verified RECORD".to_string(),
+        };
+        env.pth_files
+            .iter()
+            .map(|p| format!("{} ({})", p.path, owned(&p.owner)))
+            .chain(
+                env.startup_modules
+                    .iter()
+                    .map(|m| format!("{} ({})", m.origin, owned(&m.owner))),
+            )
+            .collect::<Vec<_>>()
+    });
+    out.set(move |ctx| {
+        ctx.sdk.interpreter_target = target;
+        ctx.sdk.interpreter_sha256 = sha;
+        ctx.sdk.prefix = prefix;
+        ctx.sdk.base_prefix = base_prefix;
+        ctx.sdk.site_dirs = site_dirs;
+        ctx.sdk.environment_distributions = dists;
+        ctx.sdk.environment_files_verified = verified;
+        ctx.sdk.startup_files = startup;
     });
 }
 
@@ -461,3 +525,6 @@ fn unlisted_check(record: &RecordObservation, package_dir: &str, pinned: &str) -
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod environment_tests;

@@ -17,6 +17,10 @@ interpreter would accept it for the source as it is now.
 
 Reads files only: imports nothing from the package, so probing cannot execute
 its code.
+
+With a global `BYTECODE_LIBRARY = True` defined before this source (as
+`site_probe.py` is run), only the functions are defined: the caller sets
+`site_packages` and calls `examine_tree`.
 """
 import importlib.util
 import json
@@ -24,8 +28,6 @@ import marshal
 import os
 import sys
 
-site_packages, package = sys.argv[1], sys.argv[2]
-root = os.path.join(site_packages, package)
 cache_tag = sys.implementation.cache_tag
 magic = importlib.util.MAGIC_NUMBER
 
@@ -197,16 +199,26 @@ def examine_cached(path, rel):
     return entry
 
 
-files = []
-for dirpath, dirnames, filenames in os.walk(root):
-    dirnames.sort()
-    in_cache = os.path.basename(dirpath) == "__pycache__"
-    for name in sorted(filenames):
-        path = os.path.join(dirpath, name)
-        rel = os.path.relpath(path, site_packages)
-        if in_cache:
-            files.append(examine_cached(path, rel))
-        elif name.endswith(".pyc"):
-            files.append({"path": rel, "source": None, "optimize": None, "header": None,
-                          "outcome": "sourceless", "difference": None})
-print(json.dumps({"cache_tag": cache_tag, "magic": magic.hex(), "files": files}))
+def examine_tree(root, skip=()):
+    """One entry per file under a `__pycache__` folder of `root` and per
+    `.pyc` outside one; paths relative to the global `site_packages`.
+    Directories whose path is in `skip` are not entered."""
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if os.path.join(dirpath, d) not in skip)
+        in_cache = os.path.basename(dirpath) == "__pycache__"
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, site_packages)
+            if in_cache:
+                files.append(examine_cached(path, rel))
+            elif name.endswith(".pyc"):
+                files.append({"path": rel, "source": None, "optimize": None, "header": None,
+                              "outcome": "sourceless", "difference": None})
+    return files
+
+
+if not globals().get("BYTECODE_LIBRARY"):
+    site_packages, package = sys.argv[1], sys.argv[2]
+    files = examine_tree(os.path.join(site_packages, package))
+    print(json.dumps({"cache_tag": cache_tag, "magic": magic.hex(), "files": files}))

@@ -46,6 +46,18 @@ pub const SDK_PROBE: &str = include_str!("sdk_probe.py");
 /// `bytecode_probe.py`).
 pub const BYTECODE_PROBE: &str = include_str!("bytecode_probe.py");
 
+/// Observes the environment every `python -I` start builds (site
+/// directories, `.pth` files, start-up modules, `sys.path`) without running
+/// any of it, and compares every bytecode file there with its source (see
+/// `site_probe.py`; run it with [`run_probe_without_site`]).
+pub const SITE_PROBE: &str = include_str!("site_probe.py");
+
+/// The site probe's full source: `bytecode_probe.py`'s functions (as a
+/// library), then `site_probe.py`.
+pub fn site_probe_source() -> String {
+    format!("BYTECODE_LIBRARY = True\n{BYTECODE_PROBE}\n{SITE_PROBE}")
+}
+
 /// Asks where `langbot_plugin` resolves, as the interpreter is and on a
 /// worker's sys.path, and lists every other copy in reach (see `shadow_probe.py`).
 pub const SHADOW_PROBE: &str = include_str!("shadow_probe.py");
@@ -165,11 +177,71 @@ pub fn run_probe_in<T: DeserializeOwned>(
     log_stem: &Path,
     timeout: Duration,
 ) -> Result<T, String> {
+    run_probe_flagged(
+        wrapper,
+        &[],
+        python,
+        probe_name,
+        source,
+        args,
+        cwd,
+        env,
+        log_stem,
+        timeout,
+    )
+}
+
+/// [`run_probe_with_timeout`] with `-S` after `-I`: `site` does not run at
+/// start-up, so no `.pth` line and no `sitecustomize` of the interpreter's
+/// environment executes in the probe (`site_probe.py` runs `site.main()`
+/// itself, recording instead of executing).
+///
+/// # Errors
+/// As [`run_probe`].
+#[allow(clippy::too_many_arguments)]
+pub fn run_probe_without_site<T: DeserializeOwned>(
+    python: &Path,
+    probe_name: &str,
+    source: &str,
+    args: &[String],
+    cwd: &Path,
+    env: BTreeMap<String, String>,
+    log_stem: &Path,
+    timeout: Duration,
+) -> Result<T, String> {
+    run_probe_flagged(
+        &[],
+        &["-S"],
+        python,
+        probe_name,
+        source,
+        args,
+        cwd,
+        env,
+        log_stem,
+        timeout,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_probe_flagged<T: DeserializeOwned>(
+    wrapper: &[String],
+    flags: &[&str],
+    python: &Path,
+    probe_name: &str,
+    source: &str,
+    args: &[String],
+    cwd: &Path,
+    env: BTreeMap<String, String>,
+    log_stem: &Path,
+    timeout: Duration,
+) -> Result<T, String> {
     let mut full_args: Vec<String> = wrapper.iter().skip(1).cloned().collect();
     if !wrapper.is_empty() {
         full_args.push(python.display().to_string());
     }
     full_args.push("-I".to_string());
+    full_args.extend(flags.iter().map(|f| f.to_string()));
     full_args.extend(bytecode_options());
     full_args.extend(["-c".to_string(), source.to_string()]);
     full_args.extend(args.iter().cloned());

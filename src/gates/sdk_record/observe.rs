@@ -4,10 +4,11 @@
 //! package and dist-info walked for files RECORD does not list, and the
 //! bytecode probe. [`super::decide`] judges the [`Observation`].
 
+use super::environment::{observe_environment, SdkScope, SiteProbe};
 use super::{
-    normalize_join, parse_record, unlisted_files, verify_rows, BytecodeProbe, MalformedPath,
-    Observation, RecordLayout, RecordObservation, RowsReport, SdkProbe, Walk, DISTRIBUTION,
-    PACKAGE,
+    normalize_join, parse_record, unlisted_files, verify_rows, BytecodeOutcome, BytecodeProbe,
+    MalformedPath, Observation, RecordLayout, RecordObservation, RowsReport, SdkProbe, Walk,
+    DISTRIBUTION, PACKAGE,
 };
 use crate::context::RunContext;
 use crate::{hash, python};
@@ -19,6 +20,71 @@ use std::path::{Path, PathBuf};
 /// # Errors
 /// When the private roots cannot be created or the SDK probe does not answer.
 pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
+    // The site probe runs first, before any `python -I` start of the
+    // environment (the SDK and bytecode probes) could run a start-up file
+    // that rewrites or removes itself.
+    let site = run_site_probe(ctx)?;
+    let mut obs = observe_sdk(ctx)?;
+    obs.environment = Some(observe_environment(&ctx.python, site, &sdk_scope(&obs)));
+    Ok(obs)
+}
+
+/// The site probe (`-I -S`, so nothing of the environment runs in it): the
+/// site directories, `.pth` lines, start-up modules and every bytecode file
+/// but those of `<site dir>/langbot_plugin`, which the `bytecode` check's
+/// probe examines.
+fn run_site_probe(ctx: &RunContext) -> Result<Result<SiteProbe, String>, String> {
+    let (home, tmp) = ctx.private_roots("sdk-record", "site-probe").map_err(|e| {
+        format!(
+            "sdk-record: cannot create private roots under {}: {e}",
+            ctx.evidence_dir.display()
+        )
+    })?;
+    Ok(python::run_probe_without_site::<SiteProbe>(
+        &ctx.python,
+        "site_probe",
+        &python::site_probe_source(),
+        &[PACKAGE.to_string()],
+        &home,
+        ctx.child_env(&home, &tmp),
+        &ctx.log_stem("sdk-record", "site-probe"),
+        SITE_PROBE_TIMEOUT,
+    ))
+}
+
+/// What the SDK checks judge, so the environment checks do not judge it
+/// again: the SDK's package and dist-info, and its bytecode found equal to
+/// verified sources.
+fn sdk_scope(obs: &Observation) -> SdkScope {
+    let mut sdk = SdkScope::default();
+    let (Some(record), Some(package)) = (&obs.record, &obs.expected_package_dir) else {
+        return sdk;
+    };
+    sdk.dirs = vec![
+        normalize_join(Path::new(package), "."),
+        normalize_join(Path::new(&record.dist_info), "."),
+    ];
+    let site_packages = Path::new(&record.site_packages);
+    for file in record.bytecode.iter().flat_map(|b| b.files.iter()) {
+        let source = file
+            .source
+            .as_deref()
+            .map(|s| normalize_join(site_packages, s));
+        if file.outcome == BytecodeOutcome::Equal
+            && source.is_some_and(|s| record.rows.verified.contains(&s))
+        {
+            sdk.bytecode_equal
+                .insert(normalize_join(site_packages, &file.path));
+        }
+    }
+    sdk
+}
+
+/// The site probe compiles every bytecode file's source in the environment
+/// (about 3000 in the SDK's venv): allow for a loaded machine.
+const SITE_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+fn observe_sdk(ctx: &RunContext) -> Result<Observation, String> {
     let (home, tmp) = ctx.private_roots("sdk-record", "probe").map_err(|e| {
         format!(
             "sdk-record: cannot create private roots under {}: {e}",
@@ -40,6 +106,7 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
         expected_package_dir: None,
         package_dir_matches: false,
         record: None,
+        environment: None,
     };
     let (Some(site_packages), Some(dist_info)) = (&probe.site_packages, &probe.dist_info) else {
         return Ok(obs);

@@ -763,6 +763,7 @@ fn observation(record: &str) -> Observation {
         expected_package_dir: Some(format!("{SP}/langbot_plugin")),
         package_dir_matches: true,
         record: Some(record),
+        environment: None,
     }
 }
 
