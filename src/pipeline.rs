@@ -111,13 +111,11 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         Some(p) => p,
         None => {
             let mut say = |line: &str| progress.note(&format!("sdk: {line}"));
-            crate::provision::provision_sdk(
-                &loaded.profile.sdk,
-                &index_url,
-                &mut say,
-            )
-            .map_err(|e| SetupError(format!("no interpreter given (--python, PYTHON), and {e}")))?
-            .python
+            crate::provision::provision_sdk(&loaded.profile.sdk, &index_url, &mut say)
+                .map_err(|e| {
+                    SetupError(format!("no interpreter given (--python, PYTHON), and {e}"))
+                })?
+                .python
         }
     };
     let required = match &opts.only {

@@ -48,8 +48,7 @@ pub(super) fn read(ctx: &RunContext) -> Result<BeforeArchive, String> {
     let (tree, attributes) = if ctx.source.worktree.is_some() {
         // `--worktree`: the working tree's files, their attributes read from
         // the work tree.
-        let entries =
-            crate::worktree::entries(&ctx.repo, &ctx.log_stem("stage", "git-ls-files"))?;
+        let entries = crate::worktree::entries(&ctx.repo, &ctx.log_stem("stage", "git-ls-files"))?;
         let attributes = commit_attributes(ctx, &entries, true);
         (entries, attributes)
     } else {

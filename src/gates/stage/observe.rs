@@ -159,6 +159,9 @@ pub(super) fn observe(ctx: &RunContext, before: BeforeArchive) -> Result<Observa
     })
 }
 
+/// `path -> [(attribute, state)]`, or why `git check-attr` did not answer.
+type CheckedAttributes = Result<BTreeMap<String, Vec<(String, String)>>, String>;
+
 /// The working tree a `--worktree` run staged.
 struct StagedWorktree {
     /// [`crate::worktree::LABEL`].
@@ -181,7 +184,7 @@ fn stage_worktree(
     tar_path: &Path,
     label: &str,
     entries: &[git::TreeEntry],
-    attributes: &Result<BTreeMap<String, Vec<(String, String)>>, String>,
+    attributes: &CheckedAttributes,
 ) -> Result<StagedWorktree, String> {
     let skip: BTreeSet<String> = match attributes {
         Ok(all) => export_attributes(all)
