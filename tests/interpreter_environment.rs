@@ -100,16 +100,31 @@ fn the_genuine_environment_passes_and_its_interpreter_is_recorded() {
         let c = check(&ev, "sdk-record", name, None);
         assert_eq!(c["result"], "pass", "{name}: {}", detail(c));
     }
-    // setuptools' executable distutils-precedence.pth is RECORD-owned.
+    // Every `.pth` the venv holds (a venv with setuptools has its executable
+    // distutils-precedence.pth; the provisioned one has none) is named as
+    // RECORD-owned.
     let startup = check(&ev, "sdk-record", "environment-startup", None);
-    assert!(
-        detail(startup).contains("distutils-precedence.pth")
-            && detail(startup).contains("owned by setuptools-"),
-        "{}",
-        detail(startup)
-    );
-    let sdk = &ev["sdk"];
     let venv = sdk_venv();
+    let pth: Vec<String> = std::fs::read_dir(site_packages(&venv))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".pth"))
+        .collect();
+    if pth.is_empty() {
+        assert!(
+            detail(startup).contains("(none present)"),
+            "{}",
+            detail(startup)
+        );
+    }
+    for name in &pth {
+        assert!(
+            detail(startup).contains(name.as_str()) && detail(startup).contains("owned by "),
+            "{name}: {}",
+            detail(startup)
+        );
+    }
+    let sdk = &ev["sdk"];
     let target = venv.join("bin/python").canonicalize().unwrap();
     assert_eq!(sdk["interpreter_target"], target.display().to_string());
     let digest = verify_coding_candidates::hash::sha256_file(&target)
