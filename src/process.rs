@@ -274,6 +274,14 @@ pub fn run(spec: &ChildSpec) -> Result<ChildOutput, RunError> {
 /// # Errors
 /// As [`run`].
 pub fn run_sandboxed(spec: &ChildSpec) -> Result<ChildOutput, RunError> {
+    // Code under review is not started once the run is interrupted: a
+    // sandbox begun now would be stopped while bwrap sets itself up, before
+    // its `--die-with-parent` holds.
+    if interrupt::requested() {
+        return Err(RunError::Interrupted {
+            program: spec.program.display().to_string(),
+        });
+    }
     let mut child = spawn(spec)?;
     child.sandboxed();
     run_spawned(spec, child)
@@ -837,6 +845,22 @@ impl Running {
         self.close_stdin();
         let mut term_sent = false;
         let mut needed_kill = false;
+        // What the sandbox holds now too: bwrap may have started its init
+        // since the first look.
+        let held_by_sandbox = if self.sandboxed {
+            let mut all = held_by_sandbox;
+            for p in self.sandbox_members().1 {
+                if !all
+                    .iter()
+                    .any(|q| q.pid == p.pid && q.start_time == p.start_time)
+                {
+                    all.push(p);
+                }
+            }
+            all
+        } else {
+            held_by_sandbox
+        };
         if !exited_on_its_own || !group_is_empty(self.pgid) {
             term_sent = signal(self.pgid, Signal::TERM);
             let termed = Instant::now();
@@ -866,8 +890,18 @@ impl Running {
             signal(self.pgid, Signal::KILL);
             std::thread::sleep(POLL);
         }
-        // The sandbox's pid namespace ends with its init; its processes may
-        // take a moment to be gone once the leader is.
+        // The sandbox's pid namespace ends with its init, which bwrap's
+        // `--die-with-parent` kills when the leader exits; but a leader
+        // stopped while bwrap was still setting up may exit before that
+        // holds. So what the sandbox held and still runs (the same process:
+        // pid and start time) gets SIGKILL now; killing the namespace's
+        // init ends everything in the namespace.
+        for p in &held_by_sandbox {
+            if crate::isolation::procfs::still_running(p) {
+                journal::signal_process(p, Signal::KILL, why);
+            }
+        }
+        // Its processes may take a moment to be gone once the leader is.
         let gone = Instant::now();
         while held_by_sandbox
             .iter()
