@@ -662,3 +662,105 @@ fn a_hex_digest_row_is_one_finding_and_its_file_is_never_called_unlisted() {
     let bytecode = check(&ev, "sdk-record", "bytecode", None);
     assert_eq!(bytecode["consequence_of"], "record-rows", "{bytecode:#}");
 }
+
+/// The bytecode cache (`src/python/bytecode_cache.rs`): a file whose source
+/// and bytecode hash to a pair an earlier probe compiled and found equal is
+/// not compiled again, and any other bytes, even under the same header, are
+/// compiled and compared as without a cache.
+#[test]
+fn the_bytecode_cache_skips_only_pairs_found_equal_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let sp = dir.path().join("sp");
+    let cache_dir = dir.path().join("cache");
+    std::fs::create_dir_all(&cache_dir).unwrap();
+    let pkg = sp.join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("__init__.py"), "").unwrap();
+    std::fs::write(pkg.join("a.py"), "def f():\n    return 1\n").unwrap();
+    let out = std::process::Command::new(python())
+        .args([
+            "-I",
+            "-c",
+            "import py_compile\npy_compile.compile('pkg/__init__.py', doraise=True)\n\
+             py_compile.compile('pkg/a.py', doraise=True)\n",
+        ])
+        .current_dir(&sp)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let probe = || -> Value {
+        let out = std::process::Command::new(python())
+            .args([
+                "-I",
+                "-B",
+                "-c",
+                verify_coding_candidates::python::BYTECODE_PROBE,
+            ])
+            .arg(&sp)
+            .arg("pkg")
+            .arg(&cache_dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let files = |p: &Value| p["files"].as_array().unwrap().clone();
+
+    // Empty cache: both compiled and equal, each with its two digests.
+    let first = probe();
+    assert_eq!(first["cache"]["pairs_read"], 0, "{first}");
+    assert!(files(&first)
+        .iter()
+        .all(|f| f["outcome"] == "equal" && f["cached"] == false));
+    let pairs: std::collections::BTreeSet<String> = files(&first)
+        .iter()
+        .map(|f| {
+            verify_coding_candidates::python::bytecode_cache::pair_line(
+                0,
+                f["source_sha256"].as_str().unwrap(),
+                f["pyc_sha256"].as_str().unwrap(),
+            )
+            .unwrap()
+        })
+        .collect();
+    let path = std::path::PathBuf::from(first["cache"]["path"].as_str().unwrap());
+    assert!(path.starts_with(&cache_dir), "{}", path.display());
+    assert_eq!(
+        verify_coding_candidates::python::bytecode_cache::add_pairs(&path, &pairs).unwrap(),
+        2
+    );
+
+    // Both pairs known: neither is compiled again.
+    let second = probe();
+    assert_eq!(second["cache"]["pairs_read"], 2, "{second}");
+    assert!(files(&second)
+        .iter()
+        .all(|f| f["outcome"] == "equal" && f["cached"] == true));
+
+    // Other code under the same header: not a known pair, so compiled and
+    // found to differ.
+    let pyc = pkg.join("__pycache__/a.cpython-311.pyc");
+    let rewrite = std::process::Command::new(python())
+        .args(["-I", "-B", "-c", REWRITE_PYC])
+        .arg(&pyc)
+        .arg("def f():\n    return 2\n")
+        .arg(pkg.join("a.py"))
+        .output()
+        .unwrap();
+    assert!(rewrite.status.success());
+    let third = probe();
+    let a = files(&third)
+        .into_iter()
+        .find(|f| f["path"] == "pkg/__pycache__/a.cpython-311.pyc")
+        .unwrap();
+    assert_eq!(a["outcome"], "differs", "{a}");
+    assert_eq!(a["cached"], false, "{a}");
+}

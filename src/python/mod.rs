@@ -36,6 +36,7 @@ pub fn bytecode_options() -> Vec<String> {
     }
 }
 
+pub mod bytecode_cache;
 pub mod fixtures;
 
 /// Asks for the interpreter's facts and the SDK's dist-info (see `sdk_probe.py`).

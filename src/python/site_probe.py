@@ -17,7 +17,10 @@ no module code, not imported). `sys.path` afterwards is the path every
 Then every `__pycache__` file and `.pyc` under each site directory is
 compared with `compile()` of its source (`examine_tree` of
 `bytecode_probe.py`), except under `<site dir>/PACKAGE` (the SDK's package,
-which `bytecode_probe.py` examines for the `bytecode` check).
+which `bytecode_probe.py` examines for the `bytecode` check). An optional
+second argument is the bytecode cache directory (see `bytecode_probe.py`):
+a file whose source and bytecode hash to a pair an earlier run compiled and
+found equal is not compiled again.
 """
 import importlib.util
 import json
@@ -68,6 +71,7 @@ for d in site_dirs:
     if d not in unique_dirs:
         unique_dirs.append(d)
 
+load_known_pairs(sys.argv[2] if len(sys.argv) > 2 else "")
 bytecode = []
 for d in unique_dirs:
     site_packages = d  # examine_tree's paths are relative to it
@@ -112,6 +116,7 @@ print(
             "sitecustomize": locate("sitecustomize"),
             "usercustomize": locate("usercustomize"),
             "bytecode": bytecode,
+            "bytecode_cache": cache_info,
         }
     )
 )

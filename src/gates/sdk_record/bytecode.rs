@@ -124,6 +124,26 @@ pub(crate) fn bytecode_problems(
     problems
 }
 
+/// How `equal` files were found equal: ` (N compiled and compared now, M
+/// identical by SHA-256 to pairs an earlier run compiled and compared with
+/// this interpreter: the bytecode cache FILE)`, or empty when none came from
+/// the cache.
+pub(crate) fn cache_sentence(
+    equal: u64,
+    cached: u64,
+    cache: Option<&super::BytecodeCacheRead>,
+) -> String {
+    match cache {
+        Some(c) if cached > 0 => format!(
+            " ({} compiled and compared now, {cached} identical by SHA-256 of source and bytecode to              pairs an earlier run compiled and compared with this interpreter: the bytecode cache              {}, SHA-256 {}; VCC_BYTECODE_CACHE=off compiles every file)",
+            equal - cached,
+            c.path,
+            c.sha256.as_deref().unwrap_or("-"),
+        ),
+        _ => String::new(),
+    }
+}
+
 pub(crate) fn bytecode_check(
     probe: &BytecodeProbe,
     package_dir: &Path,
@@ -143,11 +163,19 @@ pub(crate) fn bytecode_check(
         problems.iter().partition(|(_, root)| root.is_none());
     let texts =
         |list: &[&(String, Root)]| -> Vec<String> { list.iter().map(|(t, _)| t.clone()).collect() };
+    let equal = probe
+        .files
+        .iter()
+        .filter(|f| f.outcome == BytecodeOutcome::Equal)
+        .count() as u64;
+    let cached = probe.files.iter().filter(|f| f.cached).count() as u64;
     let observed = json!({
         "cache_tag": probe.cache_tag,
         "magic": probe.magic,
         "files": probe.files.len(),
-        "equal": probe.files.iter().filter(|f| f.outcome == BytecodeOutcome::Equal).count(),
+        "equal": equal,
+        "equal_from_cache": cached,
+        "cache": probe.cache,
         "header_kinds": kinds,
         "problems": texts(&own),
         "unverified_sources": texts(&caused),
@@ -160,8 +188,9 @@ pub(crate) fn bytecode_check(
             None,
             format!(
                 "all {} bytecode files under {dir} are this interpreter's ({tag}) compilation of their \
-                 RECORD-verified sources: code objects equal, recursively",
+                 RECORD-verified sources: code objects equal, recursively{}",
                 probe.files.len(),
+                cache_sentence(equal, cached, probe.cache.as_ref()),
             ),
         )
         .with_observed(observed);

@@ -62,6 +62,9 @@ pub struct SiteProbe {
     pub usercustomize: Option<String>,
     /// The bytecode files of each site directory (the SDK's package aside).
     pub bytecode: Vec<SiteBytecode>,
+    /// The bytecode cache the probe read, if it was given one.
+    #[serde(default)]
+    pub bytecode_cache: Option<super::BytecodeCacheRead>,
 }
 
 /// The bytecode files under one site directory.
@@ -155,6 +158,11 @@ pub struct EnvironmentObservation {
     pub bytecode_problems: Vec<String>,
     /// Bytecode files equal to the compilation of their RECORD-verified source.
     pub bytecode_equal: u64,
+    /// Of those, the ones found equal through the bytecode cache (a pair an
+    /// earlier run compiled and compared), not compiled now.
+    pub bytecode_cached: u64,
+    /// The bytecode cache the site probe read.
+    pub bytecode_cache: Option<super::BytecodeCacheRead>,
     /// Files in the site directories and the scripts directory that no
     /// verified RECORD owns (absolute paths, with why when it is bytecode).
     pub unowned: Vec<String>,
@@ -390,6 +398,7 @@ pub fn observe_environment(
             let why = match file.outcome {
                 BytecodeOutcome::Equal if source_verified => {
                     obs.bytecode_equal += 1;
+                    obs.bytecode_cached += u64::from(file.cached);
                     bytecode_owned.insert(path);
                     continue;
                 }
@@ -560,6 +569,7 @@ pub fn observe_environment(
         }
         obs.added_path_entries.push(entry.clone());
     }
+    obs.bytecode_cache = probe.bytecode_cache.clone();
     obs.probe = Some(probe);
     obs
 }

@@ -102,6 +102,8 @@ fn records_check(env: &EnvironmentObservation, site_dirs: &[String]) -> Check {
 fn bytecode_check(env: &EnvironmentObservation) -> Check {
     let observed = json!({
         "equal": env.bytecode_equal,
+        "equal_from_cache": env.bytecode_cached,
+        "cache": env.bytecode_cache,
         "problems": env.bytecode_problems,
     });
     if env.bytecode_problems.is_empty() {
@@ -110,8 +112,13 @@ fn bytecode_check(env: &EnvironmentObservation) -> Check {
             None,
             format!(
                 "{} bytecode files in the site directories are this interpreter's compilation of \
-                 their RECORD-verified sources; none that Python would load differs or lacks a source",
-                env.bytecode_equal
+                 their RECORD-verified sources{}; none that Python would load differs or lacks a source",
+                env.bytecode_equal,
+                super::bytecode::cache_sentence(
+                    env.bytecode_equal,
+                    env.bytecode_cached,
+                    env.bytecode_cache.as_ref()
+                ),
             ),
         )
         .with_observed(observed);

@@ -76,6 +76,7 @@ impl Env {
             sitecustomize: None,
             usercustomize: None,
             bytecode: Vec::new(),
+            bytecode_cache: None,
         }
     }
 

@@ -23,17 +23,45 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
     // The site probe runs first, before any `python -I` start of the
     // environment (the SDK and bytecode probes) could run a start-up file
     // that rewrites or removes itself.
-    let site = run_site_probe(ctx)?;
-    let mut obs = observe_sdk(ctx)?;
+    let cache = python::bytecode_cache::dir();
+    let site = run_site_probe(ctx, cache.as_deref())?;
+    let mut obs = observe_sdk(ctx, cache.as_deref())?;
+    remember_equal_pairs(&site, &obs);
     obs.environment = Some(observe_environment(&ctx.python, site, &sdk_scope(&obs)));
     Ok(obs)
+}
+
+/// Adds the pairs both probes compiled and found equal now to the bytecode
+/// cache file they read (`src/python/bytecode_cache.rs`), so the next run
+/// does not compile them again. A cache that cannot be written costs only
+/// time: the next run compiles again.
+fn remember_equal_pairs(site: &Result<SiteProbe, String>, obs: &Observation) {
+    let site_probe = site.as_ref().ok();
+    let sdk_probe = obs.record.as_ref().and_then(|r| r.bytecode.as_ref());
+    let path = site_probe
+        .and_then(|p| p.bytecode_cache.as_ref())
+        .or_else(|| sdk_probe.and_then(|p| p.cache.as_ref()))
+        .map(|c| PathBuf::from(&c.path));
+    let Some(path) = path else { return };
+    let site_files = site_probe
+        .into_iter()
+        .flat_map(|p| p.bytecode.iter().flat_map(|s| s.files.iter()));
+    let sdk_files = sdk_probe.into_iter().flat_map(|p| p.files.iter());
+    let pairs: std::collections::BTreeSet<String> = site_files
+        .chain(sdk_files)
+        .filter_map(super::BytecodeFile::new_cache_pair)
+        .collect();
+    let _ = python::bytecode_cache::add_pairs(&path, &pairs);
 }
 
 /// The site probe (`-I -S`, so nothing of the environment runs in it): the
 /// site directories, `.pth` lines, start-up modules and every bytecode file
 /// but those of `<site dir>/langbot_plugin`, which the `bytecode` check's
 /// probe examines.
-fn run_site_probe(ctx: &RunContext) -> Result<Result<SiteProbe, String>, String> {
+fn run_site_probe(
+    ctx: &RunContext,
+    cache: Option<&Path>,
+) -> Result<Result<SiteProbe, String>, String> {
     let (home, tmp) = ctx.private_roots("sdk-record", "site-probe").map_err(|e| {
         format!(
             "sdk-record: cannot create private roots under {}: {e}",
@@ -44,7 +72,7 @@ fn run_site_probe(ctx: &RunContext) -> Result<Result<SiteProbe, String>, String>
         &ctx.python,
         "site_probe",
         &python::site_probe_source(),
-        &[PACKAGE.to_string()],
+        &probe_args(vec![PACKAGE.to_string()], cache),
         &home,
         ctx.child_env(&home, &tmp),
         &ctx.log_stem("sdk-record", "site-probe"),
@@ -84,7 +112,13 @@ fn sdk_scope(obs: &Observation) -> SdkScope {
 /// (about 3000 in the SDK's venv): allow for a loaded machine.
 const SITE_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
-fn observe_sdk(ctx: &RunContext) -> Result<Observation, String> {
+/// `args`, then the bytecode cache directory when there is one.
+fn probe_args(mut args: Vec<String>, cache: Option<&Path>) -> Vec<String> {
+    args.extend(cache.map(|c| c.display().to_string()));
+    args
+}
+
+fn observe_sdk(ctx: &RunContext, cache: Option<&Path>) -> Result<Observation, String> {
     let (home, tmp) = ctx.private_roots("sdk-record", "probe").map_err(|e| {
         format!(
             "sdk-record: cannot create private roots under {}: {e}",
@@ -179,7 +213,10 @@ fn observe_sdk(ctx: &RunContext) -> Result<Observation, String> {
         &ctx.python,
         "bytecode_probe",
         python::BYTECODE_PROBE,
-        &[site_packages.display().to_string(), PACKAGE.to_string()],
+        &probe_args(
+            vec![site_packages.display().to_string(), PACKAGE.to_string()],
+            cache,
+        ),
         &home,
         ctx.child_env(&home, &tmp),
         &ctx.log_stem("sdk-record", "bytecode-probe"),

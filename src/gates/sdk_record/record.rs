@@ -386,6 +386,35 @@ pub struct BytecodeProbe {
     /// Every file under a `__pycache__` folder of the package, and every
     /// `.pyc` outside one, in walk order.
     pub files: Vec<BytecodeFile>,
+    /// The bytecode cache the probe read, if it was given one.
+    #[serde(default)]
+    pub cache: Option<BytecodeCacheRead>,
+}
+
+/// The bytecode cache file a probe read (`src/python/bytecode_cache.rs`).
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+pub struct BytecodeCacheRead {
+    /// `<cache dir>/<interpreter key>.pairs`.
+    pub path: String,
+    /// SHA-256 of the file as read; none when it did not exist yet.
+    pub sha256: Option<String>,
+    /// Well-formed pairs read from it.
+    pub pairs_read: u64,
+}
+
+impl BytecodeFile {
+    /// The cache line of a file compiled and found equal now (not one taken
+    /// from the cache).
+    pub fn new_cache_pair(&self) -> Option<String> {
+        if self.outcome != BytecodeOutcome::Equal || self.cached {
+            return None;
+        }
+        crate::python::bytecode_cache::pair_line(
+            self.optimize?,
+            self.source_sha256.as_deref()?,
+            self.pyc_sha256.as_deref()?,
+        )
+    }
 }
 
 /// One bytecode file as the probe examined it.
@@ -407,6 +436,17 @@ pub struct BytecodeFile {
     /// The first difference (`<module>.co_consts[3]<f>.co_code`) or why the
     /// file could not be compared.
     pub difference: Option<String>,
+    /// SHA-256 of the source's bytes, when it was read.
+    #[serde(default)]
+    pub source_sha256: Option<String>,
+    /// SHA-256 of the bytecode file's bytes, when its source was read.
+    #[serde(default)]
+    pub pyc_sha256: Option<String>,
+    /// `equal` because the two digests form a pair an earlier run compiled
+    /// and found equal with this interpreter (the bytecode cache), not
+    /// compiled now.
+    #[serde(default)]
+    pub cached: bool,
 }
 
 /// A `.pyc` header (PEP 552): magic number, flags, and source validation.

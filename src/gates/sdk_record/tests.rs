@@ -441,6 +441,9 @@ fn pyc(
         header: None,
         outcome,
         difference: why.map(Into::into),
+        source_sha256: None,
+        pyc_sha256: None,
+        cached: false,
     }
 }
 
@@ -449,6 +452,7 @@ fn bytecode(files: Vec<BytecodeFile>) -> BytecodeProbe {
         cache_tag: "cpython-311".into(),
         magic: "a70d0d0a".into(),
         files,
+        cache: None,
     }
 }
 
