@@ -78,6 +78,7 @@ mod deselection;
 mod junit;
 mod observe;
 mod rewrites;
+mod uncollected;
 #[cfg(test)]
 mod tests;
 
@@ -481,6 +482,12 @@ fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
         under(deselected)
     } else {
         deselected
+    });
+    let uncollected = uncollected::uncollected_check(name, collection(r), &opts.deselected);
+    checks.push(if collection(r).is_none() {
+        under(uncollected)
+    } else {
+        uncollected
     });
     if let PytestObs::Ran {
         stragglers_killed: true,

@@ -145,6 +145,10 @@ pub(crate) struct Collection {
     /// outside pytest's own package.
     #[serde(default)]
     pub hooks: Vec<super::rewrites::HookImpl>,
+    /// What the driver read from the suites' test files
+    /// (`suites/uncollected.rs`).
+    #[serde(flatten)]
+    pub definitions: super::uncollected::Definitions,
 }
 
 /// One collected test item.
@@ -466,6 +470,7 @@ fn observe_run(
         python::SUITES_RUN_DRIVER.to_string(),
         serde_json::to_string(&pytest_args).expect("strings serialise"),
         record_inside.display().to_string(),
+        driver_settings(opts, &tree).to_string(),
     ]);
     let log_stem = ctx.log_stem("suites", name);
     let spec = ChildSpec {
@@ -573,6 +578,36 @@ fn observe_run(
         junit_written,
         report,
         sandbox,
+    })
+}
+
+/// The driver's argv[3] (`suites_run.py`): the hooks whose implementations
+/// its record lists (the gate's lists, the one source of those names), and
+/// what its scan of the test files reads: `paths` in the run's copy `tree`
+/// (its rootdir), by the profile's naming rules or pytest's defaults.
+fn driver_settings(opts: &SuitesOptions, tree: &Path) -> serde_json::Value {
+    let hooks: Vec<&str> = super::rewrites::REPORTING_HOOKS
+        .iter()
+        .chain(super::deselection::SELECTION_HOOKS)
+        .chain(super::uncollected::COLLECTION_HOOKS)
+        .copied()
+        .filter(|h| h.starts_with("pytest_"))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let or = |v: &Option<Vec<String>>, d: &[&str]| {
+        v.clone()
+            .unwrap_or_else(|| d.iter().map(|s| (*s).to_string()).collect())
+    };
+    serde_json::json!({
+        "hooks": hooks,
+        "scan": {
+            "rootdir": tree.display().to_string(),
+            "paths": opts.paths,
+            "python_files": or(&opts.python_files, &["test_*.py", "*_test.py"]),
+            "python_functions": or(&opts.python_functions, &["test"]),
+            "python_classes": or(&opts.python_classes, &["Test"]),
+        },
     })
 }
 
@@ -725,6 +760,7 @@ mod tests {
             observed: vec![],
             deselected: vec![],
             hooks: vec![],
+            definitions: Default::default(),
         };
         mark_historical(&mut c, d.path(), &[rel.to_string()]);
         let marks: Vec<Option<&str>> = c.items.iter().map(|i| i.historical.as_deref()).collect();
