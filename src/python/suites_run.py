@@ -328,11 +328,13 @@ class PhaseReport:
 
 
 def outcome_word(when, outcome, wasxfail, longrepr):
-    """The evidence's word for one phase's report."""
+    """The evidence's word for one phase's report (`wasxfail`: the report's
+    attribute, `None` when it has none; an empty reason is still an xfail,
+    as pytest's JUnit report and terminal tell it by `hasattr`)."""
     if outcome == "passed":
-        return "xpassed" if when == "call" and wasxfail else "passed"
+        return "xpassed" if when == "call" and wasxfail is not None else "passed"
     if outcome == "skipped":
-        return "xfailed" if wasxfail else "skipped"
+        return "xfailed" if wasxfail is not None else "skipped"
     if when != "call":
         return "error"
     if str(longrepr or "").startswith("[XPASS(strict)]"):

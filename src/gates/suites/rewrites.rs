@@ -278,32 +278,35 @@ pub(crate) fn observed_outcomes_check(
             .map(|(n, p)| json!({ "nodeid": n, "problem": p }))
             .collect::<Vec<_>>(),
     });
-    if !swapped.is_empty() {
+    let swapped_sentence = (!swapped.is_empty()).then(|| {
         let listed: Vec<String> = swapped
             .iter()
             .take(10)
             .map(|(n, p)| format!("{n}: {p}"))
             .collect();
-        return Check::fail(
-            &name,
-            None,
-            format!(
-                "{} test(s) ran a callable other than the one their collection ended with, so the run did not \
-                 observe the test it reports: {}{}; reporting hooks outside pytest: {}; expected every test's \
-                 call to run the collected test function through the run's plugin: remove the fixture or hook \
-                 that replaces `item.obj` (`request.node.obj`) or calls something else in \
-                 pytest_pyfunc_call or pytest_runtest_call",
-                swapped.len(),
-                listed.join("; "),
-                if swapped.len() > listed.len() { "; ..." } else { "" },
-                if hooks.is_empty() {
-                    "none".to_string()
-                } else {
-                    hooks.join(", ")
-                }
-            ),
+        format!(
+            "{} test(s) ran a callable other than the one their collection ended with, so the run did not \
+             observe the test it reports: {}{}; reporting hooks outside pytest: {}; expected every test's call \
+             to run the collected test function through the run's plugin: remove the fixture or hook that \
+             replaces `item.obj` (`request.node.obj`) or calls something else in pytest_pyfunc_call or \
+             pytest_runtest_call",
+            swapped.len(),
+            listed.join("; "),
+            if swapped.len() > listed.len() { "; ..." } else { "" },
+            if hooks.is_empty() {
+                "none".to_string()
+            } else {
+                hooks.join(", ")
+            }
         )
-        .with_observed(observed);
+    });
+    // A swapped test reported passing is also an unobserved one: named once.
+    let found: Vec<Rewrite> = found
+        .into_iter()
+        .filter(|r| !swapped.iter().any(|(n, _)| *n == r.nodeid))
+        .collect();
+    if let (Some(sentence), true) = (&swapped_sentence, found.is_empty()) {
+        return Check::fail(&name, None, sentence.clone()).with_observed(observed);
     }
     if found.is_empty() {
         return Check::pass(
@@ -350,7 +353,7 @@ pub(crate) fn observed_outcomes_check(
              pytest: {}; a hook that rewrites a report makes a failing test read as passing: expected every \
              report to say what the test did: remove the hook that changes reports (a conftest's \
              pytest_runtest_makereport or pytest_runtest_logreport), or, for a test the run could not observe, \
-             make it a plain pytest test function",
+             make it a plain pytest test function{}",
             found.len(),
             listed.join("; "),
             if found.len() > listed.len() { "; ..." } else { "" },
@@ -358,7 +361,10 @@ pub(crate) fn observed_outcomes_check(
                 "none".to_string()
             } else {
                 hooks.join(", ")
-            }
+            },
+            swapped_sentence
+                .map(|s| format!(". Also, {s}"))
+                .unwrap_or_default()
         ),
     )
     .with_observed(observed)
