@@ -406,3 +406,160 @@ fn unittest_testcase_tests_are_observed_through_the_unittest_path_and_nothing_re
         assert_eq!(u["observed"]["defined"], 4, "{u}");
     }
 }
+
+/// Runs the suites driver directly on the folder `dir` (its own rootdir),
+/// with no hooks to list, and returns its record.
+fn drive(dir: &Path) -> Value {
+    let record = dir.join("record.json");
+    let args = serde_json::json!([
+        dir.display().to_string(),
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        dir.display().to_string(),
+        "-q"
+    ]);
+    let settings = serde_json::json!({
+        "hooks": [],
+        "scan": {
+            "rootdir": dir.display().to_string(),
+            "paths": [dir.display().to_string()],
+            "python_files": ["test_*.py", "*_test.py"],
+            "python_functions": ["test"],
+            "python_classes": ["Test"],
+        },
+    });
+    let out = std::process::Command::new(common::python())
+        .current_dir(dir)
+        .arg("-I")
+        .arg("-c")
+        .arg(verify_coding_candidates::python::SUITES_RUN_DRIVER)
+        .arg(args.to_string())
+        .arg(&record)
+        .arg(settings.to_string())
+        .output()
+        .expect("run the driver");
+    let text = std::fs::read_to_string(&record).unwrap_or_else(|e| {
+        panic!(
+            "no record ({e}); stdout:\n{}\nstderr:\n{}",
+            stdout_text(&out),
+            stderr_text(&out)
+        )
+    });
+    serde_json::from_str(&text).expect("one JSON record")
+}
+
+#[test]
+fn the_scan_names_only_tests_pytest_collects_under_its_own_rules() {
+    // No false `uncollected`: every shape pytest leaves out by its own rules
+    // (a class with `__init__`, `__test__ = False`, a fixture named test_*,
+    // a file outside python_files, a folder in the default norecursedirs)
+    // the scan leaves out too; a class with a base it cannot judge is left
+    // out (fewer, never more).
+    let d = tempfile::tempdir().expect("temp dir");
+    let dir = d.path();
+    std::fs::write(
+        dir.join("test_rules.py"),
+        r#"import unittest
+
+import pytest
+from collections import OrderedDict
+
+
+@pytest.fixture
+def test_named_fixture():
+    return 1
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_param(n):
+    assert n
+
+
+async def helper():
+    return None
+
+
+class TestWithInit:
+    def __init__(self):
+        pass
+
+    def test_never(self):
+        pass
+
+
+class TestOptedOut:
+    __test__ = False
+
+    def test_never_either(self):
+        pass
+
+
+class TestImportedBase(OrderedDict):
+    def test_unjudged(self):
+        pass
+
+
+class TestBase:
+    def test_base(self):
+        pass
+
+
+class TestChild(TestBase):
+    def test_child(self):
+        pass
+
+
+class TestOuter:
+    class TestInner:
+        def test_inner(self):
+            pass
+
+
+class Cases(unittest.TestCase):
+    def test_case(self):
+        pass
+
+    def helper(self):
+        pass
+"#,
+    )
+    .expect("write");
+    std::fs::write(dir.join("helpers_test.py"), "def test_suffix():\n    pass\n").expect("write");
+    std::fs::write(dir.join("notes.py"), "def test_not_a_test_file():\n    pass\n").expect("write");
+    std::fs::create_dir(dir.join("build")).expect("mkdir");
+    std::fs::write(dir.join("build/test_built.py"), "def test_built():\n    assert False\n")
+        .expect("write");
+    let record = drive(dir);
+    let defined: Vec<&str> = record["defined"]
+        .as_array()
+        .expect("defined")
+        .iter()
+        .map(|d| d["nodeid"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        defined,
+        [
+            "helpers_test.py::test_suffix",
+            "test_rules.py::test_param",
+            "test_rules.py::TestBase::test_base",
+            "test_rules.py::TestChild::test_child",
+            "test_rules.py::TestOuter::TestInner::test_inner",
+            "test_rules.py::Cases::test_case",
+        ]
+    );
+    let collected: Vec<String> = record["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| {
+            let id = i["nodeid"].as_str().unwrap();
+            id.split('[').next().unwrap().to_string()
+        })
+        .collect();
+    for d in &defined {
+        assert!(collected.iter().any(|c| c == d), "{d} not in {collected:?}");
+    }
+    assert_eq!(record["defined"][1]["line"], 13, "{record}");
+    assert_eq!(record["scan_errors"], serde_json::json!([]));
+}
