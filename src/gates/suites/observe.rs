@@ -811,6 +811,46 @@ mod tests {
     }
 
     #[test]
+    fn the_driver_is_passed_every_hook_the_gate_names_and_holds_no_list_of_its_own() {
+        let opts: SuitesOptions =
+            toml::from_str("paths = [\"R/t\"]\npython_functions = [\"check_\"]\n").unwrap();
+        let settings = driver_settings(&opts, Path::new("/d/tree"));
+        let hooks: Vec<&str> = settings["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect();
+        let named = super::super::rewrites::REPORTING_HOOKS
+            .iter()
+            .chain(super::super::deselection::SELECTION_HOOKS)
+            .chain(super::super::uncollected::COLLECTION_HOOKS);
+        for hook in named {
+            if hook.starts_with("pytest_") {
+                assert!(hooks.contains(hook), "{hook} not passed: {hooks:?}");
+                // `pytest_deselected` is also a word of the record's `via`.
+                if *hook != "pytest_deselected" {
+                    assert!(
+                        !python::SUITES_RUN_DRIVER.contains(&format!("\"{hook}\"")),
+                        "the driver names {hook} itself"
+                    );
+                }
+            } else {
+                // Conftest variables, which the driver reads by name.
+                assert!(!hooks.contains(hook), "{hook}");
+            }
+        }
+        assert_eq!(settings["scan"]["rootdir"], "/d/tree");
+        assert_eq!(settings["scan"]["paths"][0], "R/t");
+        assert_eq!(settings["scan"]["python_functions"][0], "check_");
+        assert_eq!(
+            settings["scan"]["python_files"],
+            serde_json::json!(["test_*.py", "*_test.py"])
+        );
+        assert_eq!(settings["scan"]["python_classes"][0], "Test");
+    }
+
+    #[test]
     fn the_output_tail_holds_stdout_then_stderr() {
         let stdout: String = (1..=10).map(|i| format!("out {i}\n")).collect();
         assert_eq!(
