@@ -525,11 +525,22 @@ class Cases(unittest.TestCase):
 "#,
     )
     .expect("write");
-    std::fs::write(dir.join("helpers_test.py"), "def test_suffix():\n    pass\n").expect("write");
-    std::fs::write(dir.join("notes.py"), "def test_not_a_test_file():\n    pass\n").expect("write");
+    std::fs::write(
+        dir.join("helpers_test.py"),
+        "def test_suffix():\n    pass\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.join("notes.py"),
+        "def test_not_a_test_file():\n    pass\n",
+    )
+    .expect("write");
     std::fs::create_dir(dir.join("build")).expect("mkdir");
-    std::fs::write(dir.join("build/test_built.py"), "def test_built():\n    assert False\n")
-        .expect("write");
+    std::fs::write(
+        dir.join("build/test_built.py"),
+        "def test_built():\n    assert False\n",
+    )
+    .expect("write");
     let record = drive(dir);
     let defined: Vec<&str> = record["defined"]
         .as_array()

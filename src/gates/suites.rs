@@ -82,9 +82,9 @@ mod deselection;
 mod junit;
 mod observe;
 mod rewrites;
-mod uncollected;
 #[cfg(test)]
 mod tests;
+mod uncollected;
 
 pub(crate) use junit::parse_junit;
 pub(crate) use observe::{

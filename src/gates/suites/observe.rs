@@ -147,8 +147,9 @@ pub(crate) struct Collection {
     pub hooks: Vec<super::rewrites::HookImpl>,
     /// What the driver read from the suites' test files
     /// (`suites/uncollected.rs`).
+    /// (Boxed: it keeps [`CollectAnswer`]'s variants of a similar size.)
     #[serde(flatten)]
-    pub definitions: super::uncollected::Definitions,
+    pub definitions: Box<super::uncollected::Definitions>,
 }
 
 /// One collected test item.

@@ -657,7 +657,8 @@ mod tests {
         swapped.unobserved = swapped.callable_problem.clone();
         let c = collection(&["test_s"], vec![swapped]);
         for reported in [SuiteOutcome::Passed, SuiteOutcome::Failed] {
-            let check = observed_outcomes_check("tree", Some(&c), Some(&[case("test_s", reported)]));
+            let check =
+                observed_outcomes_check("tree", Some(&c), Some(&[case("test_s", reported)]));
             assert_eq!(check.result, CheckResult::Fail);
             assert!(
                 check.detail.starts_with(

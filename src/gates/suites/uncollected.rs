@@ -260,10 +260,10 @@ mod tests {
                     wrapper: true,
                 },
             ],
-            definitions: Definitions {
+            definitions: Box::new(Definitions {
                 defined: defs,
                 ..Definitions::default()
-            },
+            }),
         }
     }
 
