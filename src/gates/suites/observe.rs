@@ -587,15 +587,17 @@ fn observe_run(
 /// what its scan of the test files reads: `paths` in the run's copy `tree`
 /// (its rootdir), by the profile's naming rules or pytest's defaults.
 fn driver_settings(opts: &SuitesOptions, tree: &Path) -> serde_json::Value {
-    let hooks: Vec<&str> = super::rewrites::REPORTING_HOOKS
+    // In the lists' order, which is the order the checks name them in.
+    let mut hooks: Vec<&str> = Vec::new();
+    for hook in super::rewrites::REPORTING_HOOKS
         .iter()
         .chain(super::deselection::SELECTION_HOOKS)
         .chain(super::uncollected::COLLECTION_HOOKS)
-        .copied()
-        .filter(|h| h.starts_with("pytest_"))
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    {
+        if hook.starts_with("pytest_") && !hooks.contains(hook) {
+            hooks.push(hook);
+        }
+    }
     let or = |v: &Option<Vec<String>>, d: &[&str]| {
         v.clone()
             .unwrap_or_else(|| d.iter().map(|s| (*s).to_string()).collect())
