@@ -650,10 +650,12 @@ class Observer:
             return
         phases = entry[1]
         unittest_item = is_unittest_item(item)
-        if problem is None and "call" in phases and not entered and not unittest_item:
+        if problem is None and "call" in phases and phases["call"] is None and not entered and not unittest_item:
             # pytest's own pytest_pyfunc_call (and pytest-asyncio's) always
-            # calls `item.obj`: a call phase that did not is a hook that
-            # called something else, or nothing.
+            # calls `item.obj`: a call phase that raised nothing and did not
+            # is a hook that called something else, or nothing. (One that
+            # raised before calling it, as pytest does for an async test no
+            # plugin runs, fails on its own.)
             collected = self.collected_callables.get(id(item), (None, "unknown"))[1]
             problem = (
                 f"its call phase ran but never called the collected test function {collected} through the "
