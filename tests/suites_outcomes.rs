@@ -290,7 +290,7 @@ fn a_swapped_callable_and_tests_hidden_from_collection_fail_observed_outcomes_an
     for name in ["tree", "extracted"] {
         // pytest is content: every test it ran passed, exit 0.
         let (status, counts) = status_and_counts(&ev, name);
-        assert_eq!((status, counts), (Value::from(0), [8, 8, 0]), "{name}");
+        assert_eq!((status, counts), (Value::from(0), [9, 9, 0]), "{name}");
         for clean in ["outcomes", "deselected"] {
             let c = check(&ev, "suites", &format!("{name}/{clean}"), None);
             assert_eq!(c["result"], "pass", "{c}");
@@ -313,12 +313,14 @@ fn a_swapped_callable_and_tests_hidden_from_collection_fail_observed_outcomes_an
         );
         for part in [
             format!(
-                "Also, 2 test(s) ran a callable other than the one their collection ended with, so the run did \
+                "Also, 3 test(s) ran a callable other than the one their collection ended with, so the run did \
                  not observe the test it reports: {suite}::test_swapped_by_fixture: its callable changed between \
                  collection and call: collected test_swapped_by_fixture ({suite}:22), called _passes \
-                 ({swaps}/conftest.py:16); {suite}::test_swapped_in_call: item.obj was replaced during the call \
-                 phase by _passes ({swaps}/conftest.py:16); reporting hooks outside pytest: \
-                 {swaps}/conftest.py:27 pytest_runtest_call (wrapper)"
+                 ({swaps}/conftest.py:17); {suite}::test_swapped_in_call: item.obj was replaced during the call \
+                 phase by _passes ({swaps}/conftest.py:17); {suite}::test_never_called: its call phase ran but \
+                 never called the collected test function test_never_called ({suite}:30) through the run's \
+                 plugin: a hook or fixture called another callable, or none; reporting hooks outside pytest: \
+                 {swaps}/conftest.py:28 pytest_runtest_call (wrapper), {swaps}/conftest.py:38 pytest_pyfunc_call"
             ),
             "remove the fixture or hook that replaces `item.obj`".to_string(),
         ] {
@@ -334,7 +336,8 @@ fn a_swapped_callable_and_tests_hidden_from_collection_fail_observed_outcomes_an
             problems,
             [
                 format!("{suite}::test_swapped_by_fixture"),
-                format!("{suite}::test_swapped_in_call")
+                format!("{suite}::test_swapped_in_call"),
+                format!("{suite}::test_never_called")
             ]
         );
 
@@ -358,7 +361,7 @@ fn a_swapped_callable_and_tests_hidden_from_collection_fail_observed_outcomes_an
             detail(u)
         );
         // The parametrized test and the class method were collected.
-        assert_eq!(u["observed"]["defined"], 9, "{u}");
+        assert_eq!(u["observed"]["defined"], 10, "{u}");
     }
 }
 
