@@ -560,6 +560,20 @@ pub struct SuitesOptions {
     /// every other collected test that does not run fails `<run>/deselected`.
     #[serde(default)]
     pub deselected: Vec<String>,
+    /// pytest's `python_files` globs (matched on the file name) by which
+    /// `<run>/uncollected` names the test files of folders in `paths`;
+    /// none: pytest's defaults (`test_*.py`, `*_test.py`). The repository's
+    /// own configuration is not read for it.
+    #[serde(default)]
+    pub python_files: Option<Vec<String>>,
+    /// pytest's `python_functions` (prefixes or globs) by which
+    /// `<run>/uncollected` names test functions and methods; none: `test`.
+    #[serde(default)]
+    pub python_functions: Option<Vec<String>>,
+    /// pytest's `python_classes` (prefixes or globs) by which
+    /// `<run>/uncollected` names test classes; none: `Test`.
+    #[serde(default)]
+    pub python_classes: Option<Vec<String>>,
 }
 
 fn default_source_root_env() -> String {

@@ -211,6 +211,7 @@ fn fixture_suites_pass_on_the_tree_and_the_extractions_with_xfail_counted_apart(
             "outcomes",
             "observed-outcomes",
             "deselected",
+            "uncollected",
             "strict-xfail",
         ] {
             let c = check(&ev, "suites", &format!("{name}/{check_name}"), None);

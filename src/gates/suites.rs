@@ -47,7 +47,11 @@
 //! plugin, is what that plugin observed of the test's phases and its test
 //! function, so a conftest rewriting a report fails) and `deselected`
 //! (`suites/deselection.rs`: every collected test runs unless `[suites]
-//! deselected` declares it).
+//! deselected` declares it), and `uncollected` (`suites/uncollected.rs`:
+//! every test the suites' files define, as the driver reads them with
+//! `ast` before pytest imports the repository, was collected or is
+//! declared). `observed-outcomes` also fails a test whose call did not run
+//! the callable its collection ended with through the plugin's wrapper.
 //! Warnings: `xpassed` (a non-strict xfail passed), `stragglers` (the run left
 //! processes behind, which were stopped).
 //!
@@ -80,6 +84,7 @@ mod observe;
 mod rewrites;
 #[cfg(test)]
 mod tests;
+mod uncollected;
 
 pub(crate) use junit::parse_junit;
 pub(crate) use observe::{
@@ -481,6 +486,12 @@ fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
         under(deselected)
     } else {
         deselected
+    });
+    let uncollected = uncollected::uncollected_check(name, collection(r), &opts.deselected);
+    checks.push(if collection(r).is_none() {
+        under(uncollected)
+    } else {
+        uncollected
     });
     if let PytestObs::Ran {
         stragglers_killed: true,

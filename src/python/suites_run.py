@@ -55,11 +55,32 @@ argv[2]: path of the collection record, one JSON document, written atomically
     and the line of its `def`.
     Or, when the interpreter cannot import pytest at all:
     {"pytest_missing": "<exception type>: <message>"}
+argv[3]: JSON object from the gate: {"hooks": [hook names the record lists
+         implementations of], "scan": {"rootdir": str, "paths": [str],
+         "python_files": [glob], "python_functions": [prefix or glob],
+         "python_classes": [prefix or glob]}}.
+    The record also holds what the driver itself read, before pytest
+    imported anything of the repository, from the suites' test files
+    (`ast`, never importing them):
+     "defined": [{"nodeid", "file", "line"}]: every test function and test
+                 class method pytest's naming rules (argv[3]'s) name in the
+                 test files under `paths` (explicit files always; folders
+                 walked as pytest walks them by default);
+     "scan_errors": [{"file", "error"}]: test files it could not parse;
+     "collect_skipped": [{"nodeid", "reason"}]: collectors pytest skipped;
+    each observed entry also holds "callable_problem": null | str, why the
+    callable called for the test is not the one collected (replaced between
+    collection and call, or not called through the plugin's wrapper).
+    `hooks` also lists module-level `collect_ignore`/`collect_ignore_glob`
+    of conftests (hook = that name, line = its first assignment).
 stdout, stderr: pytest's own (the run's logs); the record never goes there.
 Exit status: pytest's; with SystemExit from a conftest or plugin, its code
 (1 when it is not an int); 1 when pytest cannot be imported.
 """
 
+import ast
+import fnmatch
+import functools
 import inspect
 import json
 import os
@@ -68,6 +89,7 @@ import sys
 
 ARGS = json.loads(sys.argv[1])
 RECORD = sys.argv[2]
+SETTINGS = json.loads(sys.argv[3])
 
 
 def write_record(document):
@@ -143,23 +165,139 @@ def describe(item):
 
 
 # The hooks whose implementations outside pytest's own package the record
-# names: they make, rewrite or log test reports, run a test's phases, or
-# choose which collected tests run.
-NAMED_HOOKS = (
-    "pytest_runtest_makereport",
-    "pytest_runtest_logreport",
-    "pytest_report_teststatus",
-    "pytest_runtest_protocol",
-    "pytest_runtest_setup",
-    "pytest_runtest_call",
-    "pytest_runtest_teardown",
-    "pytest_pyfunc_call",
-    "pytest_report_to_serializable",
-    "pytest_report_from_serializable",
-    "pytest_collection_modifyitems",
-    "pytest_deselected",
-    "pytest_collection_finish",
-)
+# names, as the gate lists them (argv[3]): they make, rewrite or log test
+# reports, run a test's phases, choose which collected tests run, or decide
+# what is collected.
+NAMED_HOOKS = tuple(SETTINGS["hooks"])
+
+# pytest's default `norecursedirs`: folders a directory walk does not enter.
+NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}", "__pycache__")
+UNITTEST_BASES = {"TestCase", "IsolatedAsyncioTestCase", "unittest.TestCase", "unittest.IsolatedAsyncioTestCase"}
+
+
+def name_matches(name, options):
+    """pytest's rule for `python_functions` and `python_classes`: a prefix,
+    or a glob when the option holds a glob character."""
+    for option in options:
+        if name.startswith(option):
+            return True
+        if any(c in option for c in "*?[") and fnmatch.fnmatch(name, option):
+            return True
+    return False
+
+
+def dotted(node):
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = dotted(node.value)
+        return None if inner is None else f"{inner}.{node.attr}"
+    if isinstance(node, ast.Call):
+        return dotted(node.func)
+    return None
+
+
+def is_fixture(node):
+    return any((dotted(d) or "").split(".")[-1] == "fixture" for d in node.decorator_list)
+
+
+def says_not_a_test(body):
+    """A class body setting `__test__ = False`."""
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__test__" for t in stmt.targets):
+            return not (isinstance(stmt.value, ast.Constant) and stmt.value.value)
+    return False
+
+
+def scan_file(path, nodeid, functions, classes):
+    """Every test the naming rules name in the file at `path`: (nodeid, line
+    of the `def`). Classes whose bases it cannot judge from the file (an
+    imported base could define `__init__`, which pytest does not collect)
+    are left out: the scan names fewer tests than pytest, never more."""
+    with open(path, "rb") as f:
+        tree = ast.parse(f.read(), path)
+    found = {}
+    checkable = set()  # plain test classes of this module, usable as bases
+
+    def functions_of(body, prefix, unittest_class):
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and not is_fixture(stmt):
+                wanted = stmt.name.startswith("test") if unittest_class else name_matches(stmt.name, functions)
+                if wanted:
+                    found[f"{prefix}::{stmt.name}"] = stmt.lineno
+            elif isinstance(stmt, ast.ClassDef) and not unittest_class:
+                visit_class(stmt, prefix)
+
+    def visit_class(node, prefix):
+        bases = [dotted(b) for b in node.bases]
+        unittest_class = any(b in UNITTEST_BASES for b in bases)
+        plain = all(b == "object" or b in checkable for b in bases)
+        if not (unittest_class or (plain and name_matches(node.name, classes))):
+            return
+        defines = {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        if says_not_a_test(node.body) or (not unittest_class and defines & {"__init__", "__new__"}):
+            return
+        if not unittest_class:
+            checkable.add(node.name)
+        functions_of(node.body, f"{prefix}::{node.name}", unittest_class)
+
+    functions_of(tree.body, nodeid, False)
+    return sorted(found.items(), key=lambda kv: kv[1])
+
+
+def test_files(paths, files):
+    """The files pytest collects from `paths`: each named file, and in each
+    folder (walked as pytest walks by default) every `.py` file matching
+    `files` (globs on the file name)."""
+    for path in paths:
+        path = os.path.abspath(path.split("::", 1)[0])
+        if os.path.isfile(path):
+            yield path
+            continue
+        for folder, dirs, names in os.walk(path):
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if not any(fnmatch.fnmatch(d, p) for p in NORECURSE)
+                and not os.path.isfile(os.path.join(folder, d, "pyvenv.cfg"))
+            )
+            for name in sorted(names):
+                if name.endswith(".py") and any(fnmatch.fnmatch(name, p) for p in files):
+                    yield os.path.join(folder, name)
+
+
+def scan_definitions(scan):
+    """(`defined`, `scan_errors`) of the record: see the module docstring."""
+    defined, errors, seen = [], [], set()
+    root = os.path.abspath(scan["rootdir"])
+    for path in test_files([p for p in scan["paths"] if "::" not in p], scan["python_files"]):
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            for nodeid, line in scan_file(path, rel, scan["python_functions"], scan["python_classes"]):
+                defined.append({"nodeid": nodeid, "file": rel, "line": line})
+        except (OSError, SyntaxError, ValueError) as exc:
+            errors.append({"file": rel, "error": describe_exception(exc)})
+    return defined, errors
+
+
+def collect_ignore_lines(module):
+    """(name, line) of each module-level `collect_ignore`/`collect_ignore_glob`
+    a conftest module defines: the first line naming it."""
+    names = [n for n in ("collect_ignore", "collect_ignore_glob") if hasattr(module, n)]
+    path = getattr(module, "__file__", None)
+    lines = {}
+    try:
+        with open(path, "rb") as f:
+            for node in ast.walk(ast.parse(f.read(), path)):
+                if isinstance(node, ast.Name) and node.id in names:
+                    lines[node.id] = min(lines.get(node.id, node.lineno), node.lineno)
+    except Exception:
+        pass
+    return [(n, lines.get(n)) for n in names]
+
 
 import _pytest  # noqa: E402  (pytest imported it already)
 
@@ -190,11 +328,13 @@ class PhaseReport:
 
 
 def outcome_word(when, outcome, wasxfail, longrepr):
-    """The evidence's word for one phase's report."""
+    """The evidence's word for one phase's report (`wasxfail`: the report's
+    attribute, `None` when it has none; an empty reason is still an xfail,
+    as pytest's JUnit report and terminal tell it by `hasattr`)."""
     if outcome == "passed":
-        return "xpassed" if when == "call" and wasxfail else "passed"
+        return "xpassed" if when == "call" and wasxfail is not None else "passed"
     if outcome == "skipped":
-        return "xfailed" if wasxfail else "skipped"
+        return "xfailed" if wasxfail is not None else "skipped"
     if when != "call":
         return "error"
     if str(longrepr or "").startswith("[XPASS(strict)]"):
@@ -218,6 +358,8 @@ def reference_outcome(item, when, exc):
         outcome = "passed"
     elif isinstance(exc, skip.Exception):
         outcome = "skipped"
+    elif "unittest" in sys.modules and isinstance(exc, sys.modules["unittest"].SkipTest):
+        outcome = "skipped"  # `_pytest.unittest.pytest_runtest_makereport` makes it a skip
     elif isinstance(exc, BaseExceptionGroup) and exc.split(skip.Exception)[1] is None:
         outcome = "skipped"
     else:
@@ -239,6 +381,36 @@ def combined(words):
         if best is None or RANK[word] > RANK[best]:
             best = word
     return best
+
+
+def is_unittest_item(item):
+    try:
+        from _pytest.unittest import TestCaseFunction
+    except ImportError:  # pragma: no cover - pytest always has it
+        return False
+    return isinstance(item, TestCaseFunction)
+
+
+def real_callable(obj):
+    """What identifies a test's callable: a bound method's function (each
+    class test gets a fresh instance), else the object itself."""
+    return getattr(obj, "__func__", obj)
+
+
+def callable_name(obj):
+    """`qualname (file:line)` of a callable, `functools.partial(...)` around
+    a partial's function."""
+    real = real_callable(obj)
+    if isinstance(real, functools.partial):
+        return f"functools.partial({callable_name(real.func)})"
+    name = getattr(real, "__qualname__", None) or f"a {type(real).__qualname__} object"
+    code = getattr(real, "__code__", None)
+    if code is None:
+        return str(name)
+    path, cwd = code.co_filename, os.getcwd()
+    if path.startswith(cwd + os.sep):
+        path = os.path.relpath(path, cwd)
+    return f"{name} ({path}:{code.co_firstlineno})"
 
 
 def hook_location(function):
@@ -302,6 +474,24 @@ class Observer:
         self.vanished = []  # [{"nodeid", "via"}]
         self.hooks = {}
         self.unobservable = {}  # id(item) -> why its test function is not observed
+        self.collected_callables = {}  # id(item) -> (callable, its description) at the end of collection
+        self.entered = set()  # id(item) of each test whose call went through the plugin's wrapper
+        self.callable_problems = {}  # id(item) -> why the callable called is not the one collected
+        self.unittest_excinfo = {}  # id(item) -> exceptions a TestCase item's result held after its call
+        self.collect_skipped = []  # [{"nodeid", "reason"}]
+
+    def note_callable(self, item):
+        """Records the callable `item` would call, once (the end of its
+        collection, after every `pytest_collection_modifyitems`)."""
+        from _pytest.python import Function
+
+        if id(item) in self.collected_callables or not isinstance(item, Function):
+            return
+        try:
+            obj = item.obj
+            self.collected_callables[id(item)] = (real_callable(obj), callable_name(obj))
+        except Exception as exc:  # named: the call is then judged against nothing
+            self.collected_callables[id(item)] = (None, f"unreadable ({describe_exception(exc)})")
 
     def pytest_configure(self, config):
         self.config = config
@@ -341,12 +531,38 @@ class Observer:
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_call(self, item):
+        self.compare_callable(item)
         original = self.observe_callable(item)
         try:
             return (yield from self.phase(item, "call"))
         finally:
             if original is not None:
+                if getattr(item, "obj", None) is not original[1]:
+                    self.callable_problems.setdefault(
+                        id(item),
+                        f"item.obj was replaced during the call phase by {callable_name(getattr(item, 'obj', None))}",
+                    )
                 item.obj = original[0]
+            excinfo = item.__dict__.get("_excinfo")
+            if excinfo:
+                self.unittest_excinfo[id(item)] = [getattr(e, "value", None) for e in excinfo]
+
+    def compare_callable(self, item):
+        """Records a problem when the callable `item` is about to call is not
+        the one its collection ended with."""
+        collected = self.collected_callables.get(id(item))
+        if collected is None:
+            return
+        try:
+            current = item.obj
+        except Exception as exc:
+            self.callable_problems[id(item)] = f"its callable cannot be read at call time: {describe_exception(exc)}"
+            return
+        if collected[0] is None or real_callable(current) is not collected[0]:
+            self.callable_problems[id(item)] = (
+                f"its callable changed between collection and call: collected {collected[1]}, "
+                f"called {callable_name(current)}"
+            )
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_teardown(self, item, nextitem):
@@ -354,52 +570,48 @@ class Observer:
 
     def observe_callable(self, item):
         """Replaces `item.obj` for the call phase by a function that
-        records what the test function raises; returns (original,
-        replacement), or `None` when the item is no plain test function."""
+        records what the test function raises (and that it was called);
+        returns (original, replacement), or `None` when the item is no test
+        function. A unittest TestCase item's method is wrapped the same
+        way (`TestCaseFunction.runtest` sets `item.obj` on the TestCase)."""
         from _pytest.python import Function
 
-        try:
-            from _pytest.unittest import TestCaseFunction
-        except ImportError:  # pragma: no cover - pytest always has it
-            TestCaseFunction = ()
-        if not isinstance(item, Function) or isinstance(item, TestCaseFunction):
-            self.unobservable[id(item)] = (
-                "a unittest TestCase item: its outcome is made from the TestCase's result, which this plugin "
-                "does not observe"
-                if isinstance(item, Function)
-                else f"a {type(item).__name__} item, no test function: its call is not observed"
-            )
+        if not isinstance(item, Function):
+            self.unobservable[id(item)] = f"a {type(item).__name__} item, no test function: its call is not observed"
             return None
         original = item.obj
         if not callable(original):
+            self.callable_problems.setdefault(id(item), f"its callable is not callable: {callable_name(original)}")
             return None
-        import functools
 
         key = id(item)
         raised = self.callable_raised
+        entered = self.entered
 
         if inspect.iscoroutinefunction(original):
 
             @functools.wraps(original)
             async def observed(*args, **kwargs):
+                entered.add(key)
                 try:
                     return await original(*args, **kwargs)
                 except BaseException as exc:
                     raised[key] = exc
                     raise
 
-        elif inspect.isfunction(original) or inspect.ismethod(original):
+        else:
+            # Any other callable pytest collected (a plain or bound function,
+            # a `functools.partial`, a `functools.wraps` wrapper).
 
             @functools.wraps(original)
             def observed(*args, **kwargs):
+                entered.add(key)
                 try:
                     return original(*args, **kwargs)
                 except BaseException as exc:
                     raised[key] = exc
                     raise
 
-        else:
-            return None
         item.obj = observed
         return original, observed
 
@@ -422,9 +634,14 @@ class Observer:
             "unobserved": None,
             "phases": {},
             "callable_raised": None if callable_exc is None else describe_exception(callable_exc),
+            "callable_problem": None,
         }
         self.settled.append(observed)
         unobservable = self.unobservable.pop(id(item), None)
+        problem = self.callable_problems.pop(id(item), None)
+        entered = id(item) in self.entered
+        self.entered.discard(id(item))
+        unittest_excinfo = self.unittest_excinfo.pop(id(item), None)
         if entry is None or not entry[1]:
             observed["unobserved"] = "none of its phases ran through pytest_runtest_setup, _call or _teardown"
             return
@@ -432,6 +649,22 @@ class Observer:
             observed["unobserved"] = unobservable
             return
         phases = entry[1]
+        unittest_item = is_unittest_item(item)
+        if problem is None and "call" in phases and phases["call"] is None and not entered and not unittest_item:
+            # pytest's own pytest_pyfunc_call (and pytest-asyncio's) always
+            # calls `item.obj`: a call phase that raised nothing and did not
+            # is a hook that called something else, or nothing. (One that
+            # raised before calling it, as pytest does for an async test no
+            # plugin runs, fails on its own.)
+            collected = self.collected_callables.get(id(item), (None, "unknown"))[1]
+            problem = (
+                f"its call phase ran but never called the collected test function {collected} through the "
+                "run's plugin: a hook or fixture called another callable, or none"
+            )
+        observed["callable_problem"] = problem
+        if problem is not None:
+            observed["unobserved"] = problem
+            return
         try:
             words = []
             for when in ("setup", "call", "teardown"):
@@ -439,6 +672,14 @@ class Observer:
                     continue
                 exc = phases[when]
                 observed["phases"][when] = "ok" if exc is None else describe_exception(exc)
+                if unittest_item and exc is None and unittest_excinfo:
+                    # A TestCase's result (`item._excinfo`), which pytest's
+                    # unittest report hook turns into the call's (then the
+                    # teardown's) exception.
+                    if when == "call":
+                        exc = unittest_excinfo[0]
+                    elif when == "teardown" and len(unittest_excinfo) > 1:
+                        exc = unittest_excinfo[1]
                 if when == "call" and exc is None and callable_exc is not None:
                     # The test function raised and the call phase did not:
                     # something between them swallowed it.
@@ -478,9 +719,29 @@ class Observer:
                     "wrapper": bool(getattr(impl, "wrapper", False) or getattr(impl, "hookwrapper", False)),
                 }
 
+    def collect_ignores(self):
+        """Each conftest's module-level `collect_ignore`/`collect_ignore_glob`."""
+        root = str(getattr(self.config, "rootpath", "") or "")
+        for plugin in self.config.pluginmanager.get_plugins():
+            path = getattr(plugin, "__file__", None)
+            if not path or os.path.basename(path) != "conftest.py":
+                continue
+            for name, line in collect_ignore_lines(plugin):
+                shown = os.path.abspath(path)
+                if root and shown.startswith(root + os.sep):
+                    shown = os.path.relpath(shown, root)
+                self.hooks[(name, shown, line)] = {
+                    "hook": name,
+                    "plugin": str(self.config.pluginmanager.get_name(plugin)),
+                    "file": shown,
+                    "line": line,
+                    "wrapper": False,
+                }
+
     def observations(self):
         try:
             self.collect_hooks()
+            self.collect_ignores()
         except Exception as exc:  # named in the record; the gate fails on hooks it cannot list
             self.hooks[("?", None, None)] = {
                 "hook": "?",
@@ -493,7 +754,12 @@ class Observer:
         for entry in self.settled:
             logs = self.logged.get(entry["nodeid"], [])
             observed.append({**entry, "logged": combined(word for _, word in logs) if logs else None})
-        return {"observed": observed, "deselected": self.vanished, "hooks": list(self.hooks.values())}
+        return {
+            "observed": observed,
+            "deselected": self.vanished,
+            "hooks": list(self.hooks.values()),
+            "collect_skipped": self.collect_skipped,
+        }
 
 
 class Recorder(Observer):
@@ -515,6 +781,8 @@ class Recorder(Observer):
                 "system_exit": system_exit,
                 "tests_started": self.tests_started,
                 "finished": finished,
+                "defined": DEFINED,
+                "scan_errors": SCAN_ERRORS,
                 **self.observations(),
             }
         )
@@ -522,6 +790,9 @@ class Recorder(Observer):
     def pytest_collectreport(self, report):
         if report.failed:
             self.errors.append({"nodeid": report.nodeid, "longrepr": str(report.longrepr)[-4000:]})
+        elif report.skipped:
+            reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
+            self.collect_skipped.append({"nodeid": report.nodeid, "reason": str(reason)[-400:]})
 
     # First among the hooks, so a conftest's own `pytest_collection_finish`
     # that raises or exits cannot keep the collection from being recorded.
@@ -530,6 +801,7 @@ class Recorder(Observer):
         for item in session.items:
             self.seen.add(id(item))
             self.items.append(describe(item))
+            self.note_callable(item)
         self.find_vanished(session)
         # What pytest's run loop makes of the collection before any test
         # (`_pytest.main.pytest_runtestloop` and `_main`).
@@ -545,6 +817,7 @@ class Recorder(Observer):
         if id(item) not in self.seen:
             self.seen.add(id(item))
             self.items.append(describe(item))
+        self.note_callable(item)
         try:
             return (yield)
         finally:
@@ -553,10 +826,14 @@ class Recorder(Observer):
             except Exception as exc:  # recorded as unobserved; the gate fails on it
                 self.settled.append({"nodeid": item.nodeid, "classname": "", "name": "", "observed": None,
                                      "unobserved": f"settling failed: {describe_exception(exc)}",
-                                     "phases": {}, "callable_raised": None})
+                                     "phases": {}, "callable_raised": None,
+                                     "callable_problem": f"settling failed: {describe_exception(exc)}"})
 
 
 def main():
+    global DEFINED, SCAN_ERRORS
+    # Read before pytest imports anything of the repository.
+    DEFINED, SCAN_ERRORS = scan_definitions(SETTINGS["scan"])
     recorder = Recorder()
     system_exit = None
     try:

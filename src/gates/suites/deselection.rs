@@ -26,7 +26,7 @@ pub(crate) struct DeselectedItem {
 }
 
 /// The hooks that choose which collected items run.
-const SELECTION_HOOKS: &[&str] = &[
+pub(crate) const SELECTION_HOOKS: &[&str] = &[
     "pytest_collection_modifyitems",
     "pytest_deselected",
     "pytest_collection_finish",
@@ -158,6 +158,7 @@ mod tests {
                 line: Some(7),
                 wrapper: false,
             }],
+            definitions: Default::default(),
         }
     }
 

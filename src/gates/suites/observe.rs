@@ -145,6 +145,11 @@ pub(crate) struct Collection {
     /// outside pytest's own package.
     #[serde(default)]
     pub hooks: Vec<super::rewrites::HookImpl>,
+    /// What the driver read from the suites' test files
+    /// (`suites/uncollected.rs`).
+    /// (Boxed: it keeps [`CollectAnswer`]'s variants of a similar size.)
+    #[serde(flatten)]
+    pub definitions: Box<super::uncollected::Definitions>,
 }
 
 /// One collected test item.
@@ -466,6 +471,7 @@ fn observe_run(
         python::SUITES_RUN_DRIVER.to_string(),
         serde_json::to_string(&pytest_args).expect("strings serialise"),
         record_inside.display().to_string(),
+        driver_settings(opts, &tree).to_string(),
     ]);
     let log_stem = ctx.log_stem("suites", name);
     let spec = ChildSpec {
@@ -573,6 +579,38 @@ fn observe_run(
         junit_written,
         report,
         sandbox,
+    })
+}
+
+/// The driver's argv[3] (`suites_run.py`): the hooks whose implementations
+/// its record lists (the gate's lists, the one source of those names), and
+/// what its scan of the test files reads: `paths` in the run's copy `tree`
+/// (its rootdir), by the profile's naming rules or pytest's defaults.
+fn driver_settings(opts: &SuitesOptions, tree: &Path) -> serde_json::Value {
+    // In the lists' order, which is the order the checks name them in.
+    let mut hooks: Vec<&str> = Vec::new();
+    for hook in super::rewrites::REPORTING_HOOKS
+        .iter()
+        .chain(super::deselection::SELECTION_HOOKS)
+        .chain(super::uncollected::COLLECTION_HOOKS)
+    {
+        if hook.starts_with("pytest_") && !hooks.contains(hook) {
+            hooks.push(hook);
+        }
+    }
+    let or = |v: &Option<Vec<String>>, d: &[&str]| {
+        v.clone()
+            .unwrap_or_else(|| d.iter().map(|s| (*s).to_string()).collect())
+    };
+    serde_json::json!({
+        "hooks": hooks,
+        "scan": {
+            "rootdir": tree.display().to_string(),
+            "paths": opts.paths,
+            "python_files": or(&opts.python_files, &["test_*.py", "*_test.py"]),
+            "python_functions": or(&opts.python_functions, &["test"]),
+            "python_classes": or(&opts.python_classes, &["Test"]),
+        },
     })
 }
 
@@ -725,6 +763,7 @@ mod tests {
             observed: vec![],
             deselected: vec![],
             hooks: vec![],
+            definitions: Default::default(),
         };
         mark_historical(&mut c, d.path(), &[rel.to_string()]);
         let marks: Vec<Option<&str>> = c.items.iter().map(|i| i.historical.as_deref()).collect();
@@ -772,6 +811,46 @@ mod tests {
             panic!("expected a collection");
         };
         assert!(!c.finished && !c.tests_started);
+    }
+
+    #[test]
+    fn the_driver_is_passed_every_hook_the_gate_names_and_holds_no_list_of_its_own() {
+        let opts: SuitesOptions =
+            toml::from_str("paths = [\"R/t\"]\npython_functions = [\"check_\"]\n").unwrap();
+        let settings = driver_settings(&opts, Path::new("/d/tree"));
+        let hooks: Vec<&str> = settings["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect();
+        let named = super::super::rewrites::REPORTING_HOOKS
+            .iter()
+            .chain(super::super::deselection::SELECTION_HOOKS)
+            .chain(super::super::uncollected::COLLECTION_HOOKS);
+        for hook in named {
+            if hook.starts_with("pytest_") {
+                assert!(hooks.contains(hook), "{hook} not passed: {hooks:?}");
+                // `pytest_deselected` is also a word of the record's `via`.
+                if *hook != "pytest_deselected" {
+                    assert!(
+                        !python::SUITES_RUN_DRIVER.contains(&format!("\"{hook}\"")),
+                        "the driver names {hook} itself"
+                    );
+                }
+            } else {
+                // Conftest variables, which the driver reads by name.
+                assert!(!hooks.contains(hook), "{hook}");
+            }
+        }
+        assert_eq!(settings["scan"]["rootdir"], "/d/tree");
+        assert_eq!(settings["scan"]["paths"][0], "R/t");
+        assert_eq!(settings["scan"]["python_functions"][0], "check_");
+        assert_eq!(
+            settings["scan"]["python_files"],
+            serde_json::json!(["test_*.py", "*_test.py"])
+        );
+        assert_eq!(settings["scan"]["python_classes"][0], "Test");
     }
 
     #[test]

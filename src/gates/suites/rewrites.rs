@@ -53,6 +53,11 @@ pub(crate) struct ObservedTest {
     /// plugin; `None`: none reached it.
     #[serde(default)]
     pub logged: Option<String>,
+    /// Why the callable called for the test is not the one its collection
+    /// ended with (`item.obj` replaced before or during the call, or the
+    /// call phase never calling it through the plugin's wrapper).
+    #[serde(default)]
+    pub callable_problem: Option<String>,
 }
 
 /// A hook implementation outside pytest's own package and the driver.
@@ -91,6 +96,8 @@ impl HookImpl {
 }
 
 /// The hooks that make, change or log a test's report, or run its phases.
+/// With `deselection::SELECTION_HOOKS` and `uncollected::COLLECTION_HOOKS`
+/// these are the hooks the run's driver lists (passed to it: the one list).
 pub(crate) const REPORTING_HOOKS: &[&str] = &[
     "pytest_runtest_makereport",
     "pytest_runtest_logreport",
@@ -257,7 +264,50 @@ pub(crate) fn observed_outcomes_check(
         .with_observed(json!({ "session_finished": false }));
     }
     let found = rewrites(c, cases);
-    let observed = json!({ "tests": tests, "rewritten": found, "reporting_hooks": hooks });
+    let swapped: Vec<(&str, &str)> = c
+        .observed
+        .iter()
+        .filter_map(|o| Some((o.nodeid.as_str(), o.callable_problem.as_deref()?)))
+        .collect();
+    let observed = json!({
+        "tests": tests,
+        "rewritten": found,
+        "reporting_hooks": hooks,
+        "callable_problems": swapped
+            .iter()
+            .map(|(n, p)| json!({ "nodeid": n, "problem": p }))
+            .collect::<Vec<_>>(),
+    });
+    let swapped_sentence = (!swapped.is_empty()).then(|| {
+        let listed: Vec<String> = swapped
+            .iter()
+            .take(10)
+            .map(|(n, p)| format!("{n}: {p}"))
+            .collect();
+        format!(
+            "{} test(s) ran a callable other than the one their collection ended with, so the run did not \
+             observe the test it reports: {}{}; reporting hooks outside pytest: {}; expected every test's call \
+             to run the collected test function through the run's plugin: remove the fixture or hook that \
+             replaces `item.obj` (`request.node.obj`) or calls something else in pytest_pyfunc_call or \
+             pytest_runtest_call",
+            swapped.len(),
+            listed.join("; "),
+            if swapped.len() > listed.len() { "; ..." } else { "" },
+            if hooks.is_empty() {
+                "none".to_string()
+            } else {
+                hooks.join(", ")
+            }
+        )
+    });
+    // A swapped test reported passing is also an unobserved one: named once.
+    let found: Vec<Rewrite> = found
+        .into_iter()
+        .filter(|r| !swapped.iter().any(|(n, _)| *n == r.nodeid))
+        .collect();
+    if let (Some(sentence), true) = (&swapped_sentence, found.is_empty()) {
+        return Check::fail(&name, None, sentence.clone()).with_observed(observed);
+    }
     if found.is_empty() {
         return Check::pass(
             &name,
@@ -303,7 +353,7 @@ pub(crate) fn observed_outcomes_check(
              pytest: {}; a hook that rewrites a report makes a failing test read as passing: expected every \
              report to say what the test did: remove the hook that changes reports (a conftest's \
              pytest_runtest_makereport or pytest_runtest_logreport), or, for a test the run could not observe, \
-             make it a plain pytest test function",
+             make it a plain pytest test function{}",
             found.len(),
             listed.join("; "),
             if found.len() > listed.len() { "; ..." } else { "" },
@@ -311,7 +361,10 @@ pub(crate) fn observed_outcomes_check(
                 "none".to_string()
             } else {
                 hooks.join(", ")
-            }
+            },
+            swapped_sentence
+                .map(|s| format!(". Also, {s}"))
+                .unwrap_or_default()
         ),
     )
     .with_observed(observed)
@@ -365,6 +418,7 @@ mod tests {
             phases,
             callable_raised: raised.map(str::to_string),
             logged: Some(logged.into()),
+            callable_problem: None,
         }
     }
 
@@ -400,6 +454,7 @@ mod tests {
             observed,
             deselected: vec![],
             hooks: vec![asyncio_pyfunc_call(), makereport_wrapper()],
+            definitions: Default::default(),
         }
     }
 
@@ -588,6 +643,38 @@ mod tests {
         );
         assert_eq!(check.result, CheckResult::Pass, "{}", check.detail);
         assert_eq!(check.observed.unwrap()["tests"][0]["observed"], "passed");
+    }
+
+    #[test]
+    fn a_test_whose_callable_was_swapped_fails_whatever_its_report_says() {
+        let mut swapped = seen("test_s", "passed", "passed", None);
+        swapped.observed = None;
+        swapped.callable_problem = Some(
+            "its callable changed between collection and call: collected test_s (R/t/test_a.py:3), called \
+             other (R/t/conftest.py:9)"
+                .into(),
+        );
+        swapped.unobserved = swapped.callable_problem.clone();
+        let c = collection(&["test_s"], vec![swapped]);
+        for reported in [SuiteOutcome::Passed, SuiteOutcome::Failed] {
+            let check =
+                observed_outcomes_check("tree", Some(&c), Some(&[case("test_s", reported)]));
+            assert_eq!(check.result, CheckResult::Fail);
+            assert!(
+                check.detail.starts_with(
+                    "1 test(s) ran a callable other than the one their collection ended with, so the run did not \
+                     observe the test it reports: R/t/test_a.py::test_s: its callable changed between collection \
+                     and call: collected test_s (R/t/test_a.py:3), called other (R/t/conftest.py:9); reporting \
+                     hooks outside pytest: R/t/conftest.py:12"
+                ),
+                "{}",
+                check.detail
+            );
+            assert_eq!(
+                check.observed.unwrap()["callable_problems"][0]["nodeid"],
+                "R/t/test_a.py::test_s"
+            );
+        }
     }
 
     #[test]

@@ -62,6 +62,7 @@ fn collected(items: Vec<CollectedItem>, exit_code: i32) -> CollectAnswer {
         observed: vec![],
         deselected: vec![],
         hooks: vec![],
+        definitions: Default::default(),
     })
 }
 
@@ -254,6 +255,9 @@ fn opts() -> SuitesOptions {
         config: None,
         timeout_secs: 600,
         deselected: vec![],
+        python_files: None,
+        python_functions: None,
+        python_classes: None,
     }
 }
 
@@ -291,6 +295,7 @@ fn a_good_observation_passes_every_check_in_order_and_every_pass_carries_observe
             "tree/outcomes",
             "tree/observed-outcomes",
             "tree/deselected",
+            "tree/uncollected",
             "tree/passing",
             "tree/strict-xfail",
             "extracted/source-root",
@@ -300,6 +305,7 @@ fn a_good_observation_passes_every_check_in_order_and_every_pass_carries_observe
             "extracted/outcomes",
             "extracted/observed-outcomes",
             "extracted/deselected",
+            "extracted/uncollected",
             "extracted/passing",
             "extracted/strict-xfail",
             "extracted/extraction-unchanged",
@@ -492,6 +498,7 @@ fn refuses_when_the_interpreter_has_no_pytest_and_names_the_interpreter_as_the_c
             ("tree/outcomes", Some("tree/collected")),
             ("tree/observed-outcomes", Some("tree/collected")),
             ("tree/deselected", Some("tree/collected")),
+            ("tree/uncollected", Some("tree/collected")),
             ("tree/strict-xfail", Some("tree/collected")),
             ("extracted/collected", None),
             (
@@ -501,6 +508,7 @@ fn refuses_when_the_interpreter_has_no_pytest_and_names_the_interpreter_as_the_c
             ("extracted/outcomes", Some("extracted/collected")),
             ("extracted/observed-outcomes", Some("extracted/collected")),
             ("extracted/deselected", Some("extracted/collected")),
+            ("extracted/uncollected", Some("extracted/collected")),
             ("extracted/strict-xfail", Some("extracted/collected")),
             ("extracted/same-outcomes", Some("tree/collected")),
         ]
@@ -569,6 +577,7 @@ fn refuses_a_collection_error_with_import_advice_and_puts_the_run_under_it() {
         observed: vec![],
         deselected: vec![],
         hooks: vec![],
+        definitions: Default::default(),
     });
     obs.runs[1].pytest = ran(2);
     obs.runs[1].report = Ok(vec![case(
