@@ -174,6 +174,14 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         ))
     })?;
 
+    // The profile's text, kept so `replay` can re-decide gates from the
+    // raw observations the directory keeps.
+    crate::evidence::kept_profile::keep(&evidence_dir, &loaded.text).map_err(|e| {
+        SetupError(format!(
+            "cannot write {}: {e}",
+            crate::evidence::kept_profile::path(&evidence_dir).display()
+        ))
+    })?;
     let profile_record = ProfileRecord {
         name: loaded.profile.name.clone(),
         origin: match &loaded.source {

@@ -828,3 +828,175 @@ fn merge_into_a_directory_whose_lock_is_held_exits_2_naming_the_holder() {
     let out = merge_output(&into, &[&share]);
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
 }
+
+/// Rewrites `dir/evidence.json` with `edit` applied to the parsed evidence
+/// and regenerates everything derived from it with the harness's own
+/// writers (files digest, sign-off, `junit.xml`, the statement,
+/// `SHA256SUMS`): a forgery consistent in every view.
+fn forge_and_reseal(dir: &Path, edit: &dyn Fn(&mut verify_coding_candidates::evidence::Evidence)) {
+    use verify_coding_candidates::evidence;
+    let mut ev = evidence::read(dir).unwrap();
+    edit(&mut ev);
+    evidence::finish(dir, &mut ev, None).unwrap();
+}
+
+/// The four views of `dir`, to restore after a forgery.
+fn views(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    verify_coding_candidates::evidence::VIEWS
+        .iter()
+        .map(|v| (v.to_string(), std::fs::read(dir.join(v)).unwrap()))
+        .collect()
+}
+
+fn restore(dir: &Path, saved: &[(String, Vec<u8>)]) {
+    for (name, bytes) in saved {
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+}
+
+#[test]
+fn replay_re_decides_suites_and_archive_members_from_the_kept_observations() {
+    use verify_coding_candidates::evidence::{CheckResult, GateResult, Verdict};
+    // A suite whose conftest rewrites a failure as a pass: `observed-outcomes`
+    // fails in both runs, the run's own records say why.
+    let repo = fixture_repo(&["suite-rewrites-outcome"]);
+    let (keep, dir) = evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    std::fs::write(
+        &profile,
+        profile_with_suite_paths(&["Runner/certification-tests/rewrites-outcome"]),
+    )
+    .unwrap();
+    let out = verifier()
+        .current_dir(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .args(["--only", "suites", "--profile"])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("logs/profile.toml")).unwrap(),
+        std::fs::read_to_string(&profile).unwrap(),
+        "the run keeps the profile it read"
+    );
+
+    // The genuine directory replays, each re-decided gate agreeing, every
+    // other gate named with why it is not re-decided.
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("suites re-decided from logs/suites"),
+        "{text}"
+    );
+    for c in ["acp-agent-runner", "claude-code-agent", "codex-agent"] {
+        assert!(
+            text.contains(&format!(
+                "archive-members ({c}) re-decided from packages/{c}/"
+            )),
+            "{text}"
+        );
+    }
+    assert!(
+        text.contains("not re-decided: tree-clean: decides from `git status`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("not re-decided: suites tree/sandbox: "),
+        "{text}"
+    );
+    let saved = views(&dir);
+
+    // The failing suites turned green, every view regenerated: only the
+    // kept observations still say otherwise.
+    forge_and_reseal(&dir, &|ev| {
+        ev.verdict = Verdict::Pass;
+        let g = ev.gates.iter_mut().find(|g| g.id == "suites").unwrap();
+        g.result = GateResult::Pass;
+        g.reason = None;
+        for c in &mut g.checks {
+            c.result = CheckResult::Pass;
+        }
+    });
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("REPLAY MISMATCH: 2 of "),
+        "every view agrees; only the two re-decided checks differ: {text}"
+    );
+    for run in ["tree", "extracted"] {
+        let prefix = format!(
+            "suites check {run}/observed-outcomes (re-decided from logs/suites (collection records, JUnit \
+             reports, .cmd), staging/source, extracted and logs/profile.toml): recorded pass, observed fail: "
+        );
+        assert!(text.contains(&prefix), "{prefix}\n{text}");
+    }
+    restore(&dir, &saved);
+    assert_eq!(replay(&dir, &[]).0, 0, "restored");
+
+    // Only the gate and the verdict turned green, the failing checks left:
+    // the gate's result is not the one its checks give.
+    forge_and_reseal(&dir, &|ev| {
+        ev.verdict = Verdict::Pass;
+        let g = ev.gates.iter_mut().find(|g| g.id == "suites").unwrap();
+        g.result = GateResult::Pass;
+        g.reason = None;
+    });
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains(
+            "gate suites result (from its checks): recorded pass, observed fail: failing check(s) \
+             tree/observed-outcomes, extracted/observed-outcomes"
+        ),
+        "{text}"
+    );
+    restore(&dir, &saved);
+
+    // The extraction the suites tested, changed after the run, with the
+    // files digest, sign-off and every view regenerated: `extraction-exact`
+    // re-decided from DIR/extracted and the archive fails.
+    let main = dir.join("extracted/codex-agent/main.py");
+    let original = std::fs::read(&main).unwrap();
+    let mut changed = original.clone();
+    changed.extend_from_slice(b"\n# changed after the archive was checked\n");
+    std::fs::write(&main, &changed).unwrap();
+    forge_and_reseal(&dir, &|_| {});
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("REPLAY MISMATCH: 1 of "),
+        "only the re-decision differs: {text}"
+    );
+    assert!(
+        text.contains(
+            "archive-members check extraction-exact (codex-agent) (re-decided from \
+             packages/codex-agent/"
+        ),
+        "{text}"
+    );
+    assert!(text.contains(": recorded pass, observed fail: "), "{text}");
+    std::fs::write(&main, &original).unwrap();
+    restore(&dir, &saved);
+    assert_eq!(replay(&dir, &[]).0, 0, "restored");
+
+    // A kept profile that is not the recorded one is named.
+    let kept = dir.join("logs/profile.toml");
+    let text_before = std::fs::read_to_string(&kept).unwrap();
+    std::fs::write(&kept, format!("{text_before}\n# edited\n")).unwrap();
+    forge_and_reseal(&dir, &|_| {});
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("logs/profile.toml sha256 (the profile evidence.json records): recorded"),
+        "{text}"
+    );
+    assert!(
+        text.contains("not re-decided: suites: the kept profile logs/profile.toml is not the one"),
+        "{text}"
+    );
+    std::fs::write(&kept, text_before).unwrap();
+    restore(&dir, &saved);
+    assert_eq!(replay(&dir, &[]).0, 0, "restored");
+}

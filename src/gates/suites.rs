@@ -76,12 +76,14 @@
 
 mod deselection;
 mod junit;
+mod kept;
 mod observe;
 mod rewrites;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use junit::parse_junit;
+pub(crate) use kept::{kept_observation, NOT_REDECIDED as KEPT_NOT_REDECIDED};
 pub(crate) use observe::{
     CollectAnswer, Collection, ExtractionObservation, Observation, PytestObs, RunObservation,
 };
