@@ -15,7 +15,8 @@
 //!   (`DIR/logs/suites/<run>-collection.json`, `<run>.xml`, `<run>.cmd`), the
 //!   staged tree and DIR/extracted's entries, under the profile the run kept
 //!   (`DIR/logs/profile.toml`, whose sha256 `evidence.json` records); the
-//!   checks whose inputs are not kept are named as not re-decided.
+//!   checks whose inputs are not kept are named as not re-decided;
+//! - `shared-copies`: the staged source and the kept profile's `[shared]`.
 //!
 //! Every other gate is listed with why it is not re-decided ([`REASONS`]):
 //! it decides from the repository, the interpreter or a running process,
@@ -46,11 +47,10 @@ pub struct NotRedecided {
 
 /// Why each gate that is never re-decided is not: the observation it
 /// decides from, which an evidence directory does not keep.
-pub const REASONS: [(&str, &str); 12] = [
+pub const REASONS: [(&str, &str); 11] = [
     ("tree-clean", "decides from `git status` of the repository, which the directory does not keep"),
     ("stage", "decides from the commit's git objects (blob ids, attributes), which the directory does not keep; `replay --repo` re-creates the git archive"),
     ("sdk-record", "decides from the interpreter's installed files (every RECORD row re-hashed), which the directory does not keep; its logs hold the probes' reports, not the files"),
-    ("shared-copies", "not re-decided by this replay (its inputs, DIR/staging/source and the profile's [shared], are kept)"),
     ("lbp-build", "decides from the official build's process and output folder, which the directory does not keep; `replay --repo` rebuilds"),
     ("sdk-shadow", "decides from imports in the running interpreter, which the directory does not keep"),
     ("admission", "decides from the SDK's artifact store and installer as they ran, which the directory does not keep"),
@@ -91,7 +91,7 @@ pub(super) fn redecide(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) -> Vec<No
             });
             continue;
         }
-        let needs_profile = matches!(g.id.as_str(), "suites");
+        let needs_profile = matches!(g.id.as_str(), "suites" | "shared-copies");
         let profile = match (&profile, needs_profile) {
             (Err(why), true) => {
                 not.push(NotRedecided {
@@ -105,6 +105,7 @@ pub(super) fn redecide(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) -> Vec<No
         match (g.id.as_str(), profile) {
             ("archive-members", _) => archive_members(dir, ev, g, rows, &mut not),
             ("suites", Some(p)) => suites(dir, ev, p, g, rows, &mut not),
+            ("shared-copies", Some(p)) => shared_copies(dir, ev, p, g, rows, &mut not),
             (id, _) => not.push(NotRedecided {
                 gate: id.to_string(),
                 why: REASONS
@@ -311,6 +312,30 @@ fn suites(
     );
 }
 
+fn shared_copies(
+    dir: &Path,
+    ev: &Evidence,
+    profile: &Profile,
+    g: &GateRecord,
+    rows: &mut Vec<Row>,
+    not: &mut Vec<NotRedecided>,
+) {
+    let selected: Vec<&str> = ev.candidates.iter().map(|c| c.folder.as_str()).collect();
+    match crate::gates::shared_copies::redecide_kept(dir, profile, &selected) {
+        Ok(redecided) => compare(
+            g,
+            &redecided,
+            &|_| true,
+            "staging/source and logs/profile.toml",
+            rows,
+        ),
+        Err(why) => not.push(NotRedecided {
+            gate: g.id.clone(),
+            why,
+        }),
+    }
+}
+
 /// `name` or `name (candidate)`.
 fn key_text(k: &Check) -> String {
     match &k.candidate {
@@ -381,13 +406,12 @@ fn compare(
         }
     }
     if differ == 0 {
-        let scope = match recorded
-            .values()
-            .next()
-            .and_then(|k| k.candidate.as_deref())
-        {
-            Some(c) => format!(" ({c})"),
-            None => String::new(),
+        // The candidate, when every compared check is one candidate's.
+        let mut candidates = recorded.keys().map(|(_, c)| c.as_deref());
+        let first = candidates.next().flatten();
+        let scope = match first {
+            Some(c) if candidates.all(|o| o == Some(c)) => format!(" ({c})"),
+            _ => String::new(),
         };
         rows.push(Row::new(
             format!("{}{scope} re-decided from {from}", g.id),
