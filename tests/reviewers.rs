@@ -1041,3 +1041,68 @@ fn replay_re_decides_suites_and_archive_members_from_the_kept_observations() {
     restore(&dir, &saved);
     assert_eq!(replay(&dir, &[]).0, 0, "restored");
 }
+
+#[test]
+fn replay_re_decides_sdk_version_from_the_kept_probe_output() {
+    use verify_coding_candidates::evidence::{CheckResult, GateResult, Verdict};
+    // A profile pinning another version than the interpreter has:
+    // `sdk-version` fails from what the SDK probe printed.
+    let repo = fixture_repo(&[]);
+    let (keep, dir) = evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    let builtin = verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS;
+    let pinned = builtin.replacen(
+        "requirement = \"langbot-plugin==0.6.0b5\"",
+        "requirement = \"langbot-plugin==0.6.0b4\"",
+        1,
+    );
+    assert_ne!(pinned, builtin);
+    std::fs::write(&profile, pinned).unwrap();
+    let out = verifier()
+        .current_dir(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .args(["--only", "sdk-record", "--profile"])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let ev = read_evidence(&dir);
+    assert_eq!(
+        check(&ev, "sdk-record", "sdk-version", None)["result"],
+        "fail"
+    );
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains(
+            "sdk-record re-decided from logs/sdk-record/probe.stdout and logs/profile.toml"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("not re-decided: sdk-record record-rows: decides from the interpreter's installed files"),
+        "{text}"
+    );
+
+    forge_and_reseal(&dir, &|ev| {
+        ev.verdict = Verdict::Pass;
+        let g = ev.gates.iter_mut().find(|g| g.id == "sdk-record").unwrap();
+        g.result = GateResult::Pass;
+        g.reason = None;
+        for c in &mut g.checks {
+            c.result = CheckResult::Pass;
+        }
+    });
+    let (code, text) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("REPLAY MISMATCH: 1 of "), "{text}");
+    assert!(
+        text.contains(
+            "sdk-record check sdk-version (re-decided from logs/sdk-record/probe.stdout and \
+             logs/profile.toml): recorded pass, observed fail: langbot-plugin installed in "
+        ),
+        "{text}"
+    );
+    assert!(text.contains("is 0.6.0b5, required 0.6.0b4"), "{text}");
+}

@@ -16,7 +16,9 @@
 //!   staged tree and DIR/extracted's entries, under the profile the run kept
 //!   (`DIR/logs/profile.toml`, whose sha256 `evidence.json` records); the
 //!   checks whose inputs are not kept are named as not re-decided;
-//! - `shared-copies`: the staged source and the kept profile's `[shared]`.
+//! - `shared-copies`: the staged source and the kept profile's `[shared]`;
+//! - `sdk-record`'s `sdk-version`: the SDK probe's kept output and the
+//!   kept profile's pin (its other checks are named as not re-decided).
 //!
 //! Every other gate is listed with why it is not re-decided ([`REASONS`]):
 //! it decides from the repository, the interpreter or a running process,
@@ -47,10 +49,9 @@ pub struct NotRedecided {
 
 /// Why each gate that is never re-decided is not: the observation it
 /// decides from, which an evidence directory does not keep.
-pub const REASONS: [(&str, &str); 11] = [
+pub const REASONS: [(&str, &str); 10] = [
     ("tree-clean", "decides from `git status` of the repository, which the directory does not keep"),
     ("stage", "decides from the commit's git objects (blob ids, attributes), which the directory does not keep; `replay --repo` re-creates the git archive"),
-    ("sdk-record", "decides from the interpreter's installed files (every RECORD row re-hashed), which the directory does not keep; its logs hold the probes' reports, not the files"),
     ("lbp-build", "decides from the official build's process and output folder, which the directory does not keep; `replay --repo` rebuilds"),
     ("sdk-shadow", "decides from imports in the running interpreter, which the directory does not keep"),
     ("admission", "decides from the SDK's artifact store and installer as they ran, which the directory does not keep"),
@@ -91,7 +92,7 @@ pub(super) fn redecide(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) -> Vec<No
             });
             continue;
         }
-        let needs_profile = matches!(g.id.as_str(), "suites" | "shared-copies");
+        let needs_profile = matches!(g.id.as_str(), "suites" | "shared-copies" | "sdk-record");
         let profile = match (&profile, needs_profile) {
             (Err(why), true) => {
                 not.push(NotRedecided {
@@ -106,6 +107,7 @@ pub(super) fn redecide(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) -> Vec<No
             ("archive-members", _) => archive_members(dir, ev, g, rows, &mut not),
             ("suites", Some(p)) => suites(dir, ev, p, g, rows, &mut not),
             ("shared-copies", Some(p)) => shared_copies(dir, ev, p, g, rows, &mut not),
+            ("sdk-record", Some(p)) => sdk_record(dir, ev, p, g, rows, &mut not),
             (id, _) => not.push(NotRedecided {
                 gate: id.to_string(),
                 why: REASONS
@@ -331,6 +333,40 @@ fn shared_copies(
         ),
         Err(why) => not.push(NotRedecided {
             gate: g.id.clone(),
+            why,
+        }),
+    }
+}
+
+fn sdk_record(
+    dir: &Path,
+    ev: &Evidence,
+    profile: &Profile,
+    g: &GateRecord,
+    rows: &mut Vec<Row>,
+    not: &mut Vec<NotRedecided>,
+) {
+    use crate::gates::sdk_record::{redecide_kept, KEPT_REDECIDED};
+    let kept = |k: &Check| KEPT_REDECIDED.contains(&k.name.as_str());
+    for k in g.checks.iter().filter(|k| !kept(k)) {
+        not.push(NotRedecided {
+            gate: format!("{} {}", g.id, k.name),
+            why:
+                "decides from the interpreter's installed files (RECORD rows re-hashed, bytecode, \
+                  .pth and start-up files), which the directory does not keep"
+                    .into(),
+        });
+    }
+    match redecide_kept(dir, profile.sdk.version(), &ev.sdk.python) {
+        Ok(redecided) => compare(
+            g,
+            &redecided,
+            &kept,
+            "logs/sdk-record/probe.stdout and logs/profile.toml",
+            rows,
+        ),
+        Err(why) => not.push(NotRedecided {
+            gate: format!("{} sdk-version", g.id),
             why,
         }),
     }
