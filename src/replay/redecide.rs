@@ -92,6 +92,22 @@ pub(super) fn redecide(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) -> Vec<No
             });
             continue;
         }
+        if let Some(why) = not_judged(g) {
+            not.push(NotRedecided {
+                gate: g.id.clone(),
+                why: why.into(),
+            });
+            continue;
+        }
+        if g.checks.iter().any(|k| k.name == RESIDUE) {
+            not.push(NotRedecided {
+                gate: format!("{} {RESIDUE}", g.id),
+                why:
+                    "the harness's survey of processes that outlived the gate is not kept as a raw \
+                      observation"
+                        .into(),
+            });
+        }
         let needs_profile = matches!(g.id.as_str(), "suites" | "shared-copies" | "sdk-record");
         let profile = match (&profile, needs_profile) {
             (Err(why), true) => {
@@ -119,6 +135,23 @@ pub(super) fn redecide(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) -> Vec<No
         }
     }
     not
+}
+
+/// The check the pipeline adds for a process that outlived a gate: not the
+/// gate's decision, never compared.
+const RESIDUE: &str = crate::process::residue::CHECK;
+
+/// Why a gate's checks are not the output of its decision function: it
+/// stopped before it could observe (`gate-error`), or it was interrupted
+/// (its checks are kept, `skipped`, not judged).
+fn not_judged(g: &GateRecord) -> Option<&'static str> {
+    if g.checks.iter().any(|k| k.name == "gate-error") {
+        return Some("the gate stopped before it observed (gate-error): it decided nothing");
+    }
+    if g.result == GateResult::Skipped {
+        return Some("skipped with checks (interrupted): its checks are kept, not judged");
+    }
+    None
 }
 
 /// The profile the run kept (`DIR/logs/profile.toml`), when its sha256 is
@@ -401,7 +434,7 @@ fn compare(
     let index = |checks: &[Check]| -> BTreeMap<Key, Check> {
         checks
             .iter()
-            .filter(|k| within(k))
+            .filter(|k| k.name != RESIDUE && within(k))
             .map(|k| ((k.name.clone(), k.candidate.clone()), k.clone()))
             .collect()
     };
