@@ -489,3 +489,111 @@ fn compare(
         ));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::testing::gate;
+
+    fn ok(name: &str, candidate: Option<&str>) -> Check {
+        Check::pass(name, candidate, "held").with_observed(serde_json::json!({"x": 1}))
+    }
+
+    #[test]
+    fn a_differing_absent_or_extra_check_is_a_mismatch_row_naming_gate_check_and_both_results() {
+        let recorded = gate(
+            "g",
+            GateResult::Pass,
+            true,
+            vec![
+                ok("a", Some("c1")),
+                ok("b", None),
+                ok("gone", None),
+                Check::fail(RESIDUE, None, "pid 1"),
+            ],
+        );
+        let redecided = vec![
+            ok("a", Some("c1")),
+            Check::fail("b", None, "the kept file says otherwise\nmore"),
+            ok("new", None),
+        ];
+        let mut rows = Vec::new();
+        compare(&recorded, &redecided, &|_| true, "F", &mut rows);
+        let text: Vec<(String, String, String)> = rows
+            .iter()
+            .map(|r| (r.item.clone(), r.recorded.clone(), r.observed.clone()))
+            .collect();
+        assert_eq!(
+            text,
+            [
+                (
+                    "g check b (re-decided from F)".to_string(),
+                    "pass".to_string(),
+                    "fail: the kept file says otherwise".to_string()
+                ),
+                (
+                    "g check gone (re-decided from F)".to_string(),
+                    "pass".to_string(),
+                    "absent".to_string()
+                ),
+                (
+                    "g check new (re-decided from F)".to_string(),
+                    "absent".to_string(),
+                    "pass: held".to_string()
+                ),
+            ]
+        );
+        assert!(rows.iter().all(|r| r.matches == super::super::Match::No));
+
+        // Agreement is one row; the candidate is named when it is the only one.
+        let mut rows = Vec::new();
+        compare(
+            &recorded,
+            &[ok("a", Some("c1"))],
+            &|k| k.candidate.as_deref() == Some("c1"),
+            "F",
+            &mut rows,
+        );
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].item, "g (c1) re-decided from F");
+        assert_eq!(rows[0].matches, super::super::Match::Yes);
+    }
+
+    #[test]
+    fn a_passing_gate_with_a_failing_check_is_a_mismatch_and_a_stopped_gate_is_not_judged() {
+        let mut rows = Vec::new();
+        consistent_result(
+            &gate(
+                "g",
+                GateResult::Pass,
+                true,
+                vec![Check::fail("x", Some("c"), "no")],
+            ),
+            &mut rows,
+        );
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].item, "gate g result (from its checks)");
+        assert_eq!(rows[0].observed, "fail: failing check(s) x (c)");
+        let mut rows = Vec::new();
+        consistent_result(
+            &gate(
+                "g",
+                GateResult::Fail,
+                true,
+                vec![Check::fail("x", None, "no")],
+            ),
+            &mut rows,
+        );
+        assert!(rows.is_empty());
+        let stopped = gate(
+            "g",
+            GateResult::Fail,
+            true,
+            vec![Check::fail("gate-error", None, "x")],
+        );
+        assert!(not_judged(&stopped).is_some());
+        let interrupted = gate("g", GateResult::Skipped, true, vec![ok("a", None)]);
+        assert!(not_judged(&interrupted).is_some());
+        assert!(not_judged(&gate("g", GateResult::Pass, true, vec![ok("a", None)])).is_none());
+    }
+}
