@@ -702,6 +702,9 @@ fn run_replay(opts: replay::ReplayOptions, format: Format, quiet: bool) -> ExitC
                             r.python, r.from, r.sdk_version
                         ));
                     }
+                    for n in &report.not_redecided {
+                        text.push_str(&format!("not re-decided: {}: {}\n", n.gate, n.why));
+                    }
                     if mismatches == 0 {
                         text.push_str(&format!("\nREPLAY OK: {} items match\n", rows.len()));
                     } else {
@@ -723,6 +726,7 @@ fn run_replay(opts: replay::ReplayOptions, format: Format, quiet: bool) -> ExitC
                         "ok": mismatches == 0,
                         "mismatches": mismatches,
                         "rebuild": report.rebuild,
+                        "not_redecided": report.not_redecided,
                         "rows": rows.iter().map(replay::Row::to_json).collect::<Vec<_>>(),
                     });
                     format!(

@@ -21,8 +21,14 @@
 //! grafts are off in every call (`GIT_NO_REPLACE_OBJECTS=1`,
 //! `GIT_GRAFT_FILE=/dev/null`): git reads the objects the commit id names,
 //! as a fresh clone does. [`history_rewrites`] lists what was ignored.
+//! A repository-local `core.worktree` does not move the work tree either:
+//! every call passes `--work-tree=<the folder holding .git>`
+//! ([`own_worktree`]).
 
+mod own_worktree;
 pub mod repo_config;
+
+pub use own_worktree::own_worktree;
 
 use crate::process::{self, ChildOutput, ChildSpec};
 use std::path::{Path, PathBuf};
@@ -155,6 +161,10 @@ pub fn run(
     };
     let mut all_args = hermetic_args(user_safe_directories(), &[]);
     all_args.extend(repository_overrides(repo, &stem)?);
+    // The repository's own work tree, whatever its `core.worktree` says.
+    if let Some(root) = own_worktree(repo) {
+        all_args.push(format!("--work-tree={}", root.display()));
+    }
     all_args.extend(args.iter().map(|s| s.to_string()));
     let spec = ChildSpec {
         program: "git".into(),

@@ -139,6 +139,13 @@ pub enum ManifestReader {
         /// Its log stem (`DIR/logs/archive-members/<folder>-manifest-yaml`).
         log_stem: PathBuf,
     },
+    /// The probe's answer as a run kept it (its stdout log,
+    /// `DIR/logs/archive-members/<folder>-manifest-yaml.stdout`), for
+    /// `replay`'s re-decision: no interpreter runs.
+    Kept {
+        /// The kept stdout of the probe.
+        stdout: PathBuf,
+    },
     /// With `serde_yaml_ng`'s YAML 1.2 rules, for unit tests of the gate's
     /// other checks that have no interpreter; never used by the product.
     #[cfg(test)]
@@ -209,6 +216,29 @@ impl ManifestReader {
                     Err(e) => ManifestObservation {
                         pyyaml: None,
                         source_sdk: Err(format!("the manifest probe did not answer: {e}")),
+                        archived_sdk: Err("not read".into()),
+                        source_yaml12,
+                    },
+                }
+            }
+            ManifestReader::Kept { stdout } => {
+                let kept = std::fs::read(stdout)
+                    .map_err(|e| format!("{}: {e}", stdout.display()))
+                    .and_then(|bytes| {
+                        serde_json::from_slice::<SdkReadings>(&bytes).map_err(|e| {
+                            format!("{}: not the probe's JSON document: {e}", stdout.display())
+                        })
+                    });
+                match kept {
+                    Ok(r) => ManifestObservation {
+                        pyyaml: Some(r.pyyaml.clone()),
+                        source_sdk: r.source.result(),
+                        archived_sdk: r.archived.result(),
+                        source_yaml12,
+                    },
+                    Err(e) => ManifestObservation {
+                        pyyaml: None,
+                        source_sdk: Err(format!("the manifest probe's answer is not kept: {e}")),
                         archived_sdk: Err("not read".into()),
                         source_yaml12,
                     },

@@ -99,6 +99,11 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         .transpose()?;
     let loaded =
         profile::load(opts.profile.as_deref(), &repo).map_err(|e| SetupError(e.to_string()))?;
+    // A profile inside the repository is part of what is certified: it must
+    // be the committed file (a --worktree run certifies the tree as it is).
+    if !opts.worktree {
+        profile::committed::check(&loaded, &repo, &commit).map_err(SetupError)?;
+    }
     let index_url = match &opts.index_url {
         Some(url) => {
             crate::wheelhouse::check_index_url(url)
@@ -174,6 +179,14 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         ))
     })?;
 
+    // The profile's text, kept so `replay` can re-decide gates from the
+    // raw observations the directory keeps.
+    crate::evidence::kept_profile::keep(&evidence_dir, &loaded.text).map_err(|e| {
+        SetupError(format!(
+            "cannot write {}: {e}",
+            crate::evidence::kept_profile::path(&evidence_dir).display()
+        ))
+    })?;
     let profile_record = ProfileRecord {
         name: loaded.profile.name.clone(),
         origin: match &loaded.source {

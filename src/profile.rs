@@ -5,6 +5,8 @@
 //! repository under review has `verify-coding-candidates.toml` at its root or
 //! `--profile FILE` is given.
 
+pub mod committed;
+
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 

@@ -24,7 +24,10 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod redecide;
 mod views;
+
+pub use redecide::NotRedecided;
 
 /// The outcome of one replayed item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +118,9 @@ pub struct Report {
     /// The rebuild's interpreter, when `--repo` asked for a rebuild and one
     /// could be used.
     pub rebuild: Option<Rebuild>,
+    /// The gates (and checks) not re-decided from the directory's raw
+    /// observations, each with why (`src/replay/redecide.rs`).
+    pub not_redecided: Vec<NotRedecided>,
 }
 
 /// Replays `opts`. Returns every row; the caller decides the exit code
@@ -136,6 +142,7 @@ pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
     let mut report = Report {
         rows: Vec::new(),
         rebuild: None,
+        not_redecided: Vec::new(),
     };
     let rows = &mut report.rows;
     check_sums(dir, rows);
@@ -190,6 +197,10 @@ pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
     }
     // The views rendered from evidence.json: neither digest above covers them.
     views::check_views(dir, &ev, &digest, rows);
+    // The checks, re-decided from the raw observations the directory keeps:
+    // an evidence.json edited and resealed with every view regenerated
+    // agrees with its views, not with what the run observed.
+    let not_redecided = redecide::redecide(dir, &ev, rows);
     // Every other file of the directory, as the sign-off covers it: catches a
     // changed log or staged file even when SHA256SUMS was rewritten to match.
     if let Some(recorded) = &ev.files {
@@ -296,6 +307,7 @@ pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
         let python = report.rebuild.as_ref().map(|r| PathBuf::from(&r.python));
         replay_against_repo(opts, repo, &ev, python.as_deref(), work.path(), rows);
     }
+    report.not_redecided = not_redecided;
     Ok(report)
 }
 

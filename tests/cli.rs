@@ -8,8 +8,9 @@
 mod common;
 
 use common::{
-    assert_unchanged, evidence_dir, exit_code, fixture_repo, python, stderr_text, stdout_text,
-    tree_snapshot, verifier, verifier_on, verifier_without_python,
+    assert_unchanged, evidence_dir, exit_code, fixture_repo, git, python, read_evidence,
+    stderr_text, stdout_text, tree_snapshot, verifier, verifier_on, verifier_only,
+    verifier_without_python,
 };
 use verify_coding_candidates::{catalogue, exit};
 
@@ -598,5 +599,83 @@ fn quiet_silences_the_prerequisite_note_too() {
     assert_eq!(
         stderr_text(&out),
         "--only stage: also running prerequisite gate(s) tree-clean\n"
+    );
+}
+
+#[test]
+fn a_profile_inside_the_repository_must_be_the_committed_file() {
+    use verify_coding_candidates::profile::{BUILTIN_CODING_RUNNERS, REPO_PROFILE_NAME};
+    // The repository's own profile, git-ignored and never committed: the
+    // run would certify the commit with bytes that are not in it.
+    let repo = fixture_repo(&[]);
+    std::fs::write(
+        repo.root.join(".gitignore"),
+        format!("{REPO_PROFILE_NAME}\n"),
+    )
+    .unwrap();
+    git(&repo.root, &["add", ".gitignore"]);
+    git(&repo.root, &["commit", "-q", "-m", "ignore the profile"]);
+    let own = repo.root.join(REPO_PROFILE_NAME);
+    std::fs::write(&own, BUILTIN_CODING_RUNNERS).unwrap();
+    let (_keep, dir) = evidence_dir();
+    let out = run_on_fixture(&repo, &mut verifier_only(&repo.root, &dir, "tree-clean"));
+    assert_exit(&out, exit::CANNOT_RUN);
+    assert_stderr_contains(
+        &out,
+        &format!(
+            "profile {}: the file is inside the repository {} but is not committed at ",
+            own.display(),
+            repo.root.display()
+        ),
+    );
+    assert_stderr_contains(&out, "git-ignored, untracked or only staged");
+    assert_nothing_written(&dir);
+
+    // The same file named by --profile, from a folder of the repository.
+    std::fs::create_dir_all(repo.root.join("profiles")).unwrap();
+    let named = repo.root.join("profiles/p.toml");
+    std::fs::write(&named, BUILTIN_CODING_RUNNERS).unwrap();
+    std::fs::remove_file(&own).unwrap();
+    let out = run_on_fixture(
+        &repo,
+        verifier_only(&repo.root, &dir, "tree-clean")
+            .arg("--profile")
+            .arg(&named),
+    );
+    assert_exit(&out, exit::CANNOT_RUN);
+    assert_stderr_contains(
+        &out,
+        &format!("profile {}: the file is inside", named.display()),
+    );
+    assert_nothing_written(&dir);
+
+    // Committed, then changed in the work tree: the changed bytes are refused.
+    git(&repo.root, &["add", "-f", "profiles/p.toml"]);
+    git(&repo.root, &["commit", "-q", "-m", "profile"]);
+    std::fs::write(&named, format!("{BUILTIN_CODING_RUNNERS}\n# changed\n")).unwrap();
+    let out = run_on_fixture(
+        &repo,
+        verifier_only(&repo.root, &dir, "tree-clean")
+            .arg("--profile")
+            .arg(&named),
+    );
+    assert_exit(&out, exit::CANNOT_RUN);
+    assert_stderr_contains(&out, "differ from profiles/p.toml as committed at ");
+    assert_nothing_written(&dir);
+
+    // The committed bytes are used; the evidence records path and sha256.
+    std::fs::write(&named, BUILTIN_CODING_RUNNERS).unwrap();
+    let out = run_on_fixture(
+        &repo,
+        verifier_only(&repo.root, &dir, "tree-clean")
+            .arg("--profile")
+            .arg(&named),
+    );
+    assert_exit(&out, exit::SUCCESS);
+    let ev = read_evidence(&dir);
+    assert_eq!(ev["profile"]["origin"], named.display().to_string());
+    assert_eq!(
+        ev["profile"]["sha256"],
+        verify_coding_candidates::hash::sha256_bytes(BUILTIN_CODING_RUNNERS.as_bytes())
     );
 }

@@ -338,3 +338,47 @@ fn a_replace_ref_is_refused_by_name_and_the_staged_bytes_are_the_commits_own() {
         committed
     );
 }
+
+#[test]
+fn a_repository_core_worktree_does_not_move_the_tree_tree_clean_judges() {
+    let repo = fixture_repo(&[]);
+    // A clean copy of the commit inside the repository, named by the
+    // repository's own core.worktree; then the real tree made dirty.
+    let shadow = repo.root.join(".shadow");
+    copy_tree(&fixtures_dir().join("candidate-repo"), &shadow);
+    git(
+        &repo.root,
+        &["config", "core.worktree", &shadow.display().to_string()],
+    );
+    let readme = repo.root.join("README.md");
+    let mut text = std::fs::read_to_string(&readme).unwrap();
+    text.push_str("\nuncommitted line\n");
+    std::fs::write(&readme, text).unwrap();
+    assert_eq!(
+        git(&repo.root, &["status", "--porcelain"]),
+        "",
+        "git itself reads the shadow tree as clean"
+    );
+
+    let (code, ev, text) = run_only(&repo, "tree-clean", None);
+    assert_eq!(code, 1, "{text}");
+    let unstaged = check(&ev, "tree-clean", "unstaged-changes", None);
+    assert_eq!(unstaged["result"], "fail", "{unstaged}");
+    assert_eq!(unstaged["observed"]["paths"][0], "README.md", "{unstaged}");
+    let c = check(&ev, "tree-clean", "core-worktree", None);
+    assert_eq!(c["result"], "warn", "{c}");
+    assert_eq!(c["observed"]["configured"], shadow.display().to_string());
+    assert_eq!(c["observed"]["used"], repo.root.display().to_string());
+    assert_eq!(ev["source"]["repo"], repo.root.display().to_string());
+
+    // Without the setting no such check is recorded.
+    let clean = fixture_repo(&[]);
+    let (code, ev, text) = run_only(&clean, "tree-clean", None);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        checks(&ev, "tree-clean")
+            .iter()
+            .all(|c| c["name"] != "core-worktree"),
+        "{text}"
+    );
+}

@@ -2,6 +2,7 @@
 //! `SHA256SUMS`), each written atomically into the evidence directory.
 
 pub mod junit;
+pub mod kept_profile;
 pub mod lock;
 pub mod model;
 pub mod statement;

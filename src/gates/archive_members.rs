@@ -30,10 +30,12 @@
 //! rules select.
 
 mod committed;
+mod kept;
 mod observe;
 
 use committed::COMMITTED_FILES;
 pub use committed::{decide_committed, CommittedFile};
+pub(crate) use kept::redecide as redecide_kept;
 
 use crate::context::{RunContext, Updates};
 use crate::evidence::{ArchiveRecord, Check, CheckResult, MemberRecord};

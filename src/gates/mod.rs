@@ -12,7 +12,7 @@ pub mod historical_admission;
 pub mod lbp_build;
 pub(crate) mod sdk_record;
 mod sdk_shadow;
-mod shared_copies;
+pub(crate) mod shared_copies;
 mod stage;
 pub(crate) mod suites;
 mod tree_clean;

@@ -27,12 +27,14 @@
 mod bytecode;
 mod environment;
 mod environment_checks;
+mod kept;
 mod observe;
 mod provenance;
 mod pth;
 mod record;
 
 use bytecode::{bytecode_check, bytecode_problems};
+pub(crate) use kept::{redecide as redecide_kept, REDECIDED as KEPT_REDECIDED};
 pub(crate) use observe::observe;
 pub use record::*;
 

@@ -10,6 +10,9 @@
 //! [`observe`] hashes the staged files into an [`Observation`]; [`decide`]
 //! compares digests without I/O.
 
+mod kept;
+pub(crate) use kept::redecide as redecide_kept;
+
 use crate::context::{RunContext, Updates};
 use crate::evidence::Check;
 use crate::hash;

@@ -80,6 +80,7 @@
 
 mod deselection;
 mod junit;
+mod kept;
 mod observe;
 mod rewrites;
 #[cfg(test)]
@@ -87,6 +88,7 @@ mod tests;
 mod uncollected;
 
 pub(crate) use junit::parse_junit;
+pub(crate) use kept::{kept_observation, NOT_REDECIDED as KEPT_NOT_REDECIDED};
 pub(crate) use observe::{
     CollectAnswer, Collection, ExtractionObservation, Observation, PytestObs, RunObservation,
 };

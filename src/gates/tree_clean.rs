@@ -6,6 +6,8 @@
 //! printed it; [`decide`] sorts the entries into staged, unstaged, untracked
 //! and ignored and judges them, without I/O.
 
+mod core_worktree;
+
 use crate::context::{RunContext, Updates};
 use crate::evidence::Check;
 use crate::git;
@@ -52,7 +54,9 @@ impl super::Gate for TreeClean {
         let obs = observe(ctx)?;
         let ignored = ignored(&obs);
         out.set(move |ctx| ctx.source.ignored_files = ignored);
-        let checks = decide(&obs);
+        let mut checks = decide(&obs);
+        let settings = git::repository_config(&ctx.repo)?;
+        checks.extend(core_worktree::check(&settings, &ctx.repo));
         if ctx.source.worktree.is_none() {
             return Ok(checks);
         }

@@ -343,7 +343,7 @@ pub(super) fn observe(
 
 /// The names of `root`'s entries (or why they cannot be read), and those of
 /// them that are directories.
-fn list_root(root: &Path) -> (Result<Vec<String>, String>, Vec<String>) {
+pub(super) fn list_root(root: &Path) -> (Result<Vec<String>, String>, Vec<String>) {
     match std::fs::read_dir(root) {
         Ok(read) => {
             let mut entries = Vec::new();
@@ -616,7 +616,7 @@ fn driver_settings(opts: &SuitesOptions, tree: &Path) -> serde_json::Value {
 
 /// What the run's collection record at `path` (`rel`: relative to DIR)
 /// says: see `suites_run.py`.
-fn read_record(path: &Path, rel: &str) -> CollectAnswer {
+pub(super) fn read_record(path: &Path, rel: &str) -> CollectAnswer {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -651,7 +651,7 @@ fn read_record(path: &Path, rel: &str) -> CollectAnswer {
 /// The last lines of the run's stdout (pytest's report) then of its stderr,
 /// each up to 8, joined by ` | ` within and ` || ` between; empty streams
 /// are left out.
-fn output_tail(stdout: &str, stderr: &str) -> String {
+pub(super) fn output_tail(stdout: &str, stderr: &str) -> String {
     let last = |s: &str| {
         let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
         lines[lines.len().saturating_sub(8)..].join(" | ")
