@@ -248,6 +248,12 @@ pub struct SdkPin {
     /// proof is not made.
     #[serde(default)]
     pub record_sha256: Option<String>,
+    /// Distributions (names) an interpreter given with `--python` may hold
+    /// beside the verifier's lock: `sdk-record`'s `environment-locked`
+    /// reports them as a warning instead of failing (never a pass). Default
+    /// none. See `docs/trust-boundary.md`.
+    #[serde(default)]
+    pub extra_distributions: Vec<String>,
 }
 
 impl SdkPin {

@@ -5,6 +5,7 @@
 //! bytecode probe. [`super::decide`] judges the [`Observation`].
 
 use super::environment::{observe_environment, SdkScope, SiteProbe};
+use super::environment_locked::{anchors, observe_locked};
 use super::{
     normalize_join, parse_record, unlisted_files, verify_rows, BytecodeOutcome, BytecodeProbe,
     MalformedPath, Observation, RecordLayout, RecordObservation, RowsReport, SdkProbe, Walk,
@@ -25,7 +26,23 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
     // that rewrites or removes itself.
     let site = run_site_probe(ctx)?;
     let mut obs = observe_sdk(ctx)?;
-    obs.environment = Some(observe_environment(&ctx.python, site, &sdk_scope(&obs)));
+    let env = observe_environment(&ctx.python, site, &sdk_scope(&obs));
+    obs.locked = env.probe.as_ref().map(|probe| {
+        let site_dirs: Vec<PathBuf> = probe
+            .site_dirs
+            .iter()
+            .map(|d| normalize_join(Path::new(d), "."))
+            .filter(|d| d.is_dir())
+            .collect();
+        let sdk = &ctx.profile.profile.sdk;
+        observe_locked(
+            &site_dirs,
+            anchors(&sdk.requirement),
+            env.sdk_dist_info.as_deref(),
+            &sdk.extra_distributions,
+        )
+    });
+    obs.environment = Some(env);
     Ok(obs)
 }
 
@@ -107,6 +124,7 @@ fn observe_sdk(ctx: &RunContext) -> Result<Observation, String> {
         package_dir_matches: false,
         record: None,
         environment: None,
+        locked: None,
     };
     let (Some(site_packages), Some(dist_info)) = (&probe.site_packages, &probe.dist_info) else {
         return Ok(obs);
