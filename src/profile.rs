@@ -566,6 +566,17 @@ pub struct SuitesOptions {
     /// every other collected test that does not run fails `<run>/deselected`.
     #[serde(default)]
     pub deselected: Vec<String>,
+    /// pytest plugins (module names, each passed as `-p MODULE`) the runs
+    /// load. Entry-point autoload is off (`PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`):
+    /// no installed distribution's `pytest11` entry point loads unless its
+    /// module is named here. Default: `["pytest_asyncio.plugin"]` (the
+    /// lock's one pytest plugin).
+    #[serde(default = "default_pytest_plugins")]
+    pub pytest_plugins: Vec<String>,
+}
+
+fn default_pytest_plugins() -> Vec<String> {
+    vec!["pytest_asyncio.plugin".into()]
 }
 
 fn default_source_root_env() -> String {

@@ -254,6 +254,7 @@ fn opts() -> SuitesOptions {
         config: None,
         timeout_secs: 600,
         deselected: vec![],
+        pytest_plugins: vec!["pytest_asyncio.plugin".into()],
     }
 }
 
