@@ -346,3 +346,148 @@ pub fn locked_check(obs: &LockedObservation) -> Check {
     )
     .with_observed(observed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::CheckResult;
+
+    const RECORD: &str = "demo/__init__.py,sha256=AAAA,10\n\
+demo-1.0.dist-info/METADATA,sha256=BBBB,20\n\
+demo-1.0.dist-info/INSTALLER,sha256=IIII,4\n\
+demo-1.0.dist-info/RECORD,,\n";
+
+    fn anchor() -> Vec<(String, Vec<WheelRecord>)> {
+        let rows = normalised_rows(RECORD, "demo-1.0.dist-info", RecordSide::Installed).unwrap();
+        vec![(
+            "x.records".to_string(),
+            vec![WheelRecord {
+                name: "Demo".into(),
+                version: "1.0".into(),
+                wheel_sha256: "ab".repeat(32),
+                rows: rows.len(),
+                digest: digest(&rows),
+                wheel: "demo-1.0-py3-none-any.whl".into(),
+            }],
+        )]
+    }
+
+    fn site(dists: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (folder, record) in dists {
+            std::fs::create_dir(dir.path().join(folder)).unwrap();
+            std::fs::write(dir.path().join(folder).join("RECORD"), record).unwrap();
+        }
+        dir
+    }
+
+    fn judge_site(dir: &tempfile::TempDir, extras: &[String]) -> Check {
+        let obs = observe_locked(
+            &[dir.path().to_path_buf()],
+            Ok(anchor()),
+            Some("langbot_plugin-0.6.0b5.dist-info"),
+            extras,
+        );
+        locked_check(&obs)
+    }
+
+    #[test]
+    fn a_locked_wheel_installed_as_published_passes_and_the_sdk_is_left_to_record_rows() {
+        let dir = site(&[
+            ("demo-1.0.dist-info", RECORD),
+            ("langbot_plugin-0.6.0b5.dist-info", "anything,,\n"),
+        ]);
+        let c = judge_site(&dir, &[]);
+        assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+        assert!(c.detail.contains("1 (1 of x.records)"), "{}", c.detail);
+        assert!(c.detail.contains("judged by record-rows"), "{}", c.detail);
+    }
+
+    #[test]
+    fn an_unlocked_name_an_unlocked_version_a_changed_record_and_an_egg_info_fail_named() {
+        let changed = RECORD.replace("AAAA,10", "EVIL,11");
+        let dir = site(&[
+            ("demo-1.0.dist-info", &changed),
+            ("other-2.0.dist-info", "other/x.py,sha256=X,1\n"),
+            ("evil-1.0.egg-info", ""),
+        ]);
+        let other_version = tempfile::tempdir().unwrap();
+        std::fs::create_dir(other_version.path().join("demo-1.1.dist-info")).unwrap();
+        let obs = observe_locked(
+            &[dir.path().to_path_buf(), other_version.path().to_path_buf()],
+            Ok(anchor()),
+            None,
+            &[],
+        );
+        let c = locked_check(&obs);
+        assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
+        let d = &c.detail;
+        let at = |f: &str| dir.path().join(f).display().to_string();
+        assert!(d.starts_with("4 of 4 distributions"), "{d}");
+        assert!(
+            d.contains(&format!(
+                "{} (demo 1.0): its RECORD is not its locked wheel's (normalised rows): expected rows=2 record=",
+                at("demo-1.0.dist-info")
+            )) && d.contains("(wheel demo-1.0-py3-none-any.whl), found rows=2 record="),
+            "{d}"
+        );
+        assert!(
+            d.contains(&format!(
+                "{} (other 2.0): not in the lock: expected a distribution the lock names, found other 2.0",
+                at("other-2.0.dist-info")
+            )),
+            "{d}"
+        );
+        assert!(
+            d.contains(&format!(
+                "{} (evil 1.0): not a locked wheel",
+                at("evil-1.0.egg-info")
+            )),
+            "{d}"
+        );
+        assert!(
+            d.contains(
+                "(demo 1.1): not in the lock: expected Demo==1.0 (x.records), found demo 1.1"
+            ),
+            "{d}"
+        );
+        assert!(d.contains("`verify-coding-candidates sdk`"), "{d}");
+    }
+
+    #[test]
+    fn a_named_extra_is_a_warning_never_a_pass_and_other_failures_still_fail() {
+        let dir = site(&[
+            ("demo-1.0.dist-info", RECORD),
+            ("other_tool-2.0.dist-info", "x,,\n"),
+        ]);
+        let c = judge_site(&dir, &["Other-Tool".to_string()]);
+        assert_eq!(c.result, CheckResult::Warn, "{}", c.detail);
+        assert!(
+            c.detail
+                .contains("(other_tool 2.0): not in the lock, named by sdk.extra_distributions"),
+            "{}",
+            c.detail
+        );
+        std::fs::create_dir(dir.path().join("third-3.0.dist-info")).unwrap();
+        let c = judge_site(&dir, &["other-tool".to_string()]);
+        assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
+        assert!(c.detail.starts_with("1 of 3"), "{}", c.detail);
+    }
+
+    #[test]
+    fn a_pin_without_a_carried_lock_fails_naming_it() {
+        let err = anchors("langbot-plugin==9.9").unwrap_err();
+        let obs = observe_locked(&[], Err(err), None, &[]);
+        let c = locked_check(&obs);
+        assert_eq!(c.result, CheckResult::Fail);
+        assert!(
+            c.detail.contains("\"langbot-plugin==9.9\"")
+                && c.detail.contains("langbot-plugin==0.6.0b5"),
+            "{}",
+            c.detail
+        );
+        let ok = anchors("langbot-plugin==0.6.0b5").unwrap();
+        assert_eq!(ok.len(), 2);
+        assert!(ok[0].1.len() > 50 && ok[1].1.len() == 3);
+    }
+}
