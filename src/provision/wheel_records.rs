@@ -13,7 +13,7 @@
 //!   `<dist-info>/INSTALLER`, `<dist-info>/REQUESTED`,
 //!   `<dist-info>/direct_url.json`, the bytecode it compiles (unhashed
 //!   `.pyc` rows) and the console-script launchers it writes from
-//!   `entry_points.txt` (`../../../bin/NAME` rows: their `#!` line holds the
+//!   `entry_points.txt` (`../../../bin/NAME` rows, [`is_launcher`]: their `#!` line holds the
 //!   environment's path, so no wheel can hash them; `entry_points.txt`
 //!   itself is compared);
 //! - on the wheel side, `*.data/scripts/` and `*.data/headers/` (installed
@@ -103,7 +103,7 @@ pub fn normalised_rows(
                     .iter()
                     .any(|f| path == own(f));
                 let compiled = hash.is_empty() && path.ends_with(".pyc");
-                let launcher = path.starts_with("../../../bin/");
+                let launcher = is_launcher(&path);
                 if added || compiled || launcher {
                     continue;
                 }
@@ -124,6 +124,23 @@ pub fn normalised_rows(
     }
     out.sort();
     Ok(out)
+}
+
+/// Whether RECORD path `path` is a console-script launcher an installer
+/// wrote: `../`, one or more times, then `bin/NAME` (`../../../bin/lbp` in a
+/// venv; `../../bin/NAME` under `pip install --target`, whose RECORD is
+/// written relative to its temporary `lib/python`).
+pub fn is_launcher(path: &str) -> bool {
+    let mut rest = path;
+    let mut climbed = false;
+    while let Some(r) = rest.strip_prefix("../") {
+        rest = r;
+        climbed = true;
+    }
+    climbed
+        && rest
+            .strip_prefix("bin/")
+            .is_some_and(|n| !n.is_empty() && !n.contains('/'))
 }
 
 /// sha256 (hex) of `rows`, each followed by `\n`.
@@ -247,6 +264,15 @@ demo/__pycache__/__init__.cpython-311.pyc,,\n";
             let i = normalised_rows(&text, "demo-1.0.dist-info", RecordSide::Installed).unwrap();
             assert_ne!(digest(&i), w, "{text}");
         }
+    }
+
+    #[test]
+    fn launchers_are_bin_rows_below_one_or_more_parents() {
+        assert!(is_launcher("../../../bin/lbp"));
+        assert!(is_launcher("../../bin/demo"));
+        assert!(!is_launcher("bin/demo"));
+        assert!(!is_launcher("../../../bin/sub/demo"));
+        assert!(!is_launcher("../../../lib/demo"));
     }
 
     #[test]
