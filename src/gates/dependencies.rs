@@ -549,7 +549,7 @@ fn wheel_mismatch_check(obs: &Observation, env: &EnvironmentObservation) -> Chec
         "installed",
         Some(obs.folder.as_str()),
         format!(
-            "{}: expected every installed distribution to be a file of the run's wheelhouse (DIR/{}),              installed as that wheel ships it (its RECORD's rows and files), found:\n  {}\nthe preparation \
+            "{}: expected every installed distribution to be a file of the run's wheelhouse (DIR/{}), installed as that wheel ships it (its RECORD's rows and files), found:\n  {}\nthe preparation \
              installed from somewhere else (a pip configuration file or a requirements file naming another \
              source, see pip-config): remove that configuration and certify again; the probe logs are under {}",
             env.env_rel,
