@@ -312,3 +312,22 @@ fn find_file(root: &Path, name: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("no {name} under {}", root.display()))
         .into_path()
 }
+
+/// The provisioning's own integrity check, which now also compares every
+/// installed RECORD with its locked wheel's, accepts the genuine provisioned
+/// environment (read only: nothing is rebuilt or written).
+#[test]
+fn the_genuine_provisioned_environment_is_sound_with_the_wheel_records() {
+    use verify_coding_candidates::provision::{self, builtin, integrity, lock_list};
+    let pin = verify_coding_candidates::profile::parse(
+        verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS,
+        "built-in",
+    )
+    .unwrap()
+    .sdk;
+    let extras =
+        lock_list::parse(builtin::TEST_EXTRAS.lock, builtin::TEST_EXTRAS.lock_label).unwrap();
+    let lock = provision::sdk_lock(&pin).unwrap().merged(&extras).unwrap();
+    let sound = integrity::check(&sdk_venv(), &lock).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sound.distributions, lock.entries.len());
+}

@@ -226,6 +226,61 @@ pub fn uncovered(lock: &LockList, records: &[WheelRecord]) -> Vec<String> {
         .collect()
 }
 
+/// Every records file the verifier carries ([`super::builtin`]), parsed.
+///
+/// # Panics
+/// When a carried records file does not parse (a build defect, which
+/// `builtin`'s tests catch).
+pub fn carried() -> Vec<WheelRecord> {
+    let sdks = super::builtin::SDKS
+        .iter()
+        .map(|s| (s.wheel_records, s.records_label));
+    let extras = super::builtin::TEST_EXTRAS;
+    sdks.chain([(extras.wheel_records, extras.records_label)])
+        .flat_map(|(text, label)| parse(text, label).expect("a carried records file parses"))
+        .collect()
+}
+
+/// Compares the installed RECORD of `dist_info` (folder name
+/// `dist_info_name`) with the carried record of lock entry `entry`, when
+/// `carried` holds one (same name, version and wheel sha256).
+///
+/// # Errors
+/// A sentence naming the RECORD, the wheel, what was expected and found.
+pub fn check_installed(
+    dist_info: &std::path::Path,
+    dist_info_name: &str,
+    entry: &super::lock_list::LockEntry,
+    carried: &[WheelRecord],
+) -> Result<(), String> {
+    let Some(locked) = carried.iter().find(|r| {
+        r.key() == entry.key() && r.version == entry.version && r.wheel_sha256 == entry.sha256
+    }) else {
+        return Ok(());
+    };
+    let path = dist_info.join("RECORD");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{}: expected the distribution's RECORD, found none ({e})",
+            path.display()
+        )
+    })?;
+    let rows = normalised_rows(&text, dist_info_name, RecordSide::Installed)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let found = digest(&rows);
+    if found != locked.digest || rows.len() != locked.rows {
+        return Err(format!(
+            "{}: expected the rows of {}'s own RECORD (rows={} record={}), found rows={} record={found}",
+            path.display(),
+            locked.wheel,
+            locked.rows,
+            locked.digest,
+            rows.len()
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,6 +319,50 @@ demo/__pycache__/__init__.cpython-311.pyc,,\n";
             let i = normalised_rows(&text, "demo-1.0.dist-info", RecordSide::Installed).unwrap();
             assert_ne!(digest(&i), w, "{text}");
         }
+    }
+
+    #[test]
+    fn an_installed_record_is_checked_against_its_carried_wheel_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let info = dir.path().join("demo-1.0.dist-info");
+        std::fs::create_dir(&info).unwrap();
+        std::fs::write(info.join("RECORD"), INSTALLED).unwrap();
+        let entry = super::super::lock_list::LockEntry {
+            name: "demo".into(),
+            version: "1.0".into(),
+            sha256: "ab".repeat(32),
+            wheel: "demo-1.0-py3-none-any.whl".into(),
+        };
+        let rows = normalised_rows(WHEEL, "demo-1.0.dist-info", RecordSide::Wheel).unwrap();
+        let carried = vec![WheelRecord {
+            name: "demo".into(),
+            version: "1.0".into(),
+            wheel_sha256: entry.sha256.clone(),
+            rows: rows.len(),
+            digest: digest(&rows),
+            wheel: entry.wheel.clone(),
+        }];
+        check_installed(&info, "demo-1.0.dist-info", &entry, &carried).unwrap();
+        // The module and its row changed together: RECORD still verifies
+        // its files, but is not the wheel's.
+        std::fs::write(info.join("RECORD"), INSTALLED.replace("AAAA,10", "EVIL,12")).unwrap();
+        let err = check_installed(&info, "demo-1.0.dist-info", &entry, &carried).unwrap_err();
+        assert!(
+            err.contains("demo-1.0.dist-info/RECORD: expected the rows of demo-1.0-py3-none-any.whl's own RECORD (rows=3 record=")
+                && err.contains("found rows=3 record="),
+            "{err}"
+        );
+        // A wheel whose records are not carried is not compared here.
+        let other = super::super::lock_list::LockEntry {
+            sha256: "cd".repeat(32),
+            ..entry
+        };
+        check_installed(&info, "demo-1.0.dist-info", &other, &carried).unwrap();
+        assert!(carried_covers_every_builtin_lock());
+    }
+
+    fn carried_covers_every_builtin_lock() -> bool {
+        carried().len() > 60
     }
 
     #[test]

@@ -27,20 +27,32 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
     let site = run_site_probe(ctx)?;
     let mut obs = observe_sdk(ctx)?;
     let env = observe_environment(&ctx.python, site, &sdk_scope(&obs));
-    obs.locked = env.probe.as_ref().map(|probe| {
-        let site_dirs: Vec<PathBuf> = probe
-            .site_dirs
-            .iter()
-            .map(|d| normalize_join(Path::new(d), "."))
-            .filter(|d| d.is_dir())
-            .collect();
-        let sdk = &ctx.profile.profile.sdk;
-        observe_locked(
-            &site_dirs,
-            anchors(&sdk.requirement),
-            env.sdk_dist_info.as_deref(),
+    let sdk = &ctx.profile.profile.sdk;
+    obs.locked = Some(match env.probe.as_ref() {
+        Some(probe) => {
+            let site_dirs: Vec<PathBuf> = probe
+                .site_dirs
+                .iter()
+                .map(|d| normalize_join(Path::new(d), "."))
+                .filter(|d| d.is_dir())
+                .collect();
+            observe_locked(
+                &site_dirs,
+                anchors(&sdk.requirement),
+                env.sdk_dist_info.as_deref(),
+                &sdk.extra_distributions,
+            )
+        }
+        None => observe_locked(
+            &[],
+            Err(format!(
+                "not observed: the site probe did not answer ({}), so the site directories are unknown \
+                 (see logs/sdk-record/site-probe.*)",
+                env.probe_error.as_deref().unwrap_or("no answer")
+            )),
+            None,
             &sdk.extra_distributions,
-        )
+        ),
     });
     obs.environment = Some(env);
     Ok(obs)
