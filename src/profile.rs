@@ -250,6 +250,12 @@ pub struct SdkPin {
     /// proof is not made.
     #[serde(default)]
     pub record_sha256: Option<String>,
+    /// Distributions (names) an interpreter given with `--python` may hold
+    /// beside the verifier's lock: `sdk-record`'s `environment-locked`
+    /// reports them as a warning instead of failing (never a pass). Default
+    /// none. See `docs/trust-boundary.md`.
+    #[serde(default)]
+    pub extra_distributions: Vec<String>,
 }
 
 impl SdkPin {
@@ -576,6 +582,17 @@ pub struct SuitesOptions {
     /// `<run>/uncollected` names test classes; none: `Test`.
     #[serde(default)]
     pub python_classes: Option<Vec<String>>,
+    /// pytest plugins (module names, each passed as `-p MODULE`) the runs
+    /// load. Entry-point autoload is off (`PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`):
+    /// no installed distribution's `pytest11` entry point loads unless its
+    /// module is named here. Default: `["pytest_asyncio.plugin"]` (the
+    /// lock's one pytest plugin).
+    #[serde(default = "default_pytest_plugins")]
+    pub pytest_plugins: Vec<String>,
+}
+
+fn default_pytest_plugins() -> Vec<String> {
+    vec!["pytest_asyncio.plugin".into()]
 }
 
 fn default_source_root_env() -> String {

@@ -26,6 +26,7 @@ pub mod builtin;
 pub mod cache;
 pub mod integrity;
 pub mod lock_list;
+pub mod wheel_records;
 
 use crate::profile::SdkPin;
 use lock_list::LockList;
@@ -373,7 +374,7 @@ fn pip(python: &Path) -> Command {
 /// Keeps the caller's Python and pip settings out: every `PIP_*` and
 /// `PYTHON*` variable and `VIRTUAL_ENV` removed, `PIP_CONFIG_FILE=/dev/null`
 /// (pip then reads no configuration file).
-pub(crate) fn clean_python_env(cmd: &mut Command) -> &mut Command {
+pub fn clean_python_env(cmd: &mut Command) -> &mut Command {
     for (key, _) in std::env::vars_os() {
         let k = key.to_string_lossy();
         if k.starts_with("PIP_") || k.starts_with("PYTHON") || k == "VIRTUAL_ENV" {
@@ -446,6 +447,7 @@ mod tests {
             requirement: "langbot-plugin==0.6.0b5".into(),
             wheel_sha256: wheel.map(str::to_string),
             record_sha256: None,
+            extra_distributions: Vec::new(),
         }
     }
 
@@ -466,6 +468,7 @@ mod tests {
             requirement: "langbot-plugin==9.9".into(),
             wheel_sha256: None,
             record_sha256: None,
+            extra_distributions: Vec::new(),
         };
         let err = sdk_lock(&other).unwrap_err().0;
         assert!(

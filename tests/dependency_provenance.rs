@@ -238,3 +238,82 @@ fn a_pip_conf_in_the_interpreters_venv_never_brings_in_a_forged_wheel() {
     }
     assert_eq!(gate_result(&ev, "dependencies"), "fail");
 }
+
+/// A wheel of six 1.16.0 with build tag 1 (which pip prefers over the
+/// published, untagged one) and a correct RECORD of its own, in `dir`.
+fn forge_six_build_tag(dir: &Path) -> PathBuf {
+    let wheel = dir.join("six-1.16.0-1-py2.py3-none-any.whl");
+    let script = "import base64, hashlib, sys, zipfile\n\
+        files = {'six.py': 'FORGED = True\\n', 'six-1.16.0.dist-info/METADATA': 'Metadata-Version: 2.1\\nName: six\\nVersion: 1.16.0\\n', 'six-1.16.0.dist-info/WHEEL': 'Wheel-Version: 1.0\\nGenerator: forged\\nRoot-Is-Purelib: true\\nBuild: 1\\nTag: py2-none-any\\nTag: py3-none-any\\n'}\n\
+        rows = [f\"{n},sha256={base64.urlsafe_b64encode(hashlib.sha256(c.encode()).digest()).rstrip(b'=').decode()},{len(c.encode())}\" for n, c in files.items()]\n\
+        files['six-1.16.0.dist-info/RECORD'] = '\\n'.join(rows + ['six-1.16.0.dist-info/RECORD,,']) + '\\n'\n\
+        with zipfile.ZipFile(sys.argv[1], 'w') as z:\n\
+        \x20   [z.writestr(n, c) for n, c in files.items()]\n";
+    let out = std::process::Command::new(python())
+        .args(["-I", "-c", script])
+        .arg(&wheel)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    wheel
+}
+
+/// Breaker finding F2: a venv `pip.conf` with `[install] requirement = FILE`,
+/// whose requirements file names its own `--find-links`, names no source
+/// option itself; the SDK's installer then takes a forged six 1.16.0 (build
+/// tag 1) over the wheelhouse's. `pip-config` refuses the option, and
+/// `installed` finds the forged files by the wheelhouse wheel's RECORD.
+#[test]
+fn a_pip_conf_requirement_file_with_find_links_fails_pip_config_and_installed() {
+    let venv = common::copy_venv(&common::sdk_venv());
+    let forged_dir = tempfile::tempdir().unwrap();
+    forge_six_build_tag(forged_dir.path());
+    let req = forged_dir.path().join("hostile-requirements.txt");
+    std::fs::write(
+        &req,
+        format!(
+            "--find-links {}\nsix==1.16.0\n",
+            forged_dir.path().display()
+        ),
+    )
+    .unwrap();
+    let conf = venv.path().join("pip.conf");
+    std::fs::write(
+        &conf,
+        format!("[install]\nrequirement = {}\n", req.display()),
+    )
+    .unwrap();
+    let (_, ev, dir, _keep) = run(
+        "langbot-plugin==0.6.0b5\nsix==1.16.0\n",
+        &common::venv_python(&venv),
+        &[],
+    );
+    let c = check(&ev, "dependencies", "pip-config", None);
+    assert_eq!(c["result"], "fail", "{}", detail(c));
+    let part = format!(
+        "{} (site) sets install.requirement = {} (an option outside the harmless list)",
+        conf.display(),
+        req.display()
+    );
+    assert!(
+        detail(c).contains(&part),
+        "missing {part:?} in: {}",
+        detail(c)
+    );
+    let c = check(&ev, "dependencies", "installed", Some("codex-agent"));
+    assert_eq!(c["result"], "fail", "{}", detail(c));
+    let d = detail(c);
+    assert!(
+        d.contains("six-1.16.0.dist-info (six 1.16.0): not installed from a wheelhouse wheel of that name and version")
+            && d.contains(&format!("rows of {SIX_WHEEL}'s RECORD"))
+            && d.contains("rows not in the wheel: [")
+            && d.contains("\"six.py,sha256="),
+        "{d}"
+    );
+    // The wheelhouse itself holds the published wheel.
+    let on_disk = hash::sha256_file(&dir.join("wheelhouse").join(SIX_WHEEL))
+        .unwrap()
+        .hex();
+    assert_eq!(on_disk, SIX_SHA);
+    assert_eq!(gate_result(&ev, "dependencies"), "fail");
+}

@@ -96,6 +96,7 @@ fn the_genuine_environment_passes_and_its_interpreter_is_recorded() {
         "environment-bytecode",
         "environment-startup",
         "environment-unowned",
+        "environment-locked",
     ] {
         let c = check(&ev, "sdk-record", name, None);
         assert_eq!(c["result"], "pass", "{name}: {}", detail(c));

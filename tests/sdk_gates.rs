@@ -573,14 +573,34 @@ fn a_pth_file_adding_a_second_copy_fails_sdk_shadow() {
     )
     .unwrap();
 
+    // Not a locked wheel: named in the profile's sdk.extra_distributions,
+    // `environment-locked` warns instead of failing, so sdk-shadow runs.
+    let profile_dir = tempfile::tempdir().unwrap();
+    let profile = profile_dir.path().join("profile.toml");
+    std::fs::write(
+        &profile,
+        verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS.replacen(
+            "[sdk]\n",
+            "[sdk]\nextra_distributions = [\"zz-shadow\"]\n",
+            1,
+        ),
+    )
+    .unwrap();
     let (code, ev, text) = run(
         &repo.root,
         &venv_python(&venv),
-        &["--only", "sdk-shadow"],
+        &[
+            "--only",
+            "sdk-shadow",
+            "--profile",
+            profile.to_str().unwrap(),
+        ],
         &[],
     );
     assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
     assert_eq!(common::gate_result(&ev, "sdk-record"), "pass", "{text}");
+    let locked = check(&ev, "sdk-record", "environment-locked", None);
+    assert_eq!(locked["result"], "warn", "{}", detail(locked));
     let real_shadow = shadow.canonicalize().unwrap().display().to_string();
     let scan = check(&ev, "sdk-shadow", "sys-path-scan", Some("codex-agent"));
     assert_eq!(scan["result"], "fail");

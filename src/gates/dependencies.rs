@@ -482,8 +482,11 @@ fn installed_check(
     let (from, foreign) = wheelhouse_sources(installed, &obs.wheelhouse_files);
     let observed = json!({
         "requirements": requirements, "installed": installed, "wheelhouse_files": from,
+        "wheel_mismatches": env.wheel_mismatches,
     });
-    if !foreign.is_empty() {
+    if foreign.is_empty() && !env.wheel_mismatches.is_empty() {
+        wheel_mismatch_check(obs, env)
+    } else if !foreign.is_empty() {
         Check::fail(
             "installed",
             Some(folder),
@@ -535,6 +538,26 @@ fn installed_check(
         )
     }
     .with_observed(observed)
+}
+
+/// The failing `installed` check of an environment whose distributions all
+/// have a wheelhouse file of their name and version, but whose files are not
+/// that wheel's ([`wheel_match::compare`]).
+fn wheel_mismatch_check(obs: &Observation, env: &EnvironmentObservation) -> Check {
+    let found = &env.wheel_mismatches;
+    Check::fail(
+        "installed",
+        Some(obs.folder.as_str()),
+        format!(
+            "{}: expected every installed distribution to be a file of the run's wheelhouse (DIR/{}), installed as that wheel ships it (its RECORD's rows and files), found:\n  {}\nthe preparation \
+             installed from somewhere else (a pip configuration file or a requirements file naming another \
+             source, see pip-config): remove that configuration and certify again; the probe logs are under {}",
+            env.env_rel,
+            wheelhouse::DIR_NAME,
+            found.join("\n  "),
+            obs.log_dir
+        ),
+    )
 }
 
 /// The `wheelhouse` check of one candidate whose SDK-kept requirements are
@@ -787,6 +810,7 @@ mod observe;
 pub mod pip_config;
 #[cfg(test)]
 mod tests;
+pub mod wheel_match;
 
 use observe::normalise;
 pub use observe::{

@@ -28,6 +28,7 @@ mod bytecode;
 mod environment;
 mod environment_checks;
 mod kept;
+mod environment_locked;
 mod observe;
 mod provenance;
 mod pth;
@@ -71,6 +72,9 @@ pub(crate) struct Observation {
     /// The interpreter environment as a whole (every site directory's
     /// distributions, `.pth` files, start-up modules), when observed.
     pub environment: Option<environment::EnvironmentObservation>,
+    /// Every installed distribution against the verifier's lock
+    /// (`environment-locked`), when the environment was observed.
+    pub locked: Option<environment_locked::LockedObservation>,
 }
 
 /// RECORD and what its rows say about the files.
@@ -120,11 +124,14 @@ pub(crate) struct MalformedPath {
 /// `pinned`: `sdk-version`, `package-location`, `record-rows`,
 /// `unlisted-files`, `bytecode`, then, when the environment was observed,
 /// `environment-records`, `environment-bytecode`, `environment-startup` and
-/// `environment-unowned`.
+/// `environment-unowned`, and `environment-locked`.
 pub(crate) fn decide(obs: &Observation, pinned: &str) -> Vec<Check> {
     let mut checks = decide_sdk(obs, pinned);
     if let Some(env) = &obs.environment {
         checks.extend(environment_checks::environment_checks(env));
+    }
+    if let Some(locked) = &obs.locked {
+        checks.push(environment_locked::locked_check(locked));
     }
     checks
 }

@@ -1,4 +1,5 @@
-//! The lock lists and wheel RECORDs the verifier carries, keyed by SDK pin.
+//! The lock lists, wheel RECORDs and records files (`*.records`, what every
+//! locked wheel's RECORD says) the verifier carries, keyed by SDK pin.
 //! Sources: `gates/profiles/sdk/` (see its `*.lock` headers for how each was
 //! generated) and the published wheel's own `*.dist-info/RECORD`.
 
@@ -13,6 +14,11 @@ pub struct BuiltinSdk {
     pub lock: &'static str,
     /// The wheel's own `RECORD`, byte for byte.
     pub wheel_record: &'static str,
+    /// What every locked wheel's RECORD says ([`super::wheel_records`]),
+    /// generated from the lock by `cargo xtask wheel-records`.
+    pub wheel_records: &'static str,
+    /// The records file's path in the verifier's source tree, for messages.
+    pub records_label: &'static str,
 }
 
 /// Every pin the verifier carries a lock list for.
@@ -21,7 +27,33 @@ pub const SDKS: &[BuiltinSdk] = &[BuiltinSdk {
     lock_label: "gates/profiles/sdk/langbot-plugin-0.6.0b5.lock",
     lock: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.0b5.lock"),
     wheel_record: include_str!("../../gates/profiles/sdk/langbot_plugin-0.6.0b5.RECORD"),
+    wheel_records: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.0b5.records"),
+    records_label: "gates/profiles/sdk/langbot-plugin-0.6.0b5.records",
 }];
+
+/// A lock list beside an SDK's, with its records file.
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltinExtras {
+    /// The lock list's path in the verifier's source tree.
+    pub lock_label: &'static str,
+    /// The lock list's text.
+    pub lock: &'static str,
+    /// The records file's path in the verifier's source tree.
+    pub records_label: &'static str,
+    /// What every locked wheel's RECORD says ([`super::wheel_records`]).
+    pub wheel_records: &'static str,
+}
+
+/// The verifier's own test extras (`junitparser`, `xmlschema`,
+/// `elementpath`), which `cargo xtask sdk` installs beside the SDK's lock
+/// into `target/sdk-venv`: hash-locked like it, so `sdk-record` accepts them
+/// (named) in an interpreter it verifies.
+pub const TEST_EXTRAS: BuiltinExtras = BuiltinExtras {
+    lock_label: "xtask/test-extras.lock",
+    lock: include_str!("../../xtask/test-extras.lock"),
+    records_label: "xtask/test-extras.records",
+    wheel_records: include_str!("../../xtask/test-extras.records"),
+};
 
 /// The built-in SDK of `requirement` (compared without spaces).
 pub fn for_requirement(requirement: &str) -> Option<&'static BuiltinSdk> {
@@ -36,4 +68,36 @@ pub fn carried() -> String {
         .map(|s| s.requirement)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{lock_list, wheel_records};
+    use super::*;
+
+    /// Every locked wheel (name, version and sha256) has its line in the
+    /// records file beside its lock, and no line is for a wheel not locked:
+    /// a lock changed without `cargo xtask wheel-records` fails here.
+    #[test]
+    fn every_records_file_covers_exactly_its_lock() {
+        let pairs = SDKS
+            .iter()
+            .map(|s| (s.lock, s.lock_label, s.wheel_records, s.records_label))
+            .chain([(
+                TEST_EXTRAS.lock,
+                TEST_EXTRAS.lock_label,
+                TEST_EXTRAS.wheel_records,
+                TEST_EXTRAS.records_label,
+            )]);
+        for (lock, lock_label, records, records_label) in pairs {
+            let lock = lock_list::parse(lock, lock_label).unwrap();
+            let records = wheel_records::parse(records, records_label).unwrap();
+            assert_eq!(
+                wheel_records::uncovered(&lock, &records),
+                Vec::<String>::new(),
+                "{records_label}: run `cargo xtask wheel-records`"
+            );
+            assert_eq!(records.len(), lock.entries.len(), "{records_label}");
+        }
+    }
 }

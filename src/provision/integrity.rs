@@ -6,8 +6,10 @@
 //! locked versions, every file of every distribution must match its RECORD
 //! row (sha256 and size; `src/gates/sdk_record/record.rs` reads and verifies
 //! RECORD), site-packages must hold no file that no RECORD lists (outside
-//! `__pycache__`), the stamp must name this lock list, and its interpreter
-//! must start and be the locked CPython.
+//! `__pycache__`), every installed RECORD must hold exactly its locked
+//! wheel's RECORD rows (`wheel_records.rs`, for every wheel whose records
+//! the verifier carries), the stamp must name this lock list, and its
+//! interpreter must start and be the locked CPython.
 
 use super::lock_list::{normalize_name, LockList};
 use crate::gates::sdk_record::{
@@ -132,11 +134,15 @@ fn check_files(venv: &Path, lock: &LockList) -> Result<Sound, String> {
     }
     let mut listed = BTreeSet::new();
     let mut files_verified = 0;
-    for (_, dist_info) in dists.values() {
+    let carried = super::wheel_records::carried();
+    for (key, (_, dist_info)) in &dists {
         let dist_info_name = dist_info
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        if let Some(entry) = lock.find(key) {
+            super::wheel_records::check_installed(dist_info, &dist_info_name, entry, &carried)?;
+        }
         let record_path = dist_info.join("RECORD");
         let file = std::fs::File::open(&record_path).map_err(|e| {
             format!(

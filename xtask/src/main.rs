@@ -7,6 +7,8 @@
 //! - `demo`: certifies a copy of `fixtures/candidate-repo` end to end.
 //! - `test`: provisions the SDK, then `cargo test --workspace` with `PYTHON` set.
 //! - `schema`: regenerates `evidence-schema/v1/evidence.schema.json`.
+//! - `wheel-records`: regenerates the `.records` file beside each carried
+//!   lock list from the locked wheels (`wheel_records.rs`).
 //! - `fuzz`: runs every reader of untrusted bytes for N executions
 //!   (`examples/fuzz.rs`, built with `--release`) and prints the figures.
 //! - `bench`: what certification costs: `--jobs 1` against the default,
@@ -24,6 +26,7 @@ use verify_coding_candidates::exit;
 
 mod bench;
 mod mutants;
+mod wheel_records;
 
 /// The lock list of the extras the test suite needs in `target/sdk-venv`
 /// beside the SDK's own: `junitparser` is the JUnit consumer the tests read
@@ -40,6 +43,8 @@ commands:
   demo     build the verifier and certify a copy of fixtures/candidate-repo; keep and print the paths
   test     provision the SDK, then `cargo test --workspace` with PYTHON set (extra args go to cargo test)
   schema   write evidence-schema/v1/evidence.schema.json from the evidence types
+  wheel-records  download every locked wheel (by hash) and write, beside each lock list, its .records file:
+           what each wheel's own RECORD says (src/provision/wheel_records.rs)
   fuzz     [--execs N] [--seed S] [--only READER]: run every reader of untrusted bytes (RECORD, ZIP central
            directory, tar extraction, manifest, profile, JUnit) N times (default 1000000) on mutated inputs;
            print executions, time, panics and the largest allocation per reader (exit 1 on a panic)
@@ -67,6 +72,12 @@ fn main() -> ExitCode {
         Some("demo") => demo(),
         Some("test") => test(&rest),
         Some("schema") => schema().map(|_| 0),
+        Some("wheel-records") => wheel_records::run(&workspace_root()).map(|paths| {
+            for p in paths {
+                println!("{}", p.display());
+            }
+            0
+        }),
         Some("fuzz") => fuzz(&rest),
         Some("bench") => bench::bench(&rest),
         Some("mutants") => mutants::run(&workspace_root(), &target_dir(), sdk, &rest),

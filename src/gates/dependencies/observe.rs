@@ -109,6 +109,10 @@ pub struct EnvironmentObservation {
     pub installed: Option<Vec<InstalledDistribution>>,
     /// Why it could not.
     pub installed_error: Option<String>,
+    /// Every installed distribution compared with its wheelhouse wheel's
+    /// RECORD and the files with its rows ([`super::wheel_match::compare`]):
+    /// one sentence per problem; empty when all match.
+    pub wheel_mismatches: Vec<String>,
 }
 
 /// One directory's permission bits.
@@ -358,6 +362,11 @@ pub fn observe(input: &DependencyInput) -> Observation {
         shadow_error,
         installed,
         installed_error,
+        wheel_mismatches: super::wheel_match::compare(
+            &site_packages,
+            &input.evidence_dir.join(wheelhouse::DIR_NAME),
+            &input.wheelhouse_files,
+        ),
     });
     obs
 }

@@ -8,7 +8,11 @@
 //! the runtime of `discovery-rpc`) would install from somewhere other than
 //! the wheelhouse. `pip config debug`, run the way the SDK runs pip, lists
 //! every file pip would read and what each sets; the `pip-config` check
-//! refuses any that sets where packages come from.
+//! allows only [`HARMLESS_OPTIONS`] and refuses every other option, in any
+//! section: a denylist of source options is not enough (`[install]
+//! requirement = FILE` adds a requirements file, and a requirements file can
+//! name its own `--find-links`, which then brings in a forged wheel of a
+//! wheelhouse name and version with a higher build tag).
 
 use crate::evidence::Check;
 use crate::process::{self, ChildSpec};
@@ -19,8 +23,29 @@ use std::time::Duration;
 
 /// Options that decide where pip takes packages from and that the SDK's
 /// `-i` does not replace (`index-url` it does: a command-line option wins
-/// over a configuration file's).
+/// over a configuration file's). Named first in the check's sentence.
 pub const SOURCE_OPTIONS: &[&str] = &["extra-index-url", "find-links", "no-index"];
+
+/// The only options a pip configuration file the SDK's installer reads may
+/// set, in any section: they change how pip talks and reports, not what it
+/// installs or from where. `index-url` is replaced by the SDK's own `-i`
+/// (a command-line option wins over a configuration file's); `cert` and
+/// `client-cert` only matter for HTTPS, which an install from the
+/// `file://` wheelhouse does not use.
+pub const HARMLESS_OPTIONS: &[&str] = &[
+    "timeout",
+    "retries",
+    "progress-bar",
+    "disable-pip-version-check",
+    "no-color",
+    "quiet",
+    "verbose",
+    "no-input",
+    "root-user-action",
+    "index-url",
+    "cert",
+    "client-cert",
+];
 
 /// One configuration file pip would read.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -133,9 +158,17 @@ pub fn check(observed: &Result<Vec<ConfigFile>, String>) -> Check {
                 .iter()
                 .filter(|(k, _)| {
                     let option = k.rsplit('.').next().unwrap_or(k);
-                    SOURCE_OPTIONS.contains(&option)
+                    !HARMLESS_OPTIONS.contains(&option)
                 })
-                .map(move |(k, v)| format!("{} ({}) sets {k} = {v}", f.path, f.kind))
+                .map(move |(k, v)| {
+                    let option = k.rsplit('.').next().unwrap_or(k);
+                    let what = if SOURCE_OPTIONS.contains(&option) {
+                        "where packages come from"
+                    } else {
+                        "an option outside the harmless list"
+                    };
+                    format!("{} ({}) sets {k} = {v} ({what})", f.path, f.kind)
+                })
         })
         .collect();
     let listed: Vec<String> = files
@@ -148,8 +181,9 @@ pub fn check(observed: &Result<Vec<ConfigFile>, String>) -> Check {
             "pip-config",
             None,
             format!(
-                "no pip configuration file the SDK's installer reads sets where packages come from ({}); its \
-                 `-i` names the only source",
+                "no pip configuration file the SDK's installer reads sets an option beyond the harmless ones \
+                 ({}) ({}); its `-i` names the only source",
+                HARMLESS_OPTIONS.join(", "),
                 if listed.is_empty() {
                     "none exists".to_string()
                 } else {
@@ -162,10 +196,12 @@ pub fn check(observed: &Result<Vec<ConfigFile>, String>) -> Check {
             "pip-config",
             None,
             format!(
-                "expected no pip configuration file the SDK's installer reads to set where packages come from, \
-                 found: {}; the SDK runs the interpreter's pip with its own `-i` only, which none of these \
-                 yields to, so its installs could take files that are not the wheelhouse's: remove the \
+                "expected no pip configuration file the SDK's installer reads to set an option beyond the \
+                 harmless ones ({}), found: {}; the SDK runs the interpreter's pip with its own `-i` only, \
+                 which none of these yields to, so its installs could take files that are not the \
+                 wheelhouse's (an `[install] requirement` file can name its own `--find-links`): remove the \
                  setting (a `pip.conf` inside the interpreter's venv is part of the interpreter under review)",
+                HARMLESS_OPTIONS.join(", "),
                 redirecting.join("; ")
             ),
         )
@@ -242,5 +278,50 @@ user:
             values: vec![("global.index-url".into(), "https://mirror".into())],
         }];
         assert_eq!(check(&Ok(files)).result, CheckResult::Pass);
+    }
+
+    /// Breaker finding F2: `[install] requirement = FILE` names no source
+    /// itself (the requirements file names its own `--find-links`), so a
+    /// denylist of source options let it through; the allowlist refuses
+    /// every option but the harmless ones, in any section.
+    #[test]
+    fn only_harmless_options_pass_and_an_install_requirement_file_fails_named() {
+        let conf = |values: &[(&str, &str)]| {
+            vec![ConfigFile {
+                kind: "site".into(),
+                path: "/tmp/v/pip.conf".into(),
+                values: values
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            }]
+        };
+        let c = check(&Ok(conf(&[("install.requirement", "/tmp/req.txt")])));
+        assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
+        assert!(
+            c.detail.contains(
+                "/tmp/v/pip.conf (site) sets install.requirement = /tmp/req.txt (an option outside the harmless list)"
+            ),
+            "{}",
+            c.detail
+        );
+        for (k, v) in [
+            ("install.constraint", "/tmp/c.txt"),
+            ("install.pre", "true"),
+            ("global.trusted-host", "evil"),
+            ("install.prefer-binary", "true"),
+        ] {
+            assert_eq!(check(&Ok(conf(&[(k, v)]))).result, CheckResult::Fail, "{k}");
+        }
+        let harmless = conf(&[
+            ("global.timeout", "60"),
+            ("global.retries", "2"),
+            ("install.progress-bar", "off"),
+            ("global.disable-pip-version-check", "true"),
+            ("global.no-color", "true"),
+            ("global.cert", "/etc/ssl/certs/ca-certificates.crt"),
+        ]);
+        let c = check(&Ok(harmless));
+        assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
     }
 }

@@ -380,6 +380,7 @@ fn good() -> Observation {
                 version: "1.16.0".into(),
             }]),
             installed_error: None,
+            wheel_mismatches: vec![],
         }),
     }
 }
@@ -836,4 +837,27 @@ fn the_run_reports_each_candidate_once_in_the_order_the_gate_learns_it() {
     // Without a wheelhouse nothing is judged about downloads.
     obs.wheelhouse = None;
     assert!(decide_all(&obs).is_empty());
+}
+
+#[test]
+fn refuses_a_distribution_whose_files_are_not_its_wheelhouse_wheels() {
+    let mut obs = good();
+    let mismatch = "/env/site-packages/six-1.16.0.dist-info (six 1.16.0): not installed from a \
+                    wheelhouse wheel of that name and version: expected the 5 rows of \
+                    six-1.16.0-py2.py3-none-any.whl's RECORD";
+    obs.environment.as_mut().unwrap().wheel_mismatches = vec![mismatch.into()];
+    failing(
+        &obs,
+        "installed",
+        &[
+            mismatch,
+            "installed as that wheel ships it (its RECORD's rows and files)",
+            "see pip-config",
+        ],
+    );
+    let c = named(&decide(&obs), "installed");
+    assert_eq!(
+        c.observed.as_ref().unwrap()["wheel_mismatches"][0],
+        mismatch
+    );
 }

@@ -5,6 +5,7 @@
 //! bytecode probe. [`super::decide`] judges the [`Observation`].
 
 use super::environment::{observe_environment, SdkScope, SiteProbe};
+use super::environment_locked::{anchors, observe_locked};
 use super::{
     normalize_join, parse_record, unlisted_files, verify_rows, BytecodeOutcome, BytecodeProbe,
     MalformedPath, Observation, RecordLayout, RecordObservation, RowsReport, SdkProbe, Walk,
@@ -27,7 +28,35 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
     let site = run_site_probe(ctx, cache.as_deref())?;
     let mut obs = observe_sdk(ctx, cache.as_deref())?;
     remember_equal_pairs(&site, &obs);
-    obs.environment = Some(observe_environment(&ctx.python, site, &sdk_scope(&obs)));
+    let env = observe_environment(&ctx.python, site, &sdk_scope(&obs));
+    let sdk = &ctx.profile.profile.sdk;
+    obs.locked = Some(match env.probe.as_ref() {
+        Some(probe) => {
+            let site_dirs: Vec<PathBuf> = probe
+                .site_dirs
+                .iter()
+                .map(|d| normalize_join(Path::new(d), "."))
+                .filter(|d| d.is_dir())
+                .collect();
+            observe_locked(
+                &site_dirs,
+                anchors(&sdk.requirement),
+                env.sdk_dist_info.as_deref(),
+                &sdk.extra_distributions,
+            )
+        }
+        None => observe_locked(
+            &[],
+            Err(format!(
+                "not observed: the site probe did not answer ({}), so the site directories are unknown \
+                 (see logs/sdk-record/site-probe.*)",
+                env.probe_error.as_deref().unwrap_or("no answer")
+            )),
+            None,
+            &sdk.extra_distributions,
+        ),
+    });
+    obs.environment = Some(env);
     Ok(obs)
 }
 
@@ -141,6 +170,7 @@ fn observe_sdk(ctx: &RunContext, cache: Option<&Path>) -> Result<Observation, St
         package_dir_matches: false,
         record: None,
         environment: None,
+        locked: None,
     };
     let (Some(site_packages), Some(dist_info)) = (&probe.site_packages, &probe.dist_info) else {
         return Ok(obs);

@@ -768,6 +768,7 @@ fn observation(record: &str) -> Observation {
         package_dir_matches: true,
         record: Some(record),
         environment: None,
+        locked: None,
     }
 }
 

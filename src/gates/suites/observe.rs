@@ -424,6 +424,12 @@ fn observe_run(
         env.insert(opts.source_root_env.clone(), root.display().to_string());
     }
     let mut pytest_args: Vec<String> = opts.paths.clone();
+    // No `pytest11` entry point of any installed distribution loads by
+    // itself: only the plugins the profile names (module names).
+    env.insert("PYTEST_DISABLE_PLUGIN_AUTOLOAD".into(), "1".into());
+    for plugin in &opts.pytest_plugins {
+        pytest_args.extend(["-p".to_string(), plugin.clone()]);
+    }
     pytest_args.extend(["-p", "no:cacheprovider", "--rootdir"].map(String::from));
     pytest_args.push(tree.display().to_string());
     pytest_args.push("-c".into());

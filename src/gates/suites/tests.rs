@@ -258,6 +258,7 @@ fn opts() -> SuitesOptions {
         python_files: None,
         python_functions: None,
         python_classes: None,
+        pytest_plugins: vec!["pytest_asyncio.plugin".into()],
     }
 }
 
