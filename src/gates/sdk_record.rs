@@ -27,8 +27,8 @@
 mod bytecode;
 mod environment;
 mod environment_checks;
-mod kept;
 mod environment_locked;
+mod kept;
 mod observe;
 mod provenance;
 mod pth;
