@@ -29,8 +29,8 @@ pub struct GateInfo {
     /// Resources this gate needs to itself (free-form names such as
     /// `loopback-port-range`): two gates naming one resource never run at
     /// the same time. Every gate uses [`EVIDENCE_DIRECTORY`] (it writes under
-    /// DIR), so a gate naming it runs alone. Empty: the gate may run beside
-    /// any other.
+    /// DIR) and [`MACHINE`] (it takes CPU time), so a gate naming either runs
+    /// alone. Empty: the gate may run beside any other.
     #[serde(default)]
     pub exclusive: Vec<String>,
     /// Folders of the evidence directory this gate writes besides its own
@@ -66,6 +66,12 @@ fn default_cost() -> f64 {
 /// while no other gate does.
 pub const EVIDENCE_DIRECTORY: &str = "evidence-directory";
 
+/// The machine's CPU time, which every gate takes: a gate whose outcome
+/// depends on timing (the repository's own timing-sensitive tests) names it
+/// in `exclusive` and so runs while no other gate does, facing only the load
+/// the repository's own run would face.
+pub const MACHINE: &str = "machine";
+
 impl GateInfo {
     /// Every folder of DIR this gate may write, relative to DIR: its own
     /// `logs/<id>` and `roots/<id>`, then its declared [`GateInfo::writes`].
@@ -77,9 +83,14 @@ impl GateInfo {
 
     /// Whether this gate and `other` must not run at the same time: they
     /// name one resource in `exclusive`, or either needs the evidence
-    /// directory ([`EVIDENCE_DIRECTORY`]), which every gate uses, to itself.
+    /// directory ([`EVIDENCE_DIRECTORY`]) or the machine ([`MACHINE`]),
+    /// which every gate uses, to itself.
     pub fn conflicts_with(&self, other: &GateInfo) -> bool {
-        let alone = |g: &GateInfo| g.exclusive.iter().any(|r| r == EVIDENCE_DIRECTORY);
+        let alone = |g: &GateInfo| {
+            g.exclusive
+                .iter()
+                .any(|r| r == EVIDENCE_DIRECTORY || r == MACHINE)
+        };
         alone(self) || alone(other) || self.exclusive.iter().any(|r| other.exclusive.contains(r))
     }
 }
@@ -244,18 +255,25 @@ mod tests {
     }
 
     #[test]
-    fn no_gate_runs_alone_and_exclusive_resources_still_keep_gates_apart() {
+    fn only_the_suites_run_alone_and_exclusive_resources_still_keep_gates_apart() {
         for g in all() {
             assert!(
                 !g.exclusive.iter().any(|r| r == EVIDENCE_DIRECTORY),
                 "{} needs DIR to itself",
                 g.id
             );
+            // The repository's timing-sensitive tests face no gate of ours.
+            let alone = g.exclusive.iter().any(|r| r == MACHINE);
+            assert_eq!(alone, g.id == "suites", "{}", g.id);
         }
-        let (stage, suites) = (get("stage").unwrap(), get("suites").unwrap());
-        assert!(!stage.conflicts_with(suites) && !suites.conflicts_with(stage));
+        let suites = get("suites").unwrap();
+        for g in all().iter().filter(|g| g.id != "suites") {
+            assert!(suites.conflicts_with(g) && g.conflicts_with(suites), "{}", g.id);
+        }
+        let (stage, lbp_build) = (get("stage").unwrap(), get("lbp-build").unwrap());
+        assert!(!stage.conflicts_with(lbp_build) && !lbp_build.conflicts_with(stage));
         let mut a = stage.clone();
-        let mut b = suites.clone();
+        let mut b = lbp_build.clone();
         a.exclusive = vec!["port-range".into()];
         assert!(!a.conflicts_with(&b));
         b.exclusive = vec!["netns".into(), "port-range".into()];

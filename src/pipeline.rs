@@ -1342,6 +1342,34 @@ mod tests {
         }
 
         #[test]
+        fn a_gate_that_needs_the_machine_to_itself_never_runs_beside_another() {
+            let cat = [
+                info("a", &[], &[]),
+                info("s", &[], &[crate::catalogue::MACHINE]),
+                info("c", &["a"], &[]),
+                info("d", &[], &[]),
+            ];
+            let (records, _, log, _) = run(
+                &cat,
+                &[("a", 60), ("s", 60), ("c", 60), ("d", 60)],
+                &[],
+                &[],
+                4,
+            );
+            // s is ready at once but waits while anything runs; once it
+            // started, nothing else starts until it ended.
+            let (start, end) = (position(&log, "start s"), position(&log, "end s"));
+            for other in ["a", "c", "d"] {
+                let (o_start, o_end) = (
+                    position(&log, &format!("start {other}")),
+                    position(&log, &format!("end {other}")),
+                );
+                assert!(o_end < start || end < o_start, "{other} beside s: {log:?}");
+            }
+            assert!(records.iter().all(|g| g.result == GateResult::Pass));
+        }
+
+        #[test]
         fn a_gate_waits_for_its_prerequisites_and_sees_their_facts_only() {
             // b is independent of a and starts with it: it sees the context
             // as it was; c requires a and sees a's facts.
