@@ -268,7 +268,11 @@ mod tests {
         }
         let suites = get("suites").unwrap();
         for g in all().iter().filter(|g| g.id != "suites") {
-            assert!(suites.conflicts_with(g) && g.conflicts_with(suites), "{}", g.id);
+            assert!(
+                suites.conflicts_with(g) && g.conflicts_with(suites),
+                "{}",
+                g.id
+            );
         }
         let (stage, lbp_build) = (get("stage").unwrap(), get("lbp-build").unwrap());
         assert!(!stage.conflicts_with(lbp_build) && !lbp_build.conflicts_with(stage));

@@ -784,3 +784,81 @@ fn the_bytecode_cache_skips_only_pairs_found_equal_before() {
     assert_eq!(a["outcome"], "differs", "{a}");
     assert_eq!(a["cached"], false, "{a}");
 }
+
+/// Runs `--only sdk-record` with `python` and returns the exit code and the
+/// seed list `logs/sdk-record/pycache-seed.txt`, if written.
+fn seed_list(python: &Path) -> (i32, Option<String>, String) {
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = verifier()
+        .current_dir(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .arg("--python")
+        .arg(python)
+        .args(["--only", "sdk-record"])
+        .output()
+        .expect("run the verifier");
+    let list = std::fs::read_to_string(dir.join("logs/sdk-record/pycache-seed.txt")).ok();
+    assert!(
+        !dir.join("roots/pycache").exists(),
+        "the run's bytecode cache is removed before the evidence is sealed"
+    );
+    (exit_code(&out), list, stderr_text(&out))
+}
+
+#[test]
+fn a_passing_sdk_record_seeds_the_run_cache_with_exactly_the_verified_bytecode() {
+    let (code, list, text) = seed_list(&python());
+    assert_eq!(code, i32::from(exit::SUCCESS), "{text}");
+    let list = list.expect("a passing sdk-record writes its seed list");
+    let (sp, _) = sdk_paths(&sdk_venv());
+    let pyc = sp.join("langbot_plugin/__pycache__/__init__.cpython-311.pyc");
+    let sha = verify_coding_candidates::hash::sha256_file(&pyc)
+        .unwrap()
+        .hex();
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!("  {}  ->  ", pyc.display())))
+        .unwrap_or_else(|| panic!("{} is not seeded:\n{list}", pyc.display()));
+    assert!(line.starts_with(&sha), "{line}");
+    // Where -X pycache_prefix looks for it: the source's folder under the
+    // prefix, without __pycache__.
+    let folder = sp.join("langbot_plugin");
+    assert!(
+        line.ends_with(&format!(
+            "roots/pycache{}/__init__.cpython-311.pyc",
+            folder.display()
+        )),
+        "{line}"
+    );
+    assert!(!list.contains("left out"), "{list}");
+    // Only level-0 bytecode is seeded.
+    assert!(
+        !list.contains(".opt-1.pyc") && !list.contains(".opt-2.pyc"),
+        "{list}"
+    );
+}
+
+#[test]
+fn bytecode_that_is_not_the_compilation_of_its_source_is_never_seeded() {
+    let venv = copy_venv(&sdk_venv());
+    let (sp, _) = sdk_paths(venv.path());
+    let pyc = sp.join("langbot_plugin/__pycache__/__init__.cpython-311.pyc");
+    let source = sp.join("langbot_plugin/__init__.py");
+    let out = std::process::Command::new(venv_python(&venv))
+        .args(["-I", "-B", "-c", REWRITE_PYC])
+        .arg(&pyc)
+        .arg("print('rewritten bytecode ran')\n")
+        .arg(&source)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, list, text) = seed_list(&venv_python(&venv));
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(list, None, "a failing sdk-record seeds nothing");
+}

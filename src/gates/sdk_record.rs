@@ -33,6 +33,7 @@ mod observe;
 mod provenance;
 mod pth;
 mod record;
+mod seed;
 
 use bytecode::{bytecode_check, bytecode_problems};
 pub(crate) use kept::{redecide as redecide_kept, REDECIDED as KEPT_REDECIDED};
@@ -237,6 +238,16 @@ impl super::Gate for SdkRecord {
                 dist_info: PathBuf::from(&record.dist_info),
             };
             out.set(move |ctx| ctx.verified_sdk = Some(verified));
+            // Every later step reads bytecode from the run's cache only:
+            // the files just verified are put there, so no step compiles
+            // the environment again (`sdk_record/seed.rs`).
+            if let Some(prefix) = crate::python::pycache_prefix() {
+                seed::seed(
+                    &obs,
+                    prefix,
+                    &ctx.log_stem("sdk-record", "pycache-seed.txt"),
+                );
+            }
         }
         Ok(checks)
     }

@@ -25,6 +25,11 @@ pub fn use_pycache_prefix(dir: &Path) {
     let _ = PYCACHE_PREFIX.set(dir.to_path_buf());
 }
 
+/// The run's bytecode cache, once [`use_pycache_prefix`] set it.
+pub fn pycache_prefix() -> Option<&'static Path> {
+    PYCACHE_PREFIX.get().map(PathBuf::as_path)
+}
+
 /// The interpreter options for bytecode: `-X pycache_prefix=<dir>` once the
 /// run set its cache ([`use_pycache_prefix`]; `-X` options hold under `-I`,
 /// where `PYTHONPYCACHEPREFIX` would be ignored), else `-B` (write none, read

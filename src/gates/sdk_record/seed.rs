@@ -1,0 +1,195 @@
+//! Seeding the run's bytecode cache (`DIR/roots/pycache`) with the bytecode
+//! files `sdk-record` has just verified.
+//!
+//! Every later Python step reads bytecode only from `DIR/roots/pycache`
+//! (`-X pycache_prefix`, `src/python/mod.rs`), which starts empty: without a
+//! seed, each step that imports the SDK compiles it from source again (about
+//! 1.5 s of CPU for `lbp build`, three at once), and the sandboxed suites
+//! runs, which may not write there, compile pytest in memory on every start.
+//!
+//! Once the gate has passed, each bytecode file of the environment that the
+//! probes found equal to this interpreter's compilation of its verified
+//! source (code objects equal, recursively; optimisation level 0, the only
+//! level the steps run at) is copied to the place `pycache_prefix` looks for
+//! it: `<prefix>/<the source's folder without its leading />/<name>`. The
+//! bytes copied are read once, and copied only when their SHA-256 is the one
+//! the probe compared; a file changed since is left out (the step then
+//! compiles its source, as without a seed). Python still checks each seeded
+//! file's header against its source (mtime and size) and ignores a stale one.
+//!
+//! What was seeded is listed in `logs/sdk-record/pycache-seed.txt`, one line
+//! per file: `SHA256  <bytecode file>  ->  <seeded path>`.
+
+use super::{BytecodeFile, BytecodeOutcome, Observation};
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+
+/// What the seed did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct SeedReport {
+    /// Files copied into the run's bytecode cache.
+    pub seeded: usize,
+    /// Verified files left out because their bytes changed since the probe
+    /// hashed them, or could not be read or written (`path: why`).
+    pub left_out: Vec<String>,
+}
+
+/// The bytecode files of `obs` that may be seeded, as (bytecode file,
+/// source), absolute: found equal to the compilation of their source, at
+/// optimisation level 0, with both digests known.
+pub(crate) fn verified_files(obs: &Observation) -> Vec<(PathBuf, PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut take = |site_dir: &Path, file: &BytecodeFile| {
+        if file.outcome != BytecodeOutcome::Equal || file.optimize != Some(0) {
+            return;
+        }
+        let (Some(source), Some(sha)) = (file.source.as_deref(), file.pyc_sha256.as_deref()) else {
+            return;
+        };
+        out.push((
+            site_dir.join(&file.path),
+            site_dir.join(source),
+            sha.to_string(),
+        ));
+    };
+    if let Some(record) = &obs.record {
+        for file in record.bytecode.iter().flat_map(|b| b.files.iter()) {
+            take(Path::new(&record.site_packages), file);
+        }
+    }
+    let site = obs
+        .environment
+        .as_ref()
+        .and_then(|e| e.probe.as_ref())
+        .map(|p| p.bytecode.as_slice())
+        .unwrap_or_default();
+    for dir in site {
+        for file in &dir.files {
+            take(Path::new(&dir.site_dir), file);
+        }
+    }
+    out
+}
+
+/// Where `pycache_prefix` looks for the bytecode of `source` named
+/// `pyc_name`: `<prefix>/<source's folder, root removed>/<pyc_name>`
+/// (CPython's `importlib.util.cache_from_source`). `None` for a relative
+/// source or one whose folder climbs (`..`).
+pub(crate) fn prefixed_path(prefix: &Path, source: &Path, pyc_name: &str) -> Option<PathBuf> {
+    let folder = source.parent()?;
+    if !folder.is_absolute() {
+        return None;
+    }
+    let mut out = prefix.to_path_buf();
+    for part in folder.components() {
+        match part {
+            Component::Normal(p) => out.push(p),
+            Component::RootDir => {}
+            _ => return None,
+        }
+    }
+    out.push(pyc_name);
+    Some(out)
+}
+
+/// Copies every file of [`verified_files`] into `prefix` and writes the list
+/// to `log`. Never fails the gate: a file it cannot seed is compiled by the
+/// step that needs it, as without a seed.
+pub(crate) fn seed(obs: &Observation, prefix: &Path, log: &Path) -> SeedReport {
+    let mut report = SeedReport::default();
+    let mut lines = String::new();
+    for (pyc, source, sha) in verified_files(obs) {
+        let Some(name) = pyc.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some(dest) = prefixed_path(prefix, &source, name) else {
+            report
+                .left_out
+                .push(format!("{}: not an absolute source folder", pyc.display()));
+            continue;
+        };
+        match copy_if_digest(&pyc, &dest, &sha) {
+            Ok(()) => {
+                report.seeded += 1;
+                lines.push_str(&format!(
+                    "{sha}  {}  ->  {}\n",
+                    pyc.display(),
+                    dest.display()
+                ));
+            }
+            Err(why) => report.left_out.push(format!("{}: {why}", pyc.display())),
+        }
+    }
+    for why in &report.left_out {
+        lines.push_str(&format!("left out: {why}\n"));
+    }
+    if let Ok(mut f) = std::fs::File::create(log) {
+        let _ = f.write_all(lines.as_bytes());
+    }
+    report
+}
+
+/// Reads `from` once and writes its bytes to `to` when their SHA-256 is
+/// `sha256` (hex); an existing `to` is left as it is.
+fn copy_if_digest(from: &Path, to: &Path, sha256: &str) -> Result<(), String> {
+    if to.exists() {
+        return Err(format!("{} exists already", to.display()));
+    }
+    let bytes = std::fs::read(from).map_err(|e| format!("cannot read: {e}"))?;
+    let found = crate::hash::sha256_bytes(&bytes);
+    if !found.eq_ignore_ascii_case(sha256) {
+        return Err(format!(
+            "changed since the probe compared it (expected sha256 {sha256}, found {found})"
+        ));
+    }
+    let folder = to.parent().ok_or("no folder")?;
+    std::fs::create_dir_all(folder)
+        .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
+    std::fs::write(to, &bytes).map_err(|e| format!("cannot write {}: {e}", to.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prefixed_path_is_the_source_folder_under_the_prefix() {
+        assert_eq!(
+            prefixed_path(
+                Path::new("/ev/roots/pycache"),
+                Path::new("/venv/lib/python3.11/site-packages/pkg/mod.py"),
+                "mod.cpython-311.pyc"
+            ),
+            Some(PathBuf::from(
+                "/ev/roots/pycache/venv/lib/python3.11/site-packages/pkg/mod.cpython-311.pyc"
+            ))
+        );
+        assert_eq!(
+            prefixed_path(Path::new("/p"), Path::new("rel/mod.py"), "m.pyc"),
+            None
+        );
+        assert_eq!(
+            prefixed_path(Path::new("/p"), Path::new("/a/../b/mod.py"), "m.pyc"),
+            None
+        );
+    }
+
+    #[test]
+    fn only_bytes_with_the_compared_digest_are_copied_and_nothing_is_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("a.pyc");
+        std::fs::write(&from, b"verified bytes").unwrap();
+        let sha = crate::hash::sha256_bytes(b"verified bytes");
+        let to = dir.path().join("seed/x/a.pyc");
+        copy_if_digest(&from, &to, &sha).expect("copied");
+        assert_eq!(std::fs::read(&to).unwrap(), b"verified bytes");
+        let again = copy_if_digest(&from, &to, &sha).unwrap_err();
+        assert!(again.contains("exists already"), "{again}");
+
+        std::fs::write(&from, b"changed bytes").unwrap();
+        let other = dir.path().join("seed/x/b.pyc");
+        let err = copy_if_digest(&from, &other, &sha).unwrap_err();
+        assert!(err.contains("changed since") && err.contains(&sha), "{err}");
+        assert!(!other.exists());
+    }
+}
