@@ -285,6 +285,24 @@ data = open(sys.argv[1], 'rb').read()\n\
 code = compile(sys.argv[2], sys.argv[3], 'exec', dont_inherit=True)\n\
 open(sys.argv[1], 'wb').write(data[:16] + marshal.dumps(code))\n";
 
+/// Rewrites the `.pyc` at `pyc` with [`REWRITE_PYC`], run by `python`: the
+/// same header, `code` (compiled as if from `source`) as its code. Panics
+/// with Python's stderr when the rewrite fails.
+fn rewrite_pyc(python: &Path, pyc: &Path, code: &str, source: &Path) {
+    let out = std::process::Command::new(python)
+        .args(["-I", "-B", "-c", REWRITE_PYC])
+        .arg(pyc)
+        .arg(code)
+        .arg(source)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn rewritten_sdk_bytecode_with_a_valid_header_fails_naming_the_file() {
     let repo = fixture_repo(&[]);
@@ -293,17 +311,11 @@ fn rewritten_sdk_bytecode_with_a_valid_header_fails_naming_the_file() {
     let pyc = sp.join("langbot_plugin/__pycache__/__init__.cpython-311.pyc");
     let source = sp.join("langbot_plugin/__init__.py");
     let header_before = std::fs::read(&pyc).unwrap()[..16].to_vec();
-    let out = std::process::Command::new(venv_python(&venv))
-        .args(["-I", "-B", "-c", REWRITE_PYC])
-        .arg(&pyc)
-        .arg("print('rewritten bytecode ran')\n")
-        .arg(&source)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    rewrite_pyc(
+        &venv_python(&venv),
+        &pyc,
+        "print('rewritten bytecode ran')\n",
+        &source,
     );
     assert_eq!(std::fs::read(&pyc).unwrap()[..16], header_before[..]);
     // The interpreter runs it, although every hashed RECORD row verifies.
@@ -375,14 +387,7 @@ py_compile.compile('pkg/doc.py', doraise=True, optimize=0)\n";
     let cache = pkg.join("__pycache__");
     // +0.0 for -0.0: equal as numbers and in columns, another constant.
     let zero = cache.join("zero.cpython-311.pyc");
-    let rewrite = std::process::Command::new(python())
-        .args(["-I", "-B", "-c", REWRITE_PYC])
-        .arg(&zero)
-        .arg("x = +0.0\n")
-        .arg(pkg.join("zero.py"))
-        .output()
-        .unwrap();
-    assert!(rewrite.status.success());
+    rewrite_pyc(&python(), &zero, "x = +0.0\n", &pkg.join("zero.py"));
     // The optimize-0 compilation under the optimize-2 name.
     std::fs::copy(
         cache.join("doc.cpython-311.pyc"),
@@ -768,14 +773,12 @@ fn the_bytecode_cache_skips_only_pairs_found_equal_before() {
     // Other code under the same header: not a known pair, so compiled and
     // found to differ.
     let pyc = pkg.join("__pycache__/a.cpython-311.pyc");
-    let rewrite = std::process::Command::new(python())
-        .args(["-I", "-B", "-c", REWRITE_PYC])
-        .arg(&pyc)
-        .arg("def f():\n    return 2\n")
-        .arg(pkg.join("a.py"))
-        .output()
-        .unwrap();
-    assert!(rewrite.status.success());
+    rewrite_pyc(
+        &python(),
+        &pyc,
+        "def f():\n    return 2\n",
+        &pkg.join("a.py"),
+    );
     let third = probe();
     let a = files(&third)
         .into_iter()
@@ -846,17 +849,11 @@ fn bytecode_that_is_not_the_compilation_of_its_source_is_never_seeded() {
     let (sp, _) = sdk_paths(venv.path());
     let pyc = sp.join("langbot_plugin/__pycache__/__init__.cpython-311.pyc");
     let source = sp.join("langbot_plugin/__init__.py");
-    let out = std::process::Command::new(venv_python(&venv))
-        .args(["-I", "-B", "-c", REWRITE_PYC])
-        .arg(&pyc)
-        .arg("print('rewritten bytecode ran')\n")
-        .arg(&source)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    rewrite_pyc(
+        &venv_python(&venv),
+        &pyc,
+        "print('rewritten bytecode ran')\n",
+        &source,
     );
     let (code, list, text) = seed_list(&venv_python(&venv));
     assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
