@@ -473,7 +473,10 @@ fn run_gates(
         residue,
     } = *graph;
     let total = required.len();
-    let run_started = Instant::now();
+    // One time origin for the gate spans and the signal journal
+    // (`signals[].at_ms`), so a reader can place every signal and reap
+    // within the gates that ran at that moment.
+    let run_started = process::journal::started();
     let mut ctx = std::sync::Arc::new(ctx);
     let mut slots: Vec<Slot> = catalogue.iter().map(|_| Slot::Waiting).collect();
     let mut spans: Vec<process::residue::Span> = Vec::new();

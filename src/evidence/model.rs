@@ -113,7 +113,8 @@ pub struct MergedPart {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SignalRecord {
-    /// Milliseconds since the run started.
+    /// Milliseconds since the run started (the clock of
+    /// [`GateRecord::started_ms`]).
     pub at_ms: u64,
     /// What was done to the process.
     pub action: SignalAction,
@@ -460,9 +461,10 @@ pub struct GateRecord {
     pub required: bool,
     /// Wall-clock time, in milliseconds.
     pub duration_ms: u64,
-    /// When the gate started, in milliseconds after the first gate of the
-    /// run started (with `duration_ms`, which gates ran at the same time);
-    /// absent for a gate that did not run.
+    /// When the gate started, in milliseconds since the run started (the
+    /// clock of [`SignalRecord::at_ms`]; with `duration_ms`, which gates ran
+    /// at the same time and which signals fell inside the gate); absent for a
+    /// gate that did not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_ms: Option<u64>,
     /// The checks, in the order they ran.

@@ -36,6 +36,12 @@ pub fn begin() {
     let _ = STARTED.get_or_init(Instant::now);
 }
 
+/// The instant the journal's clock started ([`begin`]): the run's time
+/// origin, which gate spans (`started_ms`) count from too.
+pub fn started() -> Instant {
+    *STARTED.get_or_init(Instant::now)
+}
+
 fn at_ms() -> u64 {
     u64::try_from(STARTED.get_or_init(Instant::now).elapsed().as_millis()).unwrap_or(u64::MAX)
 }
