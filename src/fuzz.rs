@@ -273,7 +273,7 @@ fn record_seeds() -> Vec<Vec<u8>> {
 }
 
 fn run_record(_: &mut Scratch, data: &[u8]) -> bool {
-    let parsed = crate::gates::sdk_record::parse_record(data, DIST_INFO);
+    let parsed = crate::record::parse_record(data, DIST_INFO);
     assert!(parsed.rows.len() + parsed.malformed.len() <= parsed.total_rows);
     parsed.malformed.is_empty() && !parsed.rows.is_empty()
 }
@@ -454,7 +454,7 @@ mod tests {
         let x = crate::archive::extract_tar(&tar_dir.join("t.tar"), &tar_dir.join("out")).unwrap();
         assert_eq!(x.files.len(), 3, "{x:?}");
         assert_eq!(x.symlinks.len(), 1);
-        let parsed = crate::gates::sdk_record::parse_record(&record_seeds()[0][..], DIST_INFO);
+        let parsed = crate::record::parse_record(&record_seeds()[0][..], DIST_INFO);
         assert!(parsed.malformed.is_empty(), "{:?}", parsed.malformed);
         assert_eq!(parsed.rows.len(), 6);
     }

@@ -33,6 +33,7 @@ pub mod process;
 pub mod profile;
 pub mod provision;
 pub mod python;
+pub mod record;
 pub mod replay;
 pub mod report;
 pub mod rpc;

@@ -9,7 +9,7 @@
 //! from the files, streamed.
 //!
 //! [`observe`] runs the probes and reads the files (readers in
-//! `sdk_record/record.rs`) into an [`Observation`]; [`decide`] turns it into
+//! `crate::record` and `sdk_record/probes.rs`) into an [`Observation`]; [`decide`] turns it into
 //! checks, a pure function tested without an SDK (`sdk_record/tests.rs`).
 //! One cause is one finding: a file whose RECORD row is malformed is not
 //! verified because of that row, and bytecode whose source is not verified
@@ -30,15 +30,16 @@ mod environment_checks;
 mod environment_locked;
 mod kept;
 mod observe;
+mod probes;
 mod provenance;
 mod pth;
-mod record;
 mod seed;
 
+pub use crate::record::*;
 use bytecode::{bytecode_check, bytecode_problems};
 pub(crate) use kept::{redecide as redecide_kept, REDECIDED as KEPT_REDECIDED};
 pub(crate) use observe::observe;
-pub use record::*;
+pub use probes::*;
 
 use crate::context::{RunContext, Updates, VerifiedSdk};
 use crate::evidence::{Check, CheckResult};

@@ -4,7 +4,7 @@
 //!
 //! The environment must hold exactly the lock list's distributions at their
 //! locked versions, every file of every distribution must match its RECORD
-//! row (sha256 and size; `src/gates/sdk_record/record.rs` reads and verifies
+//! row (sha256 and size; `src/record.rs` reads and verifies
 //! RECORD), site-packages must hold no file that no RECORD lists (outside
 //! `__pycache__`), every installed RECORD must hold exactly its locked
 //! wheel's RECORD rows (`wheel_records.rs`, for every wheel whose records
@@ -12,9 +12,7 @@
 //! interpreter must start and be the locked CPython.
 
 use super::lock_list::{normalize_name, LockList};
-use crate::gates::sdk_record::{
-    normalize_version, parse_record, unlisted_files, verify_rows, RecordLayout,
-};
+use crate::record::{normalize_version, parse_record, unlisted_files, verify_rows, RecordLayout};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
