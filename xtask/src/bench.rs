@@ -1,6 +1,8 @@
 //! `cargo xtask bench`: what certification costs, measured on the verifier
 //! as a child process (a benchmark, not a timed test: nothing here fails on a
-//! slow machine, only on a run whose verdict is not PASS).
+//! slow machine, only on a run whose verdict is not PASS). Every run is
+//! timed and counted, PASS or not; each run that did not PASS is listed with
+//! its failing checks, its folder is kept, and the bench exits 1.
 //!
 //! 1. The fixture repository (or `--repo DIR`) is certified with `--jobs 1`
 //!    and with the default, alternating, `--runs` times each (and the
@@ -27,8 +29,11 @@ use std::time::{Duration, Instant};
 
 /// Target: median wall of the default jobs over `--jobs 1`.
 pub(crate) const JOBS_TARGET: f64 = 0.6;
-/// Target: our full certification over the repository's own checks.
+/// Target: our full certification over the repository's own checks (wall).
 pub(crate) const PEER_TARGET: f64 = 0.5;
+/// Target: our full certification over the repository's own checks (CPU):
+/// at most 1.2 times the peer's CPU, although we check more.
+pub(crate) const PEER_CPU_TARGET: f64 = 1.2;
 /// Target: seconds per candidate at scale over the fixture's.
 pub(crate) const SCALE_TARGET: f64 = 1.2;
 /// How often the harness's `VmHWM` is read while it runs.
@@ -36,9 +41,11 @@ const POLL: Duration = Duration::from_millis(20);
 
 pub(crate) const USAGE: &str = "\
 usage: cargo xtask bench [--runs N] [--repo DIR] [--peer CMD] [--skip-scale] [--candidates N]
-                         [--scale-runs N] [--python PATH] [--release] [--streaming] [--keep]
+                         [--scale-runs N] [--python PATH] [--debug] [--streaming] [--keep]
 
-  --runs N         measured runs of each variant (default 3), alternating jobs1, default[, peer]
+  --runs N         measured runs of each variant (default 3), alternating jobs1, default[, peer];
+                   every run is timed, and each whose verdict is not PASS (exit code not 0)
+                   is listed at the end with its failing checks and kept for reading
   --repo DIR       benchmark this git repository (its own profile, else the built-in one)
                    instead of a fresh copy of fixtures/candidate-repo; skips the scale part
   --peer CMD       also time `sh -c CMD` in the repository, alternating with ours; it sees
@@ -47,7 +54,8 @@ usage: cargo xtask bench [--runs N] [--repo DIR] [--peer CMD] [--skip-scale] [--
   --candidates N   candidates in the generated repository (default 30)
   --scale-runs N   runs on the generated repository (default 1)
   --python PATH    interpreter given to the verifier (default: target/sdk-venv, provisioned)
-  --release        build and measure the release binary (default: the debug one the demo uses)
+  --debug          build and measure the debug binary the demo uses (default: the release one,
+                   which is what users run; `--release` is accepted and changes nothing)
   --streaming      also run `cargo bench --bench streaming` (harness RSS vs archive size)
   --keep           keep the benchmark folder (evidence of every run) instead of removing it";
 
@@ -76,7 +84,7 @@ impl Default for Options {
             candidates: 30,
             scale_runs: 1,
             python: None,
-            release: false,
+            release: true,
             streaming: false,
             keep: false,
         }
@@ -113,6 +121,7 @@ pub(crate) fn parse_options(args: &[OsString]) -> Result<Option<Options>> {
             "--scale-runs" => o.scale_runs = count("--scale-runs", value("--scale-runs")?, 1)?,
             "--python" => o.python = Some(PathBuf::from(value("--python")?)),
             "--release" => o.release = true,
+            "--debug" => o.release = false,
             "--streaming" => o.streaming = true,
             "--keep" => o.keep = true,
             "-h" | "--help" => return Ok(None),
@@ -289,14 +298,18 @@ struct Verifier<'a> {
 
 impl Verifier<'_> {
     /// Certifies `repo` into the fresh `evidence` folder, with `--jobs N` or
-    /// the default; the output goes to `log`. Fails unless the verdict is PASS.
+    /// the default; the output goes to `log`. Returns the sample and, when
+    /// the verdict is not PASS, why ([`why_not_pass`]).
+    ///
+    /// # Errors
+    /// When the verifier cannot be started or waited for.
     fn certify(
         &self,
         repo: &Path,
         evidence: &Path,
         jobs: Option<u16>,
         log: &Path,
-    ) -> Result<Sample> {
+    ) -> Result<(Sample, Option<String>)> {
         let out =
             std::fs::File::create(log).with_context(|| format!("create {}", log.display()))?;
         let mut cmd = Command::new(self.binary);
@@ -313,17 +326,15 @@ impl Verifier<'_> {
             .stdout(out.try_clone()?)
             .stderr(out);
         let (sample, code) = measure(&mut cmd)?;
-        if code != i32::from(verify_coding_candidates::exit::SUCCESS) {
-            bail!(
-                "the verifier's verdict is not PASS (exit code {code}) on {}: {}; timing a failed run means \
-                 nothing; its output: {}, its evidence: {}",
-                repo.display(),
+        let not_pass = (code != i32::from(verify_coding_candidates::exit::SUCCESS)).then(|| {
+            format!(
+                "exit code {code}: {}; output {}, evidence {}",
                 why_not_pass(evidence),
                 log.display(),
                 evidence.display()
-            );
-        }
-        Ok(sample)
+            )
+        });
+        Ok((sample, not_pass))
     }
 }
 
@@ -370,12 +381,18 @@ fn failing_checks(doc: &serde_json::Value) -> String {
     }
 }
 
-/// How many times a timed run whose verdict is not PASS is run again before
-/// the bench stops.
-const RETRIES: usize = 2;
-
 /// `sh -c CMD` in `repo` with `PYTHON` and `BENCH_DIR` (created, empty).
-fn peer_run(cmd_text: &str, repo: &Path, python: &Path, dir: &Path, log: &Path) -> Result<Sample> {
+/// Returns the sample and, when the command did not exit 0, why.
+///
+/// # Errors
+/// When `sh` cannot be started or waited for, or a folder cannot be made.
+fn peer_run(
+    cmd_text: &str,
+    repo: &Path,
+    python: &Path,
+    dir: &Path,
+    log: &Path,
+) -> Result<(Sample, Option<String>)> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let out = std::fs::File::create(log).with_context(|| format!("create {}", log.display()))?;
     let mut cmd = Command::new("sh");
@@ -388,13 +405,39 @@ fn peer_run(cmd_text: &str, repo: &Path, python: &Path, dir: &Path, log: &Path) 
         .stdout(out.try_clone()?)
         .stderr(out);
     let (sample, code) = measure(&mut cmd)?;
-    if code != 0 {
-        bail!(
-            "the peer command exited with {code}; timing a failed run means nothing; its output: {}",
+    let not_pass = (code != 0).then(|| {
+        format!(
+            "the peer command exited with {code}; output {}",
             log.display()
-        );
+        )
+    });
+    Ok((sample, not_pass))
+}
+
+/// A timed run whose verdict was not PASS: which, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NotPassed {
+    /// `run 3 (ours default jobs)`.
+    pub run: String,
+    /// Its failing checks, exit code, output and evidence.
+    pub why: String,
+}
+
+/// The closing lines about verdicts: the target line ("every timed run
+/// PASS") and one line per run that did not pass.
+pub(crate) fn format_not_passed(timed: usize, not_passed: &[NotPassed]) -> Vec<String> {
+    let mut lines = vec![if not_passed.is_empty() {
+        format!("every timed run PASS: {timed} of {timed}: PASS")
+    } else {
+        format!(
+            "every timed run PASS: {} of {timed} did not: MISS",
+            not_passed.len()
+        )
+    }];
+    for n in not_passed {
+        lines.push(format!("  {}: {}", n.run, n.why));
     }
-    Ok(sample)
+    lines
 }
 
 /// The variants of one round, in order.
@@ -644,67 +687,49 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
         base.display()
     );
     let (mut jobs1, mut default, mut peer) = (Vec::new(), Vec::new(), Vec::new());
-    let mut failed_runs = 0;
-    for (i, variant) in schedule(opts.runs, opts.peer.is_some())
-        .into_iter()
-        .enumerate()
-    {
-        // A run whose verdict is not PASS (a repository's flaky test, say)
-        // is not timed: it is reported, kept, and run again, up to
-        // RETRIES more times.
-        let mut attempt = 0;
-        let (run, sample) = loop {
-            let run = base.join(if attempt == 0 {
-                format!("run-{i:02}")
-            } else {
-                format!("run-{i:02}-retry-{attempt}")
-            });
-            std::fs::create_dir_all(&run)?;
-            let log = run.join("output.log");
-            let result = match variant {
-                Variant::Jobs1 => verifier.certify(&repo, &run.join("evidence"), Some(1), &log),
-                Variant::Default => verifier.certify(&repo, &run.join("evidence"), None, &log),
-                Variant::Peer => peer_run(
-                    opts.peer.as_deref().unwrap_or_default(),
-                    &repo,
-                    &python,
-                    &run.join("peer"),
-                    &log,
-                ),
-            };
-            match result {
-                Ok(sample) => break (run, sample),
-                Err(e) if attempt < RETRIES => {
-                    attempt += 1;
-                    failed_runs += 1;
-                    eprintln!(
-                        "bench: run {i}: {} not timed ({e}); running it again",
-                        variant.label()
-                    );
-                }
-                Err(e) => return Err(e),
-            }
+    // Every run is timed and counted: a run whose verdict is not PASS (a
+    // repository's flaky test, say) is in the medians as it happened, listed
+    // with its failing checks at the end, and its folder kept.
+    let mut not_passed = Vec::new();
+    let rounds = schedule(opts.runs, opts.peer.is_some());
+    let timed = rounds.len();
+    for (i, variant) in rounds.into_iter().enumerate() {
+        let run = base.join(format!("run-{i:02}"));
+        std::fs::create_dir_all(&run)?;
+        let log = run.join("output.log");
+        let (sample, why) = match variant {
+            Variant::Jobs1 => verifier.certify(&repo, &run.join("evidence"), Some(1), &log)?,
+            Variant::Default => verifier.certify(&repo, &run.join("evidence"), None, &log)?,
+            Variant::Peer => peer_run(
+                opts.peer.as_deref().unwrap_or_default(),
+                &repo,
+                &python,
+                &run.join("peer"),
+                &log,
+            )?,
         };
         eprintln!(
-            "bench: run {i}: {:<18} wall {:>7.2} s  cpu {:>7.2} s",
+            "bench: run {i}: {:<18} wall {:>7.2} s  cpu {:>7.2} s  {}",
             variant.label(),
             sample.wall,
-            sample.cpu
+            sample.cpu,
+            if why.is_some() { "NOT PASS" } else { "PASS" }
         );
         match variant {
             Variant::Jobs1 => jobs1.push(sample),
             Variant::Default => default.push(sample),
             Variant::Peer => peer.push(sample),
         }
-        if !opts.keep {
-            let _ = std::fs::remove_dir_all(&run);
+        match why {
+            Some(why) => not_passed.push(NotPassed {
+                run: format!("run {i} ({})", variant.label()),
+                why,
+            }),
+            None if !opts.keep => {
+                let _ = std::fs::remove_dir_all(&run);
+            }
+            None => {}
         }
-    }
-    if failed_runs > 0 {
-        eprintln!(
-            "bench: {failed_runs} run(s) did not pass and were run again; their output and evidence are kept under {}",
-            base.display()
-        );
     }
     let j1 = summarize(Variant::Jobs1.label(), &jobs1).context("no --jobs 1 run")?;
     let df = summarize(Variant::Default.label(), &default).context("no default run")?;
@@ -732,18 +757,18 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
             pr.wall,
             PEER_TARGET,
         ));
-        lines.push(format!(
-            "ours/peer cpu: {:.2}",
-            if pr.cpu > 0.0 {
-                df.cpu / pr.cpu
-            } else {
-                f64::NAN
-            }
+        lines.push(format_ratio(
+            "ours/peer cpu",
+            df.cpu,
+            pr.cpu,
+            PEER_CPU_TARGET,
         ));
     }
+    lines.extend(format_not_passed(timed, &not_passed));
 
     print_block(&rows, &lines);
     let (mut rows, mut lines) = (Vec::new(), Vec::new());
+    let mut scale_passed = true;
     if opts.skip_scale {
         lines.push("scale: skipped (--skip-scale)".into());
     } else if opts.repo.is_some() {
@@ -761,15 +786,23 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
         );
         generate_scale_repo(&fixture, &scale_repo, &plan)?;
         let mut scale = Vec::new();
+        let mut not_passed_scale = Vec::new();
         for i in 0..opts.scale_runs {
             let run = base.join(format!("scale-run-{i:02}"));
             std::fs::create_dir_all(&run)?;
-            let sample = verifier.certify(
+            let (sample, why) = verifier.certify(
                 &scale_repo,
                 &run.join("evidence"),
                 None,
                 &run.join("output.log"),
             )?;
+            if let Some(why) = why {
+                not_passed_scale.push(NotPassed {
+                    run: format!("scale run {i} ({} candidates)", plan.len()),
+                    why,
+                });
+                continue;
+            }
             eprintln!(
                 "bench: scale run {i}: {} candidates, wall {:.2} s  cpu {:.2} s",
                 plan.len(),
@@ -781,8 +814,13 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
                 let _ = std::fs::remove_dir_all(&run);
             }
         }
+        scale_passed = not_passed_scale.is_empty();
+        lines.extend(format_not_passed(opts.scale_runs, &not_passed_scale));
         let label = format!("ours default, {} cand.", plan.len());
-        let sc = summarize(&label, &scale).context("no scale run")?;
+        let Some(sc) = summarize(&label, &scale) else {
+            print_block(&rows, &lines);
+            bail!("no scale run passed; see the runs listed above");
+        };
         rows.push(sc.clone());
         let small = df.wall / originals.len() as f64;
         let large = sc.wall / plan.len() as f64;
@@ -825,12 +863,21 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
             "archive size vs harness RSS: `cargo bench --bench streaming` (or `cargo xtask bench --streaming`)"
         );
     }
-    if opts.keep {
-        println!("bench: kept {}", base.display());
+    let all_passed = not_passed.is_empty() && scale_passed;
+    if opts.keep || !all_passed {
+        println!(
+            "bench: kept {}{}",
+            base.display(),
+            if opts.keep {
+                ""
+            } else {
+                " (the runs that did not PASS; the others were removed)"
+            }
+        );
     } else {
         let _ = std::fs::remove_dir_all(&base);
     }
-    Ok(0)
+    Ok(i32::from(!all_passed))
 }
 
 #[cfg(test)]
@@ -1015,6 +1062,10 @@ mod tests {
         assert_eq!(o.python.as_deref(), Some(Path::new("/p/python")));
         assert_eq!(o.candidates, 12);
         assert_eq!(parse_options(&os(&["--help"])).unwrap(), None);
+        // The release binary is what users run, so it is what is measured.
+        assert!(Options::default().release);
+        assert!(!parse_options(&os(&["--debug"])).unwrap().unwrap().release);
+        assert!(parse_options(&os(&["--release"])).unwrap().unwrap().release);
         for bad in [
             &["--runs", "0"][..],
             &["--runs", "x"],
@@ -1023,6 +1074,28 @@ mod tests {
         ] {
             assert!(parse_options(&os(bad)).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn runs_that_did_not_pass_are_counted_and_each_is_named_with_why() {
+        assert_eq!(
+            format_not_passed(6, &[]),
+            vec!["every timed run PASS: 6 of 6: PASS".to_string()]
+        );
+        let lines = format_not_passed(
+            6,
+            &[NotPassed {
+                run: "run 4 (ours default jobs)".into(),
+                why: "exit code 1: suites/outcomes: test_x failed".into(),
+            }],
+        );
+        assert_eq!(
+            lines,
+            vec![
+                "every timed run PASS: 1 of 6 did not: MISS".to_string(),
+                "  run 4 (ours default jobs): exit code 1: suites/outcomes: test_x failed".into(),
+            ]
+        );
     }
 
     fn originals() -> Vec<String> {
