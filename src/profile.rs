@@ -52,6 +52,35 @@ pub struct Profile {
     /// index and which projects may be built here from their sdist.
     #[serde(default)]
     pub dependencies: DependenciesOptions,
+    /// Options of the `admission` gate (`[admission]`): what the profile
+    /// asks beyond the SDK's own admission.
+    #[serde(default)]
+    pub admission: AdmissionOptions,
+    /// `[worker_isolation]`: the candidates' runners run jobs through the
+    /// SDK's daemon hub (the coding runners do), so the `worker-isolation`
+    /// gate applies; none: that gate is skipped, saying why.
+    #[serde(default)]
+    pub worker_isolation: Option<WorkerIsolationOptions>,
+}
+
+/// `[worker_isolation]`: declares that the `worker-isolation` gate applies.
+/// It has no keys yet; an empty table declares it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerIsolationOptions {}
+
+/// Options of the `admission` gate (`[admission]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdmissionOptions {
+    /// Whether every candidate's `requirements.txt` must hold a
+    /// `langbot-plugin` requirement (the SDK the candidate was built and
+    /// tested against). Default `false`: the SDK's own admission, which
+    /// drops `langbot-plugin` from every install list (the runtime provides
+    /// it) and admits an archive with no `requirements.txt` at all. A
+    /// `langbot-plugin` requirement that is present is judged either way.
+    #[serde(default)]
+    pub require_sdk_pin: bool,
 }
 
 /// Options of the `dependencies` gate (`[dependencies]`).

@@ -15,7 +15,12 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use verify_coding_candidates::evidence::CheckResult;
-use verify_coding_candidates::gates::admission::{admit, AdmissionInput};
+use verify_coding_candidates::gates::admission::{admit, AdmissionInput, AdmissionOptions};
+
+/// The built-in profile's admission policy: a `langbot-plugin` pin is required.
+const PIN_REQUIRED: AdmissionOptions = AdmissionOptions {
+    require_sdk_pin: true,
+};
 use verify_coding_candidates::{hash, process};
 
 const INSTALLED: &str = "0.6.0b5";
@@ -331,6 +336,66 @@ fn b3_pin_fails_admission_naming_line_version_and_the_pin_only_trap() {
     }
 }
 
+/// The profile's `[admission] require_sdk_pin` reaches the gate: a candidate
+/// with no `requirements.txt` at all (which the SDK admits) fails admission
+/// under the built-in profile, which requires a pin, and passes, saying why,
+/// under the same profile with the policy off.
+#[test]
+fn a_missing_sdk_pin_fails_only_where_the_profile_requires_one() {
+    let repo = fixture_repo(&[]);
+    common::git(
+        &repo.root,
+        &["rm", "-q", "Runner/codex-agent/requirements.txt"],
+    );
+    common::git(&repo.root, &["commit", "-q", "-m", "no requirements"]);
+    let relaxed = repo.dir.path().join("relaxed.toml");
+    let text = verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS.replacen(
+        "require_sdk_pin = true",
+        "require_sdk_pin = false",
+        1,
+    );
+    assert_ne!(
+        text,
+        verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS
+    );
+    std::fs::write(&relaxed, text).unwrap();
+    for (profile, expected) in [(None, "fail"), (Some(&relaxed), "pass")] {
+        let (keep, dir) = evidence_dir();
+        let mut cmd = verifier();
+        cmd.current_dir(&repo.root)
+            .arg("--evidence")
+            .arg(&dir)
+            .arg("--python")
+            .arg(python())
+            .args(["--only", "admission"]);
+        if let Some(p) = profile {
+            cmd.arg("--profile").arg(p);
+        }
+        let out = cmd.output().expect("run the verifier");
+        let ev = read_evidence(&dir);
+        make_writable(keep.path());
+        let c = check(&ev, "admission", "sdk-requirement", Some("codex-agent"));
+        assert_eq!(c["result"], expected, "{profile:?}: {}", detail(c));
+        if expected == "fail" {
+            assert!(
+                detail(c).contains("require_sdk_pin") && detail(c).contains("found none"),
+                "{}",
+                detail(c)
+            );
+            assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+        } else {
+            assert!(
+                detail(c).contains("(no requirements.txt)")
+                    && detail(c).contains("the SDK admits that"),
+                "{}",
+                detail(c)
+            );
+            assert_eq!(gate_result(&ev, "admission"), "pass", "{ev:#}");
+            assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        }
+    }
+}
+
 #[test]
 fn pip_option_fails_admission_with_its_line_number() {
     let (code, ev) = run(&["pip-option"], "admission");
@@ -483,7 +548,7 @@ fn artifact_store_refusal_of_a_traversal_member_names_the_sdk_message() {
             ("requirements.txt", requirements),
         ],
     );
-    let outcome = admit(&hand.input);
+    let outcome = admit(&hand.input, PIN_REQUIRED);
     let store = outcome_check(&outcome.checks, "artifact-store");
     assert_eq!(store.result, CheckResult::Fail, "{}", store.detail);
     assert!(
@@ -530,7 +595,7 @@ fn extraction_disagreement_lists_the_differing_paths() {
             ("extra.py", b""),
         ],
     );
-    let outcome = admit(&hand.input);
+    let outcome = admit(&hand.input, PIN_REQUIRED);
     let store = outcome_check(&outcome.checks, "artifact-store");
     assert_eq!(store.result, CheckResult::Pass, "{}", store.detail);
     let marker = outcome_check(&outcome.checks, "marker");

@@ -126,7 +126,12 @@ fn an_unreadable_archive_is_not_observed_rather_than_refused_by_the_sdk() {
         env: probe_env(&root),
         log_stem: logs.join("codex-agent"),
     };
-    let outcome = admission::admit(&input);
+    let outcome = admission::admit(
+        &input,
+        admission::AdmissionOptions {
+            require_sdk_pin: true,
+        },
+    );
     let store = outcome
         .checks
         .iter()
@@ -143,6 +148,100 @@ fn an_unreadable_archive_is_not_observed_rather_than_refused_by_the_sdk() {
         "a harness read failure is not the SDK's refusal: {}",
         store.detail
     );
+    make_writable(tmp.path());
+}
+
+/// One probe process admits every candidate: an archive it cannot read is
+/// that candidate's "not observed" alone; the next archive in the same
+/// process is still decided by the SDK (here: refused, as garbage bytes).
+#[test]
+fn one_unreadable_archive_in_a_batch_spoils_only_its_own_admission() {
+    let tmp = tempfile::tempdir().unwrap();
+    let evidence = tmp.path().join("evidence");
+    let logs = evidence.join("logs/admission");
+    std::fs::create_dir_all(&logs).unwrap();
+    let probe_root = evidence.join("roots/admission/.probe");
+    std::fs::create_dir_all(&probe_root).unwrap();
+    let garbage = evidence.join("packages/claude-code-agent/garbage.lbpkg");
+    std::fs::create_dir_all(garbage.parent().unwrap()).unwrap();
+    std::fs::write(&garbage, b"not a zip archive").unwrap();
+    let garbage_sha = verify_coding_candidates::hash::sha256_file(&garbage)
+        .unwrap()
+        .hex();
+    let mut inputs = Vec::new();
+    for (folder, archive, sha) in [
+        (
+            "codex-agent",
+            evidence.join("packages/codex-agent/missing.lbpkg"),
+            "ab".repeat(32),
+        ),
+        ("claude-code-agent", garbage.clone(), garbage_sha),
+    ] {
+        let extracted = evidence.join("extracted").join(folder);
+        std::fs::create_dir_all(&extracted).unwrap();
+        std::fs::write(
+            extracted.join("requirements.txt"),
+            "langbot-plugin==0.6.0b5\n",
+        )
+        .unwrap();
+        let root = evidence.join("roots/admission").join(folder);
+        std::fs::create_dir_all(&root).unwrap();
+        inputs.push(admission::AdmissionInput {
+            python: python(),
+            evidence_dir: evidence.clone(),
+            folder: folder.into(),
+            archive,
+            archive_sha256: sha,
+            extracted,
+            sdk_version: "0.6.0b5".into(),
+            root: root.clone(),
+            env: probe_env(&root),
+            log_stem: logs.join(folder),
+        });
+    }
+    let process = admission::ProbeProcess {
+        python: python(),
+        cwd: probe_root.clone(),
+        env: probe_env(&probe_root),
+        log_stem: logs.join("probe"),
+    };
+    let outcomes = admission::admit_batch(
+        &process,
+        &inputs,
+        admission::AdmissionOptions {
+            require_sdk_pin: true,
+        },
+    );
+    assert_eq!(outcomes.len(), 2);
+    let store = |i: usize| {
+        outcomes[i]
+            .checks
+            .iter()
+            .find(|c| c.name == "artifact-store")
+            .expect("an artifact-store check")
+            .clone()
+    };
+    let missing = store(0);
+    assert_eq!(missing.result, CheckResult::Fail);
+    assert!(
+        missing.detail.starts_with("not observed") && missing.detail.contains("missing.lbpkg"),
+        "{}",
+        missing.detail
+    );
+    let refused = store(1);
+    assert_eq!(refused.result, CheckResult::Fail);
+    assert!(
+        !refused.detail.starts_with("not observed"),
+        "the SDK saw the second archive and refused it: {}",
+        refused.detail
+    );
+    assert!(
+        outcomes[1].record.is_some() && outcomes[0].record.is_none(),
+        "only the observed admission has a record"
+    );
+    // One interpreter start for both.
+    assert!(logs.join("probe.cmd").is_file());
+    assert!(!logs.join("codex-agent.cmd").exists());
     make_writable(tmp.path());
 }
 

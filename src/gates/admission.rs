@@ -1,8 +1,9 @@
 //! The `admission` gate: the genuine SDK admits each exact archive as the
 //! LangBot host does.
 //!
-//! Per candidate archive (in parallel), an embedded probe
-//! (`src/python/admission_probe.py`) hands the archive's bytes to the SDK's
+//! For every candidate archive, one embedded probe process
+//! (`src/python/admission_probe.py`, the SDK imported once for all of them,
+//! log `DIR/logs/admission/probe`) hands the archive's bytes to the SDK's
 //! `langbot_plugin.runtime.plugin.artifact.PluginArtifactStore.install_package`
 //! in a private data root (`DIR/roots/admission/<folder>/data`), and asks the
 //! SDK's own requirement check
@@ -17,7 +18,9 @@
 //!   the same sha256;
 //! - `sdk-requirement`: every `langbot-plugin` requirement is satisfied by the
 //!   installed SDK, evaluated here with PEP 508/440 (pre-releases allowed, as
-//!   the SDK does), and the SDK's decision agrees;
+//!   the SDK does), and the SDK's decision agrees; where the profile's
+//!   `[admission] require_sdk_pin` asks for one (the built-in profile does),
+//!   there is one; without it none is needed, as the SDK admits;
 //! - `requirement-lines`: no line is one the SDK refuses (pip options, invalid
 //!   requirements), and the SDK's verdict on every line agrees with ours.
 //!
@@ -30,13 +33,14 @@ mod observe;
 mod tests;
 
 pub use observe::{
-    admit, analyse_requirements, compare_trees, python_splitlines, AdmissionInput,
-    AdmissionOutcome, Candidate, LineKind, Observation, RequirementLine, RequirementsObservation,
-    StoreObservation, TreeDifferences,
+    admit, admit_batch, analyse_requirements, compare_trees, python_splitlines, AdmissionInput,
+    AdmissionOutcome, Candidate, LineKind, Observation, ProbeProcess, RequirementLine,
+    RequirementsObservation, StoreObservation, TreeDifferences,
 };
 
 use crate::context::{RunContext, Updates};
 use crate::evidence::{AdmissionRecord, Check, RequirementDecision, SdkRequirementRecord};
+pub use crate::profile::AdmissionOptions;
 use observe::{ProbeArtifact, ProbeReport, SdkLine, SdkVerdict};
 use serde_json::json;
 
@@ -107,7 +111,7 @@ fn sdk_lines<'a>(
 
 /// The checks of one [`Candidate`]: [`decide`] for an observed one, a
 /// failing `artifact-store` naming what is missing otherwise.
-pub fn decide_candidate(c: &Candidate) -> Vec<Check> {
+pub fn decide_candidate(c: &Candidate, policy: AdmissionOptions) -> Vec<Check> {
     match c {
         Candidate::NoArchive { folder } => vec![Check::fail(
             "artifact-store",
@@ -128,12 +132,13 @@ pub fn decide_candidate(c: &Candidate) -> Vec<Check> {
             Some(folder),
             "not observed: the admission thread panicked; this is a harness defect: report it",
         )],
-        Candidate::Observed(obs) => decide(obs),
+        Candidate::Observed(obs) => decide(obs, policy),
     }
 }
 
-/// The checks of one candidate, from its observation alone: pure.
-pub fn decide(obs: &Observation) -> Vec<Check> {
+/// The checks of one candidate, from its observation and the profile's
+/// `[admission]` policy alone: pure.
+pub fn decide(obs: &Observation, policy: AdmissionOptions) -> Vec<Check> {
     let folder = obs.folder.as_str();
     let Some(report) = &obs.report else {
         return vec![Check::fail(
@@ -199,7 +204,7 @@ pub fn decide(obs: &Observation) -> Vec<Check> {
             );
         }
     }
-    checks.extend(requirement_checks(obs, report));
+    checks.extend(requirement_checks(obs, report, policy));
     checks
 }
 
@@ -348,7 +353,11 @@ fn extraction_check(
 }
 
 /// The `sdk-requirement` and `requirement-lines` checks.
-fn requirement_checks(obs: &Observation, report: &ProbeReport) -> [Check; 2] {
+fn requirement_checks(
+    obs: &Observation,
+    report: &ProbeReport,
+    policy: AdmissionOptions,
+) -> [Check; 2] {
     let folder = obs.folder.as_str();
     let req = &obs.requirements;
     let req_rel = req.file.as_str();
@@ -449,11 +458,26 @@ fn requirement_checks(obs: &Observation, report: &ProbeReport) -> [Check; 2] {
                 .collect::<Vec<_>>()
         ));
     } else if pinned.is_empty() {
-        sdk_failures.push(format!(
-            "{req_rel}: expected a `langbot-plugin` requirement pinning the SDK the candidate \
-             was built and tested against, found none; the host would run it against whatever \
-             SDK it provides: add `langbot-plugin==<version>` (the profile's requirement)"
-        ));
+        if policy.require_sdk_pin {
+            sdk_failures.push(format!(
+                "{req_rel}: expected a `langbot-plugin` requirement pinning the SDK the \
+                 candidate was built and tested against (the profile's `[admission] \
+                 require_sdk_pin`), found none; the host would run it against whatever SDK it \
+                 provides: add `langbot-plugin==<version>` (the profile's requirement)"
+            ));
+        } else {
+            sdk_passes.push(format!(
+                "no `langbot-plugin` requirement{}: the SDK admits that (the runtime provides \
+                 the SDK and drops it from every install list), and the profile does not ask \
+                 for a pin (`[admission] require_sdk_pin`); the host will run it against the \
+                 SDK it provides",
+                if req.present {
+                    ""
+                } else {
+                    " (no requirements.txt)"
+                }
+            ));
+        }
     }
     let sdk_observed = json!({
         "requirements_file": req_rel,
@@ -667,6 +691,10 @@ impl super::Gate for Admission {
                 }
             }
         }
-        Ok(candidates.iter().flat_map(decide_candidate).collect())
+        let policy = ctx.profile.profile.admission;
+        Ok(candidates
+            .iter()
+            .flat_map(|c| decide_candidate(c, policy))
+            .collect())
     }
 }

@@ -200,6 +200,18 @@ mod tests {
     }
 
     #[test]
+    fn worker_isolation_applies_only_where_the_profile_declares_it() {
+        let mut ctx = crate::context::RunContext::for_tests();
+        // The built-in profile declares it.
+        assert_eq!(WorkerIsolation.not_applicable(&ctx), None);
+        ctx.profile.profile.worker_isolation = None;
+        let why = WorkerIsolation
+            .not_applicable(&ctx)
+            .expect("skipped without [worker_isolation]");
+        assert!(why.contains("no [worker_isolation] table"), "{why}");
+    }
+
+    #[test]
     fn every_catalogue_entry_has_exactly_one_implementation() {
         let ids: Vec<&str> = super::all().iter().map(|g| g.id()).collect();
         let catalogue: Vec<&str> = crate::catalogue::all()

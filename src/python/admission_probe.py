@@ -1,19 +1,30 @@
-# Host-side admission of one .lbpkg archive, decided by the genuine SDK.
+# Host-side admission of .lbpkg archives, decided by the genuine SDK: one
+# interpreter start (the SDK imported once) for every candidate of a run.
 #
-# Usage: python -I -B -c <this> ARCHIVE SHA256 DATA_ROOT REQUIREMENTS LINES_ROOT
+# Usage: python -I <bytecode options> -c <this> JOBS
 #
-#   ARCHIVE       the exact .lbpkg file (DIR/packages/<folder>/<file>.lbpkg)
-#   SHA256        its sha256, lower-case hex, as the harness computed it
-#   DATA_ROOT     a fresh private directory: the artifact store's base path
-#   REQUIREMENTS  the archive's requirements.txt as extracted by the harness
-#                 (DIR/extracted/<folder>/requirements.txt; may be missing)
-#   LINES_ROOT    a fresh private directory for one-line requirement files
+#   JOBS  a JSON list of jobs, one per archive, each an object:
+#     archive       the exact .lbpkg file (DIR/packages/<folder>/<file>.lbpkg)
+#     sha256        its sha256, lower-case hex, as the harness computed it
+#     data_root     a fresh private directory: the artifact store's base path
+#     requirements  the archive's requirements.txt as extracted by the harness
+#                   (DIR/extracted/<folder>/requirements.txt; may be missing)
+#     lines_root    a fresh private directory for one-line requirement files
+#
+# Prints one JSON list on stdout, in the order of JOBS: for each job either
+# {"report": {...}} (what the SDK did) or {"error": "<type>: <message>"}
+# when this probe could not observe that job (an archive it cannot read,
+# say): never read as the SDK refusing it. One job's error does not stop
+# the others. Each job has its own artifact store and files; the jobs share
+# this process, its HOME and TMPDIR, which is sound because admission runs
+# no candidate code (install_package reads and extracts bytes; the
+# requirement check reads text).
 #
 # Nothing is decided here: every verdict is the SDK's own code
 # (langbot_plugin.runtime.plugin.artifact.PluginArtifactStore.install_package
 # and dependency_environment.PluginDependencyEnvironmentStore._read_requirements,
-# the check `prepare` runs before any install). This file only reports, as one
-# JSON document on stdout, what the SDK did.
+# the check `prepare` runs before any install). This file only reports what
+# the SDK did.
 import importlib.metadata
 import json
 import pathlib
@@ -64,8 +75,7 @@ def read_requirements(code_path):
     }
 
 
-def main():
-    archive, expected, data_root, requirements, lines_root = sys.argv[1:6]
+def admit(archive, expected, data_root, requirements, lines_root):
     result = {
         "installed_sdk_version": importlib.metadata.version("langbot-plugin"),
         "marker_environment": default_environment(),
@@ -77,7 +87,7 @@ def main():
     }
 
     # Read outside the SDK's try: a file the harness cannot read is not
-    # something the SDK refused (the probe fails and Rust says "not observed").
+    # something the SDK refused (the job errs and Rust says "not observed").
     with open(archive, "rb") as handle:
         package = handle.read()
     store = PluginArtifactStore(data_root)
@@ -134,7 +144,25 @@ def main():
             verdict.pop("digest")
             result["lines"].append({"number": number, "text": line, **verdict})
 
-    json.dump(result, sys.stdout)
+    return result
+
+
+def main():
+    outcomes = []
+    for job in json.loads(sys.argv[1]):
+        try:
+            report = admit(
+                job["archive"],
+                job["sha256"],
+                job["data_root"],
+                job["requirements"],
+                job["lines_root"],
+            )
+        except Exception as exc:  # this job not observed; the others go on
+            outcomes.append({"error": error_text(exc)})
+        else:
+            outcomes.append({"report": report})
+    json.dump(outcomes, sys.stdout)
 
 
 main()

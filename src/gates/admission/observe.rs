@@ -95,6 +95,11 @@ pub enum Candidate {
 /// The SDK's marker file next to an artifact's code directory.
 const VERIFIED_MARKER: &str = ".verified-sha256";
 
+/// `DIR/roots/admission/<this>`: the probe process's working directory and
+/// private HOME/TMPDIR (each candidate's artifact store is under its own
+/// `DIR/roots/admission/<folder>`).
+const PROBE_ROOT: &str = ".probe";
+
 /// The probe's report (`admission_probe.py`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ProbeReport {
@@ -433,20 +438,30 @@ pub(crate) fn relative(dir: &Path, path: &Path) -> String {
         .unwrap_or_else(|_| path.display().to_string())
 }
 
-/// Runs the admission probe on one archive and reads what it left on disk.
-/// Never fails: a probe that did not report is recorded in `probe_error`.
-pub(crate) fn observe(input: &AdmissionInput) -> Observation {
-    let data_root = input.root.join("data");
-    let lines_root = input.root.join("requirements");
+/// One job of the admission probe, as `admission_probe.py` reads it.
+#[derive(Debug, Serialize)]
+struct ProbeJob {
+    archive: String,
+    sha256: String,
+    data_root: String,
+    requirements: String,
+    lines_root: String,
+}
+
+/// What the probe printed for one job.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ProbeOutcome {
+    /// What the SDK did.
+    Report(Box<ProbeReport>),
+    /// Why the probe could not observe the job (never the SDK's refusal).
+    Error(String),
+}
+
+/// The observation of `input` before the probe's answer is read in.
+fn unobserved(input: &AdmissionInput) -> Observation {
     let requirements_file = input.extracted.join("requirements.txt");
-    let args = vec![
-        input.archive.display().to_string(),
-        input.archive_sha256.clone(),
-        data_root.display().to_string(),
-        requirements_file.display().to_string(),
-        lines_root.display().to_string(),
-    ];
-    let mut obs = Observation {
+    Observation {
         folder: input.folder.clone(),
         archive: relative(&input.evidence_dir, &input.archive),
         archive_path: input.archive.display().to_string(),
@@ -463,16 +478,13 @@ pub(crate) fn observe(input: &AdmissionInput) -> Observation {
             not_utf8: None,
             lines: Vec::new(),
         },
-    };
-    let report: ProbeReport = match python::run_probe(
-        &input.python,
-        "admission_probe",
-        python::ADMISSION_PROBE,
-        &args,
-        &input.root,
-        input.env.clone(),
-        &input.log_stem,
-    ) {
+    }
+}
+
+/// Reads what the SDK left on disk for `input`, given the probe's answer.
+fn observed(input: &AdmissionInput, outcome: Result<ProbeReport, String>) -> Observation {
+    let mut obs = unobserved(input);
+    let report = match outcome {
         Ok(r) => r,
         Err(e) => {
             obs.probe_error = Some(e);
@@ -480,11 +492,123 @@ pub(crate) fn observe(input: &AdmissionInput) -> Observation {
         }
     };
     if let Some(artifact) = &report.artifact {
-        obs.store = Some(observe_store(input, &data_root, artifact));
+        obs.store = Some(observe_store(input, &input.root.join("data"), artifact));
     }
+    let requirements_file = input.extracted.join("requirements.txt");
     observe_requirements(input, &report, &requirements_file, &mut obs.requirements);
     obs.report = Some(report);
     obs
+}
+
+/// How the one probe process of a batch runs: interpreter, working
+/// directory, environment and log stem.
+#[derive(Debug, Clone)]
+pub struct ProbeProcess {
+    /// The genuine interpreter.
+    pub python: PathBuf,
+    /// Its working directory (created by the caller).
+    pub cwd: PathBuf,
+    /// Its whole environment (allowlisted, private HOME/TMPDIR).
+    pub env: BTreeMap<String, String>,
+    /// Log stem (`DIR/logs/admission/probe`).
+    pub log_stem: PathBuf,
+}
+
+/// Runs the admission probe once for every input (the SDK imported once)
+/// and reads what each admission left on disk, in `inputs` order (`None`
+/// where reading one candidate's results panicked). Never fails: a probe
+/// that did not report is recorded in each `probe_error`; a job the probe
+/// could not observe, in that job's.
+pub(crate) fn observe_batch(
+    process: &ProbeProcess,
+    inputs: &[AdmissionInput],
+    width: usize,
+) -> Vec<Option<Observation>> {
+    if inputs.is_empty() {
+        return Vec::new();
+    }
+    let jobs: Vec<ProbeJob> = inputs
+        .iter()
+        .map(|input| ProbeJob {
+            archive: input.archive.display().to_string(),
+            sha256: input.archive_sha256.clone(),
+            data_root: input.root.join("data").display().to_string(),
+            requirements: input
+                .extracted
+                .join("requirements.txt")
+                .display()
+                .to_string(),
+            lines_root: input.root.join("requirements").display().to_string(),
+        })
+        .collect();
+    let args = vec![serde_json::to_string(&jobs).expect("jobs serialize")];
+    let answers: Result<Vec<ProbeOutcome>, String> = python::run_probe(
+        &process.python,
+        "admission_probe",
+        python::ADMISSION_PROBE,
+        &args,
+        &process.cwd,
+        process.env.clone(),
+        &process.log_stem,
+    )
+    .and_then(|answers: Vec<ProbeOutcome>| {
+        if answers.len() == inputs.len() {
+            Ok(answers)
+        } else {
+            Err(format!(
+                "the admission probe answered {} job(s) for {} archive(s); see {}.stdout",
+                answers.len(),
+                inputs.len(),
+                process.log_stem.display()
+            ))
+        }
+    });
+    let pairs: Vec<(&AdmissionInput, Result<ProbeReport, String>)> = match answers {
+        Ok(answers) => inputs
+            .iter()
+            .zip(answers)
+            .map(|(input, answer)| {
+                (
+                    input,
+                    match answer {
+                        ProbeOutcome::Report(r) => Ok(*r),
+                        ProbeOutcome::Error(e) => Err(format!(
+                            "the admission probe could not observe this archive: {e}"
+                        )),
+                    },
+                )
+            })
+            .collect(),
+        Err(e) => inputs.iter().map(|input| (input, Err(e.clone()))).collect(),
+    };
+    // Reading the stores and comparing the extractions hashes files: in
+    // parallel, one candidate per thread.
+    crate::parallel::map(
+        &pairs,
+        width,
+        |(input, outcome)| Some(observed(input, outcome.clone())),
+        |_| None,
+    )
+}
+
+/// Runs the admission probe on one archive (a batch of one, in the input's
+/// own root, environment and log stem) and reads what it left on disk.
+/// Never fails: a probe that did not report is recorded in `probe_error`.
+pub(crate) fn observe(input: &AdmissionInput) -> Observation {
+    let process = ProbeProcess {
+        python: input.python.clone(),
+        cwd: input.root.clone(),
+        env: input.env.clone(),
+        log_stem: input.log_stem.clone(),
+    };
+    observe_batch(&process, std::slice::from_ref(input), 1)
+        .pop()
+        .flatten()
+        .unwrap_or_else(|| {
+            let mut obs = unobserved(input);
+            obs.probe_error = Some("reading this admission's results panicked".into());
+            obs
+        })
 }
 
 fn observe_store(
@@ -592,7 +716,8 @@ pub struct AdmissionInput {
     pub root: PathBuf,
     /// The probe's whole environment (allowlisted, private HOME/TMPDIR).
     pub env: BTreeMap<String, String>,
-    /// Log stem for the probe (`DIR/logs/admission/<folder>`).
+    /// Log stem for the probe when admitted alone ([`admit`]; `DIR/logs/admission/<folder>`); the
+    /// gate admits every candidate in one process logged as `DIR/logs/admission/probe`.
     pub log_stem: PathBuf,
 }
 
@@ -610,15 +735,41 @@ pub struct AdmissionOutcome {
 ///
 /// Never fails as a whole: a probe that could not run becomes a failing
 /// `artifact-store` check naming the interpreter, status and output tail.
-pub fn admit(input: &AdmissionInput) -> AdmissionOutcome {
+pub fn admit(input: &AdmissionInput, policy: super::AdmissionOptions) -> AdmissionOutcome {
     let obs = observe(input);
     AdmissionOutcome {
-        checks: decide(&obs),
+        checks: decide(&obs, policy),
         record: record(&obs),
     }
 }
 
-/// Every candidate of the run, admitted in parallel threads: what
+/// Admits every input through one probe process (`process`) and checks
+/// each result: [`observe_batch`], then [`decide`], in `inputs` order. One
+/// archive the probe cannot observe fails that candidate's `artifact-store`
+/// only; the others are admitted as they would be alone.
+pub fn admit_batch(
+    process: &ProbeProcess,
+    inputs: &[AdmissionInput],
+    policy: super::AdmissionOptions,
+) -> Vec<AdmissionOutcome> {
+    observe_batch(process, inputs, 1)
+        .into_iter()
+        .zip(inputs)
+        .map(|(obs, input)| {
+            let obs = obs.unwrap_or_else(|| {
+                let mut obs = unobserved(input);
+                obs.probe_error = Some("reading this admission's results panicked".into());
+                obs
+            });
+            AdmissionOutcome {
+                checks: decide(&obs, policy),
+                record: record(&obs),
+            }
+        })
+        .collect()
+}
+
+/// Every candidate of the run, admitted by one probe process: what
 /// `archive-members` recorded for it, and what the SDK's artifact store and
 /// dependency reading did with its archive.
 ///
@@ -669,14 +820,31 @@ pub fn observe_all(ctx: &RunContext) -> Result<Vec<Candidate>, String> {
             log_stem: ctx.log_stem(GATE, folder),
         });
     }
-    let observed: Vec<Candidate> = crate::parallel::map(
-        &inputs,
-        ctx.width(),
-        |i| Candidate::Observed(Box::new(observe(i))),
-        |i| Candidate::Panicked {
-            folder: i.folder.clone(),
-        },
-    );
+    // One probe process for every candidate: the SDK is imported once
+    // (about 0.4 s of CPU per interpreter start). Each candidate keeps its
+    // own artifact store and requirement files under its own root.
+    let (home, tmp) = ctx
+        .private_roots(GATE, PROBE_ROOT)
+        .map_err(|e| format!("admission: cannot create the probe's private roots: {e}"))?;
+    let process = ProbeProcess {
+        python: ctx.python.clone(),
+        cwd: home
+            .parent()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| "admission: the probe's private root has no parent".to_string())?,
+        env: ctx.child_env(&home, &tmp),
+        log_stem: ctx.log_stem(GATE, "probe"),
+    };
+    let observed: Vec<Candidate> = observe_batch(&process, &inputs, ctx.width())
+        .into_iter()
+        .zip(&inputs)
+        .map(|(obs, input)| match obs {
+            Some(obs) => Candidate::Observed(Box::new(obs)),
+            None => Candidate::Panicked {
+                folder: input.folder.clone(),
+            },
+        })
+        .collect();
     let mut observed = observed.into_iter();
     Ok(found
         .into_iter()

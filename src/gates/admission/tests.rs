@@ -251,6 +251,16 @@ fn with_requirements(obs: &mut Observation, text: &str, sdk: Vec<SdkLine>, file:
     report.file_requirements = file;
 }
 
+/// The built-in coding-runners profile's policy: a pin is required.
+const PIN_REQUIRED: AdmissionOptions = AdmissionOptions {
+    require_sdk_pin: true,
+};
+
+/// A profile without `[admission]`: the SDK's own admission.
+const SDK_POLICY: AdmissionOptions = AdmissionOptions {
+    require_sdk_pin: false,
+};
+
 fn named<'a>(checks: &'a [Check], name: &str) -> &'a Check {
     checks
         .iter()
@@ -259,7 +269,7 @@ fn named<'a>(checks: &'a [Check], name: &str) -> &'a Check {
 }
 
 fn failing(obs: &Observation, name: &str, needles: &[&str]) -> Check {
-    let checks = decide(obs);
+    let checks = decide(obs, PIN_REQUIRED);
     let c = named(&checks, name).clone();
     assert_eq!(c.result, CheckResult::Fail, "{name}: {}", c.detail);
     for n in needles {
@@ -270,7 +280,7 @@ fn failing(obs: &Observation, name: &str, needles: &[&str]) -> Check {
 
 #[test]
 fn an_admitted_archive_passes_every_check_and_each_pass_carries_observed_values() {
-    let checks = decide(&good());
+    let checks = decide(&good(), PIN_REQUIRED);
     let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(
         names,
@@ -329,7 +339,7 @@ fn refuses_when_the_artifact_store_refuses_the_exact_bytes() {
         c.observed.unwrap()["sdk_error"],
         "ValueError: unsafe archive path '../x'"
     );
-    let checks = decide(&obs);
+    let checks = decide(&obs, PIN_REQUIRED);
     // No marker or extraction to check: nothing was admitted.
     assert!(checks
         .iter()
@@ -342,7 +352,7 @@ fn a_probe_that_did_not_report_is_not_observed_never_refused() {
     let mut obs = good();
     obs.report = None;
     obs.probe_error = Some("exit status 2: No such file".into());
-    let checks = decide(&obs);
+    let checks = decide(&obs, PIN_REQUIRED);
     assert_eq!(checks.len(), 1);
     let c = &checks[0];
     assert_eq!(
@@ -499,7 +509,7 @@ fn refuses_a_pin_the_installed_sdk_does_not_satisfy_with_porting_advice() {
     );
     assert_eq!(c.observed.unwrap()["lines"][0]["decision"], "not-satisfied");
     // The line is the pin's finding alone: requirement-lines does not repeat it.
-    let lines = named(&decide(&obs), "requirement-lines").clone();
+    let lines = named(&decide(&obs, PIN_REQUIRED), "requirement-lines").clone();
     assert_eq!(lines.result, CheckResult::Pass, "{}", lines.detail);
 }
 
@@ -543,16 +553,71 @@ fn refuses_requirements_without_an_sdk_pin() {
     failing(
         &obs,
         "sdk-requirement",
-        &["found none", "add `langbot-plugin==<version>`"],
+        &[
+            "found none",
+            "add `langbot-plugin==<version>`",
+            "[admission] require_sdk_pin",
+        ],
     );
     // An absent file is read as empty: no pin either.
     let mut obs = good();
     with_requirements(&mut obs, "", vec![], verdict(true, &[], None));
     obs.requirements.present = false;
     failing(&obs, "sdk-requirement", &["found none"]);
-    let lines = named(&decide(&obs), "requirement-lines").clone();
+    let lines = named(&decide(&obs, PIN_REQUIRED), "requirement-lines").clone();
     assert_eq!(lines.result, CheckResult::Pass);
     assert!(lines.detail.contains("is absent"), "{}", lines.detail);
+}
+
+#[test]
+fn without_a_pin_policy_a_missing_pin_or_file_passes_as_the_sdk_admits_it_and_says_so() {
+    let mut obs = good();
+    with_requirements(
+        &mut obs,
+        "six==1.16.0\n",
+        vec![accepted_line(1, "six==1.16.0", &["six==1.16.0"])],
+        verdict(true, &["six==1.16.0"], None),
+    );
+    let checks = decide(&obs, SDK_POLICY);
+    let c = named(&checks, "sdk-requirement");
+    assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+    assert!(
+        c.detail.contains("no `langbot-plugin` requirement")
+            && c.detail.contains("the SDK admits that")
+            && c.detail.contains("require_sdk_pin"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        checks.iter().all(|c| c.result == CheckResult::Pass),
+        "{checks:#?}"
+    );
+    // No requirements.txt at all (EBAEventProbe's case): admitted, said so.
+    let mut obs = good();
+    with_requirements(&mut obs, "", vec![], verdict(true, &[], None));
+    obs.requirements.present = false;
+    let c = named(&decide(&obs, SDK_POLICY), "sdk-requirement").clone();
+    assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+    assert!(c.detail.contains("(no requirements.txt)"), "{}", c.detail);
+    // The policy never relaxes a pin that is there and wrong.
+    let mut obs = good();
+    let text = "langbot-plugin==0.5.0";
+    with_requirements(
+        &mut obs,
+        text,
+        vec![refused_line(
+            1,
+            text,
+            "DependencyEnvironmentPreparationError: langbot-plugin==0.5.0 is not satisfied",
+        )],
+        verdict(
+            false,
+            &[],
+            Some("DependencyEnvironmentPreparationError: langbot-plugin==0.5.0 is not satisfied"),
+        ),
+    );
+    let c = named(&decide(&obs, SDK_POLICY), "sdk-requirement").clone();
+    assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
 }
 
 #[test]
@@ -566,7 +631,7 @@ fn a_marker_excluded_pin_passes_only_when_the_sdk_agrees() {
         verdict(true, &[], None),
     );
     // No applicable pin is still a pin line: accepted as not applicable.
-    let c = named(&decide(&obs), "sdk-requirement").clone();
+    let c = named(&decide(&obs, PIN_REQUIRED), "sdk-requirement").clone();
     assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
     assert!(c.detail.contains("does not apply here"), "{}", c.detail);
 }
@@ -666,7 +731,7 @@ fn refuses_pip_options_and_invalid_requirement_lines() {
     assert_eq!(c.consequence_of, None);
     assert!(!c.detail.contains("as a whole"), "{}", c.detail);
     assert_eq!(
-        named(&decide(&obs), "sdk-requirement").result,
+        named(&decide(&obs, PIN_REQUIRED), "sdk-requirement").result,
         CheckResult::Pass
     );
 }
@@ -840,10 +905,13 @@ fn run_without_the_sdk_version_is_an_error_and_without_an_archive_a_failure() {
 
 #[test]
 fn a_candidate_without_its_extraction_or_whose_admission_panicked_fails_naming_why() {
-    let c = decide_candidate(&Candidate::NoExtraction {
-        folder: "demo".into(),
-        archive: "packages/demo/demo-1.0.0.lbpkg".into(),
-    });
+    let c = decide_candidate(
+        &Candidate::NoExtraction {
+            folder: "demo".into(),
+            archive: "packages/demo/demo-1.0.0.lbpkg".into(),
+        },
+        PIN_REQUIRED,
+    );
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].name, "artifact-store");
     assert_eq!(c[0].result, crate::evidence::CheckResult::Fail);
@@ -854,9 +922,12 @@ fn a_candidate_without_its_extraction_or_whose_admission_panicked_fails_naming_w
         "{}",
         c[0].detail
     );
-    let c = decide_candidate(&Candidate::Panicked {
-        folder: "demo".into(),
-    });
+    let c = decide_candidate(
+        &Candidate::Panicked {
+            folder: "demo".into(),
+        },
+        PIN_REQUIRED,
+    );
     assert_eq!(c[0].result, crate::evidence::CheckResult::Fail);
     assert!(c[0].detail.contains("harness defect"), "{}", c[0].detail);
     assert_eq!(c[0].candidate.as_deref(), Some("demo"));

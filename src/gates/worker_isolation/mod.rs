@@ -185,6 +185,14 @@ impl super::Gate for WorkerIsolation {
         GATE
     }
 
+    fn not_applicable(&self, ctx: &RunContext) -> Option<String> {
+        ctx.profile.profile.worker_isolation.is_none().then(|| {
+            "the profile has no [worker_isolation] table: it does not declare runners that run \
+             jobs through the SDK's daemon hub, so two isolated workers are not proved apart"
+                .into()
+        })
+    }
+
     fn run(&self, ctx: &RunContext, _out: &mut Updates) -> Result<Vec<Check>, String> {
         let sdk = ctx.verified_sdk.clone().ok_or_else(|| {
             "gate worker-isolation: no verified SDK (sdk-record did not pass); run sdk-record first"
