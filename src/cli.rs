@@ -6,7 +6,7 @@ use crate::{catalogue, exit, gate_list, merge, output, replay, report};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// The exit-code table of `--help` and the man page (`EXIT STATUS`).
@@ -221,6 +221,12 @@ pub enum Command {
         #[arg(value_name = "DIR", required = true)]
         dirs: Vec<PathBuf>,
     },
+    /// Work with profiles (`profile init`: write one from a repository's plugin manifests).
+    Profile {
+        /// What to do.
+        #[command(subcommand)]
+        command: ProfileCommand,
+    },
     /// Provision (or reuse and re-verify) the SDK interpreter a run uses when no --python is
     /// given: a virtual environment in `$XDG_CACHE_HOME/verify-coding-candidates/sdk/` (else
     /// `~/.cache/...`) holding exactly the wheels of the SDK pin's lock list, each checked by
@@ -238,6 +244,73 @@ pub enum Command {
         #[arg(long, value_name = "URL", default_value = crate::provision::DEFAULT_INDEX_URL)]
         index_url: String,
     },
+}
+
+/// `profile` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// Write a commented profile from the repository's plugin manifests.
+    ///
+    /// Every tracked manifest.yaml with `kind: Plugin` is a candidate: its folder, identity,
+    /// components, `langbot-plugin` requirement and test files are written, with the runner probes
+    /// it could declare as commented templates. One run certifies against one SDK pin (the exact
+    /// pin most candidates declare); a candidate that pin does not satisfy is written commented out
+    /// with the reason. Nothing is written into the repository unless --output names a file there.
+    /// Exit 0 when written, 2 when it cannot be (not a git repository, no plugin manifest, an
+    /// --output file that exists).
+    Init {
+        /// A folder inside the repository to read.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        repo: PathBuf,
+        /// Write the profile to this new file instead of stdout (an existing file is never
+        /// overwritten).
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+/// `profile init`: [`crate::profile::init::scan`], then
+/// [`crate::profile::init::render`], to stdout or a new `output` file.
+fn run_profile_init(repo: &Path, output: Option<&Path>) -> ExitCode {
+    let fail = |message: String| {
+        crate::stderr_line!("error: profile init: {message}");
+        ExitCode::from(exit::CANNOT_RUN)
+    };
+    let builtin = match crate::profile::parse(crate::profile::BUILTIN_CODING_RUNNERS, "built-in") {
+        Ok(p) => p.sdk,
+        Err(e) => return fail(format!("the built-in profile does not load: {e}")),
+    };
+    let Ok(pin) = builtin.version().parse::<pep440_rs::Version>() else {
+        return fail("the built-in profile's SDK pin has no PEP 440 version".into());
+    };
+    let scan = match crate::profile::init::scan(repo) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let text = crate::profile::init::render(&scan, &pin);
+    match output {
+        None => emit(&text),
+        Some(path) => {
+            let written = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+            if let Err(e) = written {
+                return fail(format!(
+                    "--output {}: {e}; expected a new file (an existing one is never overwritten)",
+                    path.display()
+                ));
+            }
+            crate::stderr_line!(
+                "profile init: wrote {} ({} candidate(s)); review it, then commit it as {} at the repository's root or pass --profile",
+                path.display(),
+                scan.candidates.len(),
+                crate::profile::REPO_PROFILE_NAME
+            );
+        }
+    }
+    ExitCode::from(exit::SUCCESS)
 }
 
 /// A gate id argument (`--only`, `gates GATE`): accepts every string, so an
@@ -310,6 +383,11 @@ pub fn main() -> ExitCode {
             index_url,
         }) => {
             return run_sdk(print_path, profile.as_deref(), &index_url);
+        }
+        Some(Command::Profile {
+            command: ProfileCommand::Init { repo, output },
+        }) => {
+            return run_profile_init(&repo, output.as_deref());
         }
         Some(Command::Gates { ids, format }) => {
             let gates = match gate_list::select(&ids) {
@@ -594,17 +672,25 @@ fn refuse_run_options(matches: &ArgMatches, name: &str) -> Result<(), String> {
     }
     let command = Cli::command();
     let sub = command.find_subcommand(name);
+    // A flag the subcommand, or one of its own subcommands, takes.
     let takes = |flag: &str| {
         sub.is_some_and(|s| {
-            s.get_arguments()
+            std::iter::once(s)
+                .chain(s.get_subcommands())
+                .flat_map(|c| c.get_arguments())
                 .any(|a| a.get_long() == flag.strip_prefix("--"))
         })
     };
     let (after, none): (Vec<&str>, Vec<&str>) = given.iter().partition(|f| takes(f));
     let mut parts = Vec::new();
     if !after.is_empty() {
+        // The whole command path (`profile init`), where the flag goes.
+        let path = match matches.subcommand().and_then(|(_, m)| m.subcommand_name()) {
+            Some(nested) => format!("{name} {nested}"),
+            None => name.to_string(),
+        };
         parts.push(format!(
-            "put {} after the subcommand (`verify-coding-candidates {name} {} ...`)",
+            "put {} after the subcommand (`verify-coding-candidates {path} {} ...`)",
             after.join(", "),
             after[0]
         ));

@@ -6,6 +6,7 @@
 //! `--profile FILE` is given.
 
 pub mod committed;
+pub mod init;
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};

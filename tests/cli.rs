@@ -679,3 +679,69 @@ fn a_profile_inside_the_repository_must_be_the_committed_file() {
         verify_coding_candidates::hash::sha256_bytes(BUILTIN_CODING_RUNNERS.as_bytes())
     );
 }
+
+/// `profile init` writes a profile that loads, from the fixture repository's
+/// manifests, without touching the repository; it refuses to overwrite a
+/// file and to read a folder that is not a git repository.
+#[test]
+fn profile_init_writes_a_loadable_profile_from_the_manifests_and_refuses_to_overwrite() {
+    let repo = fixture_repo(&[]);
+    let out = run_on_fixture(
+        &repo,
+        verifier_without_python()
+            .current_dir(&repo.root)
+            .args(["profile", "init"]),
+    );
+    assert_exit(&out, exit::SUCCESS);
+    let text = stdout_text(&out);
+    let profile = verify_coding_candidates::profile::parse(&text, "init")
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let paths: Vec<&str> = profile.candidates.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "Runner/acp-agent-runner",
+            "Runner/claude-code-agent",
+            "Runner/codex-agent"
+        ]
+    );
+    assert_eq!(profile.sdk.requirement, "langbot-plugin==0.6.0b5");
+    for needle in [
+        "These are the built-in `coding-runners` profile's candidates",
+        "# candidate = \"Runner/codex-agent\"\n# runner = \"default\"",
+        "Runner/codex-agent: components: Runner default",
+    ] {
+        assert!(text.contains(needle), "{needle:?} not in:\n{text}");
+    }
+    // --output: a new file outside the repository; an existing one is refused.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("profile.toml");
+    let out = run_on_fixture(
+        &repo,
+        verifier_without_python()
+            .current_dir(&repo.root)
+            .args(["profile", "init", "--output"])
+            .arg(&file),
+    );
+    assert_exit(&out, exit::SUCCESS);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    let out = run_on_fixture(
+        &repo,
+        verifier_without_python()
+            .current_dir(&repo.root)
+            .args(["profile", "init", "--output"])
+            .arg(&file),
+    );
+    assert_exit(&out, exit::CANNOT_RUN);
+    assert_stderr_contains(&out, "never overwritten");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    // Not a git repository.
+    let plain = tempfile::tempdir().unwrap();
+    let out = verifier_without_python()
+        .args(["profile", "init", "--repo"])
+        .arg(plain.path())
+        .output()
+        .unwrap();
+    assert_exit(&out, exit::CANNOT_RUN);
+    assert_stderr_contains(&out, "expected a git work tree");
+}
