@@ -302,8 +302,11 @@ fn run_profile_init(repo: &Path, output: Option<&Path>) -> ExitCode {
                     path.display()
                 ));
             }
+            let kept = crate::profile::parse(&text, "profile init")
+                .map(|p| p.candidates.len())
+                .unwrap_or_default();
             crate::stderr_line!(
-                "profile init: wrote {} ({} candidate(s)); review it, then commit it as {} at the repository's root or pass --profile",
+                "profile init: wrote {} ({} plugin folder(s) found, {kept} written as candidates); review it, then commit it as {} at the repository's root or pass --profile",
                 path.display(),
                 scan.candidates.len(),
                 crate::profile::REPO_PROFILE_NAME

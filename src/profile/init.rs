@@ -208,49 +208,68 @@ fn read_candidate(root: &Path, folder: &str, manifest: &Value, files: &[String])
     let mut components = Vec::new();
     let mut component_problems = Vec::new();
     if let Some(Value::Mapping(kinds)) = manifest.get("spec").and_then(|s| s.get("components")) {
-        for (kind, spec) in kinds {
+        for (kind, group) in kinds {
             let kind = kind.as_str().unwrap_or("?").to_string();
-            let dirs = spec
+            // As the SDK's discovery engine reads a group
+            // (`load_blueprint_comp_group`): `fromFiles` names component
+            // manifests; `fromDirs` takes every `.yaml`/`.yml` file of a
+            // folder, down to `maxDepth` levels (default 1: the folder itself).
+            let mut manifests: Vec<String> = Vec::new();
+            for file in group
+                .get("fromFiles")
+                .and_then(Value::as_sequence)
+                .into_iter()
+                .flatten()
+            {
+                match file.as_str() {
+                    Some(f) => manifests.push(format!("{prefix}{}", f.trim_start_matches("./"))),
+                    None => component_problems
+                        .push(format!("{kind}: a fromFiles entry that is not a path")),
+                }
+            }
+            for dir in group
                 .get("fromDirs")
                 .and_then(Value::as_sequence)
-                .cloned()
-                .unwrap_or_default();
-            for dir in dirs {
-                let Some(dir) = dir.get("path").and_then(Value::as_str) else {
+                .into_iter()
+                .flatten()
+            {
+                let Some(path) = dir.get("path").and_then(Value::as_str) else {
                     component_problems.push(format!("{kind}: a fromDirs entry without `path`"));
                     continue;
                 };
+                let depth = dir.get("maxDepth").and_then(Value::as_u64).unwrap_or(1);
                 let dir = format!(
                     "{prefix}{}/",
-                    dir.trim_start_matches("./").trim_end_matches('/')
+                    path.trim_start_matches("./").trim_end_matches('/')
                 );
-                let mut found = false;
-                for file in files.iter().filter(|f| {
-                    f.strip_prefix(&dir)
-                        .is_some_and(|rest| !rest.contains('/') && rest.ends_with(".yaml"))
-                }) {
-                    let parsed = std::fs::read_to_string(root.join(file))
-                        .map_err(|e| e.to_string())
-                        .and_then(|t| {
-                            serde_yaml_ng::from_str::<Value>(strip_bom(&t))
-                                .map_err(|e| e.to_string())
-                        });
-                    match parsed {
-                        Ok(v) => {
-                            let k = v.get("kind").and_then(Value::as_str).unwrap_or(&kind);
-                            let name = v
-                                .get("metadata")
-                                .and_then(|m| m.get("name"))
-                                .and_then(Value::as_str)
-                                .unwrap_or("?");
-                            components.push((k.to_string(), name.to_string()));
-                            found = true;
-                        }
-                        Err(e) => component_problems.push(format!("{file}: {e}")),
-                    }
+                let before = manifests.len();
+                manifests.extend(files.iter().filter_map(|f| {
+                    let rest = f.strip_prefix(&dir)?;
+                    let within = (rest.matches('/').count() as u64) < depth;
+                    (within && (rest.ends_with(".yaml") || rest.ends_with(".yml")))
+                        .then(|| f.clone())
+                }));
+                if manifests.len() == before {
+                    component_problems.push(format!("{kind}: no component manifest in {dir}"));
                 }
-                if !found {
-                    component_problems.push(format!("{kind}: no component .yaml in {dir}"));
+            }
+            for file in manifests {
+                let parsed = std::fs::read_to_string(root.join(&file))
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| {
+                        serde_yaml_ng::from_str::<Value>(strip_bom(&t)).map_err(|e| e.to_string())
+                    });
+                match parsed {
+                    Ok(v) => {
+                        let k = v.get("kind").and_then(Value::as_str).unwrap_or(&kind);
+                        let name = v
+                            .get("metadata")
+                            .and_then(|m| m.get("name"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("?");
+                        components.push((k.to_string(), name.to_string()));
+                    }
+                    Err(e) => component_problems.push(format!("{file}: {e}")),
                 }
             }
         }
@@ -448,8 +467,8 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
         } else {
             let _ = writeln!(
                 out,
-                "# {}: its own tests ({}) are not run by this version: it runs the repository's\n\
-                 #   [suites] from the repository root only",
+                "# {}: its own tests, not run by this version (it runs the repository's\n\
+                 #   [suites] from the repository root only): {}",
                 c.path,
                 c.tests.join(", ")
             );
@@ -592,6 +611,58 @@ mod tests {
         assert!(accepts("langbot-plugin>=0.7.3,<0.8", &v("0.7.4")));
         assert!(!accepts("langbot-plugin>=0.7.3,<0.8", &v("0.6.0b5")));
         assert!(accepts("langbot-plugin>=0.6.0b1", &v("0.6.0b5")));
+    }
+
+    #[test]
+    fn components_are_read_as_the_sdk_discovers_them_from_files_and_dirs_to_max_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            (
+                "p/c/ke.yaml",
+                "kind: KnowledgeEngine\nmetadata: {name: ke}\n",
+            ),
+            ("p/r/one.yaml", "kind: Runner\nmetadata: {name: one}\n"),
+            ("p/r/sub/two.yml", "kind: Runner\nmetadata: {name: two}\n"),
+            ("p/t/tool.yaml", "kind: Tool\nmetadata: {name: tool}\n"),
+            (
+                "p/t/deeper/hidden.yaml",
+                "kind: Tool\nmetadata: {name: hidden}\n",
+            ),
+            ("p/tests/test_p.py", ""),
+        ];
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let manifest: Value = serde_yaml_ng::from_str(
+            "kind: Plugin\nmetadata: {author: a, name: p, version: 1.0.0}\nspec:\n  components:\n    \
+             KnowledgeEngine: {fromFiles: [c/ke.yaml]}\n    \
+             Runner: {fromDirs: [{path: r/, maxDepth: 2}]}\n    \
+             Tool: {fromDirs: [{path: ./t}]}\n    \
+             Command: {fromDirs: [{path: none/}]}\n",
+        )
+        .unwrap();
+        let listed: Vec<String> = files.iter().map(|(p, _)| p.to_string()).collect();
+        let c = read_candidate(dir.path(), "p", &manifest, &listed);
+        let mut got = c.components.clone();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("KnowledgeEngine".to_string(), "ke".to_string()),
+                ("Runner".into(), "one".into()),
+                ("Runner".into(), "two".into()),
+                ("Tool".into(), "tool".into()),
+            ]
+        );
+        assert_eq!(
+            c.component_problems,
+            ["Command: no component manifest in p/none/"]
+        );
+        assert_eq!(c.identity.as_deref(), Some("a/p 1.0.0"));
+        assert_eq!(c.tests, ["p/tests/test_p.py"]);
+        assert!(!c.has_requirements && c.sdk_requirement.is_none());
     }
 
     #[test]
