@@ -530,7 +530,41 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
         .with_observed(json!({"declared": declared, "listed": listed})),
     );
     checks.push(runner_check(c, o, &plugin));
+    if let Some(check) = uncalled_check(c, &plugin) {
+        checks.push(check);
+    }
     checks
+}
+
+/// The `uncalled` check of one candidate: a warning naming every declared
+/// component this gate lists through the runtime and does not call (every
+/// kind but Runner: Tool, Command, EventListener, KnowledgeEngine, ...), so
+/// a reader never takes the listing for a call. `None` when every declared
+/// component is a Runner (each is called by `runner-probe`).
+fn uncalled_check(c: &HostCandidate, plugin: &str) -> Option<Check> {
+    let uncalled: Vec<String> = c
+        .declared
+        .iter()
+        .filter(|d| d.kind != "Runner")
+        .map(ComponentId::to_string)
+        .collect();
+    if uncalled.is_empty() {
+        return None;
+    }
+    Some(
+        Check::warn(
+            "uncalled",
+            Some(c.folder.as_str()),
+            format!(
+                "{plugin}: {} listed by the runtime and not called: this gate calls Runners only, \
+                 so nothing about {} behaviour is proved (`components` proves only that the \
+                 runtime lists them)",
+                uncalled.join(", "),
+                if uncalled.len() == 1 { "its" } else { "their" }
+            ),
+        )
+        .with_observed(json!({ "uncalled": uncalled })),
+    )
 }
 
 /// What to do about a plugin the runtime did not initialize: when its
@@ -560,10 +594,18 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
         "label": FIXTURE_LABEL, "runners_listed": o.runners_listed, "probes": o.runner_probes,
     });
     if runners.is_empty() {
-        return Check::pass(
+        // Nothing was called: a warning, never a pass (see `uncalled`).
+        return Check::warn(
             "runner-probe",
             Some(folder),
-            format!("{plugin} declares no Runner component; nothing to probe"),
+            format!(
+                "{plugin} declares no Runner component: no runner was called (its components: {})",
+                c.declared
+                    .iter()
+                    .map(ComponentId::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         )
         .with_observed(observed);
     }

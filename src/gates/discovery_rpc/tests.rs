@@ -601,6 +601,57 @@ fn find(checks: &[Check], name: &str, folder: Option<&str>) -> Check {
         .clone()
 }
 
+/// A component the gate lists and does not call is named in a warning,
+/// never a pass: a plugin without a Runner gets no passing `runner-probe`,
+/// and one with a Tool beside its Runner gets `uncalled` too.
+#[test]
+fn components_listed_and_not_called_are_warned_never_passed() {
+    let tool = ComponentId {
+        kind: "Tool".into(),
+        name: "search".into(),
+    };
+    // A Runner beside a Tool: the Runner is probed, the Tool is not.
+    let mut obs = observed_run();
+    obs.spec.as_mut().unwrap().candidates[0]
+        .declared
+        .push(tool.clone());
+    obs.result.as_mut().unwrap().candidates[0]
+        .listed_components
+        .push(tool.clone());
+    let checks = decide(&obs);
+    assert_eq!(
+        find(&checks, "runner-probe", Some("codex-agent")).result,
+        CheckResult::Pass
+    );
+    let uncalled = find(&checks, "uncalled", Some("codex-agent"));
+    assert_eq!(uncalled.result, CheckResult::Warn);
+    assert!(
+        uncalled
+            .detail
+            .contains("Tool/search listed by the runtime and not called"),
+        "{}",
+        uncalled.detail
+    );
+    // No Runner at all: nothing was called, so runner-probe is no pass.
+    let mut obs = observed_run();
+    obs.spec.as_mut().unwrap().candidates[0].declared = vec![tool.clone()];
+    obs.result.as_mut().unwrap().candidates[0].listed_components = vec![tool];
+    let checks = decide(&obs);
+    let probe = find(&checks, "runner-probe", Some("codex-agent"));
+    assert_eq!(probe.result, CheckResult::Warn, "{}", probe.detail);
+    assert!(
+        probe.detail.contains("no runner was called"),
+        "{}",
+        probe.detail
+    );
+    assert_eq!(
+        find(&checks, "uncalled", Some("codex-agent")).result,
+        CheckResult::Warn
+    );
+    // Only Runners: no `uncalled` check.
+    assert!(decide(&observed_run()).iter().all(|c| c.name != "uncalled"));
+}
+
 #[test]
 fn a_whole_passing_run_carries_observed_values_on_every_pass() {
     let checks = decide(&observed_run());
