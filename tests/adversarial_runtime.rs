@@ -6,8 +6,8 @@
 mod common;
 
 use common::{
-    check, detail, evidence_dir, fixture_repo, git, make_writable, processes_under, python,
-    read_evidence, verifier,
+    candidate, check, detail, evidence_dir, fixture_repo, git, make_writable, processes_under,
+    python, read_evidence, verifier,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -286,6 +286,178 @@ fn an_unreadable_archive_is_not_a_dependency_refusal() {
         prepare.detail
     );
     make_writable(tmp.path());
+}
+
+/// The gate prepares every candidate through one probe process per kind
+/// (the requirements, run 1, run 2), whatever the number of candidates; in
+/// such a batch, an archive the probe cannot read is that candidate's "not
+/// observed" alone: the next candidate's requirements are still read and its
+/// environment still prepared twice, with one digest, by the SDK.
+#[test]
+fn one_unreadable_archive_in_a_batch_spoils_only_its_own_preparation() {
+    // Real archives, admitted and prepared by the gate itself.
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = verifier()
+        .current_dir(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .arg("--python")
+        .arg(python())
+        .args(["--only", "dependencies"])
+        .output()
+        .expect("run the verifier");
+    let ev = read_evidence(&dir);
+    assert_eq!(out.status.code(), Some(0), "{ev:#}");
+    let gate_logs = dir.join("logs/dependencies");
+    // Every start of the dependencies probe logs its source's first line.
+    let probe_line = verify_coding_candidates::python::DEPENDENCIES_PROBE
+        .lines()
+        .next()
+        .unwrap();
+    let mut probes: Vec<String> = walk_files(&gate_logs)
+        .into_iter()
+        .filter(|p| p.ends_with(".cmd"))
+        .filter(|p| {
+            std::fs::read_to_string(gate_logs.join(p))
+                .unwrap()
+                .contains(probe_line)
+        })
+        .collect();
+    probes.sort();
+    assert_eq!(
+        probes,
+        ["requirements.cmd", "run-1.cmd", "run-2.cmd"],
+        "one probe process per kind for the three candidates"
+    );
+    for folder in ["acp-agent-runner", "claude-code-agent", "codex-agent"] {
+        assert!(
+            !gate_logs.join(folder).exists(),
+            "no per-candidate probe log: {folder}"
+        );
+        let digests = &candidate(&ev, folder)["dependencies"]["digests"];
+        assert_eq!(
+            digests.as_array().map(Vec::len),
+            Some(2),
+            "{folder}: {digests}"
+        );
+    }
+
+    let tmp = tempfile::tempdir().unwrap();
+    let evidence = tmp.path().join("evidence");
+    let logs = evidence.join("logs/dependencies");
+    std::fs::create_dir_all(&logs).unwrap();
+    let probe_root = evidence.join("roots/dependencies/.probe");
+    let mut env = probe_env(&probe_root);
+    verify_coding_candidates::wheelhouse::point_at_wheelhouse(&mut env, &evidence);
+    let archive = &candidate(&ev, "claude-code-agent")["archive"];
+    let mut inputs = Vec::new();
+    for (folder, path, sha) in [
+        (
+            "codex-agent",
+            evidence.join("packages/codex-agent/missing.lbpkg"),
+            "ab".repeat(32),
+        ),
+        (
+            "claude-code-agent",
+            dir.join(archive["path"].as_str().unwrap()),
+            archive["sha256"].as_str().unwrap().to_string(),
+        ),
+    ] {
+        let root = evidence.join("roots/dependencies").join(folder);
+        inputs.push(dependencies::DependencyInput {
+            python: python(),
+            evidence_dir: evidence.clone(),
+            folder: folder.into(),
+            archive: path,
+            archive_sha256: sha,
+            root: root.clone(),
+            env: probe_env(&root),
+            log_dir: logs.join(folder),
+            wrapper: Vec::new(),
+            network: "none (test)".into(),
+            wheelhouse_files: Vec::new(),
+        });
+    }
+    let process = dependencies::ProbeProcess {
+        python: python(),
+        cwd: probe_root.clone(),
+        env,
+        log_dir: logs.clone(),
+        wrapper: Vec::new(),
+    };
+
+    let reads = dependencies::read_requirements_batch(&process, &inputs);
+    assert_eq!(reads.len(), 2);
+    let unread = reads[0]
+        .as_ref()
+        .expect_err("the missing archive is not read");
+    assert!(
+        unread.starts_with("not observed") && unread.contains("missing.lbpkg"),
+        "{unread}"
+    );
+    assert_eq!(
+        reads[1].as_deref(),
+        Ok(&[][..]),
+        "the SDK read the other one"
+    );
+
+    let outcomes = dependencies::prepare_batch(&process, &inputs);
+    assert_eq!(outcomes.len(), 2);
+    let (checks, record) = &outcomes[0];
+    assert!(record.is_none());
+    let prepare = checks.iter().find(|c| c.name == "prepare").unwrap();
+    assert_eq!(prepare.result, CheckResult::Fail);
+    assert!(
+        prepare.detail.starts_with("not observed: run 1 of 2")
+            && prepare.detail.contains("missing.lbpkg"),
+        "{}",
+        prepare.detail
+    );
+    let (checks, record) = &outcomes[1];
+    for name in [
+        "prepare",
+        "same-digest",
+        "ready",
+        "no-shadow-sdk",
+        "installed",
+    ] {
+        let c = checks.iter().find(|c| c.name == name).unwrap();
+        assert_eq!(c.result, CheckResult::Pass, "{name}: {}", c.detail);
+        assert_eq!(c.candidate.as_deref(), Some("claude-code-agent"));
+    }
+    let record = record.as_ref().expect("a record for the prepared one");
+    assert_eq!(record.digests.len(), 2);
+    assert_eq!(record.digests[0], record.digests[1]);
+
+    // One process per kind here too; run 2 had only the job run 1 prepared.
+    for stem in ["requirements", "run-1", "run-2"] {
+        assert!(logs.join(format!("{stem}.cmd")).is_file(), "{stem}");
+    }
+    assert!(!logs.join("codex-agent").exists() && !logs.join("claude-code-agent").exists());
+    let run_2: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(logs.join("run-2.stdout")).unwrap()).unwrap();
+    assert_eq!(run_2.as_array().map(Vec::len), Some(1), "{run_2}");
+    make_writable(tmp.path());
+    make_writable(_keep.path());
+}
+
+/// Every file under `root`, `/`-separated relative paths.
+fn walk_files(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(root).unwrap();
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out
 }
 
 /// A `langbot-plugin` line whose environment marker makes the SDK's check

@@ -1,19 +1,24 @@
 //! The `dependencies` gate: the SDK prepares each admitted archive's
 //! dependency environment, twice, as the LangBot host does.
 //!
-//! Per candidate (in parallel), the embedded probe
-//! (`src/python/dependencies_probe.py`) runs twice in separate interpreter
-//! processes against one private runtime data root
-//! (`DIR/roots/dependencies/<folder>/data`). Each run admits the exact archive
-//! (`PluginArtifactStore.install_package`) and calls
+//! Per candidate, the embedded probe (`src/python/dependencies_probe.py`)
+//! prepares twice, in separate interpreter processes, against one private
+//! runtime data root (`DIR/roots/dependencies/<folder>/data`). Each run
+//! admits the exact archive (`PluginArtifactStore.install_package`) and calls
 //! `PluginWorkerLauncher.prepare_dependency_environment` with a
 //! `PluginDependencyEnvironmentStore` on that root, in the `oss_dev` runtime
 //! profile: the first run prepares and publishes the environment, the second
-//! must read back the same one.
+//! must read back the same one. One probe process serves every candidate of
+//! a run (the SDK imported once; logs `DIR/logs/dependencies/run-1` and
+//! `run-2`, working directory and HOME/TMPDIR under
+//! `DIR/roots/dependencies/.probe`); the second starts after the first ended,
+//! for the candidates whose first run succeeded. A candidate the probe
+//! could not observe fails its own `prepare` only.
 //!
 //! Before that, the gate builds the run's wheelhouse ([`crate::wheelhouse`]):
-//! a first probe run (mode `requirements`, on a scratch data root) reports
-//! the requirements the SDK keeps after dropping its own pin; one `pip wheel`
+//! a first probe process (mode `requirements`, every candidate on its own
+//! scratch data root, log `DIR/logs/dependencies/requirements`) reports the
+//! requirements the SDK keeps after dropping its own pin; one `pip wheel`
 //! of the verified interpreter per distinct requirement set downloads their
 //! whole dependency closure into `DIR/wheelhouse/`, and a PEP 503 index is
 //! written over it. This download is the only place the run reaches the
@@ -814,8 +819,9 @@ pub mod wheel_match;
 
 use observe::normalise;
 pub use observe::{
-    installed_distributions, observe, prepare_twice, read_requirements, shadow_copies,
-    CandidateObservation, DependencyInput, DirMode, EnvironmentObservation, Observation, Prepared,
+    installed_distributions, observe, observe_batch, prepare_batch, prepare_twice,
+    read_requirements, read_requirements_batch, shadow_copies, CandidateObservation,
+    DependencyInput, DirMode, EnvironmentObservation, Observation, Prepared, ProbeProcess,
     RunObservation, StoppedRun,
 };
 pub(crate) use observe::{ProbeEnvironment, ProbeReport};

@@ -1,14 +1,29 @@
-# Dependency-environment preparation of one admitted archive, by the genuine SDK.
+# Dependency-environment preparation of admitted archives, by the genuine SDK:
+# one interpreter start (the SDK imported once) for every candidate of a run.
 #
-# Usage: python -I -B -c <this> ARCHIVE SHA256 DATA_ROOT [MODE]
+# Usage: python -I <bytecode options> -c <this> JOBS
 #
-#   ARCHIVE    the exact .lbpkg file (DIR/packages/<folder>/<file>.lbpkg)
-#   SHA256     its sha256, lower-case hex
-#   DATA_ROOT  the private runtime data root (DIR/roots/dependencies/<folder>/data),
-#              the same for every run so a later run reads back the earlier one
-#   MODE       `prepare` (default), or `requirements`: stop after reporting the
-#              requirements the SDK keeps, before anything is installed (the
-#              gate downloads them into the wheelhouse, then prepares)
+#   JOBS  a JSON list of jobs, one per archive, each an object:
+#     archive    the exact .lbpkg file (DIR/packages/<folder>/<file>.lbpkg)
+#     sha256     its sha256, lower-case hex
+#     data_root  the candidate's private runtime data root
+#                (DIR/roots/dependencies/<folder>/data), the same for every run
+#                so a later run, in a later process, reads back the earlier one
+#     mode       `prepare`, or `requirements`: stop after reporting the
+#                requirements the SDK keeps, before anything is installed (the
+#                gate downloads them into the wheelhouse, then prepares)
+#
+# Prints one JSON list on stdout, in the order of JOBS: for each job either
+# {"report": {...}} (what the SDK did; a refusal is the report's "error") or
+# {"error": "<type>: <message>"} when this probe could not observe that job
+# (an archive it cannot read, say): never read as the SDK refusing it. One
+# job's error does not stop the others. Each job has its own data root; the
+# jobs share this process, its HOME and TMPDIR, which is sound because no
+# candidate code runs here: install_package reads and extracts bytes, and the
+# SDK's installer runs pip as its own child, with its own HOME and TMPDIR in
+# the job's staging folder, installing wheels only (the wheelhouse holds
+# nothing else, sdists the profile allows included: they are built into
+# wheels when the wheelhouse is built, in its sandbox).
 #
 # This follows the host's own path for an enabled installation
 # (langbot_plugin.runtime.plugin.mgr): PluginArtifactStore.install_package, then
@@ -19,8 +34,7 @@
 # drops its own `langbot-plugin` pin, with the index the SDK reads from
 # LANGBOT_PLUGIN_PYPI_INDEX_URL in this process's environment (the gate sets
 # it to the run's wheelhouse); `pip_index_args` reports those arguments as the
-# SDK's own helper builds them. One JSON document on stdout reports what the
-# SDK did.
+# SDK's own helper builds them.
 import asyncio
 import json
 import sys
@@ -53,9 +67,7 @@ def error_text(exc):
     return f"{type(exc).__name__}: {exc}"
 
 
-def main():
-    archive, expected, data_root = sys.argv[1:4]
-    mode = sys.argv[4] if len(sys.argv) > 4 else "prepare"
+def observe(archive, expected, data_root, mode):
     result = {
         "runtime_profile": RUNTIME_PROFILE,
         "pip_index_args": pkgmgr.get_pip_index_args(),
@@ -66,7 +78,7 @@ def main():
         "error": None,
     }
     # Read outside the SDK's try: a file the harness cannot read is not
-    # something the SDK refused (the probe fails and Rust says "not observed").
+    # something the SDK refused (the job errs and Rust says "not observed").
     with open(archive, "rb") as handle:
         package = handle.read()
     try:
@@ -88,8 +100,7 @@ def main():
             if r.marker is None or r.marker.evaluate()
         ]
         if mode == "requirements":
-            json.dump(result, sys.stdout)
-            return
+            return result
 
         launcher = PluginWorkerLauncher()
         launcher.configure(POLICY, RUNTIME_PROFILE)
@@ -110,7 +121,21 @@ def main():
         }
     except Exception as exc:  # the SDK's refusal is the finding
         result["error"] = error_text(exc)
-    json.dump(result, sys.stdout)
+    return result
+
+
+def main():
+    outcomes = []
+    for job in json.loads(sys.argv[1]):
+        try:
+            if job["mode"] not in ("prepare", "requirements"):
+                raise ValueError(f"unknown mode {job['mode']!r}")
+            report = observe(job["archive"], job["sha256"], job["data_root"], job["mode"])
+        except Exception as exc:  # this job not observed; the others go on
+            outcomes.append({"error": error_text(exc)})
+        else:
+            outcomes.append({"report": report})
+    json.dump(outcomes, sys.stdout)
 
 
 main()

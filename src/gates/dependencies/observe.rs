@@ -1,11 +1,11 @@
 //! What the `dependencies` gate observes: the SDK's preparations (the
-//! embedded probe, run twice), the requirements it keeps, and the published
-//! environment on disk (ready marker, modes, SDK copies, installed
-//! distributions), for every candidate of the run ([`observe_all`]), with the
-//! wheelhouse built between the SDK's reading of the requirements and the
-//! preparations. Nothing here decides a check: the one thing read from a
-//! decision is whether a candidate's download succeeded, which decides
-//! whether it is prepared at all.
+//! embedded probe, run twice, each run one process for every candidate),
+//! the requirements it keeps, and the published environment on disk (ready
+//! marker, modes, SDK copies, installed distributions), for every candidate
+//! of the run ([`observe_all`]), with the wheelhouse built between the SDK's
+//! reading of the requirements and the preparations. Nothing here decides a
+//! check: the one thing read from a decision is whether a candidate's
+//! download succeeded, which decides whether it is prepared at all.
 
 use super::{decide, record, wheelhouse_check, GATE, PREPARE_TIMEOUT, READY_MARKER, RUNS};
 use crate::context::RunContext;
@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The probe's report (`dependencies_probe.py`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -249,16 +250,140 @@ pub fn installed_distributions(site_packages: &Path) -> Result<Vec<InstalledDist
     Ok(out)
 }
 
-/// Runs the preparations and reads the environment they published.
-pub fn observe(input: &DependencyInput) -> Observation {
-    let data_root = input.root.join("data");
-    let mut obs = Observation {
+/// `DIR/roots/dependencies/<this>`: the probe processes' working directory
+/// and private HOME/TMPDIR (each candidate's data roots are under its own
+/// `DIR/roots/dependencies/<folder>`).
+const PROBE_ROOT: &str = ".probe";
+
+/// One job of the dependencies probe, as `dependencies_probe.py` reads it.
+#[derive(Debug, Serialize)]
+struct ProbeJob {
+    archive: String,
+    sha256: String,
+    data_root: String,
+    /// `requirements` or `prepare`.
+    mode: &'static str,
+}
+
+impl ProbeJob {
+    fn new(input: &DependencyInput, data_root: &Path, mode: &'static str) -> Self {
+        Self {
+            archive: input.archive.display().to_string(),
+            sha256: input.archive_sha256.clone(),
+            data_root: data_root.display().to_string(),
+            mode,
+        }
+    }
+}
+
+/// What the probe printed for one job.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ProbeOutcome {
+    /// What the SDK did (its refusal included).
+    Report(Box<ProbeReport>),
+    /// Why the probe could not observe the job (never the SDK's refusal).
+    Error(String),
+}
+
+/// How the probe processes of a batch run: one process per kind (the
+/// requirements, run 1, run 2), each for every candidate of the batch.
+#[derive(Debug, Clone)]
+pub struct ProbeProcess {
+    /// The genuine interpreter.
+    pub python: PathBuf,
+    /// Its working directory (created by the caller).
+    pub cwd: PathBuf,
+    /// Its whole environment (allowlisted, private HOME/TMPDIR, the
+    /// wheelhouse as the SDK's index: [`wheelhouse::point_at_wheelhouse`]).
+    pub env: BTreeMap<String, String>,
+    /// Log directory: the requirements process logs to
+    /// `<log_dir>/requirements`, preparation run N to `<log_dir>/run-N`
+    /// (`DIR/logs/dependencies` for the gate).
+    pub log_dir: PathBuf,
+    /// Program and arguments put before the interpreter of each preparation
+    /// (a private network namespace, `unshare --net --`); empty: none. The
+    /// requirements process runs without it.
+    pub wrapper: Vec<String>,
+}
+
+impl ProbeProcess {
+    /// The process of `input` prepared alone: its own interpreter, root (as
+    /// the working directory), environment, log directory and wrapper.
+    fn alone(input: &DependencyInput) -> Self {
+        Self {
+            python: input.python.clone(),
+            cwd: input.root.clone(),
+            env: input.env.clone(),
+            log_dir: input.log_dir.clone(),
+            wrapper: input.wrapper.clone(),
+        }
+    }
+}
+
+/// Runs one probe process for `jobs` (logged at `<log_dir>/<stem>`, with a
+/// time limit of `per_job` for each job) and returns each job's outcome in
+/// order: `Err` when the probe could not observe it (the process failed,
+/// which fails every job, or that job alone erred).
+fn run_batch(
+    process: &ProbeProcess,
+    stem: &str,
+    wrapper: &[String],
+    jobs: &[ProbeJob],
+    per_job: Duration,
+) -> Vec<Result<ProbeReport, String>> {
+    if jobs.is_empty() {
+        return Vec::new();
+    }
+    let log_stem = process.log_dir.join(stem);
+    let args = vec![serde_json::to_string(jobs).expect("jobs serialize")];
+    let count = u32::try_from(jobs.len()).unwrap_or(u32::MAX);
+    let answers: Result<Vec<ProbeOutcome>, String> = python::run_probe_in(
+        wrapper,
+        &process.python,
+        "dependencies_probe",
+        python::DEPENDENCIES_PROBE,
+        &args,
+        &process.cwd,
+        process.env.clone(),
+        &log_stem,
+        per_job.saturating_mul(count),
+    )
+    .and_then(|answers: Vec<ProbeOutcome>| {
+        if answers.len() == jobs.len() {
+            Ok(answers)
+        } else {
+            Err(format!(
+                "the dependencies probe answered {} job(s) for {} archive(s); see {}.stdout",
+                answers.len(),
+                jobs.len(),
+                log_stem.display()
+            ))
+        }
+    });
+    match answers {
+        Ok(answers) => answers
+            .into_iter()
+            .map(|answer| match answer {
+                ProbeOutcome::Report(r) => Ok(*r),
+                ProbeOutcome::Error(e) => Err(format!(
+                    "the dependencies probe could not observe this archive: {e}"
+                )),
+            })
+            .collect(),
+        Err(e) => jobs.iter().map(|_| Err(e.clone())).collect(),
+    }
+}
+
+/// The observation of `input` before any preparation answered.
+fn unobserved(input: &DependencyInput, process: &ProbeProcess) -> Observation {
+    Observation {
         folder: input.folder.clone(),
         archive: relative(&input.evidence_dir, &input.archive),
         archive_sha256: input.archive_sha256.clone(),
-        log_dir: input.log_dir.display().to_string(),
+        log_dir: process.log_dir.display().to_string(),
         network: input.network.clone(),
-        expected_index: input
+        expected_index: process
             .env
             .get(wheelhouse::INDEX_URL_ENV)
             .map(|url| vec!["-i".to_string(), url.clone()]),
@@ -266,51 +391,110 @@ pub fn observe(input: &DependencyInput) -> Observation {
         runs: Vec::new(),
         stopped: None,
         environment: None,
-    };
+    }
+}
+
+/// Adds preparation run `run`'s outcome to `obs`: a report with an
+/// environment and no error is a run that succeeded; anything else stops
+/// the observation there.
+fn add_run(obs: &mut Observation, run: usize, outcome: Result<ProbeReport, String>) {
+    match outcome {
+        Ok(r) if r.error.is_none() && r.environment.is_some() => obs.runs.push(r),
+        Ok(r) => {
+            obs.stopped = Some(StoppedRun {
+                run,
+                runtime_profile: Some(r.runtime_profile),
+                sdk_error: Some(
+                    r.error
+                        .unwrap_or_else(|| "no environment and no error reported".into()),
+                ),
+                probe_error: None,
+            });
+        }
+        Err(e) => {
+            obs.stopped = Some(StoppedRun {
+                run,
+                runtime_profile: None,
+                sdk_error: None,
+                probe_error: Some(e),
+            });
+        }
+    }
+}
+
+/// Prepares every input [`RUNS`] times through the SDK, one probe process
+/// per run for all of them (run N+1 starts after run N ended, and only for
+/// the inputs whose earlier runs succeeded, so it finds their environments
+/// published), then reads what each published, in `inputs` order (`None`
+/// where reading one candidate's environment panicked). Never fails: a
+/// probe that did not report stops each of its inputs' observation; a job
+/// the probe could not observe, that job's alone.
+pub fn observe_batch(
+    process: &ProbeProcess,
+    inputs: &[DependencyInput],
+    width: usize,
+) -> Vec<Option<Observation>> {
+    let mut observations: Vec<Observation> =
+        inputs.iter().map(|i| unobserved(i, process)).collect();
     for run in 1..=RUNS {
-        let report: Result<ProbeReport, String> = python::run_probe_in(
-            &input.wrapper,
-            &input.python,
-            "dependencies_probe",
-            python::DEPENDENCIES_PROBE,
-            &[
-                input.archive.display().to_string(),
-                input.archive_sha256.clone(),
-                data_root.display().to_string(),
-            ],
-            &input.root,
-            input.env.clone(),
-            &input.log_dir.join(format!("run-{run}")),
+        let pending: Vec<usize> = (0..inputs.len())
+            .filter(|&i| observations[i].stopped.is_none())
+            .collect();
+        let jobs: Vec<ProbeJob> = pending
+            .iter()
+            .map(|&i| ProbeJob::new(&inputs[i], &inputs[i].root.join("data"), "prepare"))
+            .collect();
+        let outcomes = run_batch(
+            process,
+            &format!("run-{run}"),
+            &process.wrapper,
+            &jobs,
             PREPARE_TIMEOUT,
         );
-        match report {
-            Ok(r) if r.error.is_none() && r.environment.is_some() => obs.runs.push(r),
-            Ok(r) => {
-                obs.stopped = Some(StoppedRun {
-                    run,
-                    runtime_profile: Some(r.runtime_profile),
-                    sdk_error: Some(
-                        r.error
-                            .unwrap_or_else(|| "no environment and no error reported".into()),
-                    ),
-                    probe_error: None,
-                });
-                return obs;
-            }
-            Err(e) => {
-                obs.stopped = Some(StoppedRun {
-                    run,
-                    runtime_profile: None,
-                    sdk_error: None,
-                    probe_error: Some(e),
-                });
-                return obs;
-            }
+        for (&i, outcome) in pending.iter().zip(outcomes) {
+            add_run(&mut observations[i], run, outcome);
         }
+    }
+    let pairs: Vec<(&DependencyInput, Observation)> = inputs.iter().zip(observations).collect();
+    // Reading an environment hashes its files against the wheelhouse's
+    // wheels: in parallel, one candidate per thread.
+    crate::parallel::map(
+        &pairs,
+        width,
+        |(input, obs)| Some(read_environment(input, obs.clone())),
+        |_| None,
+    )
+}
+
+/// Runs the preparations of one archive (a batch of one, in the input's
+/// own root, environment, log directory and wrapper) and reads the
+/// environment they published.
+pub fn observe(input: &DependencyInput) -> Observation {
+    let process = ProbeProcess::alone(input);
+    observe_batch(&process, std::slice::from_ref(input), 1)
+        .pop()
+        .flatten()
+        .unwrap_or_else(|| {
+            let mut obs = unobserved(input, &process);
+            obs.stopped = Some(StoppedRun {
+                run: RUNS,
+                runtime_profile: None,
+                sdk_error: None,
+                probe_error: Some("reading this preparation's results panicked".into()),
+            });
+            obs
+        })
+}
+
+/// Reads the environment the first run published, when every run succeeded.
+fn read_environment(input: &DependencyInput, mut obs: Observation) -> Observation {
+    if obs.stopped.is_some() {
+        return obs;
     }
     let Some(first) = obs.runs.first().and_then(|r| r.environment.as_ref()) else {
         return obs;
     };
+    let data_root = input.root.join("data");
     let expected_root = data_root
         .join("environments")
         .join("sha256")
@@ -371,43 +555,59 @@ pub fn observe(input: &DependencyInput) -> Observation {
     obs
 }
 
-/// The requirements the SDK keeps for one archive (its own pin dropped), as
-/// the probe in mode `requirements` reports them, on a scratch data root
-/// (`<root>/requirements-data`) so the preparations' root stays untouched.
+/// The requirements the SDK keeps for each input (its own pin dropped), as
+/// one probe process in mode `requirements` reports them (logged at
+/// `<log_dir>/requirements`), each input on its own scratch data root
+/// (`<root>/requirements-data`) so the preparations' root stays untouched;
+/// in `inputs` order.
+///
+/// Each `Err` is a sentence for a failing `wheelhouse` check: the probe did
+/// not answer (for every input when the process failed; for that input
+/// alone when it could not observe its job), or the SDK refused the
+/// requirements.
+pub fn read_requirements_batch(
+    process: &ProbeProcess,
+    inputs: &[DependencyInput],
+) -> Vec<Result<Vec<String>, String>> {
+    let jobs: Vec<ProbeJob> = inputs
+        .iter()
+        .map(|i| ProbeJob::new(i, &i.root.join("requirements-data"), "requirements"))
+        .collect();
+    run_batch(process, "requirements", &[], &jobs, python::PROBE_TIMEOUT)
+        .into_iter()
+        .zip(inputs)
+        .map(|(outcome, input)| {
+            let report =
+                outcome.map_err(|e| format!("not observed: reading the requirements: {e}"))?;
+            match (report.error, report.requirements) {
+                (None, Some(requirements)) => Ok(requirements),
+                (error, _) => Err(format!(
+                    "{}: expected the SDK to read the archive's requirements.txt, found it refused: {}; \
+                     the host would fail this installation with `dependency_prepare_failed`: fix the \
+                     candidate's requirements.txt",
+                    relative(&input.evidence_dir, &input.archive),
+                    error.unwrap_or_else(|| "no requirements and no error reported".into())
+                )),
+            }
+        })
+        .collect()
+}
+
+/// [`read_requirements_batch`] for one archive alone (in its own root,
+/// environment and log directory).
 ///
 /// # Errors
-/// A sentence for a failing `wheelhouse` check: the probe did not answer, or
-/// the SDK refused the requirements.
+/// As each result of [`read_requirements_batch`].
 pub fn read_requirements(input: &DependencyInput) -> Result<Vec<String>, String> {
-    let archive_rel = relative(&input.evidence_dir, &input.archive);
-    let report: ProbeReport = python::run_probe_with_timeout(
-        &input.python,
-        "dependencies_probe",
-        python::DEPENDENCIES_PROBE,
-        &[
-            input.archive.display().to_string(),
-            input.archive_sha256.clone(),
-            input.root.join("requirements-data").display().to_string(),
-            "requirements".into(),
-        ],
-        &input.root,
-        input.env.clone(),
-        &input.log_dir.join("requirements"),
-        python::PROBE_TIMEOUT,
-    )
-    .map_err(|e| format!("not observed: reading the requirements: {e}"))?;
-    match (report.error, report.requirements) {
-        (None, Some(requirements)) => Ok(requirements),
-        (error, _) => Err(format!(
-            "{archive_rel}: expected the SDK to read the archive's requirements.txt, found it refused: {}; \
-             the host would fail this installation with `dependency_prepare_failed`: fix the candidate's \
-             requirements.txt",
-            error.unwrap_or_else(|| "no requirements and no error reported".into())
-        )),
-    }
+    read_requirements_batch(&ProbeProcess::alone(input), std::slice::from_ref(input))
+        .pop()
+        .unwrap_or_else(|| Err("not observed: reading the requirements: no answer".into()))
 }
 
 /// Everything one candidate's preparation needs, owned, for a thread.
+/// `python`, `env`, `log_dir` and `wrapper` are those of the probe when the
+/// candidate is prepared alone ([`observe`], [`prepare_twice`],
+/// [`read_requirements`]); a batch runs as its [`ProbeProcess`] says.
 #[derive(Debug, Clone)]
 pub struct DependencyInput {
     /// The genuine interpreter.
@@ -424,7 +624,8 @@ pub struct DependencyInput {
     pub root: PathBuf,
     /// The probe's whole environment.
     pub env: BTreeMap<String, String>,
-    /// Log directory: run N logs to `<log_dir>/run-N`.
+    /// Log directory: run N logs to `<log_dir>/run-N`, the requirements to
+    /// `<log_dir>/requirements`.
     pub log_dir: PathBuf,
     /// Program and arguments put before the interpreter of each preparation
     /// (a private network namespace, `unshare --net --`); empty: none.
@@ -443,10 +644,40 @@ pub fn prepare_twice(input: &DependencyInput) -> (Vec<Check>, Option<DependencyR
     (decide(&obs), record(&obs))
 }
 
+/// Prepares every input's environment [`RUNS`] times through one probe
+/// process per run ([`observe_batch`]) and checks each: [`decide`], in
+/// `inputs` order. An archive the probe cannot observe fails that
+/// candidate's `prepare` only; the others are prepared as they would be
+/// alone.
+pub fn prepare_batch(
+    process: &ProbeProcess,
+    inputs: &[DependencyInput],
+) -> Vec<(Vec<Check>, Option<DependencyRecord>)> {
+    observe_batch(process, inputs, 1)
+        .into_iter()
+        .zip(inputs)
+        .map(|(obs, input)| match obs {
+            Some(obs) => (decide(&obs), record(&obs)),
+            None => (
+                vec![Check::fail(
+                    "prepare",
+                    Some(&input.folder),
+                    "not observed: reading this preparation's results panicked; this is a \
+                     harness defect: report it",
+                )],
+                None,
+            ),
+        })
+        .collect()
+}
+
 /// Every candidate of the run: admitted or not, its requirements as the SDK
-/// reads them, the run's wheelhouse (one `pip wheel` per distinct
+/// reads them (one probe process for all, log `DIR/logs/dependencies/
+/// requirements`), the run's wheelhouse (one `pip wheel` per distinct
 /// requirement set, the run's only package-index access), then, offline,
-/// each downloaded candidate's two preparations, candidates in parallel.
+/// each downloaded candidate's two preparations (one probe process per run
+/// for all of them, logs `DIR/logs/dependencies/run-1` and `run-2`;
+/// [`observe_batch`]).
 ///
 /// # Errors
 /// When private roots cannot be created or the wheelhouse cannot be built
@@ -493,22 +724,45 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
         candidates,
         pip_config: None,
     };
-    if let Some(first) = inputs.first() {
+    // One probe process per kind for every candidate (the requirements,
+    // preparation run 1, run 2): the SDK is imported once per kind, not per
+    // candidate (about 0.3 s of CPU per interpreter start). Each candidate
+    // keeps its own data roots under its own root; the probes' environment
+    // is the candidates' but for HOME and TMPDIR (the wheelhouse's index
+    // depends on DIR alone), and the SDK's installer gives pip its own
+    // HOME and TMPDIR in each candidate's staging folder.
+    let process = if inputs.is_empty() {
+        None
+    } else {
+        let (home, tmp) = ctx
+            .private_roots(GATE, PROBE_ROOT)
+            .map_err(|e| format!("dependencies: cannot create the probe's private roots: {e}"))?;
+        let mut env = ctx.child_env(&home, &tmp);
+        wheelhouse::point_at_wheelhouse(&mut env, &ctx.evidence_dir);
+        Some(ProbeProcess {
+            python: ctx.python.clone(),
+            cwd: home.parent().map(Path::to_path_buf).ok_or_else(|| {
+                "dependencies: the probe's private root has no parent".to_string()
+            })?,
+            env,
+            log_dir: ctx.evidence_dir.join("logs").join(GATE),
+            wrapper: Vec::new(),
+        })
+    };
+    if let Some(process) = &process {
         obs.pip_config = Some(super::pip_config::observe(
-            &ctx.python,
-            &first.root,
-            first.env.clone(),
+            &process.python,
+            &process.cwd,
+            process.env.clone(),
             &ctx.log_stem(GATE, "pip-config"),
         ));
     }
     // What each candidate needs, as the SDK reads it; then one download per
     // distinct requirement set.
-    let reads = crate::parallel::map(&inputs, ctx.width(), read_requirements, |_| {
-        Err(
-            "not observed: the requirements thread panicked; this is a harness defect: report it"
-                .into(),
-        )
-    });
+    let reads = match &process {
+        Some(process) => read_requirements_batch(process, &inputs),
+        None => Vec::new(),
+    };
     let mut wanted: Vec<(String, Vec<String>)> = Vec::new();
     let mut readable = Vec::new();
     for (input, read) in inputs.into_iter().zip(reads) {
@@ -593,12 +847,17 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
             input.network = network.clone();
             input.wheelhouse_files = built.files.clone();
         }
-        prepared = crate::parallel::map(
-            &prepare,
-            ctx.width(),
-            |i| Prepared::Observed(Box::new(observe(i))),
-            |_| Prepared::Panicked,
-        );
+        let mut process = process.ok_or_else(|| {
+            "dependencies: candidates to prepare but no probe process".to_string()
+        })?;
+        process.wrapper = plan.wrapper.clone();
+        prepared = observe_batch(&process, &prepare, ctx.width())
+            .into_iter()
+            .map(|o| match o {
+                Some(o) => Prepared::Observed(Box::new(o)),
+                None => Prepared::Panicked,
+            })
+            .collect();
     }
     let mut prepared = prepared.into_iter();
     for (folder, requirements, downloaded) in read {

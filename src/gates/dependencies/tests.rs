@@ -348,7 +348,7 @@ fn good() -> Observation {
         folder: "codex-agent".into(),
         archive: "packages/codex-agent/a.lbpkg".into(),
         archive_sha256: SHA.into(),
-        log_dir: "/ev/logs/dependencies/codex-agent".into(),
+        log_dir: "/ev/logs/dependencies".into(),
         network: "private network namespace (unshare --net)".into(),
         expected_index: Some(vec!["-i".into(), INDEX.into()]),
         wheelhouse_files: vec![six()],

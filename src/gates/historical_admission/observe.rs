@@ -70,19 +70,31 @@ pub(super) fn observe(
             "LANGBOT_PLUGIN_PYPI_INDEX_URL".into(),
             format!("file://{}/", empty_index.display()),
         );
+        // The probe takes a list of jobs: here, one.
+        let job = serde_json::json!([{
+            "archive": path.display().to_string(),
+            "sha256": file.sha256,
+            "data_root": root.join("data").display().to_string(),
+            "mode": "prepare",
+        }]);
         let report: Result<ProbeReport, String> = python::run_probe_with_timeout(
             &ctx.python,
             "dependencies_probe",
             python::DEPENDENCIES_PROBE,
-            &[
-                path.display().to_string(),
-                file.sha256.clone(),
-                root.join("data").display().to_string(),
-            ],
+            &[job.to_string()],
             &root,
             env,
             &ctx.log_stem(GATE, key),
             Duration::from_secs(opts.timeout_secs),
+        )
+        .and_then(
+            |outcomes: Vec<ProbeOutcome>| match outcomes.into_iter().next() {
+                Some(ProbeOutcome::Report(r)) => Ok(r),
+                Some(ProbeOutcome::Error(e)) => Err(format!(
+                    "the dependencies probe could not observe this archive: {e}"
+                )),
+                None => Err("the dependencies probe answered no job".into()),
+            },
         );
         let attempt = report.map(|r| AdmissionAttempt {
             refusal: r.error,
@@ -101,6 +113,16 @@ pub(super) fn observe(
         release_dir: dir.display().to_string(),
         files: observations,
     })
+}
+
+/// What the probe printed for a job (`dependencies_probe.py`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ProbeOutcome {
+    /// What the SDK did (its refusal included).
+    Report(ProbeReport),
+    /// Why the probe could not observe the job (never the SDK's refusal).
+    Error(String),
 }
 
 /// The probe's report (`dependencies_probe.py`), the fields used here.
