@@ -958,6 +958,14 @@ impl Running {
                 .cpu
                 .map_or_else(|| "unknown".to_string(), |c| c.as_millis().to_string())
         ));
+        if self.sandboxed {
+            // bwrap's rusage holds none of its children's CPU time: the
+            // figure above is bwrap's own, not the step's.
+            self.cmd_text.push_str(
+                "cpu_not_counted: the sandbox's processes (bubblewrap passes none of their CPU \
+                 time on; cpu_ms is bwrap's own)\n",
+            );
+        }
         let _ = fs::write(&self.cmd_log, &self.cmd_text);
         self.stopped = Some(stopped.clone());
         stopped

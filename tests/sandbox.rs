@@ -146,6 +146,13 @@ fn lifecycle_suites_pass_under_the_default_concurrent_run() {
     }
     assert_eq!(gate_result(&ev, "suites"), "pass", "{}", ev["gates"]);
     assert_eq!(exit_code(&out), i32::from(exit::SUCCESS), "{text}");
+    // A sandboxed step's log does not pass bwrap's own CPU time off as the
+    // step's; an unconfined one's has no such line.
+    common::require_bwrap("lifecycle_suites_pass_under_the_default_concurrent_run");
+    let tree = std::fs::read_to_string(dir.join("logs/suites/tree.cmd")).unwrap();
+    assert!(tree.contains("\ncpu_not_counted: "), "{tree}");
+    let probe = std::fs::read_to_string(dir.join("logs/sdk-record/probe.cmd")).unwrap();
+    assert!(!probe.contains("cpu_not_counted"), "{probe}");
     assert_nothing_left(&[&dir, repo.dir.path()], &[], "after a passing run");
 }
 
