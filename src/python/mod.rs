@@ -41,6 +41,7 @@ pub fn bytecode_options() -> Vec<String> {
     }
 }
 
+pub mod batch;
 pub mod bytecode_cache;
 pub mod fixtures;
 

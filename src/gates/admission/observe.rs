@@ -448,16 +448,6 @@ struct ProbeJob {
     lines_root: String,
 }
 
-/// What the probe printed for one job.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum ProbeOutcome {
-    /// What the SDK did.
-    Report(Box<ProbeReport>),
-    /// Why the probe could not observe the job (never the SDK's refusal).
-    Error(String),
-}
-
 /// The observation of `input` before the probe's answer is read in.
 fn unobserved(input: &AdmissionInput) -> Observation {
     let requirements_file = input.extracted.join("requirements.txt");
@@ -541,46 +531,18 @@ pub(crate) fn observe_batch(
             lines_root: input.root.join("requirements").display().to_string(),
         })
         .collect();
-    let args = vec![serde_json::to_string(&jobs).expect("jobs serialize")];
-    let answers: Result<Vec<ProbeOutcome>, String> = python::run_probe(
-        &process.python,
-        "admission_probe",
-        python::ADMISSION_PROBE,
-        &args,
-        &process.cwd,
-        process.env.clone(),
-        &process.log_stem,
-    )
-    .and_then(|answers: Vec<ProbeOutcome>| {
-        if answers.len() == inputs.len() {
-            Ok(answers)
-        } else {
-            Err(format!(
-                "the admission probe answered {} job(s) for {} archive(s); see {}.stdout",
-                answers.len(),
-                inputs.len(),
-                process.log_stem.display()
-            ))
-        }
-    });
-    let pairs: Vec<(&AdmissionInput, Result<ProbeReport, String>)> = match answers {
-        Ok(answers) => inputs
-            .iter()
-            .zip(answers)
-            .map(|(input, answer)| {
-                (
-                    input,
-                    match answer {
-                        ProbeOutcome::Report(r) => Ok(*r),
-                        ProbeOutcome::Error(e) => Err(format!(
-                            "the admission probe could not observe this archive: {e}"
-                        )),
-                    },
-                )
-            })
-            .collect(),
-        Err(e) => inputs.iter().map(|input| (input, Err(e.clone()))).collect(),
+    let probe = python::batch::BatchProbe {
+        wrapper: &[],
+        python: &process.python,
+        name: "admission_probe",
+        source: python::ADMISSION_PROBE,
+        cwd: &process.cwd,
+        log_stem: &process.log_stem,
     };
+    let outcomes: Vec<Result<ProbeReport, String>> =
+        python::batch::run_batch(&probe, &jobs, process.env.clone(), python::PROBE_TIMEOUT);
+    let pairs: Vec<(&AdmissionInput, Result<ProbeReport, String>)> =
+        inputs.iter().zip(outcomes).collect();
     // Reading the stores and comparing the extractions hashes files: in
     // parallel, one candidate per thread.
     crate::parallel::map(

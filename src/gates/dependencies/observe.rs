@@ -276,16 +276,6 @@ impl ProbeJob {
     }
 }
 
-/// What the probe printed for one job.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum ProbeOutcome {
-    /// What the SDK did (its refusal included).
-    Report(Box<ProbeReport>),
-    /// Why the probe could not observe the job (never the SDK's refusal).
-    Error(String),
-}
-
 /// How the probe processes of a batch run: one process per kind (the
 /// requirements, run 1, run 2), each for every candidate of the batch.
 #[derive(Debug, Clone)]
@@ -332,47 +322,16 @@ fn run_batch(
     jobs: &[ProbeJob],
     per_job: Duration,
 ) -> Vec<Result<ProbeReport, String>> {
-    if jobs.is_empty() {
-        return Vec::new();
-    }
     let log_stem = process.log_dir.join(stem);
-    let args = vec![serde_json::to_string(jobs).expect("jobs serialize")];
-    let count = u32::try_from(jobs.len()).unwrap_or(u32::MAX);
-    let answers: Result<Vec<ProbeOutcome>, String> = python::run_probe_in(
+    let probe = python::batch::BatchProbe {
         wrapper,
-        &process.python,
-        "dependencies_probe",
-        python::DEPENDENCIES_PROBE,
-        &args,
-        &process.cwd,
-        process.env.clone(),
-        &log_stem,
-        per_job.saturating_mul(count),
-    )
-    .and_then(|answers: Vec<ProbeOutcome>| {
-        if answers.len() == jobs.len() {
-            Ok(answers)
-        } else {
-            Err(format!(
-                "the dependencies probe answered {} job(s) for {} archive(s); see {}.stdout",
-                answers.len(),
-                jobs.len(),
-                log_stem.display()
-            ))
-        }
-    });
-    match answers {
-        Ok(answers) => answers
-            .into_iter()
-            .map(|answer| match answer {
-                ProbeOutcome::Report(r) => Ok(*r),
-                ProbeOutcome::Error(e) => Err(format!(
-                    "the dependencies probe could not observe this archive: {e}"
-                )),
-            })
-            .collect(),
-        Err(e) => jobs.iter().map(|_| Err(e.clone())).collect(),
-    }
+        python: &process.python,
+        name: "dependencies_probe",
+        source: python::DEPENDENCIES_PROBE,
+        cwd: &process.cwd,
+        log_stem: &log_stem,
+    };
+    python::batch::run_batch(&probe, jobs, process.env.clone(), per_job)
 }
 
 /// The observation of `input` before any preparation answered.

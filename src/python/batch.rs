@@ -1,0 +1,95 @@
+//! One probe process for many jobs: the jobs go in as one JSON list (the
+//! probe's only argument), one answer per job comes back, in order, as a
+//! JSON list whose items are `{"report": ...}` (what the SDK did, its
+//! refusals included) or `{"error": "<type>: <message>"}` (the probe could
+//! not observe that job; never read as the SDK's decision). Used by the
+//! `admission` and `dependencies` gates, so the SDK is imported once per
+//! kind of probe, not once per candidate.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// What a batch probe printed for one job.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Answer<R> {
+    /// What the SDK did.
+    Report(Box<R>),
+    /// Why the probe could not observe the job.
+    Error(String),
+}
+
+/// Where and how a batch probe runs.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchProbe<'a> {
+    /// Put before the interpreter (`unshare --net --`); empty: none.
+    pub wrapper: &'a [String],
+    /// The genuine interpreter.
+    pub python: &'a Path,
+    /// Probe name, for messages (`admission_probe`).
+    pub name: &'a str,
+    /// The probe's source.
+    pub source: &'a str,
+    /// Working directory.
+    pub cwd: &'a Path,
+    /// Log stem (`.cmd`, `.stdout`, `.stderr`).
+    pub log_stem: &'a Path,
+}
+
+/// Runs `probe` once for every job of `jobs`, with `env` and a time limit
+/// of `per_job` for each job, and returns each job's outcome in order:
+/// `Err` naming why when the probe could not observe it: the process
+/// failed or answered another number of jobs (which fails every job), or
+/// that job alone erred. No process is started for no job.
+pub fn run_batch<J: Serialize, R: DeserializeOwned>(
+    probe: &BatchProbe<'_>,
+    jobs: &[J],
+    env: BTreeMap<String, String>,
+    per_job: Duration,
+) -> Vec<Result<R, String>> {
+    if jobs.is_empty() {
+        return Vec::new();
+    }
+    let args = vec![serde_json::to_string(jobs).expect("jobs serialize")];
+    let count = u32::try_from(jobs.len()).unwrap_or(u32::MAX);
+    let answers: Result<Vec<Answer<R>>, String> = super::run_probe_in(
+        probe.wrapper,
+        probe.python,
+        probe.name,
+        probe.source,
+        &args,
+        probe.cwd,
+        env,
+        probe.log_stem,
+        per_job.saturating_mul(count),
+    )
+    .and_then(|answers: Vec<Answer<R>>| {
+        if answers.len() == jobs.len() {
+            Ok(answers)
+        } else {
+            Err(format!(
+                "the {} answered {} job(s) for {} archive(s); see {}.stdout",
+                probe.name.replace('_', " "),
+                answers.len(),
+                jobs.len(),
+                probe.log_stem.display()
+            ))
+        }
+    });
+    match answers {
+        Ok(answers) => answers
+            .into_iter()
+            .map(|answer| match answer {
+                Answer::Report(r) => Ok(*r),
+                Answer::Error(e) => Err(format!(
+                    "the {} could not observe this archive: {e}",
+                    probe.name.replace('_', " ")
+                )),
+            })
+            .collect(),
+        Err(e) => jobs.iter().map(|_| Err(e.clone())).collect(),
+    }
+}
