@@ -619,7 +619,19 @@ pub struct SuitesOptions {
     /// lock's one pytest plugin).
     #[serde(default = "default_pytest_plugins")]
     pub pytest_plugins: Vec<String>,
+    /// How many times a run reruns the tests it failed (0 to
+    /// [`MAX_SUITE_RETRIES`]), as cargo-nextest's `retries`: each rerun is
+    /// a pytest run of its own, in the same sandbox and copy, of exactly the
+    /// node ids that failed before. A test that passes in a rerun is
+    /// flaky: a warning (`<run>/flaky`, the statement is never `PASSED`),
+    /// not a failure; one that fails every attempt fails `<run>/outcomes`.
+    /// Default 0: a failed test fails the run.
+    #[serde(default)]
+    pub retries: u32,
 }
+
+/// The most reruns `[suites] retries` may ask for.
+pub const MAX_SUITE_RETRIES: u32 = 5;
 
 fn default_pytest_plugins() -> Vec<String> {
     vec!["pytest_asyncio.plugin".into()]
@@ -684,6 +696,12 @@ fn check_suites(s: &SuitesOptions) -> Result<(), String> {
     }
     if s.timeout_secs == 0 {
         return Err("suites.timeout_secs is 0; expected a positive number of seconds".into());
+    }
+    if s.retries > MAX_SUITE_RETRIES {
+        return Err(format!(
+            "suites.retries is {}; expected 0 to {MAX_SUITE_RETRIES} reruns of the tests a run failed",
+            s.retries
+        ));
     }
     Ok(())
 }
@@ -1158,6 +1176,10 @@ mod tests {
                 "suites.config",
             ),
             ("paths = [\"t.py\"]\ntimeout_secs = 0", "timeout_secs"),
+            (
+                "paths = [\"t.py\"]\nretries = 6",
+                "suites.retries is 6; expected 0 to 5",
+            ),
         ] {
             let err = parse(&format!("{base}[suites]\n{bad}\n"), "x.toml")
                 .unwrap_err()

@@ -942,7 +942,7 @@ pub struct SuitesRecord {
     pub config: Option<String>,
     /// `pytest.__version__`, as the collection probe reported it.
     pub pytest_version: Option<String>,
-    /// The runs, `tree` first, then `extracted` (they run at the same time).
+    /// The runs, `tree` first, then `extracted` (one after the other).
     pub runs: Vec<SuiteRun>,
 }
 
@@ -973,6 +973,15 @@ pub struct SuiteRun {
     pub counts: SuiteCounts,
     /// Every testcase of the JUnit report, in report order.
     pub testcases: Vec<SuiteTestCase>,
+    /// Test ids (`classname::name`) that failed in this run and passed in
+    /// one of its reruns (`[suites] retries`): flaky, counted as passed
+    /// and reported as a warning (`<name>/reruns`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaky: Vec<String>,
+    /// The reruns of the tests this run failed, in order (`<name>-rerun-<k>`,
+    /// each of the node ids still failing before it); empty when none was made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reruns: Vec<SuiteRun>,
 }
 
 /// Outcome counts of one run. `tests` is the sum of the others; a strict

@@ -55,6 +55,15 @@
 //! Warnings: `xpassed` (a non-strict xfail passed), `stragglers` (the run left
 //! processes behind, which were stopped).
 //!
+//! Reruns (`suites/reruns.rs`, `[suites] retries`): a run whose failure is
+//! nothing but failed tests reruns exactly those node ids, each rerun a
+//! pytest run of its own in the same sandbox and copy
+//! (`DIR/logs/suites/<run>-rerun-<k>.*`). `<run>/reruns` warns naming each
+//! test that passed in a sound rerun (flaky: counted as passed, in
+//! `outcomes`, `passing` and `same-outcomes`), and fails when a rerun
+//! collected anything but what it was given or reported an outcome its
+//! plugin did not observe, or a test failed every rerun.
+//!
 //! `collected` names its cause, each with its own advice: an interpreter
 //! that cannot import pytest (the one cause about `--python`), a run stopped
 //! by the time limit before its collection finished or ended by the suites
@@ -82,6 +91,7 @@ mod deselection;
 mod junit;
 mod kept;
 mod observe;
+mod reruns;
 mod rewrites;
 #[cfg(test)]
 mod tests;
@@ -173,6 +183,11 @@ fn suite_run(r: &RunObservation) -> SuiteRun {
         junit: r.junit_written.then(|| r.junit_rel.clone()),
         counts: count(&testcases),
         testcases,
+        flaky: reruns::assess(r, &r.reruns)
+            .filter(|a| a.unsound.is_none())
+            .map(|a| a.flaky.into_iter().map(|f| f.id).collect())
+            .unwrap_or_default(),
+        reruns: r.reruns.iter().map(suite_run).collect(),
     }
 }
 
@@ -252,8 +267,16 @@ pub(crate) fn decide(obs: &Observation, opts: &SuitesOptions) -> Vec<Check> {
         }
     }
     if let [tree, extracted] = obs.runs.as_slice() {
-        let reports = match (&tree.report, &extracted.report) {
-            (Ok(t), Ok(e)) => Some((&t[..], &e[..])),
+        // Each test with the outcome it ended with (a flaky test's rerun).
+        let ended = |r: &RunObservation| {
+            r.report
+                .as_ref()
+                .ok()
+                .map(|cases| reruns::final_cases(cases, reruns::assess(r, &r.reruns).as_ref()))
+        };
+        let (t, e) = (ended(tree), ended(extracted));
+        let reports = match (&t, &e) {
+            (Some(t), Some(e)) => Some((&t[..], &e[..])),
             _ => None,
         };
         let mut check = same_outcomes_check(reports);
@@ -317,6 +340,9 @@ fn outcomes_failed(r: &RunObservation) -> bool {
     let Ok(cases) = &r.report else {
         return true;
     };
+    if reruns::assess(r, &r.reruns).is_some_and(|a| a.all_flaky()) {
+        return false;
+    }
     *timed_out
         || *exit_code != Some(0)
         || cases.is_empty()
@@ -467,7 +493,16 @@ fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
         });
     }
     let counts = count(r.report.as_deref().unwrap_or_default());
+    let assessment = reruns::assess(r, &r.reruns);
     checks.push(under(outcomes_check(r, &counts)));
+    if let Some(a) = &assessment {
+        let check = reruns_check(r, a);
+        checks.push(if a.unsound.is_none() {
+            under(check)
+        } else {
+            check
+        });
+    }
     // A rewrite or a deselection is a finding of its own; a record or report
     // not read, or a session that did not end, is not.
     let observed = rewrites::observed_outcomes_check(name, collection(r), r.report.as_deref().ok());
@@ -514,7 +549,9 @@ fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
         );
     }
     if let Ok(cases) = &r.report {
-        checks.push(under(passing_check(name, cases, &counts)));
+        // A flaky test counts with the outcome it ended with.
+        let cases = reruns::final_cases(cases, assessment.as_ref());
+        checks.push(under(passing_check(name, &cases, &count(&cases))));
     }
     let xfails = collection(r).map(xfail_map).unwrap_or_default();
     let strict = strict_xfail_check(name, r.report.as_deref().ok(), &counts, &xfails);
@@ -767,6 +804,33 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
             )
         })
         .collect();
+    let assessment = reruns::assess(r, &r.reruns);
+    if let Some(a) = assessment.as_ref().filter(|a| a.all_flaky()) {
+        return Check::pass(
+            &name,
+            None,
+            format!(
+                "pytest {status} on the first attempt: {} test(s): {} passed, {} failed and then passed when rerun                  ([suites] retries; see `{}/reruns`): {}; {} xfailed, {} skipped, {} xpassed (non-strict)",
+                counts.tests,
+                counts.passed,
+                a.flaky.len(),
+                r.name,
+                a.flaky.iter().map(|f| f.id.as_str()).collect::<Vec<_>>().join(", "),
+                counts.xfailed,
+                counts.skipped,
+                counts.xpassed
+            ),
+        )
+        .with_observed(observed);
+    }
+    let reran = assessment.as_ref().map_or(String::new(), |a| {
+        format!(
+            "; rerun {} time(s) ([suites] retries), {} still failing (see `{}/reruns`)",
+            a.reruns,
+            a.still_failing.len(),
+            r.name
+        )
+    });
     if exit_code == Some(5) || counts.tests == 0 {
         return Check::fail(
             &name,
@@ -784,8 +848,8 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
             None,
             format!(
                 "pytest {status}; expected status 0 with no failure or error; found {} failed, {} error(s), {} \
-                 strict XPASS: {}; the suites were collected and ran, so these are the tests' own results: fix \
-                 the tests or the candidates (report {junit_rel}, output {log})",
+                 strict XPASS: {}{reran}; the suites were collected and ran, so these are the tests' own results: \
+                 fix the tests or the candidates (report {junit_rel}, output {log})",
                 counts.failed,
                 counts.errors,
                 counts.xpassed_strict,
@@ -840,6 +904,70 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
             "pytest exit status 0: {} test(s): {} passed, {} xfailed (expected failures, not passes), {} skipped, \
              {} xpassed (non-strict)",
             counts.tests, counts.passed, counts.xfailed, counts.skipped, counts.xpassed
+        ),
+    )
+    .with_observed(observed)
+}
+
+/// `<run>/reruns`, when the run's failed tests were rerun (`[suites]
+/// retries`): a warning naming each flaky test (failed, then passed in a
+/// sound rerun: counted as passed, but the statement is never `PASSED`); a
+/// failure when a rerun was not sound (a finding of its own: it proved
+/// nothing) or a test failed in every rerun.
+fn reruns_check(r: &RunObservation, a: &reruns::Assessment) -> Check {
+    let name = format!("{}/reruns", r.name);
+    let observed = json!(a);
+    let flaky = a
+        .flaky
+        .iter()
+        .map(|f| {
+            format!(
+                "{} (failed: {}; passed in rerun {}, report logs/suites/{}-rerun-{}.xml)",
+                f.id, f.first_failure, f.passed_in, r.name, f.passed_in
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    if let Some((k, why)) = &a.unsound {
+        return Check::fail(
+            &name,
+            None,
+            format!(
+                "rerun {k} of the {} test(s) the {} run failed proves nothing: {why}; expected a rerun to collect                  and run exactly the node ids it was given and report what its own plugin observed: something                  in the suites behaves differently when rerun; fix it or set [suites] retries = 0 (logs                  logs/suites/{}-rerun-{k}.*)",
+                a.requested.len(),
+                r.name,
+                r.name
+            ),
+        )
+        .with_observed(observed);
+    }
+    if !a.still_failing.is_empty() {
+        return Check::fail(
+            &name,
+            None,
+            format!(
+                "{} test(s) failed in the {} run and again in each of {} rerun(s): {}{}; these are failures, not                  flakiness: fix the tests or the candidates",
+                a.still_failing.len(),
+                r.name,
+                a.reruns,
+                a.still_failing.join(", "),
+                if flaky.is_empty() {
+                    String::new()
+                } else {
+                    format!("; passed when rerun: {flaky}")
+                }
+            ),
+        )
+        .with_observed(observed);
+    }
+    Check::warn(
+        &name,
+        None,
+        format!(
+            "{} test(s) failed in the {} run and passed when rerun alone, so they are flaky here: {flaky}; they              count as passed ([suites] retries = {}), and the statement is not PASSED: make them deterministic              (a test that reads a file before its writer has written it, a time limit the machine's load can              exceed)",
+            a.flaky.len(),
+            r.name,
+            a.reruns.max(1)
         ),
     )
     .with_observed(observed)

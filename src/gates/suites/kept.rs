@@ -90,7 +90,22 @@ pub(crate) fn kept_observation(
     }
     obs.runs = ["tree", "extracted"]
         .iter()
-        .map(|name| kept_run(dir, name, opts.timeout_secs))
+        .map(|name| {
+            let mut run = kept_run(dir, name, name, opts.timeout_secs);
+            // The reruns the directory keeps, in order, as many as the
+            // profile allows.
+            run.reruns = (1..=opts.retries)
+                .map(|k| format!("{name}-rerun-{k}"))
+                .take_while(|rerun| {
+                    dir.join("logs")
+                        .join("suites")
+                        .join(format!("{rerun}.cmd"))
+                        .is_file()
+                })
+                .map(|rerun| kept_run(dir, &rerun, name, opts.timeout_secs))
+                .collect();
+            run
+        })
         .collect();
     let root = dir.join("extracted");
     let (entries, dirs) = list_root(&root);
@@ -105,8 +120,9 @@ pub(crate) fn kept_observation(
     Ok(obs)
 }
 
-/// One run as `dir/logs/suites` keeps it.
-fn kept_run(dir: &Path, name: &str, timeout_secs: u64) -> RunObservation {
+/// One pytest invocation `name` (a run, or one of its reruns) of the run
+/// `run` as `dir/logs/suites` keeps it.
+fn kept_run(dir: &Path, name: &str, run: &str, timeout_secs: u64) -> RunObservation {
     let logs = dir.join("logs").join("suites");
     let record_rel = format!("logs/suites/{name}-collection.json");
     let answer = read_record(&dir.join(&record_rel), &record_rel);
@@ -171,8 +187,8 @@ fn kept_run(dir: &Path, name: &str, timeout_secs: u64) -> RunObservation {
     };
     RunObservation {
         name: name.to_string(),
-        cwd: format!("roots/suites/{name}/source"),
-        source_root: (name == "extracted").then(|| "extracted".to_string()),
+        cwd: format!("roots/suites/{run}/source"),
+        source_root: (run == "extracted").then(|| "extracted".to_string()),
         python: String::new(),
         timeout_secs,
         collection,
@@ -191,6 +207,7 @@ fn kept_run(dir: &Path, name: &str, timeout_secs: u64) -> RunObservation {
             writable: Vec::new(),
             unconfined_because: None,
         },
+        reruns: Vec::new(),
     }
 }
 

@@ -63,6 +63,9 @@ pub(crate) struct RunObservation {
     pub report: Result<Vec<SuiteTestCase>, String>,
     /// The sandbox the run's process ran in.
     pub sandbox: SandboxRecord,
+    /// Reruns of the tests this run failed (`[suites] retries`), in order,
+    /// each named `<name>-rerun-<k>`; empty when none was made.
+    pub reruns: Vec<RunObservation>,
 }
 
 /// The run's process, and the collection record it wrote.
@@ -423,169 +426,228 @@ fn observe_run(
     if let Some(root) = &plan.source_root {
         env.insert(opts.source_root_env.clone(), root.display().to_string());
     }
-    let mut pytest_args: Vec<String> = opts.paths.clone();
-    // No `pytest11` entry point of any installed distribution loads by
-    // itself: only the plugins the profile names (module names).
-    env.insert("PYTEST_DISABLE_PLUGIN_AUTOLOAD".into(), "1".into());
-    for plugin in &opts.pytest_plugins {
-        pytest_args.extend(["-p".to_string(), plugin.clone()]);
-    }
-    pytest_args.extend(["-p", "no:cacheprovider", "--rootdir"].map(String::from));
-    pytest_args.push(tree.display().to_string());
-    pytest_args.push("-c".into());
-    match &opts.config {
-        Some(config) => pytest_args.push(tree.join(config).display().to_string()),
-        None => {
-            pytest_args.push(private_config.display().to_string());
-            pytest_args.push("--confcutdir".into());
-            pytest_args.push(tree.display().to_string());
-        }
-    }
-    let timeout = Duration::from_secs(opts.timeout_secs);
-    let rel = |p: &Path| {
-        p.strip_prefix(&ctx.evidence_dir)
-            .map(|r| r.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| p.display().to_string())
+    let setup = RunSetup {
+        ctx,
+        opts,
+        private_config,
+        inputs,
+        plan,
+        base: &base,
+        tree: &tree,
+        out_dir: &out_dir,
+        env: &env,
     };
+    let mut first = setup.invoke(name, &opts.paths)?;
+    // Reruns of the tests the run failed (`[suites] retries`), each of
+    // exactly those still failing, in the same sandbox, copy and roots.
+    let mut reruns: Vec<RunObservation> = Vec::new();
+    for k in 1..=opts.retries {
+        let Some(request) = super::reruns::next_request(&first, &reruns) else {
+            break;
+        };
+        reruns.push(setup.invoke(&format!("{name}-rerun-{k}"), &request)?);
+    }
+    first.reruns = reruns;
+    Ok(first)
+}
 
-    let junit_abs = ctx
-        .evidence_dir
-        .join("logs")
-        .join("suites")
-        .join(format!("{name}.xml"));
-    let junit_rel = format!("logs/suites/{name}.xml");
-    let record_abs = ctx
-        .evidence_dir
-        .join("logs")
-        .join("suites")
-        .join(format!("{name}-collection.json"));
-    // A record this run did not write must not stand for it.
-    match std::fs::remove_file(&record_abs) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(format!("cannot remove {}: {e}", record_abs.display()))
+/// What every pytest invocation of one run shares: its copy of the tree,
+/// roots, environment and sandbox.
+struct RunSetup<'a> {
+    ctx: &'a RunContext,
+    opts: &'a SuitesOptions,
+    private_config: &'a Path,
+    inputs: &'a SandboxInputs,
+    plan: &'a RunPlan,
+    base: &'a Path,
+    tree: &'a Path,
+    out_dir: &'a Path,
+    env: &'a BTreeMap<String, String>,
+}
+
+impl RunSetup<'_> {
+    /// Runs pytest on `selection` (the profile's paths, or a rerun's node
+    /// ids) as the invocation `name` (`tree`, `tree-rerun-1`: its logs,
+    /// report and collection record are `DIR/logs/suites/<name>.*`).
+    fn invoke(&self, name: &str, selection: &[String]) -> Result<RunObservation, String> {
+        let RunSetup {
+            ctx,
+            opts,
+            private_config,
+            inputs,
+            plan,
+            base,
+            tree,
+            out_dir,
+            env,
+        } = *self;
+        let mut env = env.clone();
+        let tree = tree.to_path_buf();
+        let mut pytest_args: Vec<String> = selection.to_vec();
+        // No `pytest11` entry point of any installed distribution loads by
+        // itself: only the plugins the profile names (module names).
+        env.insert("PYTEST_DISABLE_PLUGIN_AUTOLOAD".into(), "1".into());
+        for plugin in &opts.pytest_plugins {
+            pytest_args.extend(["-p".to_string(), plugin.clone()]);
         }
-        _ => {}
-    }
-    let junit_inside = out_dir.join(format!("{name}.xml"));
-    let record_inside = out_dir.join(format!("{name}-collection.json"));
-    pytest_args.push(format!("--junitxml={}", junit_inside.display()));
-    pytest_args.push("-q".into());
-    let mut args: Vec<String> = vec!["-I".into()];
-    args.extend(python::bytecode_options());
-    args.extend([
-        "-c".to_string(),
-        python::SUITES_RUN_DRIVER.to_string(),
-        serde_json::to_string(&pytest_args).expect("strings serialise"),
-        record_inside.display().to_string(),
-        driver_settings(opts, &tree).to_string(),
-    ]);
-    let log_stem = ctx.log_stem("suites", name);
-    let spec = ChildSpec {
-        program: ctx.python.clone(),
-        args,
-        cwd: tree.clone(),
-        env,
-        timeout,
-        log_stem: log_stem.clone(),
-        stdin: None,
-    };
-    let (spec, sandbox) = sandbox::confine(
-        spec,
-        &SandboxPlan {
-            read_only: inputs.read_only.clone(),
-            writable: vec![base.clone()],
-            network: Network::PrivateLoopback,
-        },
-        inputs.available,
-    );
-    let ran = if sandbox.confined() {
-        process::run_sandboxed(&spec)
-    } else {
-        process::run(&spec)
-    };
-    // The sandbox has ended: what the run wrote can move to the logs.
-    for (inside, logged) in [(&junit_inside, &junit_abs), (&record_inside, &record_abs)] {
-        if inside.is_file() {
-            std::fs::rename(inside, logged).map_err(|e| {
-                format!(
-                    "cannot move {} to {}: {e}",
-                    inside.display(),
-                    logged.display()
-                )
-            })?;
+        pytest_args.extend(["-p", "no:cacheprovider", "--rootdir"].map(String::from));
+        pytest_args.push(tree.display().to_string());
+        pytest_args.push("-c".into());
+        match &opts.config {
+            Some(config) => pytest_args.push(tree.join(config).display().to_string()),
+            None => {
+                pytest_args.push(private_config.display().to_string());
+                pytest_args.push("--confcutdir".into());
+                pytest_args.push(tree.display().to_string());
+            }
         }
-    }
-    let (mut collection, pytest) = match ran {
-        Ok(out) => {
-            let exit_code = if out.timed_out {
-                None
-            } else {
-                out.status.code()
-            };
-            let process = ProcessRun {
-                status: out.describe(),
-                exit_code,
-                timed_out: out.timed_out,
-                tail: output_tail(&out.stdout_text(), &out.stderr_text()),
-                log: format!("{} and {}", out.logs.0.display(), out.logs.1.display()),
-            };
-            let pytest = PytestObs::Ran {
-                exit_code,
-                status: out.describe(),
-                timed_out: out.timed_out,
-                stragglers_killed: out.stragglers_killed,
-                log: out.logs.0.display().to_string(),
-            };
-            let answer = read_record(&record_abs, &rel(&record_abs));
-            (CollectionObs { process, answer }, pytest)
+        let timeout = Duration::from_secs(opts.timeout_secs);
+        let rel = |p: &Path| {
+            p.strip_prefix(&ctx.evidence_dir)
+                .map(|r| r.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| p.display().to_string())
+        };
+
+        let junit_abs = ctx
+            .evidence_dir
+            .join("logs")
+            .join("suites")
+            .join(format!("{name}.xml"));
+        let junit_rel = format!("logs/suites/{name}.xml");
+        let record_abs = ctx
+            .evidence_dir
+            .join("logs")
+            .join("suites")
+            .join(format!("{name}-collection.json"));
+        // A record this run did not write must not stand for it.
+        match std::fs::remove_file(&record_abs) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("cannot remove {}: {e}", record_abs.display()))
+            }
+            _ => {}
         }
-        Err(e @ RunError::Interrupted { .. }) => return Err(e.to_string()),
-        Err(e) => (
-            CollectionObs {
-                process: ProcessRun {
-                    status: "not started".into(),
-                    exit_code: None,
-                    timed_out: false,
-                    tail: String::new(),
-                    log: log_stem.display().to_string(),
+        let junit_inside = out_dir.join(format!("{name}.xml"));
+        let record_inside = out_dir.join(format!("{name}-collection.json"));
+        pytest_args.push(format!("--junitxml={}", junit_inside.display()));
+        pytest_args.push("-q".into());
+        let mut args: Vec<String> = vec!["-I".into()];
+        args.extend(python::bytecode_options());
+        args.extend([
+            "-c".to_string(),
+            python::SUITES_RUN_DRIVER.to_string(),
+            serde_json::to_string(&pytest_args).expect("strings serialise"),
+            record_inside.display().to_string(),
+            driver_settings(opts, &tree).to_string(),
+        ]);
+        let log_stem = ctx.log_stem("suites", name);
+        let spec = ChildSpec {
+            program: ctx.python.clone(),
+            args,
+            cwd: tree.clone(),
+            env,
+            timeout,
+            log_stem: log_stem.clone(),
+            stdin: None,
+        };
+        let (spec, sandbox) = sandbox::confine(
+            spec,
+            &SandboxPlan {
+                read_only: inputs.read_only.clone(),
+                writable: vec![base.to_path_buf()],
+                network: Network::PrivateLoopback,
+            },
+            inputs.available,
+        );
+        let ran = if sandbox.confined() {
+            process::run_sandboxed(&spec)
+        } else {
+            process::run(&spec)
+        };
+        // The sandbox has ended: what the run wrote can move to the logs.
+        for (inside, logged) in [(&junit_inside, &junit_abs), (&record_inside, &record_abs)] {
+            if inside.is_file() {
+                std::fs::rename(inside, logged).map_err(|e| {
+                    format!(
+                        "cannot move {} to {}: {e}",
+                        inside.display(),
+                        logged.display()
+                    )
+                })?;
+            }
+        }
+        let (mut collection, pytest) = match ran {
+            Ok(out) => {
+                let exit_code = if out.timed_out {
+                    None
+                } else {
+                    out.status.code()
+                };
+                let process = ProcessRun {
+                    status: out.describe(),
+                    exit_code,
+                    timed_out: out.timed_out,
+                    tail: output_tail(&out.stdout_text(), &out.stderr_text()),
+                    log: format!("{} and {}", out.logs.0.display(), out.logs.1.display()),
+                };
+                let pytest = PytestObs::Ran {
+                    exit_code,
+                    status: out.describe(),
+                    timed_out: out.timed_out,
+                    stragglers_killed: out.stragglers_killed,
+                    log: out.logs.0.display().to_string(),
+                };
+                let answer = read_record(&record_abs, &rel(&record_abs));
+                (CollectionObs { process, answer }, pytest)
+            }
+            Err(e @ RunError::Interrupted { .. }) => return Err(e.to_string()),
+            Err(e) => (
+                CollectionObs {
+                    process: ProcessRun {
+                        status: "not started".into(),
+                        exit_code: None,
+                        timed_out: false,
+                        tail: String::new(),
+                        log: log_stem.display().to_string(),
+                    },
+                    answer: CollectAnswer::NoReport {
+                        error: e.to_string(),
+                    },
                 },
-                answer: CollectAnswer::NoReport {
+                PytestObs::NotRun {
                     error: e.to_string(),
                 },
-            },
-            PytestObs::NotRun {
-                error: e.to_string(),
-            },
-        ),
-    };
-    if let CollectAnswer::Collected(c) = &mut collection.answer {
-        mark_historical(c, &tree, &opts.historical);
+            ),
+        };
+        if let CollectAnswer::Collected(c) = &mut collection.answer {
+            mark_historical(c, &tree, &opts.historical);
+        }
+        let xfails = match &collection.answer {
+            CollectAnswer::Collected(c) => xfail_map(c),
+            _ => Default::default(),
+        };
+        let junit_written = junit_abs.is_file();
+        let report: Result<Vec<SuiteTestCase>, String> = if junit_written {
+            std::fs::read_to_string(&junit_abs)
+                .map_err(|e| format!("{junit_rel}: cannot read: {e}"))
+                .and_then(|text| parse_junit(&text, &xfails))
+        } else {
+            Err(format!("pytest wrote no JUnit report ({junit_rel})"))
+        };
+        Ok(RunObservation {
+            name: name.to_string(),
+            cwd: rel(&tree),
+            source_root: plan.source_root.as_deref().map(rel),
+            python: ctx.python.display().to_string(),
+            timeout_secs: opts.timeout_secs,
+            collection,
+            pytest,
+            junit_rel,
+            junit_written,
+            report,
+            sandbox,
+            reruns: Vec::new(),
+        })
     }
-    let xfails = match &collection.answer {
-        CollectAnswer::Collected(c) => xfail_map(c),
-        _ => Default::default(),
-    };
-    let junit_written = junit_abs.is_file();
-    let report: Result<Vec<SuiteTestCase>, String> = if junit_written {
-        std::fs::read_to_string(&junit_abs)
-            .map_err(|e| format!("{junit_rel}: cannot read: {e}"))
-            .and_then(|text| parse_junit(&text, &xfails))
-    } else {
-        Err(format!("pytest wrote no JUnit report ({junit_rel})"))
-    };
-    Ok(RunObservation {
-        name: name.to_string(),
-        cwd: rel(&tree),
-        source_root: plan.source_root.as_deref().map(rel),
-        python: ctx.python.display().to_string(),
-        timeout_secs: opts.timeout_secs,
-        collection,
-        pytest,
-        junit_rel,
-        junit_written,
-        report,
-        sandbox,
-    })
 }
 
 /// The driver's argv[3] (`suites_run.py`): the hooks whose implementations

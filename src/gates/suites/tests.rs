@@ -7,6 +7,8 @@ use super::*;
 use crate::evidence::CheckResult;
 use crate::isolation::sandbox::{Network, SandboxRecord};
 
+mod reruns;
+
 /// The report pytest 9.2 wrote for one test of each shape (captured from
 /// a real run; tracebacks shortened).
 const SHAPES: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="1" failures="2" skipped="2" tests="6" time="0.046" timestamp="2026-11-29T18:17:21.411663+00:00" hostname="vm"><testcase classname="test_shapes" name="test_xpass_strict" time="0.001"><failure message="[XPASS(strict)] strictreason">[XPASS(strict)] strictreason</failure></testcase><testcase classname="test_shapes" name="test_xpass_loose" time="0.000" /><testcase classname="test_shapes" name="test_skip" time="0.000"><skipped type="pytest.skip" message="skipreason">/tmp/x/test_shapes.py:12: skipreason</skipped></testcase><testcase classname="test_shapes" name="test_error" time="0.000"><error message="failed on setup with &quot;RuntimeError: fixture boom&quot;">E       RuntimeError: fixture boom&#10;&gt; x</error></testcase><testcase classname="test_shapes" name="test_fail" time="0.001"><failure message="assert 1 == 2">&gt;       assert 1 == 2</failure></testcase><testcase classname="test_shapes" name="test_xfail_imperative" time="0.000"><skipped type="pytest.xfail" message="imperative" /></testcase><testcase classname="Runner.certification-tests.test_a" name="test_ok[p-1]" time="1.019" /></testsuite></testsuites>"#;
@@ -139,6 +141,7 @@ fn good_run(name: &str) -> RunObservation {
             case("test_z", SuiteOutcome::Xfailed, Some("known limitation")),
         ]),
         sandbox: confined(name),
+        reruns: Vec::new(),
     };
     observe_as_reported(&mut run);
     run
@@ -259,6 +262,7 @@ fn opts() -> SuitesOptions {
         python_functions: None,
         python_classes: None,
         pytest_plugins: vec!["pytest_asyncio.plugin".into()],
+        retries: 0,
     }
 }
 
