@@ -810,7 +810,8 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
             &name,
             None,
             format!(
-                "pytest {status} on the first attempt: {} test(s): {} passed, {} failed and then passed when rerun                  ([suites] retries; see `{}/reruns`): {}; {} xfailed, {} skipped, {} xpassed (non-strict)",
+                "pytest {status} on the first attempt: {} test(s): {} passed, {} failed and then passed when rerun \
+                 ([suites] retries; see `{}/reruns`): {}; {} xfailed, {} skipped, {} xpassed (non-strict)",
                 counts.tests,
                 counts.passed,
                 a.flaky.len(),
@@ -933,7 +934,10 @@ fn reruns_check(r: &RunObservation, a: &reruns::Assessment) -> Check {
             &name,
             None,
             format!(
-                "rerun {k} of the {} test(s) the {} run failed proves nothing: {why}; expected a rerun to collect                  and run exactly the node ids it was given and report what its own plugin observed: something                  in the suites behaves differently when rerun; fix it or set [suites] retries = 0 (logs                  logs/suites/{}-rerun-{k}.*)",
+                "rerun {k} of the {} test(s) the {} run failed proves nothing: {why}; expected a rerun to collect \
+                 and run exactly the node ids it was given and report what its own plugin observed: something \
+                 in the suites behaves differently when rerun; fix it or set [suites] retries = 0 (logs \
+                 logs/suites/{}-rerun-{k}.*)",
                 a.requested.len(),
                 r.name,
                 r.name
@@ -946,7 +950,8 @@ fn reruns_check(r: &RunObservation, a: &reruns::Assessment) -> Check {
             &name,
             None,
             format!(
-                "{} test(s) failed in the {} run and again in each of {} rerun(s): {}{}; these are failures, not                  flakiness: fix the tests or the candidates",
+                "{} test(s) failed in the {} run and again in each of {} rerun(s): {}{}; these are failures, not \
+                 flakiness: fix the tests or the candidates",
                 a.still_failing.len(),
                 r.name,
                 a.reruns,
@@ -964,10 +969,12 @@ fn reruns_check(r: &RunObservation, a: &reruns::Assessment) -> Check {
         &name,
         None,
         format!(
-            "{} test(s) failed in the {} run and passed when rerun alone, so they are flaky here: {flaky}; they              count as passed ([suites] retries = {}), and the statement is not PASSED: make them deterministic              (a test that reads a file before its writer has written it, a time limit the machine's load can              exceed)",
+            "{} test(s) failed in the {} run and passed when rerun alone, so they are flaky here: {flaky}; they \
+             count as passed ([suites] retries), and the statement is not PASSED: make them deterministic (a \
+             test that reads a file before its writer has written it, a time limit the machine's load can \
+             exceed)",
             a.flaky.len(),
             r.name,
-            a.reruns.max(1)
         ),
     )
     .with_observed(observed)

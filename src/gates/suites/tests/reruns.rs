@@ -82,6 +82,9 @@ fn a_test_that_fails_then_passes_when_rerun_is_flaky_a_warning_and_counts_as_pas
     ] {
         assert!(reruns.detail.contains(part), "{part}: {}", reruns.detail);
     }
+    for c in [outcomes, reruns] {
+        assert!(!c.detail.contains("  "), "one sentence: {}", c.detail);
+    }
     // Both runs ended with the same outcomes.
     assert_eq!(
         find(&checks, "extracted/same-outcomes").result,
@@ -124,6 +127,7 @@ fn a_test_that_fails_every_rerun_fails_the_run_and_the_reruns_say_so() {
         "{}",
         reruns.detail
     );
+    assert!(!reruns.detail.contains("  "), "{}", reruns.detail);
     // A skip in the rerun is not a pass.
     let tree = with_reruns(
         failing_run("tree"),
@@ -182,6 +186,7 @@ fn a_rerun_that_collects_other_tests_or_rewrites_its_report_proves_nothing() {
             "{label}: {}",
             reruns.detail
         );
+        assert!(!reruns.detail.contains("  "), "{}", reruns.detail);
     }
 }
 
