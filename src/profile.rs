@@ -621,7 +621,8 @@ pub struct SuitesOptions {
     pub pytest_plugins: Vec<String>,
     /// How many times a run reruns the tests it failed (0 to
     /// [`MAX_SUITE_RETRIES`]), as cargo-nextest's `retries`: each rerun is
-    /// a pytest run of its own, in the same sandbox and copy, of exactly the
+    /// a pytest run of its own, in the same sandbox with a fresh copy of the
+    /// tree and fresh HOME/TMP, of exactly the
     /// node ids that failed before. A test that passes in a rerun is
     /// flaky: a warning (`<run>/flaky`, the statement is never `PASSED`),
     /// not a failure; one that fails every attempt fails `<run>/outcomes`.

@@ -2,7 +2,8 @@
 //! (`--only suites`) with the genuine SDK interpreter from `$PYTHON`: a test
 //! that fails once in each run's copy and passes when rerun is flaky (the
 //! gate passes with a warning, and fails without reruns); a test that always
-//! fails fails every rerun; a conftest that rewrites the failure to a pass
+//! fails fails every rerun, and so does one that fails on a first attempt
+//! in a fresh copy of the tree (each rerun gets a fresh copy); a conftest that rewrites the failure to a pass
 //! only when the test is rerun makes the rerun prove nothing, and the gate
 //! fails. `replay` re-decides the reruns from the kept logs.
 
@@ -18,6 +19,7 @@ use verify_coding_candidates::exit;
 
 const FLAKY: &str = "Runner/certification-tests/flaky/test_flaky.py";
 const REWRITES: &str = "Runner/certification-tests/rewrites-on-rerun";
+const FIRST_ATTEMPT: &str = "Runner/certification-tests/first-attempt/test_first_attempt.py";
 
 /// Runs `--only suites` on `repo` with the built-in profile whose `[suites]`
 /// names `paths` and `retries`. Returns the exit code, the evidence, the
@@ -167,6 +169,42 @@ fn a_conftest_that_rewrites_a_failure_only_on_a_rerun_makes_the_rerun_prove_noth
         assert_eq!(
             check(&ev, "suites", &format!("{name}/outcomes"), None)["result"],
             "fail"
+        );
+    }
+}
+
+#[test]
+fn a_test_that_fails_on_a_first_attempt_in_a_fresh_copy_fails_every_rerun() {
+    let repo = fixture_repo(&["suite-flaky"]);
+    let (code, ev, _keep, dir, text) = run(&repo.root, &[FIRST_ATTEMPT], 2);
+    assert_eq!(code, i32::from(exit::GATE_FAILED), "{text}");
+    assert_eq!(gate_result(&ev, "suites"), "fail", "{text}");
+    for name in ["tree", "extracted"] {
+        let run = suite_run(&ev, name);
+        let reruns = run["reruns"].as_array().expect("reruns");
+        assert_eq!(reruns.len(), 2, "{name}: {run}");
+        for (k, rerun) in reruns.iter().enumerate() {
+            assert_eq!(rerun["exit_code"], 1, "{name} rerun {}", k + 1);
+            assert_eq!(
+                rerun["cwd"],
+                format!("roots/suites/{name}/rerun-{}/source", k + 1),
+                "each rerun has a fresh copy"
+            );
+            assert!(dir
+                .join(format!("roots/suites/{name}/rerun-{}/home", k + 1))
+                .is_dir());
+        }
+        let reruns_check = check(&ev, "suites", &format!("{name}/reruns"), None);
+        assert_eq!(reruns_check["result"], "fail", "{reruns_check}");
+        assert_eq!(
+            reruns_check["consequence_of"],
+            format!("{name}/outcomes"),
+            "{reruns_check}"
+        );
+        assert!(
+            detail(reruns_check).contains("again in each of 2 rerun(s)"),
+            "{}",
+            detail(reruns_check)
         );
     }
 }

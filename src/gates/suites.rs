@@ -57,8 +57,9 @@
 //!
 //! Reruns (`suites/reruns.rs`, `[suites] retries`): a run whose failure is
 //! nothing but failed tests reruns exactly those node ids, each rerun a
-//! pytest run of its own in the same sandbox and copy
-//! (`DIR/logs/suites/<run>-rerun-<k>.*`). `<run>/reruns` warns naming each
+//! pytest run of its own in the same sandbox with a fresh copy of the tree
+//! and fresh HOME/TMP (`DIR/roots/suites/<run>/rerun-<k>/`, logs
+//! `DIR/logs/suites/<run>-rerun-<k>.*`). `<run>/reruns` warns naming each
 //! test that passed in a sound rerun (flaky: counted as passed, in
 //! `outcomes`, `passing` and `same-outcomes`), and fails when a rerun
 //! collected anything but what it was given or reported an outcome its

@@ -91,7 +91,13 @@ pub(crate) fn kept_observation(
     obs.runs = ["tree", "extracted"]
         .iter()
         .map(|name| {
-            let mut run = kept_run(dir, name, name, opts.timeout_secs);
+            let mut run = kept_run(
+                dir,
+                name,
+                name,
+                &format!("roots/suites/{name}/source"),
+                opts.timeout_secs,
+            );
             // The reruns the directory keeps, in order, as many as the
             // profile allows.
             run.reruns = (1..=opts.retries)
@@ -102,7 +108,11 @@ pub(crate) fn kept_observation(
                         .join(format!("{rerun}.cmd"))
                         .is_file()
                 })
-                .map(|rerun| kept_run(dir, &rerun, name, opts.timeout_secs))
+                .enumerate()
+                .map(|(k, rerun)| {
+                    let cwd = format!("roots/suites/{name}/rerun-{}/source", k + 1);
+                    kept_run(dir, &rerun, name, &cwd, opts.timeout_secs)
+                })
                 .collect();
             run
         })
@@ -121,8 +131,8 @@ pub(crate) fn kept_observation(
 }
 
 /// One pytest invocation `name` (a run, or one of its reruns) of the run
-/// `run` as `dir/logs/suites` keeps it.
-fn kept_run(dir: &Path, name: &str, run: &str, timeout_secs: u64) -> RunObservation {
+/// `run`, in the copy `cwd` (relative to DIR), as `dir/logs/suites` keeps it.
+fn kept_run(dir: &Path, name: &str, run: &str, cwd: &str, timeout_secs: u64) -> RunObservation {
     let logs = dir.join("logs").join("suites");
     let record_rel = format!("logs/suites/{name}-collection.json");
     let answer = read_record(&dir.join(&record_rel), &record_rel);
@@ -187,7 +197,7 @@ fn kept_run(dir: &Path, name: &str, run: &str, timeout_secs: u64) -> RunObservat
     };
     RunObservation {
         name: name.to_string(),
-        cwd: format!("roots/suites/{run}/source"),
+        cwd: cwd.to_string(),
         source_root: (run == "extracted").then(|| "extracted".to_string()),
         python: String::new(),
         timeout_secs,

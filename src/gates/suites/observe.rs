@@ -414,55 +414,61 @@ fn observe_run(
 ) -> Result<RunObservation, String> {
     let name = plan.name;
     let base = ctx.evidence_dir.join("roots").join("suites").join(name);
-    let tree = base.join("source");
-    copy_tree(staged, &tree)?;
-    let (home, tmp) = ctx
-        .private_roots("suites", name)
-        .map_err(|e| format!("cannot create private roots under {}: {e}", base.display()))?;
-    let out_dir = base.join("out");
-    std::fs::create_dir_all(&out_dir)
-        .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
-    let mut env = ctx.child_env(&home, &tmp);
-    if let Some(root) = &plan.source_root {
-        env.insert(opts.source_root_env.clone(), root.display().to_string());
-    }
-    let setup = RunSetup {
-        ctx,
-        opts,
-        private_config,
-        inputs,
-        plan,
-        base: &base,
-        tree: &tree,
-        out_dir: &out_dir,
-        env: &env,
+    let attempt = |dir: &Path| -> Result<RunSetup<'_>, String> {
+        let tree = dir.join("source");
+        copy_tree(staged, &tree)?;
+        let (home, tmp, out_dir) = (dir.join("home"), dir.join("tmp"), dir.join("out"));
+        for d in [&home, &tmp, &out_dir] {
+            std::fs::create_dir_all(d)
+                .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+        }
+        let mut env = ctx.child_env(&home, &tmp);
+        if let Some(root) = &plan.source_root {
+            env.insert(opts.source_root_env.clone(), root.display().to_string());
+        }
+        Ok(RunSetup {
+            ctx,
+            opts,
+            private_config,
+            inputs,
+            plan,
+            base: base.clone(),
+            tree,
+            out_dir,
+            env,
+        })
     };
-    let mut first = setup.invoke(name, &opts.paths)?;
+    let mut first = attempt(&base)?.invoke(name, &opts.paths)?;
     // Reruns of the tests the run failed (`[suites] retries`), each of
-    // exactly those still failing, in the same sandbox, copy and roots.
+    // exactly those still failing, in the same sandbox with a fresh copy of
+    // the tree and fresh HOME/TMP (`<run>/rerun-<k>/`): the conditions of
+    // the first attempt, so a test that fails only on a first attempt in a
+    // fresh state fails again.
     let mut reruns: Vec<RunObservation> = Vec::new();
     for k in 1..=opts.retries {
         let Some(request) = super::reruns::next_request(&first, &reruns) else {
             break;
         };
+        let setup = attempt(&base.join(format!("rerun-{k}")))?;
         reruns.push(setup.invoke(&format!("{name}-rerun-{k}"), &request)?);
     }
     first.reruns = reruns;
     Ok(first)
 }
 
-/// What every pytest invocation of one run shares: its copy of the tree,
-/// roots, environment and sandbox.
+/// One pytest invocation's set-up: its copy of the tree, roots and
+/// environment, and the run's sandbox (its writable root `base`, the run's
+/// `DIR/roots/suites/<run>`).
 struct RunSetup<'a> {
     ctx: &'a RunContext,
     opts: &'a SuitesOptions,
     private_config: &'a Path,
     inputs: &'a SandboxInputs,
     plan: &'a RunPlan,
-    base: &'a Path,
-    tree: &'a Path,
-    out_dir: &'a Path,
-    env: &'a BTreeMap<String, String>,
+    base: PathBuf,
+    tree: PathBuf,
+    out_dir: PathBuf,
+    env: BTreeMap<String, String>,
 }
 
 impl RunSetup<'_> {
@@ -476,13 +482,13 @@ impl RunSetup<'_> {
             private_config,
             inputs,
             plan,
-            base,
-            tree,
-            out_dir,
-            env,
+            ref base,
+            ref tree,
+            ref out_dir,
+            ref env,
         } = *self;
         let mut env = env.clone();
-        let tree = tree.to_path_buf();
+        let tree = tree.clone();
         let mut pytest_args: Vec<String> = selection.to_vec();
         // No `pytest11` entry point of any installed distribution loads by
         // itself: only the plugins the profile names (module names).

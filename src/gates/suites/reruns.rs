@@ -6,8 +6,10 @@
 //! every recorded item has its testcase, every reported outcome is one the
 //! run's own plugin observed (`observed-outcomes`), and every failed or
 //! erroring testcase names a collected item (its node id). Rerun `k` is then
-//! a pytest run of its own, in the same sandbox, copy and environment, of
-//! exactly the node ids still failing after rerun `k - 1`.
+//! a pytest run of its own, in the same sandbox and environment with a fresh
+//! copy of the tree and fresh HOME/TMP (`DIR/roots/suites/<run>/rerun-<k>/`,
+//! the conditions of the first attempt), of exactly the node ids still
+//! failing after rerun `k - 1`.
 //!
 //! [`assess`] is a pure function of the first run and its reruns. A rerun
 //! counts only when it is sound in the same way, and more: it collected
