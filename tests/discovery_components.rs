@@ -210,9 +210,11 @@ fn every_component_kind_is_called_through_the_real_runtime() {
 
 /// An EventListener given an event of a kind it has no handler for is
 /// listed and not called: `uncalled` warns, naming it and the event;
-/// `component-calls` does not pass for it.
+/// `component-calls` does not pass for it. A request the SDK refuses (a
+/// retrieval context whose `filters` is not a table) is a protocol-level
+/// failure of the call, never the component's own error: the gate fails.
 #[test]
-fn an_event_the_listener_does_not_handle_is_listed_and_not_called() {
+fn an_unhandled_event_is_uncalled_and_a_refused_request_fails() {
     let repo = component_repo();
     let (keep, dir) = evidence_dir();
     let profile = keep.path().join("profile.toml");
@@ -220,7 +222,10 @@ fn an_event_the_listener_does_not_handle_is_listed_and_not_called() {
         [[candidate]]\npath = \"Components/event-plugin\"\n\
         [[discovery.component_probe]]\ncandidate = \"Components/event-plugin\"\n\
         component = \"EventListener/default\"\n\
-        input = { event_name = \"PersonCommandSent\", launcher_type = \"person\", launcher_id = \"u\", sender_id = \"u\", command = \"x\", params = [], text_message = \"!x\", is_admin = false }\n";
+        input = { event_name = \"PersonCommandSent\", launcher_type = \"person\", launcher_id = \"u\", sender_id = \"u\", command = \"x\", params = [], text_message = \"!x\", is_admin = false }\n\
+        [[candidate]]\npath = \"Components/knowledge-plugin\"\n\
+        [[discovery.component_probe]]\ncandidate = \"Components/knowledge-plugin\"\n\
+        component = \"KnowledgeEngine/notes\"\ninput = { query = \"q\", filters = \"not a table\" }\n";
     std::fs::write(&profile, text).unwrap();
     let out = verifier()
         .current_dir(&repo.root)
@@ -256,5 +261,22 @@ fn an_event_the_listener_does_not_handle_is_listed_and_not_called() {
     );
     let r = call_record(&ev, "event-plugin", "EventListener/default");
     assert_eq!(r["outcome"], "not-handled", "{r:#}");
+
+    let notes = call_record(&ev, "knowledge-plugin", "KnowledgeEngine/notes");
+    assert_eq!(notes["outcome"], "protocol-error", "{notes:#}");
+    let error = notes["error"].as_str().unwrap();
+    assert!(
+        error.contains("validation error for RetrievalContext"),
+        "{error}"
+    );
+    let c = check(&ev, GATE, "component-calls", Some("knowledge-plugin"));
+    assert_eq!(c["result"], "fail", "{}", detail(c));
+    assert!(
+        detail(c).contains("KnowledgeEngine/notes: the retrieve_knowledge call failed: ActionCallError: ValidationError: 1 validation error for RetrievalContext"),
+        "{}",
+        detail(c)
+    );
+    assert_eq!(gate_result(&ev, GATE), "fail");
+    assert_eq!(out.status.code(), Some(1));
     drop(repo);
 }
