@@ -3,6 +3,13 @@
 //! lists its components; each Runner component is probed through its
 //! invocation config: a negative control that must fail, then a call that
 //! must complete through a local protocol fixture the runner starts itself.
+//! Each Tool, Command, EventListener and KnowledgeEngine component is called
+//! once through the runtime's host action for its kind ([`calls`]:
+//! `call_tool`, `execute_command`, `emit_event`, `retrieve_knowledge`) with
+//! a local input, the profile's `[[discovery.component_probe]]` or one its
+//! declaration allows: `component-calls` passes when each replied, warns on
+//! a component's own error and fails on a refused, unanswered or replyless
+//! call; `uncalled` names what was listed and not exercised.
 //!
 //! The runtime's control server binds all interfaces, so the gate runs the
 //! runtime and the host client together in a private network namespace when

@@ -13,7 +13,9 @@
 //! context; the runtime starts a worker, which registers and makes the
 //! runtime call `get_plugin_settings` on the host; `list_plugins` with the
 //! binding then shows the plugin `initialized`; `list_runners` and
-//! `run_runner` reach the plugin's Runner components.
+//! `run_runner` reach the plugin's Runner components; `call_tool`,
+//! `execute_command` (streamed), `emit_event` and `retrieve_knowledge` reach
+//! its other components.
 
 use super::calls;
 use super::spec::{
