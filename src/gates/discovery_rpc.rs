@@ -4,7 +4,7 @@
 //! invocation config: a negative control that must fail, then a call that
 //! must complete through a local protocol fixture the runner starts itself.
 //! Each Tool, Command, EventListener and KnowledgeEngine component is called
-//! once through the runtime's host action for its kind ([`calls`]:
+//! once through the runtime's host action for its kind (`calls`:
 //! `call_tool`, `execute_command`, `emit_event`, `retrieve_knowledge`) with
 //! a local input, the profile's `[[discovery.component_probe]]` or one its
 //! declaration allows: `component-calls` passes when each replied, warns on

@@ -730,7 +730,7 @@ fn probe_runners(
 
 /// Calls each planned Tool, Command, EventListener and KnowledgeEngine
 /// component through its host action, one after another, keeping what the
-/// runtime answered (judged by the gate: [`super::calls`]).
+/// runtime answered (judged by the gate: `calls`).
 fn call_components(
     client: &mut HostClient,
     spec: &HostSpec,

@@ -117,7 +117,7 @@ pub struct HostCandidate {
 }
 
 /// How one Tool, Command, EventListener or KnowledgeEngine component is to
-/// be called (planned by the gate: [`super::calls::plan`]).
+/// be called (planned by the gate: `calls::plan`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ComponentPlan {
     /// The component.
