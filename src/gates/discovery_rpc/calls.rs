@@ -469,8 +469,16 @@ pub fn check(
                 truncate(&reply.clone().unwrap_or_default().to_string(), 200)
             )),
             Outcome::ComponentError => warns.push(format!(
-                "{c} ({action}) raised its own error: {}",
-                first_line(call.error.as_deref().unwrap_or(""))
+                "{c} ({action}) raised its own error: {}{}",
+                first_line(call.error.as_deref().unwrap_or("")),
+                // The SDK's Command base class fails a call whose first
+                // argument names no subcommand unless a `*` one exists
+                // (`Command._execute`): with no arguments that is the input.
+                if c.kind == "Command" && p.source == "declared" {
+                    " (called without arguments, which only a Command with a `*` subcommand accepts; give its `params` in [[discovery.component_probe]])"
+                } else {
+                    ""
+                }
             )),
             Outcome::ProtocolError => fails.push(format!(
                 "{c}: the {action} call failed: {}",
@@ -688,6 +696,39 @@ mod tests {
         ] {
             assert!(!is_component_error(protocol), "{protocol}");
         }
+    }
+
+    #[test]
+    fn a_command_failing_without_arguments_is_told_how_to_give_them() {
+        let plan = ComponentPlan {
+            component: id("Command", "admin"),
+            action: Some("execute_command".into()),
+            source: "declared".into(),
+            input: json!({"params": []}),
+            not_called: None,
+        };
+        let call = ComponentCall {
+            component: id("Command", "admin"),
+            action: "execute_command".into(),
+            error: Some(
+                "ActionCallError: TypeError: exceptions must derive from BaseException".into(),
+            ),
+            ..ComponentCall::default()
+        };
+        let c = check("f", "a/p", &[plan.clone()], &[call.clone()], "a", "p").unwrap();
+        assert_eq!(c.result, crate::evidence::CheckResult::Warn, "{}", c.detail);
+        assert!(
+            c.detail
+                .contains("give its `params` in [[discovery.component_probe]]"),
+            "{}",
+            c.detail
+        );
+        let given = ComponentPlan {
+            source: "profile".into(),
+            ..plan
+        };
+        let c = check("f", "a/p", &[given], &[call], "a", "p").unwrap();
+        assert!(!c.detail.contains("give its `params`"), "{}", c.detail);
     }
 
     #[test]
