@@ -715,7 +715,15 @@ mod tests {
             ),
             ..ComponentCall::default()
         };
-        let c = check("f", "a/p", &[plan.clone()], &[call.clone()], "a", "p").unwrap();
+        let c = check(
+            "f",
+            "a/p",
+            std::slice::from_ref(&plan),
+            std::slice::from_ref(&call),
+            "a",
+            "p",
+        )
+        .unwrap();
         assert_eq!(c.result, crate::evidence::CheckResult::Warn, "{}", c.detail);
         assert!(
             c.detail
