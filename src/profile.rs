@@ -358,6 +358,12 @@ pub struct DiscoveryOptions {
     /// entry gets one generic call, recorded as a warning.
     #[serde(default, rename = "runner_probe")]
     pub runner_probes: Vec<RunnerProbeSpec>,
+    /// The input each listed Tool, Command, EventListener or KnowledgeEngine
+    /// component is called with (`[[discovery.component_probe]]`). A
+    /// component without an entry is called with an input its own
+    /// declaration allows.
+    #[serde(default, rename = "component_probe")]
+    pub component_probes: Vec<ComponentProbeSpec>,
 }
 
 impl Default for DiscoveryOptions {
@@ -366,6 +372,7 @@ impl Default for DiscoveryOptions {
             health_timeout_secs: default_health_timeout(),
             plugin_timeout_secs: default_plugin_timeout(),
             runner_probes: Vec::new(),
+            component_probes: Vec::new(),
         }
     }
 }
@@ -422,6 +429,60 @@ pub struct RunnerProbeSpec {
     /// has its own, which may not be replaced.
     #[serde(default)]
     pub expect: Option<String>,
+}
+
+/// Component kinds a `[[discovery.component_probe]]` may name: those the
+/// runtime's host actions call (`call_tool`, `execute_command`,
+/// `emit_event`, `retrieve_knowledge`).
+pub const PROBED_COMPONENT_KINDS: [&str; 4] =
+    ["Tool", "Command", "EventListener", "KnowledgeEngine"];
+
+/// One component's probe (`[[discovery.component_probe]]`): the input the
+/// `discovery-rpc` gate calls it with through the real runtime, instead of
+/// one derived from its declaration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentProbeSpec {
+    /// The candidate's path, as in `[[candidate]]`.
+    pub candidate: String,
+    /// `Kind/name`, as the evidence names components (`Tool/get_weather`).
+    pub component: String,
+    /// The input: a Tool's parameters; a Command's `params` (a list of
+    /// words); an EventListener's `event_name` and event fields; a
+    /// KnowledgeEngine's retrieval context (`query`, ...).
+    pub input: toml::Table,
+}
+
+/// Checks `[[discovery.component_probe]]`.
+fn check_component_probes(profile: &Profile) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, p) in profile.discovery.component_probes.iter().enumerate() {
+        let at = format!(
+            "discovery.component_probe[{i}] (candidate {:?})",
+            p.candidate
+        );
+        if !profile.candidates.iter().any(|c| c.path == p.candidate) {
+            return Err(format!(
+                "{at}: the candidate is not one of the [[candidate]] paths"
+            ));
+        }
+        match p.component.split_once('/') {
+            Some((kind, name)) if PROBED_COMPONENT_KINDS.contains(&kind) && !name.is_empty() => {}
+            _ => {
+                return Err(format!(
+                    "{at}: component {:?} must be `Kind/name` with Kind one of {PROBED_COMPONENT_KINDS:?}",
+                    p.component
+                ))
+            }
+        }
+        if !seen.insert((p.candidate.clone(), p.component.clone())) {
+            return Err(format!(
+                "{at}: a second probe for {:?}; keep one",
+                p.component
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn default_invalid_config() -> toml::Table {
@@ -845,6 +906,7 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
         }
     }
     check_runner_probes(&profile, crate::python::fixtures::NAMES).map_err(invalid)?;
+    check_component_probes(&profile).map_err(invalid)?;
     if let Some(suites) = &profile.suites {
         check_suites(suites).map_err(invalid)?;
     }
@@ -1063,6 +1125,28 @@ mod tests {
         placeholders(&value, &mut found);
         found.sort();
         assert_eq!(found, ["{a}", "{b}", "{c}", "{e}"]);
+    }
+
+    #[test]
+    fn component_probes_are_checked() {
+        let base = "name = \"x\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n[[candidate]]\npath = \"R/a\"\n";
+        let good = format!("{base}[[discovery.component_probe]]\ncandidate = \"R/a\"\ncomponent = \"Tool/echo\"\ninput = {{ text = \"hi\" }}\n");
+        let p = parse(&good, "x.toml").unwrap();
+        assert_eq!(p.discovery.component_probes[0].component, "Tool/echo");
+        assert_eq!(
+            p.discovery.component_probes[0].input["text"].as_str(),
+            Some("hi")
+        );
+        for (body, needle) in [
+            (good.replace("candidate = \"R/a\"\ncomponent", "candidate = \"R/b\"\ncomponent"), "not one of the [[candidate]]"),
+            (good.replace("Tool/echo", "Runner/default"), "must be `Kind/name`"),
+            (good.replace("Tool/echo", "Tool/"), "must be `Kind/name`"),
+            (good.replace("Tool/echo", "echo"), "must be `Kind/name`"),
+            (format!("{good}[[discovery.component_probe]]\ncandidate = \"R/a\"\ncomponent = \"Tool/echo\"\ninput = {{}}\n"), "a second probe"),
+        ] {
+            let err = parse(&body, "x.toml").unwrap_err().to_string();
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
     }
 
     #[test]

@@ -102,6 +102,49 @@ fn every_fixture_plugin_builds_with_the_genuine_sdk() {
     }
 }
 
+/// The component fixture plugins (`fixtures/component-plugins`), one per
+/// kind the `discovery-rpc` gate calls, build with the genuine SDK, and each
+/// declares the components `tests/discovery_components.rs` expects.
+#[test]
+fn every_component_fixture_plugin_builds_with_the_genuine_sdk() {
+    let root = common::fixtures_dir()
+        .join("component-plugins")
+        .join("Components");
+    let out = tempfile::tempdir().unwrap();
+    for (folder, name, component) in [
+        (
+            "tool-plugin",
+            "component-tools",
+            "components/tool/needs_key.yaml",
+        ),
+        (
+            "command-plugin",
+            "component-commands",
+            "components/command/greet.yaml",
+        ),
+        (
+            "event-plugin",
+            "component-events",
+            "components/event_listener/default.yaml",
+        ),
+        (
+            "knowledge-plugin",
+            "component-knowledge",
+            "components/knowledge_engine/notes.yaml",
+        ),
+    ] {
+        let copy = out.path().join("src").join(folder);
+        common::copy_tree(&root.join(folder), &copy);
+        assert!(copy.join(component).is_file(), "{folder}: {component}");
+        let built = lbp_build(&copy, &out.path().join("out").join(folder));
+        assert_eq!(
+            built,
+            [format!("langbot-fixtures-{name}-0.1.0.lbpkg")],
+            "{folder}"
+        );
+    }
+}
+
 #[test]
 fn shared_files_are_identical_in_the_good_repository_and_drift_in_the_overlay() {
     let read = |root: &Path, who: &str, file: &str| {

@@ -615,6 +615,12 @@ pub struct DiscoveryRecord {
     pub components: Vec<String>,
     /// One entry per Runner component probed with `run_runner`.
     pub runners: Vec<RunnerReplyRecord>,
+    /// One entry per Tool, Command, EventListener and KnowledgeEngine
+    /// component: the host action that exercised it through the runtime, its
+    /// input, and its reply or error, labelled by origin; or why it was
+    /// listed and not called.
+    #[serde(default)]
+    pub component_calls: Vec<ComponentCallRecord>,
     /// Why the plugin did not initialize, with the runtime's message.
     pub failure: Option<String>,
 }
@@ -648,6 +654,39 @@ pub struct RunnerReplyRecord {
     /// The negative control's failure as the runner reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub negative_control_error: Option<String>,
+}
+
+/// One non-Runner component exercised through the runtime by
+/// `discovery-rpc` (or listed and not called).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentCallRecord {
+    /// `Kind/name` (`Tool/echo`, ...).
+    pub component: String,
+    /// The host action sent to the runtime (`call_tool`, `execute_command`,
+    /// `emit_event`, `retrieve_knowledge`); absent when not called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Where the input came from: `profile` (`[[discovery.component_probe]]`)
+    /// or `declared` (derived from the component's own declaration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_source: Option<String>,
+    /// The input sent (tool parameters, command text, event, query).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
+    /// `reply` (the component answered), `component-error` (the component's
+    /// own error, a warning), `protocol-error` (the call itself failed),
+    /// `no-reply` (answered without a reply) or `not-called`.
+    pub outcome: String,
+    /// The component's reply, as the runtime relayed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<serde_json::Value>,
+    /// The error, as the runtime relayed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Why it was not called, when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_called: Option<String>,
 }
 
 /// What the SDK's host-side admission did with one archive

@@ -3,6 +3,13 @@
 //! lists its components; each Runner component is probed through its
 //! invocation config: a negative control that must fail, then a call that
 //! must complete through a local protocol fixture the runner starts itself.
+//! Each Tool, Command, EventListener and KnowledgeEngine component is called
+//! once through the runtime's host action for its kind (`calls`:
+//! `call_tool`, `execute_command`, `emit_event`, `retrieve_knowledge`) with
+//! a local input, the profile's `[[discovery.component_probe]]` or one its
+//! declaration allows: `component-calls` passes when each replied, warns on
+//! a component's own error and fails on a refused, unanswered or replyless
+//! call; `uncalled` names what was listed and not exercised.
 //!
 //! The runtime's control server binds all interfaces, so the gate runs the
 //! runtime and the host client together in a private network namespace when
@@ -23,6 +30,7 @@
 //! TMPDIR and data root, and `probes/<folder>/<runner>/` the runner probes'
 //! fixture program, its `transcript.jsonl` and the private `workspace/`.
 
+mod calls;
 mod components;
 mod host;
 mod observe;
@@ -36,7 +44,7 @@ pub use host::main as host_main;
 pub use observe::{HostFailure, Observation};
 
 use crate::context::{RunContext, Updates};
-use crate::evidence::{Check, DiscoveryRecord, RunnerReplyRecord};
+use crate::evidence::{Check, ComponentCallRecord, DiscoveryRecord, RunnerReplyRecord};
 use crate::netns::{NetKind, NetPlan};
 use plan::SetupProblem;
 use serde_json::json;
@@ -86,7 +94,11 @@ impl super::Gate for DiscoveryRpc {
             return Ok(Vec::new()); // interrupted: the run records that
         };
         for o in obs.result.iter().flat_map(|r| &r.candidates) {
-            let (folder, discovery) = (o.folder.clone(), discovery_record(o));
+            let planned = obs
+                .spec
+                .as_ref()
+                .and_then(|s| s.candidates.iter().find(|c| c.folder == o.folder));
+            let (folder, discovery) = (o.folder.clone(), discovery_record(planned, o));
             out.set(move |ctx| {
                 if let Some(record) = ctx.record_mut(&folder) {
                     record.discovery = Some(discovery);
@@ -177,8 +189,53 @@ fn setup_check(p: &SetupProblem) -> Check {
     .with_observed(serde_json::to_value(p).unwrap_or_default())
 }
 
+/// Each non-Runner component's call for `candidates[].discovery`: its
+/// input, and its reply or error labelled by origin, or why it was not
+/// called.
+fn component_records(c: Option<&HostCandidate>, o: &CandidateOutcome) -> Vec<ComponentCallRecord> {
+    let Some(c) = c else {
+        return Vec::new();
+    };
+    c.component_plans
+        .iter()
+        .map(|p| {
+            let call = o
+                .component_calls
+                .iter()
+                .find(|k| k.component == p.component);
+            let mut r = ComponentCallRecord {
+                component: p.component.to_string(),
+                action: p.action.clone(),
+                input_source: (!p.source.is_empty()).then(|| p.source.clone()),
+                input: (p.not_called.is_none()).then(|| p.input.clone()),
+                outcome: "not-called".into(),
+                reply: None,
+                error: None,
+                not_called: p.not_called.clone(),
+            };
+            match call {
+                Some(call) => {
+                    let (outcome, reply) = calls::judge(call, &c.author, &c.name);
+                    r.outcome = outcome.label().into();
+                    r.reply = reply;
+                    r.error = call.error.clone();
+                }
+                None if p.not_called.is_none() => {
+                    r.not_called = Some(if o.failure.is_some() {
+                        "the plugin was not initialized".into()
+                    } else {
+                        "the host did not call it".into()
+                    })
+                }
+                None => {}
+            }
+            r
+        })
+        .collect()
+}
+
 /// The candidate's facts for `evidence.json`'s `candidates[].discovery`.
-fn discovery_record(o: &CandidateOutcome) -> DiscoveryRecord {
+fn discovery_record(c: Option<&HostCandidate>, o: &CandidateOutcome) -> DiscoveryRecord {
     DiscoveryRecord {
         installation_uuid: o.binding["installation_uuid"]
             .as_str()
@@ -213,6 +270,7 @@ fn discovery_record(o: &CandidateOutcome) -> DiscoveryRecord {
                 negative_control_error: p.negative_control.as_ref().and_then(|n| n.error.clone()),
             })
             .collect(),
+        component_calls: component_records(c, o),
         failure: o
             .failure
             .as_ref()
@@ -530,40 +588,81 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
         .with_observed(json!({"declared": declared, "listed": listed})),
     );
     checks.push(runner_check(c, o, &plugin));
-    if let Some(check) = uncalled_check(c, &plugin) {
+    if let Some(check) = calls::check(
+        folder,
+        &plugin,
+        &c.component_plans,
+        &o.component_calls,
+        &c.author,
+        &c.name,
+    ) {
+        checks.push(check);
+    }
+    if let Some(check) = uncalled_check(c, o, &plugin) {
         checks.push(check);
     }
     checks
 }
 
 /// The `uncalled` check of one candidate: a warning naming every declared
-/// component this gate lists through the runtime and does not call (every
-/// kind but Runner: Tool, Command, EventListener, KnowledgeEngine, ...), so
-/// a reader never takes the listing for a call. `None` when every declared
-/// component is a Runner (each is called by `runner-probe`).
-fn uncalled_check(c: &HostCandidate, plugin: &str) -> Option<Check> {
-    let uncalled: Vec<String> = c
-        .declared
-        .iter()
-        .filter(|d| d.kind != "Runner")
-        .map(ComponentId::to_string)
-        .collect();
+/// component that is not a Runner and was listed by the runtime but not
+/// exercised, with the reason: a kind the gate has no host action for
+/// (Parser, Page, ...), a profile input that cannot be used, or an
+/// EventListener the runtime reports as not having handled the event it was
+/// given. `None` when every such component was called (`component-calls`
+/// judges those) or there is none (Runners are `runner-probe`'s).
+fn uncalled_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Option<Check> {
+    let mut uncalled: Vec<(String, String)> = Vec::new();
+    for p in &c.component_plans {
+        if let Some(why) = &p.not_called {
+            uncalled.push((p.component.to_string(), why.clone()));
+            continue;
+        }
+        let handled = o
+            .component_calls
+            .iter()
+            .find(|k| k.component == p.component)
+            .map(|k| calls::judge(k, &c.author, &c.name).0);
+        if handled == Some(calls::Outcome::NotHandled) {
+            uncalled.push((
+                p.component.to_string(),
+                format!(
+                    "emit_event with a {} event ({} input) reached the plugin, but the runtime reports no handler of this EventListener ran (not in emitted_plugins); declare the event it handles in [[discovery.component_probe]] (`input = {{ event_name = \"...\", ... }}`)",
+                    p.input["event_name"].as_str().unwrap_or("?"),
+                    p.source
+                ),
+            ));
+        }
+    }
+    // Declared components the host planned nothing for (an older spec).
+    for d in &c.declared {
+        if d.kind != "Runner" && !c.component_plans.iter().any(|p| &p.component == d) {
+            uncalled.push((d.to_string(), "no call was planned".into()));
+        }
+    }
     if uncalled.is_empty() {
         return None;
     }
+    let names: Vec<&str> = uncalled.iter().map(|(n, _)| n.as_str()).collect();
     Some(
         Check::warn(
             "uncalled",
             Some(c.folder.as_str()),
             format!(
-                "{plugin}: {} listed by the runtime and not called: this gate calls Runners only, \
-                 so nothing about {} behaviour is proved (`components` proves only that the \
-                 runtime lists them)",
-                uncalled.join(", "),
-                if uncalled.len() == 1 { "its" } else { "their" }
+                "{plugin}: {} listed by the runtime and not called, so nothing about {} behaviour is proved (`components` proves only that the runtime lists them): {}",
+                names.join(", "),
+                if uncalled.len() == 1 { "its" } else { "their" },
+                uncalled
+                    .iter()
+                    .map(|(n, why)| format!("{n}: {why}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ),
         )
-        .with_observed(json!({ "uncalled": uncalled })),
+        .with_observed(json!({
+            "uncalled": names,
+            "reasons": uncalled.iter().map(|(n, why)| json!({"component": n, "reason": why})).collect::<Vec<_>>(),
+        })),
     )
 }
 

@@ -18,8 +18,9 @@
 //! satisfy is written commented out, with the pin to certify it under. A
 //! candidate's own tests and its Tool/Command/EventListener/KnowledgeEngine
 //! components are listed in comments: this version runs repository-level
-//! `[suites]` and calls Runners only (`discovery-rpc`), and the comments say
-//! so rather than imply otherwise.
+//! `[suites]` only, and the comments say so rather than imply otherwise;
+//! `discovery-rpc` calls every component, and each non-Runner one gets a
+//! commented `[[discovery.component_probe]]` template.
 
 use crate::manifest::strip_bom;
 use pep440_rs::{Operator, Version};
@@ -490,7 +491,7 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
                     if kind == "Runner" {
                         runners.push((c.path.clone(), name.clone()));
                     } else {
-                        uncalled.push(format!("{} {kind} {name}", c.path));
+                        uncalled.push((c.path.clone(), format!("{kind}/{name}")));
                     }
                 }
             }
@@ -505,10 +506,23 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
     if !uncalled.is_empty() {
         let _ = writeln!(
             out,
-            "# discovery-rpc lists these components through the real runtime but calls only Runners:\n\
-             #   {}",
-            uncalled.join("\n#   ")
+            "\n# Component probes: discovery-rpc calls each Tool, Command, EventListener and\n\
+             # KnowledgeEngine through the real runtime (call_tool, execute_command, emit_event,\n\
+             # retrieve_knowledge) with an input its declaration allows: a Tool's required parameters,\n\
+             # a Command without arguments, a PersonNormalMessageReceived event, a short query. A\n\
+             # component's own error is a warning; another kind is listed, not called. To give the input:"
         );
+        for (path, component) in &uncalled {
+            let _ = writeln!(
+                out,
+                "# [[discovery.component_probe]]\n\
+                 # candidate = {}\n\
+                 # component = {}\n\
+                 # input = {{ }}",
+                quoted(path),
+                quoted(component)
+            );
+        }
     }
     if !runners.is_empty() {
         let _ = writeln!(
@@ -517,7 +531,7 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
              # `invalid_config` (must end in run.failed) and with `config` pointing it at a local\n\
              # fixture (must end in run.completed with the fixture's text). `verify-coding-candidates\n\
              # gates` lists the built-in fixtures; docs/profiles.md says how to write one. A Runner\n\
-             # without a probe is listed, not called."
+             # without a probe gets one generic call, and a warning."
         );
     }
     for (path, runner) in &runners {
@@ -714,7 +728,7 @@ mod tests {
             "#   (no requirements.txt): misc/weather",
             "# Left out: it requires `langbot-plugin>=0.7.3,<0.8`",
             "# path = \"misc/newer\"",
-            "calls only Runners:\n#   misc/weather Command weather",
+            "# candidate = \"misc/weather\"\n# component = \"Command/weather\"\n# input = { }",
             "# candidate = \"Runner/demo\"\n# runner = \"default\"",
             "#   docs/manifest.yaml is not a plugin manifest",
             "misc/weather: no test files of its own",

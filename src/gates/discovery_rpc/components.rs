@@ -28,6 +28,9 @@ pub struct Declared {
     /// `spec.config[]` items' `default`s by `name`: the plugin settings a
     /// fresh installation starts with.
     pub config_defaults: serde_json::Map<String, serde_json::Value>,
+    /// Each component manifest's `spec` (a Tool's `parameters` JSON schema,
+    /// ...), as JSON; `null` when empty.
+    pub specs: std::collections::BTreeMap<ComponentId, serde_json::Value>,
 }
 
 /// Reads `archive`'s `manifest.yaml` and the component manifests it names.
@@ -115,6 +118,7 @@ pub fn read(archive: &Path) -> Result<Declared, String> {
         }
     }
     let mut out = BTreeSet::new();
+    let mut specs = std::collections::BTreeMap::new();
     for f in files {
         let doc = read_yaml(&f)?;
         let has = |k: &str| doc.get(k).is_some();
@@ -127,16 +131,23 @@ pub fn read(archive: &Path) -> Result<Declared, String> {
             .and_then(|m| m.get("name"))
             .and_then(Value::as_str)
             .unwrap_or_default();
-        out.insert(ComponentId {
+        let id = ComponentId {
             kind: kind.to_string(),
             name: name.to_string(),
-        });
+        };
+        let spec = doc
+            .get("spec")
+            .and_then(|v| serde_json::to_value(v).ok())
+            .unwrap_or_default();
+        specs.insert(id.clone(), spec);
+        out.insert(id);
     }
     Ok(Declared {
         author,
         name,
         components: out.into_iter().collect(),
         config_defaults,
+        specs,
     })
 }
 

@@ -13,11 +13,15 @@
 //! context; the runtime starts a worker, which registers and makes the
 //! runtime call `get_plugin_settings` on the host; `list_plugins` with the
 //! binding then shows the plugin `initialized`; `list_runners` and
-//! `run_runner` reach the plugin's Runner components.
+//! `run_runner` reach the plugin's Runner components; `call_tool`,
+//! `execute_command` (streamed), `emit_event` and `retrieve_knowledge` reach
+//! its other components.
 
+use super::calls;
 use super::spec::{
-    CandidateOutcome, ComponentId, HostCandidate, HostResult, HostSpec, RunnerCall, RunnerProbe,
-    Step, Teardown, TokenControl, WorkerFacts, MAX_FIXTURE_TRANSCRIPT_LINES, MAX_STREAMED_RESULTS,
+    CandidateOutcome, ComponentCall, ComponentId, HostCandidate, HostResult, HostSpec, RunnerCall,
+    RunnerProbe, Step, Teardown, TokenControl, WorkerFacts, MAX_FIXTURE_TRANSCRIPT_LINES,
+    MAX_STREAMED_RESULTS,
 };
 use super::survey;
 use crate::isolation::procfs;
@@ -374,6 +378,7 @@ fn drive(
     for (cand, mut outcome) in waited {
         if outcome.failure.is_none() && !interrupt::requested() {
             probe_runners(&mut client, spec, cand, &mut outcome)?;
+            call_components(&mut client, spec, cand, &mut outcome);
         }
         result.candidates.push(outcome);
     }
@@ -721,6 +726,68 @@ fn probe_runners(
         out.runner_probes.push(probe);
     }
     Ok(())
+}
+
+/// Calls each planned Tool, Command, EventListener and KnowledgeEngine
+/// component through its host action, one after another, keeping what the
+/// runtime answered (judged by the gate: `calls`).
+fn call_components(
+    client: &mut HostClient,
+    spec: &HostSpec,
+    cand: &HostCandidate,
+    out: &mut CandidateOutcome,
+) {
+    let timeout = Duration::from_millis(spec.call_timeout_ms);
+    let binding = out.binding.clone();
+    for plan in &cand.component_plans {
+        if interrupt::requested() {
+            break;
+        }
+        let (Some(action), Some(data)) = (
+            plan.action.as_deref(),
+            calls::request(plan, &cand.author, &cand.name),
+        ) else {
+            continue;
+        };
+        client.note(
+            action,
+            json!({"folder": cand.folder, "component": plan.component.to_string()}),
+        );
+        let mut call = ComponentCall {
+            component: plan.component.clone(),
+            action: action.to_string(),
+            request: data.clone(),
+            ..ComponentCall::default()
+        };
+        // execute_command streams; the others answer once.
+        let answers = if action == "execute_command" {
+            client.call_stream(action, data, Some(&binding), timeout)
+        } else {
+            client
+                .call(action, data, Some(&binding), timeout)
+                .map(|r| vec![r])
+        };
+        match answers {
+            Err(e) => {
+                call.error = Some(e);
+                call.rpc_error = true;
+            }
+            Ok(answers) => {
+                for a in answers {
+                    if !a.ok() {
+                        call.error = Some(a.message.clone());
+                        continue;
+                    }
+                    let end = a.chunk_status.as_deref() == Some("end")
+                        && a.data.as_object().is_some_and(|o| o.is_empty());
+                    if !end && call.answers.len() < MAX_STREAMED_RESULTS {
+                        call.answers.push(a.data);
+                    }
+                }
+            }
+        }
+        out.component_calls.push(call);
+    }
 }
 
 /// Streams the archive in `__file_chunk`s, hashing as it goes. Returns the

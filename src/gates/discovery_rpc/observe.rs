@@ -185,7 +185,10 @@ fn host_timeout(spec: &HostSpec) -> Duration {
         .map(|c| {
             // A declared probe makes two calls per Runner.
             let runners = c.declared.iter().filter(|d| d.kind == "Runner").count() as u64;
-            spec.plugin_timeout_ms + 2 * runners * spec.runner_timeout_ms + 6 * spec.call_timeout_ms
+            let calls = c.component_plans.len() as u64;
+            spec.plugin_timeout_ms
+                + 2 * runners * spec.runner_timeout_ms
+                + (6 + calls) * spec.call_timeout_ms
         })
         .sum();
     Duration::from_millis(spec.health_timeout_ms + per_candidate + 120_000)

@@ -3,6 +3,7 @@
 //! configs. What cannot be planned is recorded as a [`SetupProblem`] for
 //! [`super::decide`].
 
+use super::calls;
 use super::components;
 use super::host;
 use super::spec::{ComponentId, HostCandidate, ProbePlan};
@@ -77,6 +78,16 @@ pub(super) fn host_candidates(
             Ok(declared) => {
                 let (probes, unprepared, found) = plan_probes(ctx, roots, c, &declared.components);
                 problems.extend(found);
+                let component_probes: Vec<&crate::profile::ComponentProbeSpec> = ctx
+                    .profile
+                    .profile
+                    .discovery
+                    .component_probes
+                    .iter()
+                    .filter(|p| p.candidate == c.path)
+                    .collect();
+                let component_plans =
+                    calls::plan(&declared.components, &declared.specs, &component_probes);
                 out.push(HostCandidate {
                     folder: folder.to_string(),
                     archive: path,
@@ -87,6 +98,7 @@ pub(super) fn host_candidates(
                     declared: declared.components,
                     probes,
                     unprepared,
+                    component_plans,
                 })
             }
             Err(error) => problems.push(SetupProblem::Manifest {

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// A component as the manifest declares it and the runtime lists it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ComponentId {
     /// `kind` (`Runner`, `Tool`, ...).
     pub kind: String,
@@ -111,6 +111,47 @@ pub struct HostCandidate {
     /// not call them (the gate's `runner-probe-setup` check says why).
     #[serde(default)]
     pub unprepared: Vec<String>,
+    /// One plan per declared component that is not a Runner.
+    #[serde(default)]
+    pub component_plans: Vec<ComponentPlan>,
+}
+
+/// How one Tool, Command, EventListener or KnowledgeEngine component is to
+/// be called (planned by the gate: `calls::plan`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComponentPlan {
+    /// The component.
+    pub component: ComponentId,
+    /// The host action that calls it (`call_tool`, ...); `None` for a kind
+    /// the gate has no host action for.
+    pub action: Option<String>,
+    /// `profile` (`[[discovery.component_probe]]`) or `declared` (derived
+    /// from the component's own declaration).
+    pub source: String,
+    /// The input: a Tool's parameters, `{params}` of a Command, an event, a
+    /// retrieval context.
+    pub input: Value,
+    /// Why it is not called, when it is not.
+    pub not_called: Option<String>,
+}
+
+/// One host action sent for a component, and what the runtime answered.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ComponentCall {
+    /// The component.
+    pub component: ComponentId,
+    /// The host action.
+    pub action: String,
+    /// The request's `data`.
+    pub request: Value,
+    /// The `data` of every successful answer (a streamed action's chunks,
+    /// without its empty end chunk), at most [`MAX_STREAMED_RESULTS`].
+    pub answers: Vec<Value>,
+    /// The error the runtime answered with (`code` not 0), or the client's
+    /// when no answer came.
+    pub error: Option<String>,
+    /// No answer came (timeout, connection failure): the client's error.
+    pub rpc_error: bool,
 }
 
 /// One Runner's probe, as planned by the gate: the invocation configs with
@@ -297,6 +338,10 @@ pub struct CandidateOutcome {
     pub runners_listed: Vec<String>,
     /// One probe per declared Runner component.
     pub runner_probes: Vec<RunnerProbe>,
+    /// One call per planned (callable) Tool, Command, EventListener and
+    /// KnowledgeEngine component.
+    #[serde(default)]
+    pub component_calls: Vec<ComponentCall>,
     /// `remove_plugin_installation`, sent when the plugin failed (stops the
     /// runtime's restart loop).
     pub removed: Option<Step>,

@@ -23,6 +23,7 @@ fn candidate() -> HostCandidate {
         plugin_config: json!({}),
         probes: vec![],
         unprepared: vec![],
+        component_plans: vec![],
     }
 }
 
@@ -828,7 +829,7 @@ fn refuses_a_plugin_the_runtime_did_not_initialize_naming_its_message() {
     assert!(checks.iter().all(|c| c.name != "components"));
     // The evidence's record carries the same message: the runtime's last
     // line that is not a log-level line.
-    let record = discovery_record(&obs.result.as_ref().unwrap().candidates[0]);
+    let record = discovery_record(None, &obs.result.as_ref().unwrap().candidates[0]);
     assert_eq!(
         record.failure.as_deref(),
         Some(
@@ -969,4 +970,245 @@ fn run_without_archives_fails_each_candidates_installation_and_starts_no_host() 
     assert!(after.candidates.iter().all(|c| c.discovery.is_none()));
     assert_eq!(DiscoveryRpc.id(), "discovery-rpc");
     assert_eq!(DiscoveryRpc.headline_check(), Some("network-isolation"));
+}
+
+/// `observed_run` with one more component of the plugin, planned as
+/// `plan` and answered as `call` (`None`: the host recorded no call).
+fn with_component(plan: spec::ComponentPlan, call: Option<spec::ComponentCall>) -> Observation {
+    let mut obs = observed_run();
+    let c = &mut obs.spec.as_mut().unwrap().candidates[0];
+    c.declared.push(plan.component.clone());
+    c.declared.sort();
+    c.component_plans.push(plan.clone());
+    let o = &mut obs.result.as_mut().unwrap().candidates[0];
+    o.listed_components = c.declared.clone();
+    o.component_calls.extend(call);
+    obs
+}
+
+fn tool_plan(name: &str) -> spec::ComponentPlan {
+    spec::ComponentPlan {
+        component: ComponentId {
+            kind: "Tool".into(),
+            name: name.into(),
+        },
+        action: Some("call_tool".into()),
+        source: "declared".into(),
+        input: json!({"city": "verify-coding-candidates component probe"}),
+        not_called: None,
+    }
+}
+
+fn tool_call(
+    name: &str,
+    answers: Vec<serde_json::Value>,
+    error: Option<&str>,
+) -> spec::ComponentCall {
+    spec::ComponentCall {
+        component: ComponentId {
+            kind: "Tool".into(),
+            name: name.into(),
+        },
+        action: "call_tool".into(),
+        request: json!({}),
+        answers,
+        error: error.map(str::to_string),
+        rpc_error: false,
+    }
+}
+
+/// A Tool that replies passes `component-calls`, and its reply is in the
+/// evidence record labelled `reply`; no `uncalled` warning.
+#[test]
+fn a_component_that_replies_passes_and_its_reply_is_recorded() {
+    let obs = with_component(
+        tool_plan("weather"),
+        Some(tool_call(
+            "weather",
+            vec![json!({"tool_response": {"sky": "clear"}})],
+            None,
+        )),
+    );
+    let checks = decide(&obs);
+    let c = find(&checks, "component-calls", Some("codex-agent"));
+    assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+    assert!(
+        c.detail
+            .contains("Tool/weather (call_tool, declared input)"),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains(r#"{"sky":"clear"}"#), "{}", c.detail);
+    assert!(checks.iter().all(|c| c.name != "uncalled"));
+    let record = discovery_record(
+        obs.spec.as_ref().map(|s| &s.candidates[0]),
+        &obs.result.as_ref().unwrap().candidates[0],
+    );
+    let r = &record.component_calls[0];
+    assert_eq!(
+        (r.component.as_str(), r.outcome.as_str(), r.reply.clone()),
+        ("Tool/weather", "reply", Some(json!({"sky": "clear"})))
+    );
+}
+
+/// Counterexamples: a call answered without a reply (`tool_response`
+/// missing or null), a call that got no answer, a request the runtime or
+/// the SDK refused, and a planned call the host never made all fail; a
+/// component's own error is a warning naming it and the error's first line,
+/// never a pass and never a failure.
+#[test]
+fn a_call_without_a_reply_or_refused_fails_and_a_components_own_error_warns() {
+    for (answers, error, rpc, needle) in [
+        (vec![json!({})], None, false, "answered without a reply"),
+        (
+            vec![json!({"tool_response": null})],
+            None,
+            false,
+            "answered without a reply",
+        ),
+        (
+            vec![],
+            Some("call_tool: no answer within 30 s"),
+            true,
+            "the call_tool call failed: call_tool: no answer",
+        ),
+        (
+            vec![],
+            Some("KeyError: 'tool_name'"),
+            false,
+            "the call_tool call failed: KeyError",
+        ),
+        (
+            vec![],
+            Some("ActionCallError: Tool weather not found"),
+            false,
+            "Tool weather not found",
+        ),
+        (
+            vec![],
+            Some("ActionCallTimeoutError: Action call_tool call timed out"),
+            false,
+            "timed out",
+        ),
+        (
+            vec![],
+            Some("ActionCallError: ValidationError: 1 validation error for Session\nlauncher_type"),
+            false,
+            "validation error for Session",
+        ),
+    ] {
+        let mut call = tool_call("weather", answers, error);
+        call.rpc_error = rpc;
+        let checks = decide(&with_component(tool_plan("weather"), Some(call)));
+        let c = find(&checks, "component-calls", Some("codex-agent"));
+        assert_eq!(c.result, CheckResult::Fail, "{needle}: {}", c.detail);
+        assert!(c.detail.contains(needle), "{needle}: {}", c.detail);
+    }
+    let checks = decide(&with_component(tool_plan("weather"), None));
+    let c = find(&checks, "component-calls", Some("codex-agent"));
+    assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
+    assert!(c.detail.contains("planned and not called"), "{}", c.detail);
+
+    let own = "ActionCallError: RuntimeError: WEATHER_API_KEY is not set\nsecond line";
+    let checks = decide(&with_component(
+        tool_plan("weather"),
+        Some(tool_call("weather", vec![], Some(own))),
+    ));
+    let c = find(&checks, "component-calls", Some("codex-agent"));
+    assert_eq!(c.result, CheckResult::Warn, "{}", c.detail);
+    assert!(
+        c.detail.contains("Tool/weather (call_tool) raised its own error: ActionCallError: RuntimeError: WEATHER_API_KEY is not set"),
+        "{}",
+        c.detail
+    );
+    assert!(!c.detail.contains("second line"), "{}", c.detail);
+    // A failure beside the warning still fails.
+    let mut obs = with_component(
+        tool_plan("weather"),
+        Some(tool_call("weather", vec![], Some(own))),
+    );
+    let c2 = tool_plan("forecast");
+    obs.spec.as_mut().unwrap().candidates[0]
+        .declared
+        .push(c2.component.clone());
+    obs.spec.as_mut().unwrap().candidates[0]
+        .component_plans
+        .push(c2);
+    obs.result.as_mut().unwrap().candidates[0]
+        .component_calls
+        .push(tool_call("forecast", vec![json!({})], None));
+    let c = find(&decide(&obs), "component-calls", Some("codex-agent"));
+    assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
+    assert!(c.detail.contains("also: Tool/weather"), "{}", c.detail);
+}
+
+/// An EventListener the runtime reports as not having handled the event,
+/// and a kind the gate has no host action for, are listed and not called:
+/// `uncalled` warns with the reason; nothing passes.
+#[test]
+fn an_unhandled_event_and_an_uncallable_kind_are_uncalled_warnings() {
+    let listener = spec::ComponentPlan {
+        component: ComponentId {
+            kind: "EventListener".into(),
+            name: "default".into(),
+        },
+        action: Some("emit_event".into()),
+        source: "declared".into(),
+        input: json!({"event_name": "PersonNormalMessageReceived"}),
+        not_called: None,
+    };
+    let call = |emitted: serde_json::Value| spec::ComponentCall {
+        component: listener.component.clone(),
+        action: "emit_event".into(),
+        request: json!({}),
+        answers: vec![
+            json!({"emitted_plugins": emitted, "event_context": {"event": {"text_message": "x"}}}),
+        ],
+        error: None,
+        rpc_error: false,
+    };
+    let checks = decide(&with_component(listener.clone(), Some(call(json!([])))));
+    assert!(
+        checks.iter().all(|c| c.name != "component-calls"),
+        "{checks:#?}"
+    );
+    let u = find(&checks, "uncalled", Some("codex-agent"));
+    assert_eq!(u.result, CheckResult::Warn);
+    assert!(u.detail.contains("EventListener/default"), "{}", u.detail);
+    assert!(u.detail.contains("not in emitted_plugins"), "{}", u.detail);
+    // Handled by this plugin: a reply (the event after its handlers ran).
+    let own = json!([{"manifest": {"manifest": {"metadata": {"author": "acme", "name": "codex-agent"}}}}]);
+    let checks = decide(&with_component(listener.clone(), Some(call(own))));
+    assert_eq!(
+        find(&checks, "component-calls", Some("codex-agent")).result,
+        CheckResult::Pass
+    );
+    // Handled by another plugin only: not this one's reply.
+    let other =
+        json!([{"manifest": {"manifest": {"metadata": {"author": "acme", "name": "other"}}}}]);
+    let checks = decide(&with_component(listener.clone(), Some(call(other))));
+    assert_eq!(
+        find(&checks, "uncalled", Some("codex-agent")).result,
+        CheckResult::Warn
+    );
+
+    let parser = spec::ComponentPlan {
+        component: ComponentId {
+            kind: "Parser".into(),
+            name: "pdf".into(),
+        },
+        action: None,
+        source: String::new(),
+        input: serde_json::Value::Null,
+        not_called: Some("the gate has no host action for a Parser component".into()),
+    };
+    let checks = decide(&with_component(parser, None));
+    let u = find(&checks, "uncalled", Some("codex-agent"));
+    assert_eq!(u.result, CheckResult::Warn);
+    assert!(
+        u.detail.contains("Parser/pdf: the gate has no host action"),
+        "{}",
+        u.detail
+    );
+    assert!(checks.iter().all(|c| c.name != "component-calls"));
 }
