@@ -96,6 +96,21 @@ impl RunContext {
         &self.selected
     }
 
+    /// This context without the candidates `left_out` (folder names), in
+    /// [`RunContext::selected`] and [`RunContext::candidates`] alike: what a
+    /// gate sees when an earlier gate failed those candidates and it runs
+    /// for the others only (the same narrowing `--partition` makes).
+    pub fn without_candidates(&self, left_out: &[String]) -> RunContext {
+        let mut narrowed = self.clone();
+        narrowed
+            .selected
+            .retain(|c| !left_out.iter().any(|f| f == c.folder()));
+        narrowed
+            .candidates
+            .retain(|c| !left_out.contains(&c.folder));
+        narrowed
+    }
+
     /// `DIR/staging/source`.
     pub fn staging_source(&self) -> PathBuf {
         self.evidence_dir.join("staging").join("source")

@@ -6,6 +6,7 @@ pub mod kept_profile;
 pub mod lock;
 pub mod model;
 pub mod statement;
+pub mod verdicts;
 
 pub use model::*;
 
@@ -331,6 +332,7 @@ pub(crate) mod testing {
             required,
             duration_ms: 10,
             started_ms: None,
+            candidates_left_out: Vec::new(),
             checks,
         }
     }

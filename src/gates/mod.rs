@@ -146,6 +146,7 @@ pub(crate) mod testing {
             admission: None,
             dependencies: None,
             discovery: None,
+            verdict: None,
         }
     }
 
