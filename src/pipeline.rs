@@ -754,7 +754,10 @@ fn failed_for_candidates(
         .iter()
         .filter(|c| c.result == CheckResult::Fail)
     {
-        let folder = check.candidate.as_ref().filter(|f| candidates.contains(f))?;
+        let folder = check
+            .candidate
+            .as_ref()
+            .filter(|f| candidates.contains(f))?;
         if !failed.contains(folder) {
             failed.push(folder.clone());
         }
@@ -790,7 +793,11 @@ fn next_step(
             gate_wide |= failed.is_none();
         }
         let before = left_out.len();
-        for folder in record.candidates_left_out.iter().chain(failed.iter().flatten()) {
+        for folder in record
+            .candidates_left_out
+            .iter()
+            .chain(failed.iter().flatten())
+        {
             if let Some(f) = candidates.iter().find(|c| *c == folder) {
                 if !left_out.contains(&f) {
                     left_out.push(f);
@@ -1264,6 +1271,9 @@ mod tests {
             ms: u64,
             fail: bool,
             panic: bool,
+            /// A per-candidate stand-in: one check per candidate it sees,
+            /// failing for the folders listed.
+            fail_for: Option<Vec<String>>,
             log: Log,
         }
 
@@ -1282,6 +1292,33 @@ mod tests {
                 let id = self.id;
                 out.set(move |ctx| ctx.source.commit = format!("{}+{id}", ctx.source.commit));
                 self.log.lock().unwrap().push(format!("end {}", self.id));
+                if let Some(fail_for) = &self.fail_for {
+                    let folders: Vec<&str> =
+                        ctx.candidate_specs().iter().map(|c| c.folder()).collect();
+                    let records: Vec<&str> =
+                        ctx.candidates.iter().map(|c| c.folder.as_str()).collect();
+                    assert_eq!(folders, records, "selected and records narrowed alike");
+                    self.log.lock().unwrap().push(format!(
+                        "{} checked {}",
+                        self.id,
+                        folders.join(",")
+                    ));
+                    let mut checks: Vec<Check> = folders
+                        .iter()
+                        .map(|f| {
+                            if fail_for.iter().any(|x| x == f) {
+                                Check::fail("x", Some(f), "stand-in failure")
+                            } else {
+                                Check::pass("x", Some(f), "held")
+                                    .with_observed(serde_json::json!(1))
+                            }
+                        })
+                        .collect();
+                    if self.fail {
+                        checks.push(Check::fail("wide", None, "stand-in gate-wide failure"));
+                    }
+                    return Ok(checks);
+                }
                 Ok(vec![if self.fail {
                     Check::fail("x", None, "stand-in failure")
                 } else {
@@ -1335,6 +1372,24 @@ mod tests {
             panicking: &[&str],
             jobs: usize,
         ) -> (Vec<GateRecord>, RunContext, Vec<String>, Vec<String>) {
+            run_with(catalogue, ms, failing, panicking, &[], jobs)
+        }
+
+        /// [`run`], with the gates in `per_candidate` checking each candidate
+        /// they see, failing for the folders listed (a gate also in
+        /// `failing` adds a failing gate-wide check).
+        fn run_with(
+            catalogue: &[GateInfo],
+            ms: &[(&'static str, u64)],
+            failing: &[&str],
+            panicking: &[&str],
+            per_candidate: &[(&str, &[&str])],
+            jobs: usize,
+        ) -> (Vec<GateRecord>, RunContext, Vec<String>, Vec<String>) {
+            let per_candidate: Vec<(String, Vec<String>)> = per_candidate
+                .iter()
+                .map(|(id, f)| (id.to_string(), f.iter().map(|s| s.to_string()).collect()))
+                .collect();
             let log: Log = Arc::default();
             let ms: Vec<(&'static str, u64)> = ms.to_vec();
             let failing: Vec<String> = failing.iter().map(|s| s.to_string()).collect();
@@ -1347,6 +1402,10 @@ mod tests {
                     ms,
                     fail: failing.iter().any(|f| f == id),
                     panic: panicking.iter().any(|f| f == id),
+                    fail_for: per_candidate
+                        .iter()
+                        .find(|(g, _)| g == id)
+                        .map(|(_, f)| f.clone()),
                     log: Arc::clone(&l),
                 }))
             };
@@ -1362,8 +1421,14 @@ mod tests {
                 Vec::new()
             };
             let mut events = Events::default();
+            let mut start = context();
+            start.candidates = start
+                .selected
+                .iter()
+                .map(|c| crate::gates::testing::bare_candidate(c.folder()))
+                .collect();
             let (records, ctx) = run_gates(
-                context(),
+                start,
                 &Graph {
                     catalogue,
                     implementation: &implementation,
@@ -1584,6 +1649,236 @@ mod tests {
                 .iter()
                 .any(|l| l.starts_with("start b") || l.starts_with("start d")));
             assert!(by_id("b").started_ms.is_none());
+        }
+
+        /// The catalogue of the per-candidate tests: two global gates, a
+        /// chain of candidate gates, and a whole gate after the first.
+        fn candidate_chain() -> Vec<GateInfo> {
+            let scoped = |id: &str, requires: &[&str], scope: Scope| GateInfo {
+                scope,
+                ..info(id, requires, &[])
+            };
+            vec![
+                info("stage", &[], &[]),
+                scoped("admission", &["stage"], Scope::Candidate),
+                scoped("dependencies", &["admission"], Scope::Candidate),
+                scoped(
+                    "discovery",
+                    &["admission", "dependencies"],
+                    Scope::Candidate,
+                ),
+                scoped("suites", &["admission"], Scope::Whole),
+                scoped("isolation", &["stage"], Scope::Global),
+            ]
+        }
+
+        const ALL: [(&str, u64); 6] = [
+            ("stage", 5),
+            ("admission", 5),
+            ("dependencies", 5),
+            ("discovery", 5),
+            ("suites", 5),
+            ("isolation", 5),
+        ];
+
+        #[test]
+        fn a_candidate_failure_lets_dependents_run_for_the_other_candidates_only() {
+            let cat = candidate_chain();
+            let per: [(&str, &[&str]); 3] = [
+                ("admission", &["codex-agent"]),
+                ("dependencies", &["claude-code-agent"]),
+                ("discovery", &[]),
+            ];
+            let (records, _, log, events) = run_with(&cat, &ALL, &[], &[], &per, 2);
+            let by_id = |id: &str| records.iter().find(|g| g.id == id).unwrap();
+            assert_eq!(by_id("admission").result, GateResult::Fail);
+            assert!(by_id("admission").candidates_left_out.is_empty());
+            assert!(
+                log.contains(
+                    &"admission checked acp-agent-runner,claude-code-agent,codex-agent".to_string()
+                ),
+                "{log:?}"
+            );
+            // dependencies runs without codex-agent, and fails claude-code-agent.
+            assert!(
+                log.contains(
+                    &"dependencies checked acp-agent-runner,claude-code-agent".to_string()
+                ),
+                "{log:?}"
+            );
+            assert_eq!(by_id("dependencies").result, GateResult::Fail);
+            assert_eq!(by_id("dependencies").candidates_left_out, ["codex-agent"]);
+            // discovery: both left out, by admission and (through) dependencies.
+            assert!(
+                log.contains(&"discovery checked acp-agent-runner".to_string()),
+                "{log:?}"
+            );
+            assert_eq!(by_id("discovery").result, GateResult::Pass);
+            assert_eq!(
+                by_id("discovery").candidates_left_out,
+                ["claude-code-agent", "codex-agent"]
+            );
+            assert!(events.contains(&"discovery pass".to_string()), "{events:?}");
+            // A whole gate needs every candidate: blocked, naming who and why.
+            assert_eq!(by_id("suites").result, GateResult::Blocked);
+            assert_eq!(
+                by_id("suites").reason.as_deref(),
+                Some(
+                    "candidate(s) codex-agent did not pass admission, and this gate checks every candidate \
+                     at once: it runs only when every candidate passed the gates it requires"
+                )
+            );
+            assert!(!log.iter().any(|l| l.starts_with("start suites")));
+            // A global gate that requires none of them is untouched.
+            assert_eq!(by_id("isolation").result, GateResult::Pass);
+            // Each candidate's verdict: stopped at its own first failure.
+            let verdict = |f: &str| crate::evidence::verdicts::of(&records, f);
+            assert_eq!(verdict("codex-agent").gate.as_deref(), Some("admission"));
+            assert_eq!(
+                verdict("claude-code-agent").gate.as_deref(),
+                Some("dependencies")
+            );
+            assert_eq!(
+                verdict("acp-agent-runner").result,
+                crate::evidence::CandidateResult::NotCertified,
+                "suites was blocked: nothing certifies even the candidate that passed"
+            );
+            assert_eq!(verdict("acp-agent-runner").gate.as_deref(), Some("suites"));
+        }
+
+        #[test]
+        fn a_gate_wide_failure_of_a_candidate_gate_still_blocks_its_dependents() {
+            let cat = candidate_chain();
+            let per: [(&str, &[&str]); 3] = [
+                ("admission", &["codex-agent"]),
+                ("dependencies", &[]),
+                ("discovery", &[]),
+            ];
+            // admission fails codex-agent and a gate-wide check: nothing after it runs.
+            let (records, _, log, _) = run_with(&cat, &ALL, &["admission"], &[], &per, 2);
+            let by_id = |id: &str| records.iter().find(|g| g.id == id).unwrap();
+            assert_eq!(by_id("admission").result, GateResult::Fail);
+            for id in ["dependencies", "discovery", "suites"] {
+                assert_eq!(by_id(id).result, GateResult::Blocked, "{id}");
+                assert!(by_id(id).candidates_left_out.is_empty());
+                assert!(
+                    !log.iter().any(|l| l.starts_with(&format!("start {id}"))),
+                    "{log:?}"
+                );
+            }
+            assert_eq!(
+                by_id("dependencies").reason.as_deref(),
+                Some("prerequisite gate(s) did not pass: admission")
+            );
+            assert_eq!(
+                by_id("discovery").reason.as_deref(),
+                Some("prerequisite gate(s) did not pass: admission, dependencies")
+            );
+            // A failed global gate naming candidates is gate-wide all the same:
+            // only candidate-scope gates fail for candidates alone.
+            let failing_global = [
+                info("stage", &[], &[]),
+                GateInfo {
+                    scope: Scope::Candidate,
+                    ..info("admission", &["stage"], &[])
+                },
+            ];
+            let (records, _, _, _) = run_with(
+                &failing_global,
+                &[("stage", 5), ("admission", 5)],
+                &[],
+                &[],
+                &[("stage", &["codex-agent"]), ("admission", &[])],
+                2,
+            );
+            assert_eq!(records[0].result, GateResult::Fail);
+            assert_eq!(records[1].result, GateResult::Blocked);
+            // A gate-error (no candidate) is gate-wide too.
+            let (records, _, _, _) = run_with(
+                &cat,
+                &ALL,
+                &[],
+                &["admission"],
+                &[
+                    ("admission", &[]),
+                    ("dependencies", &[]),
+                    ("discovery", &[]),
+                ],
+                2,
+            );
+            assert_eq!(records[1].checks[0].name, "gate-error");
+            assert_eq!(records[2].result, GateResult::Blocked);
+        }
+
+        #[test]
+        fn a_gate_with_no_candidate_left_is_blocked() {
+            let cat = candidate_chain();
+            let per: [(&str, &[&str]); 3] = [
+                ("admission", &["codex-agent", "acp-agent-runner"]),
+                ("dependencies", &["claude-code-agent"]),
+                ("discovery", &[]),
+            ];
+            let (records, _, log, _) = run_with(&cat, &ALL, &[], &[], &per, 1);
+            let by_id = |id: &str| records.iter().find(|g| g.id == id).unwrap();
+            assert!(
+                log.contains(&"dependencies checked claude-code-agent".to_string()),
+                "{log:?}"
+            );
+            assert_eq!(by_id("dependencies").result, GateResult::Fail);
+            assert_eq!(by_id("discovery").result, GateResult::Blocked);
+            assert!(by_id("discovery").started_ms.is_none());
+            assert_eq!(
+                by_id("discovery").reason.as_deref(),
+                Some(
+                    "candidate(s) acp-agent-runner, claude-code-agent, codex-agent did not pass admission, \
+                     dependencies: no candidate is left to check (prerequisite gate(s) did not pass: \
+                     admission, dependencies)"
+                )
+            );
+            assert!(!log.iter().any(|l| l.starts_with("start discovery")));
+            // Every candidate failed of its own: each verdict names its gate.
+            for (folder, gate) in [
+                ("acp-agent-runner", "admission"),
+                ("claude-code-agent", "dependencies"),
+                ("codex-agent", "admission"),
+            ] {
+                let v = crate::evidence::verdicts::of(&records, folder);
+                assert_eq!(v.result, crate::evidence::CandidateResult::Fail, "{folder}");
+                assert_eq!(v.gate.as_deref(), Some(gate), "{folder}");
+                assert_eq!(v.check.as_deref(), Some("x"));
+            }
+        }
+
+        #[test]
+        fn next_step_leaves_out_only_candidates_the_run_knows() {
+            let cat = candidate_chain();
+            let candidates: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+            let failed = |checks: Vec<Check>| {
+                crate::evidence::testing::gate("admission", GateResult::Fail, true, checks)
+            };
+            // A check naming a folder the run does not have is gate-wide.
+            let stranger = failed(vec![Check::fail("x", Some("zz"), "?")]);
+            assert_eq!(
+                next_step(&cat[2], &[(&cat[1], &stranger)], &candidates),
+                Next::Blocked("prerequisite gate(s) did not pass: admission".into())
+            );
+            // A failed gate with no failing check (observed nothing) is gate-wide.
+            let nothing = failed(Vec::new());
+            assert!(matches!(
+                next_step(&cat[2], &[(&cat[1], &nothing)], &candidates),
+                Next::Blocked(_)
+            ));
+            // A warning or a pass naming a candidate leaves nobody out.
+            let one = failed(vec![
+                Check::fail("x", Some("a"), "refused"),
+                Check::warn("y", Some("b"), "note"),
+            ]);
+            assert_eq!(
+                next_step(&cat[2], &[(&cat[1], &one)], &candidates),
+                Next::Run {
+                    left_out: vec!["a".into()]
+                }
+            );
         }
 
         /// A required gate's record before [`judge`] sets its result.

@@ -25,22 +25,20 @@ use super::model::{
 /// The verdict of candidate `folder` over `gates` (catalogue order; only
 /// `required` gates count).
 pub fn of(gates: &[GateRecord], folder: &str) -> CandidateVerdict {
-    let stop = |result, gate: &GateRecord, check: Option<&Check>, reason: String| {
-        CandidateVerdict {
+    let stop =
+        |result, gate: &GateRecord, check: Option<&Check>, reason: String| CandidateVerdict {
             result,
             gate: Some(gate.id.clone()),
             check: check.map(|c| c.name.clone()),
             reason: Some(reason),
-        }
-    };
+        };
     for gate in gates.iter().filter(|g| g.required) {
         let left_out = gate.candidates_left_out.iter().any(|c| c == folder);
         match gate.result {
             GateResult::Pass if !left_out => {}
             GateResult::Fail if !left_out => {
-                let failing = |c: &&Check| {
-                    c.result == CheckResult::Fail && super::root_of(gate, c).is_none()
-                };
+                let failing =
+                    |c: &&Check| c.result == CheckResult::Fail && super::root_of(gate, c).is_none();
                 if let Some(own) = gate
                     .checks
                     .iter()
@@ -214,13 +212,21 @@ mod tests {
         ];
         let v = of(&gates, "a");
         assert_eq!(v.gate.as_deref(), Some("suites"));
-        assert!(v.reason.unwrap().starts_with("skipped: the run was interrupted"));
+        assert!(v
+            .reason
+            .unwrap()
+            .starts_with("skipped: the run was interrupted"));
         assert_eq!(of(&gates[..1], "a").result, CandidateResult::Pass);
     }
 
     #[test]
     fn a_gate_that_left_a_candidate_out_or_observed_nothing_does_not_certify_it() {
-        let mut g = gate("discovery-rpc", GateResult::Pass, true, vec![pass("x", "b")]);
+        let mut g = gate(
+            "discovery-rpc",
+            GateResult::Pass,
+            true,
+            vec![pass("x", "b")],
+        );
         g.candidates_left_out = vec!["a".into()];
         let v = of(std::slice::from_ref(&g), "a");
         assert_eq!(v.result, CandidateResult::NotCertified);
