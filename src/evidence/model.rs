@@ -601,9 +601,9 @@ pub struct CandidateRecord {
     /// gate), once run.
     #[serde(default)]
     pub discovery: Option<DiscoveryRecord>,
-    /// The candidate's own verdict over the run's required gates
-    /// ([`crate::evidence::verdicts`]), set once every gate ended; absent in
-    /// evidence written before this field existed.
+    /// The candidate's own verdict over the run's required gates, set once
+    /// every gate ended (how it is read: `src/evidence/verdicts.rs`); absent
+    /// in evidence written before this field existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<CandidateVerdict>,
 }
