@@ -677,6 +677,15 @@ fn replay_fails_an_evidence_json_turned_green_with_its_digests_recomputed() {
         )),
         "{text}"
     );
+    // The candidate's own verdict still says fail; the gates now say pass.
+    let (folder, check) = case.split_once(": ").unwrap();
+    assert!(
+        text.contains(&format!(
+            "candidate {folder} verdict (observed: read from the recorded gates): recorded fail at \
+             shared-copies/{check}, observed pass\n"
+        )),
+        "{text}"
+    );
 
     // junit.xml alone: one failure removed, SHA256SUMS resealed.
     std::fs::write(dir.join("evidence.json"), &json).unwrap();
@@ -872,12 +881,13 @@ fn merge_into_a_directory_whose_lock_is_held_exits_2_naming_the_holder() {
 
 /// Rewrites `dir/evidence.json` with `edit` applied to the parsed evidence
 /// and regenerates everything derived from it with the harness's own
-/// writers (files digest, sign-off, `junit.xml`, the statement,
-/// `SHA256SUMS`): a forgery consistent in every view.
+/// writers (the candidates' verdicts, files digest, sign-off, `junit.xml`,
+/// the statement, `SHA256SUMS`): a forgery consistent in every view.
 fn forge_and_reseal(dir: &Path, edit: &dyn Fn(&mut verify_coding_candidates::evidence::Evidence)) {
     use verify_coding_candidates::evidence;
     let mut ev = evidence::read(dir).unwrap();
     edit(&mut ev);
+    evidence::verdicts::assign(&ev.gates, &mut ev.candidates);
     evidence::finish(dir, &mut ev, None).unwrap();
 }
 
