@@ -457,6 +457,12 @@ fn a_candidate_failing_admission_stops_only_its_own_later_gates() {
         summary.contains("  passed: 2 of 3 candidate(s): claude-code-agent, codex-agent\n"),
         "{summary}"
     );
+    // A gate's row says which candidates it left out.
+    assert!(
+        summary.lines().any(|l| l.starts_with("  discovery-rpc ")
+            && l.ends_with("(for the other candidates only; left out: acp-agent-runner)")),
+        "{summary}"
+    );
     make_writable(keep.path());
 }
 
