@@ -45,7 +45,10 @@ pub struct RunContext {
     /// The SDK, once `sdk-record` passed.
     pub verified_sdk: Option<VerifiedSdk>,
     /// The candidates this run checks: the profile's, or the share of
-    /// `--partition K/N` (see [`crate::profile::partition_share`]).
+    /// `--partition K/N` (see [`crate::profile::partition_share`]). A gate
+    /// that runs after an earlier gate failed some candidates sees them left
+    /// out here and in [`RunContext::candidates`]
+    /// ([`RunContext::without_candidates`]).
     pub selected: Vec<CandidateSpec>,
     /// `--isolation`: the backend the `worker-isolation` gate must use
     /// (`auto` picks bwrap when its preflight succeeds).

@@ -1,5 +1,6 @@
 //! Evidence: the model and its views (`evidence.json`, `junit.xml`,
-//! `SHA256SUMS`), each written atomically into the evidence directory.
+//! `SHA256SUMS`), each written atomically into the evidence directory, and
+//! each candidate's own verdict read from the gates ([`verdicts`]).
 
 pub mod junit;
 pub mod kept_profile;

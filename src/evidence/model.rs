@@ -3,7 +3,9 @@
 //!
 //! Stable fields of v1 (names and meaning kept; more may be added):
 //! `schema_version`, `tool`, `verdict`, `source`, `sdk`, `gates[]`,
-//! `candidates[]`, `sign_off`.
+//! `candidates[]`, `sign_off`. Added since: `candidates[].verdict` (each
+//! candidate's own verdict) and `gates[].candidates_left_out` (the
+//! candidates a gate did not check because an earlier gate failed them).
 
 use crate::manifest::ManifestId;
 use schemars::JsonSchema;
