@@ -45,7 +45,10 @@ pub struct RunContext {
     /// The SDK, once `sdk-record` passed.
     pub verified_sdk: Option<VerifiedSdk>,
     /// The candidates this run checks: the profile's, or the share of
-    /// `--partition K/N` (see [`crate::profile::partition_share`]).
+    /// `--partition K/N` (see [`crate::profile::partition_share`]). A gate
+    /// that runs after an earlier gate failed some candidates sees them left
+    /// out here and in [`RunContext::candidates`]
+    /// ([`RunContext::without_candidates`]).
     pub selected: Vec<CandidateSpec>,
     /// `--isolation`: the backend the `worker-isolation` gate must use
     /// (`auto` picks bwrap when its preflight succeeds).
@@ -94,6 +97,21 @@ impl RunContext {
     /// `profile.profile.candidates` instead.
     pub fn candidate_specs(&self) -> &[CandidateSpec] {
         &self.selected
+    }
+
+    /// This context without the candidates `left_out` (folder names), in
+    /// [`RunContext::selected`] and [`RunContext::candidates`] alike: what a
+    /// gate sees when an earlier gate failed those candidates and it runs
+    /// for the others only (the same narrowing `--partition` makes).
+    pub fn without_candidates(&self, left_out: &[String]) -> RunContext {
+        let mut narrowed = self.clone();
+        narrowed
+            .selected
+            .retain(|c| !left_out.iter().any(|f| f == c.folder()));
+        narrowed
+            .candidates
+            .retain(|c| !left_out.contains(&c.folder));
+        narrowed
     }
 
     /// `DIR/staging/source`.

@@ -358,6 +358,7 @@ pub fn merge(
         .find(|(_, e)| e.suites.is_some())
         .and_then(|(_, e)| e.suites.clone())
         .or_else(|| first.suites.clone());
+    merged_candidate_verdicts(&mut merged);
     merged.verdict = if merged
         .gates
         .iter()
@@ -503,4 +504,91 @@ fn copy_wheelhouses(
     }
     wheelhouse::write_index(&target)?;
     Ok(Some(merged))
+}
+
+/// Sets each candidate's verdict of `merged` (candidates and gates already
+/// combined): its share's, which read the per-candidate gates as that share
+/// ran them, unless a gate the share did not decide for it alone stops it (a
+/// global gate, or `suites` from the run beside the shares). The combined
+/// per-candidate records are not read again: one share's blocked gate says
+/// nothing about another share's candidates. A candidate without a verdict
+/// (a share written before verdicts existed) keeps none.
+fn merged_candidate_verdicts(merged: &mut Evidence) {
+    let across: Vec<GateRecord> = merged
+        .gates
+        .iter()
+        .filter(|g| catalogue::get(&g.id).map_or(Scope::Global, |c| c.scope) != Scope::Candidate)
+        .cloned()
+        .collect();
+    for c in &mut merged.candidates {
+        if let Some(v) = c.verdict.as_mut() {
+            if v.result == evidence::CandidateResult::Pass {
+                *v = evidence::verdicts::of(&across, &c.folder);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod verdict_tests {
+    use super::*;
+    use crate::evidence::testing::{evidence, gate};
+    use crate::evidence::{CandidateResult, Check};
+
+    #[test]
+    fn a_share_verdict_stands_unless_a_gate_beside_the_shares_stops_the_candidate() {
+        // admission (per candidate) combined as blocked: one share had no
+        // candidate left, the other's passed; suites (whole) failed gate-wide.
+        let mut ev = evidence(
+            vec![
+                gate("admission", GateResult::Blocked, true, Vec::new()),
+                gate(
+                    "suites",
+                    GateResult::Fail,
+                    true,
+                    vec![Check::fail("tree/outcomes", None, "1 failed")],
+                ),
+            ],
+            Verdict::Fail,
+        );
+        for (folder, result) in [
+            ("a", CandidateResult::Pass),
+            ("b", CandidateResult::Fail),
+            ("c", CandidateResult::Pass),
+        ] {
+            let mut c: crate::evidence::CandidateRecord = serde_json::from_value(serde_json::json!({
+                "folder": folder, "path": format!("R/{folder}"), "manifest": null, "archive": null
+            }))
+            .unwrap();
+            c.verdict = (folder != "c").then(|| crate::evidence::CandidateVerdict {
+                result,
+                gate: (result == CandidateResult::Fail).then(|| "admission".to_string()),
+                check: None,
+                reason: None,
+            });
+            ev.candidates.push(c);
+        }
+        merged_candidate_verdicts(&mut ev);
+        let a = ev.candidates[0].verdict.clone().unwrap();
+        assert_eq!(a.result, CandidateResult::NotCertified);
+        assert_eq!(
+            (a.gate.as_deref(), a.check.as_deref()),
+            (Some("suites"), Some("tree/outcomes"))
+        );
+        // A share's failure stands; no verdict stays none.
+        assert_eq!(
+            ev.candidates[1].verdict.as_ref().unwrap().gate.as_deref(),
+            Some("admission")
+        );
+        assert_eq!(ev.candidates[2].verdict, None);
+        // With suites passing, a's share verdict stands, whatever admission's
+        // combined record says.
+        ev.gates[1] = gate("suites", GateResult::Pass, true, Vec::new());
+        ev.candidates[0].verdict.as_mut().unwrap().result = CandidateResult::Pass;
+        merged_candidate_verdicts(&mut ev);
+        assert_eq!(
+            ev.candidates[0].verdict.as_ref().unwrap().result,
+            CandidateResult::Pass
+        );
+    }
 }

@@ -1,6 +1,17 @@
-//! The pipeline: validates the run's inputs, runs the gates in catalogue
-//! order (blocking a gate whose prerequisite did not pass), and writes the
-//! evidence, also when gates fail or the run is interrupted.
+//! The pipeline: validates the run's inputs, runs the gates as the
+//! catalogue's graph, and writes the evidence, also when gates fail or the
+//! run is interrupted.
+//!
+//! A candidate's failure blocks only that candidate's later gates: when a
+//! `candidate`-scope gate fails and every failing check names a candidate,
+//! the gates that require it still run, for the other candidates only (they
+//! see a context without the failed ones, as `--partition` narrows it; the
+//! record lists them in `candidates_left_out`). A gate-wide failing check,
+//! a blocked or interrupted prerequisite, or no candidate left blocks the
+//! gates that require it; a `global` or `whole` gate needs every candidate
+//! and is blocked by any candidate's failure. Once every gate ended, each
+//! candidate gets its own verdict ([`evidence::verdicts`]); the run's
+//! verdict is unchanged: any failure fails the run.
 
 use crate::catalogue;
 use crate::context::RunContext;
@@ -206,6 +217,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             admission: None,
             dependencies: None,
             discovery: None,
+            verdict: None,
         })
         .collect();
     let sdk = Sdk {
@@ -324,6 +336,9 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
     } else {
         Verdict::Fail
     };
+    // Every candidate's own verdict, over the gates as sealed (residue included).
+    let mut candidates = ctx.candidates;
+    evidence::verdicts::assign(&records, &mut candidates);
     let mut evidence = Evidence {
         schema_version: "1".into(),
         tool: Tool {
@@ -339,7 +354,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         source: ctx.source,
         sdk: ctx.sdk,
         gates: records,
-        candidates: ctx.candidates,
+        candidates,
         merged_from: None,
         files: None,
         suites: ctx.suites,
@@ -380,8 +395,13 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
 enum Slot {
     /// Not started; waits for its prerequisites (or a free job).
     Waiting,
-    /// Running since `started` (`span` indexes the residue spans).
-    Running { started: Instant, span: usize },
+    /// Running since `started` (`span` indexes the residue spans), for
+    /// every candidate of the run but `left_out`.
+    Running {
+        started: Instant,
+        span: usize,
+        left_out: Vec<String>,
+    },
     /// Ended: its record is final.
     Done(Box<GateRecord>),
 }
@@ -483,6 +503,13 @@ fn run_gates(
     let (tx, rx) = std::sync::mpsc::channel::<Finished>();
     let jobs = jobs.max(1);
     let order = start_order(catalogue, required);
+    // The run's candidates (folder names): all of the profile's, or this
+    // partition's share.
+    let run_candidates: Vec<String> = ctx
+        .selected
+        .iter()
+        .map(|c| c.folder().to_string())
+        .collect();
     loop {
         // Start, block or skip every waiting gate whose turn has come, the
         // longest remaining path first (catalogue order among equals).
@@ -501,6 +528,7 @@ fn run_gates(
                 required: required.contains(&info.id),
                 duration_ms: 0,
                 started_ms: None,
+                candidates_left_out: Vec::new(),
                 checks: Vec::new(),
             };
             if !record.required {
@@ -512,7 +540,7 @@ fn run_gates(
                 slots[i] = Slot::Done(Box::new(record));
                 continue;
             }
-            let prerequisites: Vec<Option<GateResult>> = info
+            let prerequisites: Vec<Option<(&catalogue::GateInfo, &GateRecord)>> = info
                 .requires
                 .iter()
                 .map(|r| {
@@ -520,22 +548,31 @@ fn run_gates(
                         .iter()
                         .position(|g| &g.id == r)
                         .and_then(|k| match &slots[k] {
-                            Slot::Done(g) => Some(g.result),
+                            Slot::Done(g) => Some((&catalogue[k], g.as_ref())),
                             _ => None,
                         })
                 })
                 .collect();
-            if prerequisites.iter().any(Option::is_none) {
+            let Some(prerequisites) = prerequisites.into_iter().collect::<Option<Vec<_>>>() else {
                 continue; // a prerequisite has not ended yet
-            }
+            };
             if interrupt::requested() {
                 record.reason = Some("the run was interrupted before this gate started".into());
                 slots[i] = Slot::Done(Box::new(record));
                 continue;
             }
+            let next = next_step(info, &prerequisites, &run_candidates);
+            // A gate that runs for some candidates only sees those (and is
+            // asked whether it applies to them).
+            let view = match &next {
+                Next::Run { left_out } if !left_out.is_empty() => {
+                    std::sync::Arc::new(ctx.without_candidates(left_out))
+                }
+                _ => std::sync::Arc::clone(&ctx),
+            };
             let gate = implementation(&info.id)
                 .expect("every catalogue gate is implemented (unit-tested)");
-            if let Some(reason) = gate.not_applicable(&ctx) {
+            if let Some(reason) = gate.not_applicable(&view) {
                 // Skipped, never passed. Named by `--only`, it stays required, so
                 // the run cannot exit 0 on it.
                 record.required = only.is_some_and(|ids| ids.contains(&info.id));
@@ -544,23 +581,16 @@ fn run_gates(
                 slots[i] = Slot::Done(Box::new(record));
                 continue;
             }
-            let unmet: Vec<String> = info
-                .requires
-                .iter()
-                .zip(&prerequisites)
-                .filter(|(_, r)| **r != Some(GateResult::Pass))
-                .map(|(id, _)| id.clone())
-                .collect();
-            if !unmet.is_empty() {
-                record.result = GateResult::Blocked;
-                record.reason = Some(format!(
-                    "prerequisite gate(s) did not pass: {}",
-                    unmet.join(", ")
-                ));
-                progress.gate_finished(&record);
-                slots[i] = Slot::Done(Box::new(record));
-                continue;
-            }
+            let left_out = match next {
+                Next::Run { left_out } => left_out,
+                Next::Blocked(reason) => {
+                    record.result = GateResult::Blocked;
+                    record.reason = Some(reason);
+                    progress.gate_finished(&record);
+                    slots[i] = Slot::Done(Box::new(record));
+                    continue;
+                }
+            };
             let running: Vec<usize> = (0..slots.len())
                 .filter(|k| matches!(slots[*k], Slot::Running { .. }))
                 .collect();
@@ -573,6 +603,7 @@ fn run_gates(
             slots[i] = Slot::Running {
                 started: Instant::now(),
                 span: spans.len() - 1,
+                left_out,
             };
             let mut names: Vec<&str> = (0..slots.len())
                 .filter(|k| matches!(slots[*k], Slot::Running { .. }))
@@ -584,7 +615,7 @@ fn run_gates(
                 .position(|id| id == &info.id)
                 .map_or(0, |p| p + 1);
             progress.gate_started(position, total, &info.id, &names);
-            let snapshot = std::sync::Arc::clone(&ctx);
+            let snapshot = view;
             let thread_tx = tx.clone();
             let foreground = info.foreground;
             let gate_id = info.id.clone();
@@ -623,9 +654,15 @@ fn run_gates(
         }
         let Ok(finished) = rx.recv() else { break };
         let i = finished.index;
-        let Slot::Running { started, span } = slots[i] else {
+        let Slot::Running {
+            started,
+            span,
+            ref mut left_out,
+        } = slots[i]
+        else {
             continue;
         };
+        let left_out = std::mem::take(left_out);
         spans[span].end();
         ctx.activity.ended(&catalogue[i].id);
         finished.updates.apply(std::sync::Arc::make_mut(&mut ctx));
@@ -668,6 +705,7 @@ fn run_gates(
             started_ms: Some(
                 u64::try_from(started.duration_since(run_started).as_millis()).unwrap_or(u64::MAX),
             ),
+            candidates_left_out: left_out,
             checks: Vec::new(),
         };
         judge(&mut record, checks, gate.headline_check());
@@ -685,6 +723,124 @@ fn run_gates(
         .collect();
     let ctx = std::sync::Arc::try_unwrap(ctx).unwrap_or_else(|shared| (*shared).clone());
     (records, ctx)
+}
+
+/// What a required gate does once every gate it requires has ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    /// It runs, for every candidate of the run but `left_out` (folder
+    /// names, in the run's candidate order; empty: for all of them).
+    Run { left_out: Vec<String> },
+    /// It is blocked, for the reason given.
+    Blocked(String),
+}
+
+/// The candidates a failed gate failed, when it failed for candidates only:
+/// a `candidate`-scope gate whose every failing check names a candidate of
+/// the run (`candidates`). `None` when any failing check is gate-wide (no
+/// candidate, or one the run does not know), or none failed (a gate that
+/// observed nothing, or an error).
+fn failed_for_candidates(
+    info: &catalogue::GateInfo,
+    record: &GateRecord,
+    candidates: &[String],
+) -> Option<Vec<String>> {
+    if info.scope != catalogue::Scope::Candidate || record.result != GateResult::Fail {
+        return None;
+    }
+    let mut failed: Vec<String> = Vec::new();
+    for check in record
+        .checks
+        .iter()
+        .filter(|c| c.result == CheckResult::Fail)
+    {
+        let folder = check
+            .candidate
+            .as_ref()
+            .filter(|f| candidates.contains(f))?;
+        if !failed.contains(folder) {
+            failed.push(folder.clone());
+        }
+    }
+    (!failed.is_empty()).then_some(failed)
+}
+
+/// Decides whether gate `info` runs, and for which candidates, from its
+/// ended `prerequisites` (catalogue entry and record each, in `requires`
+/// order) and the run's `candidates` (folder names, in order).
+///
+/// A candidate's failure blocks only that candidate's later gates: a
+/// prerequisite that failed for candidates only ([`failed_for_candidates`])
+/// leaves those candidates out, and so does one that ran without some
+/// (`candidates_left_out`), directly or not. The gate then runs for the
+/// others, if it is a `candidate`-scope gate and any are left; a `global` or
+/// `whole` gate needs every candidate and is blocked. A prerequisite that
+/// failed gate-wide, was blocked or skipped blocks the gate, as does one
+/// that left every candidate out.
+fn next_step(
+    info: &catalogue::GateInfo,
+    prerequisites: &[(&catalogue::GateInfo, &GateRecord)],
+    candidates: &[String],
+) -> Next {
+    let mut left_out: Vec<&String> = Vec::new();
+    let mut not_passed: Vec<&str> = Vec::new();
+    let mut gate_wide = false;
+    let mut narrowing: Vec<&str> = Vec::new();
+    for (p, record) in prerequisites {
+        let failed = failed_for_candidates(p, record, candidates);
+        if record.result != GateResult::Pass {
+            not_passed.push(&p.id);
+            gate_wide |= failed.is_none();
+        }
+        let before = left_out.len();
+        for folder in record
+            .candidates_left_out
+            .iter()
+            .chain(failed.iter().flatten())
+        {
+            if let Some(f) = candidates.iter().find(|c| *c == folder) {
+                if !left_out.contains(&f) {
+                    left_out.push(f);
+                }
+            }
+        }
+        if left_out.len() > before || !record.candidates_left_out.is_empty() {
+            narrowing.push(&p.id);
+        }
+    }
+    if gate_wide {
+        return Next::Blocked(format!(
+            "prerequisite gate(s) did not pass: {}",
+            not_passed.join(", ")
+        ));
+    }
+    // The run's order, so the record reads the same whatever ended first.
+    let left_out: Vec<String> = candidates
+        .iter()
+        .filter(|c| left_out.contains(c))
+        .cloned()
+        .collect();
+    if left_out.is_empty() {
+        return Next::Run { left_out };
+    }
+    let why = format!(
+        "candidate(s) {} did not pass {}",
+        left_out.join(", "),
+        narrowing.join(", ")
+    );
+    if info.scope != catalogue::Scope::Candidate {
+        return Next::Blocked(format!(
+            "{why}, and this gate checks every candidate at once: it runs only when every candidate passed \
+             the gates it requires"
+        ));
+    }
+    if left_out.len() == candidates.len() {
+        return Next::Blocked(format!(
+            "{why}: no candidate is left to check (prerequisite gate(s) did not pass: {})",
+            narrowing.join(", ")
+        ));
+    }
+    Next::Run { left_out }
 }
 
 /// Sets a ran gate's result, reason, note and checks from its checks: `fail`
@@ -1115,6 +1271,9 @@ mod tests {
             ms: u64,
             fail: bool,
             panic: bool,
+            /// A per-candidate stand-in: one check per candidate it sees,
+            /// failing for the folders listed.
+            fail_for: Option<Vec<String>>,
             log: Log,
         }
 
@@ -1133,6 +1292,33 @@ mod tests {
                 let id = self.id;
                 out.set(move |ctx| ctx.source.commit = format!("{}+{id}", ctx.source.commit));
                 self.log.lock().unwrap().push(format!("end {}", self.id));
+                if let Some(fail_for) = &self.fail_for {
+                    let folders: Vec<&str> =
+                        ctx.candidate_specs().iter().map(|c| c.folder()).collect();
+                    let records: Vec<&str> =
+                        ctx.candidates.iter().map(|c| c.folder.as_str()).collect();
+                    assert_eq!(folders, records, "selected and records narrowed alike");
+                    self.log.lock().unwrap().push(format!(
+                        "{} checked {}",
+                        self.id,
+                        folders.join(",")
+                    ));
+                    let mut checks: Vec<Check> = folders
+                        .iter()
+                        .map(|f| {
+                            if fail_for.iter().any(|x| x == f) {
+                                Check::fail("x", Some(f), "stand-in failure")
+                            } else {
+                                Check::pass("x", Some(f), "held")
+                                    .with_observed(serde_json::json!(1))
+                            }
+                        })
+                        .collect();
+                    if self.fail {
+                        checks.push(Check::fail("wide", None, "stand-in gate-wide failure"));
+                    }
+                    return Ok(checks);
+                }
                 Ok(vec![if self.fail {
                     Check::fail("x", None, "stand-in failure")
                 } else {
@@ -1186,6 +1372,24 @@ mod tests {
             panicking: &[&str],
             jobs: usize,
         ) -> (Vec<GateRecord>, RunContext, Vec<String>, Vec<String>) {
+            run_with(catalogue, ms, failing, panicking, &[], jobs)
+        }
+
+        /// [`run`], with the gates in `per_candidate` checking each candidate
+        /// they see, failing for the folders listed (a gate also in
+        /// `failing` adds a failing gate-wide check).
+        fn run_with(
+            catalogue: &[GateInfo],
+            ms: &[(&'static str, u64)],
+            failing: &[&str],
+            panicking: &[&str],
+            per_candidate: &[(&str, &[&str])],
+            jobs: usize,
+        ) -> (Vec<GateRecord>, RunContext, Vec<String>, Vec<String>) {
+            let per_candidate: Vec<(String, Vec<String>)> = per_candidate
+                .iter()
+                .map(|(id, f)| (id.to_string(), f.iter().map(|s| s.to_string()).collect()))
+                .collect();
             let log: Log = Arc::default();
             let ms: Vec<(&'static str, u64)> = ms.to_vec();
             let failing: Vec<String> = failing.iter().map(|s| s.to_string()).collect();
@@ -1198,6 +1402,10 @@ mod tests {
                     ms,
                     fail: failing.iter().any(|f| f == id),
                     panic: panicking.iter().any(|f| f == id),
+                    fail_for: per_candidate
+                        .iter()
+                        .find(|(g, _)| g == id)
+                        .map(|(_, f)| f.clone()),
                     log: Arc::clone(&l),
                 }))
             };
@@ -1213,8 +1421,14 @@ mod tests {
                 Vec::new()
             };
             let mut events = Events::default();
+            let mut start = context();
+            start.candidates = start
+                .selected
+                .iter()
+                .map(|c| crate::gates::testing::bare_candidate(c.folder()))
+                .collect();
             let (records, ctx) = run_gates(
-                context(),
+                start,
                 &Graph {
                     catalogue,
                     implementation: &implementation,
@@ -1435,6 +1649,236 @@ mod tests {
                 .iter()
                 .any(|l| l.starts_with("start b") || l.starts_with("start d")));
             assert!(by_id("b").started_ms.is_none());
+        }
+
+        /// The catalogue of the per-candidate tests: two global gates, a
+        /// chain of candidate gates, and a whole gate after the first.
+        fn candidate_chain() -> Vec<GateInfo> {
+            let scoped = |id: &str, requires: &[&str], scope: Scope| GateInfo {
+                scope,
+                ..info(id, requires, &[])
+            };
+            vec![
+                info("stage", &[], &[]),
+                scoped("admission", &["stage"], Scope::Candidate),
+                scoped("dependencies", &["admission"], Scope::Candidate),
+                scoped(
+                    "discovery",
+                    &["admission", "dependencies"],
+                    Scope::Candidate,
+                ),
+                scoped("suites", &["admission"], Scope::Whole),
+                scoped("isolation", &["stage"], Scope::Global),
+            ]
+        }
+
+        const ALL: [(&str, u64); 6] = [
+            ("stage", 5),
+            ("admission", 5),
+            ("dependencies", 5),
+            ("discovery", 5),
+            ("suites", 5),
+            ("isolation", 5),
+        ];
+
+        #[test]
+        fn a_candidate_failure_lets_dependents_run_for_the_other_candidates_only() {
+            let cat = candidate_chain();
+            let per: [(&str, &[&str]); 3] = [
+                ("admission", &["codex-agent"]),
+                ("dependencies", &["claude-code-agent"]),
+                ("discovery", &[]),
+            ];
+            let (records, _, log, events) = run_with(&cat, &ALL, &[], &[], &per, 2);
+            let by_id = |id: &str| records.iter().find(|g| g.id == id).unwrap();
+            assert_eq!(by_id("admission").result, GateResult::Fail);
+            assert!(by_id("admission").candidates_left_out.is_empty());
+            assert!(
+                log.contains(
+                    &"admission checked acp-agent-runner,claude-code-agent,codex-agent".to_string()
+                ),
+                "{log:?}"
+            );
+            // dependencies runs without codex-agent, and fails claude-code-agent.
+            assert!(
+                log.contains(
+                    &"dependencies checked acp-agent-runner,claude-code-agent".to_string()
+                ),
+                "{log:?}"
+            );
+            assert_eq!(by_id("dependencies").result, GateResult::Fail);
+            assert_eq!(by_id("dependencies").candidates_left_out, ["codex-agent"]);
+            // discovery: both left out, by admission and (through) dependencies.
+            assert!(
+                log.contains(&"discovery checked acp-agent-runner".to_string()),
+                "{log:?}"
+            );
+            assert_eq!(by_id("discovery").result, GateResult::Pass);
+            assert_eq!(
+                by_id("discovery").candidates_left_out,
+                ["claude-code-agent", "codex-agent"]
+            );
+            assert!(events.contains(&"discovery pass".to_string()), "{events:?}");
+            // A whole gate needs every candidate: blocked, naming who and why.
+            assert_eq!(by_id("suites").result, GateResult::Blocked);
+            assert_eq!(
+                by_id("suites").reason.as_deref(),
+                Some(
+                    "candidate(s) codex-agent did not pass admission, and this gate checks every candidate \
+                     at once: it runs only when every candidate passed the gates it requires"
+                )
+            );
+            assert!(!log.iter().any(|l| l.starts_with("start suites")));
+            // A global gate that requires none of them is untouched.
+            assert_eq!(by_id("isolation").result, GateResult::Pass);
+            // Each candidate's verdict: stopped at its own first failure.
+            let verdict = |f: &str| crate::evidence::verdicts::of(&records, f);
+            assert_eq!(verdict("codex-agent").gate.as_deref(), Some("admission"));
+            assert_eq!(
+                verdict("claude-code-agent").gate.as_deref(),
+                Some("dependencies")
+            );
+            assert_eq!(
+                verdict("acp-agent-runner").result,
+                crate::evidence::CandidateResult::NotCertified,
+                "suites was blocked: nothing certifies even the candidate that passed"
+            );
+            assert_eq!(verdict("acp-agent-runner").gate.as_deref(), Some("suites"));
+        }
+
+        #[test]
+        fn a_gate_wide_failure_of_a_candidate_gate_still_blocks_its_dependents() {
+            let cat = candidate_chain();
+            let per: [(&str, &[&str]); 3] = [
+                ("admission", &["codex-agent"]),
+                ("dependencies", &[]),
+                ("discovery", &[]),
+            ];
+            // admission fails codex-agent and a gate-wide check: nothing after it runs.
+            let (records, _, log, _) = run_with(&cat, &ALL, &["admission"], &[], &per, 2);
+            let by_id = |id: &str| records.iter().find(|g| g.id == id).unwrap();
+            assert_eq!(by_id("admission").result, GateResult::Fail);
+            for id in ["dependencies", "discovery", "suites"] {
+                assert_eq!(by_id(id).result, GateResult::Blocked, "{id}");
+                assert!(by_id(id).candidates_left_out.is_empty());
+                assert!(
+                    !log.iter().any(|l| l.starts_with(&format!("start {id}"))),
+                    "{log:?}"
+                );
+            }
+            assert_eq!(
+                by_id("dependencies").reason.as_deref(),
+                Some("prerequisite gate(s) did not pass: admission")
+            );
+            assert_eq!(
+                by_id("discovery").reason.as_deref(),
+                Some("prerequisite gate(s) did not pass: admission, dependencies")
+            );
+            // A failed global gate naming candidates is gate-wide all the same:
+            // only candidate-scope gates fail for candidates alone.
+            let failing_global = [
+                info("stage", &[], &[]),
+                GateInfo {
+                    scope: Scope::Candidate,
+                    ..info("admission", &["stage"], &[])
+                },
+            ];
+            let (records, _, _, _) = run_with(
+                &failing_global,
+                &[("stage", 5), ("admission", 5)],
+                &[],
+                &[],
+                &[("stage", &["codex-agent"]), ("admission", &[])],
+                2,
+            );
+            assert_eq!(records[0].result, GateResult::Fail);
+            assert_eq!(records[1].result, GateResult::Blocked);
+            // A gate-error (no candidate) is gate-wide too.
+            let (records, _, _, _) = run_with(
+                &cat,
+                &ALL,
+                &[],
+                &["admission"],
+                &[
+                    ("admission", &[]),
+                    ("dependencies", &[]),
+                    ("discovery", &[]),
+                ],
+                2,
+            );
+            assert_eq!(records[1].checks[0].name, "gate-error");
+            assert_eq!(records[2].result, GateResult::Blocked);
+        }
+
+        #[test]
+        fn a_gate_with_no_candidate_left_is_blocked() {
+            let cat = candidate_chain();
+            let per: [(&str, &[&str]); 3] = [
+                ("admission", &["codex-agent", "acp-agent-runner"]),
+                ("dependencies", &["claude-code-agent"]),
+                ("discovery", &[]),
+            ];
+            let (records, _, log, _) = run_with(&cat, &ALL, &[], &[], &per, 1);
+            let by_id = |id: &str| records.iter().find(|g| g.id == id).unwrap();
+            assert!(
+                log.contains(&"dependencies checked claude-code-agent".to_string()),
+                "{log:?}"
+            );
+            assert_eq!(by_id("dependencies").result, GateResult::Fail);
+            assert_eq!(by_id("discovery").result, GateResult::Blocked);
+            assert!(by_id("discovery").started_ms.is_none());
+            assert_eq!(
+                by_id("discovery").reason.as_deref(),
+                Some(
+                    "candidate(s) acp-agent-runner, claude-code-agent, codex-agent did not pass admission, \
+                     dependencies: no candidate is left to check (prerequisite gate(s) did not pass: \
+                     admission, dependencies)"
+                )
+            );
+            assert!(!log.iter().any(|l| l.starts_with("start discovery")));
+            // Every candidate failed of its own: each verdict names its gate.
+            for (folder, gate) in [
+                ("acp-agent-runner", "admission"),
+                ("claude-code-agent", "dependencies"),
+                ("codex-agent", "admission"),
+            ] {
+                let v = crate::evidence::verdicts::of(&records, folder);
+                assert_eq!(v.result, crate::evidence::CandidateResult::Fail, "{folder}");
+                assert_eq!(v.gate.as_deref(), Some(gate), "{folder}");
+                assert_eq!(v.check.as_deref(), Some("x"));
+            }
+        }
+
+        #[test]
+        fn next_step_leaves_out_only_candidates_the_run_knows() {
+            let cat = candidate_chain();
+            let candidates: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+            let failed = |checks: Vec<Check>| {
+                crate::evidence::testing::gate("admission", GateResult::Fail, true, checks)
+            };
+            // A check naming a folder the run does not have is gate-wide.
+            let stranger = failed(vec![Check::fail("x", Some("zz"), "?")]);
+            assert_eq!(
+                next_step(&cat[2], &[(&cat[1], &stranger)], &candidates),
+                Next::Blocked("prerequisite gate(s) did not pass: admission".into())
+            );
+            // A failed gate with no failing check (observed nothing) is gate-wide.
+            let nothing = failed(Vec::new());
+            assert!(matches!(
+                next_step(&cat[2], &[(&cat[1], &nothing)], &candidates),
+                Next::Blocked(_)
+            ));
+            // A warning or a pass naming a candidate leaves nobody out.
+            let one = failed(vec![
+                Check::fail("x", Some("a"), "refused"),
+                Check::warn("y", Some("b"), "note"),
+            ]);
+            assert_eq!(
+                next_step(&cat[2], &[(&cat[1], &one)], &candidates),
+                Next::Run {
+                    left_out: vec!["a".into()]
+                }
+            );
         }
 
         /// A required gate's record before [`judge`] sets its result.

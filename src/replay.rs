@@ -201,6 +201,7 @@ pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
     // an evidence.json edited and resealed with every view regenerated
     // agrees with its views, not with what the run observed.
     let not_redecided = redecide::redecide(dir, &ev, rows);
+    candidate_verdicts(&ev, rows);
     // Every other file of the directory, as the sign-off covers it: catches a
     // changed log or staged file even when SHA256SUMS was rewritten to match.
     if let Some(recorded) = &ev.files {
@@ -915,4 +916,39 @@ fn content_digest(members: &[lbpkg::MemberDigest]) -> String {
             .iter()
             .map(|m| (m.name.as_str(), m.size, m.sha256.as_str())),
     )
+}
+
+/// One row per candidate verdict (`candidates[].verdict`): as recorded, and
+/// as the recorded gates decide it (`evidence::verdicts::of`), so a verdict
+/// edited on its own, or gates edited under it, disagree. Merged evidence is
+/// left out: its verdicts come from the shares' own gate records
+/// (`merge`), which a merged directory does not keep.
+fn candidate_verdicts(ev: &Evidence, rows: &mut Vec<Row>) {
+    if ev.merged_from.is_some() {
+        return;
+    }
+    let word = |v: &crate::evidence::CandidateVerdict| {
+        let at = [v.gate.as_deref(), v.check.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("/");
+        if at.is_empty() {
+            v.result.word().to_string()
+        } else {
+            format!("{} at {at}", v.result.word())
+        }
+    };
+    for c in &ev.candidates {
+        let Some(recorded) = &c.verdict else { continue };
+        let observed = crate::evidence::verdicts::of(&ev.gates, &c.folder);
+        rows.push(Row::new(
+            format!(
+                "candidate {} verdict (observed: read from the recorded gates)",
+                c.folder
+            ),
+            word(recorded),
+            word(&observed),
+        ));
+    }
 }

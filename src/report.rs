@@ -1,13 +1,15 @@
 //! Terminal views of a finished run's evidence (the catalogue's: [`crate::gate_list`]).
 
 use crate::evidence::{
-    self, statement, Check, CheckResult, Evidence, GateRecord, GateResult, Verdict,
+    self, statement, verdicts, CandidateResult, CandidateVerdict, Check, CheckResult, Evidence,
+    GateRecord, GateResult, Verdict,
 };
 use std::fmt::Write;
 use std::path::Path;
 
 /// The final summary: one line per gate, every failing check with its
-/// detail, the verdict and where the evidence is.
+/// detail, one line per candidate with its own verdict and which candidates
+/// passed, the run's verdict and where the evidence is.
 ///
 /// `color` adds ANSI colour to the result words (callers pass false when
 /// stdout is not a terminal or `NO_COLOR` is set).
@@ -69,6 +71,13 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
             // The full note stays in evidence.json (`gates[].note`).
             let _ = write!(out, "  {}", shorten(note, NOTE_CHARS));
         }
+        if !g.candidates_left_out.is_empty() {
+            let _ = write!(
+                out,
+                "  (for the other candidates only; left out: {})",
+                g.candidates_left_out.join(", ")
+            );
+        }
         out.push('\n');
         let judged = matches!(g.result, GateResult::Pass | GateResult::Fail);
         // A consequence is shown under its root finding, never as a
@@ -119,6 +128,7 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
             a.path, a.sha256
         );
     }
+    candidate_lines(&mut out, evidence, &paint);
     let _ = writeln!(
         out,
         "\n{}{}{}: evidence in {}",
@@ -134,6 +144,64 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
     );
     let _ = writeln!(out, "      {}", statement_line(evidence));
     out
+}
+
+/// One line per candidate with its own verdict (`candidates[].verdict`):
+/// `pass`, or `FAIL`/`not certified` with the gate and check that stopped
+/// it; then which candidates passed, so a CI can certify those and list the
+/// others. Nothing for evidence without candidate verdicts.
+fn candidate_lines(out: &mut String, evidence: &Evidence, paint: &dyn Fn(&str, &str) -> String) {
+    let judged: Vec<(&str, &CandidateVerdict)> = evidence
+        .candidates
+        .iter()
+        .filter_map(|c| c.verdict.as_ref().map(|v| (c.folder.as_str(), v)))
+        .collect();
+    if judged.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "candidates:");
+    let width = judged
+        .iter()
+        .map(|(f, _)| f.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (folder, v) in &judged {
+        let (word, code) = match v.result {
+            CandidateResult::Pass => ("pass", "32"),
+            CandidateResult::Fail => ("FAIL", "1;31"),
+            CandidateResult::NotCertified => ("not certified", "33"),
+        };
+        // Padded only when the gate that stopped it follows.
+        let word = if v.gate.is_some() {
+            format!("{word:13}")
+        } else {
+            word.to_string()
+        };
+        let _ = write!(out, "  {folder:width$}  {}", paint(&word, code));
+        if let Some(gate) = &v.gate {
+            let at = match &v.check {
+                Some(check) => format!("{gate}/{check}"),
+                None => gate.clone(),
+            };
+            let _ = write!(out, "  {at}");
+            if let Some(reason) = &v.reason {
+                let _ = write!(out, ": {}", shorten(reason, NOTE_CHARS));
+            }
+        }
+        out.push('\n');
+    }
+    let passed = verdicts::passed(&evidence.candidates);
+    let _ = if passed.is_empty() {
+        writeln!(out, "  passed: none of {} candidate(s)", judged.len())
+    } else {
+        writeln!(
+            out,
+            "  passed: {} of {} candidate(s): {}",
+            passed.len(),
+            judged.len(),
+            passed.join(", ")
+        )
+    };
 }
 
 /// `candidate: ` for a per-candidate check, empty otherwise.
@@ -239,7 +307,8 @@ fn partial_note(evidence: &Evidence) -> String {
 
 /// `--format json`: the summary as one JSON document (verdict, evidence
 /// directory, sign-off digest, `warnings`, the statement's
-/// `statement_result`, and per gate its result, reason, time and failing
+/// `statement_result`, per candidate its `verdict` and the folders that
+/// passed (`candidates_passed`), and per gate its result, reason, time and failing
 /// checks, each with the checks that are its `consequences`, which are not
 /// listed as failing checks of their own; `partial` and `gates_not_run` for a partial run), from the same
 /// evidence as the table.
@@ -285,6 +354,12 @@ pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
         "statement_result": statement::result(evidence),
         "worktree": evidence.source.worktree,
         "gates": gates,
+        "candidates": evidence
+            .candidates
+            .iter()
+            .map(|c| serde_json::json!({ "folder": c.folder, "verdict": c.verdict }))
+            .collect::<Vec<_>>(),
+        "candidates_passed": verdicts::passed(&evidence.candidates),
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default()
 }
@@ -425,6 +500,72 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("consequence"), "{text}");
+    }
+
+    #[test]
+    fn each_candidate_gets_a_line_with_its_verdict_and_the_ones_that_passed_are_named() {
+        let mut dependencies = gate(
+            "dependencies",
+            GateResult::Pass,
+            true,
+            vec![Check::pass("prepare", Some("codex-agent"), "ok")],
+        );
+        dependencies.candidates_left_out = vec!["acp-agent-runner".into()];
+        let mut ev = evidence(
+            vec![
+                gate(
+                    "admission",
+                    GateResult::Fail,
+                    true,
+                    vec![
+                        Check::fail(
+                            "sdk-requirement",
+                            Some("acp-agent-runner"),
+                            "pin refused\nmore",
+                        ),
+                        Check::pass("sdk-requirement", Some("codex-agent"), "ok"),
+                    ],
+                ),
+                dependencies,
+            ],
+            Verdict::Fail,
+        );
+        // Evidence without candidate verdicts (older files): no such lines.
+        assert!(!summary(&ev, Path::new("/ev"), false).contains("candidates:"));
+        for folder in ["acp-agent-runner", "codex-agent"] {
+            let mut c: crate::evidence::CandidateRecord = serde_json::from_value(
+                serde_json::json!({"folder": folder, "path": format!("R/{folder}"),
+                                   "manifest": null, "archive": null}),
+            )
+            .unwrap();
+            c.verdict = Some(evidence::verdicts::of(&ev.gates, folder));
+            ev.candidates.push(c);
+        }
+        let text = summary(&ev, Path::new("/ev"), false);
+        assert!(
+            text.contains("(for the other candidates only; left out: acp-agent-runner)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "candidates:\n  acp-agent-runner  FAIL           admission/sdk-requirement: pin refused\n  \
+                 codex-agent       pass\n  passed: 1 of 2 candidate(s): codex-agent\n\nFAIL"
+            ),
+            "{text}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&summary_json(&ev, Path::new("/ev"))).unwrap();
+        assert_eq!(
+            json["candidates_passed"],
+            serde_json::json!(["codex-agent"])
+        );
+        assert_eq!(json["candidates"][0]["verdict"]["result"], "fail");
+        assert_eq!(json["candidates"][0]["verdict"]["check"], "sdk-requirement");
+        // Nobody passed: said so.
+        ev.candidates.pop();
+        assert!(
+            summary(&ev, Path::new("/ev"), false).contains("  passed: none of 1 candidate(s)\n")
+        );
     }
 
     #[test]

@@ -7,8 +7,8 @@
 mod common;
 
 use common::{
-    candidate, check, detail, evidence_dir, fixture_repo, gate_result, make_writable, python,
-    read_evidence, stderr_text, verifier,
+    candidate, check, checks, detail, evidence_dir, fixture_repo, gate, gate_result, make_writable,
+    python, read_evidence, stderr_text, verifier,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -303,7 +303,13 @@ fn b3_pin_fails_admission_naming_line_version_and_the_pin_only_trap() {
     let (code, ev) = run(&["b3-pin"], "dependencies");
     assert_eq!(code, 1);
     assert_eq!(gate_result(&ev, "admission"), "fail");
-    assert_eq!(gate_result(&ev, "dependencies"), "blocked");
+    // Only acp-agent-runner's own later gates are blocked: `dependencies`
+    // prepares the other two.
+    assert_eq!(gate_result(&ev, "dependencies"), "pass");
+    assert_eq!(
+        gate(&ev, "dependencies")["candidates_left_out"],
+        serde_json::json!(["acp-agent-runner"])
+    );
     let c = check(
         &ev,
         "admission",
@@ -334,6 +340,130 @@ fn b3_pin_fails_admission_naming_line_version_and_the_pin_only_trap() {
         let c = check(&ev, "admission", "sdk-requirement", Some(folder));
         assert_eq!(c["result"], "pass", "{}", detail(c));
     }
+}
+
+/// Issue 23: one candidate failing admission stops only its own later gates.
+/// With `b3-pin`, `acp-agent-runner` fails `admission`; `dependencies` and
+/// `discovery-rpc` still run, for the two other candidates only, which pass
+/// and get verdict `pass`; `acp-agent-runner` gets verdict `fail` at
+/// `admission/sdk-requirement`, nothing later is observed for it, and the
+/// run still fails (exit 1). The verdicts are in evidence.json, junit.xml,
+/// the statement and the summary.
+#[test]
+fn a_candidate_failing_admission_stops_only_its_own_later_gates() {
+    let repo = fixture_repo(&["b3-pin"]);
+    let (keep, dir) = evidence_dir();
+    let out = verifier()
+        .current_dir(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .arg("--python")
+        .arg(python())
+        .args(["--only", "discovery-rpc"])
+        .output()
+        .expect("run the verifier");
+    let ev = read_evidence(&dir);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+    assert_eq!(ev["verdict"], "fail");
+    const FAILED: &str = "acp-agent-runner";
+    const OTHERS: [&str; 2] = ["claude-code-agent", "codex-agent"];
+    assert_eq!(gate_result(&ev, "admission"), "fail");
+    assert_eq!(
+        check(&ev, "admission", "sdk-requirement", Some(FAILED))["result"],
+        "fail"
+    );
+    for (id, name) in [("dependencies", "ready"), ("discovery-rpc", "initialized")] {
+        assert_eq!(gate_result(&ev, id), "pass", "{id}: {:#}", gate(&ev, id));
+        assert_eq!(
+            gate(&ev, id)["candidates_left_out"],
+            serde_json::json!([FAILED]),
+            "{id}"
+        );
+        assert!(
+            checks(&ev, id).iter().all(|c| c["candidate"] != FAILED),
+            "{id} checked {FAILED}"
+        );
+        for folder in OTHERS {
+            let c = check(&ev, id, name, Some(folder));
+            assert_eq!(c["result"], "pass", "{id}/{name} {folder}: {}", detail(c));
+        }
+    }
+    // Nothing after admission was observed for the failed candidate.
+    let failed = candidate(&ev, FAILED);
+    assert!(failed["dependencies"].is_null() && failed["discovery"].is_null());
+    assert_eq!(
+        failed["verdict"],
+        serde_json::json!({
+            "result": "fail",
+            "gate": "admission",
+            "check": "sdk-requirement",
+            "reason": failed["verdict"]["reason"].clone(),
+        })
+    );
+    assert!(failed["verdict"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("acp-agent-runner"));
+    for folder in OTHERS {
+        let c = candidate(&ev, folder);
+        assert_eq!(
+            c["verdict"],
+            serde_json::json!({"result": "pass"}),
+            "{folder}"
+        );
+        assert_eq!(c["discovery"]["status"], "initialized", "{folder}");
+    }
+    // junit.xml: one testcase per candidate verdict, read as CI reads it.
+    let junit = common::read_junit(&dir);
+    let suite = common::junit_suite(&junit, "candidates");
+    let outcomes: Vec<(&str, &str)> = suite["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            (FAILED, "failure"),
+            ("claude-code-agent", "passed"),
+            ("codex-agent", "passed")
+        ]
+    );
+    // The statement: verdicts annotate the tool; every archive is a subject.
+    let statement: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("statement.intoto.json")).unwrap()).unwrap();
+    let tool = statement["predicate"]["configuration"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap();
+    assert_eq!(
+        tool["annotations"]["candidate_verdicts"],
+        serde_json::json!({FAILED: "fail", "claude-code-agent": "pass", "codex-agent": "pass"})
+    );
+    assert_eq!(statement["subject"].as_array().unwrap().len(), 4);
+    // The summary: one line per candidate, and which ones passed.
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        summary.contains("  acp-agent-runner   FAIL           admission/sdk-requirement: "),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("\n  codex-agent        pass\n"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("  passed: 2 of 3 candidate(s): claude-code-agent, codex-agent\n"),
+        "{summary}"
+    );
+    // A gate's row says which candidates it left out.
+    assert!(
+        summary.lines().any(|l| l.starts_with("  discovery-rpc ")
+            && l.ends_with("(for the other candidates only; left out: acp-agent-runner)")),
+        "{summary}"
+    );
+    make_writable(keep.path());
 }
 
 /// The profile's `[admission] require_sdk_pin` reaches the gate: a candidate

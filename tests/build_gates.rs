@@ -198,7 +198,18 @@ fn float_version_fails_the_build_gate_naming_the_cause_and_the_missing_archive()
     let (code, ev) = run_only(&repo.root, &ev_dir, "archive-members");
     assert_eq!(code, 1);
     assert_eq!(gate_result(&ev, "lbp-build"), "fail");
-    assert_eq!(gate_result(&ev, "archive-members"), "blocked");
+    // Only claude-code-agent's own later gates are blocked: the other two
+    // archives are inspected.
+    assert_eq!(gate_result(&ev, "archive-members"), "pass");
+    assert_eq!(
+        ev["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["id"] == "archive-members")
+            .unwrap()["candidates_left_out"],
+        serde_json::json!(["claude-code-agent"])
+    );
 
     let single = check_of(&ev, "lbp-build", "single-archive", "claude-code-agent");
     assert_eq!(single["result"], "fail");
@@ -223,6 +234,21 @@ fn float_version_fails_the_build_gate_naming_the_cause_and_the_missing_archive()
         );
     }
     assert!(!ev_dir.join("packages/claude-code-agent").exists());
+    // Each inspected archive is recorded under its own candidate, although
+    // archive-members saw two of the three (records are kept by folder).
+    for folder in ["acp-agent-runner", "codex-agent"] {
+        let archive = &candidate(&ev, folder)["archive"];
+        assert_eq!(
+            archive["path"].as_str().unwrap().split('/').nth(1),
+            Some(folder),
+            "{archive}"
+        );
+    }
+    assert!(candidate(&ev, "claude-code-agent")["archive"].is_null());
+    assert_eq!(
+        candidate(&ev, "claude-code-agent")["verdict"]["gate"],
+        "lbp-build"
+    );
 }
 
 #[test]

@@ -27,7 +27,8 @@ fn assert_valid(evidence: &Value) {
 }
 
 /// `<testcase` elements in `junit.xml`: one per check (one for a gate with
-/// none) plus one per pytest testcase of each suite run.
+/// none), one per candidate verdict, plus one per pytest testcase of each
+/// suite run.
 fn expected_testcases(ev: &Value) -> usize {
     let gates: usize = ev["gates"]
         .as_array()
@@ -50,7 +51,13 @@ fn expected_testcases(ev: &Value) -> usize {
                 .sum()
         })
         .unwrap_or(0);
-    gates + suites
+    let verdicts = ev["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"].is_object())
+        .count();
+    gates + verdicts + suites
 }
 
 /// Processes whose working directory or environment points into `dir`.
@@ -211,6 +218,16 @@ fn every_gate_passes_on_the_fixture_repository_with_valid_evidence() {
         .collect();
     assert_eq!(columns.len(), 3, "one row per candidate:\n{text}");
     assert!(columns.windows(2).all(|w| w[0] == w[1]), "{text}");
+    // Every candidate passed on its own, and the summary says which did.
+    for c in ev["candidates"].as_array().unwrap() {
+        assert_eq!(c["verdict"], serde_json::json!({"result": "pass"}), "{c}");
+    }
+    assert!(
+        text.contains(
+            "  passed: 3 of 3 candidate(s): acp-agent-runner, claude-code-agent, codex-agent\n"
+        ),
+        "{text}"
+    );
 
     let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
     assert_eq!(
@@ -261,6 +278,22 @@ fn a_failing_run_still_writes_valid_evidence_naming_the_gate_and_the_file() {
             );
         }
     }
+    // The shadowed candidate fails on its own; the summary names the gate.
+    let codex = ev["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["folder"] == "codex-agent")
+        .unwrap();
+    assert_eq!(codex["verdict"]["result"], "fail", "{codex}");
+    let stopped_at = codex["verdict"]["gate"].as_str().unwrap();
+    assert_eq!(gate_result(&ev, stopped_at), "fail");
+    assert!(
+        text.lines().any(|l| l.starts_with("  codex-agent ")
+            && l.contains(" FAIL ")
+            && l.contains(&format!("{stopped_at}/"))),
+        "{text}"
+    );
     let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
     assert_eq!(junit.matches("<testcase ").count(), expected_testcases(&ev));
     assert!(junit.contains("<failure"), "{junit}");

@@ -296,20 +296,32 @@ fn junit_is_read_back_by_a_real_junit_consumer() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let ev = read_evidence(&dir);
+    let verdicts: Vec<&Value> = ev["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["verdict"])
+        .collect();
+    // One testcase per check, and one per candidate verdict (testsuite
+    // `candidates`): the drifted candidate fails there too.
     let expected_cases: usize = ev["gates"]
         .as_array()
         .unwrap()
         .iter()
         .map(|g| g["checks"].as_array().unwrap().len().max(1))
-        .sum();
+        .sum::<usize>()
+        + verdicts.len();
+    let failed_candidates = verdicts.iter().filter(|v| v["result"] == "fail").count();
+    assert_eq!((verdicts.len(), failed_candidates), (3, 1));
     let expected_failures: usize = ev["gates"]
         .as_array()
         .unwrap()
         .iter()
         .flat_map(|g| g["checks"].as_array().unwrap())
         .filter(|c| c["result"] == "fail")
-        .count();
-    assert!(expected_failures >= 1);
+        .count()
+        + failed_candidates;
+    assert!(expected_failures >= 2);
     // Validated against the JUnit schema, then read by junitparser (PyPI).
     let doc = read_junit(&dir);
     let cases: Vec<&Value> = doc["suites"]
@@ -328,7 +340,8 @@ fn junit_is_read_back_by_a_real_junit_consumer() {
         );
     }
     let suite = junit_suite(&doc, "shared-copies");
-    assert_eq!(suite["failures"], expected_failures);
+    assert_eq!(suite["failures"], expected_failures - failed_candidates);
+    assert_eq!(junit_suite(&doc, "candidates")["failures"], 1);
     assert!(suite["cases"]
         .as_array()
         .unwrap()
@@ -677,6 +690,15 @@ fn replay_fails_an_evidence_json_turned_green_with_its_digests_recomputed() {
         )),
         "{text}"
     );
+    // The candidate's own verdict still says fail; the gates now say pass.
+    let (folder, check) = case.split_once(": ").unwrap();
+    assert!(
+        text.contains(&format!(
+            "candidate {folder} verdict (observed: read from the recorded gates): recorded fail at \
+             shared-copies/{check}, observed pass\n"
+        )),
+        "{text}"
+    );
 
     // junit.xml alone: one failure removed, SHA256SUMS resealed.
     std::fs::write(dir.join("evidence.json"), &json).unwrap();
@@ -872,12 +894,13 @@ fn merge_into_a_directory_whose_lock_is_held_exits_2_naming_the_holder() {
 
 /// Rewrites `dir/evidence.json` with `edit` applied to the parsed evidence
 /// and regenerates everything derived from it with the harness's own
-/// writers (files digest, sign-off, `junit.xml`, the statement,
-/// `SHA256SUMS`): a forgery consistent in every view.
+/// writers (the candidates' verdicts, files digest, sign-off, `junit.xml`,
+/// the statement, `SHA256SUMS`): a forgery consistent in every view.
 fn forge_and_reseal(dir: &Path, edit: &dyn Fn(&mut verify_coding_candidates::evidence::Evidence)) {
     use verify_coding_candidates::evidence;
     let mut ev = evidence::read(dir).unwrap();
     edit(&mut ev);
+    evidence::verdicts::assign(&ev.gates, &mut ev.candidates);
     evidence::finish(dir, &mut ev, None).unwrap();
 }
 

@@ -1,6 +1,9 @@
 //! `junit.xml`: one testsuite per gate (classname = gate id), one testcase per
 //! check; failure detail in the element body, since some CI views drop
-//! attributes. A gate with no judged checks gets one testcase that says why,
+//! attributes. A gate that ran for some candidates only (an earlier gate
+//! failed the others) carries the property `candidates_left_out`. The
+//! testsuite `candidates` follows the gates: one testcase per candidate with
+//! its own verdict (`candidates[].verdict`), and the property `passed`. A gate with no judged checks gets one testcase that says why,
 //! so the report always holds at least one testcase: a required gate that was
 //! blocked or interrupted is an `error` (the run did not certify it, so a CI
 //! test view must not show it green), a gate the run did not select is
@@ -14,7 +17,10 @@
 //! names the skipped count `disabled`, which that schema does not allow, so
 //! the serialised report renames it (see [`skipped_not_disabled`]).
 
-use super::model::{Check, CheckResult, Evidence, GateResult, SuiteOutcome, SuiteRun};
+use super::model::{
+    CandidateResult, CandidateVerdict, Check, CheckResult, Evidence, GateResult, SuiteOutcome,
+    SuiteRun,
+};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::time::Duration;
 
@@ -36,6 +42,13 @@ pub fn render(evidence: &Evidence) -> std::io::Result<String> {
             "commit",
             evidence.source.commit.as_str(),
         ));
+        if !gate.candidates_left_out.is_empty() {
+            // The gate ran for the other candidates only.
+            suite.add_property(quick_junit::Property::new(
+                "candidates_left_out",
+                gate.candidates_left_out.join(","),
+            ));
+        }
         let finished = matches!(gate.result, GateResult::Pass | GateResult::Fail);
         // A gate that did not run to completion (skipped, blocked, or
         // interrupted) is one testcase: partial checks are not judged.
@@ -99,6 +112,9 @@ pub fn render(evidence: &Evidence) -> std::io::Result<String> {
             }
             suite.add_test_case(case);
         }
+        report.add_test_suite(suite);
+    }
+    if let Some(suite) = candidates_suite(evidence) {
         report.add_test_suite(suite);
     }
     if let Some(suites) = &evidence.suites {
@@ -207,6 +223,62 @@ fn pytest_suite(run: &SuiteRun, commit: &str) -> TestSuite {
         suite.add_test_case(tc);
     }
     suite
+}
+
+/// The testsuite `candidates`: one testcase per candidate (classname
+/// `candidates`, name the folder) with its own verdict: a success for
+/// `pass`, a failure naming the gate and check for `fail`, an error (type
+/// `not-certified`) for `not-certified`, as for a required gate that did not
+/// run. The property `passed` lists the folders that passed. None for
+/// evidence without candidate verdicts.
+fn candidates_suite(evidence: &Evidence) -> Option<TestSuite> {
+    let judged: Vec<(&str, &CandidateVerdict)> = evidence
+        .candidates
+        .iter()
+        .filter_map(|c| c.verdict.as_ref().map(|v| (c.folder.as_str(), v)))
+        .collect();
+    if judged.is_empty() {
+        return None;
+    }
+    let mut suite = TestSuite::new("candidates");
+    suite.add_property(quick_junit::Property::new(
+        "commit",
+        evidence.source.commit.as_str(),
+    ));
+    suite.add_property(quick_junit::Property::new(
+        "passed",
+        super::verdicts::passed(&evidence.candidates).join(","),
+    ));
+    for (folder, v) in judged {
+        let at = match (&v.gate, &v.check) {
+            (Some(gate), Some(check)) => format!("{gate}/{check}"),
+            (Some(gate), None) => gate.clone(),
+            _ => String::new(),
+        };
+        let text = format!("{at}: {}", v.reason.as_deref().unwrap_or_default());
+        let status = match v.result {
+            CandidateResult::Pass => TestCaseStatus::success(),
+            CandidateResult::Fail => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(first_line(&text));
+                s.set_description(format!("{folder} failed {text}"));
+                s
+            }
+            CandidateResult::NotCertified => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                s.set_type(v.result.word());
+                s.set_message(first_line(&text));
+                s.set_description(format!(
+                    "{folder} is not certified: no check of its own failed, but {text}"
+                ));
+                s
+            }
+        };
+        let mut case = TestCase::new(folder, status);
+        case.set_classname("candidates");
+        suite.add_test_case(case);
+    }
+    Some(suite)
 }
 
 /// `candidate: check` for a per-candidate check, `check` otherwise.
@@ -325,6 +397,65 @@ mod tests {
         );
         assert!(
             xml.contains("<failure message=\"other candidate\">other candidate</failure>"),
+            "{xml}"
+        );
+    }
+
+    #[test]
+    fn each_candidate_verdict_is_a_testcase_of_the_candidates_suite() {
+        let mut dependencies = gate(
+            "dependencies",
+            GateResult::Pass,
+            true,
+            vec![Check::pass("prepare", Some("b"), "ok")],
+        );
+        dependencies.candidates_left_out = vec!["a".into()];
+        let mut ev = evidence(
+            vec![
+                gate(
+                    "admission",
+                    GateResult::Fail,
+                    true,
+                    vec![
+                        Check::fail("sdk-requirement", Some("a"), "pin refused\nmore"),
+                        Check::pass("sdk-requirement", Some("b"), "ok"),
+                    ],
+                ),
+                dependencies,
+                gate("suites", GateResult::Blocked, true, Vec::new()),
+            ],
+            Verdict::Fail,
+        );
+        // Before verdicts exist (older evidence) there is no such suite.
+        assert!(!render(&ev).unwrap().contains("name=\"candidates\""));
+        for folder in ["a", "b"] {
+            let mut c: crate::evidence::CandidateRecord = serde_json::from_value(
+                serde_json::json!({"folder": folder, "path": format!("R/{folder}"),
+                                   "manifest": null, "archive": null}),
+            )
+            .unwrap();
+            c.verdict = Some(crate::evidence::verdicts::of(&ev.gates, folder));
+            ev.candidates.push(c);
+        }
+        let xml = render(&ev).unwrap();
+        assert!(
+            xml.contains("<property name=\"candidates_left_out\" value=\"a\"/>"),
+            "{xml}"
+        );
+        assert_eq!(
+            suite_tag(&xml, "candidates"),
+            "<testsuite name=\"candidates\" tests=\"2\" skipped=\"0\" errors=\"1\" failures=\"1\">"
+        );
+        assert!(
+            xml.contains("<testcase name=\"a\" classname=\"candidates\">\n            <failure message=\"admission/sdk-requirement: pin refused\">a failed admission/sdk-requirement: pin refused</failure>"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<error message=\"suites: blocked: prerequisite gate(s) did not pass: stage\" type=\"not-certified\">"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<property name=\"passed\" value=\"\"/>"),
             "{xml}"
         );
     }

@@ -1,11 +1,13 @@
 //! Evidence: the model and its views (`evidence.json`, `junit.xml`,
-//! `SHA256SUMS`), each written atomically into the evidence directory.
+//! `SHA256SUMS`), each written atomically into the evidence directory, and
+//! each candidate's own verdict read from the gates ([`verdicts`]).
 
 pub mod junit;
 pub mod kept_profile;
 pub mod lock;
 pub mod model;
 pub mod statement;
+pub mod verdicts;
 
 pub use model::*;
 
@@ -331,6 +333,7 @@ pub(crate) mod testing {
             required,
             duration_ms: 10,
             started_ms: None,
+            candidates_left_out: Vec::new(),
             checks,
         }
     }

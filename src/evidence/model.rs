@@ -3,7 +3,9 @@
 //!
 //! Stable fields of v1 (names and meaning kept; more may be added):
 //! `schema_version`, `tool`, `verdict`, `source`, `sdk`, `gates[]`,
-//! `candidates[]`, `sign_off`.
+//! `candidates[]`, `sign_off`. Added since: `candidates[].verdict` (each
+//! candidate's own verdict) and `gates[].candidates_left_out` (the
+//! candidates a gate did not check because an earlier gate failed them).
 
 use crate::manifest::ManifestId;
 use schemars::JsonSchema;
@@ -467,6 +469,13 @@ pub struct GateRecord {
     /// gate that did not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_ms: Option<u64>,
+    /// Candidate folders this gate did not check, because an earlier gate it
+    /// requires, directly or not, failed for them (a failing check naming the
+    /// candidate): the gate ran for the other candidates only, and its
+    /// result speaks for those. Empty (left out of the file) when it checked
+    /// every candidate of the run, or did not run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates_left_out: Vec<String>,
     /// The checks, in the order they ran.
     pub checks: Vec<Check>,
 }
@@ -594,6 +603,60 @@ pub struct CandidateRecord {
     /// gate), once run.
     #[serde(default)]
     pub discovery: Option<DiscoveryRecord>,
+    /// The candidate's own verdict over the run's required gates, set once
+    /// every gate ended (how it is read: `src/evidence/verdicts.rs`); absent
+    /// in evidence written before this field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<CandidateVerdict>,
+}
+
+/// One candidate's verdict: `pass` when every required gate passed for it,
+/// else the first required gate, in catalogue order, that did not, and the
+/// check that stopped it there. The run's own `verdict` is unchanged by it:
+/// any failure fails the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CandidateVerdict {
+    /// The result for this candidate.
+    pub result: CandidateResult,
+    /// The gate that stopped it (absent for a pass).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
+    /// The failing check of that gate (`checks[].name`): the candidate's own
+    /// for `fail`, a gate-wide one for `not-certified`; absent when the gate
+    /// did not run (blocked, interrupted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    /// One line: why, for a result other than `pass`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A candidate's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CandidateResult {
+    /// Every required gate passed for this candidate (its checks passed and
+    /// no gate-wide check failed).
+    Pass,
+    /// A check naming this candidate failed; the gates after it that need
+    /// that gate did not check it.
+    Fail,
+    /// No check of its own failed, but a required gate did not pass for
+    /// every candidate (a gate-wide check failed, or the gate was blocked or
+    /// interrupted): nothing certifies it.
+    NotCertified,
+}
+
+impl CandidateResult {
+    /// Lower-case words, as in `evidence.json`.
+    pub fn word(self) -> &'static str {
+        match self {
+            CandidateResult::Pass => "pass",
+            CandidateResult::Fail => "fail",
+            CandidateResult::NotCertified => "not-certified",
+        }
+    }
 }
 
 /// What the genuine SDK runtime (`python -m langbot_plugin.cli rt`) did with

@@ -56,7 +56,8 @@ pub fn warnings(evidence: &Evidence) -> usize {
 /// name, digest sha256) plus the source commit (`gitCommit`, named
 /// `git+<origin URL>` or the repository folder's name: [`crate::origin::subject_name`]), [`result`] as
 /// `result`, the profile, SDK RECORD and tool as `configuration` (the tool's
-/// annotations list `gates_not_run` for a partial run), and every check's
+/// annotations list `gates_not_run` for a partial run, and
+/// `candidate_verdicts`: each candidate folder's own verdict word), and every check's
 /// name (`gate/candidate/check`) by outcome; a gate a partial run did not
 /// run is a warned test `gate/not-run`.
 pub fn render(evidence: &Evidence) -> Value {
@@ -137,6 +138,20 @@ pub fn render(evidence: &Evidence) -> Value {
             annotations["partition"] = json!(format!("{}/{}", p.index, p.count));
         }
     }
+    // Each candidate's own verdict (`candidates[].verdict`), by folder: the
+    // subjects stay the archives and the commit, whatever the verdicts.
+    let verdicts: serde_json::Map<String, Value> = evidence
+        .candidates
+        .iter()
+        .filter_map(|c| {
+            c.verdict
+                .as_ref()
+                .map(|v| (c.folder.clone(), json!(v.result.word())))
+        })
+        .collect();
+    if !verdicts.is_empty() {
+        annotations["candidate_verdicts"] = Value::Object(verdicts);
+    }
     configuration.push(json!({
         "name": format!("{} {}", evidence.tool.name, evidence.tool.version),
         "annotations": annotations
@@ -198,6 +213,35 @@ mod tests {
         let mut failed = full_pass();
         failed.verdict = Verdict::Fail;
         assert_eq!(result(&failed), "FAILED");
+        // Each candidate's verdict is a tool annotation; subjects are unchanged.
+        assert_eq!(
+            render(&failed)["predicate"]["configuration"][1]["annotations"]
+                .get("candidate_verdicts"),
+            None
+        );
+        let subjects = render(&failed)["subject"].clone();
+        for (folder, result) in [
+            ("a", crate::evidence::CandidateResult::Fail),
+            ("b", crate::evidence::CandidateResult::Pass),
+        ] {
+            let mut c: crate::evidence::CandidateRecord = serde_json::from_value(json!({
+                "folder": folder, "path": format!("R/{folder}"), "manifest": null, "archive": null
+            }))
+            .unwrap();
+            c.verdict = Some(crate::evidence::CandidateVerdict {
+                result,
+                gate: None,
+                check: None,
+                reason: None,
+            });
+            failed.candidates.push(c);
+        }
+        let st = render(&failed);
+        assert_eq!(
+            st["predicate"]["configuration"][1]["annotations"]["candidate_verdicts"],
+            json!({"a": "fail", "b": "pass"})
+        );
+        assert_eq!(st["subject"], subjects);
         failed.verdict = Verdict::Incomplete;
         assert_eq!(result(&failed), "FAILED");
     }

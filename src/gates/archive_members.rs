@@ -59,8 +59,7 @@ impl super::Gate for ArchiveMembers {
         let inputs: Vec<Input> = ctx
             .candidate_specs()
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
+            .map(|c| {
                 let folder = c.folder().to_string();
                 let manifest_reader = match ctx.private_roots("archive-members", &folder) {
                     Ok((home, tmp)) => ManifestReader::Sdk {
@@ -71,7 +70,7 @@ impl super::Gate for ArchiveMembers {
                     },
                     Err(e) => return Err(format!("cannot create private roots for {folder}: {e}")),
                 };
-                let archive = match ctx.candidates.get(i).and_then(|r| r.manifest.as_ref()) {
+                let archive = match ctx.candidates.iter().find(|r| r.folder == folder).and_then(|r| r.manifest.as_ref()) {
                     Some(id) => {
                         let name = id.archive_name();
                         Ok((ctx.packages_dir(&folder).join(&name), format!("packages/{folder}/{name}")))
@@ -106,9 +105,12 @@ impl super::Gate for ArchiveMembers {
             },
         );
         let mut checks = Vec::new();
-        for (i, (c, record)) in results.into_iter().enumerate() {
+        // By folder: this gate may see some candidates only (a candidate that
+        // failed `lbp-build` is left out), the record it updates holds all.
+        for (input, (c, record)) in inputs.iter().zip(results) {
+            let folder = input.folder.clone();
             out.set(move |ctx| {
-                if let Some(slot) = ctx.candidates.get_mut(i) {
+                if let Some(slot) = ctx.record_mut(&folder) {
                     slot.archive = record;
                 }
             });

@@ -162,10 +162,10 @@ impl super::Gate for LbpBuild {
             return Err("the SDK was not verified (the `sdk-record` gate did not pass); run `sdk-record` first".into());
         }
         let builds = observe::observe(ctx);
-        for (i, b) in builds.iter().enumerate() {
-            let manifest = b.identity.clone().ok();
+        for b in &builds {
+            let (folder, manifest) = (b.folder.clone(), b.identity.clone().ok());
             out.set(move |ctx| {
-                if let Some(record) = ctx.candidates.get_mut(i) {
+                if let Some(record) = ctx.record_mut(&folder) {
                     record.manifest = manifest;
                 }
             });

@@ -51,6 +51,12 @@ pub trait Gate: Send + Sync {
 
     /// Runs the gate. `Err` is an error that stopped the gate before it could
     /// observe (the pipeline records it as a failing check named `gate-error`).
+    /// A `candidate`-scope gate may see some of the run's candidates only
+    /// (`ctx.selected` and `ctx.candidates` alike, when an earlier gate
+    /// failed the others): it checks those, and records facts by candidate
+    /// folder, never by position. A failing check that names a candidate
+    /// stops only that candidate's later gates; one without a candidate
+    /// stops every gate that requires this one.
     ///
     /// # Errors
     /// A sentence naming what could not be done and what to do.
@@ -146,6 +152,7 @@ pub(crate) mod testing {
             admission: None,
             dependencies: None,
             discovery: None,
+            verdict: None,
         }
     }
 
