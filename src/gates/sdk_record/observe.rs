@@ -72,9 +72,12 @@ fn remember_equal_pairs(site: &Result<SiteProbe, String>, obs: &Observation) {
         .or_else(|| sdk_probe.and_then(|p| p.cache.as_ref()))
         .map(|c| PathBuf::from(&c.path));
     let Some(path) = path else { return };
-    let site_files = site_probe
-        .into_iter()
-        .flat_map(|p| p.bytecode.iter().flat_map(|s| s.files.iter()));
+    let site_files = site_probe.into_iter().flat_map(|p| {
+        p.bytecode
+            .iter()
+            .chain(p.stdlib_bytecode.iter())
+            .flat_map(|s| s.files.iter())
+    });
     let sdk_files = sdk_probe.into_iter().flat_map(|p| p.files.iter());
     let pairs: std::collections::BTreeSet<String> = site_files
         .chain(sdk_files)
