@@ -26,6 +26,13 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
     // that rewrites or removes itself.
     let cache = python::bytecode_cache::dir();
     let site = run_site_probe(ctx, cache.as_deref())?;
+    if let (Ok(site), Some(prefix)) = (&site, python::pycache_prefix()) {
+        super::seed::seed_stdlib(
+            site,
+            prefix,
+            &ctx.log_stem("sdk-record", "pycache-seed-stdlib.txt"),
+        );
+    }
     let mut obs = observe_sdk(ctx, cache.as_deref())?;
     remember_equal_pairs(&site, &obs);
     let env = observe_environment(&ctx.python, site, &sdk_scope(&obs));

@@ -13,7 +13,9 @@
 //! level the steps run at) is put where `pycache_prefix` looks for it:
 //! `<prefix>/<the source's folder without its leading />/<name>`. So is the
 //! standard library's bytecode that the site probe found equal to the
-//! compilation of its source (`stdlib_bytecode`; the standard library is the
+//! compilation of its source, as soon as the site probe has answered
+//! ([`seed_stdlib`], listed in `logs/sdk-record/pycache-seed-stdlib.txt`;
+//! `stdlib_bytecode`; the standard library is the
 //! base interpreter's and not judged, but a file equal to the compilation of
 //! its source loads exactly as the source would compile, and without it each
 //! Python step compiled the standard library modules it imports that no step
@@ -28,6 +30,7 @@
 //! What was seeded is listed in `logs/sdk-record/pycache-seed.txt`, one line
 //! per file: `SHA256  <bytecode file>  ->  <seeded path>`.
 
+use super::environment::SiteProbe;
 use super::{BytecodeFile, BytecodeOutcome, Observation};
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
@@ -65,16 +68,37 @@ pub(crate) fn verified_files(obs: &Observation) -> Vec<(PathBuf, PathBuf, String
             take(Path::new(&record.site_packages), file);
         }
     }
-    let probe = obs.environment.as_ref().and_then(|e| e.probe.as_ref());
-    let site = probe
-        .into_iter()
-        .flat_map(|p| p.bytecode.iter().chain(p.stdlib_bytecode.iter()));
+    let site = obs
+        .environment
+        .as_ref()
+        .and_then(|e| e.probe.as_ref())
+        .map(|p| p.bytecode.as_slice())
+        .unwrap_or_default();
     for dir in site {
         for file in &dir.files {
             take(Path::new(&dir.site_dir), file);
         }
     }
     out
+}
+
+/// The standard library's bytecode files the site probe found equal to the
+/// compilation of their sources, at optimisation level 0, as (bytecode
+/// file, source, SHA-256 compared), absolute.
+pub(crate) fn stdlib_files(site: &SiteProbe) -> Vec<(PathBuf, PathBuf, String)> {
+    let Some(stdlib) = &site.stdlib_bytecode else {
+        return Vec::new();
+    };
+    let root = Path::new(&stdlib.site_dir);
+    stdlib
+        .files
+        .iter()
+        .filter(|f| f.outcome == BytecodeOutcome::Equal && f.optimize == Some(0))
+        .filter_map(|f| {
+            let (source, sha) = (f.source.as_deref()?, f.pyc_sha256.as_deref()?);
+            Some((root.join(&f.path), root.join(source), sha.to_string()))
+        })
+        .collect()
 }
 
 /// Where `pycache_prefix` looks for the bytecode of `source` named
@@ -98,13 +122,32 @@ pub(crate) fn prefixed_path(prefix: &Path, source: &Path, pyc_name: &str) -> Opt
     Some(out)
 }
 
-/// Copies every file of [`verified_files`] into `prefix` and writes the list
+/// Puts every file of [`verified_files`] into `prefix` and writes the list
 /// to `log`. Never fails the gate: a file it cannot seed is compiled by the
 /// step that needs it, as without a seed.
 pub(crate) fn seed(obs: &Observation, prefix: &Path, log: &Path) -> SeedReport {
+    seed_files(verified_files(obs), prefix, log)
+}
+
+/// Puts every file of [`stdlib_files`] into `prefix` and writes the list to
+/// `log`, as soon as the site probe has answered, whatever the gate's
+/// verdict (the standard library is not judged; a file equal to the
+/// compilation of its source loads exactly as that source compiles): the
+/// gate's own later probes then do not compile the standard library either.
+pub(crate) fn seed_stdlib(site: &SiteProbe, prefix: &Path, log: &Path) -> SeedReport {
+    seed_files(stdlib_files(site), prefix, log)
+}
+
+/// Seeds `files` (bytecode file, source, SHA-256) and lists them in `log`:
+/// `SHA256  <bytecode file>  ->  <seeded path>` per file, then `already
+/// cached: <path>` for each one an earlier step of the run had written
+/// there (the interpreter's own compilation of the same source, kept), then
+/// `left out: <file>: why`.
+fn seed_files(files: Vec<(PathBuf, PathBuf, String)>, prefix: &Path, log: &Path) -> SeedReport {
     let mut report = SeedReport::default();
     let mut lines = String::new();
-    for (pyc, source, sha) in verified_files(obs) {
+    let mut cached = Vec::new();
+    for (pyc, source, sha) in files {
         let Some(name) = pyc.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
@@ -114,6 +157,10 @@ pub(crate) fn seed(obs: &Observation, prefix: &Path, log: &Path) -> SeedReport {
                 .push(format!("{}: not an absolute source folder", pyc.display()));
             continue;
         };
+        if dest.exists() {
+            cached.push(dest);
+            continue;
+        }
         match copy_if_digest(&pyc, &dest, &sha) {
             Ok(()) => {
                 report.seeded += 1;
@@ -125,6 +172,9 @@ pub(crate) fn seed(obs: &Observation, prefix: &Path, log: &Path) -> SeedReport {
             }
             Err(why) => report.left_out.push(format!("{}: {why}", pyc.display())),
         }
+    }
+    for path in &cached {
+        lines.push_str(&format!("already cached: {}\n", path.display()));
     }
     for why in &report.left_out {
         lines.push_str(&format!("left out: {why}\n"));
@@ -176,7 +226,7 @@ fn changed(expected: &str, found: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::environment::{EnvironmentObservation, SiteBytecode, SiteProbe};
+    use super::super::environment::{EnvironmentObservation, SiteBytecode};
     use super::*;
 
     #[test]
@@ -248,7 +298,7 @@ mod tests {
                 ),
             ],
         };
-        let mut obs = Observation {
+        let obs = Observation {
             python: "/venv/bin/python".into(),
             probe: serde_json::from_value(serde_json::json!({
                 "executable": "/venv/bin/python", "python_version": "3.11.7",
@@ -267,17 +317,16 @@ mod tests {
             }),
             locked: None,
         };
-        let files = verified_files(&obs);
+        assert!(verified_files(&obs).is_empty(), "the gate's own seed");
+        let site = obs.environment.as_ref().unwrap().probe.as_ref().unwrap();
         assert_eq!(
-            files,
+            stdlib_files(site),
             vec![(
                 PathBuf::from("/usr/lib/python3.11/json/__pycache__/__init__.cpython-311.pyc"),
                 PathBuf::from("/usr/lib/python3.11/json/__init__.py"),
                 "b".repeat(64)
             )]
         );
-        obs.environment = None;
-        assert!(verified_files(&obs).is_empty());
     }
 
     #[test]
