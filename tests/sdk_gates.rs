@@ -844,6 +844,56 @@ fn a_passing_sdk_record_seeds_the_run_cache_with_exactly_the_verified_bytecode()
 }
 
 #[test]
+fn the_standard_library_bytecode_found_equal_is_seeded_and_listed() {
+    let python = python();
+    let repo = fixture_repo(&[]);
+    let (_keep, dir) = evidence_dir();
+    let out = verifier()
+        .current_dir(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .arg("--python")
+        .arg(&python)
+        .args(["--only", "sdk-record"])
+        .output()
+        .expect("run the verifier");
+    assert_eq!(
+        exit_code(&out),
+        i32::from(exit::SUCCESS),
+        "{}",
+        stderr_text(&out)
+    );
+    let list = std::fs::read_to_string(dir.join("logs/sdk-record/pycache-seed-stdlib.txt"))
+        .expect("the site probe's answer seeds the standard library and lists it");
+    // `json` is imported by every probe: its bytecode, where the
+    // interpreter has one, is seeded by this gate or already cached.
+    let stdlib = std::process::Command::new(&python)
+        .args([
+            "-I",
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('stdlib'))",
+        ])
+        .output()
+        .expect("ask the interpreter");
+    let stdlib = PathBuf::from(String::from_utf8_lossy(&stdlib.stdout).trim());
+    let pyc = stdlib.join("json/__pycache__/__init__.cpython-311.pyc");
+    if pyc.is_file() {
+        let seeded = list.contains(&format!("  {}  ->  ", pyc.display()));
+        let cached = list.lines().any(|l| {
+            l.starts_with("already cached: ") && l.ends_with("/json/__init__.cpython-311.pyc")
+        });
+        assert!(seeded || cached, "{} is not listed:\n{list}", pyc.display());
+    }
+    assert!(!list.contains("left out"), "{list}");
+    let (suite, site) = (stdlib.join("test"), stdlib.join("site-packages"));
+    assert!(
+        !list.contains(&format!("  {}/", suite.display()))
+            && !list.contains(&format!("  {}/", site.display())),
+        "only the standard library outside its test suite and site directory:\n{list}"
+    );
+}
+
+#[test]
 fn bytecode_that_is_not_the_compilation_of_its_source_is_never_seeded() {
     let venv = copy_venv(&sdk_venv());
     let (sp, _) = sdk_paths(venv.path());

@@ -244,6 +244,20 @@ def examine_cached(path, rel):
         entry["outcome"] = "no-source"
         return entry
     try:
+        source_bytes = open(source_path, "rb").read()
+    except OSError as exc:
+        entry["outcome"] = "differs"
+        entry["difference"] = "the source is unreadable (%s)" % exc
+        return entry
+    entry["source_sha256"] = hashlib.sha256(source_bytes).hexdigest()
+    entry["pyc_sha256"] = hashlib.sha256(data).hexdigest()
+    # A listed pair is these exact bytes, unmarshalled, compiled and found
+    # equal by an earlier run with this interpreter: neither is done again.
+    if "%d:%s:%s" % (optimize, entry["source_sha256"], entry["pyc_sha256"]) in known_pairs:
+        entry["outcome"] = "equal"
+        entry["cached"] = True
+        return entry
+    try:
         found = marshal.loads(data[16:])
     except Exception as exc:
         entry["outcome"] = "differs"
@@ -252,18 +266,6 @@ def examine_cached(path, rel):
     if type(found) is not type(compare_code.__code__):
         entry["outcome"] = "differs"
         entry["difference"] = "holds a %s, not a code object" % type(found).__name__
-        return entry
-    try:
-        source_bytes = open(source_path, "rb").read()
-    except OSError as exc:
-        entry["outcome"] = "differs"
-        entry["difference"] = "the source is unreadable (%s)" % exc
-        return entry
-    entry["source_sha256"] = hashlib.sha256(source_bytes).hexdigest()
-    entry["pyc_sha256"] = hashlib.sha256(data).hexdigest()
-    if "%d:%s:%s" % (optimize, entry["source_sha256"], entry["pyc_sha256"]) in known_pairs:
-        entry["outcome"] = "equal"
-        entry["cached"] = True
         return entry
     try:
         expected = compile(source_bytes, source_path, "exec", dont_inherit=True, optimize=optimize)

@@ -21,6 +21,14 @@ which `bytecode_probe.py` examines for the `bytecode` check). An optional
 second argument is the bytecode cache directory (see `bytecode_probe.py`):
 a file whose source and bytecode hash to a pair an earlier run compiled and
 found equal is not compiled again.
+
+Last, the standard library's own bytecode (`stdlib_bytecode`): each
+`__pycache__/<module>.<cache_tag>.pyc` (optimisation level 0) under
+`sysconfig`'s `stdlib` path, but for its site directories and the folders
+no step imports from (`STDLIB_SKIP`), compared with its source the same way.
+Not judged (the standard library is the base interpreter's, outside the
+gate's scope): the gate seeds the run's bytecode cache with the files found
+equal, so no later step compiles the standard library again.
 """
 import importlib.util
 import json
@@ -79,6 +87,37 @@ for d in unique_dirs:
         skip = {os.path.join(d, package)}
         bytecode.append({"site_dir": d, "files": examine_tree(d, skip)})
 
+# Folders of the standard library no step of the run imports from (the
+# test suite, IDLE, Tk, the 2to3 tool, pip's bootstrap) and the base
+# interpreter's own site directories: not examined, not seeded.
+STDLIB_SKIP = ("test", "idlelib", "tkinter", "turtledemo", "lib2to3", "ensurepip",
+               "site-packages", "dist-packages")
+
+
+def examine_stdlib(root):
+    """`examine_cached` for every level-0 bytecode file of this interpreter
+    under `root` (paths relative to it), `STDLIB_SKIP` left out."""
+    global site_packages
+    site_packages = root  # examine_cached's paths are relative to it
+    skip = {os.path.join(root, name) for name in STDLIB_SKIP} | set(unique_dirs)
+    suffix = "." + cache_tag + ".pyc"
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if os.path.join(dirpath, d) not in skip)
+        if os.path.basename(dirpath) != "__pycache__":
+            continue
+        for name in sorted(filenames):
+            if name.endswith(suffix) and name.count(".") == 2:
+                path = os.path.join(dirpath, name)
+                files.append(examine_cached(path, os.path.relpath(path, root)))
+    return files
+
+
+stdlib = sysconfig.get_path("stdlib")
+stdlib_bytecode = None
+if stdlib and os.path.isdir(stdlib) and stdlib not in unique_dirs:
+    stdlib_bytecode = {"site_dir": stdlib, "files": examine_stdlib(stdlib)}
+
 base_site_packages = site.getsitepackages([sys.base_prefix])
 print(
     json.dumps(
@@ -117,6 +156,7 @@ print(
             "usercustomize": locate("usercustomize"),
             "bytecode": bytecode,
             "bytecode_cache": cache_info,
+            "stdlib_bytecode": stdlib_bytecode,
         }
     )
 )

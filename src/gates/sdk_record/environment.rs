@@ -65,6 +65,12 @@ pub struct SiteProbe {
     /// The bytecode cache the probe read, if it was given one.
     #[serde(default)]
     pub bytecode_cache: Option<super::BytecodeCacheRead>,
+    /// The standard library's level-0 bytecode files (`site_dir` is the
+    /// `stdlib` path), compared with their sources like `bytecode` but not
+    /// judged: the standard library is the base interpreter's. Those found
+    /// equal seed the run's bytecode cache (`seed.rs`).
+    #[serde(default)]
+    pub stdlib_bytecode: Option<SiteBytecode>,
 }
 
 /// The bytecode files under one site directory.

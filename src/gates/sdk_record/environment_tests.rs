@@ -77,6 +77,7 @@ impl Env {
             usercustomize: None,
             bytecode: Vec::new(),
             bytecode_cache: None,
+            stdlib_bytecode: None,
         }
     }
 
@@ -117,6 +118,33 @@ fn a_clean_environment_passes_with_its_owned_executable_pth() {
         "{}",
         unowned.detail
     );
+}
+
+#[test]
+fn standard_library_bytecode_is_compared_for_the_seed_never_judged() {
+    // The standard library is the base interpreter's: its bytecode, found
+    // differing from its source, is left out of the seed (`seed.rs`), and no
+    // environment check fails or warns on it.
+    let env = Env::new("");
+    let mut probe = env.probe();
+    probe.stdlib_bytecode = Some(SiteBytecode {
+        site_dir: "/usr/lib/python3.11".into(),
+        files: vec![super::BytecodeFile {
+            path: "json/__pycache__/__init__.cpython-311.pyc".into(),
+            source: Some("json/__init__.py".into()),
+            optimize: Some(0),
+            header: None,
+            outcome: super::BytecodeOutcome::Differs,
+            difference: Some("<module>.co_code".into()),
+            source_sha256: None,
+            pyc_sha256: None,
+            cached: false,
+        }],
+    });
+    for c in &env.checks(probe) {
+        assert_eq!(c.result, CheckResult::Pass, "{c:#?}");
+        assert!(!c.detail.contains("json/"), "{}", c.detail);
+    }
 }
 
 #[test]

@@ -26,6 +26,13 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
     // that rewrites or removes itself.
     let cache = python::bytecode_cache::dir();
     let site = run_site_probe(ctx, cache.as_deref())?;
+    if let (Ok(site), Some(prefix)) = (&site, python::pycache_prefix()) {
+        super::seed::seed_stdlib(
+            site,
+            prefix,
+            &ctx.log_stem("sdk-record", "pycache-seed-stdlib.txt"),
+        );
+    }
     let mut obs = observe_sdk(ctx, cache.as_deref())?;
     remember_equal_pairs(&site, &obs);
     let env = observe_environment(&ctx.python, site, &sdk_scope(&obs));
@@ -72,9 +79,12 @@ fn remember_equal_pairs(site: &Result<SiteProbe, String>, obs: &Observation) {
         .or_else(|| sdk_probe.and_then(|p| p.cache.as_ref()))
         .map(|c| PathBuf::from(&c.path));
     let Some(path) = path else { return };
-    let site_files = site_probe
-        .into_iter()
-        .flat_map(|p| p.bytecode.iter().flat_map(|s| s.files.iter()));
+    let site_files = site_probe.into_iter().flat_map(|p| {
+        p.bytecode
+            .iter()
+            .chain(p.stdlib_bytecode.iter())
+            .flat_map(|s| s.files.iter())
+    });
     let sdk_files = sdk_probe.into_iter().flat_map(|p| p.files.iter());
     let pairs: std::collections::BTreeSet<String> = site_files
         .chain(sdk_files)
