@@ -20,10 +20,11 @@
 //! its source loads exactly as the source would compile, and without it each
 //! Python step compiled the standard library modules it imports that no step
 //! before it had written, about 0.7 s for `lbp build`'s, and the read-only
-//! sandboxed steps did so on every start). A seeded file is a hard link to
-//! the compared one where the file system allows it, else a copy; its bytes
-//! are read once and hashed, and it stays only when their SHA-256 is the one
-//! the probe compared; a file changed since is left out (the step then
+//! sandboxed steps did so on every start). A seeded file is a copy of the
+//! compared one, never a hard link (a step that can write to the run's
+//! cache must not reach the verified interpreter's files through it); its
+//! bytes are read once and hashed, and it is written only when their
+//! SHA-256 is the one the probe compared; a file changed since is left out (the step then
 //! compiles its source, as without a seed). Python still checks each seeded
 //! file's header against its source (mtime and size) and ignores a stale one.
 //!
@@ -185,13 +186,12 @@ fn seed_files(files: Vec<(PathBuf, PathBuf, String)>, prefix: &Path, log: &Path)
     report
 }
 
-/// Puts `from` at `to` when its bytes' SHA-256 is `sha256` (hex); an
-/// existing `to` is left as it is. A hard link when the file system allows
-/// one (no new file: the seed of about 3300 files and its removal at the
-/// end of the run cost a fraction of copying them), its bytes then read
-/// through the link and hashed; else a copy of the bytes read once. Python
-/// never writes through a seeded file: it replaces a stale one (a new file
-/// renamed over it), so the linked original is never changed by a step.
+/// Puts a copy of `from` at `to` when its bytes' SHA-256 is `sha256` (hex);
+/// an existing `to` is left as it is. Never a hard link: steps that may run
+/// code the run does not vouch for (a dependency's build backend) can write
+/// to the run's cache, and a write through a link would change the
+/// verified interpreter's own file (or the system's standard library) for
+/// every later run. The bytes are read once, hashed and written.
 fn copy_if_digest(from: &Path, to: &Path, sha256: &str) -> Result<(), String> {
     if to.exists() {
         return Err(format!("{} exists already", to.display()));
@@ -199,19 +199,6 @@ fn copy_if_digest(from: &Path, to: &Path, sha256: &str) -> Result<(), String> {
     let folder = to.parent().ok_or("no folder")?;
     std::fs::create_dir_all(folder)
         .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
-    if std::fs::hard_link(from, to).is_ok() {
-        let found = crate::hash::sha256_file(to).map(|d| d.hex());
-        return match found {
-            Ok(found) if found.eq_ignore_ascii_case(sha256) => Ok(()),
-            other => {
-                let _ = std::fs::remove_file(to);
-                Err(match other {
-                    Ok(found) => changed(sha256, &found),
-                    Err(e) => format!("cannot read: {e}"),
-                })
-            }
-        };
-    }
     let bytes = std::fs::read(from).map_err(|e| format!("cannot read: {e}"))?;
     let found = crate::hash::sha256_bytes(&bytes);
     if !found.eq_ignore_ascii_case(sha256) {
@@ -330,7 +317,7 @@ mod tests {
     }
 
     #[test]
-    fn a_seeded_file_on_the_same_file_system_is_a_link_to_the_verified_one() {
+    fn a_seeded_file_is_a_copy_so_a_write_through_it_never_reaches_the_verified_one() {
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let from = dir.path().join("a.pyc");
@@ -339,12 +326,14 @@ mod tests {
         let to = dir.path().join("seed/x/a.pyc");
         copy_if_digest(&from, &to, &sha).expect("seeded");
         let (a, b) = (from.metadata().unwrap(), to.metadata().unwrap());
-        assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()));
-        // A link whose bytes are not the compared ones is removed again.
-        let wrong = dir.path().join("seed/x/wrong.pyc");
-        let err = copy_if_digest(&from, &wrong, &"0".repeat(64)).unwrap_err();
-        assert!(err.contains("changed since"), "{err}");
-        assert!(!wrong.exists());
+        assert_ne!((a.dev(), a.ino()), (b.dev(), b.ino()), "not a link");
+        // A step writing into the seeded file in place changes only the copy.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&to)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"poisoned"))
+            .unwrap();
+        assert_eq!(std::fs::read(&from).unwrap(), b"verified bytes");
     }
 
     #[test]
