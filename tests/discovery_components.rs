@@ -10,8 +10,8 @@
 mod common;
 
 use common::{
-    candidate, check, checks, copy_tree, detail, evidence_dir, fixtures_dir, gate_result, git,
-    make_writable, python, read_evidence, verifier, FixtureRepo,
+    candidate, check, checks, copy_tree, detail, fixtures_dir, gate_result, git, make_writable,
+    python, read_evidence, FixtureRepo,
 };
 use serde_json::{json, Value};
 
@@ -58,6 +58,17 @@ fn component_repo() -> FixtureRepo {
 }
 
 /// The record of `component` in `candidates[].discovery.component_calls`.
+/// Runs `--only discovery-rpc` on `repo` with the profile `text` and the
+/// genuine interpreter.
+fn certify(
+    repo: &FixtureRepo,
+    text: &str,
+) -> (std::process::Output, tempfile::TempDir, std::path::PathBuf) {
+    let python = python();
+    let python = python.to_str().expect("a UTF-8 interpreter path");
+    common::run_only_with_profile(&repo.root, GATE, text, &["--python", python])
+}
+
 fn call_record<'a>(evidence: &'a Value, folder: &str, component: &str) -> &'a Value {
     candidate(evidence, folder)["discovery"]["component_calls"]
         .as_array()
@@ -95,24 +106,7 @@ fn all_failures(ev: &Value) -> Vec<String> {
 #[test]
 fn every_component_kind_is_called_through_the_real_runtime() {
     let repo = component_repo();
-    let (keep, dir) = evidence_dir();
-    let profile = keep.path().join("profile.toml");
-    std::fs::write(&profile, PROFILE).unwrap();
-    let out = verifier()
-        .current_dir(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .arg("--python")
-        .arg(python())
-        .args(["--only", GATE, "--profile"])
-        .arg(&profile)
-        .output()
-        .expect("run the verifier");
-    assert!(
-        dir.join("evidence.json").is_file(),
-        "no evidence: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (_out, _keep, dir) = certify(&repo, PROFILE);
     let ev = read_evidence(&dir);
     make_writable(&dir);
     let failures = all_failures(&ev);
@@ -216,8 +210,6 @@ fn every_component_kind_is_called_through_the_real_runtime() {
 #[test]
 fn an_unhandled_event_is_uncalled_and_a_refused_request_fails() {
     let repo = component_repo();
-    let (keep, dir) = evidence_dir();
-    let profile = keep.path().join("profile.toml");
     let text = "name = \"events\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n\
         [[candidate]]\npath = \"Components/event-plugin\"\n\
         [[discovery.component_probe]]\ncandidate = \"Components/event-plugin\"\n\
@@ -226,22 +218,7 @@ fn an_unhandled_event_is_uncalled_and_a_refused_request_fails() {
         [[candidate]]\npath = \"Components/knowledge-plugin\"\n\
         [[discovery.component_probe]]\ncandidate = \"Components/knowledge-plugin\"\n\
         component = \"KnowledgeEngine/notes\"\ninput = { query = \"q\", filters = \"not a table\" }\n";
-    std::fs::write(&profile, text).unwrap();
-    let out = verifier()
-        .current_dir(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .arg("--python")
-        .arg(python())
-        .args(["--only", GATE, "--profile"])
-        .arg(&profile)
-        .output()
-        .expect("run the verifier");
-    assert!(
-        dir.join("evidence.json").is_file(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (out, _keep, dir) = certify(&repo, text);
     let ev = read_evidence(&dir);
     make_writable(&dir);
     let u = check(&ev, GATE, "uncalled", Some("event-plugin"));

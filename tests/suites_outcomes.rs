@@ -17,8 +17,7 @@
 mod common;
 
 use common::{
-    check, evidence_dir, exit_code, fixture_repo, gate_result, read_evidence, stderr_text,
-    stdout_text, verifier,
+    check, exit_code, fixture_repo, gate_result, read_evidence, stderr_text, stdout_text,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -28,27 +27,13 @@ use verify_coding_candidates::exit;
 /// names `paths`, plus the `extra` lines at the end of `[suites]`. Returns
 /// the exit code, the evidence and the output text.
 fn run(repo: &Path, paths: &[&str], extra: &str) -> (i32, Value, String) {
-    let (keep, dir) = evidence_dir();
-    let profile = keep.path().join("profile.toml");
-    std::fs::write(
-        &profile,
-        format!("{}\n{extra}\n", common::profile_with_suite_paths(paths)),
-    )
-    .expect("write the profile");
-    let out = verifier()
-        .current_dir(repo)
-        .arg("--evidence")
-        .arg(&dir)
-        .args(["--only", "suites", "--profile"])
-        .arg(&profile)
-        .output()
-        .expect("run the verifier");
+    let profile = format!("{}\n{extra}\n", common::profile_with_suite_paths(paths));
+    let (out, _keep, dir) = common::run_only_with_profile(repo, "suites", &profile, &[]);
     let text = format!(
         "stdout:\n{}\nstderr:\n{}",
         stdout_text(&out),
         stderr_text(&out)
     );
-    assert!(dir.join("evidence.json").is_file(), "no evidence; {text}");
     (exit_code(&out), read_evidence(&dir), text)
 }
 

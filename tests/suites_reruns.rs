@@ -10,8 +10,8 @@
 mod common;
 
 use common::{
-    check, evidence_dir, exit_code, fixture_repo, gate_result, read_evidence, replay_output,
-    stderr_text, stdout_text, verifier,
+    check, exit_code, fixture_repo, gate_result, read_evidence, replay_output, stderr_text,
+    stdout_text,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -29,32 +29,18 @@ fn run(
     paths: &[&str],
     retries: u32,
 ) -> (i32, Value, tempfile::TempDir, PathBuf, String) {
-    let (keep, dir) = evidence_dir();
-    let profile = keep.path().join("profile.toml");
     let text = common::profile_with_suite_paths(paths);
     assert!(
         text.contains("\nretries = 2\n"),
         "the built-in profile reruns twice"
     );
-    std::fs::write(
-        &profile,
-        text.replace("\nretries = 2\n", &format!("\nretries = {retries}\n")),
-    )
-    .expect("write the profile");
-    let out = verifier()
-        .current_dir(repo)
-        .arg("--evidence")
-        .arg(&dir)
-        .args(["--only", "suites", "--profile"])
-        .arg(&profile)
-        .output()
-        .expect("run the verifier");
+    let profile = text.replace("\nretries = 2\n", &format!("\nretries = {retries}\n"));
+    let (out, keep, dir) = common::run_only_with_profile(repo, "suites", &profile, &[]);
     let text = format!(
         "stdout:\n{}\nstderr:\n{}",
         stdout_text(&out),
         stderr_text(&out)
     );
-    assert!(dir.join("evidence.json").is_file(), "no evidence; {text}");
     (exit_code(&out), read_evidence(&dir), keep, dir, text)
 }
 

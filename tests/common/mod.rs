@@ -394,6 +394,38 @@ pub fn verifier_only(repo: &Path, evidence: &Path, only: &str) -> Command {
     cmd
 }
 
+/// Runs the verifier in `repo` (its working directory) with `--evidence
+/// <fresh dir> --only ONLY --profile <profile_text, written beside the
+/// evidence directory, outside the repository>` and `extra`. Returns the
+/// output, the evidence directory and the guard that keeps it; panics, with
+/// the output, when no evidence was written.
+pub fn run_only_with_profile(
+    repo: &Path,
+    only: &str,
+    profile_text: &str,
+    extra: &[&str],
+) -> (std::process::Output, TempDir, PathBuf) {
+    let (keep, dir) = evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    std::fs::write(&profile, profile_text).expect("write the profile");
+    let out = verifier()
+        .current_dir(repo)
+        .arg("--evidence")
+        .arg(&dir)
+        .args(extra)
+        .args(["--only", only, "--profile"])
+        .arg(&profile)
+        .output()
+        .expect("run the verifier");
+    assert!(
+        dir.join("evidence.json").is_file(),
+        "no evidence written; stdout:\n{}\nstderr:\n{}",
+        stdout_text(&out),
+        stderr_text(&out)
+    );
+    (out, keep, dir)
+}
+
 /// Runs `verifier merge --into INTO PARTS...` and returns its output.
 pub fn merge_output(into: &Path, parts: &[&Path]) -> std::process::Output {
     verifier()
