@@ -55,6 +55,13 @@ pub struct GateInfo {
     /// lose their CPU to the harness's other gates. Default false.
     #[serde(default)]
     pub foreground: bool,
+    /// A `whole` gate with a part per candidate (`suites`: each candidate's
+    /// own tests): when earlier gates failed some candidates, it still runs
+    /// for the others (it sees them left out, as a `candidate` gate does),
+    /// and its whole-repository part says it needs every candidate. Default
+    /// false: a `whole` gate is blocked by any candidate's failure.
+    #[serde(default)]
+    pub per_candidate_part: bool,
 }
 
 fn default_cost() -> f64 {

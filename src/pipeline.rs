@@ -828,7 +828,7 @@ fn next_step(
         left_out.join(", "),
         narrowing.join(", ")
     );
-    if info.scope != catalogue::Scope::Candidate {
+    if info.scope != catalogue::Scope::Candidate && !info.per_candidate_part {
         return Next::Blocked(format!(
             "{why}, and this gate checks every candidate at once: it runs only when every candidate passed \
              the gates it requires"
@@ -1339,6 +1339,7 @@ mod tests {
                 cost: 1.0,
                 writes: Vec::new(),
                 foreground: false,
+                per_candidate_part: false,
             }
         }
 
@@ -1744,6 +1745,45 @@ mod tests {
                 "suites was blocked: nothing certifies even the candidate that passed"
             );
             assert_eq!(verdict("acp-agent-runner").gate.as_deref(), Some("suites"));
+        }
+
+        #[test]
+        fn a_whole_gate_with_a_per_candidate_part_runs_for_the_candidates_left() {
+            let mut cat = candidate_chain();
+            let suites = cat.iter_mut().find(|g| g.id == "suites").unwrap();
+            suites.per_candidate_part = true;
+            let per: [(&str, &[&str]); 4] = [
+                ("admission", &["codex-agent"]),
+                ("dependencies", &[]),
+                ("discovery", &[]),
+                ("suites", &[]),
+            ];
+            let (records, _, log, _) = run_with(&cat, &ALL, &[], &[], &per, 2);
+            let by_id = |id: &str| records.iter().find(|g| g.id == id).unwrap();
+            assert_eq!(by_id("admission").result, GateResult::Fail);
+            assert!(
+                log.contains(&"suites checked acp-agent-runner,claude-code-agent".to_string()),
+                "{log:?}"
+            );
+            assert_eq!(by_id("suites").result, GateResult::Pass);
+            assert_eq!(by_id("suites").candidates_left_out, ["codex-agent"]);
+            // Every candidate left out: blocked all the same.
+            let per: [(&str, &[&str]); 4] = [
+                (
+                    "admission",
+                    &["acp-agent-runner", "claude-code-agent", "codex-agent"],
+                ),
+                ("dependencies", &[]),
+                ("discovery", &[]),
+                ("suites", &[]),
+            ];
+            let (records, _, log, _) = run_with(&cat, &ALL, &[], &[], &per, 2);
+            let suites = records.iter().find(|g| g.id == "suites").unwrap();
+            assert_eq!(suites.result, GateResult::Blocked);
+            assert!(
+                !log.iter().any(|l| l.starts_with("start suites")),
+                "{log:?}"
+            );
         }
 
         #[test]

@@ -304,6 +304,13 @@ impl SdkPin {
 pub struct CandidateSpec {
     /// Folder relative to the repository root, `/`-separated (`Runner/codex-agent`).
     pub path: String,
+    /// The candidate's own pytest paths (files or folders), relative to its
+    /// folder, `/`-separated, which the `suites` gate runs from the
+    /// candidate's folder and from its extraction. `None` (the key unset):
+    /// its `tests/` folder when the committed tree has one holding test
+    /// files; `Some([])`: it has none (an `untested` warning).
+    #[serde(default)]
+    pub tests: Option<Vec<String>>,
 }
 
 impl CandidateSpec {
@@ -898,6 +905,14 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
                 "candidate path {p:?} must be relative, `/`-separated, without `.`, `..` or empty components"
             )));
         }
+        for t in c.tests.iter().flatten() {
+            if !relative_in_repo(t) {
+                return Err(invalid(format!(
+                    "candidate {p:?}: tests entry {t:?} must be relative to the candidate's folder, `/`-separated, \
+                     without `.`, `..` or empty components (e.g. \"tests\")"
+                )));
+            }
+        }
         if !folders.insert(c.folder().to_string()) {
             return Err(invalid(format!(
                 "two candidates share the folder name {:?}; folder names key DIR/packages and DIR/extracted",
@@ -1438,6 +1453,54 @@ mod tests {
         let text = BUILTIN_CODING_RUNNERS.replace("Runner/codex-agent", "../codex-agent");
         let err = parse(&text, "x.toml").unwrap_err().to_string();
         assert!(err.contains("../codex-agent"), "{err}");
+    }
+
+    #[test]
+    fn candidate_tests_are_read_and_an_escaping_entry_is_refused_naming_the_key() {
+        let with = |tests: &str| {
+            BUILTIN_CODING_RUNNERS.replacen(
+                "path = \"Runner/codex-agent\"",
+                &format!("path = \"Runner/codex-agent\"\ntests = {tests}"),
+                1,
+            )
+        };
+        let p = parse(&with("[\"tests\", \"check/test_x.py\"]"), "x.toml").unwrap();
+        let codex = p
+            .candidates
+            .iter()
+            .find(|c| c.folder() == "codex-agent")
+            .unwrap();
+        assert_eq!(
+            codex.tests.as_deref(),
+            Some(&["tests".to_string(), "check/test_x.py".to_string()][..])
+        );
+        let acp = p
+            .candidates
+            .iter()
+            .find(|c| c.folder() == "acp-agent-runner")
+            .unwrap();
+        assert_eq!(acp.tests, None);
+        let none = parse(&with("[]"), "x.toml").unwrap();
+        assert_eq!(
+            none.candidates
+                .iter()
+                .find(|c| c.folder() == "codex-agent")
+                .unwrap()
+                .tests
+                .as_deref(),
+            Some(&[][..])
+        );
+        for bad in ["../x", "/abs", "tests/../x", "", "a//b", "./tests"] {
+            let err = parse(&with(&format!("[{bad:?}]")), "x.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("tests entry")
+                    && err.contains(&format!("{bad:?}"))
+                    && err.contains("Runner/codex-agent"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

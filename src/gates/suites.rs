@@ -88,6 +88,7 @@
 //! missing, a collection that failed, a run whose tests failed, a report
 //! not written) the others name it in `consequence_of`.
 
+mod candidates;
 mod deselection;
 mod junit;
 mod kept;
@@ -123,17 +124,82 @@ impl super::Gate for Suites {
     }
 
     fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
-        let Some(opts) = ctx.profile.profile.suites.clone() else {
-            return Ok(vec![no_suites_check()]);
-        };
+        let opts = ctx.profile.profile.suites.clone();
         let staged = ctx.staged_root.clone().ok_or(
             "the staged source is missing (the `stage` gate did not record DIR/staging/source); run `stage` first",
         )?;
-        let obs = observe::observe(ctx, &opts, &staged)?;
-        let checks = decide(&obs, &opts);
-        let record = record_of(&obs, &opts);
-        out.set(move |ctx| ctx.suites = Some(record));
+        // The candidates earlier gates failed (the pipeline runs this gate
+        // for the others): the repository-level runs read every candidate.
+        let left_out: Vec<String> = ctx
+            .profile
+            .profile
+            .candidates
+            .iter()
+            .map(|c| c.folder().to_string())
+            .filter(|f| !ctx.selected.iter().any(|s| s.folder() == f))
+            .collect();
+        let mut checks = Vec::new();
+        let mut record = None;
+        match &opts {
+            None => checks.push(no_suites_check()),
+            Some(_) if !left_out.is_empty() => checks.push(repository_runs_left_out(&left_out)),
+            Some(opts) => {
+                let obs = observe::observe(ctx, opts, &staged)?;
+                checks.extend(decide(&obs, opts));
+                record = Some(record_of(&obs, opts));
+            }
+        }
+        // Each candidate's own tests, one candidate after the other (after
+        // the repository-level runs, which keep their place and names).
+        let own = candidates::observe(ctx, opts.as_ref(), &staged)?;
+        for c in &own {
+            checks.extend(candidates::decide(c, opts.as_ref()));
+        }
+        let own_runs: Vec<SuiteRun> = own
+            .iter()
+            .flat_map(|c| c.runs.iter().map(suite_run))
+            .collect();
+        if !own_runs.is_empty() {
+            let record = record.get_or_insert_with(|| empty_record(opts.as_ref()));
+            if record.pytest_version.is_none() {
+                record.pytest_version = own
+                    .iter()
+                    .flat_map(|c| &c.runs)
+                    .find_map(|r| collection(r).map(|c| c.pytest_version.clone()));
+            }
+            record.runs.extend(own_runs);
+        }
+        if let Some(record) = record {
+            out.set(move |ctx| ctx.suites = Some(record));
+        }
         Ok(checks)
+    }
+}
+
+/// The gate-wide failure when earlier gates failed some candidates: the
+/// repository-level runs need every candidate in DIR/extracted, so they were
+/// not made (the other candidates' own runs were).
+fn repository_runs_left_out(left_out: &[String]) -> Check {
+    Check::fail(
+        "repository-runs",
+        None,
+        format!(
+            "the repository-level suites ([suites] paths) were not run: candidate(s) {} did not pass the gates              this one requires (see candidates_left_out), and these runs read every candidate (DIR/extracted              must hold them all); the other candidates' own tests were run: fix those candidates first",
+            left_out.join(", ")
+        ),
+    )
+    .with_observed(json!({ "candidates_left_out": left_out }))
+}
+
+/// The suites record when only candidates' own runs were made.
+fn empty_record(opts: Option<&SuitesOptions>) -> SuitesRecord {
+    SuitesRecord {
+        paths: opts.map(|o| o.paths.clone()).unwrap_or_default(),
+        historical: opts.map(|o| o.historical.clone()).unwrap_or_default(),
+        source_root_env: candidates::options_for(opts, &[]).source_root_env,
+        config: opts.and_then(|o| o.config.clone()),
+        pytest_version: None,
+        runs: Vec::new(),
     }
 }
 
@@ -268,6 +334,23 @@ pub(crate) fn decide(obs: &Observation, opts: &SuitesOptions) -> Vec<Check> {
         }
     }
     if let [tree, extracted] = obs.runs.as_slice() {
+        checks.push(pair_check(
+            "extracted/same-outcomes",
+            [tree, extracted],
+            [&roots[0], &roots[1]],
+        ));
+    }
+    checks
+}
+
+/// `<name>` (`extracted/same-outcomes`, `<folder>/extracted/same-outcomes`):
+/// the tree run `runs[0]` and the extraction run `runs[1]` report the same
+/// tests with the same outcomes; a failure is a consequence of a run whose
+/// report was not read or whose collection failed (`roots`: each run's
+/// [`run_root`]).
+fn pair_check(name: &str, runs: [&RunObservation; 2], roots: [&Option<String>; 2]) -> Check {
+    let [tree, extracted] = runs;
+    {
         // Each test with the outcome it ended with (a flaky test's rerun).
         let ended = |r: &RunObservation| {
             r.report
@@ -280,10 +363,10 @@ pub(crate) fn decide(obs: &Observation, opts: &SuitesOptions) -> Vec<Check> {
             (Some(t), Some(e)) => Some((&t[..], &e[..])),
             _ => None,
         };
-        let mut check = same_outcomes_check(reports);
+        let mut check = same_outcomes_named(name, reports);
         // A run whose report was not read, or whose collection failed,
         // explains the comparison's failure.
-        let cause = [tree, extracted].iter().zip(&roots).find_map(|(r, root)| {
+        let cause = [tree, extracted].iter().zip(roots).find_map(|(r, root)| {
             let collected = format!("{}/collected", r.name);
             match root {
                 Some(root) if r.report.is_err() || *root == collected => Some(root.clone()),
@@ -293,9 +376,8 @@ pub(crate) fn decide(obs: &Observation, opts: &SuitesOptions) -> Vec<Check> {
         if let (Some(cause), crate::evidence::CheckResult::Fail) = (cause, check.result) {
             check = check.consequence_of(&cause);
         }
-        checks.push(check);
+        check
     }
-    checks
 }
 
 fn suite_paths_check(obs: &Observation, opts: &SuitesOptions) -> Check {
@@ -1102,8 +1184,13 @@ fn outcome_differences(
 /// test ids with the same outcomes as the run against the committed tree, so
 /// what ships is tested as much as the tree. `reports` is `None` when a run's
 /// JUnit report could not be read.
+#[cfg(test)]
 fn same_outcomes_check(reports: Option<(&[SuiteTestCase], &[SuiteTestCase])>) -> Check {
-    let name = "extracted/same-outcomes";
+    same_outcomes_named("extracted/same-outcomes", reports)
+}
+
+/// [`same_outcomes_check`] under the check name `name`.
+fn same_outcomes_named(name: &str, reports: Option<(&[SuiteTestCase], &[SuiteTestCase])>) -> Check {
     let Some((tree, extracted)) = reports else {
         return Check::fail(
             name,

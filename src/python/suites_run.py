@@ -58,7 +58,10 @@ argv[2]: path of the collection record, one JSON document, written atomically
 argv[3]: JSON object from the gate: {"hooks": [hook names the record lists
          implementations of], "scan": {"rootdir": str, "paths": [str],
          "python_files": [glob], "python_functions": [prefix or glob],
-         "python_classes": [prefix or glob]}}.
+         "python_classes": [prefix or glob]},
+         "path_first": [folder], "path_last": [folder]} (both optional: a
+         candidate's own runs; folders put first on, and appended to,
+         sys.path before pytest runs).
     The record also holds what the driver itself read, before pytest
     imported anything of the repository, from the suites' test files
     (`ast`, never importing them):
@@ -834,6 +837,13 @@ def main():
     global DEFINED, SCAN_ERRORS
     # Read before pytest imports anything of the repository.
     DEFINED, SCAN_ERRORS = scan_definitions(SETTINGS["scan"])
+    # A candidate's own tests (argv[3] "path_first", "path_last"): they run as
+    # from the candidate's folder (first, as `python -m pytest` there puts
+    # it), with its dependency environment after the interpreter's own
+    # site-packages, as the SDK's worker has it, so nothing there can stand
+    # in for the verified SDK. Set after pytest and this driver are imported.
+    sys.path[:0] = SETTINGS.get("path_first", [])
+    sys.path.extend(SETTINGS.get("path_last", []))
     recorder = Recorder()
     system_exit = None
     try:

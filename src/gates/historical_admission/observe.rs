@@ -315,8 +315,12 @@ mod tests {
         vec![
             CandidateSpec {
                 path: "R/other".into(),
+                tests: None,
             },
-            CandidateSpec { path: "R/x".into() },
+            CandidateSpec {
+                path: "R/x".into(),
+                tests: None,
+            },
         ]
     }
 

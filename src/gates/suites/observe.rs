@@ -235,11 +235,47 @@ pub(crate) struct ExtractionObservation {
     pub after: BTreeMap<String, String>,
 }
 
-/// One of the two runs.
-struct RunPlan {
-    name: &'static str,
+/// One run: what its private copy is made of, and how its interpreter is
+/// set up. The repository-level runs copy the staged tree and set nothing
+/// else; a candidate's runs (`suites/candidates.rs`) copy its folder or its
+/// extraction, run as from that folder and see its dependency environment.
+pub(super) struct RunPlan {
+    /// `tree`, `extracted`, `<folder>/tree`, `<folder>/extracted`.
+    pub name: String,
     /// Absolute value of the source-root variable, if set.
-    source_root: Option<PathBuf>,
+    pub source_root: Option<PathBuf>,
+    /// The folder the run's private copy is made from.
+    pub source: PathBuf,
+    /// Files (relative, `/`-separated) copied into the private copy from
+    /// `added_from` after `source` was copied: those `source` lacks.
+    pub added: Vec<String>,
+    /// Where `added` comes from.
+    pub added_from: PathBuf,
+    /// The driver puts the run's copy first on `sys.path`, as `python -m
+    /// pytest` run from that folder does.
+    pub copy_first_on_path: bool,
+    /// Folders the driver appends to `sys.path`, after the interpreter's
+    /// own site-packages (read-only in the sandbox).
+    pub path_last: Vec<PathBuf>,
+    /// The interpreter.
+    pub python: PathBuf,
+}
+
+impl RunPlan {
+    /// A repository-level run: a copy of the staged tree `staged`, nothing
+    /// added, the run's interpreter `ctx.python`.
+    fn repository(name: &str, source_root: Option<PathBuf>, staged: &Path, python: &Path) -> Self {
+        Self {
+            name: name.to_string(),
+            source_root,
+            source: staged.to_path_buf(),
+            added: Vec::new(),
+            added_from: staged.to_path_buf(),
+            copy_first_on_path: false,
+            path_last: Vec::new(),
+            python: python.to_path_buf(),
+        }
+    }
 }
 
 /// Observes the suites of `opts` against the staged tree `staged`.
@@ -277,34 +313,17 @@ pub(super) fn observe(
         return Ok(obs);
     }
 
-    let private_config = ctx
-        .evidence_dir
-        .join("roots")
-        .join("suites")
-        .join("pytest.ini");
+    let private_config = private_config_path(ctx);
     if opts.config.is_none() {
-        std::fs::create_dir_all(private_config.parent().unwrap_or(&ctx.evidence_dir))
-            .and_then(|()| {
-                std::fs::write(
-                    &private_config,
-                    "# Written by verify-coding-candidates: the profile names no pytest configuration.\n[pytest]\n",
-                )
-            })
-            .map_err(|e| format!("cannot write {}: {e}", private_config.display()))?;
+        write_private_config(ctx)?;
     }
 
     // `suites` has scope `whole`: the pipeline never runs it in a
     // `--partition` run, so DIR/extracted holds every candidate here.
     let root = ctx.extracted_root();
-    let tree_plan = RunPlan {
-        name: "tree",
-        source_root: None,
-    };
-    let extracted_plan = RunPlan {
-        name: "extracted",
-        source_root: Some(root.clone()),
-    };
-    let sandbox_inputs = SandboxInputs::observe(ctx, &private_config)?;
+    let tree_plan = RunPlan::repository("tree", None, staged, &ctx.python);
+    let extracted_plan = RunPlan::repository("extracted", Some(root.clone()), staged, &ctx.python);
+    let sandbox_inputs = SandboxInputs::observe(ctx, &ctx.python, &private_config)?;
     let (entries, dirs) = list_root(&root);
     // The digests bracket both runs: a write
     // to DIR/extracted by either is a change the extraction run cannot rule
@@ -317,7 +336,7 @@ pub(super) fn observe(
     let mut runs = crate::parallel::map(
         &[&tree_plan, &extracted_plan],
         1,
-        |plan| observe_run(ctx, opts, staged, &private_config, &sandbox_inputs, plan),
+        |plan| observe_run(ctx, opts, &private_config, &sandbox_inputs, plan),
         |plan| Err(format!("the {} run's thread panicked", plan.name)),
     )
     .into_iter();
@@ -342,6 +361,32 @@ pub(super) fn observe(
         after,
     });
     Ok(obs)
+}
+
+/// `DIR/roots/suites/pytest.ini`.
+fn private_config_path(ctx: &RunContext) -> PathBuf {
+    ctx.evidence_dir
+        .join("roots")
+        .join("suites")
+        .join("pytest.ini")
+}
+
+/// Writes the empty private pytest configuration the runs get when the
+/// profile names none (a candidate's runs always), and returns its path.
+///
+/// # Errors
+/// When it cannot be written.
+pub(super) fn write_private_config(ctx: &RunContext) -> Result<PathBuf, String> {
+    let path = private_config_path(ctx);
+    std::fs::create_dir_all(path.parent().unwrap_or(&ctx.evidence_dir))
+        .and_then(|()| {
+            std::fs::write(
+                &path,
+                "# Written by verify-coding-candidates: the profile names no pytest configuration.\n[pytest]\n",
+            )
+        })
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
 }
 
 /// The names of `root`'s entries (or why they cannot be read), and those of
@@ -369,18 +414,23 @@ pub(super) fn list_root(root: &Path) -> (Result<Vec<String>, String>, Vec<String
 /// What both runs' sandboxes read: whether bwrap is usable, and the
 /// read-only inputs (the interpreter's folders, DIR/extracted, the run's
 /// bytecode cache, the private pytest configuration).
-struct SandboxInputs {
+pub(super) struct SandboxInputs {
     available: &'static sandbox::Availability,
     read_only: Vec<PathBuf>,
 }
 
 impl SandboxInputs {
-    fn observe(ctx: &RunContext, private_config: &Path) -> Result<Self, String> {
+    /// The inputs of runs with the interpreter `python`.
+    pub(super) fn observe(
+        ctx: &RunContext,
+        python: &Path,
+        private_config: &Path,
+    ) -> Result<Self, String> {
         let log_dir = ctx.evidence_dir.join("logs").join("sandbox");
         let available = sandbox::availability(&log_dir);
         let mut read_only = match available {
             sandbox::Availability::Bwrap(_) => sandbox::interpreter_paths(
-                &ctx.python,
+                python,
                 &ctx.evidence_dir,
                 &ctx.log_stem("suites", "interpreter-paths"),
             )?,
@@ -404,19 +454,25 @@ impl SandboxInputs {
 /// sandbox where only the run's private root is writable: its reports are
 /// written under `DIR/roots/suites/<run>/out/` and moved to `DIR/logs/suites/`
 /// once the sandbox has ended.
-fn observe_run(
+pub(super) fn observe_run(
     ctx: &RunContext,
     opts: &SuitesOptions,
-    staged: &Path,
     private_config: &Path,
     inputs: &SandboxInputs,
     plan: &RunPlan,
 ) -> Result<RunObservation, String> {
-    let name = plan.name;
+    let name = plan.name.as_str();
     let base = ctx.evidence_dir.join("roots").join("suites").join(name);
     let attempt = |dir: &Path| -> Result<RunSetup<'_>, String> {
         let tree = dir.join("source");
-        copy_tree(staged, &tree)?;
+        copy_tree(&plan.source, &tree)?;
+        for rel in &plan.added {
+            let (from, to) = (plan.added_from.join(rel), tree.join(rel));
+            to.parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::copy(&from, &to).map(|_| ()))
+                .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
+        }
         let (home, tmp, out_dir) = (dir.join("home"), dir.join("tmp"), dir.join("out"));
         for d in [&home, &tmp, &out_dir] {
             std::fs::create_dir_all(d)
@@ -534,6 +590,14 @@ impl RunSetup<'_> {
         }
         let junit_inside = out_dir.join(format!("{name}.xml"));
         let record_inside = out_dir.join(format!("{name}-collection.json"));
+        // A candidate's run names are `<folder>/tree`: their files sit in a
+        // folder per candidate.
+        for file in [&junit_abs, &junit_inside] {
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+        }
         pytest_args.push(format!("--junitxml={}", junit_inside.display()));
         pytest_args.push("-q".into());
         let mut args: Vec<String> = vec!["-I".into()];
@@ -543,11 +607,11 @@ impl RunSetup<'_> {
             python::SUITES_RUN_DRIVER.to_string(),
             serde_json::to_string(&pytest_args).expect("strings serialise"),
             record_inside.display().to_string(),
-            driver_settings(opts, &tree).to_string(),
+            driver_settings(opts, &tree, plan).to_string(),
         ]);
         let log_stem = ctx.log_stem("suites", name);
         let spec = ChildSpec {
-            program: ctx.python.clone(),
+            program: plan.python.clone(),
             args,
             cwd: tree.clone(),
             env,
@@ -558,7 +622,12 @@ impl RunSetup<'_> {
         let (spec, sandbox) = sandbox::confine(
             spec,
             &SandboxPlan {
-                read_only: inputs.read_only.clone(),
+                read_only: inputs
+                    .read_only
+                    .iter()
+                    .chain(&plan.path_last)
+                    .cloned()
+                    .collect(),
                 writable: vec![base.to_path_buf()],
                 network: Network::PrivateLoopback,
             },
@@ -643,7 +712,7 @@ impl RunSetup<'_> {
             name: name.to_string(),
             cwd: rel(&tree),
             source_root: plan.source_root.as_deref().map(rel),
-            python: ctx.python.display().to_string(),
+            python: plan.python.display().to_string(),
             timeout_secs: opts.timeout_secs,
             collection,
             pytest,
@@ -660,7 +729,7 @@ impl RunSetup<'_> {
 /// its record lists (the gate's lists, the one source of those names), and
 /// what its scan of the test files reads: `paths` in the run's copy `tree`
 /// (its rootdir), by the profile's naming rules or pytest's defaults.
-fn driver_settings(opts: &SuitesOptions, tree: &Path) -> serde_json::Value {
+fn driver_settings(opts: &SuitesOptions, tree: &Path, plan: &RunPlan) -> serde_json::Value {
     // In the lists' order, which is the order the checks name them in.
     let mut hooks: Vec<&str> = Vec::new();
     for hook in super::rewrites::REPORTING_HOOKS
@@ -676,7 +745,7 @@ fn driver_settings(opts: &SuitesOptions, tree: &Path) -> serde_json::Value {
         v.clone()
             .unwrap_or_else(|| d.iter().map(|s| (*s).to_string()).collect())
     };
-    serde_json::json!({
+    let mut settings = serde_json::json!({
         "hooks": hooks,
         "scan": {
             "rootdir": tree.display().to_string(),
@@ -685,7 +754,20 @@ fn driver_settings(opts: &SuitesOptions, tree: &Path) -> serde_json::Value {
             "python_functions": or(&opts.python_functions, &["test"]),
             "python_classes": or(&opts.python_classes, &["Test"]),
         },
-    })
+    });
+    // Only a candidate's runs carry these (the repository-level runs' settings
+    // are unchanged).
+    if plan.copy_first_on_path {
+        settings["path_first"] = serde_json::json!([tree.display().to_string()]);
+    }
+    if !plan.path_last.is_empty() {
+        settings["path_last"] = plan
+            .path_last
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+    }
+    settings
 }
 
 /// What the run's collection record at `path` (`rel`: relative to DIR)
@@ -891,7 +973,9 @@ mod tests {
     fn the_driver_is_passed_every_hook_the_gate_names_and_holds_no_list_of_its_own() {
         let opts: SuitesOptions =
             toml::from_str("paths = [\"R/t\"]\npython_functions = [\"check_\"]\n").unwrap();
-        let settings = driver_settings(&opts, Path::new("/d/tree"));
+        let plan = RunPlan::repository("tree", None, Path::new("/s"), Path::new("/p"));
+        let settings = driver_settings(&opts, Path::new("/d/tree"), &plan);
+        assert!(settings.get("path_first").is_none() && settings.get("path_last").is_none());
         let hooks: Vec<&str> = settings["hooks"]
             .as_array()
             .unwrap()

@@ -7,6 +7,7 @@ use super::*;
 use crate::evidence::CheckResult;
 use crate::isolation::sandbox::{Network, SandboxRecord};
 
+mod candidates;
 mod reruns;
 
 /// The report pytest 9.2 wrote for one test of each shape (captured from
@@ -1751,14 +1752,28 @@ fn run_without_suites_in_the_profile_warns_and_without_the_staged_source_is_an_e
     let e = testing::run(&Suites, &ctx).0.unwrap_err();
     assert!(e.contains("run `stage` first"), "{e}");
     ctx.profile.profile.suites = None;
+    let e = testing::run(&Suites, &ctx).0.unwrap_err();
+    assert!(e.contains("run `stage` first"), "{e}");
+    // A staged tree whose candidates hold no tests/: the no-suites warning,
+    // then one `untested` warning per candidate, and nothing run.
+    let staged = tempfile::tempdir().unwrap();
+    ctx.staged_root = Some(staged.path().to_path_buf());
     let (checks, after) = testing::run(&Suites, &ctx);
     let checks = checks.unwrap();
-    assert_eq!(checks.len(), 1, "{checks:#?}");
-    assert_eq!(
-        checks[0].result,
-        crate::evidence::CheckResult::Warn,
-        "nothing run is never a pass"
-    );
+    let folders: Vec<&str> = ctx.selected.iter().map(|c| c.folder()).collect();
+    assert_eq!(checks.len(), 1 + folders.len(), "{checks:#?}");
+    for c in &checks {
+        assert_eq!(
+            c.result,
+            CheckResult::Warn,
+            "nothing run is never a pass: {c:?}"
+        );
+    }
+    assert_eq!(checks[0].name, "suites");
+    for (c, folder) in checks[1..].iter().zip(&folders) {
+        assert_eq!(c.name, format!("{folder}/untested"));
+        assert_eq!(c.candidate.as_deref(), Some(*folder));
+    }
     assert!(after.suites.is_none());
     assert_eq!(Suites.id(), "suites");
 }

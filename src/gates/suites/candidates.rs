@@ -1,0 +1,453 @@
+//! The `suites` gate's per-candidate runs: each selected candidate's own
+//! tests (`[[candidate]] tests`, else its `tests/` folder when the committed
+//! tree has one holding test files), run as plugin-local tests are written
+//! to run: from the candidate's own folder, one pytest process per run, so
+//! two candidates' top-level `components`/`pkg` packages never meet.
+//!
+//! Two runs per tested candidate, one after the other, each exactly like
+//! the repository-level runs (same driver and observation plugin, sandbox,
+//! checks, reruns; logs `DIR/logs/suites/<folder>/`, private roots
+//! `DIR/roots/suites/<folder>/`):
+//!
+//! 1. `<folder>/tree`: cwd and rootdir a private copy of the candidate's
+//!    folder in DIR/staging/source;
+//! 2. `<folder>/extracted`: a private copy of DIR/extracted/<folder> (the
+//!    archive's exact extraction), with those of the candidate's test files
+//!    the archive does not hold copied from the staged tree (recorded).
+//!
+//! The driver puts the run's copy first on `sys.path` (as `python -m pytest`
+//! from that folder does) and appends the candidate's dependency
+//! environment, the one the `dependencies` gate had the SDK prepare from
+//! DIR/wheelhouse and verified (no SDK copy, every distribution a wheelhouse
+//! file): the bytes that run are the bytes admitted, visible to that
+//! candidate's runs only, read-only in the sandbox, after the interpreter's
+//! own site-packages so nothing there can stand in for the verified SDK
+//! (and one holding anything named `langbot_plugin*` is refused before any
+//! run). `.pth` files there are not processed (the folder is appended to
+//! `sys.path`, not added as a site directory).
+//!
+//! Checks (each naming the candidate): `<folder>/untested` (a warning: no
+//! tests), `<folder>/test-paths` (every path the profile names is in the
+//! commit), `<folder>/no-private-sdk`, then each run's checks as the
+//! repository-level runs have them and `<folder>/extracted/same-outcomes`.
+
+use super::observe::{self, RunObservation, RunPlan, SandboxInputs};
+use crate::context::RunContext;
+use crate::evidence::Check;
+use crate::profile::{CandidateSpec, SuitesOptions};
+use serde::Serialize;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where a candidate's tests come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum TestsSource {
+    /// `[[candidate]] tests` names them.
+    Profile,
+    /// The key is unset and the committed folder has a `tests/` folder
+    /// holding test files.
+    TestsFolder,
+    /// `tests = []`.
+    ProfileNone,
+    /// The key is unset and there is no `tests/` folder holding test files.
+    NoTestsFolder,
+}
+
+/// What one candidate's own tests gave.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct CandidateObservation {
+    /// The candidate's folder name.
+    pub folder: String,
+    /// Its path in the repository.
+    pub path: String,
+    /// Where its tests come from.
+    pub source: TestsSource,
+    /// Its pytest paths, relative to its folder.
+    pub tests: Vec<String>,
+    /// Paths the profile names that are not in the commit.
+    pub missing: Vec<String>,
+    /// Files of `tests` (relative to the folder) the archive does not hold,
+    /// copied from the staged tree into the extraction run's copy.
+    pub added: Vec<String>,
+    /// The dependency environment's site-packages appended to `sys.path`,
+    /// relative to DIR; `None`: none was prepared or it does not exist.
+    pub environment: Option<String>,
+    /// Why the candidate's dependency environment is unknown (no record of
+    /// the `dependencies` gate for it).
+    pub environment_error: Option<String>,
+    /// Entries of the environment named `langbot_plugin*`.
+    pub private_sdk: Vec<String>,
+    /// DIR/extracted/<folder> does not exist.
+    pub extraction_missing: bool,
+    /// The runs, `<folder>/tree` then `<folder>/extracted`; empty when none
+    /// was made.
+    pub runs: Vec<RunObservation>,
+}
+
+/// The interpreter a candidate's runs use. Today every candidate's is the
+/// run's verified interpreter; a profile that groups candidates by SDK pin
+/// points this one function at the candidate's group.
+pub(crate) fn python_for(ctx: &RunContext, _candidate: &CandidateSpec) -> PathBuf {
+    ctx.python.clone()
+}
+
+/// The pytest options of a candidate's runs: the profile's `[suites]`
+/// options (time limit, retries, plugins, naming rules) or their defaults,
+/// with the candidate's `tests` as paths and nothing repository-level
+/// (no historical files, configuration or declared deselection: those name
+/// repository paths).
+pub(crate) fn options_for(base: Option<&SuitesOptions>, tests: &[String]) -> SuitesOptions {
+    let mut o = base.cloned().unwrap_or_else(|| {
+        toml::from_str("paths = []").expect("[suites] defaults parse with empty paths")
+    });
+    o.paths = tests.to_vec();
+    o.historical.clear();
+    o.config = None;
+    o.deselected.clear();
+    o
+}
+
+/// Whether `name` is a test file by pytest's default `python_files`.
+fn is_test_file(name: &str) -> bool {
+    name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
+}
+
+/// The candidate's tests in its committed folder `folder` (in
+/// DIR/staging/source): the profile's, else `tests/` when it holds a test
+/// file; and the profile's paths missing from the commit.
+pub(crate) fn resolve_tests(
+    spec: &Option<Vec<String>>,
+    folder: &Path,
+) -> (TestsSource, Vec<String>, Vec<String>) {
+    match spec {
+        Some(named) if named.is_empty() => (TestsSource::ProfileNone, Vec::new(), Vec::new()),
+        Some(named) => {
+            let missing = named
+                .iter()
+                .filter(|t| std::fs::symlink_metadata(folder.join(t)).is_err())
+                .cloned()
+                .collect();
+            (TestsSource::Profile, named.clone(), missing)
+        }
+        None => {
+            let dir = folder.join("tests");
+            let holds_tests = dir.is_dir()
+                && walkdir::WalkDir::new(&dir).into_iter().flatten().any(|e| {
+                    e.file_type().is_file() && is_test_file(&e.file_name().to_string_lossy())
+                });
+            if holds_tests {
+                (TestsSource::TestsFolder, vec!["tests".into()], Vec::new())
+            } else {
+                (TestsSource::NoTestsFolder, Vec::new(), Vec::new())
+            }
+        }
+    }
+}
+
+/// The regular files under `tests` (relative to `folder`, files or
+/// folders) that `extraction` does not hold, sorted.
+pub(crate) fn files_not_in(folder: &Path, tests: &[String], extraction: &Path) -> Vec<String> {
+    let mut added = Vec::new();
+    for t in tests {
+        for e in walkdir::WalkDir::new(folder.join(t)).into_iter().flatten() {
+            if !e.file_type().is_file() {
+                continue;
+            }
+            let Ok(rel) = e.path().strip_prefix(folder) else {
+                continue;
+            };
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            if std::fs::symlink_metadata(extraction.join(&rel)).is_err() {
+                added.push(rel);
+            }
+        }
+    }
+    added.sort();
+    added.dedup();
+    added
+}
+
+/// Entries of `site_packages` named `langbot_plugin*` (a package, a
+/// module, a dist-info), sorted.
+pub(crate) fn sdk_entries(site_packages: &Path) -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir(site_packages)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            let n = n.to_ascii_lowercase().replace('-', "_");
+            n.starts_with("langbot_plugin")
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// Observes every candidate of `ctx.selected`, one after the other.
+///
+/// # Errors
+/// A sentence when the gate's own machinery fails (a private root cannot be
+/// written, the run was interrupted).
+pub(super) fn observe(
+    ctx: &RunContext,
+    base: Option<&SuitesOptions>,
+    staged: &Path,
+) -> Result<Vec<CandidateObservation>, String> {
+    // Written once a candidate is run.
+    let mut private_config: Option<PathBuf> = None;
+    let mut inputs: BTreeMap<PathBuf, SandboxInputs> = BTreeMap::new();
+    let mut out = Vec::new();
+    for spec in &ctx.selected {
+        let folder = spec.folder().to_string();
+        let committed = staged.join(&spec.path);
+        let (source, tests, missing) = resolve_tests(&spec.tests, &committed);
+        let extraction = ctx.extracted_root().join(&folder);
+        let mut obs = CandidateObservation {
+            folder: folder.clone(),
+            path: spec.path.clone(),
+            source,
+            tests: tests.clone(),
+            missing,
+            added: Vec::new(),
+            environment: None,
+            environment_error: None,
+            private_sdk: Vec::new(),
+            extraction_missing: !extraction.is_dir(),
+            runs: Vec::new(),
+        };
+        if tests.is_empty() || !obs.missing.is_empty() || obs.extraction_missing {
+            out.push(obs);
+            continue;
+        }
+        obs.added = files_not_in(&committed, &tests, &extraction);
+        let record = ctx.candidates.iter().find(|c| c.folder == folder);
+        let mut path_last = Vec::new();
+        match record.and_then(|r| r.dependencies.as_ref()) {
+            Some(deps) => {
+                if let Some(env) = &deps.environment {
+                    let site = ctx.evidence_dir.join(env).join("site-packages");
+                    if site.is_dir() {
+                        obs.private_sdk = sdk_entries(&site);
+                        obs.environment = Some(format!("{env}/site-packages"));
+                        path_last.push(site);
+                    }
+                }
+            }
+            None => {
+                obs.environment_error = Some(
+                    "the `dependencies` gate recorded no prepared dependency environment for it"
+                        .into(),
+                );
+            }
+        }
+        if obs.environment_error.is_some() || !obs.private_sdk.is_empty() {
+            out.push(obs);
+            continue;
+        }
+        let private_config = match &private_config {
+            Some(p) => p.clone(),
+            None => private_config
+                .insert(observe::write_private_config(ctx)?)
+                .clone(),
+        };
+        let python = python_for(ctx, spec);
+        if !inputs.contains_key(&python) {
+            inputs.insert(
+                python.clone(),
+                SandboxInputs::observe(ctx, &python, &private_config)?,
+            );
+        }
+        let sandbox = &inputs[&python];
+        let opts = options_for(base, &tests);
+        let plans = [
+            RunPlan {
+                name: format!("{folder}/tree"),
+                source_root: None,
+                source: committed.clone(),
+                added: Vec::new(),
+                added_from: committed.clone(),
+                copy_first_on_path: true,
+                path_last: path_last.clone(),
+                python: python.clone(),
+            },
+            RunPlan {
+                name: format!("{folder}/extracted"),
+                source_root: None,
+                source: extraction.clone(),
+                added: obs.added.clone(),
+                added_from: committed.clone(),
+                copy_first_on_path: true,
+                path_last,
+                python,
+            },
+        ];
+        for plan in &plans {
+            obs.runs.push(observe::observe_run(
+                ctx,
+                &opts,
+                &private_config,
+                sandbox,
+                plan,
+            )?);
+        }
+        out.push(obs);
+    }
+    Ok(out)
+}
+
+/// The checks of one candidate's observation, each naming the candidate.
+pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> Vec<Check> {
+    let folder = c.folder.as_str();
+    let name = |check: &str| format!("{folder}/{check}");
+    let mut checks = Vec::new();
+    let observed = json!({
+        "tests": c.tests, "source": c.source, "missing": c.missing, "added_to_extraction": c.added,
+    });
+    match c.source {
+        TestsSource::ProfileNone | TestsSource::NoTestsFolder => {
+            let why = if c.source == TestsSource::ProfileNone {
+                "the profile says it has none (`tests = []`)"
+            } else {
+                "not its folder's tests/, and the profile names none"
+            };
+            checks.push(
+                Check::warn(
+                    &name("untested"),
+                    Some(folder),
+                    format!(
+                        "{} has no tests of its own: {why}; nothing of it was run by pytest, and nothing is \
+                         claimed: add a tests/ folder to the candidate, or name its tests in [[candidate]] tests",
+                        c.path
+                    ),
+                )
+                .with_observed(observed),
+            );
+            return checks;
+        }
+        TestsSource::Profile | TestsSource::TestsFolder => {}
+    }
+    if !c.missing.is_empty() {
+        checks.push(
+            Check::fail(
+                &name("test-paths"),
+                Some(folder),
+                format!(
+                    "[[candidate]] tests of {} names {:?}, not in the committed folder ({}); expected each a \
+                     committed file or folder relative to the candidate's folder: commit it or fix the profile",
+                    c.path,
+                    c.missing,
+                    c.missing
+                        .iter()
+                        .map(|m| format!("{}/{m}", c.path))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .with_observed(observed),
+        );
+        return checks;
+    }
+    let from = if c.source == TestsSource::Profile {
+        "[[candidate]] tests"
+    } else {
+        "its tests/ folder"
+    };
+    checks.push(
+        Check::pass(
+            &name("test-paths"),
+            Some(folder),
+            format!(
+                "its own tests ({from}): {}, run from a private copy of {} and of DIR/extracted/{folder}{}",
+                c.tests.join(", "),
+                c.path,
+                if c.added.is_empty() {
+                    String::from(" (the archive holds every test file)")
+                } else {
+                    format!(
+                        ", to which {} test file(s) the archive does not hold were added from the tree: {}",
+                        c.added.len(),
+                        c.added.join(", ")
+                    )
+                }
+            ),
+        )
+        .with_observed(observed),
+    );
+    if c.extraction_missing {
+        checks.push(Check::fail(
+            &name("extraction"),
+            Some(folder),
+            format!(
+                "DIR/extracted/{folder} does not exist, so the tests could not run against the archive; expected \
+                 the extraction `archive-members` writes: see that gate"
+            ),
+        ));
+        return checks;
+    }
+    if let Some(error) = &c.environment_error {
+        checks.push(Check::fail(
+            &name("dependencies"),
+            Some(folder),
+            format!(
+                "{error}, so its tests could not be given its requirements; expected the environment the SDK \
+                 prepared from DIR/wheelhouse: see the `dependencies` gate"
+            ),
+        ));
+        return checks;
+    }
+    let env_observed = json!({ "environment": c.environment, "found": c.private_sdk });
+    if !c.private_sdk.is_empty() {
+        checks.push(
+            Check::fail(
+                &name("no-private-sdk"),
+                Some(folder),
+                format!(
+                    "its dependency environment {} holds {:?}: expected no copy of the SDK there, which its tests \
+                     would see; the SDK comes only from the verified interpreter: drop the requirement that \
+                     brings it (nothing was run)",
+                    c.environment.as_deref().unwrap_or("?"),
+                    c.private_sdk
+                ),
+            )
+            .with_observed(env_observed),
+        );
+        return checks;
+    }
+    checks.push(
+        Check::pass(
+            &name("no-private-sdk"),
+            Some(folder),
+            match &c.environment {
+                Some(env) => format!(
+                    "its dependency environment {env} holds nothing named langbot_plugin*; it is appended to \
+                     sys.path after the interpreter's own site-packages (read-only), so the SDK the tests import \
+                     is the verified interpreter's"
+                ),
+                None => "it has no dependency environment (its requirements name nothing beyond the SDK): the \
+                         SDK the tests import is the verified interpreter's"
+                    .into(),
+            },
+        )
+        .with_observed(env_observed),
+    );
+    let opts = options_for(base, &c.tests);
+    let mut roots = Vec::new();
+    for run in &c.runs {
+        checks.extend(super::run_checks(run, &opts));
+        roots.push(super::run_root(run));
+    }
+    if let [tree, extracted] = c.runs.as_slice() {
+        checks.push(super::pair_check(
+            &name("extracted/same-outcomes"),
+            [tree, extracted],
+            [&roots[0], &roots[1]],
+        ));
+    }
+    for check in &mut checks {
+        check.candidate = Some(c.folder.clone());
+    }
+    checks
+}
