@@ -184,7 +184,9 @@ fn repository_runs_left_out(left_out: &[String]) -> Check {
         "repository-runs",
         None,
         format!(
-            "the repository-level suites ([suites] paths) were not run: candidate(s) {} did not pass the gates              this one requires (see candidates_left_out), and these runs read every candidate (DIR/extracted              must hold them all); the other candidates' own tests were run: fix those candidates first",
+            "the repository-level suites ([suites] paths) were not run: candidate(s) {} did not pass the gates \
+             this one requires (see candidates_left_out), and these runs read every candidate (DIR/extracted \
+             must hold them all); the other candidates' own tests were run: fix those candidates first",
             left_out.join(", ")
         ),
     )

@@ -319,14 +319,39 @@ fn suites(
             return;
         }
     };
+    // Each candidate's own runs are not rebuilt from the directory: their
+    // checks (each naming its candidate) are left out of the comparison.
+    let own: Vec<&str> = g
+        .checks
+        .iter()
+        .filter_map(|k| k.candidate.as_deref())
+        .collect();
+    if !own.is_empty() {
+        not.push(NotRedecided {
+            gate: format!("{} (candidates' own tests)", g.id),
+            why: "each candidate's own runs (its `<folder>/...` checks) are not rebuilt from the kept \
+                  observations; only the repository-level runs are re-decided"
+                .into(),
+        });
+    }
+    if g.checks.iter().any(|k| k.name == "repository-runs") {
+        not.push(NotRedecided {
+            gate: g.id.clone(),
+            why: "the repository-level runs were not made (candidates were left out)".into(),
+        });
+        return;
+    }
     let skipped = |k: &Check| {
+        if k.candidate.is_some() {
+            return Some("a candidate's own run");
+        }
         k.name
             .split_once('/')
             .and_then(|(_, check)| KEPT_NOT_REDECIDED.iter().find(|(n, _)| *n == check))
             .map(|(_, why)| *why)
     };
     let mut named = BTreeMap::new();
-    for k in &g.checks {
+    for k in g.checks.iter().filter(|k| k.candidate.is_none()) {
         if let Some(why) = skipped(k) {
             named.entry(k.name.clone()).or_insert(why);
         }
