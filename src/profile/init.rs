@@ -16,11 +16,12 @@
 //! the exact `==` pin most candidates declare (the built-in profile's pin
 //! when none does); a candidate whose own requirement that pin does not
 //! satisfy is written commented out, with the pin to certify it under. A
-//! candidate's own tests and its Tool/Command/EventListener/KnowledgeEngine
-//! components are listed in comments: this version runs repository-level
-//! `[suites]` only, and the comments say so rather than imply otherwise;
-//! `discovery-rpc` calls every component, and each non-Runner one gets a
-//! commented `[[discovery.component_probe]]` template.
+//! candidate's own tests are written as its `tests` key (the `suites` gate
+//! runs them from its folder and from its extraction; a candidate without
+//! any gets an `untested` warning, which a comment says); its
+//! Tool/Command/EventListener/KnowledgeEngine components are listed in
+//! comments: `discovery-rpc` calls every component, and each non-Runner one
+//! gets a commented `[[discovery.component_probe]]` template.
 
 use crate::manifest::strip_bom;
 use pep440_rs::{Operator, Version};
@@ -73,6 +74,27 @@ pub struct FoundCandidate {
     pub has_requirements: bool,
     /// The candidate's own test files, relative to the repository root.
     pub tests: Vec<String>,
+}
+
+/// The candidate `path`'s `tests` key from its test files `files`
+/// (relative to the repository root): `tests` for those under its `tests/`
+/// folder, each other file by its path in the candidate; in order, once.
+fn tests_key(path: &str, files: &[String]) -> Vec<String> {
+    let mut key: Vec<String> = Vec::new();
+    for f in files {
+        let Some(rel) = f.strip_prefix(&format!("{path}/")) else {
+            continue;
+        };
+        let entry = if rel.starts_with("tests/") {
+            "tests".to_string()
+        } else {
+            rel.to_string()
+        };
+        if !key.contains(&entry) {
+            key.push(entry);
+        }
+    }
+    key
 }
 
 /// Whether `path` names a pytest test file by pytest's default rules.
@@ -464,12 +486,15 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
             let _ = writeln!(out, "# {}: component not read: {problem}", c.path);
         }
         if c.tests.is_empty() {
-            let _ = writeln!(out, "# {}: no test files of its own", c.path);
+            let _ = writeln!(
+                out,
+                "# {}: no test files of its own (the `suites` gate warns it is untested)",
+                c.path
+            );
         } else {
             let _ = writeln!(
                 out,
-                "# {}: its own tests, not run by this version (it runs the repository's\n\
-                 #   [suites] from the repository root only): {}",
+                "# {}: its own tests, run from its folder and from its extraction: {}",
                 c.path,
                 c.tests.join(", ")
             );
@@ -487,6 +512,18 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
             }
             None => {
                 let _ = writeln!(out, "[[candidate]]\npath = {}", quoted(&c.path));
+                let tests = tests_key(&c.path, &c.tests);
+                if !tests.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "tests = [{}]",
+                        tests
+                            .iter()
+                            .map(|t| quoted(t))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
                 for (kind, name) in &c.components {
                     if kind == "Runner" {
                         runners.push((c.path.clone(), name.clone()));
@@ -731,10 +768,28 @@ mod tests {
             "# candidate = \"misc/weather\"\n# component = \"Command/weather\"\n# input = { }",
             "# candidate = \"Runner/demo\"\n# runner = \"default\"",
             "#   docs/manifest.yaml is not a plugin manifest",
-            "misc/weather: no test files of its own",
+            "misc/weather: no test files of its own (the `suites` gate warns it is untested)",
         ] {
             assert!(text.contains(needle), "{needle:?} not in:\n{text}");
         }
+        // A candidate's own tests are its `tests` key, which parses.
+        let mut tested = candidate("p/w", Some("langbot-plugin==0.6.0b5"), &[]);
+        tested.tests = vec![
+            "p/w/tests/test_a.py".into(),
+            "p/w/tests/unit/test_b.py".into(),
+            "p/w/check_test.py".into(),
+        ];
+        let text = render(&scan_of(vec![tested]), &v("0.6.0b5"));
+        assert!(
+            text.contains("path = \"p/w\"\ntests = [\"tests\", \"check_test.py\"]\n"),
+            "{text}"
+        );
+        assert!(!text.contains("not run"), "{text}");
+        let profile = crate::profile::parse(&text, "init").unwrap();
+        assert_eq!(
+            profile.candidates[0].tests.as_deref(),
+            Some(&["tests".to_string(), "check_test.py".to_string()][..])
+        );
         // A pin the verifier does not provision says how to run it.
         let s = scan_of(vec![candidate("a", Some("langbot-plugin==0.6.1"), &[])]);
         let text = render(&s, &v("0.6.0b5"));
