@@ -132,6 +132,17 @@ fn every_component_fixture_plugin_builds_with_the_genuine_sdk() {
             "component-knowledge",
             "components/knowledge_engine/notes.yaml",
         ),
+        ("wrap-plugin", "component-wrap", "components/tool/wrap.yaml"),
+        (
+            "tally-plugin",
+            "component-tally",
+            "components/command/tally.yaml",
+        ),
+        (
+            "misfit-plugin",
+            "component-misfit",
+            "components/event_listener/default.yaml",
+        ),
     ] {
         let copy = out.path().join("src").join(folder);
         common::copy_tree(&root.join(folder), &copy);

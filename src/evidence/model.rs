@@ -1044,7 +1044,9 @@ pub struct SuitesRecord {
     pub config: Option<String>,
     /// `pytest.__version__`, as the collection probe reported it.
     pub pytest_version: Option<String>,
-    /// The runs, `tree` first, then `extracted` (one after the other).
+    /// The runs, `tree` first, then `extracted` (one after the other), then
+    /// each tested candidate's own runs, `<folder>/tree` then
+    /// `<folder>/extracted` (its folder's copy, then its extraction's).
     pub runs: Vec<SuiteRun>,
 }
 
@@ -1053,7 +1055,9 @@ pub struct SuitesRecord {
 #[serde(deny_unknown_fields)]
 pub struct SuiteRun {
     /// `tree` (a private copy of the committed tree) or `extracted` (the same,
-    /// with the source-root variable set to DIR/extracted).
+    /// with the source-root variable set to DIR/extracted); a candidate's own
+    /// runs `<folder>/tree` (a private copy of its committed folder) and
+    /// `<folder>/extracted` (of DIR/extracted/<folder>).
     pub name: String,
     /// Working directory and pytest rootdir, relative to DIR
     /// (`roots/suites/<name>/source`, a copy of DIR/staging/source).

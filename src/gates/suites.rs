@@ -80,6 +80,17 @@
 //! logs and report; the evidence lists the tree run first. DIR/extracted's
 //! digests are taken before both and after both.
 //!
+//! Each candidate's own tests (`suites/candidates.rs`): after the
+//! repository-level runs, every selected candidate with tests
+//! (`[[candidate]] tests`, else its `tests/` folder) gets two runs of its
+//! own, `<folder>/tree` and `<folder>/extracted`, with the same checks
+//! (named `<folder>/<run>/...`, each naming the candidate) and
+//! `<folder>/extracted/same-outcomes`; a candidate without tests gets an
+//! `<folder>/untested` warning. The gate runs for the candidates earlier
+//! gates left in (`per_candidate_part` in the catalogue); when some were
+//! left out, the repository-level runs, which read every candidate, are not
+//! made and `repository-runs` fails naming them.
+//!
 //! Shape: [`observe`] (`suites/observe.rs`) runs pytest, reads its
 //! collection record and report and returns an [`Observation`]; [`decide`]
 //! is a pure function from it and the profile's `[suites]` options to the
