@@ -363,34 +363,32 @@ pub(crate) fn decide(obs: &Observation, opts: &SuitesOptions) -> Vec<Check> {
 /// [`run_root`]).
 fn pair_check(name: &str, runs: [&RunObservation; 2], roots: [&Option<String>; 2]) -> Check {
     let [tree, extracted] = runs;
-    {
-        // Each test with the outcome it ended with (a flaky test's rerun).
-        let ended = |r: &RunObservation| {
-            r.report
-                .as_ref()
-                .ok()
-                .map(|cases| reruns::final_cases(cases, reruns::assess(r, &r.reruns).as_ref()))
-        };
-        let (t, e) = (ended(tree), ended(extracted));
-        let reports = match (&t, &e) {
-            (Some(t), Some(e)) => Some((&t[..], &e[..])),
+    // Each test with the outcome it ended with (a flaky test's rerun).
+    let ended = |r: &RunObservation| {
+        r.report
+            .as_ref()
+            .ok()
+            .map(|cases| reruns::final_cases(cases, reruns::assess(r, &r.reruns).as_ref()))
+    };
+    let (t, e) = (ended(tree), ended(extracted));
+    let reports = match (&t, &e) {
+        (Some(t), Some(e)) => Some((&t[..], &e[..])),
+        _ => None,
+    };
+    let mut check = same_outcomes_named(name, reports);
+    // A run whose report was not read, or whose collection failed,
+    // explains the comparison's failure.
+    let cause = [tree, extracted].iter().zip(roots).find_map(|(r, root)| {
+        let collected = format!("{}/collected", r.name);
+        match root {
+            Some(root) if r.report.is_err() || *root == collected => Some(root.clone()),
             _ => None,
-        };
-        let mut check = same_outcomes_named(name, reports);
-        // A run whose report was not read, or whose collection failed,
-        // explains the comparison's failure.
-        let cause = [tree, extracted].iter().zip(roots).find_map(|(r, root)| {
-            let collected = format!("{}/collected", r.name);
-            match root {
-                Some(root) if r.report.is_err() || *root == collected => Some(root.clone()),
-                _ => None,
-            }
-        });
-        if let (Some(cause), crate::evidence::CheckResult::Fail) = (cause, check.result) {
-            check = check.consequence_of(&cause);
         }
-        check
+    });
+    if let (Some(cause), crate::evidence::CheckResult::Fail) = (cause, check.result) {
+        check = check.consequence_of(&cause);
     }
+    check
 }
 
 fn suite_paths_check(obs: &Observation, opts: &SuitesOptions) -> Check {

@@ -1012,6 +1012,29 @@ mod tests {
     }
 
     #[test]
+    fn a_candidates_run_puts_its_copy_first_and_its_environment_last_on_sys_path() {
+        let opts: SuitesOptions = toml::from_str("paths = [\"tests\"]\n").unwrap();
+        let mut plan = RunPlan::repository("w/tree", None, Path::new("/s/w"), Path::new("/p"));
+        plan.copy_first_on_path = true;
+        plan.path_last = vec![PathBuf::from("/d/roots/dependencies/w/env/site-packages")];
+        let settings = driver_settings(&opts, Path::new("/d/roots/suites/w/tree/source"), &plan);
+        assert_eq!(
+            settings["path_first"],
+            serde_json::json!(["/d/roots/suites/w/tree/source"])
+        );
+        assert_eq!(
+            settings["path_last"],
+            serde_json::json!(["/d/roots/dependencies/w/env/site-packages"])
+        );
+        // The driver appends (never prepends) the environment, after its own
+        // imports: the interpreter's site-packages, with the verified SDK,
+        // come first.
+        assert!(
+            python::SUITES_RUN_DRIVER.contains("sys.path.extend(SETTINGS.get(\"path_last\", []))")
+        );
+    }
+
+    #[test]
     fn the_output_tail_holds_stdout_then_stderr() {
         let stdout: String = (1..=10).map(|i| format!("out {i}\n")).collect();
         assert_eq!(
