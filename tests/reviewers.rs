@@ -568,7 +568,13 @@ fn merge_takes_a_whole_scope_run_beside_the_shares_for_the_gates_they_cannot_run
     let from = m["merged_from"].as_array().unwrap();
     assert_eq!(from.len(), 3);
     assert_eq!(from[2]["partition"], Value::Null);
-    assert_eq!(from[2]["gates"], serde_json::json!(["suites"]));
+    // `suites` requires `dependencies` (each candidate's own tests get its
+    // dependency environment), which the shares' `--only` did not select:
+    // the `--only suites` run brings it and `admission` too.
+    assert_eq!(
+        from[2]["gates"],
+        serde_json::json!(["admission", "dependencies", "suites"])
+    );
     assert_eq!(from[0]["partition"]["index"], 1);
     // The merged JUnit holds the suites' pytest testcases, and validates.
     let junit = read_junit(&merged);

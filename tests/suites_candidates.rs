@@ -147,11 +147,18 @@ fn own_tests_run_per_candidate_and_a_candidate_failing_admission_leaves_only_its
     }
     // Each run is sandboxed like the repository-level runs (a warning only
     // where bubblewrap is unusable), with its own logs and private root.
-    for run in ["wrap-plugin/tree", "wrap-plugin/extracted", "tally-plugin/tree"] {
+    for run in [
+        "wrap-plugin/tree",
+        "wrap-plugin/extracted",
+        "tally-plugin/tree",
+    ] {
         let folder = run.split('/').next().unwrap();
         let c = check(&ev, GATE, &format!("{run}/sandbox"), Some(folder));
         assert_ne!(c["result"], "fail", "{c}");
-        assert!(dir.join("roots/suites").join(run).join("source").is_dir(), "{run}");
+        assert!(
+            dir.join("roots/suites").join(run).join("source").is_dir(),
+            "{run}"
+        );
     }
     let outcomes = check(&ev, GATE, "wrap-plugin/tree/outcomes", Some("wrap-plugin"));
     assert_eq!(outcomes["observed"]["counts"]["passed"], 4, "{outcomes}");
