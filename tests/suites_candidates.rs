@@ -237,7 +237,7 @@ fn a_file_the_build_leaves_out_fails_that_candidates_extraction_run_only() {
              assert Path('data/words.txt').read_text().split() == ['one', 'two', 'three']\n",
         ),
     ]);
-    let (_keep, _dir, ev) = certify(&repo, &["wrap-plugin", "tally-plugin", "tool-plugin"]);
+    let (_keep, dir, ev) = certify(&repo, &["wrap-plugin", "tally-plugin", "tool-plugin"]);
     assert!(gate(&ev, GATE)["candidates_left_out"]
         .as_array()
         .is_none_or(|a| a.is_empty()));
@@ -294,5 +294,18 @@ fn a_file_the_build_leaves_out_fails_that_candidates_extraction_run_only() {
         "fail",
         "{}",
         verdict("wrap-plugin")
+    );
+    // replay re-decides the repository-level runs from the kept records and
+    // names the candidates' own runs as not re-decided.
+    let out = common::replay_output(&dir, &[]);
+    let text = common::both(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("suites re-decided from logs/suites"),
+        "{text}"
+    );
+    assert!(
+        text.contains("not re-decided: suites (candidates' own tests)"),
+        "{text}"
     );
 }

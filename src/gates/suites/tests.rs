@@ -1777,3 +1777,24 @@ fn run_without_suites_in_the_profile_warns_and_without_the_staged_source_is_an_e
     assert!(after.suites.is_none());
     assert_eq!(Suites.id(), "suites");
 }
+
+#[test]
+fn run_with_a_candidate_left_out_fails_the_repository_runs_and_checks_the_others() {
+    use crate::gates::{testing, Gate};
+    let evidence = tempfile::tempdir().unwrap();
+    let staged = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    ctx.staged_root = Some(staged.path().to_path_buf());
+    let left = ctx.selected[0].folder().to_string();
+    let ctx = ctx.without_candidates(std::slice::from_ref(&left));
+    let (checks, after) = testing::run(&Suites, &ctx);
+    let checks = checks.unwrap();
+    assert_eq!(failing(&checks), [("repository-runs", None)]);
+    assert!(checks[0].candidate.is_none());
+    assert!(checks[0].detail.contains(&left), "{}", checks[0].detail);
+    // The others' own checks follow (untested here), none for the one left out.
+    let named: Vec<Option<&str>> = checks[1..].iter().map(|c| c.candidate.as_deref()).collect();
+    let others: Vec<Option<&str>> = ctx.selected.iter().map(|c| Some(c.folder())).collect();
+    assert_eq!(named, others);
+    assert!(after.suites.is_none(), "nothing was run");
+}
