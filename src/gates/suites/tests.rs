@@ -1780,7 +1780,7 @@ fn run_without_suites_in_the_profile_warns_and_without_the_staged_source_is_an_e
 
 #[test]
 fn run_with_a_candidate_left_out_fails_the_repository_runs_and_checks_the_others() {
-    use crate::gates::{testing, Gate};
+    use crate::gates::testing;
     let evidence = tempfile::tempdir().unwrap();
     let staged = tempfile::tempdir().unwrap();
     let mut ctx = testing::ctx(evidence.path());
