@@ -8,8 +8,9 @@
 //!
 //! Both tested plugins pass from their folders and from their extractions,
 //! each in a process of its own; `six` reaches wrap's tests only through
-//! its dependency environment (the interpreter has none); the plugin that
-//! fails admission is left out of its own runs while the others run; every
+//! its dependency environment (the interpreter has none); a plugin that
+//! fails admission and one that fails lbp-build are left out of their own
+//! runs while the others run; every
 //! plugin without tests gets an `untested` warning; a test reading a file
 //! the build leaves out fails that candidate's extraction run only.
 
@@ -95,7 +96,8 @@ fn runs(ev: &Value) -> Vec<String> {
 }
 
 #[test]
-fn own_tests_run_per_candidate_and_a_candidate_failing_admission_leaves_only_itself_out() {
+fn own_tests_run_per_candidate_and_candidates_failing_lbp_build_or_admission_leave_only_themselves_out(
+) {
     let interpreter_has_six = std::process::Command::new(python())
         .args(["-I", "-c", "import six"])
         .stderr(std::process::Stdio::null())
@@ -115,19 +117,31 @@ fn own_tests_run_per_candidate_and_a_candidate_failing_admission_leaves_only_its
         "event-plugin",
         "knowledge-plugin",
     ];
-    let repo = repo(&[]);
+    // event-plugin's manifest gives its version as a float: the official
+    // build writes nothing, so lbp-build fails it.
+    let manifest = std::fs::read_to_string(
+        fixtures_dir().join("component-plugins/Components/event-plugin/manifest.yaml"),
+    )
+    .unwrap()
+    .replace("version: \"0.1.0\"", "version: 1.0");
+    let repo = repo(&[("Components/event-plugin/manifest.yaml", &manifest)]);
     let (_keep, dir, ev) = certify(&repo, &all);
-    // admission refuses misfit-plugin alone; suites runs for the others.
+    // lbp-build fails event-plugin, admission misfit-plugin; suites runs for
+    // the others.
+    assert_eq!(gate(&ev, "lbp-build")["result"], "fail");
     assert_eq!(gate(&ev, "admission")["result"], "fail");
     assert_eq!(
         gate(&ev, GATE)["candidates_left_out"],
-        serde_json::json!(["misfit-plugin"])
+        serde_json::json!(["misfit-plugin", "event-plugin"])
     );
     // The repository-level runs need every candidate: a gate-wide failure
     // naming who is missing, and no run of theirs.
     let repository = check(&ev, GATE, "repository-runs", None);
     assert_eq!(repository["result"], "fail");
-    assert!(detail(repository).contains("misfit-plugin"), "{repository}");
+    assert!(
+        detail(repository).contains("misfit-plugin, event-plugin"),
+        "{repository}"
+    );
     // Both tested plugins pass from their folders and their extractions.
     for folder in ["wrap-plugin", "tally-plugin"] {
         for name in [
@@ -184,12 +198,7 @@ fn own_tests_run_per_candidate_and_a_candidate_failing_admission_leaves_only_its
     let tally_site = tally_env["observed"]["environment"].as_str().unwrap();
     assert!(!dir.join(tally_site).join("six.py").exists(), "{tally_env}");
     // Untested plugins: a warning each, never a pass; no run for them.
-    for folder in [
-        "tool-plugin",
-        "command-plugin",
-        "event-plugin",
-        "knowledge-plugin",
-    ] {
+    for folder in ["tool-plugin", "command-plugin", "knowledge-plugin"] {
         let c = check(&ev, GATE, &format!("{folder}/untested"), Some(folder));
         assert_eq!(c["result"], "warn", "{c}");
         assert!(
@@ -209,7 +218,7 @@ fn own_tests_run_per_candidate_and_a_candidate_failing_admission_leaves_only_its
     );
     assert!(!checks(&ev, GATE)
         .iter()
-        .any(|c| c["candidate"] == "misfit-plugin"));
+        .any(|c| c["candidate"] == "misfit-plugin" || c["candidate"] == "event-plugin"));
     for run in ["wrap-plugin/tree", "tally-plugin/extracted"] {
         assert!(
             dir.join("logs/suites").join(format!("{run}.xml")).is_file(),
