@@ -423,7 +423,7 @@ pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> 
             match &c.environment {
                 Some(env) => format!(
                     "its dependency environment {env} holds nothing named langbot_plugin*; it is appended to \
-                     sys.path after the interpreter's own site-packages (read-only), so the SDK the tests import \
+                     sys.path after the interpreter's own site-packages (read-only in the sandbox), so the SDK the tests import \
                      is the verified interpreter's"
                 ),
                 None => "it has no dependency environment (its requirements name nothing beyond the SDK): the \
