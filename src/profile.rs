@@ -697,6 +697,13 @@ pub struct SuitesOptions {
     /// Default 0: a failed test fails the run.
     #[serde(default)]
     pub retries: u32,
+    /// Candidate paths (as `[[candidate]] path`) these repository-level
+    /// suites test through their extraction (`source_root_env` points the
+    /// `extracted` run at DIR/extracted): such a candidate without tests of
+    /// its own is reported `covered` by these runs instead of `untested`.
+    /// Default none. Each must be a profile candidate.
+    #[serde(default)]
+    pub covers: Vec<String>,
 }
 
 /// The most reruns `[suites] retries` may ask for.
@@ -924,6 +931,16 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
     check_component_probes(&profile).map_err(invalid)?;
     if let Some(suites) = &profile.suites {
         check_suites(suites).map_err(invalid)?;
+        if let Some(c) = suites
+            .covers
+            .iter()
+            .find(|c| !profile.candidates.iter().any(|k| &k.path == *c))
+        {
+            return Err(invalid(format!(
+                "suites.covers entry {c:?} is not a [[candidate]] path; expected the path of a candidate the \
+                 repository-level suites test through its extraction"
+            )));
+        }
     }
     if let Some(v) = &profile.vendored_sdk {
         check_vendored_sdk(&profile, v).map_err(invalid)?;
@@ -1219,6 +1236,10 @@ mod tests {
         );
         assert_eq!(s.source_root_env, "CODING_RUNNER_SOURCE_ROOT");
         assert_eq!(s.config, None);
+        // The three coding runners are tested by these suites, not by tests
+        // of their own.
+        let paths: Vec<&str> = p.candidates.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(s.covers, paths);
     }
 
     #[test]
@@ -1241,6 +1262,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.suites.unwrap().deselected, ["t/test_a.py::test_b[x]"]);
+        let p = parse(
+            &format!("{base}[suites]\npaths = [\"t.py\"]\ncovers = [\"R/a\"]\n"),
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(p.suites.unwrap().covers, ["R/a"]);
         assert!(parse(base, "x.toml").unwrap().suites.is_none());
         for (bad, needle) in [
             ("paths = []", "suites.paths is empty"),
@@ -1279,6 +1306,10 @@ mod tests {
             (
                 "paths = [\"t.py\"]\nretries = 6",
                 "suites.retries is 6; expected 0 to 5",
+            ),
+            (
+                "paths = [\"t.py\"]\ncovers = [\"R/b\"]",
+                "suites.covers entry \"R/b\" is not a [[candidate]] path",
             ),
         ] {
             let err = parse(&format!("{base}[suites]\n{bad}\n"), "x.toml")

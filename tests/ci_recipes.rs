@@ -279,27 +279,10 @@ fn check(ran: &Ran) {
         &std::fs::read_to_string(ran.merged.join("statement.intoto.json")).unwrap(),
     )
     .unwrap();
-    // The fixture's candidates have no tests of their own: each is warned
-    // `untested` (never a pass), and that is the statement's only warning
-    // (bubblewrap installed: no sandbox warning).
-    let untested: Vec<String> = m["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            let f = c["folder"].as_str().unwrap();
-            format!("suites/{f}/{f}/untested")
-        })
-        .collect();
     assert_eq!(
-        st["predicate"]["result"], "WARNED",
+        st["predicate"]["result"], "PASSED",
         "warned: {}",
         st["predicate"]["warnedTests"]
-    );
-    assert_eq!(
-        st["predicate"]["warnedTests"],
-        serde_json::json!(untested),
-        "the only warnings are the untested candidates"
     );
 }
 

@@ -53,6 +53,9 @@ pub(crate) enum TestsSource {
     ProfileNone,
     /// The key is unset and there is no `tests/` folder holding test files.
     NoTestsFolder,
+    /// No tests of its own, and `[suites] covers` names it: the
+    /// repository-level runs test it through its extraction.
+    Repository,
 }
 
 /// What one candidate's own tests gave.
@@ -146,6 +149,25 @@ pub(crate) fn resolve_tests(
     }
 }
 
+/// A candidate without tests of its own (`source` none) that `[suites]
+/// covers` names is tested by the repository-level runs
+/// ([`TestsSource::Repository`]); any other source stays as it is.
+pub(crate) fn with_covers(
+    source: TestsSource,
+    base: Option<&SuitesOptions>,
+    path: &str,
+) -> TestsSource {
+    let none = matches!(
+        source,
+        TestsSource::ProfileNone | TestsSource::NoTestsFolder
+    );
+    if none && base.is_some_and(|b| b.covers.iter().any(|c| c == path)) {
+        TestsSource::Repository
+    } else {
+        source
+    }
+}
+
 /// The regular files under `tests` (relative to `folder`, files or
 /// folders) that `extraction` does not hold, sorted.
 pub(crate) fn files_not_in(folder: &Path, tests: &[String], extraction: &Path) -> Vec<String> {
@@ -204,6 +226,7 @@ pub(super) fn observe(
         let folder = spec.folder().to_string();
         let committed = staged.join(&spec.path);
         let (source, tests, missing) = resolve_tests(&spec.tests, &committed);
+        let source = with_covers(source, base, &spec.path);
         let extraction = ctx.extracted_root().join(&folder);
         let mut obs = CandidateObservation {
             folder: folder.clone(),
@@ -320,6 +343,22 @@ pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> 
                     format!(
                         "{} has no tests of its own: {why}; nothing of it was run by pytest, and nothing is \
                          claimed: add a tests/ folder to the candidate, or name its tests in [[candidate]] tests",
+                        c.path
+                    ),
+                )
+                .with_observed(observed),
+            );
+            return checks;
+        }
+        TestsSource::Repository => {
+            checks.push(
+                Check::pass(
+                    &name("covered"),
+                    Some(folder),
+                    format!(
+                        "{} has no tests of its own; [suites] covers names it: the repository-level runs `tree` \
+                         and `extracted` test it, the latter through its exact extraction (their own checks \
+                         decide)",
                         c.path
                     ),
                 )

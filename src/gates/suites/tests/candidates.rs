@@ -3,8 +3,8 @@
 //! and the checks, each naming the candidate.
 
 use super::super::candidates::{
-    decide, files_not_in, options_for, resolve_tests, sdk_entries, CandidateObservation,
-    TestsSource,
+    decide, files_not_in, options_for, resolve_tests, sdk_entries, with_covers,
+    CandidateObservation, TestsSource,
 };
 use super::*;
 
@@ -174,6 +174,40 @@ fn a_candidate_without_tests_is_an_untested_warning_and_never_a_pass() {
         assert_eq!(checks[0].candidate.as_deref(), Some("bare"));
         assert!(checks[0].detail.contains(why), "{}", checks[0].detail);
     }
+}
+
+#[test]
+fn a_candidate_the_repository_suites_cover_is_covered_only_without_tests_of_its_own() {
+    let mut o = opts();
+    o.covers = vec!["P/bare".into()];
+    // Named by `covers`, no tests of its own: covered by the repository runs.
+    for none in [TestsSource::NoTestsFolder, TestsSource::ProfileNone] {
+        assert_eq!(
+            with_covers(none.clone(), Some(&o), "P/bare"),
+            TestsSource::Repository
+        );
+        // Not named, or no [suites] at all: still untested.
+        assert_eq!(with_covers(none.clone(), Some(&o), "P/other"), none);
+        assert_eq!(with_covers(none.clone(), None, "P/bare"), none);
+    }
+    // Tests of its own run whatever `covers` says.
+    assert_eq!(
+        with_covers(TestsSource::TestsFolder, Some(&o), "P/bare"),
+        TestsSource::TestsFolder
+    );
+    let mut c = tested("bare");
+    c.source = TestsSource::Repository;
+    c.tests.clear();
+    c.runs.clear();
+    let checks = decide(&c, Some(&o));
+    assert_eq!(checks.len(), 1, "{checks:?}");
+    assert_eq!(checks[0].name, "bare/covered");
+    assert_eq!(checks[0].result, CheckResult::Pass);
+    assert!(
+        checks[0].detail.contains("[suites] covers"),
+        "{}",
+        checks[0].detail
+    );
 }
 
 #[test]
