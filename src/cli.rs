@@ -149,6 +149,11 @@ pub struct Cli {
     #[arg(long)]
     pub worktree: bool,
 
+    /// Certify only the candidates of this SDK group of the profile (`[[candidate]] sdk`), under
+    /// its pin: what a run of a grouped profile starts for each group but the default.
+    #[arg(long, value_name = "PIN", hide = true)]
+    pub sdk_group: Option<String>,
+
     /// Subcommand; without one, runs the gates.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -422,6 +427,7 @@ pub fn main() -> ExitCode {
                     evidence,
                     repo,
                     python,
+                    recorded_python_only: false,
                 },
                 format,
                 quiet,
@@ -493,6 +499,7 @@ pub fn main() -> ExitCode {
             .map_or_else(crate::pipeline::default_jobs, usize::from),
         worktree: cli.worktree,
         index_url: cli.index_url,
+        sdk_group: cli.sdk_group,
     };
     // An unknown id is a bad argument: reject it before saying anything about
     // the selection. The prerequisites note waits for the first gate, so it
@@ -655,6 +662,7 @@ const RUN_OPTIONS: &[(&str, &str)] = &[
     ("quiet", "--quiet"),
     ("format", "--format"),
     ("worktree", "--worktree"),
+    ("sdk_group", "--sdk-group"),
 ];
 
 /// Refuses run options given on the command line before subcommand `name`

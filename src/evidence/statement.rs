@@ -125,8 +125,31 @@ pub fn render(evidence: &Evidence) -> Value {
             "digest": { "sha256": record },
         }));
     }
+    // A grouped run: each other group's interpreter RECORD, as its own run
+    // verified it (its archives are the subjects of its own statement, in
+    // its evidence directory).
+    for g in evidence.sdk_groups.iter().flatten().filter(|g| !g.default) {
+        if let Some(record) = &g.record_sha256 {
+            configuration.push(json!({
+                "name": format!("{} RECORD", g.requirement),
+                "digest": { "sha256": record },
+            }));
+        }
+    }
     let mut annotations =
         json!({ "evidence_sha256": evidence.sign_off.evidence_sha256, "signed": false });
+    if let Some(groups) = &evidence.sdk_groups {
+        annotations["sdk_groups"] = json!(groups
+            .iter()
+            .map(|g| json!({
+                "requirement": g.requirement,
+                "verdict": g.verdict,
+                "evidence": g.evidence,
+                "evidence_sha256": g.evidence_sha256,
+                "candidates": g.candidates.iter().map(|c| c.folder.as_str()).collect::<Vec<_>>(),
+            }))
+            .collect::<Vec<_>>());
+    }
     if let Some(w) = &evidence.source.worktree {
         annotations["worktree"] = json!(w.label);
     }

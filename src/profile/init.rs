@@ -12,10 +12,14 @@
 //! function from that [`Scan`] to the profile's text, which parses with
 //! [`crate::profile::parse`].
 //!
-//! One run certifies against one SDK pin: the run's `[sdk] requirement` is
-//! the exact `==` pin most candidates declare (the built-in profile's pin
-//! when none does); a candidate whose own requirement that pin does not
-//! satisfy is written commented out, with the pin to certify it under. A
+//! The run's `[sdk] requirement` (the default SDK group) is the exact `==`
+//! pin most candidates declare (the built-in profile's pin when none does);
+//! a candidate whose own requirement that pin does not satisfy is put in
+//! the SDK group (`sdk = ...`, `src/profile/groups.rs`) of a pin the
+//! verifier carries a lock list for: its exact pin when carried, else the
+//! newest carried version its requirement accepts; a candidate no carried
+//! pin satisfies is written commented out, naming its requirement and the
+//! carried pins. A
 //! candidate's own tests and its Tool/Command/EventListener/KnowledgeEngine
 //! components are listed in comments: this version runs repository-level
 //! `[suites]` only, and the comments say so rather than imply otherwise;
@@ -368,6 +372,23 @@ fn run_pin(scan: &Scan, builtin: &Version) -> Version {
     }
 }
 
+/// The group pin of a candidate whose requirement `line` the run's pin does
+/// not satisfy: the newest of `carried` that `line` accepts (an exact pin
+/// accepts only itself). None when no carried version satisfies it.
+fn group_pin(line: &str, carried: &[Version]) -> Option<Version> {
+    carried.iter().filter(|v| accepts(line, v)).max().cloned()
+}
+
+/// The versions the verifier carries a lock list for
+/// ([`crate::provision::builtin::SDKS`]).
+fn carried_versions() -> Vec<Version> {
+    crate::provision::builtin::SDKS
+        .iter()
+        .filter_map(|s| s.requirement.split_once("=="))
+        .filter_map(|(_, v)| Version::from_str(v.trim()).ok())
+        .collect()
+}
+
 /// TOML basic string.
 fn quoted(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
@@ -405,8 +426,11 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
     let _ = writeln!(out, "\nname = {}\n\n[sdk]", quoted(&scan.repo_name));
     let _ = writeln!(
         out,
-        "# One run certifies against one SDK: the exact pin most candidates declare.\n\
-         # The candidates' own requirements:"
+        "# The run's SDK (its default group): the exact pin most candidates declare. A candidate\n\
+         # it does not satisfy is certified in the SDK group of a pin this verifier carries\n\
+         # ({}), with that group's own interpreter: its `sdk = ...` line below.\n\
+         # The candidates' own requirements:",
+        crate::provision::builtin::carried()
     );
     let mut by_requirement: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for c in &scan.candidates {
@@ -420,7 +444,7 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
     for (requirement, paths) in &by_requirement {
         let _ = writeln!(out, "#   {requirement}: {}", paths.join(", "));
     }
-    if &pin != builtin_pin {
+    if &pin != builtin_pin && !carried_versions().contains(&pin) {
         let _ = writeln!(
             out,
             "# Without --python the verifier provisions only langbot-plugin=={builtin_pin}: for this\n\
@@ -437,11 +461,14 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
     );
     let mut runners = Vec::new();
     let mut uncalled = Vec::new();
+    let carried = carried_versions();
     for c in &scan.candidates {
-        let excluded = c
+        let unsatisfied = c
             .sdk_requirement
             .as_deref()
             .filter(|line| !accepts(line, &pin));
+        // Its own group when the run's pin does not satisfy it.
+        let group = unsatisfied.map(|line| (line, group_pin(line, &carried)));
         let _ = writeln!(out);
         let mut notes = Vec::new();
         if let Some(id) = &c.identity {
@@ -474,19 +501,30 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
                 c.tests.join(", ")
             );
         }
-        match excluded {
-            Some(line) => {
+        match group {
+            Some((line, None)) => {
                 let _ = writeln!(
                     out,
-                    "# Left out: it requires `{line}`, which langbot-plugin {pin} does not satisfy;\n\
-                     # certify it in a run whose [sdk] requirement satisfies it.\n\
+                    "# Left out: it requires `{line}`, which neither langbot-plugin {pin} nor any pin\n\
+                     # this verifier carries ({}) satisfies; certify it in a run whose [sdk]\n\
+                     # requirement satisfies it (with --python).\n\
                      # [[candidate]]\n\
                      # path = {}",
+                    crate::provision::builtin::carried(),
                     quoted(&c.path)
                 );
             }
-            None => {
+            _ => {
                 let _ = writeln!(out, "[[candidate]]\npath = {}", quoted(&c.path));
+                if let Some((line, Some(version))) = &group {
+                    let _ = writeln!(
+                        out,
+                        "# It requires `{line}`, which langbot-plugin {pin} does not satisfy: certified\n\
+                         # in the group of langbot-plugin=={version}, with that group's own interpreter.\n\
+                         sdk = {}",
+                        quoted(&format!("{SDK}=={version}"))
+                    );
+                }
                 for (kind, name) in &c.components {
                     if kind == "Runner" {
                         runners.push((c.path.clone(), name.clone()));
@@ -736,7 +774,7 @@ mod tests {
             assert!(text.contains(needle), "{needle:?} not in:\n{text}");
         }
         // A pin the verifier does not provision says how to run it.
-        let s = scan_of(vec![candidate("a", Some("langbot-plugin==0.6.1"), &[])]);
+        let s = scan_of(vec![candidate("a", Some("langbot-plugin==0.5.8"), &[])]);
         let text = render(&s, &v("0.6.0b5"));
         assert!(text.contains("pass --python"), "{text}");
         assert_eq!(
@@ -744,7 +782,57 @@ mod tests {
                 .unwrap()
                 .sdk
                 .requirement,
-            "langbot-plugin==0.6.1"
+            "langbot-plugin==0.5.8"
+        );
+        // One it carries needs no --python.
+        let s = scan_of(vec![candidate("a", Some("langbot-plugin==0.6.1"), &[])]);
+        assert!(!render(&s, &v("0.6.0b5")).contains("pass --python"));
+    }
+
+    #[test]
+    fn candidates_the_run_pin_does_not_satisfy_go_to_the_group_of_a_carried_pin_that_does() {
+        let s = scan_of(vec![
+            candidate("p/a", Some("langbot-plugin==0.6.0b5"), &[]),
+            candidate("p/b", Some("langbot-plugin==0.6.0b5"), &[]),
+            candidate("p/exact", Some("langbot-plugin==0.6.1"), &[]),
+            candidate("p/range", Some("langbot-plugin>=0.6.1,<0.7"), &[]),
+            candidate("p/newer", Some("langbot-plugin>=0.7.3,<0.8"), &[]),
+            candidate("p/old", Some("langbot-plugin==0.5.8"), &[]),
+        ]);
+        let text = render(&s, &v("0.6.0b5"));
+        let profile = crate::profile::parse(&text, "init").expect("the rendered profile parses");
+        let placed: Vec<(&str, String)> = profile
+            .candidates
+            .iter()
+            .map(|c| (c.path.as_str(), profile.group_of(c)))
+            .collect();
+        assert_eq!(
+            placed,
+            [
+                ("p/a", "langbot-plugin==0.6.0b5".to_string()),
+                ("p/b", "langbot-plugin==0.6.0b5".to_string()),
+                ("p/exact", "langbot-plugin==0.6.1".to_string()),
+                ("p/range", "langbot-plugin==0.6.1".to_string()),
+            ],
+            "{text}"
+        );
+        assert_eq!(profile.sdk_groups().len(), 2);
+        for needle in [
+            "# It requires `langbot-plugin>=0.6.1,<0.7`, which langbot-plugin 0.6.0b5 does not satisfy",
+            "# Left out: it requires `langbot-plugin>=0.7.3,<0.8`, which neither langbot-plugin 0.6.0b5 \
+             nor any pin\n# this verifier carries (langbot-plugin==0.6.0b5, langbot-plugin==0.6.1)",
+            "# Left out: it requires `langbot-plugin==0.5.8`",
+            "# path = \"p/old\"",
+        ] {
+            assert!(text.contains(needle), "{needle:?} not in:\n{text}");
+        }
+        assert_eq!(
+            group_pin("langbot-plugin>=0.6", &carried_versions()),
+            Some(v("0.6.1"))
+        );
+        assert_eq!(
+            group_pin("langbot-plugin==0.6.0b5", &carried_versions()),
+            Some(v("0.6.0b5"))
         );
     }
 }

@@ -315,8 +315,12 @@ mod tests {
         vec![
             CandidateSpec {
                 path: "R/other".into(),
+                sdk: None,
             },
-            CandidateSpec { path: "R/x".into() },
+            CandidateSpec {
+                path: "R/x".into(),
+                sdk: None,
+            },
         ]
     }
 
