@@ -312,7 +312,8 @@ pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
         let python = report.rebuild.as_ref().map(|r| PathBuf::from(&r.python));
         replay_against_repo(opts, repo, &ev, python.as_deref(), work.path(), rows);
     }
-    groups::replay_groups(opts, dir, &ev, rows);
+    let mut not_redecided = not_redecided;
+    groups::replay_groups(opts, dir, &ev, rows, &mut not_redecided);
     report.not_redecided = not_redecided;
     Ok(report)
 }

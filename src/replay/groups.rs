@@ -6,16 +6,33 @@
 //! (sign-off digest, verdict, interpreter facts, candidates) is compared
 //! with that directory's evidence as re-derived.
 
-use super::{inside_relative, replay, ReplayOptions, Row};
-use crate::evidence::Evidence;
+use super::{inside_relative, replay, NotRedecided, ReplayOptions, Row};
+use crate::evidence::{Evidence, SdkGroupCandidate};
 use crate::pipeline::groups::{read, record};
 
-/// Appends the rows of every non-default group of `ev` (in `dir`).
+/// `folder verdict, ...` for a row.
+fn listed(candidates: &[SdkGroupCandidate]) -> String {
+    candidates
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c.folder,
+                c.verdict.map_or("(no verdict)", |v| v.word())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Appends the rows of every group of `ev` (in `dir`), and what each
+/// group's own replay did not re-decide to `not`.
 pub(super) fn replay_groups(
     opts: &ReplayOptions,
     dir: &std::path::Path,
     ev: &Evidence,
     rows: &mut Vec<Row>,
+    not: &mut Vec<NotRedecided>,
 ) {
     let Some(groups) = &ev.sdk_groups else { return };
     for g in groups {
@@ -36,8 +53,8 @@ pub(super) fn replay_groups(
             ));
             rows.push(Row::new(
                 format!("{label} candidates"),
-                format!("{:?}", g.candidates),
-                format!("{:?}", own.candidates),
+                listed(&g.candidates),
+                listed(&own.candidates),
             ));
             continue;
         }
@@ -66,6 +83,10 @@ pub(super) fn replay_groups(
             item: format!("{label}: {}", r.item),
             ..r
         }));
+        not.extend(sub.not_redecided.into_iter().map(|n| NotRedecided {
+            gate: format!("{label}: {}", n.gate),
+            ..n
+        }));
         let observed = match read(&sub_dir) {
             Ok(sub_ev) => record(&sub_ev, false, Some(relative.to_string())),
             Err(e) => {
@@ -86,8 +107,8 @@ pub(super) fn replay_groups(
         ));
         rows.push(Row::new(
             format!("{label} verdict"),
-            format!("{:?}", g.verdict),
-            format!("{:?}", observed.verdict),
+            g.verdict.word().to_string(),
+            observed.verdict.word().to_string(),
         ));
         rows.push(Row::new(
             format!("{label} python"),
@@ -106,8 +127,8 @@ pub(super) fn replay_groups(
         ));
         rows.push(Row::new(
             format!("{label} candidates"),
-            format!("{:?}", g.candidates),
-            format!("{:?}", observed.candidates),
+            listed(&g.candidates),
+            listed(&observed.candidates),
         ));
     }
 }
