@@ -110,6 +110,36 @@ fn a_pin_the_verifier_carries_no_lock_list_for_is_refused_at_load_naming_it() {
 }
 
 #[test]
+fn a_grouped_profile_is_never_partitioned_and_a_group_run_names_a_group_of_it() {
+    let repo = grouped_repo();
+    let (keep, dir) = common::evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    std::fs::write(&profile, PROFILE).unwrap();
+    for (extra, expect) in [
+        (
+            ["--partition", "1/2"],
+            "--partition: expected a profile with one SDK pin",
+        ),
+        (
+            ["--sdk-group", "langbot-plugin==0.7.0"],
+            "--sdk-group langbot-plugin==0.7.0: expected the pin of one of the profile's SDK groups \
+             (langbot-plugin==0.6.0b5, langbot-plugin==0.6.1)",
+        ),
+    ] {
+        let out = common::verifier_on(&repo.root, &dir)
+            .arg("--profile")
+            .arg(&profile)
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = stderr_text(&out);
+        assert_eq!(exit_code(&out), i32::from(exit::CANNOT_RUN), "{err}");
+        assert!(err.contains(expect), "{expect:?} not in {err}");
+        assert!(!dir.exists(), "nothing is written when the run cannot start");
+    }
+}
+
+#[test]
 fn each_group_is_admitted_by_its_own_sdk_in_one_run_and_replays() {
     let repo = grouped_repo();
     let (out, _keep, dir) = common::run_only_with_profile(&repo.root, "admission", PROFILE, &[]);
@@ -189,8 +219,17 @@ fn each_group_is_admitted_by_its_own_sdk_in_one_run_and_replays() {
 
     // The views show the groups.
     let junit = read_junit(&dir);
-    let suite = junit_suite(&junit, "sdk-groups");
-    assert!(suite.to_string().contains(GROUP), "{suite}");
+    let suite = junit_suite(&junit, "sdk-groups").to_string();
+    assert!(suite.contains(GROUP), "{suite}");
+    let suite = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(
+        suite.contains("sdk group langbot-plugin==0.6.0b5 did not pass"),
+        "{suite}"
+    );
+    assert!(
+        !suite.contains("sdk group langbot-plugin==0.6.1 did not pass"),
+        "{suite}"
+    );
     assert!(stdout.contains("sdk groups:"), "{stdout}");
     assert!(
         stdout.contains(&format!(
@@ -218,6 +257,16 @@ fn each_group_is_admitted_by_its_own_sdk_in_one_run_and_replays() {
     assert!(
         text.contains(&format!("sdk group {GROUP} sdk version")),
         "{text}"
+    );
+
+    // Never merged: it is complete as it is.
+    let (_into_keep, into) = common::evidence_dir();
+    let merged = common::merge_output(&into, &[&dir]);
+    assert_eq!(exit_code(&merged), i32::from(exit::CANNOT_RUN));
+    assert!(
+        stderr_text(&merged).contains("grouped by SDK pin (sdk_groups)"),
+        "{}",
+        stderr_text(&merged)
     );
 
     // A tampered group interpreter fact is caught.
