@@ -5,7 +5,9 @@
 //! hash-checked) into the user's cache; the default group's is `$PYTHON`
 //! (`0.6.0b5`). Our own fixture plugins: `fixtures/sdk-groups/Pinned/`
 //! (pins 0.6.1) beside `fixtures/component-plugins/Components/tool-plugin`
-//! (pins 0.6.0b5). Needs the network to the package index the first time.
+//! (pins 0.6.0b5). Needs the network to the package index the first time
+//! (the 0.6.1 interpreter, and nothing else: the plugins require nothing
+//! but the SDK).
 
 mod common;
 
@@ -100,7 +102,7 @@ fn a_pin_the_verifier_carries_no_lock_list_for_is_refused_at_load_naming_it() {
         "{err}"
     );
     assert!(
-        err.contains("(langbot-plugin==0.6.0b5, langbot-plugin==0.6.1)"),
+        err.contains("(langbot-plugin==0.6.0b5, langbot-plugin==0.6.1, langbot-plugin==0.7.18)"),
         "{err}"
     );
     assert!(
@@ -142,7 +144,8 @@ fn a_grouped_profile_is_never_partitioned_and_a_group_run_names_a_group_of_it() 
 #[test]
 fn each_group_is_admitted_by_its_own_sdk_in_one_run_and_replays() {
     let repo = grouped_repo();
-    let (out, _keep, dir) = common::run_only_with_profile(&repo.root, "admission", PROFILE, &[]);
+    let (out, _keep, dir) =
+        common::run_only_with_profile(&repo.root, "discovery-rpc", PROFILE, &[]);
     let (stdout, stderr) = (stdout_text(&out), stderr_text(&out));
     // The misplaced candidate fails admission under b5; the others pass.
     assert_eq!(
@@ -215,6 +218,16 @@ fn each_group_is_admitted_by_its_own_sdk_in_one_run_and_replays() {
     assert_eq!(
         check(&sub, "sdk-record", "sdk-version", None)["result"],
         "pass"
+    );
+    // The runtime of each group ran its plugins on that group's SDK: the
+    // pinned plugin's Tool answers with the version its worker imported.
+    let calls = &only[0]["discovery"]["component_calls"];
+    assert_eq!(calls[0]["component"], "Tool/pinned_version", "{calls}");
+    assert_eq!(calls[0]["outcome"], "reply", "{calls}");
+    assert_eq!(calls[0]["reply"]["sdk"], "0.6.1", "{calls}");
+    assert_eq!(
+        candidate(&ev, "tool-plugin")["discovery"]["component_calls"][0]["outcome"],
+        "reply"
     );
 
     // The views show the groups.

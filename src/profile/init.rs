@@ -747,7 +747,7 @@ mod tests {
             candidate("misc/weather", None, &[("Command", "weather")]),
             candidate(
                 "misc/newer",
-                Some("langbot-plugin>=0.7.3,<0.8"),
+                Some("langbot-plugin>=0.8"),
                 &[("Tool", "search")],
             ),
         ]);
@@ -762,9 +762,9 @@ mod tests {
             Some(vec!["tests/test_all.py".to_string()])
         );
         for needle in [
-            "#   langbot-plugin>=0.7.3,<0.8: misc/newer",
+            "#   langbot-plugin>=0.8: misc/newer",
             "#   (no requirements.txt): misc/weather",
-            "# Left out: it requires `langbot-plugin>=0.7.3,<0.8`",
+            "# Left out: it requires `langbot-plugin>=0.8`",
             "# path = \"misc/newer\"",
             "# candidate = \"misc/weather\"\n# component = \"Command/weather\"\n# input = { }",
             "# candidate = \"Runner/demo\"\n# runner = \"default\"",
@@ -813,22 +813,25 @@ mod tests {
                 ("p/b", "langbot-plugin==0.6.0b5".to_string()),
                 ("p/exact", "langbot-plugin==0.6.1".to_string()),
                 ("p/range", "langbot-plugin==0.6.1".to_string()),
+                ("p/newer", "langbot-plugin==0.7.18".to_string()),
             ],
             "{text}"
         );
-        assert_eq!(profile.sdk_groups().len(), 2);
+        assert_eq!(profile.sdk_groups().len(), 3);
         for needle in [
             "# It requires `langbot-plugin>=0.6.1,<0.7`, which langbot-plugin 0.6.0b5 does not satisfy",
-            "# Left out: it requires `langbot-plugin>=0.7.3,<0.8`, which neither langbot-plugin 0.6.0b5 \
-             nor any pin\n# this verifier carries (langbot-plugin==0.6.0b5, langbot-plugin==0.6.1)",
-            "# Left out: it requires `langbot-plugin==0.5.8`",
+            "# It requires `langbot-plugin>=0.7.3,<0.8`, which langbot-plugin 0.6.0b5 does not satisfy: \
+             certified\n# in the group of langbot-plugin==0.7.18",
+            "# Left out: it requires `langbot-plugin==0.5.8`, which neither langbot-plugin 0.6.0b5 \
+             nor any pin\n# this verifier carries (langbot-plugin==0.6.0b5, langbot-plugin==0.6.1, \
+             langbot-plugin==0.7.18)",
             "# path = \"p/old\"",
         ] {
             assert!(text.contains(needle), "{needle:?} not in:\n{text}");
         }
         assert_eq!(
             group_pin("langbot-plugin>=0.6", &carried_versions()),
-            Some(v("0.6.1"))
+            Some(v("0.7.18"))
         );
         assert_eq!(
             group_pin("langbot-plugin==0.6.0b5", &carried_versions()),

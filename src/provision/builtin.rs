@@ -40,6 +40,16 @@ pub const SDKS: &[BuiltinSdk] = &[
         wheel_records: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.1.records"),
         records_label: "gates/profiles/sdk/langbot-plugin-0.6.1.records",
     },
+    // The newest 0.7 release when this list was made; plugins requiring a
+    // 0.7 range (`>=0.7.3,<0.8`) are placed in its group by `profile init`.
+    BuiltinSdk {
+        requirement: "langbot-plugin==0.7.18",
+        lock_label: "gates/profiles/sdk/langbot-plugin-0.7.18.lock",
+        lock: include_str!("../../gates/profiles/sdk/langbot-plugin-0.7.18.lock"),
+        wheel_record: include_str!("../../gates/profiles/sdk/langbot_plugin-0.7.18.RECORD"),
+        wheel_records: include_str!("../../gates/profiles/sdk/langbot-plugin-0.7.18.records"),
+        records_label: "gates/profiles/sdk/langbot-plugin-0.7.18.records",
+    },
 ];
 
 /// A lock list beside an SDK's, with its records file.

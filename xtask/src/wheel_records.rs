@@ -27,6 +27,10 @@ pub const LOCKS: &[(&str, &str)] = &[
         "gates/profiles/sdk/langbot-plugin-0.6.1.lock",
         "gates/profiles/sdk/langbot-plugin-0.6.1.records",
     ),
+    (
+        "gates/profiles/sdk/langbot-plugin-0.7.18.lock",
+        "gates/profiles/sdk/langbot-plugin-0.7.18.records",
+    ),
     ("xtask/test-extras.lock", "xtask/test-extras.records"),
 ];
 
