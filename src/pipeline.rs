@@ -416,6 +416,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             evidence: None,
             evidence_sha256: None,
             verdict,
+            warnings: 0,
             python: ctx.sdk.python.clone(),
             version: ctx.sdk.version.clone(),
             record_sha256: ctx.sdk.record_sha256.clone(),

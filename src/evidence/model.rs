@@ -92,6 +92,11 @@ pub struct SdkGroupRecord {
     pub evidence_sha256: Option<String>,
     /// The group's verdict (its run's).
     pub verdict: Verdict,
+    /// Warning checks of its run's required gates (for the default group:
+    /// counted in this run's gates, so 0 here). A group's warnings make the
+    /// run's statement `WARNED`, as the run's own do.
+    #[serde(default)]
+    pub warnings: u64,
     /// Its interpreter, as its `sdk-record` verified it: path, SDK version
     /// and RECORD digest (its run's `sdk`).
     pub python: String,

@@ -203,6 +203,11 @@ pub fn record(ev: &Evidence, default: bool, evidence: Option<String>) -> SdkGrou
             .map(|_| ev.sign_off.evidence_sha256.clone()),
         evidence,
         verdict: ev.verdict,
+        warnings: if default {
+            0
+        } else {
+            evidence::statement::warnings(ev) as u64
+        },
         python: ev.sdk.python.clone(),
         version: ev.sdk.version.clone(),
         record_sha256: ev.sdk.record_sha256.clone(),
@@ -247,6 +252,7 @@ mod tests {
             evidence: Some("groups/langbot-plugin-0.6.1".into()),
             evidence_sha256: Some("ab".repeat(32)),
             verdict,
+            warnings: 0,
             python: "/p".into(),
             version: Some("0.6.1".into()),
             record_sha256: None,

@@ -111,6 +111,11 @@ pub(super) fn replay_groups(
             observed.verdict.word().to_string(),
         ));
         rows.push(Row::new(
+            format!("{label} warnings"),
+            g.warnings.to_string(),
+            observed.warnings.to_string(),
+        ));
+        rows.push(Row::new(
             format!("{label} python"),
             &g.python,
             &observed.python,
