@@ -265,6 +265,11 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
     }
     let mut group_records = Vec::new();
     for (group, group_python) in &other_groups {
+        // An interrupted run starts no further group run.
+        if interrupt::requested() {
+            group_records.push(groups::not_run(group, group_python));
+            continue;
+        }
         group_records.push(groups::run_group(
             opts,
             &evidence_dir,

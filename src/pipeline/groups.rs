@@ -166,20 +166,54 @@ pub(super) fn run_group(
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let ev = read(&dir).map_err(|e| {
-        SetupError(format!(
+    let ev = match read(&dir) {
+        Ok(ev) => ev,
+        // Stopped before it could seal anything: interrupted, not broken.
+        Err(_) if stopped => {
+            progress.note(&format!(
+                "sdk group {}: interrupted before its run wrote evidence",
+                group.pin.requirement
+            ));
+            return Ok(not_run(group, python));
+        }
+        Err(e) => return Err(SetupError(format!(
             "sdk group {}: its run into {} ended with {status} and left no readable evidence ({e}); \
              see the error it printed above, fix it, and run again",
             group.pin.requirement,
             dir.display()
-        ))
-    })?;
+        ))),
+    };
     progress.note(&format!(
         "sdk group {}: verdict {}",
         group.pin.requirement,
         ev.verdict.word()
     ));
     Ok(record(&ev, false, Some(relative)))
+}
+
+/// The record of a group whose run never sealed evidence because the run
+/// was interrupted (before it started, or before it wrote any): `incomplete`,
+/// no evidence directory, no verified facts, its candidates without verdicts.
+pub(super) fn not_run(group: &SdkGroup, python: &Path) -> SdkGroupRecord {
+    SdkGroupRecord {
+        requirement: group.pin.requirement.clone(),
+        default: false,
+        evidence: None,
+        evidence_sha256: None,
+        verdict: Verdict::Incomplete,
+        warnings: 0,
+        python: python.display().to_string(),
+        version: None,
+        record_sha256: None,
+        candidates: group
+            .candidates
+            .iter()
+            .map(|c| SdkGroupCandidate {
+                folder: c.folder().to_string(),
+                verdict: None,
+            })
+            .collect(),
+    }
 }
 
 /// The evidence of the group run in `dir`.

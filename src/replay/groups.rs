@@ -58,6 +58,22 @@ pub(super) fn replay_groups(
             ));
             continue;
         }
+        if g.evidence.is_none() && g.verdict == crate::evidence::Verdict::Incomplete {
+            // Interrupted before its run sealed evidence: there is none.
+            let sealed = dir
+                .join(crate::pipeline::groups::relative_dir(&g.requirement))
+                .join(crate::evidence::EVIDENCE_JSON);
+            rows.push(Row::new(
+                format!("{label} evidence"),
+                "none (the run was interrupted before this group's run sealed any)",
+                if sealed.exists() {
+                    format!("{} exists", sealed.display())
+                } else {
+                    "none (the run was interrupted before this group's run sealed any)".into()
+                },
+            ));
+            continue;
+        }
         let Some(relative) = g.evidence.as_deref().filter(|p| inside_relative(p)) else {
             rows.push(Row::new(
                 format!("{label} evidence"),
