@@ -240,6 +240,14 @@ fn each_group_is_admitted_by_its_own_sdk_in_one_run_and_replays() {
         "{suite}"
     );
     assert!(
+        suite.contains("misplaced-plugin fail at admission/sdk-requirement"),
+        "{suite}"
+    );
+    assert_eq!(
+        default["candidates"][1]["stopped_at"],
+        "admission/sdk-requirement"
+    );
+    assert!(
         !suite.contains("sdk group langbot-plugin==0.6.1 did not pass"),
         "{suite}"
     );

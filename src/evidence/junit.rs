@@ -297,8 +297,12 @@ fn sdk_groups_suite(evidence: &Evidence) -> Option<TestSuite> {
             .candidates
             .iter()
             .map(|c| {
+                let at = c
+                    .stopped_at
+                    .as_deref()
+                    .map_or_else(String::new, |at| format!(" at {at}"));
                 format!(
-                    "{} {}",
+                    "{} {}{at}",
                     c.folder,
                     c.verdict.map_or("(no verdict)", CandidateResult::word)
                 )

@@ -116,6 +116,10 @@ pub struct SdkGroupCandidate {
     pub folder: String,
     /// Its verdict in the group's run; absent when none was assigned.
     pub verdict: Option<CandidateResult>,
+    /// The gate and check that stopped it there (`gate/check`), as its
+    /// verdict names them; absent for a pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at: Option<String>,
 }
 
 /// The digest of an evidence directory's files.

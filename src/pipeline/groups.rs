@@ -211,6 +211,7 @@ pub(super) fn not_run(group: &SdkGroup, python: &Path) -> SdkGroupRecord {
             .map(|c| SdkGroupCandidate {
                 folder: c.folder().to_string(),
                 verdict: None,
+                stopped_at: None,
             })
             .collect(),
     }
@@ -256,6 +257,11 @@ pub fn candidates_of(candidates: &[evidence::CandidateRecord]) -> Vec<SdkGroupCa
         .map(|c| SdkGroupCandidate {
             folder: c.folder.clone(),
             verdict: c.verdict.as_ref().map(|v| v.result),
+            stopped_at: c.verdict.as_ref().and_then(|v| match (&v.gate, &v.check) {
+                (Some(gate), Some(check)) => Some(format!("{gate}/{check}")),
+                (Some(gate), None) => Some(gate.clone()),
+                _ => None,
+            }),
         })
         .collect()
 }

@@ -16,9 +16,12 @@ fn listed(candidates: &[SdkGroupCandidate]) -> String {
         .iter()
         .map(|c| {
             format!(
-                "{} {}",
+                "{} {}{}",
                 c.folder,
-                c.verdict.map_or("(no verdict)", |v| v.word())
+                c.verdict.map_or("(no verdict)", |v| v.word()),
+                c.stopped_at
+                    .as_deref()
+                    .map_or_else(String::new, |at| format!(" at {at}"))
             )
         })
         .collect::<Vec<_>>()
