@@ -149,6 +149,11 @@ pub struct Cli {
     #[arg(long)]
     pub worktree: bool,
 
+    /// Certify only the candidates of this SDK group of the profile (`[[candidate]] sdk`), under
+    /// its pin: what a run of a grouped profile starts for each group but the default.
+    #[arg(long, value_name = "PIN", hide = true)]
+    pub sdk_group: Option<String>,
+
     /// Subcommand; without one, runs the gates.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -237,7 +242,8 @@ pub enum Command {
         /// Print only the interpreter's path on stdout (for scripts: `PYTHON=$(... sdk --print-path)`).
         #[arg(long)]
         print_path: bool,
-        /// Profile TOML whose `sdk` pin to provision (default: the built-in `coding-runners`).
+        /// Profile TOML whose `sdk` pin to provision (default: the built-in `coding-runners`); with
+        /// SDK groups (`[[candidate]] sdk`), every group's, the `[sdk] requirement`'s path last.
         #[arg(long, value_name = "FILE")]
         profile: Option<PathBuf>,
         /// Package index the wheels are downloaded from.
@@ -422,6 +428,7 @@ pub fn main() -> ExitCode {
                     evidence,
                     repo,
                     python,
+                    recorded_python_only: false,
                 },
                 format,
                 quiet,
@@ -493,6 +500,7 @@ pub fn main() -> ExitCode {
             .map_or_else(crate::pipeline::default_jobs, usize::from),
         worktree: cli.worktree,
         index_url: cli.index_url,
+        sdk_group: cli.sdk_group,
     };
     // An unknown id is a bad argument: reject it before saying anything about
     // the selection. The prerequisites note waits for the first gate, so it
@@ -558,7 +566,10 @@ pub fn main() -> ExitCode {
 
 /// `verify-coding-candidates sdk`: provisions the interpreter of the
 /// profile's pin (built-in unless `profile`), steps on stderr, the path last
-/// on stdout.
+/// on stdout. A profile with SDK groups (`[[candidate]] sdk`) has every
+/// other group's interpreter provisioned first (one line each on stdout
+/// without `--print-path`); the path printed last is always the default
+/// group's, the one `--python` stands for.
 fn run_sdk(print_path: bool, profile: Option<&std::path::Path>, index_url: &str) -> ExitCode {
     let parsed = match profile {
         None => crate::profile::parse(
@@ -572,13 +583,31 @@ fn run_sdk(print_path: bool, profile: Option<&std::path::Path>, index_url: &str)
                 crate::profile::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())
             }),
     };
-    let pin = match parsed {
-        Ok(p) => p.sdk,
+    let parsed = match parsed {
+        Ok(p) => p,
         Err(e) => {
             crate::stderr_line!("error: sdk: {e}");
             return ExitCode::from(exit::CANNOT_RUN);
         }
     };
+    for group in parsed.sdk_groups().iter().filter(|g| !g.default) {
+        let requirement = group.pin.requirement.clone();
+        let mut say = |line: &str| crate::stderr_line!("sdk group {requirement}: {line}");
+        match crate::provision::provision_sdk(&group.pin, index_url, &mut say) {
+            Ok(ready) if !print_path => emit(&format!(
+                "{requirement} ready ({} distributions verified against their RECORD{}):\n{}\n",
+                ready.sound.distributions,
+                if ready.reused { "; reused" } else { "" },
+                ready.python.display()
+            )),
+            Ok(_) => {}
+            Err(e) => {
+                crate::stderr_line!("error: sdk group {requirement}: {e}");
+                return ExitCode::from(exit::CANNOT_RUN);
+            }
+        }
+    }
+    let pin = parsed.sdk;
     let mut say = |line: &str| crate::stderr_line!("sdk: {line}");
     match crate::provision::provision_sdk(&pin, index_url, &mut say) {
         Ok(ready) => {
@@ -655,6 +684,7 @@ const RUN_OPTIONS: &[(&str, &str)] = &[
     ("quiet", "--quiet"),
     ("format", "--format"),
     ("worktree", "--worktree"),
+    ("sdk_group", "--sdk-group"),
 ];
 
 /// Refuses run options given on the command line before subcommand `name`

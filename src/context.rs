@@ -114,6 +114,20 @@ impl RunContext {
         narrowed
     }
 
+    /// The verified interpreter of candidate `folder`: its SDK group's
+    /// (`[[candidate]] sdk`, `src/profile/groups.rs`). Every gate that runs
+    /// the SDK for a candidate asks here. A run certifies one SDK group (a
+    /// grouped profile's other groups are runs of their own,
+    /// `src/pipeline/groups.rs`), so every candidate of
+    /// [`RunContext::selected`] has the run's interpreter, [`RunContext::python`],
+    /// which `sdk-record` verified ([`RunContext::verified_sdk`]) at
+    /// `profile.sdk`, the group's pin; a step that serves every candidate at
+    /// once (one probe process, the runtime) uses that interpreter directly.
+    pub fn python_for(&self, folder: &str) -> &Path {
+        let _ = folder;
+        &self.python
+    }
+
     /// `DIR/staging/source`.
     pub fn staging_source(&self) -> PathBuf {
         self.evidence_dir.join("staging").join("source")

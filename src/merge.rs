@@ -78,6 +78,14 @@ pub fn merge(
             .map_err(|e| format!("{}/evidence.json: {e}", dir.display()))?;
         let ev: Evidence = serde_json::from_value(value.clone())
             .map_err(|e| format!("{}/evidence.json: {e}", dir.display()))?;
+        if ev.sdk_groups.is_some() {
+            return Err(format!(
+                "{}/evidence.json: expected the evidence of a `--partition K/N` run, found a run whose \
+                 candidates are grouped by SDK pin (sdk_groups), which is never partitioned: it is \
+                 complete as it is; replay it instead",
+                dir.display()
+            ));
+        }
         if ev.verdict == Verdict::Incomplete {
             return Err(format!(
                 "{}/evidence.json: expected a finished partition, found verdict incomplete (the run was \

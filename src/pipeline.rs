@@ -23,6 +23,8 @@ use crate::{gates, git, hash, interrupt, process, profile};
 use std::path::{Component, Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
+pub mod groups;
+
 /// What a run is asked to do (the CLI's arguments, resolved).
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -50,6 +52,10 @@ pub struct RunOptions {
     pub worktree: bool,
     /// `--index-url`: replaces the profile's `[dependencies] index_url`.
     pub index_url: Option<String>,
+    /// `--sdk-group PIN` (hidden): this run certifies only the candidates of
+    /// that SDK group of the profile, under that pin; set by the run of a
+    /// grouped profile for each non-default group (`src/pipeline/groups.rs`).
+    pub sdk_group: Option<String>,
 }
 
 /// The default of `--jobs`: the cores this process may use (1 when unknown).
@@ -108,7 +114,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         .as_deref()
         .map(check_release_dir)
         .transpose()?;
-    let loaded =
+    let mut loaded =
         profile::load(opts.profile.as_deref(), &repo).map_err(|e| SetupError(e.to_string()))?;
     // A profile inside the repository is part of what is certified: it must
     // be the committed file (a --worktree run certifies the tree as it is).
@@ -122,6 +128,51 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             url.clone()
         }
         None => loaded.profile.dependencies.index_url.clone(),
+    };
+    // SDK groups (`[[candidate]] sdk`): this run certifies one group, the
+    // default unless `--sdk-group` names another; the others are provisioned
+    // now and certified by runs of their own before this one's gates.
+    let sdk_groups_of_profile = loaded.profile.sdk_groups();
+    let grouped = sdk_groups_of_profile.len() > 1;
+    let this_group = match &opts.sdk_group {
+        Some(req) => Some(
+            sdk_groups_of_profile
+                .iter()
+                .find(|g| {
+                    profile::groups::squeeze(&g.pin.requirement) == profile::groups::squeeze(req)
+                })
+                .cloned()
+                .ok_or_else(|| {
+                    SetupError(format!(
+                        "--sdk-group {req}: expected the pin of one of the profile's SDK groups ({}), found none",
+                        sdk_groups_of_profile
+                            .iter()
+                            .map(|g| g.pin.requirement.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })?,
+        ),
+        None if grouped => Some(sdk_groups_of_profile[0].clone()),
+        None => None,
+    };
+    if grouped && opts.partition.is_some() {
+        return Err(SetupError(
+            "--partition: expected a profile with one SDK pin, found candidates grouped by SDK pin \
+             ([[candidate]] sdk); each group is certified by a run of its own already: run without \
+             --partition"
+                .into(),
+        ));
+    }
+    if let Some(g) = &this_group {
+        if let Some(narrowed) = loaded.profile.for_group(&g.pin.requirement) {
+            loaded.profile = narrowed;
+        }
+    }
+    let other_groups = if opts.sdk_group.is_none() && grouped {
+        groups::provision(&sdk_groups_of_profile, &index_url, progress)?
+    } else {
+        Vec::new()
     };
     let python = match given_python {
         Some(p) => p,
@@ -142,7 +193,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         None => catalogue::all().iter().map(|g| g.id.clone()).collect(),
     };
     let mut required = required;
-    if opts.partition.is_some() {
+    if opts.partition.is_some() || opts.sdk_group.is_some() {
         required.retain(|id| catalogue::get(id).map(|g| g.scope) != Some(catalogue::Scope::Whole));
     }
     if let Some(p) = opts.partition {
@@ -206,7 +257,28 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         },
         sha256: hash::sha256_bytes(loaded.text.as_bytes()),
     };
-    let selected = profile::partition_share(&loaded.profile.candidates, opts.partition);
+    // A group's run under its own pin: the repository-level gates that
+    // need every candidate (`suites`) run once, in the default group's run.
+    let mut selected = profile::partition_share(&loaded.profile.candidates, opts.partition);
+    if let Some(g) = &this_group {
+        selected.retain(|c| g.candidates.iter().any(|m| m.path == c.path));
+    }
+    let mut group_records = Vec::new();
+    for (group, group_python) in &other_groups {
+        // An interrupted run starts no further group run.
+        if interrupt::requested() {
+            group_records.push(groups::not_run(group, group_python));
+            continue;
+        }
+        group_records.push(groups::run_group(
+            opts,
+            &evidence_dir,
+            group,
+            group_python,
+            &index_url,
+            progress,
+        )?);
+    }
     let candidates = selected
         .iter()
         .map(|c| CandidateRecord {
@@ -218,6 +290,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             dependencies: None,
             discovery: None,
             verdict: None,
+            sdk_group: this_group.as_ref().map(|g| g.pin.requirement.clone()),
         })
         .collect();
     let sdk = Sdk {
@@ -339,6 +412,28 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
     // Every candidate's own verdict, over the gates as sealed (residue included).
     let mut candidates = ctx.candidates;
     evidence::verdicts::assign(&records, &mut candidates);
+    // The default group's record is this run's; the others' were read back
+    // from their sealed evidence.
+    let sdk_groups = (opts.sdk_group.is_none() && grouped).then(|| {
+        let mut all = vec![evidence::SdkGroupRecord {
+            requirement: ctx.sdk.requirement.clone(),
+            default: true,
+            evidence: None,
+            evidence_sha256: None,
+            verdict,
+            warnings: 0,
+            python: ctx.sdk.python.clone(),
+            version: ctx.sdk.version.clone(),
+            record_sha256: ctx.sdk.record_sha256.clone(),
+            candidates: groups::candidates_of(&candidates),
+        }];
+        all.extend(group_records);
+        all
+    });
+    let verdict = match &sdk_groups {
+        Some(all) => groups::overall(verdict, &all[1..]),
+        None => verdict,
+    };
     let mut evidence = Evidence {
         schema_version: "1".into(),
         tool: Tool {
@@ -360,6 +455,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         suites: ctx.suites,
         wheelhouse: ctx.wheelhouse,
         signals: process::journal::take(),
+        sdk_groups,
         attestation: evidence::Attestation {
             statement: evidence::statement::STATEMENT_JSON.into(),
             statement_type: evidence::statement::STATEMENT_TYPE.into(),

@@ -6,6 +6,7 @@
 //! `--profile FILE` is given.
 
 pub mod committed;
+pub mod groups;
 pub mod init;
 
 use serde::Deserialize;
@@ -286,6 +287,11 @@ pub struct SdkPin {
     /// none. See `docs/trust-boundary.md`.
     #[serde(default)]
     pub extra_distributions: Vec<String>,
+    /// `[[sdk.group]]`: the wheel and RECORD digests of a pin other than
+    /// `requirement` that some `[[candidate]] sdk` names
+    /// ([`groups`]). Optional even then; default none.
+    #[serde(default, rename = "group")]
+    pub groups: Vec<groups::GroupPin>,
 }
 
 impl SdkPin {
@@ -311,6 +317,11 @@ pub struct CandidateSpec {
     /// files; `Some([])`: it has none (an `untested` warning).
     #[serde(default)]
     pub tests: Option<Vec<String>>,
+    /// The exact SDK pin this candidate is certified under
+    /// (`langbot-plugin==0.6.1`), when it is not `[sdk] requirement`: its
+    /// group's own verified interpreter ([`groups`]). Unset: the profile's.
+    #[serde(default)]
+    pub sdk: Option<String>,
 }
 
 impl CandidateSpec {
@@ -927,6 +938,7 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
             )));
         }
     }
+    groups::check(&profile).map_err(invalid)?;
     check_runner_probes(&profile, crate::python::fixtures::NAMES).map_err(invalid)?;
     check_component_probes(&profile).map_err(invalid)?;
     if let Some(suites) = &profile.suites {

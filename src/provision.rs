@@ -448,6 +448,7 @@ mod tests {
             wheel_sha256: wheel.map(str::to_string),
             record_sha256: None,
             extra_distributions: Vec::new(),
+            groups: Vec::new(),
         }
     }
 
@@ -469,6 +470,7 @@ mod tests {
             wheel_sha256: None,
             record_sha256: None,
             extra_distributions: Vec::new(),
+            groups: Vec::new(),
         };
         let err = sdk_lock(&other).unwrap_err().0;
         assert!(

@@ -24,6 +24,7 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod groups;
 mod redecide;
 mod views;
 
@@ -96,6 +97,9 @@ pub struct ReplayOptions {
     pub repo: Option<PathBuf>,
     /// Interpreter for the rebuild (default: `$PYTHON`, then the recorded one).
     pub python: Option<PathBuf>,
+    /// Rebuild with the recorded interpreter only, whatever `$PYTHON` says:
+    /// a non-default SDK group's directory, whose interpreter is its own.
+    pub recorded_python_only: bool,
 }
 
 /// The interpreter that rebuilt the archives (`replay --repo`).
@@ -308,6 +312,8 @@ pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
         let python = report.rebuild.as_ref().map(|r| PathBuf::from(&r.python));
         replay_against_repo(opts, repo, &ev, python.as_deref(), work.path(), rows);
     }
+    let mut not_redecided = not_redecided;
+    groups::replay_groups(opts, dir, &ev, rows, &mut not_redecided);
     report.not_redecided = not_redecided;
     Ok(report)
 }
@@ -396,6 +402,7 @@ fn rebuild_interpreter(
     let from_env = std::env::var_os("PYTHON")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
+    let from_env = from_env.filter(|_| !opts.recorded_python_only);
     let (given, from) = match (&opts.python, from_env) {
         (Some(p), _) => (p.clone(), "--python"),
         (None, Some(p)) => (p, "$PYTHON"),

@@ -129,6 +129,7 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
         );
     }
     candidate_lines(&mut out, evidence, &paint);
+    group_lines(&mut out, evidence, &paint);
     let _ = writeln!(
         out,
         "\n{}{}{}: evidence in {}",
@@ -202,6 +203,34 @@ fn candidate_lines(out: &mut String, evidence: &Evidence, paint: &dyn Fn(&str, &
             passed.join(", ")
         )
     };
+}
+
+/// One line per SDK group of a run whose candidates are grouped by pin
+/// (`sdk_groups[]`): its pin, verdict, the SDK version its interpreter was
+/// verified at, its candidates and where its evidence is. Nothing for a run
+/// with one pin.
+fn group_lines(out: &mut String, evidence: &Evidence, paint: &dyn Fn(&str, &str) -> String) {
+    let Some(groups) = &evidence.sdk_groups else {
+        return;
+    };
+    let _ = writeln!(out, "sdk groups:");
+    for g in groups {
+        let (word, code) = match g.verdict {
+            crate::evidence::Verdict::Pass => ("pass", "32"),
+            crate::evidence::Verdict::Fail => ("FAIL", "1;31"),
+            crate::evidence::Verdict::Incomplete => ("INCOMPLETE", "33"),
+        };
+        let folders: Vec<String> = g.candidates.iter().map(|c| c.folder.clone()).collect();
+        let _ = writeln!(
+            out,
+            "  {}  {}  verified {}  candidates {}  evidence {}",
+            g.requirement,
+            paint(word, code),
+            g.version.as_deref().unwrap_or("(not verified)"),
+            folders.join(", "),
+            g.evidence.as_deref().unwrap_or("this directory")
+        );
+    }
 }
 
 /// `candidate: ` for a per-candidate check, empty otherwise.
@@ -360,6 +389,7 @@ pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
             .map(|c| serde_json::json!({ "folder": c.folder, "verdict": c.verdict }))
             .collect::<Vec<_>>(),
         "candidates_passed": verdicts::passed(&evidence.candidates),
+        "sdk_groups": evidence.sdk_groups,
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default()
 }

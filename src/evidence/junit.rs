@@ -117,6 +117,9 @@ pub fn render(evidence: &Evidence) -> std::io::Result<String> {
     if let Some(suite) = candidates_suite(evidence) {
         report.add_test_suite(suite);
     }
+    if let Some(suite) = sdk_groups_suite(evidence) {
+        report.add_test_suite(suite);
+    }
     if let Some(suites) = &evidence.suites {
         for run in &suites.runs {
             report.add_test_suite(pytest_suite(run, &evidence.source.commit));
@@ -276,6 +279,54 @@ fn candidates_suite(evidence: &Evidence) -> Option<TestSuite> {
         };
         let mut case = TestCase::new(folder, status);
         case.set_classname("candidates");
+        suite.add_test_case(case);
+    }
+    Some(suite)
+}
+
+/// The testsuite `sdk-groups` of a run whose candidates are grouped by SDK
+/// pin: one testcase per group (classname `sdk-groups`, name its pin), a
+/// success when the group's run passed, else a failure; the text names its
+/// candidates with their verdicts, its interpreter and its evidence
+/// directory. None for a run with one pin.
+fn sdk_groups_suite(evidence: &Evidence) -> Option<TestSuite> {
+    let groups = evidence.sdk_groups.as_ref()?;
+    let mut suite = TestSuite::new("sdk-groups");
+    for g in groups {
+        let candidates = g
+            .candidates
+            .iter()
+            .map(|c| {
+                let at = c
+                    .stopped_at
+                    .as_deref()
+                    .map_or_else(String::new, |at| format!(" at {at}"));
+                format!(
+                    "{} {}{at}",
+                    c.folder,
+                    c.verdict.map_or("(no verdict)", CandidateResult::word)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let text = format!(
+            "{}: candidates {candidates}; interpreter {} (langbot-plugin {}); evidence {}",
+            g.requirement,
+            g.python,
+            g.version.as_deref().unwrap_or("not verified"),
+            g.evidence.as_deref().unwrap_or("this directory")
+        );
+        let status = if g.verdict == crate::evidence::Verdict::Pass {
+            TestCaseStatus::success()
+        } else {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("sdk group {} did not pass", g.requirement));
+            s.set_description(text.clone());
+            s
+        };
+        let mut case = TestCase::new(g.requirement.as_str(), status);
+        case.set_classname("sdk-groups");
+        case.set_system_out(text);
         suite.add_test_case(case);
     }
     Some(suite)

@@ -385,6 +385,7 @@ pub(crate) mod testing {
             suites: None,
             wheelhouse: None,
             signals: Vec::new(),
+            sdk_groups: None,
             sign_off: SignOff {
                 verdict,
                 evidence_sha256: "ef".repeat(32),

@@ -62,8 +62,64 @@ pub struct Evidence {
     /// Empty in evidence written before this field existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signals: Vec<SignalRecord>,
+    /// A profile that groups candidates by SDK pin (`[[candidate]] sdk`):
+    /// every group, the default first (this run's own `sdk` and gates),
+    /// then each other one, certified by a run of its own with its own
+    /// verified interpreter, whose evidence directory lies inside this one
+    /// (`groups/<pin>/`). Absent for a profile with one pin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk_groups: Option<Vec<SdkGroupRecord>>,
     /// The sign-off over everything above.
     pub sign_off: SignOff,
+}
+
+/// One SDK group of a run ([`Evidence::sdk_groups`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SdkGroupRecord {
+    /// The group's exact pin (`langbot-plugin==0.6.1`).
+    pub requirement: String,
+    /// Whether it is the profile's `[sdk] requirement`, certified by this
+    /// run's own gates.
+    pub default: bool,
+    /// Its evidence directory relative to this one (`groups/<pin>`); absent
+    /// for the default group (this directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    /// The sign-off digest of that directory's `evidence.json`; absent for
+    /// the default group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_sha256: Option<String>,
+    /// The group's verdict (its run's).
+    pub verdict: Verdict,
+    /// Warning checks of its run's required gates (for the default group:
+    /// counted in this run's gates, so 0 here). A group's warnings make the
+    /// run's statement `WARNED`, as the run's own do.
+    #[serde(default)]
+    pub warnings: u64,
+    /// Its interpreter, as its `sdk-record` verified it: path, SDK version
+    /// and RECORD digest (its run's `sdk`).
+    pub python: String,
+    /// The SDK version `sdk-record` found; absent when it did not run.
+    pub version: Option<String>,
+    /// sha256 of the installed RECORD; absent when `sdk-record` did not run.
+    pub record_sha256: Option<String>,
+    /// Its candidates (folder names) and each one's verdict in its run.
+    pub candidates: Vec<SdkGroupCandidate>,
+}
+
+/// One candidate of an [`SdkGroupRecord`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SdkGroupCandidate {
+    /// Folder name (`candidates[].folder` of the group's evidence).
+    pub folder: String,
+    /// Its verdict in the group's run; absent when none was assigned.
+    pub verdict: Option<CandidateResult>,
+    /// The gate and check that stopped it there (`gate/check`), as its
+    /// verdict names them; absent for a pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at: Option<String>,
 }
 
 /// The digest of an evidence directory's files.
@@ -608,6 +664,10 @@ pub struct CandidateRecord {
     /// in evidence written before this field existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<CandidateVerdict>,
+    /// The exact SDK pin of the group the candidate was certified in
+    /// ([`Evidence::sdk_groups`]); absent for a profile with one pin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk_group: Option<String>,
 }
 
 /// One candidate's verdict: `pass` when every required gate passed for it,

@@ -41,15 +41,24 @@ pub fn result(evidence: &Evidence) -> &'static str {
     }
 }
 
-/// Warning checks of the required gates that finished (pass or fail).
+/// Warning checks of the required gates that finished (pass or fail), and
+/// those of every other SDK group's run (`sdk_groups[].warnings`).
 pub fn warnings(evidence: &Evidence) -> usize {
-    evidence
+    let own = evidence
         .gates
         .iter()
         .filter(|g| g.required && matches!(g.result, GateResult::Pass | GateResult::Fail))
         .flat_map(|g| &g.checks)
         .filter(|c| c.result == CheckResult::Warn)
-        .count()
+        .count();
+    let groups: u64 = evidence
+        .sdk_groups
+        .iter()
+        .flatten()
+        .filter(|g| !g.default)
+        .map(|g| g.warnings)
+        .sum();
+    own + groups as usize
 }
 
 /// Renders the statement: one subject per built archive (name = archive file
@@ -125,8 +134,31 @@ pub fn render(evidence: &Evidence) -> Value {
             "digest": { "sha256": record },
         }));
     }
+    // A grouped run: each other group's interpreter RECORD, as its own run
+    // verified it (its archives are the subjects of its own statement, in
+    // its evidence directory).
+    for g in evidence.sdk_groups.iter().flatten().filter(|g| !g.default) {
+        if let Some(record) = &g.record_sha256 {
+            configuration.push(json!({
+                "name": format!("{} RECORD", g.requirement),
+                "digest": { "sha256": record },
+            }));
+        }
+    }
     let mut annotations =
         json!({ "evidence_sha256": evidence.sign_off.evidence_sha256, "signed": false });
+    if let Some(groups) = &evidence.sdk_groups {
+        annotations["sdk_groups"] = json!(groups
+            .iter()
+            .map(|g| json!({
+                "requirement": g.requirement,
+                "verdict": g.verdict,
+                "evidence": g.evidence,
+                "evidence_sha256": g.evidence_sha256,
+                "candidates": g.candidates.iter().map(|c| c.folder.as_str()).collect::<Vec<_>>(),
+            }))
+            .collect::<Vec<_>>());
+    }
     if let Some(w) = &evidence.source.worktree {
         annotations["worktree"] = json!(w.label);
     }
@@ -175,6 +207,43 @@ mod tests {
     use super::*;
     use crate::evidence::testing::{evidence, full_pass, gate};
     use crate::evidence::Check;
+
+    #[test]
+    fn a_warning_of_another_sdk_group_makes_a_pass_warned() {
+        let mut ev = full_pass();
+        assert_eq!(result(&ev), "PASSED");
+        let group = |default: bool, warnings: u64| crate::evidence::SdkGroupRecord {
+            requirement: "langbot-plugin==0.6.1".into(),
+            default,
+            evidence: None,
+            evidence_sha256: None,
+            verdict: Verdict::Pass,
+            warnings,
+            python: "/p".into(),
+            version: Some("0.6.1".into()),
+            record_sha256: Some("ab".repeat(32)),
+            candidates: Vec::new(),
+        };
+        ev.sdk_groups = Some(vec![group(true, 7), group(false, 0)]);
+        // The default group's count is the run's own gates', never added twice.
+        assert_eq!(result(&ev), "PASSED");
+        ev.sdk_groups = Some(vec![group(true, 0), group(false, 2)]);
+        assert_eq!(warnings(&ev), 2);
+        assert_eq!(result(&ev), "WARNED");
+        let st = render(&ev);
+        let configuration = st["predicate"]["configuration"].as_array().unwrap();
+        assert!(
+            configuration
+                .iter()
+                .any(|c| c["name"] == "langbot-plugin==0.6.1 RECORD"),
+            "{st}"
+        );
+        let tool = configuration.last().unwrap();
+        assert_eq!(
+            tool["annotations"]["sdk_groups"][1]["requirement"],
+            "langbot-plugin==0.6.1"
+        );
+    }
 
     #[test]
     fn only_a_full_certification_without_warnings_is_passed() {

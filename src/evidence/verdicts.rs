@@ -257,6 +257,7 @@ mod tests {
             dependencies: None,
             discovery: None,
             verdict: None,
+            sdk_group: None,
         };
         let mut records = vec![record("a"), record("b"), record("c")];
         assign(&gates, &mut records);

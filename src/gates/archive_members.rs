@@ -63,7 +63,7 @@ impl super::Gate for ArchiveMembers {
                 let folder = c.folder().to_string();
                 let manifest_reader = match ctx.private_roots("archive-members", &folder) {
                     Ok((home, tmp)) => ManifestReader::Sdk {
-                        python: ctx.python.clone(),
+                        python: ctx.python_for(&folder).to_path_buf(),
                         env: ctx.child_env(&home, &tmp),
                         cwd: home,
                         log_stem: ctx.log_stem("archive-members", &format!("{folder}-manifest-yaml")),

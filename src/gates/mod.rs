@@ -153,6 +153,7 @@ pub(crate) mod testing {
             dependencies: None,
             discovery: None,
             verdict: None,
+            sdk_group: None,
         }
     }
 

@@ -22,6 +22,7 @@ pub(super) fn check(dir: &Path) -> Result<(), String> {
         evidence: dir.to_path_buf(),
         repo: None,
         python: None,
+        recorded_python_only: false,
     })
     .map_err(|e| format!("{}: cannot re-hash the share: {e}", dir.display()))?;
     let differing: Vec<&Row> = report

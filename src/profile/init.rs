@@ -12,14 +12,17 @@
 //! function from that [`Scan`] to the profile's text, which parses with
 //! [`crate::profile::parse`].
 //!
-//! One run certifies against one SDK pin: the run's `[sdk] requirement` is
-//! the exact `==` pin most candidates declare (the built-in profile's pin
-//! when none does); a candidate whose own requirement that pin does not
-//! satisfy is written commented out, with the pin to certify it under. A
-//! candidate's own tests are written as its `tests` key (the `suites` gate
-//! runs them from its folder and from its extraction; a candidate without
-//! any gets an `untested` warning, which a comment says); its
-//! Tool/Command/EventListener/KnowledgeEngine components are listed in
+//! The run's `[sdk] requirement` (the default SDK group) is the exact `==`
+//! pin most candidates declare (the built-in profile's pin when none does);
+//! a candidate whose own requirement that pin does not satisfy is put in
+//! the SDK group (`sdk = ...`, `src/profile/groups.rs`) of a pin the
+//! verifier carries a lock list for: its exact pin when carried, else the
+//! newest carried version its requirement accepts; a candidate no carried
+//! pin satisfies is written commented out, naming its requirement and the
+//! carried pins. A candidate's own tests are written as its `tests` key
+//! (the `suites` gate runs them from its folder and from its extraction; a
+//! candidate without any gets an `untested` warning, which a comment says);
+//! its Tool/Command/EventListener/KnowledgeEngine components are listed in
 //! comments: `discovery-rpc` calls every component, and each non-Runner one
 //! gets a commented `[[discovery.component_probe]]` template.
 
@@ -390,6 +393,23 @@ fn run_pin(scan: &Scan, builtin: &Version) -> Version {
     }
 }
 
+/// The group pin of a candidate whose requirement `line` the run's pin does
+/// not satisfy: the newest of `carried` that `line` accepts (an exact pin
+/// accepts only itself). None when no carried version satisfies it.
+fn group_pin(line: &str, carried: &[Version]) -> Option<Version> {
+    carried.iter().filter(|v| accepts(line, v)).max().cloned()
+}
+
+/// The versions the verifier carries a lock list for
+/// ([`crate::provision::builtin::SDKS`]).
+fn carried_versions() -> Vec<Version> {
+    crate::provision::builtin::SDKS
+        .iter()
+        .filter_map(|s| s.requirement.split_once("=="))
+        .filter_map(|(_, v)| Version::from_str(v.trim()).ok())
+        .collect()
+}
+
 /// TOML basic string.
 fn quoted(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
@@ -427,8 +447,11 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
     let _ = writeln!(out, "\nname = {}\n\n[sdk]", quoted(&scan.repo_name));
     let _ = writeln!(
         out,
-        "# One run certifies against one SDK: the exact pin most candidates declare.\n\
-         # The candidates' own requirements:"
+        "# The run's SDK (its default group): the exact pin most candidates declare. A candidate\n\
+         # it does not satisfy is certified in the SDK group of a pin this verifier carries\n\
+         # ({}), with that group's own interpreter: its `sdk = ...` line below.\n\
+         # The candidates' own requirements:",
+        crate::provision::builtin::carried()
     );
     let mut by_requirement: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for c in &scan.candidates {
@@ -442,7 +465,7 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
     for (requirement, paths) in &by_requirement {
         let _ = writeln!(out, "#   {requirement}: {}", paths.join(", "));
     }
-    if &pin != builtin_pin {
+    if &pin != builtin_pin && !carried_versions().contains(&pin) {
         let _ = writeln!(
             out,
             "# Without --python the verifier provisions only langbot-plugin=={builtin_pin}: for this\n\
@@ -459,11 +482,14 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
     );
     let mut runners = Vec::new();
     let mut uncalled = Vec::new();
+    let carried = carried_versions();
     for c in &scan.candidates {
-        let excluded = c
+        let unsatisfied = c
             .sdk_requirement
             .as_deref()
             .filter(|line| !accepts(line, &pin));
+        // Its own group when the run's pin does not satisfy it.
+        let group = unsatisfied.map(|line| (line, group_pin(line, &carried)));
         let _ = writeln!(out);
         let mut notes = Vec::new();
         if let Some(id) = &c.identity {
@@ -499,18 +525,20 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
                 c.tests.join(", ")
             );
         }
-        match excluded {
-            Some(line) => {
+        match group {
+            Some((line, None)) => {
                 let _ = writeln!(
                     out,
-                    "# Left out: it requires `{line}`, which langbot-plugin {pin} does not satisfy;\n\
-                     # certify it in a run whose [sdk] requirement satisfies it.\n\
+                    "# Left out: it requires `{line}`, which neither langbot-plugin {pin} nor any pin\n\
+                     # this verifier carries ({}) satisfies; certify it in a run whose [sdk]\n\
+                     # requirement satisfies it (with --python).\n\
                      # [[candidate]]\n\
                      # path = {}",
+                    crate::provision::builtin::carried(),
                     quoted(&c.path)
                 );
             }
-            None => {
+            _ => {
                 let _ = writeln!(out, "[[candidate]]\npath = {}", quoted(&c.path));
                 let tests = tests_key(&c.path, &c.tests);
                 if !tests.is_empty() {
@@ -522,6 +550,15 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
                             .map(|t| quoted(t))
                             .collect::<Vec<_>>()
                             .join(", ")
+                    );
+                }
+                if let Some((line, Some(version))) = &group {
+                    let _ = writeln!(
+                        out,
+                        "# It requires `{line}`, which langbot-plugin {pin} does not satisfy: certified\n\
+                         # in the group of langbot-plugin=={version}, with that group's own interpreter.\n\
+                         sdk = {}",
+                        quoted(&format!("{SDK}=={version}"))
                     );
                 }
                 for (kind, name) in &c.components {
@@ -746,7 +783,7 @@ mod tests {
             candidate("misc/weather", None, &[("Command", "weather")]),
             candidate(
                 "misc/newer",
-                Some("langbot-plugin>=0.7.3,<0.8"),
+                Some("langbot-plugin>=0.8"),
                 &[("Tool", "search")],
             ),
         ]);
@@ -761,9 +798,9 @@ mod tests {
             Some(vec!["tests/test_all.py".to_string()])
         );
         for needle in [
-            "#   langbot-plugin>=0.7.3,<0.8: misc/newer",
+            "#   langbot-plugin>=0.8: misc/newer",
             "#   (no requirements.txt): misc/weather",
-            "# Left out: it requires `langbot-plugin>=0.7.3,<0.8`",
+            "# Left out: it requires `langbot-plugin>=0.8`",
             "# path = \"misc/newer\"",
             "# candidate = \"misc/weather\"\n# component = \"Command/weather\"\n# input = { }",
             "# candidate = \"Runner/demo\"\n# runner = \"default\"",
@@ -791,7 +828,7 @@ mod tests {
             Some(&["tests".to_string(), "check_test.py".to_string()][..])
         );
         // A pin the verifier does not provision says how to run it.
-        let s = scan_of(vec![candidate("a", Some("langbot-plugin==0.6.1"), &[])]);
+        let s = scan_of(vec![candidate("a", Some("langbot-plugin==0.5.8"), &[])]);
         let text = render(&s, &v("0.6.0b5"));
         assert!(text.contains("pass --python"), "{text}");
         assert_eq!(
@@ -799,7 +836,60 @@ mod tests {
                 .unwrap()
                 .sdk
                 .requirement,
-            "langbot-plugin==0.6.1"
+            "langbot-plugin==0.5.8"
+        );
+        // One it carries needs no --python.
+        let s = scan_of(vec![candidate("a", Some("langbot-plugin==0.6.1"), &[])]);
+        assert!(!render(&s, &v("0.6.0b5")).contains("pass --python"));
+    }
+
+    #[test]
+    fn candidates_the_run_pin_does_not_satisfy_go_to_the_group_of_a_carried_pin_that_does() {
+        let s = scan_of(vec![
+            candidate("p/a", Some("langbot-plugin==0.6.0b5"), &[]),
+            candidate("p/b", Some("langbot-plugin==0.6.0b5"), &[]),
+            candidate("p/exact", Some("langbot-plugin==0.6.1"), &[]),
+            candidate("p/range", Some("langbot-plugin>=0.6.1,<0.7"), &[]),
+            candidate("p/newer", Some("langbot-plugin>=0.7.3,<0.8"), &[]),
+            candidate("p/old", Some("langbot-plugin==0.5.8"), &[]),
+        ]);
+        let text = render(&s, &v("0.6.0b5"));
+        let profile = crate::profile::parse(&text, "init").expect("the rendered profile parses");
+        let placed: Vec<(&str, String)> = profile
+            .candidates
+            .iter()
+            .map(|c| (c.path.as_str(), profile.group_of(c)))
+            .collect();
+        assert_eq!(
+            placed,
+            [
+                ("p/a", "langbot-plugin==0.6.0b5".to_string()),
+                ("p/b", "langbot-plugin==0.6.0b5".to_string()),
+                ("p/exact", "langbot-plugin==0.6.1".to_string()),
+                ("p/range", "langbot-plugin==0.6.1".to_string()),
+                ("p/newer", "langbot-plugin==0.7.18".to_string()),
+            ],
+            "{text}"
+        );
+        assert_eq!(profile.sdk_groups().len(), 3);
+        for needle in [
+            "# It requires `langbot-plugin>=0.6.1,<0.7`, which langbot-plugin 0.6.0b5 does not satisfy",
+            "# It requires `langbot-plugin>=0.7.3,<0.8`, which langbot-plugin 0.6.0b5 does not satisfy: \
+             certified\n# in the group of langbot-plugin==0.7.18",
+            "# Left out: it requires `langbot-plugin==0.5.8`, which neither langbot-plugin 0.6.0b5 \
+             nor any pin\n# this verifier carries (langbot-plugin==0.6.0b5, langbot-plugin==0.6.1, \
+             langbot-plugin==0.7.18)",
+            "# path = \"p/old\"",
+        ] {
+            assert!(text.contains(needle), "{needle:?} not in:\n{text}");
+        }
+        assert_eq!(
+            group_pin("langbot-plugin>=0.6", &carried_versions()),
+            Some(v("0.7.18"))
+        );
+        assert_eq!(
+            group_pin("langbot-plugin==0.6.0b5", &carried_versions()),
+            Some(v("0.6.0b5"))
         );
     }
 }

@@ -22,14 +22,35 @@ pub struct BuiltinSdk {
 }
 
 /// Every pin the verifier carries a lock list for.
-pub const SDKS: &[BuiltinSdk] = &[BuiltinSdk {
-    requirement: "langbot-plugin==0.6.0b5",
-    lock_label: "gates/profiles/sdk/langbot-plugin-0.6.0b5.lock",
-    lock: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.0b5.lock"),
-    wheel_record: include_str!("../../gates/profiles/sdk/langbot_plugin-0.6.0b5.RECORD"),
-    wheel_records: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.0b5.records"),
-    records_label: "gates/profiles/sdk/langbot-plugin-0.6.0b5.records",
-}];
+pub const SDKS: &[BuiltinSdk] = &[
+    BuiltinSdk {
+        requirement: "langbot-plugin==0.6.0b5",
+        lock_label: "gates/profiles/sdk/langbot-plugin-0.6.0b5.lock",
+        lock: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.0b5.lock"),
+        wheel_record: include_str!("../../gates/profiles/sdk/langbot_plugin-0.6.0b5.RECORD"),
+        wheel_records: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.0b5.records"),
+        records_label: "gates/profiles/sdk/langbot-plugin-0.6.0b5.records",
+    },
+    // The first 0.6 release; plugins published against it pin it exactly.
+    BuiltinSdk {
+        requirement: "langbot-plugin==0.6.1",
+        lock_label: "gates/profiles/sdk/langbot-plugin-0.6.1.lock",
+        lock: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.1.lock"),
+        wheel_record: include_str!("../../gates/profiles/sdk/langbot_plugin-0.6.1.RECORD"),
+        wheel_records: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.1.records"),
+        records_label: "gates/profiles/sdk/langbot-plugin-0.6.1.records",
+    },
+    // The newest 0.7 release when this list was made; plugins requiring a
+    // 0.7 range (`>=0.7.3,<0.8`) are placed in its group by `profile init`.
+    BuiltinSdk {
+        requirement: "langbot-plugin==0.7.18",
+        lock_label: "gates/profiles/sdk/langbot-plugin-0.7.18.lock",
+        lock: include_str!("../../gates/profiles/sdk/langbot-plugin-0.7.18.lock"),
+        wheel_record: include_str!("../../gates/profiles/sdk/langbot_plugin-0.7.18.RECORD"),
+        wheel_records: include_str!("../../gates/profiles/sdk/langbot-plugin-0.7.18.records"),
+        records_label: "gates/profiles/sdk/langbot-plugin-0.7.18.records",
+    },
+];
 
 /// A lock list beside an SDK's, with its records file.
 #[derive(Debug, Clone, Copy)]

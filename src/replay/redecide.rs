@@ -194,12 +194,14 @@ fn kept(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) -> Result<Profile, Strin
             kept_profile::KEPT_PROFILE
         ));
     }
-    profile::parse(&text, kept_profile::KEPT_PROFILE).map_err(|e| {
+    let whole = profile::parse(&text, kept_profile::KEPT_PROFILE).map_err(|e| {
         format!(
             "the kept profile {} cannot be read: {e}",
             kept_profile::KEPT_PROFILE
         )
-    })
+    })?;
+    // A non-default SDK group's run read the profile under its own pin.
+    Ok(whole.for_group(&ev.sdk.requirement).unwrap_or(whole))
 }
 
 /// A passing gate holds no failing check (the pipeline's rule).

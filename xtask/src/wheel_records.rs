@@ -1,5 +1,5 @@
 //! `cargo xtask wheel-records`: writes, beside each lock list the verifier
-//! carries (`gates/profiles/sdk/langbot-plugin-0.6.0b5.lock`,
+//! carries (`gates/profiles/sdk/langbot-plugin-*.lock`,
 //! `xtask/test-extras.lock`), its `.records` file: one line per locked wheel
 //! with the normalised rows of the wheel's own RECORD
 //! (`src/provision/wheel_records.rs`). The wheels are downloaded from the
@@ -22,6 +22,14 @@ pub const LOCKS: &[(&str, &str)] = &[
     (
         "gates/profiles/sdk/langbot-plugin-0.6.0b5.lock",
         "gates/profiles/sdk/langbot-plugin-0.6.0b5.records",
+    ),
+    (
+        "gates/profiles/sdk/langbot-plugin-0.6.1.lock",
+        "gates/profiles/sdk/langbot-plugin-0.6.1.records",
+    ),
+    (
+        "gates/profiles/sdk/langbot-plugin-0.7.18.lock",
+        "gates/profiles/sdk/langbot-plugin-0.7.18.records",
     ),
     ("xtask/test-extras.lock", "xtask/test-extras.records"),
 ];

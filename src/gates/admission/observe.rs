@@ -770,7 +770,7 @@ pub fn observe_all(ctx: &RunContext) -> Result<Vec<Candidate>, String> {
             .ok_or_else(|| format!("admission: private root of {folder} has no parent"))?;
         found.push(None);
         inputs.push(AdmissionInput {
-            python: ctx.python.clone(),
+            python: ctx.python_for(folder).to_path_buf(),
             evidence_dir: ctx.evidence_dir.clone(),
             folder: folder.to_string(),
             archive: ctx.evidence_dir.join(&archive.path),

@@ -664,7 +664,7 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
         let mut env = ctx.child_env(&home, &tmp);
         wheelhouse::point_at_wheelhouse(&mut env, &ctx.evidence_dir);
         inputs.push(DependencyInput {
-            python: ctx.python.clone(),
+            python: ctx.python_for(folder).to_path_buf(),
             evidence_dir: ctx.evidence_dir.clone(),
             folder: folder.to_string(),
             archive: ctx.evidence_dir.join(&archive.path),

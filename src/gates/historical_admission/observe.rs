@@ -316,10 +316,12 @@ mod tests {
             CandidateSpec {
                 path: "R/other".into(),
                 tests: None,
+                sdk: None,
             },
             CandidateSpec {
                 path: "R/x".into(),
                 tests: None,
+                sdk: None,
             },
         ]
     }

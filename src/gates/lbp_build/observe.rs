@@ -41,7 +41,7 @@ pub(super) fn observe(ctx: &RunContext) -> Vec<CandidateBuild> {
                 })
                 .map(|(home, tmp)| {
                     official_build_spec(
-                        &ctx.python,
+                        ctx.python_for(&folder),
                         &ctx.staged_candidate(c),
                         &out,
                         ctx.child_env(&home, &tmp),

@@ -89,11 +89,10 @@ pub(crate) struct CandidateObservation {
     pub runs: Vec<RunObservation>,
 }
 
-/// The interpreter a candidate's runs use. Today every candidate's is the
-/// run's verified interpreter; a profile that groups candidates by SDK pin
-/// points this one function at the candidate's group.
-pub(crate) fn python_for(ctx: &RunContext, _candidate: &CandidateSpec) -> PathBuf {
-    ctx.python.clone()
+/// The interpreter a candidate's runs use: its SDK group's
+/// ([`RunContext::python_for`]).
+pub(crate) fn python_for(ctx: &RunContext, candidate: &CandidateSpec) -> PathBuf {
+    ctx.python_for(candidate.folder()).to_path_buf()
 }
 
 /// The pytest options of a candidate's runs: the profile's `[suites]`

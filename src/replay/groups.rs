@@ -1,0 +1,158 @@
+//! Replay of a run whose profile groups candidates by SDK pin
+//! (`sdk_groups[]`, `src/pipeline/groups.rs`): each non-default group's
+//! evidence directory (`groups/<pin>/`) is replayed as a directory of its
+//! own (with `--repo`, rebuilt by the interpreter it recorded, never the
+//! default group's `--python`/`$PYTHON`), and what this run recorded of it
+//! (sign-off digest, verdict, interpreter facts, candidates) is compared
+//! with that directory's evidence as re-derived.
+
+use super::{inside_relative, replay, NotRedecided, ReplayOptions, Row};
+use crate::evidence::{Evidence, SdkGroupCandidate};
+use crate::pipeline::groups::{read, record};
+
+/// `folder verdict, ...` for a row.
+fn listed(candidates: &[SdkGroupCandidate]) -> String {
+    candidates
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}{}",
+                c.folder,
+                c.verdict.map_or("(no verdict)", |v| v.word()),
+                c.stopped_at
+                    .as_deref()
+                    .map_or_else(String::new, |at| format!(" at {at}"))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Appends the rows of every group of `ev` (in `dir`), and what each
+/// group's own replay did not re-decide to `not`.
+pub(super) fn replay_groups(
+    opts: &ReplayOptions,
+    dir: &std::path::Path,
+    ev: &Evidence,
+    rows: &mut Vec<Row>,
+    not: &mut Vec<NotRedecided>,
+) {
+    let Some(groups) = &ev.sdk_groups else { return };
+    for g in groups {
+        let label = format!("sdk group {}", g.requirement);
+        if g.default {
+            // This directory's own run: its `sdk` is the group's facts.
+            let own = record(ev, true, None);
+            for (item, recorded, observed) in [
+                ("python", &g.python, &own.python),
+                ("requirement", &g.requirement, &own.requirement),
+            ] {
+                rows.push(Row::new(format!("{label} {item}"), recorded, observed));
+            }
+            rows.push(Row::new(
+                format!("{label} sdk version"),
+                g.version.clone().unwrap_or_else(|| "-".into()),
+                own.version.unwrap_or_else(|| "-".into()),
+            ));
+            rows.push(Row::new(
+                format!("{label} candidates"),
+                listed(&g.candidates),
+                listed(&own.candidates),
+            ));
+            continue;
+        }
+        if g.evidence.is_none() && g.verdict == crate::evidence::Verdict::Incomplete {
+            // Interrupted before its run sealed evidence: there is none.
+            let sealed = dir
+                .join(crate::pipeline::groups::relative_dir(&g.requirement))
+                .join(crate::evidence::EVIDENCE_JSON);
+            rows.push(Row::new(
+                format!("{label} evidence"),
+                "none (the run was interrupted before this group's run sealed any)",
+                if sealed.exists() {
+                    format!("{} exists", sealed.display())
+                } else {
+                    "none (the run was interrupted before this group's run sealed any)".into()
+                },
+            ));
+            continue;
+        }
+        let Some(relative) = g.evidence.as_deref().filter(|p| inside_relative(p)) else {
+            rows.push(Row::new(
+                format!("{label} evidence"),
+                "a relative path inside the evidence directory",
+                g.evidence.clone().unwrap_or_else(|| "(none)".into()),
+            ));
+            continue;
+        };
+        let sub_dir = dir.join(relative);
+        let sub = match replay(&ReplayOptions {
+            evidence: sub_dir.clone(),
+            repo: opts.repo.clone(),
+            python: None,
+            recorded_python_only: true,
+        }) {
+            Ok(report) => report,
+            Err(e) => {
+                rows.push(Row::new(format!("{label} replay"), "replayable", e));
+                continue;
+            }
+        };
+        rows.extend(sub.rows.into_iter().map(|r| Row {
+            item: format!("{label}: {}", r.item),
+            ..r
+        }));
+        not.extend(sub.not_redecided.into_iter().map(|n| NotRedecided {
+            gate: format!("{label}: {}", n.gate),
+            ..n
+        }));
+        let observed = match read(&sub_dir) {
+            Ok(sub_ev) => record(&sub_ev, false, Some(relative.to_string())),
+            Err(e) => {
+                rows.push(Row::new(format!("{label} evidence.json"), "readable", e));
+                continue;
+            }
+        };
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        rows.push(Row::new(
+            format!("{label} evidence_sha256"),
+            show(&g.evidence_sha256),
+            show(&observed.evidence_sha256),
+        ));
+        rows.push(Row::new(
+            format!("{label} requirement"),
+            &g.requirement,
+            &observed.requirement,
+        ));
+        rows.push(Row::new(
+            format!("{label} verdict"),
+            g.verdict.word().to_string(),
+            observed.verdict.word().to_string(),
+        ));
+        rows.push(Row::new(
+            format!("{label} warnings"),
+            g.warnings.to_string(),
+            observed.warnings.to_string(),
+        ));
+        rows.push(Row::new(
+            format!("{label} python"),
+            &g.python,
+            &observed.python,
+        ));
+        rows.push(Row::new(
+            format!("{label} sdk version"),
+            show(&g.version),
+            show(&observed.version),
+        ));
+        rows.push(Row::new(
+            format!("{label} RECORD sha256"),
+            show(&g.record_sha256),
+            show(&observed.record_sha256),
+        ));
+        rows.push(Row::new(
+            format!("{label} candidates"),
+            listed(&g.candidates),
+            listed(&observed.candidates),
+        ));
+    }
+}

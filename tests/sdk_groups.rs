@@ -1,0 +1,311 @@
+//! SDK groups (`[[candidate]] sdk`, docs/profiles.md): candidates pinning
+//! different SDK versions certified in one run, each group with its own
+//! verified interpreter. The `langbot-plugin==0.6.1` group's interpreter is
+//! provisioned by the verifier from the package index (its lock list,
+//! hash-checked) into the user's cache; the default group's is `$PYTHON`
+//! (`0.6.0b5`). Our own fixture plugins: `fixtures/sdk-groups/Pinned/`
+//! (pins 0.6.1) beside `fixtures/component-plugins/Components/tool-plugin`
+//! (pins 0.6.0b5). Needs the network to the package index the first time
+//! (the 0.6.1 interpreter, and nothing else: the plugins require nothing
+//! but the SDK).
+
+mod common;
+
+use common::{
+    candidate, check, copy_tree, exit_code, fixtures_dir, git, junit_suite, read_evidence,
+    read_junit, replay_output, stderr_text, stdout_text, FixtureRepo,
+};
+use serde_json::Value;
+use verify_coding_candidates::exit;
+
+const GROUP: &str = "langbot-plugin==0.6.1";
+const GROUP_DIR: &str = "groups/langbot-plugin-0.6.1";
+
+/// A profile of three candidates: the b5 tool plugin and a misplaced copy of
+/// the 0.6.1 plugin in the default group, the 0.6.1 plugin in its own.
+const PROFILE: &str = r#"name = "sdk-groups"
+
+[sdk]
+requirement = "langbot-plugin==0.6.0b5"
+
+[[sdk.group]]
+requirement = "langbot-plugin==0.6.1"
+wheel_sha256 = "5607b4c787a92259b4a1f7beb4bdca9f371e37b316eaf8f316d2448e888da77e"
+
+[[candidate]]
+path = "Components/tool-plugin"
+
+[[candidate]]
+path = "Pinned/pinned-plugin"
+sdk = "langbot-plugin==0.6.1"
+
+# Pins 0.6.1 in its requirements.txt, but put in the default (0.6.0b5) group.
+[[candidate]]
+path = "Pinned/misplaced-plugin"
+
+[admission]
+require_sdk_pin = true
+"#;
+
+/// The tool plugin and both copies of the pinned plugin, as a git
+/// repository with one commit.
+fn grouped_repo() -> FixtureRepo {
+    let dir = tempfile::Builder::new()
+        .prefix("vcc-sdk-groups-")
+        .tempdir()
+        .expect("create temp dir");
+    let root = dir.path().join("plugins");
+    copy_tree(
+        &fixtures_dir().join("component-plugins/Components/tool-plugin"),
+        &root.join("Components/tool-plugin"),
+    );
+    let pinned = fixtures_dir().join("sdk-groups/Pinned/pinned-plugin");
+    copy_tree(&pinned, &root.join("Pinned/pinned-plugin"));
+    copy_tree(&pinned, &root.join("Pinned/misplaced-plugin"));
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["config", "user.name", "Fixture Author"]);
+    git(&root, &["config", "user.email", "fixture@example.invalid"]);
+    git(&root, &["config", "commit.gpgsign", "false"]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-m", "fixture"]);
+    FixtureRepo { dir, root }
+}
+
+fn group<'a>(evidence: &'a Value, requirement: &str) -> &'a Value {
+    evidence["sdk_groups"]
+        .as_array()
+        .expect("sdk_groups")
+        .iter()
+        .find(|g| g["requirement"] == requirement)
+        .unwrap_or_else(|| panic!("no sdk group {requirement}: {}", evidence["sdk_groups"]))
+}
+
+#[test]
+fn a_pin_the_verifier_carries_no_lock_list_for_is_refused_at_load_naming_it() {
+    let repo = grouped_repo();
+    let text = PROFILE.replace(
+        "sdk = \"langbot-plugin==0.6.1\"",
+        "sdk = \"langbot-plugin==0.5.8\"",
+    );
+    let (keep, dir) = common::evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    std::fs::write(&profile, text).unwrap();
+    let out = common::verifier_on(&repo.root, &dir)
+        .arg("--profile")
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let err = stderr_text(&out);
+    assert_eq!(exit_code(&out), i32::from(exit::CANNOT_RUN), "{err}");
+    assert!(
+        err.contains("candidate \"Pinned/pinned-plugin\": sdk \"langbot-plugin==0.5.8\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("(langbot-plugin==0.6.0b5, langbot-plugin==0.6.1, langbot-plugin==0.7.18)"),
+        "{err}"
+    );
+    assert!(
+        !dir.exists(),
+        "nothing is written when the profile is refused"
+    );
+}
+
+#[test]
+fn a_grouped_profile_is_never_partitioned_and_a_group_run_names_a_group_of_it() {
+    let repo = grouped_repo();
+    let (keep, dir) = common::evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    std::fs::write(&profile, PROFILE).unwrap();
+    for (extra, expect) in [
+        (
+            ["--partition", "1/2"],
+            "--partition: expected a profile with one SDK pin",
+        ),
+        (
+            ["--sdk-group", "langbot-plugin==0.7.0"],
+            "--sdk-group langbot-plugin==0.7.0: expected the pin of one of the profile's SDK groups \
+             (langbot-plugin==0.6.0b5, langbot-plugin==0.6.1)",
+        ),
+    ] {
+        let out = common::verifier_on(&repo.root, &dir)
+            .arg("--profile")
+            .arg(&profile)
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = stderr_text(&out);
+        assert_eq!(exit_code(&out), i32::from(exit::CANNOT_RUN), "{err}");
+        assert!(err.contains(expect), "{expect:?} not in {err}");
+        assert!(!dir.exists(), "nothing is written when the run cannot start");
+    }
+}
+
+#[test]
+fn each_group_is_admitted_by_its_own_sdk_in_one_run_and_replays() {
+    let repo = grouped_repo();
+    let (out, _keep, dir) =
+        common::run_only_with_profile(&repo.root, "discovery-rpc", PROFILE, &[]);
+    let (stdout, stderr) = (stdout_text(&out), stderr_text(&out));
+    // The misplaced candidate fails admission under b5; the others pass.
+    assert_eq!(
+        exit_code(&out),
+        i32::from(exit::GATE_FAILED),
+        "{stdout}\n{stderr}"
+    );
+    let ev = read_evidence(&dir);
+
+    // The default group: this directory's own gates, b5.
+    assert_eq!(ev["sdk"]["version"], "0.6.0b5");
+    let default = group(&ev, "langbot-plugin==0.6.0b5");
+    assert_eq!(default["default"], true);
+    assert_eq!(default["version"], "0.6.0b5");
+    assert_eq!(default["verdict"], "fail");
+    let folders: Vec<&str> = ev["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["folder"].as_str().unwrap())
+        .collect();
+    assert_eq!(folders, ["tool-plugin", "misplaced-plugin"]);
+    assert_eq!(
+        candidate(&ev, "tool-plugin")["sdk_group"],
+        "langbot-plugin==0.6.0b5"
+    );
+    assert_eq!(candidate(&ev, "tool-plugin")["verdict"]["result"], "pass");
+    assert_eq!(candidate(&ev, "tool-plugin")["admission"]["accepted"], true);
+    let misplaced = candidate(&ev, "misplaced-plugin");
+    assert_eq!(misplaced["verdict"]["result"], "fail");
+    assert_eq!(misplaced["verdict"]["gate"], "admission");
+    let refused = check(
+        &ev,
+        "admission",
+        "sdk-requirement",
+        Some("misplaced-plugin"),
+    );
+    assert_eq!(refused["result"], "fail", "{refused}");
+
+    // The 0.6.1 group: its own run, its own provisioned interpreter.
+    let pinned = group(&ev, GROUP);
+    assert_eq!(pinned["default"], false);
+    assert_eq!(pinned["evidence"], GROUP_DIR);
+    assert_eq!(pinned["version"], "0.6.1");
+    assert_eq!(pinned["verdict"], "pass");
+    assert_eq!(pinned["candidates"][0]["folder"], "pinned-plugin");
+    assert_eq!(pinned["candidates"][0]["verdict"], "pass");
+    let python = pinned["python"].as_str().unwrap();
+    assert_ne!(python, ev["sdk"]["python"].as_str().unwrap());
+    assert!(
+        python.contains("verify-coding-candidates/sdk/langbot-plugin-0.6.1-"),
+        "{python}"
+    );
+    let sub = read_evidence(&dir.join(GROUP_DIR));
+    assert_eq!(sub["sdk"]["requirement"], GROUP);
+    assert_eq!(sub["sdk"]["version"], "0.6.1");
+    assert_eq!(
+        pinned["evidence_sha256"],
+        sub["sign_off"]["evidence_sha256"]
+    );
+    assert_eq!(pinned["record_sha256"], sub["sdk"]["record_sha256"]);
+    let only = sub["candidates"].as_array().unwrap();
+    assert_eq!(only.len(), 1, "{}", sub["candidates"]);
+    assert_eq!(only[0]["sdk_group"], GROUP);
+    assert_eq!(only[0]["admission"]["accepted"], true);
+    assert_eq!(
+        check(&sub, "admission", "sdk-requirement", Some("pinned-plugin"))["result"],
+        "pass"
+    );
+    assert_eq!(
+        check(&sub, "sdk-record", "sdk-version", None)["result"],
+        "pass"
+    );
+    // The runtime of each group ran its plugins on that group's SDK: the
+    // pinned plugin's Tool answers with the version its worker imported.
+    let calls = &only[0]["discovery"]["component_calls"];
+    assert_eq!(calls[0]["component"], "Tool/pinned_version", "{calls}");
+    assert_eq!(calls[0]["outcome"], "reply", "{calls}");
+    assert_eq!(calls[0]["reply"]["sdk"], "0.6.1", "{calls}");
+    assert_eq!(
+        candidate(&ev, "tool-plugin")["discovery"]["component_calls"][0]["outcome"],
+        "reply"
+    );
+
+    // The views show the groups.
+    let junit = read_junit(&dir);
+    let suite = junit_suite(&junit, "sdk-groups").to_string();
+    assert!(suite.contains(GROUP), "{suite}");
+    let suite = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(
+        suite.contains("sdk group langbot-plugin==0.6.0b5 did not pass"),
+        "{suite}"
+    );
+    assert!(
+        suite.contains("misplaced-plugin fail at admission/sdk-requirement"),
+        "{suite}"
+    );
+    assert_eq!(
+        default["candidates"][1]["stopped_at"],
+        "admission/sdk-requirement"
+    );
+    assert!(
+        !suite.contains("sdk group langbot-plugin==0.6.1 did not pass"),
+        "{suite}"
+    );
+    assert!(stdout.contains("sdk groups:"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "{GROUP}  pass  verified 0.6.1  candidates pinned-plugin  evidence {GROUP_DIR}"
+        )),
+        "{stdout}"
+    );
+    let statement: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("statement.intoto.json")).unwrap())
+            .unwrap();
+    assert!(
+        statement.to_string().contains(&format!("{GROUP} RECORD")),
+        "{statement}"
+    );
+
+    // Replay: every group re-derived and compared with what was recorded.
+    let replayed = replay_output(&dir, &[]);
+    let text = stdout_text(&replayed);
+    assert_eq!(
+        exit_code(&replayed),
+        i32::from(exit::SUCCESS),
+        "{text}\n{}",
+        stderr_text(&replayed)
+    );
+    assert!(
+        text.contains(&format!("sdk group {GROUP} sdk version")),
+        "{text}"
+    );
+
+    // Never merged: it is complete as it is.
+    let (_into_keep, into) = common::evidence_dir();
+    let merged = common::merge_output(&into, &[&dir]);
+    assert_eq!(exit_code(&merged), i32::from(exit::CANNOT_RUN));
+    assert!(
+        stderr_text(&merged).contains("grouped by SDK pin (sdk_groups)"),
+        "{}",
+        stderr_text(&merged)
+    );
+
+    // A tampered group interpreter fact is caught.
+    let sub_json = dir.join(GROUP_DIR).join("evidence.json");
+    common::make_writable(&dir);
+    let mut tampered: Value =
+        serde_json::from_str(&std::fs::read_to_string(&sub_json).unwrap()).unwrap();
+    tampered["sdk"]["version"] = Value::String("0.6.0b5".into());
+    std::fs::write(&sub_json, serde_json::to_vec_pretty(&tampered).unwrap()).unwrap();
+    let replayed = replay_output(&dir, &[]);
+    let text = stdout_text(&replayed);
+    assert_eq!(exit_code(&replayed), i32::from(exit::GATE_FAILED), "{text}");
+    let mismatch = text
+        .lines()
+        .find(|l| l.contains(&format!("sdk group {GROUP} sdk version")))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        mismatch.contains("0.6.1") && mismatch.contains("0.6.0b5"),
+        "{mismatch}"
+    );
+}
