@@ -264,6 +264,7 @@ fn opts() -> SuitesOptions {
         python_classes: None,
         pytest_plugins: vec!["pytest_asyncio.plugin".into()],
         retries: 0,
+        covers: vec![],
     }
 }
 
