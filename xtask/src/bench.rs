@@ -1272,6 +1272,25 @@ mod tests {
     }
 
     #[test]
+    fn resident_pages_are_the_second_field_of_statm() {
+        assert_eq!(parse_statm_resident("2000 377 300 1 0 120 0\n"), Some(377));
+        assert_eq!(parse_statm_resident("2000"), None);
+        assert_eq!(parse_statm_resident(""), None);
+    }
+
+    /// Not a memory assertion: only that the tree's peak is read at all
+    /// when a cgroup can be made, and is absent when none can.
+    #[test]
+    fn the_trees_peak_is_sampled_from_the_runs_cgroup() {
+        let (s, code) = measure(Command::new("sh").args(["-c", "sleep 0.3 & sleep 0.3; wait"])).unwrap();
+        assert_eq!(code, 0);
+        match s.cpu_source {
+            CpuSource::Cgroup => assert!(s.tree_peak_kib.is_some_and(|k| k > 0), "{s:?}"),
+            CpuSource::Rusage => assert_eq!(s.tree_peak_kib, None, "{s:?}"),
+        }
+    }
+
+    #[test]
     fn measure_reports_the_exit_code_and_the_childs_cpu() {
         // Not a timing assertion: only that the figures are filled in.
         let (s, code) = measure(Command::new("sh").args(["-c", "exit 3"])).unwrap();
