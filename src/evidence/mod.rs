@@ -585,7 +585,10 @@ mod tests {
             "a": {"y": true, "x": [], "w": {}}
         });
         let text = r#"{"a":{"w":{},"x":[],"y":true},"z":[{"a":{"c":null,"d":"é\n"},"b":1},2.5]}"#;
-        assert_eq!(canonical_digest(&doc), crate::hash::sha256_bytes(text.as_bytes()));
+        assert_eq!(
+            canonical_digest(&doc),
+            crate::hash::sha256_bytes(text.as_bytes())
+        );
         // From the document's text, in any key order and layout.
         for written in [
             serde_json::to_string(&doc).unwrap(),

@@ -360,7 +360,9 @@ impl RunCgroup {
         Some(
             procs
                 .lines()
-                .filter_map(|pid| std::fs::read_to_string(format!("/proc/{}/statm", pid.trim())).ok())
+                .filter_map(|pid| {
+                    std::fs::read_to_string(format!("/proc/{}/statm", pid.trim())).ok()
+                })
                 .filter_map(|statm| parse_statm_resident(&statm))
                 .sum::<u64>()
                 * page_kib,
@@ -989,7 +991,10 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
         for &n in &sizes {
             let plan = scale_plan(&originals, n);
             let scale_repo = base.join(format!("scale-repo-{n}"));
-            eprintln!("bench: generating {} ({n} candidates)", scale_repo.display());
+            eprintln!(
+                "bench: generating {} ({n} candidates)",
+                scale_repo.display()
+            );
             generate_scale_repo(&fixture, &scale_repo, &plan)?;
             repos.push(scale_repo);
         }
@@ -1042,8 +1047,10 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
             .collect();
         let judged = scale::judge(&rows);
         scale_met = scale::all_met(&judged);
-        println!("
-scale (medians of the runs that passed; a run that did not is listed below):");
+        println!(
+            "
+scale (medians of the runs that passed; a run that did not is listed below):"
+        );
         print!("{}", scale::format_scale_table(&rows));
         lines.extend(judged.into_iter().map(|j| j.line));
         lines.extend(format_not_passed(
@@ -1173,7 +1180,11 @@ mod tests {
             ],
         )
         .unwrap();
-        assert_eq!(sum.tree_peak_kib, Some(800), "runs without one are left out");
+        assert_eq!(
+            sum.tree_peak_kib,
+            Some(800),
+            "runs without one are left out"
+        );
         assert_eq!(sum.runs, 3);
         assert_eq!(sum.wall, 20.0);
         assert_eq!(sum.cpu, 4.0);
@@ -1282,7 +1293,8 @@ mod tests {
     /// when a cgroup can be made, and is absent when none can.
     #[test]
     fn the_trees_peak_is_sampled_from_the_runs_cgroup() {
-        let (s, code) = measure(Command::new("sh").args(["-c", "sleep 0.3 & sleep 0.3; wait"])).unwrap();
+        let (s, code) =
+            measure(Command::new("sh").args(["-c", "sleep 0.3 & sleep 0.3; wait"])).unwrap();
         assert_eq!(code, 0);
         match s.cpu_source {
             CpuSource::Cgroup => assert!(s.tree_peak_kib.is_some_and(|k| k > 0), "{s:?}"),
@@ -1334,7 +1346,9 @@ mod tests {
         assert_eq!(o.candidates, 12);
         assert_eq!(o.sizes, None);
         assert_eq!(Options::default().scale_runs, 2, "each size at least twice");
-        let o = parse_options(&os(&["--sizes", "50,5,25"])).unwrap().unwrap();
+        let o = parse_options(&os(&["--sizes", "50,5,25"]))
+            .unwrap()
+            .unwrap();
         assert_eq!(o.sizes, Some(vec![5, 25, 50]));
         assert_eq!(parse_options(&os(&["--help"])).unwrap(), None);
         // The release binary is what users run, so it is what is measured.

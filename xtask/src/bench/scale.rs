@@ -51,7 +51,9 @@ pub(crate) fn parse_sizes(text: &str) -> Result<Vec<usize>> {
     for part in text.split(',') {
         match part.trim().parse::<usize>() {
             Ok(n) if n >= 1 => v.push(n),
-            _ => bail!("--sizes {text:?}: {part:?} is not a whole number >= 1; expected e.g. 5,25,50"),
+            _ => bail!(
+                "--sizes {text:?}: {part:?} is not a whole number >= 1; expected e.g. 5,25,50"
+            ),
         }
     }
     v.sort_unstable();
@@ -192,18 +194,20 @@ pub(crate) fn judge(rows: &[SizeRow]) -> Vec<Judgement> {
             met: None,
         });
     }
-    v.push(match (large.summary.own_rss_kib, small.summary.own_rss_kib) {
-        (Some(l), Some(s)) => ratio(
-            &format!("verifier VmHWM {n}/{m}"),
-            l as f64,
-            s as f64,
-            MEMORY_TARGET,
-        ),
-        _ => Judgement {
-            line: format!("verifier VmHWM {n}/{m}: n/a (not read at both sizes)"),
-            met: None,
+    v.push(
+        match (large.summary.own_rss_kib, small.summary.own_rss_kib) {
+            (Some(l), Some(s)) => ratio(
+                &format!("verifier VmHWM {n}/{m}"),
+                l as f64,
+                s as f64,
+                MEMORY_TARGET,
+            ),
+            _ => Judgement {
+                line: format!("verifier VmHWM {n}/{m}: n/a (not read at both sizes)"),
+                met: None,
+            },
         },
-    });
+    );
     if let (Some(l), Some(s)) = (large.summary.tree_peak_kib, small.summary.tree_peak_kib) {
         v.push(Judgement {
             line: format!(
@@ -274,8 +278,15 @@ mod tests {
             j[2].line,
             "marginal cpu per candidate 25->50 over 5->25: 1.00 (target <= 1.25): PASS"
         );
-        assert_eq!(j[3].line, "verifier VmHWM 50/5: 1.10 (target <= 1.25): PASS");
-        assert!(j[4].line.starts_with("tree peak 50/5: 7.25"), "{}", j[4].line);
+        assert_eq!(
+            j[3].line,
+            "verifier VmHWM 50/5: 1.10 (target <= 1.25): PASS"
+        );
+        assert!(
+            j[4].line.starts_with("tree peak 50/5: 7.25"),
+            "{}",
+            j[4].line
+        );
         assert_eq!(j[4].met, None);
     }
 
@@ -309,9 +320,18 @@ mod tests {
             j.iter().map(|j| j.met).collect::<Vec<_>>(),
             vec![Some(false), Some(false), None, Some(false)]
         );
-        assert_eq!(j[1].line, "wall per candidate 50/5: 1.30 (target <= 1.25): MISS");
-        assert_eq!(j[2].line, "marginal cpu per candidate: n/a (needs three sizes)");
-        assert_eq!(j[3].line, "verifier VmHWM 50/5: 1.26 (target <= 1.25): MISS");
+        assert_eq!(
+            j[1].line,
+            "wall per candidate 50/5: 1.30 (target <= 1.25): MISS"
+        );
+        assert_eq!(
+            j[2].line,
+            "marginal cpu per candidate: n/a (needs three sizes)"
+        );
+        assert_eq!(
+            j[3].line,
+            "verifier VmHWM 50/5: 1.26 (target <= 1.25): MISS"
+        );
         assert!(!all_met(&j));
     }
 
@@ -323,7 +343,10 @@ mod tests {
         ];
         let j = judge(&rows);
         assert_eq!(j[0].met, None, "a zero CPU denominator: {}", j[0].line);
-        assert_eq!(j[3].line, "verifier VmHWM 50/5: n/a (not read at both sizes)");
+        assert_eq!(
+            j[3].line,
+            "verifier VmHWM 50/5: n/a (not read at both sizes)"
+        );
         assert!(all_met(&j));
         let one = judge(&rows[..1]);
         assert_eq!(one.len(), 1);
