@@ -540,7 +540,13 @@ fn remove(
 /// At most this many installations start at once: the spec's
 /// `start_width` (1 under `--jobs 1`), and never more than the candidates.
 fn start_width(spec: &HostSpec) -> usize {
-    spec.start_width.clamp(1, spec.candidates.len().max(1))
+    window(spec.start_width, spec.candidates.len())
+}
+
+/// `requested` starts at once, at least 1 and at most `candidates` (1 when
+/// there are none).
+fn window(requested: usize, candidates: usize) -> usize {
+    requested.clamp(1, candidates.max(1))
 }
 
 /// Starts the candidates in a window of [`start_width`] and waits for every
@@ -662,7 +668,11 @@ fn wait_all<'a>(
                     .map(|(now, before)| now.saturating_sub(before))
                     .unwrap_or(0)
             }
-            _ => 0,
+            _ => {
+                // Not alone (any more): the count restarts when one is.
+                alone_since = None;
+                0
+            }
         };
         let mut still = Vec::new();
         for mut p in pending.drain(..) {
@@ -1412,6 +1422,18 @@ mod tests {
             message_text(&json!({"content": [{"type": "text", "text": "hi"}]}))
                 .is_some_and(|t| t.contains("hi"))
         );
+    }
+
+    /// The window is the run's width, never the candidate count: 4 at once
+    /// for 50 candidates, 1 under `--jobs 1` (and for a spec that gives 0).
+    #[test]
+    fn installations_start_in_a_window_of_the_runs_width() {
+        assert_eq!(window(4, 50), 4);
+        assert_eq!(window(4, 3), 3);
+        assert_eq!(window(1, 50), 1);
+        assert_eq!(window(0, 50), 1);
+        assert_eq!(window(4, 0), 1);
+        assert_eq!(window(usize::MAX, 7), 7);
     }
 
     #[test]
