@@ -4,9 +4,9 @@
 //! admissions, preparations, downloads) [`crate::context::RunContext::width`]
 //! at a time: a pool of that many threads takes the next step as soon as one
 //! ends. The width does not grow with the candidate count, so neither do the
-//! verifier's threads and buffers nor the children alive at once (50
-//! candidates once meant 50 `lbp build`s side by side on two cores, and the
-//! verifier's own peak RSS grew 2.4-fold from 5 candidates to 50). With
+//! verifier's threads nor the children alive at once (50 candidates once
+//! meant 50 `lbp build`s side by side on two cores, and as many threads
+//! here, each with its child's reader thread). With
 //! `--jobs 1` the run is serial throughout: one gate at a time and, inside
 //! it, one step at a time. [`map`] honours the width.
 
