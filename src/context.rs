@@ -72,14 +72,23 @@ pub struct RunContext {
     pub index_url: String,
 }
 
+/// Steps of one gate at once per `--jobs` ([`RunContext::width`]): two per
+/// job, since a step is a child process that also waits (on its sandbox,
+/// the disk, the index), so two keep a core busy; the fixture's three
+/// candidates still run side by side on a two-core machine.
+pub const STEPS_PER_JOB: usize = 2;
+
 impl RunContext {
     /// How many steps of one gate run at once ([`crate::parallel::map`]):
-    /// 1 under `--jobs 1` (a serial run), else as many as there are.
+    /// 1 under `--jobs 1` (a serial run), else [`STEPS_PER_JOB`] per job.
+    /// Never the candidate count: what runs at once, and the memory it
+    /// holds, must not grow with it (docs/development.md, the bench's scale
+    /// part).
     pub fn width(&self) -> usize {
         if self.jobs <= 1 {
             1
         } else {
-            usize::MAX
+            self.jobs.saturating_mul(STEPS_PER_JOB)
         }
     }
 
@@ -349,6 +358,8 @@ mod tests {
         ctx.jobs = 0;
         assert_eq!(ctx.width(), 1);
         ctx.jobs = 2;
+        assert_eq!(ctx.width(), 4, "bounded, whatever the candidate count");
+        ctx.jobs = usize::MAX;
         assert_eq!(ctx.width(), usize::MAX);
     }
 

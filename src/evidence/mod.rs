@@ -32,20 +32,6 @@ pub fn schema_json() -> String {
     text
 }
 
-/// Recursively sorts object keys, so serialisation is canonical.
-fn sorted(value: serde_json::Value) -> serde_json::Value {
-    use serde_json::Value;
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
-        other => other,
-    }
-}
-
 /// The check of `gate` that `check` is a consequence of: the one its
 /// [`Check::consequence_of`] names, with the same candidate or gate-wide
 /// (no candidate), which did not pass and is not itself a consequence. `None` when `check` is a finding of its own, or when that root is
@@ -78,8 +64,99 @@ pub fn canonical_digest(document: &serde_json::Value) -> String {
     if let Some(map) = doc.as_object_mut() {
         map.remove("sign_off");
     }
-    let text = serde_json::to_string(&sorted(doc)).expect("JSON value serialises");
+    doc.sort_all_objects();
+    let text = serde_json::to_string(&doc).expect("JSON value serialises");
     hash::sha256_bytes(text.as_bytes())
+}
+
+/// [`canonical_digest`] of a document given as JSON text, computed as the
+/// text is read: each object's members are sorted and written one at a
+/// time, so at most one level's index (keys and borrowed slices of the
+/// text) is held besides the text, never a tree of the whole document. The
+/// evidence of 50 candidates is 4.6 MB of JSON and several times that as a
+/// tree; the sign-off once held three such trees and the sorted text at
+/// once, and the verifier's peak grew with the candidate count.
+///
+/// # Errors
+/// When `text` is not one JSON document.
+pub fn canonical_digest_of_text(text: &[u8]) -> Result<String, serde_json::Error> {
+    use sha2::Digest as _;
+    let mut hasher = HashingWriter(sha2::Sha256::new());
+    let top: std::collections::BTreeMap<String, &serde_json::value::RawValue> =
+        serde_json::from_slice(text)?;
+    hasher.0.update(b"{");
+    let mut first = true;
+    for (key, value) in top.iter().filter(|(k, _)| *k != "sign_off") {
+        if !first {
+            hasher.0.update(b",");
+        }
+        first = false;
+        write_canonical_member(&mut hasher, key, value)?;
+    }
+    hasher.0.update(b"}");
+    Ok(hash::to_hex(&hasher.0.finalize()))
+}
+
+/// `"key":` and the canonical form of `value`.
+fn write_canonical_member(
+    w: &mut impl Write,
+    key: &str,
+    value: &serde_json::value::RawValue,
+) -> Result<(), serde_json::Error> {
+    serde_json::to_writer(&mut *w, key)?;
+    w.write_all(b":").map_err(serde_json::Error::io)?;
+    write_canonical(w, value)
+}
+
+/// The canonical form of `raw` (keys sorted at every level, compact), as
+/// `Value`'s own serialisation writes it after `sort_all_objects`.
+fn write_canonical(
+    w: &mut impl Write,
+    raw: &serde_json::value::RawValue,
+) -> Result<(), serde_json::Error> {
+    use serde_json::value::RawValue;
+    let io = serde_json::Error::io;
+    match raw.get().trim_start().as_bytes().first() {
+        Some(b'{') => {
+            let members: std::collections::BTreeMap<String, &RawValue> =
+                serde_json::from_str(raw.get())?;
+            w.write_all(b"{").map_err(io)?;
+            for (i, (key, value)) in members.iter().enumerate() {
+                if i > 0 {
+                    w.write_all(b",").map_err(io)?;
+                }
+                write_canonical_member(w, key, value)?;
+            }
+            w.write_all(b"}").map_err(io)
+        }
+        Some(b'[') => {
+            let items: Vec<&RawValue> = serde_json::from_str(raw.get())?;
+            w.write_all(b"[").map_err(io)?;
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    w.write_all(b",").map_err(io)?;
+                }
+                write_canonical(w, item)?;
+            }
+            w.write_all(b"]").map_err(io)
+        }
+        // A scalar, written as a `Value` writes it (escapes, numbers).
+        _ => serde_json::to_writer(w, &serde_json::from_str::<serde_json::Value>(raw.get())?),
+    }
+}
+
+/// An `io::Write` that only hashes what is written.
+struct HashingWriter(sha2::Sha256);
+
+impl Write for HashingWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        sha2::Digest::update(&mut self.0, buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Fills `evidence.sign_off` (verdict and digest) from the rest of `evidence`.
@@ -90,8 +167,9 @@ pub fn seal(evidence: &mut Evidence, signed_off_by: Option<String>) {
         signed_off_by,
         archives_signed: false,
     };
-    let value = serde_json::to_value(&*evidence).expect("evidence serialises");
-    evidence.sign_off.evidence_sha256 = canonical_digest(&value);
+    let text = serde_json::to_vec(&*evidence).expect("evidence serialises");
+    evidence.sign_off.evidence_sha256 =
+        canonical_digest_of_text(&text).expect("the evidence's own JSON reads back");
 }
 
 /// Writes `bytes` to `dir/name` atomically: a temporary file in `dir`,
@@ -102,10 +180,27 @@ pub fn seal(evidence: &mut Evidence, signed_off_by: Option<String>) {
 /// # Errors
 /// Any I/O error; the target is then untouched.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(dir, name, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] of what `write` writes, through a buffer: a large
+/// document is serialised straight into the file, never held as text.
+///
+/// # Errors
+/// Any I/O error, `write`'s included; the target is then untouched.
+pub fn write_atomic_with(
+    dir: &Path,
+    name: &str,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     let mut tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    {
+        let mut buffered = io::BufWriter::new(tmp.as_file_mut());
+        write(&mut buffered)?;
+        buffered.flush()?;
+    }
     {
         use std::os::unix::fs::PermissionsExt;
         tmp.as_file()
@@ -122,9 +217,10 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
 /// # Errors
 /// Any I/O error.
 pub fn write_all(dir: &Path, evidence: &Evidence) -> io::Result<()> {
-    let mut json = serde_json::to_string_pretty(evidence).map_err(io::Error::other)?;
-    json.push('\n');
-    write_atomic(dir, EVIDENCE_JSON, json.as_bytes())?;
+    write_atomic_with(dir, EVIDENCE_JSON, |w| {
+        serde_json::to_writer_pretty(&mut *w, evidence).map_err(io::Error::other)?;
+        w.write_all(b"\n")
+    })?;
     write_atomic(dir, JUNIT_XML, junit::render(evidence)?.as_bytes())?;
     let mut statement =
         serde_json::to_string_pretty(&statement::render(evidence)).map_err(io::Error::other)?;
@@ -477,6 +573,44 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o644);
+    }
+
+    /// The digest is the one replay and merge recompute from a file: keys
+    /// sorted at every level, compact, without `sign_off`, as the text the
+    /// sign-off hashed when it was built as a second, sorted tree.
+    #[test]
+    fn the_streamed_digest_equals_the_sha256_of_the_sorted_compact_text() {
+        let doc = serde_json::json!({
+            "z": [{"b": 1, "a": {"d": "é\n", "c": null}}, 2.5],
+            "sign_off": {"evidence_sha256": "x"},
+            "a": {"y": true, "x": [], "w": {}}
+        });
+        let text = r#"{"a":{"w":{},"x":[],"y":true},"z":[{"a":{"c":null,"d":"é\n"},"b":1},2.5]}"#;
+        assert_eq!(
+            canonical_digest(&doc),
+            crate::hash::sha256_bytes(text.as_bytes())
+        );
+        // From the document's text, in any key order and layout.
+        for written in [
+            serde_json::to_string(&doc).unwrap(),
+            serde_json::to_string_pretty(&doc).unwrap(),
+            r#" { "sign_off" : 1, "a":{"x":[ ],"w":{ },"y":true},
+                "z":[ {"a":{"d":"\u00e9\n","c":null},"b":1}, 2.5 ] } "#
+                .to_string(),
+        ] {
+            assert_eq!(
+                canonical_digest_of_text(written.as_bytes()).unwrap(),
+                canonical_digest(&doc),
+                "{written}"
+            );
+        }
+        // A key with an escape sorts and is written as the tree's is.
+        let odd = serde_json::json!({"b\"q": {"\u{1}": 1, "a": [true]}, "a": "x"});
+        assert_eq!(
+            canonical_digest_of_text(serde_json::to_string(&odd).unwrap().as_bytes()).unwrap(),
+            canonical_digest(&odd)
+        );
+        assert!(canonical_digest_of_text(b"{\"a\": [1,}").is_err());
     }
 
     #[test]

@@ -9,17 +9,19 @@
 //!    `--peer` command, when given, in the same rotation). Each run gets a
 //!    fresh evidence folder; the repository is shared (the verifier never
 //!    writes to it).
-//! 2. A generated repository with `--candidates` candidates (30: the
-//!    fixture's three and copies of them under other names) is certified
-//!    with the default jobs; its seconds per candidate are compared with the
-//!    fixture's.
+//! 2. Generated repositories of several sizes (`--sizes`, else 5, N/2 and
+//!    N for `--candidates N`: the fixture's three candidates and copies of
+//!    them under other names) are certified with the default jobs, in rounds
+//!    of every size, `--scale-runs` times; the largest is judged against the
+//!    smallest ([`scale`]), and a missed target makes the exit code 1.
 //!
 //! Per run: wall time; CPU time (user + system of every process the run
 //! started, in a cgroup of the run's own, else `wait4` rusage, which misses
 //! bubblewrap sandboxes: [`CpuSource`]); the harness's own peak RSS
 //! (`VmHWM` of `/proc/<pid>/status`, polled every 20 ms, the last value
 //! read); the largest peak RSS of any one process of the tree (`ru_maxrss`
-//! from `wait4`).
+//! from `wait4`); with a cgroup, the peak of the summed RSS of every process
+//! in it (sampled every 100 ms).
 
 use anyhow::{bail, Context, Result};
 use std::ffi::OsString;
@@ -28,6 +30,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod scale;
+
 /// Target: median wall of the default jobs over `--jobs 1`.
 pub(crate) const JOBS_TARGET: f64 = 0.6;
 /// Target: our full certification over the repository's own checks (wall).
@@ -35,14 +39,15 @@ pub(crate) const PEER_TARGET: f64 = 0.5;
 /// Target: our full certification over the repository's own checks (CPU):
 /// at most 1.2 times the peer's CPU, although we check more.
 pub(crate) const PEER_CPU_TARGET: f64 = 1.2;
-/// Target: seconds per candidate at scale over the fixture's.
-pub(crate) const SCALE_TARGET: f64 = 1.2;
 /// How often the harness's `VmHWM` is read while it runs.
 const POLL: Duration = Duration::from_millis(20);
+/// The whole tree's resident memory is summed every this many polls (100 ms).
+const TREE_POLLS: u64 = 5;
 
 pub(crate) const USAGE: &str = "\
 usage: cargo xtask bench [--runs N] [--repo DIR] [--peer CMD] [--skip-scale] [--candidates N]
-                         [--scale-runs N] [--python PATH] [--debug] [--streaming] [--keep]
+                         [--sizes N,N,..] [--scale-runs N] [--python PATH] [--debug] [--streaming]
+                         [--keep]
 
   --runs N         measured runs of each variant (default 3), alternating jobs1, default[, peer];
                    every run is timed, and each whose verdict is not PASS (exit code not 0)
@@ -51,9 +56,12 @@ usage: cargo xtask bench [--runs N] [--repo DIR] [--peer CMD] [--skip-scale] [--
                    instead of a fresh copy of fixtures/candidate-repo; skips the scale part
   --peer CMD       also time `sh -c CMD` in the repository, alternating with ours; it sees
                    PYTHON (the interpreter) and BENCH_DIR (a fresh empty folder per run)
-  --skip-scale     skip the generated many-candidate repository
-  --candidates N   candidates in the generated repository (default 30)
-  --scale-runs N   runs on the generated repository (default 1)
+  --skip-scale     skip the generated many-candidate repositories
+  --candidates N   the largest generated repository (default 30); sizes 5, N/2 and N are measured
+  --sizes N,N,..   the generated repositories' sizes instead (e.g. 5,25,50); the largest is judged
+                   against the smallest: cpu and wall per candidate <= 1.25x, marginal cpu per
+                   candidate <= 1.25x, the verifier's VmHWM <= 1.25x; a miss makes the exit code 1
+  --scale-runs N   runs of each size, in rounds of every size (default 2)
   --python PATH    interpreter given to the verifier (default: target/sdk-venv, provisioned)
   --debug          build and measure the debug binary the demo uses (default: the release one,
                    which is what users run; `--release` is accepted and changes nothing)
@@ -68,6 +76,8 @@ pub(crate) struct Options {
     pub peer: Option<String>,
     pub skip_scale: bool,
     pub candidates: usize,
+    /// `--sizes`; `None`: [`scale::default_sizes`] of `candidates`.
+    pub sizes: Option<Vec<usize>>,
     pub scale_runs: usize,
     pub python: Option<PathBuf>,
     pub release: bool,
@@ -83,7 +93,8 @@ impl Default for Options {
             peer: None,
             skip_scale: false,
             candidates: 30,
-            scale_runs: 1,
+            sizes: None,
+            scale_runs: 2,
             python: None,
             release: true,
             streaming: false,
@@ -119,6 +130,7 @@ pub(crate) fn parse_options(args: &[OsString]) -> Result<Option<Options>> {
             "--peer" => o.peer = Some(value("--peer")?),
             "--skip-scale" => o.skip_scale = true,
             "--candidates" => o.candidates = count("--candidates", value("--candidates")?, 1)?,
+            "--sizes" => o.sizes = Some(scale::parse_sizes(&value("--sizes")?)?),
             "--scale-runs" => o.scale_runs = count("--scale-runs", value("--scale-runs")?, 1)?,
             "--python" => o.python = Some(PathBuf::from(value("--python")?)),
             "--release" => o.release = true,
@@ -158,6 +170,9 @@ pub(crate) struct Sample {
     pub own_rss_kib: Option<u64>,
     /// Largest peak RSS (KiB) of any one process of the tree (`ru_maxrss`).
     pub tree_rss_kib: u64,
+    /// Peak of the summed RSS (KiB) of every process in the run's cgroup,
+    /// sampled every [`TREE_POLLS`] polls; `None` without a cgroup.
+    pub tree_peak_kib: Option<u64>,
 }
 
 /// Medians of one variant's samples.
@@ -169,6 +184,8 @@ pub(crate) struct Summary {
     pub cpu: f64,
     pub own_rss_kib: Option<u64>,
     pub tree_rss_kib: u64,
+    /// Median of the runs' [`Sample::tree_peak_kib`] that have one.
+    pub tree_peak_kib: Option<u64>,
 }
 
 /// The median (mean of the middle two for an even count); `None` when empty.
@@ -200,6 +217,13 @@ pub(crate) fn summarize(label: &str, samples: &[Sample]) -> Option<Summary> {
         cpu: field(|s| s.cpu)?,
         own_rss_kib: median(&own).map(|k| k.round() as u64),
         tree_rss_kib: field(|s| s.tree_rss_kib as f64)?.round() as u64,
+        tree_peak_kib: median(
+            &samples
+                .iter()
+                .filter_map(|s| s.tree_peak_kib.map(|k| k as f64))
+                .collect::<Vec<_>>(),
+        )
+        .map(|k| k.round() as u64),
     })
 }
 
@@ -246,6 +270,11 @@ pub(crate) fn parse_vm_hwm(status: &str) -> Option<u64> {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
+}
+
+/// Resident pages, the second field of `/proc/<pid>/statm`.
+pub(crate) fn parse_statm_resident(statm: &str) -> Option<u64> {
+    statm.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// A cgroup made for one measured run, which the child joins before it
@@ -319,6 +348,27 @@ impl RunCgroup {
         Ok(())
     }
 
+    /// The summed resident memory (KiB) of the cgroup's processes now
+    /// (`cgroup.procs`, then the second field of each `/proc/<pid>/statm`,
+    /// in pages); `None` when the list cannot be read. Pages shared between
+    /// processes (the interpreter's libraries) count once per process, so
+    /// this bounds the tree's memory from above.
+    fn resident_kib(&self) -> Option<u64> {
+        let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let page_kib = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) / 1024) as u64;
+        Some(
+            procs
+                .lines()
+                .filter_map(|pid| {
+                    std::fs::read_to_string(format!("/proc/{}/statm", pid.trim())).ok()
+                })
+                .filter_map(|statm| parse_statm_resident(&statm))
+                .sum::<u64>()
+                * page_kib,
+        )
+    }
+
     /// CPU seconds of everything that ran in the cgroup.
     fn cpu_seconds(&self) -> Option<f64> {
         let text = std::fs::read_to_string(&self.usage.0).ok()?;
@@ -357,6 +407,8 @@ pub(crate) fn measure(cmd: &mut Command) -> Result<(Sample, i32)> {
     let pid = i32::try_from(child.id()).context("pid out of range")?;
     let status_path = format!("/proc/{pid}/status");
     let mut own_rss = None;
+    let mut tree_peak: Option<u64> = None;
+    let mut polls: u64 = 0;
     // The child is reaped here with wait4 (for its rusage), never through
     // `child`, which is dropped without waiting.
     let (status, usage) = loop {
@@ -367,6 +419,14 @@ pub(crate) fn measure(cmd: &mut Command) -> Result<(Sample, i32)> {
         {
             own_rss = Some(kib);
         }
+        // The whole tree's resident memory, every TREE_POLLS polls: reading
+        // every process's statm is dearer than one status file.
+        if polls.is_multiple_of(TREE_POLLS) {
+            if let Some(kib) = cgroup.as_ref().and_then(RunCgroup::resident_kib) {
+                tree_peak = Some(tree_peak.map_or(kib, |p| p.max(kib)));
+            }
+        }
+        polls += 1;
         let mut status = 0;
         // SAFETY: a zeroed rusage is a valid value; wait4 writes into both
         // out-parameters, which live for the whole call.
@@ -408,6 +468,8 @@ pub(crate) fn measure(cmd: &mut Command) -> Result<(Sample, i32)> {
             own_rss_kib: own_rss,
             // Linux reports ru_maxrss in KiB.
             tree_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+            // Only a cgroup the child joined lists its tree.
+            tree_peak_kib: tree_peak.filter(|_| cpu_source == CpuSource::Cgroup),
         },
         code,
     ))
@@ -910,83 +972,101 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
     lines.extend(format_not_passed(timed, &not_passed));
 
     print_block(&rows, &lines);
-    let (mut rows, mut lines) = (Vec::new(), Vec::new());
+    let mut lines = Vec::new();
     let mut scale_passed = true;
+    let mut scale_met = true;
     if opts.skip_scale {
         lines.push("scale: skipped (--skip-scale)".into());
     } else if opts.repo.is_some() {
         lines.push(
-            "scale: skipped: it compares with the fixture's figure; run without --repo".into(),
+            "scale: skipped: it generates repositories from the fixture; run without --repo".into(),
         );
     } else {
+        let sizes = opts
+            .sizes
+            .clone()
+            .unwrap_or_else(|| scale::default_sizes(opts.candidates));
         let originals = builtin_candidates()?;
-        let plan = scale_plan(&originals, opts.candidates);
-        let scale_repo = base.join(format!("scale-repo-{}", plan.len()));
-        eprintln!(
-            "bench: generating {} ({} candidates)",
-            scale_repo.display(),
-            plan.len()
-        );
-        generate_scale_repo(&fixture, &scale_repo, &plan)?;
-        let mut scale = Vec::new();
-        let mut not_passed_scale = Vec::new();
-        for i in 0..opts.scale_runs {
-            let run = base.join(format!("scale-run-{i:02}"));
-            std::fs::create_dir_all(&run)?;
-            let (sample, why) = verifier.certify(
-                &scale_repo,
-                &run.join("evidence"),
-                None,
-                &run.join("output.log"),
-            )?;
-            if let Some(why) = why {
-                not_passed_scale.push(NotPassed {
-                    run: format!("scale run {i} ({} candidates)", plan.len()),
-                    why,
-                });
-                continue;
-            }
+        let mut repos = Vec::new();
+        for &n in &sizes {
+            let plan = scale_plan(&originals, n);
+            let scale_repo = base.join(format!("scale-repo-{n}"));
             eprintln!(
-                "bench: scale run {i}: {} candidates, wall {:.2} s  cpu {:.2} s",
-                plan.len(),
-                sample.wall,
-                sample.cpu
+                "bench: generating {} ({n} candidates)",
+                scale_repo.display()
             );
-            scale.push(sample);
-            if !opts.keep {
-                let _ = std::fs::remove_dir_all(&run);
+            generate_scale_repo(&fixture, &scale_repo, &plan)?;
+            repos.push(scale_repo);
+        }
+        let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); sizes.len()];
+        let mut not_passed_scale = Vec::new();
+        // In rounds of every size, so load on a shared machine falls on all alike.
+        for round in 0..opts.scale_runs {
+            for (k, (&n, scale_repo)) in sizes.iter().zip(&repos).enumerate() {
+                let run = base.join(format!("scale-{n}-run-{round:02}"));
+                std::fs::create_dir_all(&run)?;
+                let (sample, why) = verifier.certify(
+                    scale_repo,
+                    &run.join("evidence"),
+                    None,
+                    &run.join("output.log"),
+                )?;
+                sources.push(sample.cpu_source);
+                eprintln!(
+                    "bench: scale run {round}: {n:>3} candidates, wall {:>7.2} s  cpu {:>7.2} s  \
+                     verifier {} MiB  tree {} MiB  {}",
+                    sample.wall,
+                    sample.cpu,
+                    sample.own_rss_kib.map_or_else(|| "-".into(), mib),
+                    sample.tree_peak_kib.map_or_else(|| "-".into(), mib),
+                    if why.is_some() { "NOT PASS" } else { "PASS" }
+                );
+                if let Some(why) = why {
+                    not_passed_scale.push(NotPassed {
+                        run: format!("scale run {round} ({n} candidates)"),
+                        why,
+                    });
+                    continue;
+                }
+                samples[k].push(sample);
+                if !opts.keep {
+                    let _ = std::fs::remove_dir_all(&run);
+                }
             }
         }
         scale_passed = not_passed_scale.is_empty();
-        lines.extend(format_not_passed(opts.scale_runs, &not_passed_scale));
-        let label = format!("ours default, {} cand.", plan.len());
-        let Some(sc) = summarize(&label, &scale) else {
-            print_block(&rows, &lines);
-            bail!("no scale run passed; see the runs listed above");
-        };
-        rows.push(sc.clone());
-        let small = df.wall / originals.len() as f64;
-        let large = sc.wall / plan.len() as f64;
-        lines.push(format!(
-            "seconds per candidate (wall / candidates): {} candidates {small:.2}, {} candidates {large:.2}",
-            originals.len(),
-            plan.len()
+        let rows: Vec<scale::SizeRow> = sizes
+            .iter()
+            .zip(&samples)
+            .filter_map(|(&n, s)| {
+                summarize(&format!("{n} cand."), s).map(|summary| scale::SizeRow {
+                    candidates: n,
+                    summary,
+                })
+            })
+            .collect();
+        let judged = scale::judge(&rows);
+        scale_met = scale::all_met(&judged);
+        println!(
+            "
+scale (medians of the runs that passed; a run that did not is listed below):"
+        );
+        print!("{}", scale::format_scale_table(&rows));
+        lines.extend(judged.into_iter().map(|j| j.line));
+        lines.extend(format_not_passed(
+            opts.scale_runs * sizes.len(),
+            &not_passed_scale,
         ));
-        lines.push(format_ratio(
-            &format!("per-candidate {}/{}", plan.len(), originals.len()),
-            large,
-            small,
-            SCALE_TARGET,
-        ));
+        lines.push(
+            "cpu/cand, wall/cand: the run's total over its candidates; +cpu/cand: the CPU of one \
+             more candidate since the previous size; verifier MiB: the verifier's own VmHWM; tree \
+             MiB: the peak of the summed RSS of every process in the run's cgroup (sampled every \
+             100 ms; shared pages count once per process)"
+                .into(),
+        );
     }
-
-    if !rows.is_empty() {
-        print_block(&rows, &lines);
-    } else {
-        println!();
-        for l in &lines {
-            println!("{l}");
-        }
+    for l in &lines {
+        println!("{l}");
     }
     println!(
         "\nharness MiB: the verifier's own peak RSS (VmHWM, polled every 20 ms); \
@@ -1021,7 +1101,10 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
     } else {
         let _ = std::fs::remove_dir_all(&base);
     }
-    Ok(i32::from(!all_passed))
+    if !scale_met {
+        println!("bench: a scale target was missed (MISS above)");
+    }
+    Ok(i32::from(!all_passed || !scale_met))
 }
 
 #[cfg(test)]
@@ -1080,22 +1163,28 @@ mod tests {
 
     #[test]
     fn summaries_take_the_median_of_each_column() {
-        let s = |wall, cpu, own, tree| Sample {
+        let s = |wall, cpu, own, tree, peak| Sample {
             cpu_source: CpuSource::Cgroup,
             wall,
             cpu,
             own_rss_kib: own,
             tree_rss_kib: tree,
+            tree_peak_kib: peak,
         };
         let sum = summarize(
             "x",
             &[
-                s(10.0, 4.0, Some(2048), 100),
-                s(30.0, 1.0, None, 300),
-                s(20.0, 9.0, Some(4096), 200),
+                s(10.0, 4.0, Some(2048), 100, Some(900)),
+                s(30.0, 1.0, None, 300, None),
+                s(20.0, 9.0, Some(4096), 200, Some(700)),
             ],
         )
         .unwrap();
+        assert_eq!(
+            sum.tree_peak_kib,
+            Some(800),
+            "runs without one are left out"
+        );
         assert_eq!(sum.runs, 3);
         assert_eq!(sum.wall, 20.0);
         assert_eq!(sum.cpu, 4.0);
@@ -1114,6 +1203,7 @@ mod tests {
                 cpu: 80.5,
                 own_rss_kib: Some(10240),
                 tree_rss_kib: 153600,
+                tree_peak_kib: None,
             },
             Summary {
                 label: "peer".into(),
@@ -1122,6 +1212,7 @@ mod tests {
                 cpu: 4.0,
                 own_rss_kib: None,
                 tree_rss_kib: 1024,
+                tree_peak_kib: None,
             },
         ];
         let t = format_table(&rows);
@@ -1192,6 +1283,26 @@ mod tests {
     }
 
     #[test]
+    fn resident_pages_are_the_second_field_of_statm() {
+        assert_eq!(parse_statm_resident("2000 377 300 1 0 120 0\n"), Some(377));
+        assert_eq!(parse_statm_resident("2000"), None);
+        assert_eq!(parse_statm_resident(""), None);
+    }
+
+    /// Not a memory assertion: only that the tree's peak is read at all
+    /// when a cgroup can be made, and is absent when none can.
+    #[test]
+    fn the_trees_peak_is_sampled_from_the_runs_cgroup() {
+        let (s, code) =
+            measure(Command::new("sh").args(["-c", "sleep 0.3 & sleep 0.3; wait"])).unwrap();
+        assert_eq!(code, 0);
+        match s.cpu_source {
+            CpuSource::Cgroup => assert!(s.tree_peak_kib.is_some_and(|k| k > 0), "{s:?}"),
+            CpuSource::Rusage => assert_eq!(s.tree_peak_kib, None, "{s:?}"),
+        }
+    }
+
+    #[test]
     fn measure_reports_the_exit_code_and_the_childs_cpu() {
         // Not a timing assertion: only that the figures are filled in.
         let (s, code) = measure(Command::new("sh").args(["-c", "exit 3"])).unwrap();
@@ -1233,6 +1344,12 @@ mod tests {
         assert!(o.skip_scale);
         assert_eq!(o.python.as_deref(), Some(Path::new("/p/python")));
         assert_eq!(o.candidates, 12);
+        assert_eq!(o.sizes, None);
+        assert_eq!(Options::default().scale_runs, 2, "each size at least twice");
+        let o = parse_options(&os(&["--sizes", "50,5,25"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.sizes, Some(vec![5, 25, 50]));
         assert_eq!(parse_options(&os(&["--help"])).unwrap(), None);
         // The release binary is what users run, so it is what is measured.
         assert!(Options::default().release);
@@ -1243,6 +1360,7 @@ mod tests {
             &["--runs", "x"],
             &["--runs"],
             &["--frobnicate"],
+            &["--sizes", "5,0"],
         ] {
             assert!(parse_options(&os(bad)).is_err(), "{bad:?}");
         }

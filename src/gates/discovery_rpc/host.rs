@@ -320,12 +320,12 @@ fn drive(
             // The runtime prepares dependencies and launches workers under one
             // semaphore of `max_concurrent_restarts` permits (SDK default 1:
             // `PluginWorkerPolicy`, `PluginManager._installation_lifecycle_semaphore`);
-            // one permit per candidate lets their starts overlap, except in a
-            // serial run (`--jobs 1`).
+            // one permit per installation the host starts at once
+            // ([`start_width`]) lets those starts overlap, and only those.
             "worker_policy": {
                 "max_cpus": 1, "max_memory_mb": 1024, "max_pids": 256,
                 "max_open_files": 1024, "max_file_size_mb": 64,
-                "max_concurrent_restarts": if spec.serial { 1 } else { spec.candidates.len().max(1) }
+                "max_concurrent_restarts": start_width(spec)
             },
             "runtime_profile": "oss_dev"
         }),
@@ -343,37 +343,32 @@ fn drive(
         workspace: &workspace_uuid,
         settings: &settings,
     };
-    // Candidates start together: every archive is uploaded and applied (the
-    // runtime answers apply_plugin_installation with `starting` and starts the
-    // worker in the background), then the host waits for all of them at
-    // once, then probes each initialized one. The one control connection is
-    // the SDK's limit: the runtime keeps a single active control handler and
-    // a new connection supersedes the previous one
+    // Candidates start in a sliding window of `start_width`: an archive is
+    // uploaded and applied (the runtime answers apply_plugin_installation
+    // with `starting` and starts the worker in the background) whenever
+    // fewer than that many are starting, and the host waits for all of them
+    // at once, then probes each initialized one. The window, not the
+    // candidate count, bounds the starts that overlap: each plugin's
+    // `plugin_timeout_ms` runs from its own apply, so with every candidate
+    // applied at once the last one's start waited on all the others' (50
+    // candidates: 14-28 s each on two cores, against 3 s with 5), and the
+    // limit would have had to grow with the count. The one control
+    // connection is the SDK's limit: the runtime keeps a single active
+    // control handler and a new connection supersedes the previous one
     // (`RuntimeApplication.set_control_handler`), and its `__file_chunk`
     // writes are serialised by one lock (`Handler._file_transfer_lock`); so
     // uploads and requests go one after another on this connection, and the
     // overlap is in the runtime's own work (dependency preparation and worker
     // start, the slow part).
     let wave_mark = log_sizes(rt);
-    let failures_before = restart_failures(port);
-    let mut pending = Vec::new();
-    for cand in &spec.candidates {
-        if interrupt::requested() {
-            break;
-        }
-        match begin(&mut client, spec, cand, rt, &ids)? {
-            Begun::Done(outcome) => result.candidates.push(outcome),
-            Begun::Starting(p) => pending.push(p),
-        }
-    }
     let waited = wait_all(
         &mut client,
         spec,
         rt,
         port,
-        pending,
+        &ids,
         wave_mark,
-        failures_before,
+        &mut result.candidates,
     )?;
     for (cand, mut outcome) in waited {
         if outcome.failure.is_none() && !interrupt::requested() {
@@ -542,32 +537,69 @@ fn remove(
     Ok(())
 }
 
-/// Waits for every starting installation at once until each is listed
-/// `initialized` or has failed.
+/// At most this many installations start at once: the spec's
+/// `start_width` (1 under `--jobs 1`), and never more than the candidates.
+fn start_width(spec: &HostSpec) -> usize {
+    window(spec.start_width, spec.candidates.len())
+}
+
+/// `requested` starts at once, at least 1 and at most `candidates` (1 when
+/// there are none).
+fn window(requested: usize, candidates: usize) -> usize {
+    requested.clamp(1, candidates.max(1))
+}
+
+/// Starts the candidates in a window of [`start_width`] and waits for every
+/// starting installation at once until each is listed `initialized` or has
+/// failed; a candidate whose upload or apply failed goes to `early`.
 ///
 /// Failed worker starts are counted per installation from the runtime's log
 /// line "Plugin installation worker exited unexpectedly; restarting <uuid>"
-/// (`PluginManager._supervise_plugin_installation`); `/healthz` counts them
-/// only in total (`restart_failures_total`), so that count is attributed to
-/// a candidate only while it is the one still starting (counted from the
-/// moment it became so). The larger of the two counts is the candidate's.
-/// The runtime's messages of a failed candidate are those logged since the
-/// wave of installations began.
+/// (`PluginManager._supervise_plugin_installation`), read on from where the
+/// last poll stopped ([`RestartTally`]); `/healthz` counts them only in
+/// total (`restart_failures_total`), so that count is attributed to a
+/// candidate only while it is the one still starting (counted from the
+/// moment it became so, or from just before its apply when it started
+/// alone). The larger of the two counts is the candidate's. The runtime's
+/// messages of a failed candidate are those logged since the first
+/// installation began.
 fn wait_all<'a>(
     client: &mut HostClient,
-    spec: &HostSpec,
+    spec: &'a HostSpec,
     rt: &mut Running,
     port: u16,
-    mut pending: Vec<Pending<'a>>,
+    ids: &Ids,
     wave_mark: (u64, u64),
-    failures_before: Option<u64>,
+    early: &mut Vec<CandidateOutcome>,
 ) -> Result<Vec<(&'a HostCandidate, CandidateOutcome)>, String> {
     let call_timeout = Duration::from_millis(spec.call_timeout_ms);
     let plugin_timeout = Duration::from_millis(spec.plugin_timeout_ms);
+    let width = start_width(spec);
+    let mut queue = spec.candidates.iter();
+    let mut pending: Vec<Pending<'a>> = Vec::new();
     let mut done = Vec::new();
-    // Failures counted before the last remaining candidate was alone.
-    let mut alone_since: Option<Option<u64>> = (pending.len() == 1).then_some(failures_before);
-    while !pending.is_empty() {
+    let mut tally = RestartTally::from_mark(wave_mark);
+    // The installation still starting alone, and the failures counted
+    // before it was.
+    let mut alone_since: Option<(String, Option<u64>)> = None;
+    loop {
+        while pending.len() < width && !interrupt::requested() {
+            let Some(cand) = queue.next() else { break };
+            let before = pending.is_empty().then(|| restart_failures(port));
+            match begin(client, spec, cand, rt, ids)? {
+                Begun::Done(outcome) => early.push(outcome),
+                Begun::Starting(p) => {
+                    if let Some(before) = before {
+                        let uuid = p.out.binding["installation_uuid"].as_str().unwrap_or("");
+                        alone_since = Some((uuid.to_string(), before));
+                    }
+                    pending.push(p);
+                }
+            }
+        }
+        if pending.is_empty() {
+            break;
+        }
         client.pump(POLL)?;
         let mut still = Vec::new();
         for mut p in pending.drain(..) {
@@ -620,22 +652,32 @@ fn wait_all<'a>(
         }
         pending = still;
         if pending.is_empty() {
-            break;
+            // The window has room: start the next ones, if any.
+            continue;
         }
-        let log = read_log_since(rt, wave_mark);
-        let alone = if pending.len() == 1 {
-            let base = *alone_since.get_or_insert_with(|| restart_failures(port));
-            restart_failures(port)
-                .zip(base)
-                .map(|(now, before)| now.saturating_sub(before))
-                .unwrap_or(0)
-        } else {
-            0
+        tally.read_on(rt);
+        let alone = match pending.as_slice() {
+            [p] => {
+                let uuid = p.out.binding["installation_uuid"].as_str().unwrap_or("");
+                if alone_since.as_ref().is_none_or(|(u, _)| u != uuid) {
+                    alone_since = Some((uuid.to_string(), restart_failures(port)));
+                }
+                let base = alone_since.as_ref().and_then(|(_, b)| *b);
+                restart_failures(port)
+                    .zip(base)
+                    .map(|(now, before)| now.saturating_sub(before))
+                    .unwrap_or(0)
+            }
+            _ => {
+                // Not alone (any more): the count restarts when one is.
+                alone_since = None;
+                0
+            }
         };
         let mut still = Vec::new();
         for mut p in pending.drain(..) {
             let uuid = p.out.binding["installation_uuid"].as_str().unwrap_or("");
-            let failures = logged_restarts(&log, uuid).max(alone);
+            let failures = tally.count(uuid).max(alone);
             p.out.worker_failures = failures;
             if failures >= spec.failure_restarts {
                 p.out.failure = Some(format!(
@@ -1094,26 +1136,73 @@ fn runtime_messages(rt: &Running, mark: (u64, u64)) -> Vec<String> {
     select_messages(&text)
 }
 
-/// The runtime's stderr and stdout written since `mark`.
-fn read_log_since(rt: &Running, mark: (u64, u64)) -> String {
-    let mut text = read_from(&rt.logs().1, mark.1);
-    text.push_str(&read_from(&rt.logs().0, mark.0));
-    text
+/// The installation a runtime log line says it restarts after its worker
+/// exited (`PluginManager._supervise_plugin_installation`: "Plugin
+/// installation worker exited unexpectedly; restarting <uuid> ...").
+fn restarted_installation(line: &str) -> Option<&str> {
+    if !line.contains("worker exited unexpectedly") {
+        return None;
+    }
+    line.split_once("restarting ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
 }
 
-/// How many times the runtime logged restarting installation `uuid` after
-/// its worker exited (`PluginManager._supervise_plugin_installation`).
-fn logged_restarts(log: &str, uuid: &str) -> u64 {
-    if uuid.is_empty() {
-        return 0;
+/// Failed worker starts per installation, counted from the runtime's
+/// stderr and stdout as they grow: each poll reads only what was written
+/// since the one before ([`RestartTally::read_on`]), not the whole log since
+/// the first installation, which grows with the candidate count and was read
+/// again on every poll (and only its first 4 MiB).
+#[derive(Debug, Default)]
+struct RestartTally {
+    /// Bytes of (stdout, stderr) counted so far.
+    marks: (u64, u64),
+    /// Each log's last line, not ended yet: (stdout, stderr).
+    partial: (Vec<u8>, Vec<u8>),
+    counts: BTreeMap<String, u64>,
+}
+
+impl RestartTally {
+    /// Counts from `mark` (`log_sizes` when the first installation began).
+    fn from_mark(mark: (u64, u64)) -> Self {
+        Self {
+            marks: mark,
+            ..Self::default()
+        }
     }
-    log.lines()
-        .filter(|l| {
-            l.contains("worker exited unexpectedly")
-                && l.split_once("restarting ")
-                    .is_some_and(|(_, rest)| rest.split_whitespace().next() == Some(uuid))
-        })
-        .count() as u64
+
+    /// Counts the lines `bytes` ends; a line not ended yet waits in
+    /// `partial` for the rest.
+    fn feed(partial: &mut Vec<u8>, counts: &mut BTreeMap<String, u64>, bytes: &[u8]) {
+        partial.extend_from_slice(bytes);
+        let Some(end) = partial.iter().rposition(|b| *b == b'\n') else {
+            return;
+        };
+        let rest = partial.split_off(end + 1);
+        for line in String::from_utf8_lossy(partial).lines() {
+            if let Some(uuid) = restarted_installation(line) {
+                *counts.entry(uuid.to_string()).or_default() += 1;
+            }
+        }
+        *partial = rest;
+    }
+
+    /// Reads on in both logs from where the last call stopped.
+    fn read_on(&mut self, rt: &Running) {
+        let (out, err) = rt.logs();
+        for (path, mark, partial) in [
+            (out, &mut self.marks.0, &mut self.partial.0),
+            (err, &mut self.marks.1, &mut self.partial.1),
+        ] {
+            let bytes = read_bytes_from(path, *mark);
+            *mark += bytes.len() as u64;
+            Self::feed(partial, &mut self.counts, &bytes);
+        }
+    }
+
+    /// Failed starts of installation `uuid` counted so far.
+    fn count(&self, uuid: &str) -> u64 {
+        self.counts.get(uuid).copied().unwrap_or(0)
+    }
 }
 
 fn select_messages(text: &str) -> Vec<String> {
@@ -1135,16 +1224,22 @@ fn select_messages(text: &str) -> Vec<String> {
 }
 
 fn read_from(path: &Path, from: u64) -> String {
+    String::from_utf8_lossy(&read_bytes_from(path, from)).into_owned()
+}
+
+/// At most 4 MiB of `path` from byte `from` (what a later call reads on
+/// from); nothing when it cannot be read.
+fn read_bytes_from(path: &Path, from: u64) -> Vec<u8> {
     use std::io::{Seek, SeekFrom};
     let Ok(mut f) = std::fs::File::open(path) else {
-        return String::new();
+        return Vec::new();
     };
     if f.seek(SeekFrom::Start(from)).is_err() {
-        return String::new();
+        return Vec::new();
     }
     let mut buf = Vec::new();
     let _ = f.take(4 << 20).read_to_end(&mut buf);
-    String::from_utf8_lossy(&buf).into_owned()
+    buf
 }
 
 fn teardown(mut rt: Running, spec: &HostSpec, result: &mut HostResult) {
@@ -1329,6 +1424,18 @@ mod tests {
         );
     }
 
+    /// The window is the run's width, never the candidate count: 4 at once
+    /// for 50 candidates, 1 under `--jobs 1` (and for a spec that gives 0).
+    #[test]
+    fn installations_start_in_a_window_of_the_runs_width() {
+        assert_eq!(window(4, 50), 4);
+        assert_eq!(window(4, 3), 3);
+        assert_eq!(window(1, 50), 1);
+        assert_eq!(window(0, 50), 1);
+        assert_eq!(window(4, 0), 1);
+        assert_eq!(window(usize::MAX, 7), 7);
+    }
+
     #[test]
     fn restarts_are_counted_per_installation_from_the_runtime_log() {
         let log = "[WARNING] Plugin installation worker exited unexpectedly; restarting u-1 in 1.0s\n\
@@ -1336,10 +1443,28 @@ mod tests {
                    [WARNING] Plugin installation worker exited unexpectedly; restarting u-1 in 2.1s\n\
                    [WARNING] Plugin installation worker exited unexpectedly; restarting u-10 in 1.1s\n\
                    [INFO] restarting u-1 for another reason\n";
-        assert_eq!(logged_restarts(log, "u-1"), 2);
-        assert_eq!(logged_restarts(log, "u-2"), 1);
-        assert_eq!(logged_restarts(log, "u-3"), 0);
-        assert_eq!(logged_restarts(log, ""), 0);
+        let mut whole = RestartTally::default();
+        RestartTally::feed(&mut whole.partial.1, &mut whole.counts, log.as_bytes());
+        assert_eq!(whole.count("u-1"), 2);
+        assert_eq!(whole.count("u-2"), 1);
+        assert_eq!(whole.count("u-10"), 1);
+        assert_eq!(whole.count("u-3"), 0);
+        assert_eq!(whole.count(""), 0);
+        // Read on in pieces cut anywhere, mid-line included: the same counts,
+        // each line counted once, a line not ended yet not at all.
+        for cut in [1, 7, 40, 97, 150] {
+            let mut t = RestartTally::default();
+            for piece in log.as_bytes().chunks(cut) {
+                RestartTally::feed(&mut t.partial.1, &mut t.counts, piece);
+            }
+            assert_eq!(t.counts, whole.counts, "pieces of {cut} bytes");
+        }
+        let mut open = RestartTally::default();
+        let unended = "[WARNING] Plugin installation worker exited unexpectedly; restarting u-9";
+        RestartTally::feed(&mut open.partial.0, &mut open.counts, unended.as_bytes());
+        assert_eq!(open.count("u-9"), 0, "not ended yet");
+        RestartTally::feed(&mut open.partial.0, &mut open.counts, b" in 1.0s\n");
+        assert_eq!(open.count("u-9"), 1);
     }
 
     #[test]

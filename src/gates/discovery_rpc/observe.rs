@@ -104,7 +104,7 @@ pub fn observe(ctx: &RunContext) -> Result<Option<Observation>, String> {
         runner_timeout_ms: RUNNER_TIMEOUT_MS,
         failure_restarts: FAILURE_RESTARTS,
         health_port_override,
-        serial: ctx.width() == 1,
+        start_width: ctx.width(),
         candidates,
         read_only: Vec::new(),
     };

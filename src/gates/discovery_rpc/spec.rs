@@ -68,11 +68,13 @@ pub struct HostSpec {
     /// (set from `VCC_DISCOVERY_TEST_HEALTH_PORT`; a port where nothing
     /// answers makes the runtime look never healthy).
     pub health_port_override: Option<u16>,
-    /// `--jobs 1`: the runtime prepares and starts one installation at a
-    /// time (its `max_concurrent_restarts` left at the SDK's default 1);
-    /// otherwise every installation's start may overlap.
+    /// At most this many installations start at once (the host's window,
+    /// and the runtime's `max_concurrent_restarts`): the run's step width,
+    /// 1 under `--jobs 1` (the SDK's default), never the candidate count,
+    /// so a plugin's start, and its `plugin_timeout_ms`, does not wait on
+    /// more starts as the count grows. 0 is taken as 1.
     #[serde(default)]
-    pub serial: bool,
+    pub start_width: usize,
     /// Candidates, installed one after the other in this order.
     pub candidates: Vec<HostCandidate>,
     /// Paths the runtime reads, bound read-only in its sandbox (the

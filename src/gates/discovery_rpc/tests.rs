@@ -463,7 +463,7 @@ fn host_spec(c: HostCandidate) -> HostSpec {
         runner_timeout_ms: 60_000,
         failure_restarts: 2,
         health_port_override: None,
-        serial: false,
+        start_width: 4,
         candidates: vec![c],
         read_only: vec!["/v".into(), "/ev/wheelhouse".into()],
     }
