@@ -230,7 +230,37 @@ fn group_lines(out: &mut String, evidence: &Evidence, paint: &dyn Fn(&str, &str)
             folders.join(", "),
             g.evidence.as_deref().unwrap_or("this directory")
         );
+        // Another group's candidates, each with its verdict in that
+        // group's run (the `candidates:` lines above are this run's own).
+        if !g.default {
+            for c in &g.candidates {
+                let word = c.verdict.map_or("(no verdict)", |v| v.word());
+                let at = c
+                    .stopped_at
+                    .as_deref()
+                    .map_or_else(String::new, |at| format!("  {at}"));
+                let _ = writeln!(out, "    {}  {word}{at}", c.folder);
+            }
+        }
     }
+    let all: Vec<&crate::evidence::SdkGroupCandidate> =
+        groups.iter().flat_map(|g| g.candidates.iter()).collect();
+    let passed: Vec<&str> = all
+        .iter()
+        .filter(|c| c.verdict == Some(CandidateResult::Pass))
+        .map(|c| c.folder.as_str())
+        .collect();
+    let _ = writeln!(
+        out,
+        "  passed across the groups: {} of {} candidate(s){}",
+        passed.len(),
+        all.len(),
+        if passed.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", passed.join(", "))
+        }
+    );
 }
 
 /// `candidate: ` for a per-candidate check, empty otherwise.
@@ -595,6 +625,41 @@ mod tests {
         ev.candidates.pop();
         assert!(
             summary(&ev, Path::new("/ev"), false).contains("  passed: none of 1 candidate(s)\n")
+        );
+    }
+
+    #[test]
+    fn a_grouped_run_lists_each_other_groups_candidates_with_their_verdicts_and_all_that_passed() {
+        let mut ev = evidence(vec![], Verdict::Fail);
+        ev.sdk_groups = Some(
+            serde_json::from_value(serde_json::json!([
+                {"requirement": "langbot-plugin==0.6.1", "default": true, "verdict": "fail",
+                 "python": "/p", "version": "0.6.1", "record_sha256": null,
+                 "candidates": [{"folder": "demo", "verdict": "fail",
+                                 "stopped_at": "discovery-rpc/runner-probe"}]},
+                {"requirement": "langbot-plugin==0.7.18", "default": false,
+                 "evidence": "groups/langbot-plugin-0.7.18", "evidence_sha256": "ab",
+                 "verdict": "pass", "python": "/q", "version": "0.7.18", "record_sha256": null,
+                 "candidates": [{"folder": "weather", "verdict": "pass"},
+                                {"folder": "search", "verdict": "fail",
+                                 "stopped_at": "suites/search/tree/outcomes"}]}
+            ]))
+            .unwrap(),
+        );
+        let text = summary(&ev, Path::new("/ev"), false);
+        assert!(
+            text.contains(
+                "  langbot-plugin==0.7.18  pass  verified 0.7.18  candidates weather, search  evidence \
+                 groups/langbot-plugin-0.7.18\n    weather  pass\n    search  fail  suites/search/tree/outcomes\n"
+            ),
+            "{text}"
+        );
+        // The default group's candidates are this run's own `candidates:`
+        // lines: not repeated under their group.
+        assert!(!text.contains("    demo  fail"), "{text}");
+        assert!(
+            text.contains("  passed across the groups: 1 of 3 candidate(s): weather\n"),
+            "{text}"
         );
     }
 
