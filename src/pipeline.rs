@@ -201,9 +201,8 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
     // makes the repository-level part.
     if opts.sdk_group.is_some() {
         required.retain(|id| {
-            catalogue::get(id).map_or(true, |g| {
-                g.scope != catalogue::Scope::Whole || g.per_candidate_part
-            })
+            catalogue::get(id)
+                .is_none_or(|g| g.scope != catalogue::Scope::Whole || g.per_candidate_part)
         });
     }
     if let Some(p) = opts.partition {

@@ -386,3 +386,66 @@ fn a_candidate_of_another_group_has_its_own_tests_run_by_its_group_and_a_failing
         stderr_text(&replayed)
     );
 }
+
+#[test]
+fn a_grouped_profiles_repository_level_suites_run_in_the_default_groups_run_warning_the_other_groups(
+) {
+    let repo = grouped_repo();
+    let suite = repo.root.join("repo-tests");
+    std::fs::create_dir_all(&suite).unwrap();
+    std::fs::write(
+        suite.join("test_repository.py"),
+        "def test_the_repository_level_suite_runs():\n    assert True\n",
+    )
+    .unwrap();
+    git(&repo.root, &["add", "-A"]);
+    git(
+        &repo.root,
+        &["commit", "-q", "-m", "a repository-level suite"],
+    );
+    let profile = format!("{OWN_TESTS_PROFILE}\n[suites]\npaths = [\"repo-tests\"]\n");
+    let (out, _keep, dir) = common::run_only_with_profile(&repo.root, "suites", &profile, &[]);
+    let (stdout, stderr) = (stdout_text(&out), stderr_text(&out));
+    let ev = read_evidence(&dir);
+    let names: Vec<&str> = common::checks(&ev, "suites")
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    // Not "left out by the gates it requires": the other group's candidate
+    // passed them in its own run.
+    assert!(
+        !names.contains(&"repository-runs"),
+        "{names:?}\n{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        check(&ev, "suites", "tree/outcomes", None)["result"],
+        "pass"
+    );
+    assert_eq!(
+        check(&ev, "suites", "extracted/source-root", None)["result"],
+        "pass"
+    );
+    let other = check(&ev, "suites", "other-sdk-groups", None);
+    assert_eq!(other["result"], "warn", "{other}");
+    assert!(
+        other["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Pinned/pinned-plugin"),
+        "{other}"
+    );
+    assert_eq!(
+        exit_code(&out),
+        i32::from(exit::SUCCESS),
+        "{stdout}\n{stderr}"
+    );
+    // The group's own run makes no repository-level run.
+    let sub = read_evidence(&dir.join(GROUP_DIR));
+    assert!(
+        common::checks(&sub, "suites")
+            .iter()
+            .all(|c| c["name"].as_str().unwrap().starts_with("pinned-plugin/")),
+        "{}",
+        sub["gates"]
+    );
+}

@@ -150,11 +150,7 @@ impl super::Gate for Suites {
         )?;
         // The candidates earlier gates failed (the pipeline runs this gate
         // for the others): the repository-level runs read every candidate.
-        let left_out: Vec<String> = ctx
-            .profile
-            .profile
-            .candidates
-            .iter()
+        let left_out: Vec<String> = this_groups_candidates(ctx)
             .map(|c| c.folder().to_string())
             .filter(|f| !ctx.selected.iter().any(|s| s.folder() == f))
             .collect();
@@ -168,6 +164,9 @@ impl super::Gate for Suites {
                 let obs = observe::observe(ctx, opts, &staged)?;
                 checks.extend(decide(&obs, opts));
                 record = Some(record_of(&obs, opts));
+                if let Some(check) = other_groups_check(ctx) {
+                    checks.push(check);
+                }
             }
         }
         // Each candidate's own tests, one candidate after the other (after
@@ -195,6 +194,53 @@ impl super::Gate for Suites {
         }
         Ok(checks)
     }
+}
+
+/// The profile's candidates of this run's SDK group (every candidate of a
+/// profile without groups): those the repository-level runs find in
+/// DIR/extracted. A grouped profile's other groups are extracted by their
+/// own runs (`src/pipeline/groups.rs`), into their own directories.
+pub(crate) fn this_groups_candidates(
+    ctx: &RunContext,
+) -> impl Iterator<Item = &crate::profile::CandidateSpec> {
+    let profile = &ctx.profile.profile;
+    let group = crate::profile::groups::squeeze(&profile.sdk.requirement);
+    profile
+        .candidates
+        .iter()
+        .filter(move |c| profile.group_of(c) == group)
+}
+
+/// `other-sdk-groups`, a warning, when the profile has candidates of other
+/// SDK groups: the repository-level runs (in this, the default group's run)
+/// did not have their extractions, so whatever the suites test of them
+/// through the source-root variable was not tested against their archives.
+fn other_groups_check(ctx: &RunContext) -> Option<Check> {
+    let profile = &ctx.profile.profile;
+    let group = crate::profile::groups::squeeze(&profile.sdk.requirement);
+    let others: Vec<String> = profile
+        .candidates
+        .iter()
+        .filter(|c| profile.group_of(c) != group)
+        .map(|c| format!("{} ({})", c.path, profile.group_of(c)))
+        .collect();
+    if others.is_empty() {
+        return None;
+    }
+    Some(
+        Check::warn(
+            "other-sdk-groups",
+            None,
+            format!(
+                "the repository-level runs ran in the run of SDK group {group}, whose DIR/extracted holds its own \
+                 candidates only; {} of other SDK groups are extracted by their groups' runs, so what these suites \
+                 test of them through the source-root variable was not tested against their archives (their own \
+                 tests run in their groups' runs): give them tests of their own, or pin them to {group}",
+                others.join(", ")
+            ),
+        )
+        .with_observed(json!({ "group": group, "other_groups": others })),
+    )
 }
 
 /// The gate-wide failure when earlier gates failed some candidates: the
