@@ -448,4 +448,13 @@ fn a_grouped_profiles_repository_level_suites_run_in_the_default_groups_run_warn
         "{}",
         sub["gates"]
     );
+    // Replay re-decides the repository-level runs as they were made.
+    let replayed = replay_output(&dir, &[]);
+    assert_eq!(
+        exit_code(&replayed),
+        i32::from(exit::SUCCESS),
+        "{}\n{}",
+        stdout_text(&replayed),
+        stderr_text(&replayed)
+    );
 }

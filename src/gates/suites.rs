@@ -164,7 +164,7 @@ impl super::Gate for Suites {
                 let obs = observe::observe(ctx, opts, &staged)?;
                 checks.extend(decide(&obs, opts));
                 record = Some(record_of(&obs, opts));
-                if let Some(check) = other_groups_check(ctx) {
+                if let Some(check) = other_groups_check(&ctx.profile.profile) {
                     checks.push(check);
                 }
             }
@@ -203,7 +203,14 @@ impl super::Gate for Suites {
 pub(crate) fn this_groups_candidates(
     ctx: &RunContext,
 ) -> impl Iterator<Item = &crate::profile::CandidateSpec> {
-    let profile = &ctx.profile.profile;
+    group_candidates(&ctx.profile.profile)
+}
+
+/// [`this_groups_candidates`] of a run of `profile` (as the run read it:
+/// `[sdk]` is its group's pin).
+pub(crate) fn group_candidates(
+    profile: &crate::profile::Profile,
+) -> impl Iterator<Item = &crate::profile::CandidateSpec> {
     let group = crate::profile::groups::squeeze(&profile.sdk.requirement);
     profile
         .candidates
@@ -215,8 +222,7 @@ pub(crate) fn this_groups_candidates(
 /// SDK groups: the repository-level runs (in this, the default group's run)
 /// did not have their extractions, so whatever the suites test of them
 /// through the source-root variable was not tested against their archives.
-fn other_groups_check(ctx: &RunContext) -> Option<Check> {
-    let profile = &ctx.profile.profile;
+pub(crate) fn other_groups_check(profile: &crate::profile::Profile) -> Option<Check> {
     let group = crate::profile::groups::squeeze(&profile.sdk.requirement);
     let others: Vec<String> = profile
         .candidates
