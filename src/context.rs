@@ -70,6 +70,11 @@ pub struct RunContext {
     /// `[dependencies] index_url`. Read it through
     /// [`RunContext::package_index_url`].
     pub index_url: String,
+    /// `--sdk-group`: this run certifies one non-default SDK group of a
+    /// grouped profile (`src/pipeline/groups.rs`); the repository-level
+    /// steps (the `suites` gate's repository-level runs) belong to the
+    /// default group's run, the candidates' own steps to this one.
+    pub group_run: bool,
 }
 
 /// Steps of one gate at once per `--jobs` ([`RunContext::width`]): two per
@@ -223,6 +228,7 @@ impl RunContext {
             activity: GateActivity::default(),
             jobs: 2,
             index_url: crate::wheelhouse::UPSTREAM_INDEX.into(),
+            group_run: false,
         }
     }
 

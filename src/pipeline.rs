@@ -193,8 +193,17 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         None => catalogue::all().iter().map(|g| g.id.clone()).collect(),
     };
     let mut required = required;
-    if opts.partition.is_some() || opts.sdk_group.is_some() {
+    if opts.partition.is_some() {
         required.retain(|id| catalogue::get(id).map(|g| g.scope) != Some(catalogue::Scope::Whole));
+    }
+    // A group's run keeps a whole gate's per-candidate part (`suites`: its
+    // candidates' own tests, run by no other run); the default group's run
+    // makes the repository-level part.
+    if opts.sdk_group.is_some() {
+        required.retain(|id| {
+            catalogue::get(id)
+                .is_none_or(|g| g.scope != catalogue::Scope::Whole || g.per_candidate_part)
+        });
     }
     if let Some(p) = opts.partition {
         let n = loaded.profile.candidates.len();
@@ -330,6 +339,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         activity: crate::context::GateActivity::default(),
         jobs: opts.jobs.max(1),
         index_url,
+        group_run: opts.sdk_group.is_some(),
     };
 
     let (mut records, ctx) = run_gates(

@@ -309,3 +309,152 @@ fn each_group_is_admitted_by_its_own_sdk_in_one_run_and_replays() {
         "{mismatch}"
     );
 }
+
+/// The tool plugin (default group) and the 0.6.1 plugin (its own group),
+/// the latter with a test of its own that fails.
+const OWN_TESTS_PROFILE: &str = r#"name = "sdk-groups-own-tests"
+
+[sdk]
+requirement = "langbot-plugin==0.6.0b5"
+
+[[sdk.group]]
+requirement = "langbot-plugin==0.6.1"
+wheel_sha256 = "5607b4c787a92259b4a1f7beb4bdca9f371e37b316eaf8f316d2448e888da77e"
+
+[[candidate]]
+path = "Components/tool-plugin"
+
+[[candidate]]
+path = "Pinned/pinned-plugin"
+sdk = "langbot-plugin==0.6.1"
+"#;
+
+#[test]
+fn a_candidate_of_another_group_has_its_own_tests_run_by_its_group_and_a_failing_one_fails_the_run()
+{
+    let repo = grouped_repo();
+    let tests = repo.root.join("Pinned/pinned-plugin/tests");
+    std::fs::create_dir_all(&tests).unwrap();
+    std::fs::write(
+        tests.join("test_own.py"),
+        "from importlib import metadata\n\n\ndef test_fails_naming_its_sdk():\n    assert False, metadata.version(\"langbot-plugin\")\n",
+    )
+    .unwrap();
+    git(&repo.root, &["add", "-A"]);
+    git(
+        &repo.root,
+        &["commit", "-q", "-m", "a failing test of its own"],
+    );
+    let (out, _keep, dir) =
+        common::run_only_with_profile(&repo.root, "suites", OWN_TESTS_PROFILE, &[]);
+    let (stdout, stderr) = (stdout_text(&out), stderr_text(&out));
+    assert_eq!(
+        exit_code(&out),
+        i32::from(exit::GATE_FAILED),
+        "{stdout}\n{stderr}"
+    );
+    let ev = read_evidence(&dir);
+    assert_eq!(group(&ev, GROUP)["verdict"], "fail", "{}", ev["sdk_groups"]);
+    let sub = read_evidence(&dir.join(GROUP_DIR));
+    let outcomes = check(
+        &sub,
+        "suites",
+        "pinned-plugin/tree/outcomes",
+        Some("pinned-plugin"),
+    );
+    assert_eq!(outcomes["result"], "fail", "{outcomes}");
+    // Run with the group's interpreter: the failure names its SDK version.
+    let failed = &sub["suites"]["runs"][0]["testcases"][0];
+    assert_eq!(failed["outcome"], "failed", "{failed}");
+    assert!(
+        failed["message"].as_str().unwrap().contains("0.6.1"),
+        "{failed}"
+    );
+    // The default group's run made no run of it.
+    assert!(
+        !ev["suites"].to_string().contains("pinned-plugin"),
+        "{}",
+        ev["suites"]
+    );
+    // Replay re-derives the group's run, suites included.
+    let replayed = replay_output(&dir, &[]);
+    assert_eq!(
+        exit_code(&replayed),
+        i32::from(exit::SUCCESS),
+        "{}\n{}",
+        stdout_text(&replayed),
+        stderr_text(&replayed)
+    );
+}
+
+#[test]
+fn a_grouped_profiles_repository_level_suites_run_in_the_default_groups_run_warning_the_other_groups(
+) {
+    let repo = grouped_repo();
+    let suite = repo.root.join("repo-tests");
+    std::fs::create_dir_all(&suite).unwrap();
+    std::fs::write(
+        suite.join("test_repository.py"),
+        "def test_the_repository_level_suite_runs():\n    assert True\n",
+    )
+    .unwrap();
+    git(&repo.root, &["add", "-A"]);
+    git(
+        &repo.root,
+        &["commit", "-q", "-m", "a repository-level suite"],
+    );
+    let profile = format!("{OWN_TESTS_PROFILE}\n[suites]\npaths = [\"repo-tests\"]\n");
+    let (out, _keep, dir) = common::run_only_with_profile(&repo.root, "suites", &profile, &[]);
+    let (stdout, stderr) = (stdout_text(&out), stderr_text(&out));
+    let ev = read_evidence(&dir);
+    let names: Vec<&str> = common::checks(&ev, "suites")
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    // Not "left out by the gates it requires": the other group's candidate
+    // passed them in its own run.
+    assert!(
+        !names.contains(&"repository-runs"),
+        "{names:?}\n{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        check(&ev, "suites", "tree/outcomes", None)["result"],
+        "pass"
+    );
+    assert_eq!(
+        check(&ev, "suites", "extracted/source-root", None)["result"],
+        "pass"
+    );
+    let other = check(&ev, "suites", "other-sdk-groups", None);
+    assert_eq!(other["result"], "warn", "{other}");
+    assert!(
+        other["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Pinned/pinned-plugin"),
+        "{other}"
+    );
+    assert_eq!(
+        exit_code(&out),
+        i32::from(exit::SUCCESS),
+        "{stdout}\n{stderr}"
+    );
+    // The group's own run makes no repository-level run.
+    let sub = read_evidence(&dir.join(GROUP_DIR));
+    assert!(
+        common::checks(&sub, "suites")
+            .iter()
+            .all(|c| c["name"].as_str().unwrap().starts_with("pinned-plugin/")),
+        "{}",
+        sub["gates"]
+    );
+    // Replay re-decides the repository-level runs as they were made.
+    let replayed = replay_output(&dir, &[]);
+    assert_eq!(
+        exit_code(&replayed),
+        i32::from(exit::SUCCESS),
+        "{}\n{}",
+        stdout_text(&replayed),
+        stderr_text(&replayed)
+    );
+}

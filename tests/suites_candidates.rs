@@ -318,3 +318,60 @@ fn a_file_the_build_leaves_out_fails_that_candidates_extraction_run_only() {
         "{text}"
     );
 }
+
+#[test]
+fn a_module_the_build_leaves_out_of_a_tests_folder_the_archive_holds_is_not_added_from_the_tree() {
+    // Tests kept beside the code (`tests = ["components"]`); tally's own
+    // .gitignore leaves components/extra.py out of the archive, and a test
+    // beside it imports it. The extraction run must test the archive's
+    // components/, not get the left-out module back from the tree.
+    let repo = repo(&[
+        (
+            "Components/tally-plugin/.gitignore",
+            "__pycache__/\n*.pyc\n.env\nextra.py\n",
+        ),
+        (
+            "Components/tally-plugin/components/extra.py",
+            "def answer():\n    return 42\n",
+        ),
+        (
+            "Components/tally-plugin/components/test_extra.py",
+            "from components.extra import answer\n\n\ndef test_extra_answers():\n    assert answer() == 42\n",
+        ),
+    ]);
+    let python = python();
+    let text = profile(&["wrap-plugin", "tally-plugin"]).replace(
+        "path = \"Components/tally-plugin\"\n",
+        "path = \"Components/tally-plugin\"\ntests = [\"components\"]\n",
+    );
+    let (out, _keep, dir) = common::run_only_with_profile(
+        &repo.root,
+        GATE,
+        &text,
+        &["--python", python.to_str().unwrap()],
+    );
+    let ev = common::read_evidence(&dir);
+    eprintln!("{}", common::both(&out));
+    assert_eq!(
+        result(&ev, "tally-plugin/tree/outcomes", "tally-plugin"),
+        "pass"
+    );
+    let paths = check(&ev, GATE, "tally-plugin/test-paths", Some("tally-plugin"));
+    assert!(
+        !paths["observed"]["added_to_extraction"]
+            .to_string()
+            .contains("extra.py\""),
+        "{paths}"
+    );
+    let outcomes = check(
+        &ev,
+        GATE,
+        "tally-plugin/extracted/outcomes",
+        Some("tally-plugin"),
+    );
+    assert_eq!(outcomes["result"], "fail", "{outcomes}");
+    assert_eq!(
+        result(&ev, "tally-plugin/extracted/same-outcomes", "tally-plugin"),
+        "fail"
+    );
+}

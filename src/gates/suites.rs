@@ -135,29 +135,38 @@ impl super::Gate for Suites {
     }
 
     fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
-        let opts = ctx.profile.profile.suites.clone();
+        let mut opts = ctx.profile.profile.suites.clone();
+        // A non-default SDK group's run: its candidates' own tests only. The
+        // repository-level runs are the default group's run's, and its
+        // DIR/extracted never holds this group's candidates, so `covers`
+        // cannot apply to them (they are untested unless they have tests).
+        if ctx.group_run {
+            if let Some(o) = &mut opts {
+                o.covers.clear();
+            }
+        }
         let staged = ctx.staged_root.clone().ok_or(
             "the staged source is missing (the `stage` gate did not record DIR/staging/source); run `stage` first",
         )?;
         // The candidates earlier gates failed (the pipeline runs this gate
         // for the others): the repository-level runs read every candidate.
-        let left_out: Vec<String> = ctx
-            .profile
-            .profile
-            .candidates
-            .iter()
+        let left_out: Vec<String> = this_groups_candidates(ctx)
             .map(|c| c.folder().to_string())
             .filter(|f| !ctx.selected.iter().any(|s| s.folder() == f))
             .collect();
         let mut checks = Vec::new();
         let mut record = None;
         match &opts {
+            _ if ctx.group_run => {}
             None => checks.push(no_suites_check()),
             Some(_) if !left_out.is_empty() => checks.push(repository_runs_left_out(&left_out)),
             Some(opts) => {
                 let obs = observe::observe(ctx, opts, &staged)?;
                 checks.extend(decide(&obs, opts));
                 record = Some(record_of(&obs, opts));
+                if let Some(check) = other_groups_check(&ctx.profile.profile) {
+                    checks.push(check);
+                }
             }
         }
         // Each candidate's own tests, one candidate after the other (after
@@ -185,6 +194,59 @@ impl super::Gate for Suites {
         }
         Ok(checks)
     }
+}
+
+/// The profile's candidates of this run's SDK group (every candidate of a
+/// profile without groups): those the repository-level runs find in
+/// DIR/extracted. A grouped profile's other groups are extracted by their
+/// own runs (`src/pipeline/groups.rs`), into their own directories.
+pub(crate) fn this_groups_candidates(
+    ctx: &RunContext,
+) -> impl Iterator<Item = &crate::profile::CandidateSpec> {
+    group_candidates(&ctx.profile.profile)
+}
+
+/// [`this_groups_candidates`] of a run of `profile` (as the run read it:
+/// `[sdk]` is its group's pin).
+pub(crate) fn group_candidates(
+    profile: &crate::profile::Profile,
+) -> impl Iterator<Item = &crate::profile::CandidateSpec> {
+    let group = crate::profile::groups::squeeze(&profile.sdk.requirement);
+    profile
+        .candidates
+        .iter()
+        .filter(move |c| profile.group_of(c) == group)
+}
+
+/// `other-sdk-groups`, a warning, when the profile has candidates of other
+/// SDK groups: the repository-level runs (in this, the default group's run)
+/// did not have their extractions, so whatever the suites test of them
+/// through the source-root variable was not tested against their archives.
+pub(crate) fn other_groups_check(profile: &crate::profile::Profile) -> Option<Check> {
+    let group = crate::profile::groups::squeeze(&profile.sdk.requirement);
+    let others: Vec<String> = profile
+        .candidates
+        .iter()
+        .filter(|c| profile.group_of(c) != group)
+        .map(|c| format!("{} ({})", c.path, profile.group_of(c)))
+        .collect();
+    if others.is_empty() {
+        return None;
+    }
+    Some(
+        Check::warn(
+            "other-sdk-groups",
+            None,
+            format!(
+                "the repository-level runs ran in the run of SDK group {group}, whose DIR/extracted holds its own \
+                 candidates only; {} of other SDK groups are extracted by their groups' runs, so what these suites \
+                 test of them through the source-root variable was not tested against their archives (their own \
+                 tests run in their groups' runs): give them tests of their own, or pin them to {group}",
+                others.join(", ")
+            ),
+        )
+        .with_observed(json!({ "group": group, "other_groups": others })),
+    )
 }
 
 /// The gate-wide failure when earlier gates failed some candidates: the

@@ -311,7 +311,23 @@ fn suites(
         });
         return;
     };
-    let obs = match kept_observation(dir, opts, &profile.candidates, &ev.source.commit) {
+    // A non-default SDK group's run (`--sdk-group`: its candidates carry
+    // their group, and it records no `sdk_groups`, which the default
+    // group's run does) made its candidates' own runs only; the default
+    // group's run made the repository-level runs over its group's
+    // candidates.
+    let group_run = ev.sdk_groups.is_none() && ev.candidates.iter().any(|c| c.sdk_group.is_some());
+    if group_run {
+        not.push(NotRedecided {
+            gate: g.id.clone(),
+            why: "a non-default SDK group's run: the repository-level runs are the default group's run's".into(),
+        });
+        return;
+    }
+    let group: Vec<crate::profile::CandidateSpec> = crate::gates::suites::group_candidates(profile)
+        .cloned()
+        .collect();
+    let obs = match kept_observation(dir, opts, &group, &ev.source.commit) {
         Ok(o) => o,
         Err(e) => {
             not.push(NotRedecided {
@@ -364,7 +380,8 @@ fn suites(
             why: why.to_string(),
         });
     }
-    let redecided = decide(&obs, opts);
+    let mut redecided = decide(&obs, opts);
+    redecided.extend(crate::gates::suites::other_groups_check(profile));
     compare(
         g,
         &redecided,

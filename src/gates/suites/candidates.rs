@@ -168,12 +168,22 @@ pub(crate) fn with_covers(
 }
 
 /// The regular files under `tests` (relative to `folder`, files or
-/// folders) that `extraction` does not hold, sorted.
+/// folders) that `extraction` does not hold and that are test material,
+/// sorted: every file of a test path the archive lacks entirely (a `tests/`
+/// folder the build leaves out, its helpers and data included), but of a
+/// test path the archive holds (`components`, tests kept beside the code)
+/// only test files and `conftest.py`: a module or data file the build left
+/// out of it is the archive's to carry, never taken from the tree.
 pub(crate) fn files_not_in(folder: &Path, tests: &[String], extraction: &Path) -> Vec<String> {
     let mut added = Vec::new();
     for t in tests {
+        let held = std::fs::symlink_metadata(extraction.join(t)).is_ok();
         for e in walkdir::WalkDir::new(folder.join(t)).into_iter().flatten() {
             if !e.file_type().is_file() {
+                continue;
+            }
+            let name = e.file_name().to_string_lossy();
+            if held && !(is_test_file(&name) || name == "conftest.py") {
                 continue;
             }
             let Ok(rel) = e.path().strip_prefix(folder) else {

@@ -348,11 +348,7 @@ pub(super) fn observe(
     obs.runs = vec![tree?, extracted?];
     obs.extraction = Some(ExtractionObservation {
         root: root.display().to_string(),
-        candidates: ctx
-            .profile
-            .profile
-            .candidates
-            .iter()
+        candidates: super::this_groups_candidates(ctx)
             .map(|c| c.folder().to_string())
             .collect(),
         entries,

@@ -62,10 +62,18 @@ fn the_extraction_run_gets_only_the_test_files_the_archive_lacks() {
             "main.py",
         ],
     );
-    write(extracted.path(), &["tests/test_a.py", "main.py"]);
+    // The archive lacks tests/ entirely: all of it is added, data included.
+    write(extracted.path(), &["main.py"]);
     assert_eq!(
         files_not_in(tree.path(), &["tests".into()], extracted.path()),
-        ["tests/conftest.py", "tests/data/x.json"]
+        ["tests/conftest.py", "tests/data/x.json", "tests/test_a.py"]
+    );
+    // It holds tests/: only the test files and conftest.py it lacks are
+    // added, never another file of a folder the archive carries.
+    write(extracted.path(), &["tests/test_a.py"]);
+    assert_eq!(
+        files_not_in(tree.path(), &["tests".into()], extracted.path()),
+        ["tests/conftest.py"]
     );
     write(
         extracted.path(),
