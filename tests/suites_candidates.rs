@@ -375,3 +375,70 @@ fn a_module_the_build_leaves_out_of_a_tests_folder_the_archive_holds_is_not_adde
         "fail"
     );
 }
+
+#[test]
+fn covers_passes_only_for_a_candidate_whose_extraction_the_repository_level_extracted_run_read() {
+    // The repository-level suite reads tool-plugin's extraction through the
+    // source root (as the coding runners' suites read theirs) and nothing of
+    // command-plugin's; the profile claims both are covered.
+    let r = repo(&[(
+        "repo-tests/test_repository.py",
+        "import os\n\n\
+         def test_reads_one_candidates_extraction():\n    \
+             root = os.environ.get('CODING_RUNNER_SOURCE_ROOT')\n    \
+             if root:\n        \
+                 with open(os.path.join(root, 'tool-plugin', 'manifest.yaml')) as f:\n            \
+                     assert 'Plugin' in f.read()\n",
+    )]);
+    let mut text = profile(&["tool-plugin", "command-plugin"]);
+    text = text.replace(
+        "paths = [\"repo-tests\"]\n",
+        "paths = [\"repo-tests\"]\ncovers = [\"Components/tool-plugin\", \"Components/command-plugin\"]\n",
+    );
+    let python = python();
+    let (out, _keep, dir) = common::run_only_with_profile(
+        &r.root,
+        GATE,
+        &text,
+        &["--python", python.to_str().unwrap()],
+    );
+    let ev = common::read_evidence(&dir);
+    eprintln!("{}", common::both(&out));
+    assert_eq!(
+        result(&ev, "tool-plugin/covered", "tool-plugin"),
+        "pass",
+        "{}",
+        detail(check(&ev, GATE, "tool-plugin/covered", Some("tool-plugin")))
+    );
+    // Claimed by the profile, never read by the run: a warning, not a pass.
+    assert_eq!(
+        result(&ev, "command-plugin/covered", "command-plugin"),
+        "warn"
+    );
+    assert!(
+        detail(check(
+            &ev,
+            GATE,
+            "command-plugin/covered",
+            Some("command-plugin")
+        ))
+        .contains("never opened, imported"),
+        "{}",
+        detail(check(
+            &ev,
+            GATE,
+            "command-plugin/covered",
+            Some("command-plugin")
+        ))
+    );
+    // The repository-level runs themselves passed: the warning is about the
+    // claim, not the tests.
+    assert_eq!(gate(&ev, GATE)["result"], "pass");
+    let run = ev["suites"]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "extracted")
+        .unwrap();
+    assert_eq!(run["counts"]["passed"], 1, "{run}");
+}

@@ -156,12 +156,14 @@ impl super::Gate for Suites {
             .collect();
         let mut checks = Vec::new();
         let mut record = None;
+        let mut touched: Option<Vec<String>> = None;
         match &opts {
             _ if ctx.group_run => {}
             None => checks.push(no_suites_check()),
             Some(_) if !left_out.is_empty() => checks.push(repository_runs_left_out(&left_out)),
             Some(opts) => {
                 let obs = observe::observe(ctx, opts, &staged)?;
+                touched = extraction_read(&obs);
                 checks.extend(decide(&obs, opts));
                 record = Some(record_of(&obs, opts));
                 if let Some(check) = other_groups_check(&ctx.profile.profile) {
@@ -171,7 +173,13 @@ impl super::Gate for Suites {
         }
         // Each candidate's own tests, one candidate after the other (after
         // the repository-level runs, which keep their place and names).
-        let own = candidates::observe(ctx, opts.as_ref(), &staged)?;
+        let mut own = candidates::observe(ctx, opts.as_ref(), &staged)?;
+        for c in own
+            .iter_mut()
+            .filter(|c| c.source == candidates::TestsSource::Repository)
+        {
+            c.read_by_repository_run = touched.as_ref().map(|t| t.contains(&c.folder));
+        }
         for c in &own {
             checks.extend(candidates::decide(c, opts.as_ref()));
         }
@@ -193,6 +201,16 @@ impl super::Gate for Suites {
             out.set(move |ctx| ctx.suites = Some(record));
         }
         Ok(checks)
+    }
+}
+
+/// The candidates' extractions the repository-level `extracted` run read
+/// (its record's `touched`); `None` when that run made no record.
+fn extraction_read(obs: &Observation) -> Option<Vec<String>> {
+    let run = obs.runs.iter().find(|r| r.name == "extracted")?;
+    match &run.collection.answer {
+        observe::CollectAnswer::Collected(c) => Some(c.touched.clone()),
+        _ => None,
     }
 }
 

@@ -76,6 +76,15 @@ argv[3]: JSON object from the gate: {"hooks": [hook names the record lists
     collection and call, or not called through the plugin's wrapper).
     `hooks` also lists module-level `collect_ignore`/`collect_ignore_glob`
     of conftests (hook = that name, line = its first assignment).
+    With argv[3] "watch": <folder> (the repository-level `extracted` run: the
+    source root, DIR/extracted), the record also holds
+     "touched": [name]: each child folder of <folder> (a candidate's
+                extraction) that this process opened a file in, imported
+                from, listed, changed into, or named in a program it started
+                (`sys.addaudithook`: events open, import, os.listdir,
+                os.scandir, os.chdir, subprocess.Popen, os.exec, os.posix_spawn,
+                os.system), so `[suites] covers` is shown, not taken on the
+                profile's word (an audit hook cannot be removed).
 stdout, stderr: pytest's own (the run's logs); the record never goes there.
 Exit status: pytest's; with SystemExit from a conftest or plugin, its code
 (1 when it is not an int); 1 when pytest cannot be imported.
@@ -786,6 +795,7 @@ class Recorder(Observer):
                 "finished": finished,
                 "defined": DEFINED,
                 "scan_errors": SCAN_ERRORS,
+                "touched": sorted(TOUCHED),
                 **self.observations(),
             }
         )
@@ -833,8 +843,66 @@ class Recorder(Observer):
                                      "callable_problem": f"settling failed: {describe_exception(exc)}"})
 
 
+TOUCHED = set()
+WATCHED_EVENTS = {
+    "open": (0,),
+    "import": (1,),
+    "os.listdir": (0,),
+    "os.scandir": (0,),
+    "os.chdir": (0,),
+    "subprocess.Popen": (0, 1, 2),
+    "os.exec": (0, 1),
+    "os.posix_spawn": (0, 1),
+    "os.system": (0,),
+}
+
+
+def watch(root):
+    """Records in TOUCHED each child folder of `root` an audited event names."""
+    prefixes = {os.path.join(root, ""), os.path.join(os.path.realpath(root), "")}
+
+    def note(value):
+        if isinstance(value, (list, tuple)):
+            for v in value:
+                note(v)
+            return
+        if not isinstance(value, (str, bytes)):
+            try:
+                value = os.fspath(value)
+            except TypeError:
+                return
+        if isinstance(value, bytes):
+            value = os.fsdecode(value)
+        for prefix in prefixes:
+            at = value.find(prefix)
+            while at != -1:
+                name = re.split(r"[/\s'\"]", value[at + len(prefix):], maxsplit=1)[0]
+                if name and name not in (".", ".."):
+                    TOUCHED.add(name)
+                at = value.find(prefix, at + 1)
+
+    def hook(event, args):
+        positions = WATCHED_EVENTS.get(event)
+        if positions is None:
+            return
+        try:
+            for i in positions:
+                if i < len(args):
+                    v = args[i]
+                    if event in ("open", "os.listdir", "os.scandir", "os.chdir") and isinstance(v, (str, bytes)) \
+                            and not os.path.isabs(os.fsdecode(v)):
+                        v = os.path.join(os.getcwd(), os.fsdecode(v))
+                    note(v)
+        except Exception:  # an audit hook must never break the code it watches
+            pass
+
+    sys.addaudithook(hook)
+
+
 def main():
     global DEFINED, SCAN_ERRORS
+    if SETTINGS.get("watch"):
+        watch(SETTINGS["watch"])
     # Read before pytest imports anything of the repository.
     DEFINED, SCAN_ERRORS = scan_definitions(SETTINGS["scan"])
     # A candidate's own tests (argv[3] "path_first", "path_last"): they run as

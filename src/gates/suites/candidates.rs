@@ -87,6 +87,10 @@ pub(crate) struct CandidateObservation {
     /// The runs, `<folder>/tree` then `<folder>/extracted`; empty when none
     /// was made.
     pub runs: Vec<RunObservation>,
+    /// For a candidate `[suites] covers` names ([`TestsSource::Repository`]):
+    /// whether the repository-level `extracted` run read its extraction
+    /// (the run's `touched`); `None`: that run made no record of it.
+    pub read_by_repository_run: Option<bool>,
 }
 
 /// The interpreter a candidate's runs use: its SDK group's
@@ -249,6 +253,7 @@ pub(super) fn observe(
             private_sdk: Vec::new(),
             extraction_missing: !extraction.is_dir(),
             runs: Vec::new(),
+            read_by_repository_run: None,
         };
         if tests.is_empty() || !obs.missing.is_empty() || obs.extraction_missing {
             out.push(obs);
@@ -360,19 +365,40 @@ pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> 
             return checks;
         }
         TestsSource::Repository => {
-            checks.push(
-                Check::pass(
+            let check = match c.read_by_repository_run {
+                Some(true) => Check::pass(
                     &name("covered"),
                     Some(folder),
                     format!(
-                        "{} has no tests of its own; [suites] covers names it: the repository-level runs `tree` \
-                         and `extracted` test it, the latter through its exact extraction (their own checks \
-                         decide)",
+                        "{} has no tests of its own; [suites] covers names it, and the repository-level \
+                         `extracted` run read its exact extraction (DIR/extracted/{folder}: its audit hook saw \
+                         a file opened, imported, listed or a program started there); those runs' own checks \
+                         decide whether it passed",
                         c.path
                     ),
-                )
-                .with_observed(observed),
-            );
+                ),
+                Some(false) => Check::warn(
+                    &name("covered"),
+                    Some(folder),
+                    format!(
+                        "[suites] covers names {}, but the repository-level `extracted` run never opened, \
+                         imported, listed or started anything under DIR/extracted/{folder} (its audit hook saw \
+                         none): it is not shown to be tested, and nothing is claimed; make the suites read it \
+                         through `source_root_env`, or give it tests of its own",
+                        c.path
+                    ),
+                ),
+                None => Check::warn(
+                    &name("covered"),
+                    Some(folder),
+                    format!(
+                        "[suites] covers names {}, but the repository-level `extracted` run made no record of \
+                         what it read (see that run's checks): it is not shown to be tested",
+                        c.path
+                    ),
+                ),
+            };
+            checks.push(check.with_observed(observed));
             return checks;
         }
         TestsSource::Profile | TestsSource::TestsFolder => {}

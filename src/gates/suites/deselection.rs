@@ -159,6 +159,7 @@ mod tests {
                 wrapper: false,
             }],
             definitions: Default::default(),
+            touched: vec![],
         }
     }
 

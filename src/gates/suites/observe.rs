@@ -153,6 +153,12 @@ pub(crate) struct Collection {
     /// (Boxed: it keeps [`CollectAnswer`]'s variants of a similar size.)
     #[serde(flatten)]
     pub definitions: Box<super::uncollected::Definitions>,
+    /// The child folders of the source root (DIR/extracted: candidates'
+    /// extractions) the run's process opened a file in, imported from,
+    /// listed, changed into or named in a program it started, as its audit
+    /// hook saw them; empty for a run without a source root.
+    #[serde(default)]
+    pub touched: Vec<String>,
 }
 
 /// One collected test item.
@@ -751,6 +757,11 @@ fn driver_settings(opts: &SuitesOptions, tree: &Path, plan: &RunPlan) -> serde_j
             "python_classes": or(&opts.python_classes, &["Test"]),
         },
     });
+    // The repository-level `extracted` run: which candidates' extractions
+    // the run read (`touched` in the record), for `[suites] covers`.
+    if let Some(root) = &plan.source_root {
+        settings["watch"] = serde_json::json!(root.display().to_string());
+    }
     // Only a candidate's runs carry these (the repository-level runs' settings
     // are unchanged).
     if plan.copy_first_on_path {
@@ -916,6 +927,7 @@ mod tests {
             deselected: vec![],
             hooks: vec![],
             definitions: Default::default(),
+            touched: vec![],
         };
         mark_historical(&mut c, d.path(), &[rel.to_string()]);
         let marks: Vec<Option<&str>> = c.items.iter().map(|i| i.historical.as_deref()).collect();

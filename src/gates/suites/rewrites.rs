@@ -455,6 +455,7 @@ mod tests {
             deselected: vec![],
             hooks: vec![asyncio_pyfunc_call(), makereport_wrapper()],
             definitions: Default::default(),
+            touched: vec![],
         }
     }
 

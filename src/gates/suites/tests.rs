@@ -66,6 +66,7 @@ fn collected(items: Vec<CollectedItem>, exit_code: i32) -> CollectAnswer {
         deselected: vec![],
         hooks: vec![],
         definitions: Default::default(),
+        touched: vec![],
     })
 }
 
@@ -585,6 +586,7 @@ fn refuses_a_collection_error_with_import_advice_and_puts_the_run_under_it() {
         deselected: vec![],
         hooks: vec![],
         definitions: Default::default(),
+        touched: vec![],
     });
     obs.runs[1].pytest = ran(2);
     obs.runs[1].report = Ok(vec![case(

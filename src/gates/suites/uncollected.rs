@@ -264,6 +264,7 @@ mod tests {
                 defined: defs,
                 ..Definitions::default()
             }),
+            touched: vec![],
         }
     }
 

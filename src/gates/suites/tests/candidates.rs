@@ -135,6 +135,7 @@ fn tested(folder: &str) -> CandidateObservation {
             good_run(&format!("{folder}/tree")),
             good_run(&format!("{folder}/extracted")),
         ],
+        read_by_repository_run: None,
     }
 }
 
@@ -207,15 +208,20 @@ fn a_candidate_the_repository_suites_cover_is_covered_only_without_tests_of_its_
     c.source = TestsSource::Repository;
     c.tests.clear();
     c.runs.clear();
-    let checks = decide(&c, Some(&o));
-    assert_eq!(checks.len(), 1, "{checks:?}");
-    assert_eq!(checks[0].name, "bare/covered");
-    assert_eq!(checks[0].result, CheckResult::Pass);
-    assert!(
-        checks[0].detail.contains("[suites] covers"),
-        "{}",
-        checks[0].detail
-    );
+    // Covered only when the repository-level `extracted` run read its
+    // extraction; never read, or no record of it: a warning, never a pass.
+    for (read, result, needle) in [
+        (Some(true), CheckResult::Pass, "read its exact extraction"),
+        (Some(false), CheckResult::Warn, "never opened, imported"),
+        (None, CheckResult::Warn, "made no record"),
+    ] {
+        c.read_by_repository_run = read;
+        let checks = decide(&c, Some(&o));
+        assert_eq!(checks.len(), 1, "{checks:?}");
+        assert_eq!(checks[0].name, "bare/covered");
+        assert_eq!(checks[0].result, result, "{read:?}");
+        assert!(checks[0].detail.contains(needle), "{}", checks[0].detail);
+    }
 }
 
 #[test]
