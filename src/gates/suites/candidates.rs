@@ -82,6 +82,10 @@ pub(crate) struct CandidateObservation {
     pub environment_error: Option<String>,
     /// Entries of the environment named `langbot_plugin*`.
     pub private_sdk: Vec<String>,
+    /// Top-level entries of the candidate's own folder (committed, or its
+    /// extraction) named `langbot_plugin*`: the run's copy comes first on
+    /// `sys.path`, so such an entry would stand in for the verified SDK.
+    pub folder_sdk: Vec<String>,
     /// DIR/extracted/<folder> does not exist.
     pub extraction_missing: bool,
     /// The runs, `<folder>/tree` then `<folder>/extracted`; empty when none
@@ -221,6 +225,22 @@ pub(crate) fn sdk_entries(site_packages: &Path) -> Vec<String> {
     found
 }
 
+/// Entries named `langbot_plugin*` at the top of the candidate's committed
+/// folder (`tree/<name>`) and of its extraction (`extracted/<name>`), sorted.
+pub(crate) fn folder_sdk_entries(committed: &Path, extraction: &Path) -> Vec<String> {
+    let mut found: Vec<String> = sdk_entries(committed)
+        .into_iter()
+        .map(|n| format!("tree/{n}"))
+        .chain(
+            sdk_entries(extraction)
+                .into_iter()
+                .map(|n| format!("extracted/{n}")),
+        )
+        .collect();
+    found.sort();
+    found
+}
+
 /// Observes every candidate of `ctx.selected`, one after the other.
 ///
 /// # Errors
@@ -251,6 +271,7 @@ pub(super) fn observe(
             environment: None,
             environment_error: None,
             private_sdk: Vec::new(),
+            folder_sdk: Vec::new(),
             extraction_missing: !extraction.is_dir(),
             runs: Vec::new(),
             read_by_repository_run: None,
@@ -260,6 +281,11 @@ pub(super) fn observe(
             continue;
         }
         obs.added = files_not_in(&committed, &tests, &extraction);
+        obs.folder_sdk = folder_sdk_entries(&committed, &extraction);
+        if !obs.folder_sdk.is_empty() {
+            out.push(obs);
+            continue;
+        }
         let record = ctx.candidates.iter().find(|c| c.folder == folder);
         let mut path_last = Vec::new();
         match record.and_then(|r| r.dependencies.as_ref()) {
@@ -470,6 +496,22 @@ pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> 
                  prepared from DIR/wheelhouse: see the `dependencies` gate"
             ),
         ));
+        return checks;
+    }
+    if !c.folder_sdk.is_empty() {
+        checks.push(
+            Check::fail(
+                &name("no-private-sdk"),
+                Some(folder),
+                format!(
+                    "{} holds {:?} at its top: expected no copy of the SDK in the candidate, whose folder comes \
+                     first on sys.path in its own runs, so its tests would import that copy instead of the \
+                     verified SDK (nothing was run); remove it (the `sdk-shadow` gate refuses it too)",
+                    c.path, c.folder_sdk
+                ),
+            )
+            .with_observed(json!({ "found": c.folder_sdk })),
+        );
         return checks;
     }
     let env_observed = json!({ "environment": c.environment, "found": c.private_sdk });

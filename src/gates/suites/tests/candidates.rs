@@ -3,7 +3,7 @@
 //! and the checks, each naming the candidate.
 
 use super::super::candidates::{
-    decide, files_not_in, options_for, resolve_tests, sdk_entries, with_covers,
+    decide, files_not_in, folder_sdk_entries, options_for, resolve_tests, sdk_entries, with_covers,
     CandidateObservation, TestsSource,
 };
 use super::*;
@@ -130,6 +130,7 @@ fn tested(folder: &str) -> CandidateObservation {
         environment: Some("roots/dependencies/x/env/site-packages".into()),
         environment_error: None,
         private_sdk: vec![],
+        folder_sdk: vec![],
         extraction_missing: false,
         runs: vec![
             good_run(&format!("{folder}/tree")),
@@ -290,4 +291,34 @@ fn a_test_failing_only_in_the_extraction_fails_that_candidates_outcomes_and_same
         !failed.iter().any(|(n, _)| n.starts_with("tally/tree/")),
         "{failed:?}"
     );
+}
+
+#[test]
+fn refuses_an_sdk_copy_in_the_candidates_own_folder_which_comes_first_on_sys_path() {
+    let tree = tempfile::tempdir().unwrap();
+    let extracted = tempfile::tempdir().unwrap();
+    write(tree.path(), &["main.py", "langbot_plugin/__init__.py"]);
+    write(extracted.path(), &["main.py", "langbot_plugin.py"]);
+    assert_eq!(
+        folder_sdk_entries(tree.path(), extracted.path()),
+        ["extracted/langbot_plugin.py", "tree/langbot_plugin"]
+    );
+    write(tree.path(), &[]);
+    let clean = tempfile::tempdir().unwrap();
+    write(clean.path(), &["main.py", "pkg/langbot_plugin_helpers.py"]);
+    assert!(folder_sdk_entries(clean.path(), clean.path()).is_empty());
+    let mut c = tested("shadow");
+    c.folder_sdk = vec!["tree/langbot_plugin".into()];
+    c.runs.clear();
+    let checks = decide(&c, Some(&opts()));
+    assert_eq!(
+        failing(&checks),
+        [("shadow/no-private-sdk", Some("shadow"))]
+    );
+    let f = checks
+        .iter()
+        .find(|k| k.name == "shadow/no-private-sdk")
+        .unwrap();
+    assert!(f.detail.contains("tree/langbot_plugin"), "{}", f.detail);
+    assert!(f.detail.contains("nothing was run"), "{}", f.detail);
 }
