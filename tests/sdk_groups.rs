@@ -265,6 +265,30 @@ fn each_group_is_admitted_by_its_own_sdk_in_one_run_and_replays() {
         statement.to_string().contains(&format!("{GROUP} RECORD")),
         "{statement}"
     );
+    // The group's archive is a subject too, with the digest its run
+    // recorded, named by its group.
+    let sub: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(GROUP_DIR).join("evidence.json")).unwrap(),
+    )
+    .unwrap();
+    let archive = &sub["candidates"][0]["archive"];
+    let file = archive["path"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap();
+    let subject = statement["subject"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == file && s["annotations"]["sdk_group"] == GROUP)
+        .unwrap_or_else(|| panic!("no subject {file}: {statement}"));
+    assert_eq!(subject["digest"]["sha256"], archive["sha256"], "{subject}");
+    assert_eq!(
+        group(&ev, GROUP)["candidates"][0]["archive"]["sha256"],
+        archive["sha256"]
+    );
 
     // Replay: every group re-derived and compared with what was recorded.
     let replayed = replay_output(&dir, &[]);

@@ -120,6 +120,22 @@ pub struct SdkGroupCandidate {
     /// verdict names them; absent for a pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_at: Option<String>,
+    /// Its archive as the group's run recorded it (`candidates[].archive`
+    /// there): path relative to the group's evidence directory, and sha256;
+    /// absent when none was built. A subject of this run's statement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<SdkGroupArchive>,
+}
+
+/// The archive of an [`SdkGroupCandidate`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SdkGroupArchive {
+    /// Path relative to the group's evidence directory
+    /// (`packages/<folder>/<author>-<name>-<version>.lbpkg`).
+    pub path: String,
+    /// sha256 (lowercase hex) of the archive.
+    pub sha256: String,
 }
 
 /// The digest of an evidence directory's files.

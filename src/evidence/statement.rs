@@ -62,7 +62,8 @@ pub fn warnings(evidence: &Evidence) -> usize {
 }
 
 /// Renders the statement: one subject per built archive (name = archive file
-/// name, digest sha256) plus the source commit (`gitCommit`, named
+/// name, digest sha256; a grouped run's other groups' archives annotated
+/// `sdk_group`) plus the source commit (`gitCommit`, named
 /// `git+<origin URL>` or the repository folder's name: [`crate::origin::subject_name`]), [`result`] as
 /// `result`, the profile, SDK RECORD and tool as `configuration` (the tool's
 /// annotations list `gates_not_run` for a partial run, and
@@ -79,6 +80,18 @@ pub fn render(evidence: &Evidence) -> Value {
             json!({ "name": name, "digest": { "sha256": a.sha256 } })
         })
         .collect();
+    // A grouped run: every other group's archives too, as its run recorded
+    // them (the default group's are this run's own candidates above).
+    for g in evidence.sdk_groups.iter().flatten().filter(|g| !g.default) {
+        for a in g.candidates.iter().filter_map(|c| c.archive.as_ref()) {
+            let name = a.path.rsplit('/').next().unwrap_or(&a.path);
+            subject.push(json!({
+                "name": name,
+                "digest": { "sha256": a.sha256 },
+                "annotations": { "sdk_group": g.requirement }
+            }));
+        }
+    }
     let name =
         crate::origin::subject_name(evidence.source.origin.as_deref(), &evidence.source.repo);
     subject.push(match &evidence.source.worktree {
@@ -135,8 +148,8 @@ pub fn render(evidence: &Evidence) -> Value {
         }));
     }
     // A grouped run: each other group's interpreter RECORD, as its own run
-    // verified it (its archives are the subjects of its own statement, in
-    // its evidence directory).
+    // verified it (its archives are subjects above, and of its own
+    // statement in its evidence directory).
     for g in evidence.sdk_groups.iter().flatten().filter(|g| !g.default) {
         if let Some(record) = &g.record_sha256 {
             configuration.push(json!({

@@ -212,6 +212,7 @@ pub(super) fn not_run(group: &SdkGroup, python: &Path) -> SdkGroupRecord {
                 folder: c.folder().to_string(),
                 verdict: None,
                 stopped_at: None,
+                archive: None,
             })
             .collect(),
     }
@@ -261,6 +262,10 @@ pub fn candidates_of(candidates: &[evidence::CandidateRecord]) -> Vec<SdkGroupCa
                 (Some(gate), Some(check)) => Some(format!("{gate}/{check}")),
                 (Some(gate), None) => Some(gate.clone()),
                 _ => None,
+            }),
+            archive: c.archive.as_ref().map(|a| evidence::SdkGroupArchive {
+                path: a.path.clone(),
+                sha256: a.sha256.clone(),
             }),
         })
         .collect()

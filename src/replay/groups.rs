@@ -16,12 +16,16 @@ fn listed(candidates: &[SdkGroupCandidate]) -> String {
         .iter()
         .map(|c| {
             format!(
-                "{} {}{}",
+                "{} {}{}{}",
                 c.folder,
                 c.verdict.map_or("(no verdict)", |v| v.word()),
                 c.stopped_at
                     .as_deref()
-                    .map_or_else(String::new, |at| format!(" at {at}"))
+                    .map_or_else(String::new, |at| format!(" at {at}")),
+                c.archive.as_ref().map_or_else(String::new, |a| format!(
+                    " archive {} sha256 {}",
+                    a.path, a.sha256
+                ))
             )
         })
         .collect::<Vec<_>>()
