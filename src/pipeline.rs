@@ -286,7 +286,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             group_python,
             &index_url,
             progress,
-        )?);
+        ));
     }
     let candidates = selected
         .iter()
@@ -435,6 +435,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             python: ctx.sdk.python.clone(),
             version: ctx.sdk.version.clone(),
             record_sha256: ctx.sdk.record_sha256.clone(),
+            error: None,
             candidates: groups::candidates_of(&candidates),
         }];
         all.extend(group_records);

@@ -228,8 +228,13 @@ fn group_lines(out: &mut String, evidence: &Evidence, paint: &dyn Fn(&str, &str)
             paint(word, code),
             g.version.as_deref().unwrap_or("(not verified)"),
             folders.join(", "),
-            g.evidence.as_deref().unwrap_or("this directory")
+            g.evidence
+                .as_deref()
+                .unwrap_or(if g.default { "this directory" } else { "none" })
         );
+        if let Some(why) = &g.error {
+            let _ = writeln!(out, "    {}", shorten(why, NOTE_CHARS));
+        }
         // Another group's candidates, each with its verdict in that
         // group's run (the `candidates:` lines above are this run's own).
         if !g.default {

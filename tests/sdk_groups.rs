@@ -482,3 +482,98 @@ fn a_grouped_profiles_repository_level_suites_run_in_the_default_groups_run_warn
         stderr_text(&replayed)
     );
 }
+
+/// The pid of a live process whose parent is `parent` and whose command
+/// line holds `needle`.
+fn child_with(parent: u32, needle: &str) -> Option<u32> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command name's closing parenthesis: state, ppid.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if ppid == Some(parent) && String::from_utf8_lossy(&cmdline).contains(needle) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_group_run_killed_before_it_sealed_fails_its_group_and_the_run_still_writes_evidence() {
+    let repo = grouped_repo();
+    let (keep, dir) = common::evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    std::fs::write(&profile, OWN_TESTS_PROFILE).unwrap();
+    #[allow(deprecated)] // the std Command of assert_cmd's binary, to spawn it
+    let bin = assert_cmd::cargo::cargo_bin(common::BIN);
+    let mut run = std::process::Command::new(bin)
+        .env("PYTHON", common::python())
+        .current_dir(&repo.root)
+        .arg("--evidence")
+        .arg(&dir)
+        .args(["--only", "lbp-build", "--profile"])
+        .arg(&profile)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The group's run is this program started with --sdk-group: kill it as
+    // the kernel's OOM killer would, before it can seal its evidence.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    let killed = loop {
+        if let Some(pid) = child_with(run.id(), "--sdk-group") {
+            let status = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status()
+                .unwrap();
+            break status.success();
+        }
+        assert!(
+            std::time::Instant::now() < deadline && run.try_wait().unwrap().is_none(),
+            "the group's run was never seen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert!(killed);
+    let out = run.wait_with_output().unwrap();
+    let (stdout, stderr) = (stdout_text(&out), stderr_text(&out));
+    assert_eq!(
+        exit_code(&out),
+        i32::from(exit::GATE_FAILED),
+        "{stdout}\n{stderr}"
+    );
+    let ev = read_evidence(&dir);
+    let g = group(&ev, GROUP);
+    assert_eq!(g["verdict"], "fail", "{g}");
+    assert!(g.get("evidence").is_none(), "{g}");
+    assert!(
+        g["error"]
+            .as_str()
+            .unwrap()
+            .contains("left no readable evidence"),
+        "{g}"
+    );
+    assert_eq!(g["candidates"][0]["folder"], "pinned-plugin", "{g}");
+    assert!(g["candidates"][0].get("verdict").is_none() || g["candidates"][0]["verdict"].is_null());
+    // The default group was still certified, and the run's verdict is fail.
+    assert_eq!(ev["verdict"], "fail");
+    assert_eq!(candidate(&ev, "tool-plugin")["verdict"]["result"], "pass");
+    assert!(stdout.contains("left no readable evidence"), "{stdout}");
+    // Replay agrees with what was recorded.
+    let replayed = replay_output(&dir, &[]);
+    assert_eq!(
+        exit_code(&replayed),
+        i32::from(exit::SUCCESS),
+        "{}\n{}",
+        stdout_text(&replayed),
+        stderr_text(&replayed)
+    );
+}

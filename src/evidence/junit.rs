@@ -309,13 +309,18 @@ fn sdk_groups_suite(evidence: &Evidence) -> Option<TestSuite> {
             })
             .collect::<Vec<_>>()
             .join(", ");
-        let text = format!(
+        let mut text = format!(
             "{}: candidates {candidates}; interpreter {} (langbot-plugin {}); evidence {}",
             g.requirement,
             g.python,
             g.version.as_deref().unwrap_or("not verified"),
-            g.evidence.as_deref().unwrap_or("this directory")
+            g.evidence
+                .as_deref()
+                .unwrap_or(if g.default { "this directory" } else { "none" })
         );
+        if let Some(why) = &g.error {
+            text.push_str(&format!("; {why}"));
+        }
         let status = if g.verdict == crate::evidence::Verdict::Pass {
             TestCaseStatus::success()
         } else {

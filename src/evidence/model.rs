@@ -106,6 +106,11 @@ pub struct SdkGroupRecord {
     pub record_sha256: Option<String>,
     /// Its candidates (folder names) and each one's verdict in its run.
     pub candidates: Vec<SdkGroupCandidate>,
+    /// Why its run left no evidence though nothing interrupted it (it could
+    /// not start, or ended without sealing: killed, crashed); the group's
+    /// verdict is then `fail` and `evidence` is absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One candidate of an [`SdkGroupRecord`].

@@ -235,6 +235,7 @@ mod tests {
             python: "/p".into(),
             version: Some("0.6.1".into()),
             record_sha256: Some("ab".repeat(32)),
+            error: None,
             candidates: Vec::new(),
         };
         ev.sdk_groups = Some(vec![group(true, 7), group(false, 0)]);

@@ -96,12 +96,32 @@ fn arguments(
 }
 
 /// Runs the group `group` with `python` into `DIR/groups/<pin>` and returns
-/// its record, read back from its sealed evidence.
-///
-/// # Errors
-/// [`SetupError`] when the group run could not start, could not run (its
-/// exit status 2), or left no readable evidence.
+/// its record, read back from its sealed evidence. A run that could not
+/// start, or ended without sealing evidence (killed, crashed, exit 2)
+/// though nothing interrupted it, is that group's failure
+/// ([`SdkGroupRecord::error`]): the other groups and this run go on, and
+/// this run's evidence says so.
 pub(super) fn run_group(
+    opts: &RunOptions,
+    evidence_dir: &Path,
+    group: &SdkGroup,
+    python: &Path,
+    index_url: &str,
+    progress: &mut dyn super::Progress,
+) -> SdkGroupRecord {
+    match try_run_group(opts, evidence_dir, group, python, index_url, progress) {
+        Ok(record) => record,
+        Err(SetupError(why)) => {
+            progress.note(&why);
+            let mut failed = not_run(group, python);
+            failed.verdict = Verdict::Fail;
+            failed.error = Some(why);
+            failed
+        }
+    }
+}
+
+fn try_run_group(
     opts: &RunOptions,
     evidence_dir: &Path,
     group: &SdkGroup,
@@ -177,10 +197,9 @@ pub(super) fn run_group(
             return Ok(not_run(group, python));
         }
         Err(e) => return Err(SetupError(format!(
-            "sdk group {}: its run into {} ended with {status} and left no readable evidence ({e}); \
-             see the error it printed above, fix it, and run again",
-            group.pin.requirement,
-            dir.display()
+            "sdk group {}: its run left no readable evidence (it ended with {status}; {e}): its \
+             candidates are not certified; see the error it printed on stderr, fix it, and run again",
+            group.pin.requirement
         ))),
     };
     progress.note(&format!(
@@ -205,6 +224,7 @@ pub(super) fn not_run(group: &SdkGroup, python: &Path) -> SdkGroupRecord {
         python: python.display().to_string(),
         version: None,
         record_sha256: None,
+        error: None,
         candidates: group
             .candidates
             .iter()
@@ -248,6 +268,7 @@ pub fn record(ev: &Evidence, default: bool, evidence: Option<String>) -> SdkGrou
         version: ev.sdk.version.clone(),
         record_sha256: ev.sdk.record_sha256.clone(),
         candidates: candidates_of(&ev.candidates),
+        error: None,
     }
 }
 
@@ -300,6 +321,7 @@ mod tests {
             warnings: 0,
             python: "/p".into(),
             version: Some("0.6.1".into()),
+            error: None,
             record_sha256: None,
             candidates: Vec::new(),
         }

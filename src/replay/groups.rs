@@ -81,6 +81,20 @@ pub(super) fn replay_groups(
             ));
             continue;
         }
+        if let (None, Some(why)) = (&g.evidence, &g.error) {
+            // Its run left no evidence (could not start, or was killed):
+            // recorded as the group's failure; nothing of it to replay.
+            rows.push(Row::new(
+                format!("{label} verdict"),
+                "fail (its run left no evidence)",
+                if g.verdict == crate::evidence::Verdict::Fail {
+                    "fail (its run left no evidence)".to_string()
+                } else {
+                    format!("{} with the error {why:?}", g.verdict.word())
+                },
+            ));
+            continue;
+        }
         let Some(relative) = g.evidence.as_deref().filter(|p| inside_relative(p)) else {
             rows.push(Row::new(
                 format!("{label} evidence"),
