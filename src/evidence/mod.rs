@@ -145,20 +145,6 @@ fn write_canonical(
     }
 }
 
-/// An `io::Write` that only counts the bytes written.
-struct CountingWriter(usize);
-
-impl Write for CountingWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// An `io::Write` that only hashes what is written.
 struct HashingWriter(sha2::Sha256);
 
@@ -181,13 +167,7 @@ pub fn seal(evidence: &mut Evidence, signed_off_by: Option<String>) {
         signed_off_by,
         archives_signed: false,
     };
-    // Sized first (a counting pass), so the text is one allocation of its
-    // own length: growing a buffer by doubling would hold the old and the
-    // new copy at once, a peak that grows with the candidate count.
-    let mut counted = CountingWriter(0);
-    serde_json::to_writer(&mut counted, &*evidence).expect("evidence serialises");
-    let mut text = Vec::with_capacity(counted.0);
-    serde_json::to_writer(&mut text, &*evidence).expect("evidence serialises");
+    let text = serde_json::to_vec(&*evidence).expect("evidence serialises");
     evidence.sign_off.evidence_sha256 =
         canonical_digest_of_text(&text).expect("the evidence's own JSON reads back");
 }
