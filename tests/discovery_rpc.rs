@@ -358,7 +358,7 @@ fn without_a_declared_probe_the_generic_call_says_so() {
         .split("[[discovery.runner_probe]]")
         .next()
         .unwrap();
-    let suites = &BUILTIN_CODING_RUNNERS[BUILTIN_CODING_RUNNERS.find("[suites]").unwrap()..];
+    let suites = &BUILTIN_CODING_RUNNERS[BUILTIN_CODING_RUNNERS.find("\n[suites]\n").unwrap()..];
     let profile = format!("{before}\n{suites}");
     assert!(!profile.contains("runner_probe]]"), "{profile}");
     let r = run(&[], Some(&profile), &[]);

@@ -249,7 +249,7 @@ fn historical_b3_archives_are_refused_an_admitted_one_fails_and_an_unlisted_one_
     let start = BUILTIN_CODING_RUNNERS
         .find("[historical_admission]")
         .unwrap();
-    let end = BUILTIN_CODING_RUNNERS.find("[suites]").unwrap();
+    let end = BUILTIN_CODING_RUNNERS.find("\n[suites]\n").unwrap() + 1;
     let text = format!(
         "{}[historical_admission]\n{}{}{}{}",
         &BUILTIN_CODING_RUNNERS[..start],
