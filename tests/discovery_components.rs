@@ -10,8 +10,8 @@
 mod common;
 
 use common::{
-    candidate, check, checks, copy_tree, detail, fixtures_dir, gate_result, git, make_writable,
-    python, read_evidence, FixtureRepo,
+    candidate, check, checks, copy_tree, detail, fixtures_dir, gate_result, make_writable, python,
+    read_evidence, FixtureRepo,
 };
 use serde_json::{json, Value};
 
@@ -48,12 +48,7 @@ fn component_repo() -> FixtureRepo {
         .expect("create temp dir");
     let root = dir.path().join("component-plugins");
     copy_tree(&fixtures_dir().join("component-plugins"), &root);
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["config", "user.name", "Fixture Author"]);
-    git(&root, &["config", "user.email", "fixture@example.invalid"]);
-    git(&root, &["config", "commit.gpgsign", "false"]);
-    git(&root, &["add", "-A"]);
-    git(&root, &["commit", "-q", "-m", "fixture"]);
+    common::commit_fixture(&root);
     FixtureRepo { dir, root }
 }
 

@@ -62,12 +62,7 @@ fn grouped_repo() -> FixtureRepo {
     let pinned = fixtures_dir().join("sdk-groups/Pinned/pinned-plugin");
     copy_tree(&pinned, &root.join("Pinned/pinned-plugin"));
     copy_tree(&pinned, &root.join("Pinned/misplaced-plugin"));
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["config", "user.name", "Fixture Author"]);
-    git(&root, &["config", "user.email", "fixture@example.invalid"]);
-    git(&root, &["config", "commit.gpgsign", "false"]);
-    git(&root, &["add", "-A"]);
-    git(&root, &["commit", "-q", "-m", "fixture"]);
+    common::commit_fixture(&root);
     FixtureRepo { dir, root }
 }
 

@@ -54,10 +54,7 @@ fn repo(more: &[(&str, &str)]) -> FixtureRepo {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["config", "user.name", "Fixture Author"]);
-    git(&root, &["config", "user.email", "fixture@example.invalid"]);
-    git(&root, &["config", "commit.gpgsign", "false"]);
+    common::init_fixture(&root);
     git(&root, &["add", "-A"]);
     for (path, _) in &files {
         git(&root, &["add", "-f", path]);

@@ -93,13 +93,25 @@ pub fn fixture_repo(overlays: &[&str]) -> FixtureRepo {
         );
         copy_tree(&overlay, &root);
     }
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["config", "user.name", "Fixture Author"]);
-    git(&root, &["config", "user.email", "fixture@example.invalid"]);
-    git(&root, &["config", "commit.gpgsign", "false"]);
-    git(&root, &["add", "-A"]);
-    git(&root, &["commit", "-q", "-m", "fixture"]);
+    commit_fixture(&root);
     FixtureRepo { dir, root }
+}
+
+/// Makes `root` a git repository (branch `main`, the fixture author, no
+/// signing) without committing anything.
+pub fn init_fixture(root: &Path) {
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["config", "user.name", "Fixture Author"]);
+    git(root, &["config", "user.email", "fixture@example.invalid"]);
+    git(root, &["config", "commit.gpgsign", "false"]);
+}
+
+/// Makes `root` a git repository ([`init_fixture`]) holding everything in
+/// it as one commit, "fixture".
+pub fn commit_fixture(root: &Path) {
+    init_fixture(root);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "fixture"]);
 }
 
 /// Runs `git <args>` in `dir` with no global or system configuration and
