@@ -21,35 +21,42 @@ pub struct BuiltinSdk {
     pub records_label: &'static str,
 }
 
+/// The [`BuiltinSdk`] of `langbot-plugin==$v`, from its files under
+/// `gates/profiles/sdk/` (`langbot-plugin-$v.{lock,records}`,
+/// `langbot_plugin-$v.RECORD`).
+macro_rules! builtin_sdk {
+    ($v:literal) => {
+        BuiltinSdk {
+            requirement: concat!("langbot-plugin==", $v),
+            lock_label: concat!("gates/profiles/sdk/langbot-plugin-", $v, ".lock"),
+            lock: include_str!(concat!(
+                "../../gates/profiles/sdk/langbot-plugin-",
+                $v,
+                ".lock"
+            )),
+            wheel_record: include_str!(concat!(
+                "../../gates/profiles/sdk/langbot_plugin-",
+                $v,
+                ".RECORD"
+            )),
+            wheel_records: include_str!(concat!(
+                "../../gates/profiles/sdk/langbot-plugin-",
+                $v,
+                ".records"
+            )),
+            records_label: concat!("gates/profiles/sdk/langbot-plugin-", $v, ".records"),
+        }
+    };
+}
+
 /// Every pin the verifier carries a lock list for.
 pub const SDKS: &[BuiltinSdk] = &[
-    BuiltinSdk {
-        requirement: "langbot-plugin==0.6.0b5",
-        lock_label: "gates/profiles/sdk/langbot-plugin-0.6.0b5.lock",
-        lock: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.0b5.lock"),
-        wheel_record: include_str!("../../gates/profiles/sdk/langbot_plugin-0.6.0b5.RECORD"),
-        wheel_records: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.0b5.records"),
-        records_label: "gates/profiles/sdk/langbot-plugin-0.6.0b5.records",
-    },
+    builtin_sdk!("0.6.0b5"),
     // The first 0.6 release; plugins published against it pin it exactly.
-    BuiltinSdk {
-        requirement: "langbot-plugin==0.6.1",
-        lock_label: "gates/profiles/sdk/langbot-plugin-0.6.1.lock",
-        lock: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.1.lock"),
-        wheel_record: include_str!("../../gates/profiles/sdk/langbot_plugin-0.6.1.RECORD"),
-        wheel_records: include_str!("../../gates/profiles/sdk/langbot-plugin-0.6.1.records"),
-        records_label: "gates/profiles/sdk/langbot-plugin-0.6.1.records",
-    },
+    builtin_sdk!("0.6.1"),
     // The newest 0.7 release when this list was made; plugins requiring a
     // 0.7 range (`>=0.7.3,<0.8`) are placed in its group by `profile init`.
-    BuiltinSdk {
-        requirement: "langbot-plugin==0.7.18",
-        lock_label: "gates/profiles/sdk/langbot-plugin-0.7.18.lock",
-        lock: include_str!("../../gates/profiles/sdk/langbot-plugin-0.7.18.lock"),
-        wheel_record: include_str!("../../gates/profiles/sdk/langbot_plugin-0.7.18.RECORD"),
-        wheel_records: include_str!("../../gates/profiles/sdk/langbot-plugin-0.7.18.records"),
-        records_label: "gates/profiles/sdk/langbot-plugin-0.7.18.records",
-    },
+    builtin_sdk!("0.7.18"),
 ];
 
 /// A lock list beside an SDK's, with its records file.
