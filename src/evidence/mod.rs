@@ -2,6 +2,7 @@
 //! `SHA256SUMS`), each written atomically into the evidence directory, and
 //! each candidate's own verdict read from the gates ([`verdicts`]).
 
+pub mod canonical;
 pub mod junit;
 pub mod kept_profile;
 pub mod lock;
@@ -9,6 +10,7 @@ pub mod model;
 pub mod statement;
 pub mod verdicts;
 
+pub use canonical::{canonical_digest, canonical_digest_of, canonical_digest_of_text};
 pub use model::*;
 
 use crate::hash;
@@ -56,109 +58,6 @@ pub fn consequences_of<'a>(gate: &'a GateRecord, root: &'a Check) -> Vec<&'a Che
         .collect()
 }
 
-/// The sign-off digest of an evidence document: sha256 hex of the document
-/// with the top-level `sign_off` removed, object keys sorted, serialised
-/// compactly (no whitespace) as UTF-8. Replay recomputes it from the file.
-pub fn canonical_digest(document: &serde_json::Value) -> String {
-    let mut doc = document.clone();
-    if let Some(map) = doc.as_object_mut() {
-        map.remove("sign_off");
-    }
-    doc.sort_all_objects();
-    let text = serde_json::to_string(&doc).expect("JSON value serialises");
-    hash::sha256_bytes(text.as_bytes())
-}
-
-/// [`canonical_digest`] of a document given as JSON text, computed as the
-/// text is read: each object's members are sorted and written one at a
-/// time, so at most one level's index (keys and borrowed slices of the
-/// text) is held besides the text, never a tree of the whole document. The
-/// evidence of 50 candidates is 4.6 MB of JSON and several times that as a
-/// tree; the sign-off once held three such trees and the sorted text at
-/// once, and the verifier's peak grew with the candidate count.
-///
-/// # Errors
-/// When `text` is not one JSON document.
-pub fn canonical_digest_of_text(text: &[u8]) -> Result<String, serde_json::Error> {
-    use sha2::Digest as _;
-    let mut hasher = HashingWriter(sha2::Sha256::new());
-    let top: std::collections::BTreeMap<String, &serde_json::value::RawValue> =
-        serde_json::from_slice(text)?;
-    hasher.0.update(b"{");
-    let mut first = true;
-    for (key, value) in top.iter().filter(|(k, _)| *k != "sign_off") {
-        if !first {
-            hasher.0.update(b",");
-        }
-        first = false;
-        write_canonical_member(&mut hasher, key, value)?;
-    }
-    hasher.0.update(b"}");
-    Ok(hash::to_hex(&hasher.0.finalize()))
-}
-
-/// `"key":` and the canonical form of `value`.
-fn write_canonical_member(
-    w: &mut impl Write,
-    key: &str,
-    value: &serde_json::value::RawValue,
-) -> Result<(), serde_json::Error> {
-    serde_json::to_writer(&mut *w, key)?;
-    w.write_all(b":").map_err(serde_json::Error::io)?;
-    write_canonical(w, value)
-}
-
-/// The canonical form of `raw` (keys sorted at every level, compact), as
-/// `Value`'s own serialisation writes it after `sort_all_objects`.
-fn write_canonical(
-    w: &mut impl Write,
-    raw: &serde_json::value::RawValue,
-) -> Result<(), serde_json::Error> {
-    use serde_json::value::RawValue;
-    let io = serde_json::Error::io;
-    match raw.get().trim_start().as_bytes().first() {
-        Some(b'{') => {
-            let members: std::collections::BTreeMap<String, &RawValue> =
-                serde_json::from_str(raw.get())?;
-            w.write_all(b"{").map_err(io)?;
-            for (i, (key, value)) in members.iter().enumerate() {
-                if i > 0 {
-                    w.write_all(b",").map_err(io)?;
-                }
-                write_canonical_member(w, key, value)?;
-            }
-            w.write_all(b"}").map_err(io)
-        }
-        Some(b'[') => {
-            let items: Vec<&RawValue> = serde_json::from_str(raw.get())?;
-            w.write_all(b"[").map_err(io)?;
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    w.write_all(b",").map_err(io)?;
-                }
-                write_canonical(w, item)?;
-            }
-            w.write_all(b"]").map_err(io)
-        }
-        // A scalar, written as a `Value` writes it (escapes, numbers).
-        _ => serde_json::to_writer(w, &serde_json::from_str::<serde_json::Value>(raw.get())?),
-    }
-}
-
-/// An `io::Write` that only hashes what is written.
-struct HashingWriter(sha2::Sha256);
-
-impl Write for HashingWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        sha2::Digest::update(&mut self.0, buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Fills `evidence.sign_off` (verdict and digest) from the rest of `evidence`.
 pub fn seal(evidence: &mut Evidence, signed_off_by: Option<String>) {
     evidence.sign_off = SignOff {
@@ -167,9 +66,10 @@ pub fn seal(evidence: &mut Evidence, signed_off_by: Option<String>) {
         signed_off_by,
         archives_signed: false,
     };
-    let text = serde_json::to_vec(&*evidence).expect("evidence serialises");
+    // From the typed document, member by member: neither its text nor a
+    // tree of it is held (`canonical`).
     evidence.sign_off.evidence_sha256 =
-        canonical_digest_of_text(&text).expect("the evidence's own JSON reads back");
+        canonical_digest_of(&*evidence).expect("the evidence serialises to a JSON object");
 }
 
 /// Writes `bytes` to `dir/name` atomically: a temporary file in `dir`,

@@ -522,6 +522,7 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
         "plugin": plugin, "status": o.status, "final_status": o.final_status, "init_ms": o.init_ms,
         "worker_failures": o.worker_failures, "get_plugin_settings_answered": settings_calls,
         "runtime_messages": o.runtime_messages, "removed": o.removed, "worker": o.worker,
+        "resident_with": o.resident_with, "released": o.released,
     });
     if !initialized {
         let message = o
@@ -542,7 +543,8 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
                         "list_plugins showed it `initialized`, but the runtime never asked the host for its settings (get_plugin_settings with this installation_uuid), so it did not run with the settings LangBot gives it".to_string()
                     } else {
                         format!(
-                            "it was `initialized`, but after every candidate was installed list_plugins showed it {}",
+                            "it was `initialized`, but after every candidate of its batch ({} resident at once) was installed list_plugins showed it {}",
+                            o.resident_with,
                             o.final_status.as_deref().unwrap_or("no longer listed")
                         )
                     }),
@@ -558,8 +560,9 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
             "initialized",
             Some(folder),
             format!(
-                "list_plugins shows {plugin} `initialized` {} ms after apply_plugin_installation and still after every candidate was installed; the runtime asked the host for its settings (get_plugin_settings) {settings_calls} time(s)",
-                o.init_ms.unwrap_or(0)
+                "list_plugins shows {plugin} `initialized` {} ms after apply_plugin_installation and still after every candidate of its batch ({} resident at once) was installed and probed; the runtime asked the host for its settings (get_plugin_settings) {settings_calls} time(s)",
+                o.init_ms.unwrap_or(0),
+                o.resident_with
             ),
         )
         .with_observed(init_observed),

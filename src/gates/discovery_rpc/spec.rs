@@ -320,7 +320,8 @@ pub struct CandidateOutcome {
     pub apply: Option<Step>,
     /// `status` of the plugin in `list_plugins` (`initialized`, ...).
     pub status: Option<String>,
-    /// `status` in `list_plugins` after every candidate was installed.
+    /// `status` in `list_plugins` after every candidate of its batch (see
+    /// `resident_with`) was installed and probed.
     pub final_status: Option<String>,
     /// Milliseconds from `apply_plugin_installation` to `initialized`.
     pub init_ms: Option<u64>,
@@ -347,6 +348,14 @@ pub struct CandidateOutcome {
     /// `remove_plugin_installation`, sent when the plugin failed (stops the
     /// runtime's restart loop).
     pub removed: Option<Step>,
+    /// `remove_plugin_installation`, sent when the plugin's batch was done
+    /// (its worker stops before the next batch starts).
+    #[serde(default)]
+    pub released: Option<Step>,
+    /// How many installations were resident beside it, itself included,
+    /// when its `final_status` was read (its batch).
+    #[serde(default)]
+    pub resident_with: usize,
 }
 
 /// A worker process of the runtime, read from `/proc`.

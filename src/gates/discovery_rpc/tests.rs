@@ -843,7 +843,7 @@ fn refuses_a_plugin_the_runtime_did_not_initialize_naming_its_message() {
     let c = find(&decide(&obs), "initialized", Some("codex-agent"));
     assert!(
         c.detail.contains(
-            "after every candidate was installed list_plugins showed it no longer listed"
+            "after every candidate of its batch (0 resident at once) was installed list_plugins showed it no longer listed"
         ),
         "{}",
         c.detail
