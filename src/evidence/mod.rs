@@ -7,11 +7,13 @@ pub mod junit;
 pub mod kept_profile;
 pub mod lock;
 pub mod model;
+pub mod observed;
 pub mod statement;
 pub mod verdicts;
 
 pub use canonical::{canonical_digest, canonical_digest_of, canonical_digest_of_text};
 pub use model::*;
+pub use observed::Observed;
 
 use crate::hash;
 use std::fs;

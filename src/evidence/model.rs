@@ -7,6 +7,7 @@
 //! candidate's own verdict) and `gates[].candidates_left_out` (the
 //! candidates a gate did not check because an earlier gate failed them).
 
+use super::observed::Observed;
 use crate::manifest::ManifestId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -590,8 +591,8 @@ pub struct Check {
     pub result: CheckResult,
     /// A sentence: what held, or what was expected, found and what to do.
     pub detail: String,
-    /// Observed values backing the result.
-    pub observed: Option<serde_json::Value>,
+    /// Observed values backing the result (held as compact JSON text).
+    pub observed: Option<Observed>,
     /// The `name` of the check (same gate; same candidate, or a gate-wide
     /// check without one) whose finding made this one impossible to
     /// establish: this check is a consequence of that finding, reported under
@@ -652,7 +653,7 @@ impl Check {
 
     /// Attaches observed values.
     pub fn with_observed(mut self, observed: serde_json::Value) -> Self {
-        self.observed = Some(observed);
+        self.observed = Some(observed.into());
         self
     }
 }

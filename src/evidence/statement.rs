@@ -121,9 +121,13 @@ pub fn render(evidence: &Evidence) -> Value {
             continue;
         }
         for check in &gate.checks {
+            // A check whose name already starts with its candidate's folder
+            // (`suites`' `<folder>/untested`) is not named with it twice.
             let name = match &check.candidate {
-                Some(c) => format!("{}/{}/{}", gate.id, c, check.name),
-                None => format!("{}/{}", gate.id, check.name),
+                Some(c) if !check.name.starts_with(&format!("{c}/")) => {
+                    format!("{}/{}/{}", gate.id, c, check.name)
+                }
+                _ => format!("{}/{}", gate.id, check.name),
             };
             match check.result {
                 CheckResult::Pass => passed.push(name),
@@ -327,6 +331,20 @@ mod tests {
         assert_eq!(st["subject"], subjects);
         failed.verdict = Verdict::Incomplete;
         assert_eq!(result(&failed), "FAILED");
+    }
+
+    #[test]
+    fn a_check_named_by_its_folder_is_not_named_with_it_twice() {
+        let own = Check::warn("tool/untested", Some("tool"), "no tests");
+        let other = Check::warn("untested", Some("tool"), "x");
+        let ev = evidence(
+            vec![gate("suites", GateResult::Pass, true, vec![own, other])],
+            Verdict::Pass,
+        );
+        assert_eq!(
+            render(&ev)["predicate"]["warnedTests"],
+            json!(["suites/tool/untested", "suites/tool/untested"])
+        );
     }
 
     #[test]

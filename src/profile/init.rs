@@ -366,31 +366,63 @@ fn accepts(line: &str, version: &Version) -> bool {
     }
 }
 
-/// The run's SDK version: the exact pin most candidates declare (ties: the
-/// built-in profile's pin if among them, else the highest), else the
-/// built-in profile's pin.
+/// The run's SDK version, preferring what the verifier provisions itself:
+/// the carried exact pin most candidates declare (ties: the built-in
+/// profile's pin if among them, else the highest); else the carried version
+/// the most declared requirements accept (same ties); else, when no carried
+/// version accepts any declared requirement, the exact pin most candidates
+/// declare (the run then needs `--python`); else the built-in profile's pin.
+/// A repository whose plugins pin `==0.7.4` once and `>=0.7.3,<0.8` four
+/// times runs on a carried 0.7.x, not on the one uncarried pin.
 fn run_pin(scan: &Scan, builtin: &Version) -> Version {
-    let mut counts: BTreeMap<Version, usize> = BTreeMap::new();
-    for c in &scan.candidates {
-        if let Some(v) = c.sdk_requirement.as_deref().and_then(exact_pin) {
-            *counts.entry(v).or_default() += 1;
-        }
-    }
-    let Some(most) = counts.values().max().copied() else {
-        return builtin.clone();
+    run_pin_among(scan, builtin, &carried_versions())
+}
+
+fn run_pin_among(scan: &Scan, builtin: &Version, carried: &[Version]) -> Version {
+    let most_of = |counts: BTreeMap<Version, usize>| -> Option<Version> {
+        let most = counts.values().copied().filter(|n| *n > 0).max()?;
+        let top: Vec<&Version> = counts
+            .iter()
+            .filter(|(_, n)| **n == most)
+            .map(|(v, _)| v)
+            .collect();
+        Some(if top.contains(&builtin) {
+            builtin.clone()
+        } else {
+            top.last().map(|v| (*v).clone())?
+        })
     };
-    let top: Vec<&Version> = counts
+    let exact: Vec<Version> = scan
+        .candidates
         .iter()
-        .filter(|(_, n)| **n == most)
-        .map(|(v, _)| v)
+        .filter_map(|c| c.sdk_requirement.as_deref().and_then(exact_pin))
         .collect();
-    if top.contains(&builtin) {
-        builtin.clone()
-    } else {
-        top.last()
-            .map(|v| (*v).clone())
-            .unwrap_or_else(|| builtin.clone())
+    let count = |keep: &dyn Fn(&Version) -> bool| {
+        let mut counts: BTreeMap<Version, usize> = BTreeMap::new();
+        for v in exact.iter().filter(|v| keep(v)) {
+            *counts.entry(v.clone()).or_default() += 1;
+        }
+        counts
+    };
+    if let Some(pin) = most_of(count(&|v| carried.contains(v))) {
+        return pin;
     }
+    let accepting: BTreeMap<Version, usize> = carried
+        .iter()
+        .map(|v| {
+            let n = scan
+                .candidates
+                .iter()
+                .filter_map(|c| c.sdk_requirement.as_deref())
+                .filter(|line| accepts(line, v))
+                .count();
+            (v.clone(), n)
+        })
+        .collect();
+    if let Some(pin) = most_of(accepting) {
+        return pin;
+    }
+    most_of(count(&|_| true)).unwrap_or_else(|| builtin.clone())
 }
 
 /// The group pin of a candidate whose requirement `line` the run's pin does
@@ -447,7 +479,8 @@ pub fn render(scan: &Scan, builtin_pin: &Version) -> String {
     let _ = writeln!(out, "\nname = {}\n\n[sdk]", quoted(&scan.repo_name));
     let _ = writeln!(
         out,
-        "# The run's SDK (its default group): the exact pin most candidates declare. A candidate\n\
+        "# The run's SDK (its default group): the carried pin most candidates declare, else the\n\
+         # carried version most of their requirements accept. A candidate\n\
          # it does not satisfy is certified in the SDK group of a pin this verifier carries\n\
          # ({}), with that group's own interpreter: its `sdk = ...` line below.\n\
          # The candidates' own requirements:",
@@ -751,6 +784,35 @@ mod tests {
         assert_eq!(c.identity.as_deref(), Some("a/p 1.0.0"));
         assert_eq!(c.tests, ["p/tests/test_p.py"]);
         assert!(!c.has_requirements && c.sdk_requirement.is_none());
+    }
+
+    #[test]
+    fn a_carried_version_most_requirements_accept_wins_over_one_uncarried_exact_pin() {
+        let builtin = v("0.6.0b5");
+        let carried = [v("0.6.0b5"), v("0.6.1"), v("0.7.18")];
+        let s = scan_of(vec![
+            candidate("dify", Some("langbot-plugin==0.7.4"), &[]),
+            candidate("demo", Some("langbot-plugin>=0.7.3,<0.8"), &[]),
+            candidate("n8n", Some("langbot-plugin>=0.7.3,<0.8"), &[]),
+            candidate("weather", Some("langbot-plugin"), &[]),
+            candidate("probe", None, &[]),
+        ]);
+        assert_eq!(run_pin_among(&s, &builtin, &carried), v("0.7.18"));
+        // Only uncarried pins and nothing a carried version accepts: the
+        // most declared pin (the run needs --python).
+        let s = scan_of(vec![
+            candidate("a", Some("langbot-plugin==0.7.4"), &[]),
+            candidate("b", Some("langbot-plugin==0.7.4"), &[]),
+            candidate("c", Some("langbot-plugin==0.8.0"), &[]),
+        ]);
+        assert_eq!(run_pin_among(&s, &builtin, &carried), v("0.7.4"));
+        // A carried exact pin comes first, however many ranges there are.
+        let s = scan_of(vec![
+            candidate("a", Some("langbot-plugin==0.6.1"), &[]),
+            candidate("b", Some("langbot-plugin>=0.7.3,<0.8"), &[]),
+            candidate("c", Some("langbot-plugin>=0.7.3,<0.8"), &[]),
+        ]);
+        assert_eq!(run_pin_among(&s, &builtin, &carried), v("0.6.1"));
     }
 
     #[test]

@@ -99,7 +99,10 @@ fn a_good_build_passes_every_check_with_what_it_rests_on() {
         "`lbp build` exited with status 0 in 1234 ms (output in L.out and L.err)"
     );
     assert_eq!(
-        get(&checks, "source-untouched").observed,
+        get(&checks, "source-untouched")
+            .observed
+            .as_deref()
+            .cloned(),
         Some(json!({"entries": 7, "changes": []}))
     );
 }

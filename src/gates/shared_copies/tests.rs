@@ -64,7 +64,7 @@ fn identical_copies_pass_one_check_per_file_and_candidate_with_digests() {
         format!("R/a/pkg/x.py is the canonical copy (sha256 {ONE})")
     );
     assert_eq!(
-        checks[0].observed,
+        checks[0].observed.as_deref().cloned(),
         Some(json!({"path": "R/a/pkg/x.py", "sha256": ONE, "size": 1, "canonical": true}))
     );
     assert_eq!(
@@ -72,7 +72,7 @@ fn identical_copies_pass_one_check_per_file_and_candidate_with_digests() {
         format!("R/b/pkg/x.py is byte-identical to R/a/pkg/x.py (sha256 {ONE})")
     );
     assert_eq!(
-        checks[1].observed,
+        checks[1].observed.as_deref().cloned(),
         Some(
             json!({"path": "R/b/pkg/x.py", "sha256": ONE, "size": 1, "canonical_path": "R/a/pkg/x.py"})
         )

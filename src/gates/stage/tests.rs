@@ -258,7 +258,10 @@ fn an_exact_staging_passes_every_check_and_every_pass_carries_observed() {
         )
     );
     assert_eq!(
-        get(&checks, "git-archive", None).observed,
+        get(&checks, "git-archive", None)
+            .observed
+            .as_deref()
+            .cloned(),
         Some(json!({"path": "staging/source.tar", "sha256": "5".repeat(64), "size": 10_240}))
     );
     assert_eq!(
@@ -510,7 +513,7 @@ fn refuses_a_committed_candidate_file_carrying_export_ignore() {
     );
     assert!(c.detail.contains("\n  Runner/a/pkg/x.py\n"), "{}", c.detail);
     assert_eq!(
-        c.observed,
+        c.observed.as_deref().cloned(),
         Some(json!({"export_ignore": ["Runner/a/pkg/x.py"]}))
     );
 }
@@ -533,7 +536,7 @@ fn refuses_a_symlink_inside_a_candidate() {
         c.detail
     );
     assert_eq!(
-        c.observed,
+        c.observed.as_deref().cloned(),
         Some(json!([{"path": "Runner/a/link", "target": "../b/x"}]))
     );
 }
@@ -555,7 +558,7 @@ fn refuses_a_git_lfs_pointer_inside_a_candidate() {
         c.detail
     );
     assert_eq!(
-        c.observed,
+        c.observed.as_deref().cloned(),
         Some(json!([{"path": "Runner/b/m.onnx", "size": 131}]))
     );
 }
@@ -572,7 +575,7 @@ fn export_attributes_are_listed_not_judged() {
         "1 path(s) carry export-ignore or export-subst (listed, see source.export_attributes)"
     );
     assert_eq!(
-        c.observed,
+        c.observed.as_deref().cloned(),
         Some(json!({"count": 1, "paths": [{"path": "docs/x", "attribute": "export-ignore"}]}))
     );
 }

@@ -344,7 +344,10 @@ fn a_good_observation_passes_every_check_in_order_and_every_pass_carries_observe
         "2 of 3 test(s) passed"
     );
     assert_eq!(
-        find(&checks, "extracted/strict-xfail").observed,
+        find(&checks, "extracted/strict-xfail")
+            .observed
+            .as_deref()
+            .cloned(),
         Some(
             json!({"xfailed": ["R.t.test_a::test_z"], "xpassed_strict": [], "strict_xfail_items": 1})
         )
@@ -393,7 +396,10 @@ fn no_suites_in_the_profile_is_a_warning_that_claims_nothing() {
     let c = no_suites_check();
     assert_eq!(c.result, CheckResult::Warn);
     assert!(c.detail.contains("nothing was run and nothing is claimed"));
-    assert_eq!(c.observed, Some(json!({"suites": null})));
+    assert_eq!(
+        c.observed.as_deref().cloned(),
+        Some(json!({"suites": null}))
+    );
 }
 
 // ----- profile paths -------------------------------------------------------
@@ -439,7 +445,7 @@ fn refuses_when_the_named_pytest_configuration_is_not_committed() {
         .detail
         .contains("[suites] config names pytest.ini, which is not a file in commit c0ffee"));
     assert_eq!(
-        c.observed,
+        c.observed.as_deref().cloned(),
         Some(json!({"config": "pytest.ini", "present": false}))
     );
     let ok = decide(
@@ -451,7 +457,7 @@ fn refuses_when_the_named_pytest_configuration_is_not_committed() {
     );
     assert_eq!(find(&ok, "config").result, CheckResult::Pass);
     assert_eq!(
-        find(&ok, "config").observed,
+        find(&ok, "config").observed.as_deref().cloned(),
         Some(json!({"config": "pytest.ini", "present": true}))
     );
 }
@@ -1009,7 +1015,7 @@ fn refuses_an_unreadable_report_and_a_run_that_could_not_start() {
         c.detail
     );
     assert_eq!(
-        c.observed,
+        c.observed.as_deref().cloned(),
         Some(json!({"started": false, "error": "cannot start /venv/bin/python: No such file"}))
     );
 }
@@ -1229,7 +1235,10 @@ fn xfails_and_xpasses_alone_are_not_a_passing_run() {
     let one = vec![case("test_x", SuiteOutcome::Passed, None), cases[0].clone()];
     let c = passing_check("extracted", &one, &count(&one));
     assert_eq!(c.result, CheckResult::Pass);
-    assert_eq!(c.observed, Some(json!({"tests": 2, "passed": 1})));
+    assert_eq!(
+        c.observed.as_deref().cloned(),
+        Some(json!({"tests": 2, "passed": 1}))
+    );
 }
 
 #[test]

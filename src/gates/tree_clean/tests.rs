@@ -53,7 +53,7 @@ fn a_clean_tree_passes_every_check_with_what_it_observed() {
         assert!(o.as_object().is_some_and(|m| !m.is_empty()), "{}", c.name);
     }
     assert_eq!(
-        get(&checks, "staged-changes").observed,
+        get(&checks, "staged-changes").observed.as_deref().cloned(),
         Some(json!({"count": 0, "paths": []}))
     );
     assert_eq!(
@@ -68,7 +68,10 @@ fn refuses_a_staged_change() {
         let checks = decide(&obs(vec![line(index, ' ', "a.py")]));
         let c = get(&checks, "staged-changes");
         assert_eq!(c.result, CheckResult::Fail, "{index}");
-        assert_eq!(c.observed, Some(json!({"count": 1, "paths": ["a.py"]})));
+        assert_eq!(
+            c.observed.as_deref().cloned(),
+            Some(json!({"count": 1, "paths": ["a.py"]}))
+        );
         assert!(
             c.detail.starts_with(
                 "expected a clean committed tree, found 1 path(s) staged (in the index, not committed)"
@@ -147,7 +150,7 @@ fn ignored_files_are_listed_and_never_fail() {
         "2 ignored path(s) present; listed in source.ignored_files, not judged"
     );
     assert_eq!(
-        c.observed,
+        c.observed.as_deref().cloned(),
         Some(json!({"count": 2, "ignored": ["build/x.o", ".venv/"]}))
     );
     assert_eq!(ignored(&o), ["build/x.o", ".venv/"]);
@@ -166,7 +169,7 @@ fn the_commit_and_tree_are_recorded() {
         )
     );
     assert_eq!(
-        c.observed,
+        c.observed.as_deref().cloned(),
         Some(json!({"commit": "c".repeat(40), "tree": "t".repeat(40)}))
     );
 }

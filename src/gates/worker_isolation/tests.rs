@@ -465,7 +465,7 @@ fn auto_falls_back_to_the_process_backend_with_a_warning_and_process_passes() {
         c.detail
     );
     assert_eq!(
-        c.observed,
+        c.observed.as_deref().cloned(),
         Some(json!({"requested": "process", "selected": "process", "preflight": null}))
     );
 }
