@@ -325,7 +325,7 @@ fn check_files(dir: &Path, recorded: &evidence::FilesDigest, rows: &mut Vec<Row>
     let current = evidence::entries(dir, &evidence::VIEWS);
     let observed = current
         .as_ref()
-        .map(|e| hash::sha256_bytes(evidence::listing_text(e).as_bytes()))
+        .map(|e| evidence::listing_digest(e))
         .unwrap_or_else(|e| format!("unreadable: {e}"));
     let differs = observed != recorded.sha256;
     rows.push(Row::new(
@@ -339,7 +339,7 @@ fn check_files(dir: &Path, recorded: &evidence::FilesDigest, rows: &mut Vec<Row>
     if recorded.entries.is_empty() {
         return;
     }
-    let sealed = hash::sha256_bytes(evidence::listing_text(&recorded.entries).as_bytes());
+    let sealed = evidence::listing_digest(&recorded.entries);
     if sealed != recorded.sha256 {
         rows.push(Row::new(
             "files digest listing (files.entries)",
