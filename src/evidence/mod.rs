@@ -153,7 +153,7 @@ fn write_sums_with_views(w: &mut dyn Write, dir: &Path, entries: &[FileEntry]) -
         .collect();
     views.sort_unstable();
     let mut views = views.into_iter().peekable();
-    let mut view_line = |w: &mut dyn Write, name: &str| -> io::Result<()> {
+    let view_line = |w: &mut dyn Write, name: &str| -> io::Result<()> {
         let digest = hash::sha256_file(&dir.join(name))?;
         w.write_all(sums_line(&digest.hex(), name).as_bytes())
     };
