@@ -591,7 +591,7 @@ pub struct Check {
     pub result: CheckResult,
     /// A sentence: what held, or what was expected, found and what to do.
     pub detail: String,
-    /// Observed values backing the result (held as compact JSON text).
+    /// Observed values backing the result.
     pub observed: Option<Observed>,
     /// The `name` of the check (same gate; same candidate, or a gate-wide
     /// check without one) whose finding made this one impossible to
