@@ -495,7 +495,10 @@ mod tests {
         );
         let mut out = Vec::new();
         write_sums_with_views(&mut out, dir.path(), &files.entries).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), sha256sums(dir.path()).unwrap());
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            sha256sums(dir.path()).unwrap()
+        );
     }
 
     #[test]

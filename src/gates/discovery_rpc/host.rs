@@ -373,7 +373,6 @@ fn drive(
         if interrupt::requested() {
             break;
         }
-        let wave_mark = log_sizes(rt);
         let waited = wait_all(
             &mut client,
             spec,
@@ -381,7 +380,6 @@ fn drive(
             rt,
             port,
             &ids,
-            wave_mark,
             &mut result.candidates,
         )?;
         let mut outcomes = Vec::with_capacity(waited.len());
@@ -612,8 +610,8 @@ fn window(requested: usize, candidates: usize) -> usize {
 /// candidate only while it is the one still starting (counted from the
 /// moment it became so, or from just before its apply when it started
 /// alone). The larger of the two counts is the candidate's. The runtime's
-/// messages of a failed candidate are those logged since the first
-/// installation began.
+/// messages of a failed candidate are those logged since its batch
+/// began.
 fn wait_all<'a>(
     client: &mut HostClient,
     spec: &HostSpec,
@@ -621,9 +619,11 @@ fn wait_all<'a>(
     rt: &mut Running,
     port: u16,
     ids: &Ids,
-    wave_mark: (u64, u64),
     early: &mut Vec<CandidateOutcome>,
 ) -> Result<Vec<(&'a HostCandidate, CandidateOutcome)>, String> {
+    // The runtime's log as the batch begins: its messages about a failed
+    // candidate are those logged since.
+    let wave_mark = log_sizes(rt);
     let call_timeout = Duration::from_millis(spec.call_timeout_ms);
     let plugin_timeout = Duration::from_millis(spec.plugin_timeout_ms);
     let width = window(spec.start_width, batch.len());
