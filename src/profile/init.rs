@@ -12,8 +12,8 @@
 //! function from that [`Scan`] to the profile's text, which parses with
 //! [`crate::profile::parse`].
 //!
-//! The run's `[sdk] requirement` (the default SDK group) is the exact `==`
-//! pin most candidates declare (the built-in profile's pin when none does);
+//! The run's `[sdk] requirement` (the default SDK group) is chosen by
+//! [`run_pin`], preferring the pins the verifier carries;
 //! a candidate whose own requirement that pin does not satisfy is put in
 //! the SDK group (`sdk = ...`, `src/profile/groups.rs`) of a pin the
 //! verifier carries a lock list for: its exact pin when carried, else the
