@@ -688,7 +688,8 @@ fn initialized_advice(o: &CandidateOutcome, log: &Path) -> String {
 /// control ends in `run.failed`, and its fixture call ends in
 /// `run.completed` carrying the fixture's text, with no `run.failed`, after
 /// a built-in fixture saw the probe's nonce; a Runner without a declared
-/// probe completes one generic call and the check warns.
+/// probe completes one generic call, or ends it in its own `run.failed`,
+/// and the check warns.
 fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check {
     let folder = c.folder.as_str();
     let runners: Vec<&ComponentId> = c.declared.iter().filter(|d| d.kind == "Runner").collect();
@@ -715,6 +716,7 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
     // Problems that are the runner-probe-setup finding seen again.
     let mut unprepared = 0;
     let mut generic = Vec::new();
+    let mut own_errors = Vec::new();
     let mut passed = Vec::new();
     for r in &runners {
         let name = r.name.as_str();
@@ -733,6 +735,15 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
             continue;
         };
         match &p.plan {
+            // Without an invocation config, a runner that ends its run in
+            // `run.failed` has answered for itself (n8n-agent: "webhook-url
+            // is required"): its own error, recorded and warned, as a
+            // component's own error is (`component-calls`); the request
+            // failing, or a run that never ends, is still a failure.
+            None if own_refusal(&p.call) => own_errors.push(format!(
+                "`{name}` → run.failed: {}",
+                p.call.error.as_deref().unwrap_or("(no error text)")
+            )),
             None => match completion_problem(&p.call, None) {
                 Some(e) => problems.push(format!(
                     "`{name}` (generic call: no runner probe declared, so the run context carried no invocation config): {e}"
@@ -807,6 +818,19 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
             c
         };
     }
+    if !own_errors.is_empty() {
+        return Check::warn(
+            "runner-probe",
+            Some(folder),
+            format!(
+                "no runner probe declared for {plugin}: one generic run_runner call without an invocation config ended in the runner's own error ({}){}{}; that is its answer to a call it was given no config for, recorded and not judged: nothing shows the runner completing a run; declare [[discovery.runner_probe]] in the profile ({FIXTURE_LABEL})",
+                own_errors.join("; "),
+                if generic.is_empty() { String::new() } else { format!("; completed without a config: {}", generic.join("; ")) },
+                if passed.is_empty() { String::new() } else { format!("; probed: {}", passed.join("; ")) }
+            ),
+        )
+        .with_observed(observed);
+    }
     if !generic.is_empty() {
         return Check::warn(
             "runner-probe",
@@ -857,6 +881,14 @@ fn negative_problem(n: &spec::RunnerCall) -> Option<String> {
 /// Why a call did not complete as required, if it did not: no request
 /// error, no `run.failed`, a `run.completed`, a reply, and (for a probe) the
 /// reply carries the expected text.
+/// Whether a call ended in the runner's own `run.failed`, streamed as its
+/// run's end over a request that succeeded, with an error text.
+fn own_refusal(call: &spec::RunnerCall) -> bool {
+    !call.rpc_error
+        && call.result_types.last().is_some_and(|t| t == "run.failed")
+        && call.error.as_deref().is_some_and(|e| !e.trim().is_empty())
+}
+
 fn completion_problem(call: &spec::RunnerCall, plan: Option<&ProbePlan>) -> Option<String> {
     let failed = call.result_types.iter().any(|t| t == "run.failed");
     if call.rpc_error || failed {

@@ -304,6 +304,28 @@ fn a_runner_without_a_declared_probe_warns_and_still_must_complete() {
         "{}",
         silent.detail
     );
+    // Its own run.failed, given no config, is its answer: recorded, warned.
+    o.runner_probes[0].call = call(
+        &["run.started", "run.failed"],
+        None,
+        Some("n8n.config_invalid: webhook-url is required"),
+    );
+    let own = runner_check(&c, &o, "acme/n8n");
+    assert_eq!(own.result, CheckResult::Warn, "{}", own.detail);
+    assert!(
+        own.detail.contains("the runner's own error")
+            && own.detail.contains("webhook-url is required")
+            && own
+                .detail
+                .contains("nothing shows the runner completing a run"),
+        "{}",
+        own.detail
+    );
+    // ... but not one without an error text, nor one that is not the end.
+    o.runner_probes[0].call = call(&["run.failed"], None, None);
+    assert_eq!(runner_check(&c, &o, "p").result, CheckResult::Fail);
+    o.runner_probes[0].call = call(&["run.failed", "message.delta"], None, Some("x"));
+    assert_eq!(runner_check(&c, &o, "p").result, CheckResult::Fail);
 }
 
 #[test]
