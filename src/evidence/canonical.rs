@@ -386,49 +386,29 @@ impl Elements {
     }
 }
 
-impl ser::SerializeSeq for Elements {
-    type Ok = Kind;
-    type Error = serde_json::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, _: &T) -> Result<(), Self::Error> {
-        Ok(())
-    }
-    fn end(self) -> Result<Kind, Self::Error> {
-        Ok(self.kind())
-    }
+/// The element methods of serde's sequence-like traits for [`Elements`]:
+/// each element is passed over.
+macro_rules! pass_over_elements {
+    ($($trait:ident::$method:ident),+) => {$(
+        impl ser::$trait for Elements {
+            type Ok = Kind;
+            type Error = serde_json::Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, _: &T) -> Result<(), Self::Error> {
+                Ok(())
+            }
+            fn end(self) -> Result<Kind, Self::Error> {
+                Ok(self.kind())
+            }
+        }
+    )+};
 }
 
-impl ser::SerializeTuple for Elements {
-    type Ok = Kind;
-    type Error = serde_json::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, _: &T) -> Result<(), Self::Error> {
-        Ok(())
-    }
-    fn end(self) -> Result<Kind, Self::Error> {
-        Ok(self.kind())
-    }
-}
-
-impl ser::SerializeTupleStruct for Elements {
-    type Ok = Kind;
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, _: &T) -> Result<(), Self::Error> {
-        Ok(())
-    }
-    fn end(self) -> Result<Kind, Self::Error> {
-        Ok(self.kind())
-    }
-}
-
-impl ser::SerializeTupleVariant for Elements {
-    type Ok = Kind;
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, _: &T) -> Result<(), Self::Error> {
-        Ok(())
-    }
-    fn end(self) -> Result<Kind, Self::Error> {
-        Ok(self.kind())
-    }
-}
+pass_over_elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeStructVariant for Elements {
     type Ok = Kind;
@@ -708,38 +688,28 @@ impl ser::Serializer for SeqWriter<'_> {
     }
 }
 
-impl ser::SerializeSeq for SeqWriter<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        Ok(())
-    }
+/// The element methods of serde's sequence traits for [`SeqWriter`]: each
+/// element is written in canonical form.
+macro_rules! write_elements {
+    ($($trait:ident::$method:ident),+) => {$(
+        impl ser::$trait for SeqWriter<'_> {
+            type Ok = ();
+            type Error = serde_json::Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+                self.element(value)
+            }
+            fn end(self) -> Result<(), Self::Error> {
+                Ok(())
+            }
+        }
+    )+};
 }
 
-impl ser::SerializeTuple for SeqWriter<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for SeqWriter<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        Ok(())
-    }
-}
+write_elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field
+);
 
 #[cfg(test)]
 #[path = "tests/canonical.rs"]

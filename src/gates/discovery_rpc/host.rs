@@ -546,15 +546,7 @@ fn remove(
     out: &mut CandidateOutcome,
     call_timeout: Duration,
 ) -> Result<(), String> {
-    if rt.try_status().is_none() {
-        let removed = client.call(
-            "remove_plugin_installation",
-            json!({}),
-            Some(&out.binding),
-            call_timeout,
-        )?;
-        out.removed = Some(step(&removed));
-    }
+    out.removed = remove_installation(client, rt, &out.binding, call_timeout)?;
     Ok(())
 }
 
@@ -566,16 +558,29 @@ fn release(
     out: &mut CandidateOutcome,
     call_timeout: Duration,
 ) -> Result<(), String> {
-    if rt.try_status().is_none() {
-        let released = client.call(
-            "remove_plugin_installation",
-            json!({}),
-            Some(&out.binding),
-            call_timeout,
-        )?;
-        out.released = Some(step(&released));
-    }
+    out.released = remove_installation(client, rt, &out.binding, call_timeout)?;
     Ok(())
+}
+
+/// `remove_plugin_installation` of `binding` while the runtime is alive
+/// (`PluginManager.remove_plugin_installation` revokes its worker); `None`
+/// when the runtime has exited.
+fn remove_installation(
+    client: &mut HostClient,
+    rt: &mut Running,
+    binding: &Value,
+    call_timeout: Duration,
+) -> Result<Option<Step>, String> {
+    if rt.try_status().is_some() {
+        return Ok(None);
+    }
+    let answer = client.call(
+        "remove_plugin_installation",
+        json!({}),
+        Some(binding),
+        call_timeout,
+    )?;
+    Ok(Some(step(&answer)))
 }
 
 /// At most this many installations are resident at once: the start window
