@@ -17,6 +17,7 @@ pub mod gates;
 pub mod git;
 pub mod gitignore;
 pub mod hash;
+pub mod heap;
 pub mod interrupt;
 pub mod isolation;
 pub mod lbpkg;
