@@ -5,7 +5,8 @@
 //!   `xtask/test-extras.lock`, hash-checked, re-verified on reuse), and prints
 //!   its path (last line of stdout).
 //! - `demo`: certifies a copy of `fixtures/candidate-repo` end to end.
-//! - `test`: provisions the SDK, then `cargo test --workspace` with `PYTHON` set.
+//! - `test`: provisions the SDK, then `cargo nextest run --workspace` (or
+//!   `cargo test --workspace` where cargo-nextest is missing) with `PYTHON` set.
 //! - `schema`: regenerates `evidence-schema/v1/evidence.schema.json`.
 //! - `wheel-records`: regenerates the `.records` file beside each carried
 //!   lock list from the locked wheels (`wheel_records.rs`).
@@ -41,7 +42,8 @@ commands:
   sdk      create (or re-verify and reuse) target/sdk-venv: the locked langbot-plugin==0.6.0b5 set plus the
            test extras, every wheel hash-checked; print its python
   demo     build the verifier and certify a copy of fixtures/candidate-repo; keep and print the paths
-  test     provision the SDK, then `cargo test --workspace` with PYTHON set (extra args go to cargo test)
+  test     provision the SDK, then `cargo nextest run --workspace` with PYTHON set (cargo test where
+           cargo-nextest is missing; extra args go to either)
   schema   write evidence-schema/v1/evidence.schema.json from the evidence types
   wheel-records  download every locked wheel (by hash) and write, beside each lock list, its .records file:
            what each wheel's own RECORD says (src/provision/wheel_records.rs)
@@ -181,18 +183,34 @@ fn sdk() -> Result<PathBuf> {
 /// `cargo xtask test [ARGS]`: SDK, then `cargo test --workspace ARGS` with `PYTHON`.
 fn test(extra: &[OsString]) -> Result<i32> {
     let python = sdk()?;
-    eprintln!(
-        "test: PYTHON={} cargo test --workspace --no-fail-fast",
-        python.display()
-    );
-    // --no-fail-fast: one failing test binary must not hide the others' results.
+    // cargo-nextest runs every test as its own process, several at a time
+    // across binaries (`.config/nextest.toml`); `cargo test` runs one binary
+    // after another, so each binary's slowest test leaves cores idle. The
+    // suite has no doctests, so nextest runs all of it.
+    let nextest = Command::new(cargo())
+        .args(["nextest", "--version"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let args: &[&str] = if nextest {
+        &["nextest", "run", "--workspace", "--no-fail-fast"]
+    } else {
+        eprintln!(
+            "test: cargo-nextest not found; running cargo test, one test binary at a time \
+             (slower; install it: https://nexte.st)"
+        );
+        &["test", "--workspace", "--no-fail-fast"]
+    };
+    eprintln!("test: PYTHON={} cargo {}", python.display(), args.join(" "));
+    // --no-fail-fast: one failing test must not hide the others' results.
     let status = Command::new(cargo())
         .current_dir(workspace_root())
-        .args(["test", "--workspace", "--no-fail-fast"])
+        .args(args)
         .args(extra)
         .env("PYTHON", &python)
         .status()
-        .context("cannot start cargo test")?;
+        .context("cannot start cargo")?;
     Ok(status.code().unwrap_or(1))
 }
 
