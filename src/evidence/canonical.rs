@@ -494,6 +494,52 @@ struct PickMap<'p, 'w, 'k> {
     this_one: bool,
 }
 
+/// Implements, for a serializer that meets one shape (`$what`, "an object"
+/// or "an array"), the methods every such serializer shares: `Some` and a
+/// newtype struct are their inner value; an enum variant with data is
+/// refused as a changed shape.
+macro_rules! wrappers_and_variants {
+    ($what:literal) => {
+        fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Self::Error> {
+            value.serialize(self)
+        }
+        fn serialize_newtype_struct<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            value: &T,
+        ) -> Result<(), Self::Error> {
+            value.serialize(self)
+        }
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: &T,
+        ) -> Result<(), Self::Error> {
+            unexpected($what)
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant, Self::Error> {
+            unexpected($what)
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant, Self::Error> {
+            unexpected($what)
+        }
+    };
+}
+
 fn unexpected<T>(what: &str) -> Result<T, serde_json::Error> {
     Err(ser::Error::custom(format!(
         "{what} changed shape between two serialisations"
@@ -512,26 +558,8 @@ impl<'a, 'w, 'k> ser::Serializer for &'a mut Pick<'w, 'k> {
     type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
 
     scalars!(unexpected("an object"));
+    wrappers_and_variants!("an object");
 
-    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Self::Error> {
-        value.serialize(self)
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        value: &T,
-    ) -> Result<(), Self::Error> {
-        value.serialize(self)
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result<(), Self::Error> {
-        unexpected("an object")
-    }
     fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
         unexpected("an object")
     }
@@ -545,15 +573,6 @@ impl<'a, 'w, 'k> ser::Serializer for &'a mut Pick<'w, 'k> {
     ) -> Result<Self::SerializeTupleStruct, Self::Error> {
         unexpected("an object")
     }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
-        unexpected("an object")
-    }
     fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
         Ok(PickMap {
             pick: self,
@@ -562,15 +581,6 @@ impl<'a, 'w, 'k> ser::Serializer for &'a mut Pick<'w, 'k> {
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, Self::Error> {
         Ok(self)
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Self::Error> {
-        unexpected("an object")
     }
 }
 
@@ -629,26 +639,8 @@ impl ser::Serializer for SeqWriter<'_> {
     type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
 
     scalars!(unexpected("an array"));
+    wrappers_and_variants!("an array");
 
-    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Self::Error> {
-        value.serialize(self)
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        value: &T,
-    ) -> Result<(), Self::Error> {
-        value.serialize(self)
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result<(), Self::Error> {
-        unexpected("an array")
-    }
     fn serialize_seq(self, _: Option<usize>) -> Result<Self, Self::Error> {
         Ok(self)
     }
@@ -658,15 +650,6 @@ impl ser::Serializer for SeqWriter<'_> {
     fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self, Self::Error> {
         Ok(self)
     }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
-        unexpected("an array")
-    }
     fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
         unexpected("an array")
     }
@@ -675,15 +658,6 @@ impl ser::Serializer for SeqWriter<'_> {
         _: &'static str,
         _: usize,
     ) -> Result<Self::SerializeStruct, Self::Error> {
-        unexpected("an array")
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Self::Error> {
         unexpected("an array")
     }
 }
