@@ -980,6 +980,13 @@ impl Drop for Running {
 
 /// True when no live (not zombie) process is in group `pgid`.
 fn group_is_empty(pgid: Pid) -> bool {
+    // No process at all in the group (the kernel's answer to signal 0, zombies
+    // included): empty, without reading every process of the machine. Any
+    // other answer (a member, perhaps only a zombie; or EPERM) is settled by
+    // `/proc`.
+    if rustix::process::test_kill_process_group(pgid) == Err(rustix::io::Errno::SRCH) {
+        return true;
+    }
     live_group_members(pgid).is_empty()
 }
 

@@ -50,16 +50,20 @@ pub fn read(pid: i32) -> Option<ProcInfo> {
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let state = fields.first()?.chars().next()?;
     let num = |i: usize| fields.get(i).and_then(|f| f.parse::<i64>().ok());
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let ns_pids = status
-        .lines()
-        .find_map(|l| l.strip_prefix("NSpid:"))
-        .map(|v| {
-            v.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect()
-        })
-        .unwrap_or_else(|| vec![pid]);
+    let ns_pids = if in_the_readers_pid_namespace(pid) {
+        vec![pid]
+    } else {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .map(|v| {
+                v.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_else(|| vec![pid])
+    };
     Some(ProcInfo {
         pid,
         ppid: num(1)? as i32,
@@ -69,6 +73,21 @@ pub fn read(pid: i32) -> Option<ProcInfo> {
         start_time: num(19)? as u64,
         ns_pids,
     })
+}
+
+/// True when `pid` is in the pid namespace `/proc` was mounted for (that of
+/// its pid 1): then its `NSpid` is its pid alone, and `/proc/<pid>/status`
+/// (which the kernel builds with the process's memory figures, under its
+/// memory map's lock: most of the cost of reading every process of a busy
+/// machine) need not be read. False when either link is unreadable (another
+/// user's process, without the privilege to inspect it): `status` is read.
+fn in_the_readers_pid_namespace(pid: i32) -> bool {
+    static ROOT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let root = ROOT.get_or_init(|| std::fs::read_link("/proc/1/ns/pid").ok());
+    match (root, std::fs::read_link(format!("/proc/{pid}/ns/pid"))) {
+        (Some(root), Ok(own)) => *root == own,
+        _ => false,
+    }
 }
 
 /// Every process visible in `/proc`, by pid.
