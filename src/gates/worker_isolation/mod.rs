@@ -156,8 +156,12 @@ pub const MARKER_NAME: &str = "VCC_RUN_MARKER";
 const DISPLAY_ID: &str = "coding-runner-display-1";
 /// The conversation id both jobs use.
 const CONVERSATION_ID: &str = "conversation-shared-1";
-/// Events each job emits when not cancelled.
-const JOB_EVENTS: u64 = 40;
+/// Events each job emits when not cancelled: 8 s of job at
+/// [`JOB_INTERVAL_MS`], so that A's job is still mid-run when the gate has
+/// resolved both jobs' processes and sends the cancel, even on a loaded
+/// machine (with 40, one run beside a test run's pip installs saw A's job
+/// finish first: a false FAIL).
+const JOB_EVENTS: u64 = 80;
 /// Milliseconds between a job's events.
 const JOB_INTERVAL_MS: u64 = 100;
 /// A's job is cancelled after this many of its outputs arrived.

@@ -791,15 +791,15 @@ fn refuses_when_b_does_not_run_on_to_its_expected_output() {
             |o| {
                 o.b.seqs.pop();
             },
-            "worker b's outputs had sequence 39 numbers, expected 0..40 in order",
+            "worker b's outputs had sequence 79 numbers, expected 0..80 in order",
         ),
         (
             |o| o.b.seqs.swap(0, 1),
-            "worker b's outputs had sequence 40 numbers, expected 0..40 in order",
+            "worker b's outputs had sequence 80 numbers, expected 0..80 in order",
         ),
         (
-            |o| o.b.completion = vec![Some("fixture reply nonce-a-1 after 40 events".into())],
-            "worker b's completion was [Some(\"fixture reply nonce-a-1 after 40 events\")]",
+            |o| o.b.completion = vec![Some("fixture reply nonce-a-1 after 80 events".into())],
+            "worker b's completion was [Some(\"fixture reply nonce-a-1 after 80 events\")]",
         ),
         (|o| o.b.completion.push(None), "worker b's completion was"),
         (
