@@ -21,6 +21,16 @@ pub struct GateInfo {
     pub does_not_prove: String,
     /// Ids of gates whose `pass` this gate needs.
     pub requires: Vec<String>,
+    /// Ids of gates that must have ended, whatever their result, before
+    /// this gate starts, when the catalogue has them and the run selected
+    /// them: unlike `requires`, a failed, blocked or skipped one does not
+    /// block this gate, which reads their records
+    /// ([`crate::context::RunContext::ended`]) and judges them itself
+    /// (`placement` reads the `shared-runtime` gate's result per
+    /// candidate). An id the catalogue does not have is ignored. Default:
+    /// none.
+    #[serde(default)]
+    pub after: Vec<String>,
     /// `global` (runs once per run, in every partition), `candidate`
     /// (checks each candidate; `--partition` splits these) or `whole`
     /// (needs every candidate; not run in a partition).

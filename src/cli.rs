@@ -93,8 +93,9 @@ pub struct Cli {
     #[arg(long, value_name = "GATE,...", value_delimiter = ',', value_parser = GateIdParser, hide_possible_values = true)]
     pub only: Option<Vec<String>>,
 
-    /// Check only the K-th of N stable shares of the candidates (global gates run in every share);
-    /// combine the shares with `merge`.
+    /// Check only the K-th of N stable shares of the candidates (global gates run in every share;
+    /// a grouped profile's share runs each SDK group it holds candidates of); combine the shares
+    /// with `merge`.
     #[arg(long, value_name = "K/N")]
     pub partition: Option<crate::profile::Partition>,
 
@@ -204,6 +205,21 @@ pub enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Render `report.html` of an existing evidence directory: one self-contained page (no script,
+    /// nothing loaded) with the verdict and what it covers, candidates × gates, failures and
+    /// warnings, archive digests, the timeline and what each gate proves. A run writes
+    /// DIR/report.html itself; this renders it for a directory read as it is (written by an
+    /// earlier version, say). Printed on stdout, or written to --output FILE (outside DIR, which
+    /// is sealed). Exit 0 when rendered, 2 when DIR has no readable evidence.json or FILE cannot
+    /// be written.
+    Report {
+        /// The evidence directory.
+        #[arg(long, value_name = "DIR")]
+        evidence: PathBuf,
+        /// Write the page to FILE (replaced if it exists) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Combine the evidence directories of `--partition K/N` runs (and
     /// unpartitioned runs beside them, such as `--only suites`) into one.
     ///
@@ -213,7 +229,8 @@ pub enum Command {
     /// the unpartitioned runs fill the gates the shares cannot run (`suites`),
     /// so a matrix plus one `--only suites` run merges into one non-partial
     /// certification. Copies the shares' archives; writes one evidence.json,
-    /// junit.xml, statement and SHA256SUMS.
+    /// junit.xml, statement and SHA256SUMS. A grouped profile's group runs
+    /// (`groups/<pin>/` of each run) are merged alike into `OUT/groups/<pin>/`.
     Merge {
         /// The merged evidence directory: absolute, missing or empty, outside every partition.
         #[arg(long, value_name = "OUT")]
@@ -225,6 +242,25 @@ pub enum Command {
         /// unpartitioned run of the same commit, profile and SDK (such as `--only suites`).
         #[arg(value_name = "DIR", required = true)]
         dirs: Vec<PathBuf>,
+    },
+    /// Check a signed archive against the certification: the SDK's own `verify_archive` (SDK 0.7,
+    /// run by the verified interpreter of the evidence's run) with our Ed25519 key resolver, then
+    /// the envelope's digest, plugin identity, version and runtime claims against the candidate
+    /// the evidence certified `shared-runtime-v1`. Exit 0 valid and matching, 1 invalid or not
+    /// what was certified (the field is named), 2 cannot run.
+    Signed {
+        /// The evidence directory of the certification.
+        #[arg(long, value_name = "DIR")]
+        evidence: PathBuf,
+        /// The signed archive (`.lbpkg` with the envelope in its ZIP comment).
+        #[arg(value_name = "ARCHIVE")]
+        archive: PathBuf,
+        /// A trusted issuer: key id `=` base64 of its 32-byte Ed25519 public key (repeatable).
+        #[arg(long = "trusted-key", value_name = "ID=BASE64", required = true)]
+        trusted_keys: Vec<String>,
+        /// Interpreter with SDK 0.7 (default: the one the evidence recorded).
+        #[arg(long, value_name = "PATH")]
+        python: Option<PathBuf>,
     },
     /// Work with profiles (`profile init`: write one from a repository's plugin manifests).
     Profile {
@@ -249,6 +285,11 @@ pub enum Command {
         /// Package index the wheels are downloaded from.
         #[arg(long, value_name = "URL", default_value = crate::provision::DEFAULT_INDEX_URL)]
         index_url: String,
+        /// Create the environment at PATH instead of the cache (a missing or empty folder; one
+        /// already of exactly the lock is reused), for an interpreter of your own: `--python
+        /// PATH/bin/python` then passes `sdk-record`. Only the profile's `[sdk]` pin.
+        #[arg(long, value_name = "PATH")]
+        venv: Option<PathBuf>,
     },
 }
 
@@ -259,9 +300,11 @@ pub enum ProfileCommand {
     ///
     /// Every tracked manifest.yaml with `kind: Plugin` is a candidate: its folder, identity,
     /// components, `langbot-plugin` requirement and test files are written, with the runner probes
-    /// it could declare as commented templates. One run certifies against one SDK pin (the exact
-    /// pin most candidates declare); a candidate that pin does not satisfy is written commented out
-    /// with the reason. Nothing is written into the repository unless --output names a file there.
+    /// it could declare as commented templates. Each candidate's `langbot-plugin` requirement is
+    /// resolved as pip resolves it today (a pin to itself; a range, unpinned or absent to the newest
+    /// release the index offers, or with --offline the newest carried one it accepts): the version
+    /// most resolve to is the run's [sdk] requirement, every other candidate gets the SDK group of
+    /// its own version, each with the reason; a version without a carried lock is locked on demand. Nothing is written into the repository unless --output names a file there.
     /// Exit 0 when written, 2 when it cannot be (not a git repository, no plugin manifest, an
     /// --output file that exists).
     Init {
@@ -272,12 +315,77 @@ pub enum ProfileCommand {
         /// overwritten).
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// The interpreter whose pip asks the index which SDK release each requirement resolves
+        /// to (default: the newest carried SDK's, provisioned in the user's cache).
+        #[arg(long, value_name = "PATH")]
+        python: Option<PathBuf>,
+        /// Do not ask the index: each range, unpinned or absent requirement resolves to the
+        /// newest carried SDK version it accepts, and the profile says so.
+        #[arg(long)]
+        offline: bool,
+        /// The package index to ask and to lock uncarried versions from.
+        #[arg(long, value_name = "URL", default_value = crate::provision::DEFAULT_INDEX_URL)]
+        index_url: String,
     },
 }
 
-/// `profile init`: [`crate::profile::init::scan`], then
-/// [`crate::profile::init::render`], to stdout or a new `output` file.
-fn run_profile_init(repo: &Path, output: Option<&Path>) -> ExitCode {
+/// How `profile init` asks the index.
+struct InitIndex {
+    python: Option<PathBuf>,
+    offline: bool,
+    index_url: String,
+}
+
+/// Each candidate's SDK ([`crate::profile_init::resolve`]), asking the
+/// index with `how.python`'s pip (else the newest carried SDK's), then every
+/// resolved version without a carried lock locked on demand.
+fn resolve_for_init(
+    scan: &crate::profile_init::Scan,
+    how: &InitIndex,
+) -> Vec<Result<crate::provision::resolve::Resolved, String>> {
+    use crate::provision::resolve;
+    let mut say = |line: &str| crate::stderr_line!("profile init: {line}");
+    // The interpreter whose pip asks the index, found only when needed (a
+    // profile of exact pins carried by the verifier never needs one).
+    let mut host: Option<Result<PathBuf, String>> = None;
+    let mut python = |say: &mut dyn FnMut(&str)| -> Result<PathBuf, String> {
+        host.get_or_insert_with(|| match (&how.python, how.offline) {
+            (_, true) => Err("--offline".into()),
+            (Some(p), false) => Ok(p.clone()),
+            (None, false) => crate::provision::pip_host(&how.index_url, say)
+                .map_err(|e| format!("no interpreter to ask the index with: {e}")),
+        })
+        .clone()
+    };
+    let resolved = {
+        let mut index = resolve::memo(|spec: &str| {
+            let p = python(&mut say)?;
+            resolve::ask_index(&p, &how.index_url, spec)
+        });
+        crate::profile_init::resolve(scan, &mut index, &resolve::carried_versions())
+    };
+    let mut locked = Vec::new();
+    for r in resolved.iter().flatten() {
+        let v = r.version.to_string();
+        let req = format!("{}=={v}", resolve::SDK);
+        if locked.contains(&v) || crate::provision::on_demand::files_for(&req).is_some() {
+            continue;
+        }
+        locked.push(v.clone());
+        let made = python(&mut say)
+            .and_then(|p| crate::provision::on_demand::lock(&v, &p, &how.index_url, &mut say));
+        if let Err(e) = made {
+            say(&format!(
+                "{req}: not locked now ({e}); a run locks it when it provisions it"
+            ));
+        }
+    }
+    resolved
+}
+
+/// `profile init`: [`crate::profile_init::scan`], then
+/// [`crate::profile_init::render`], to stdout or a new `output` file.
+fn run_profile_init(repo: &Path, output: Option<&Path>, how: &InitIndex) -> ExitCode {
     let fail = |message: String| {
         crate::stderr_line!("error: profile init: {message}");
         ExitCode::from(exit::CANNOT_RUN)
@@ -289,11 +397,12 @@ fn run_profile_init(repo: &Path, output: Option<&Path>) -> ExitCode {
     let Ok(pin) = builtin.version().parse::<pep440_rs::Version>() else {
         return fail("the built-in profile's SDK pin has no PEP 440 version".into());
     };
-    let scan = match crate::profile::init::scan(repo) {
+    let scan = match crate::profile_init::scan(repo) {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let text = crate::profile::init::render(&scan, &pin);
+    let resolved = resolve_for_init(&scan, how);
+    let text = crate::profile_init::render(&scan, &resolved, &pin);
     match output {
         None => emit(&text),
         Some(path) => {
@@ -367,7 +476,7 @@ pub fn main() -> ExitCode {
     let parsed = Cli::command()
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (m, cli)));
-    let (matches, cli) = match parsed {
+    let (matches, mut cli) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -385,168 +494,160 @@ pub fn main() -> ExitCode {
             return ExitCode::from(exit::CANNOT_RUN);
         }
     }
-    match cli.command {
-        Some(Command::Sdk {
+    match cli.command.take() {
+        Some(command) => run_command(command),
+        None => run_certification(cli),
+    }
+}
+
+/// A subcommand (every command but the certification itself).
+fn run_command(command: Command) -> ExitCode {
+    match command {
+        Command::Sdk {
             print_path,
             profile,
             index_url,
-        }) => {
-            return run_sdk(print_path, profile.as_deref(), &index_url);
-        }
-        Some(Command::Profile {
-            command: ProfileCommand::Init { repo, output },
-        }) => {
-            return run_profile_init(&repo, output.as_deref());
-        }
-        Some(Command::Gates { ids, format }) => {
-            let gates = match gate_list::select(&ids) {
-                Ok(gates) => gates,
-                Err(e) => {
-                    crate::stderr_line!("error: {e}");
-                    return ExitCode::from(exit::CANNOT_RUN);
-                }
+            venv,
+        } => run_sdk(print_path, profile.as_deref(), &index_url, venv.as_deref()),
+        Command::Profile {
+            command:
+                ProfileCommand::Init {
+                    repo,
+                    output,
+                    python,
+                    offline,
+                    index_url,
+                },
+        } => {
+            let how = InitIndex {
+                python,
+                offline,
+                index_url,
             };
-            let all = ids.is_empty();
-            emit(&match format {
-                Format::Text => gate_list::text(&gates, gate_list::stdout_width(), all),
-                Format::Json => format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&gate_list::json(&gates, all)).unwrap_or_default()
-                ),
-            });
-            return ExitCode::from(exit::SUCCESS);
+            run_profile_init(&repo, output.as_deref(), &how)
         }
-        Some(Command::Replay {
+        Command::Signed {
+            evidence,
+            archive,
+            trusted_keys,
+            python,
+        } => run_signed(crate::signed::SignedOptions {
+            evidence,
+            archive,
+            trusted_keys,
+            python,
+        }),
+        Command::Gates { ids, format } => run_gate_list(&ids, format),
+        Command::Replay {
             evidence,
             repo,
             python,
             format,
             quiet,
-        }) => {
-            return run_replay(
-                replay::ReplayOptions {
-                    evidence,
-                    repo,
-                    python,
-                    recorded_python_only: false,
-                },
-                format,
-                quiet,
-            );
-        }
-        Some(Command::Merge {
+        } => run_replay(
+            replay::ReplayOptions {
+                evidence,
+                repo,
+                python,
+                recorded_python_only: false,
+            },
+            format,
+            quiet,
+        ),
+        Command::Report { evidence, output } => run_report(&evidence, output.as_deref()),
+        Command::Merge {
             into,
             sign_off_by,
             dirs,
-        }) => {
-            return match merge::merge(&into, &dirs, sign_off_by) {
-                Ok(ev) => {
-                    emit(&report::summary(&ev, &into, false));
-                    ExitCode::from(if ev.verdict == Verdict::Pass {
-                        exit::SUCCESS
-                    } else {
-                        exit::GATE_FAILED
-                    })
-                }
-                Err(e) => {
-                    crate::stderr_line!("error: merge: {e}");
-                    ExitCode::from(exit::CANNOT_RUN)
-                }
-            };
+        } => run_merge(&into, &dirs, sign_off_by),
+    }
+}
+
+/// `verify-coding-candidates signed`: one line, on stdout for a valid or an
+/// invalid archive (exit 0 or 1), on stderr when it could not be checked.
+fn run_signed(options: crate::signed::SignedOptions) -> ExitCode {
+    match crate::signed::run(&options) {
+        crate::signed::Outcome::Valid(line) => {
+            emit(&format!("{line}\n"));
+            ExitCode::from(exit::SUCCESS)
         }
-        None => {}
+        crate::signed::Outcome::Invalid(line) => {
+            emit(&format!("{line}\n"));
+            ExitCode::from(exit::GATE_FAILED)
+        }
+        crate::signed::Outcome::CannotRun(line) => {
+            crate::stderr_line!("error: {line}");
+            ExitCode::from(exit::CANNOT_RUN)
+        }
     }
-    // Without --evidence: a fresh folder under the system temporary
-    // directory, kept after the run, its path printed last.
-    let made_evidence = match &cli.evidence {
-        Some(_) => None,
-        None => match tempfile::Builder::new()
-            .prefix("verify-coding-candidates-evidence-")
-            .tempdir()
-            .map(tempfile::TempDir::keep)
-        {
-            Ok(dir) => Some(dir),
-            Err(e) => {
-                crate::stderr_line!(
-                    "error: no --evidence given, and cannot make a fresh directory under {}: {e}; \
-                     pass --evidence DIR",
-                    std::env::temp_dir().display()
-                );
-                return ExitCode::from(exit::CANNOT_RUN);
-            }
-        },
-    };
-    if let (Some(dir), false) = (&made_evidence, cli.quiet) {
-        crate::stderr_line!(
-            "no --evidence given: writing the evidence into {} (kept; its path is printed last)",
-            dir.display()
-        );
-    }
-    let opts = RunOptions {
-        repo: cli.repo,
-        evidence: cli
-            .evidence
-            .or_else(|| made_evidence.clone())
-            .expect("--evidence or a fresh directory"),
-        python: cli.python,
-        profile: cli.profile,
-        only: cli.only,
-        sign_off_by: cli.sign_off_by,
-        partition: cli.partition,
-        isolation: cli.isolation,
-        release_dir: cli.release_dir,
-        jobs: cli
-            .jobs
-            .map_or_else(crate::pipeline::default_jobs, usize::from),
-        worktree: cli.worktree,
-        index_url: cli.index_url,
-        sdk_group: cli.sdk_group,
-    };
-    // An unknown id is a bad argument: reject it before saying anything about
-    // the selection. The prerequisites note waits for the first gate, so it
-    // never precedes a setup error either.
-    let mut prerequisites_note = None;
-    if let Some(only) = &opts.only {
-        if let Err(e) = catalogue::check_ids(only) {
+}
+
+/// `verify-coding-candidates gates [GATE...]`: the catalogue as text or JSON.
+fn run_gate_list(ids: &[String], format: Format) -> ExitCode {
+    let gates = match gate_list::select(ids) {
+        Ok(gates) => gates,
+        Err(e) => {
             crate::stderr_line!("error: {e}");
             return ExitCode::from(exit::CANNOT_RUN);
         }
-        let with = catalogue::with_prerequisites(only);
-        let added: Vec<&str> = with
-            .iter()
-            .filter(|g| !only.contains(g))
-            .map(String::as_str)
-            .collect();
-        if !added.is_empty() {
-            prerequisites_note = Some(format!(
-                "--only {}: also running prerequisite gate(s) {}",
-                only.join(","),
-                added.join(", ")
-            ));
+    };
+    let all = ids.is_empty();
+    emit(&match format {
+        Format::Text => gate_list::text(&gates, gate_list::stdout_width(), all),
+        Format::Json => format!(
+            "{}\n",
+            serde_json::to_string_pretty(&gate_list::json(&gates, all)).unwrap_or_default()
+        ),
+    });
+    ExitCode::from(exit::SUCCESS)
+}
+
+/// `verify-coding-candidates merge`: the merged evidence's summary, the exit
+/// code its verdict gives.
+fn run_merge(into: &Path, dirs: &[PathBuf], sign_off_by: Option<String>) -> ExitCode {
+    match merge::merge(into, dirs, sign_off_by) {
+        Ok(ev) => {
+            emit(&report::summary(&ev, into, false));
+            ExitCode::from(if ev.verdict == Verdict::Pass {
+                exit::SUCCESS
+            } else {
+                exit::GATE_FAILED
+            })
+        }
+        Err(e) => {
+            crate::stderr_line!("error: merge: {e}");
+            ExitCode::from(exit::CANNOT_RUN)
         }
     }
+}
+
+/// The certification: the pipeline over the options given, its summary on
+/// stdout, the exit code its verdict gives.
+fn run_certification(cli: Cli) -> ExitCode {
+    let made_evidence = match fresh_evidence_dir(&cli) {
+        Ok(made) => made,
+        Err(code) => return code,
+    };
+    let (format, quiet) = (cli.format, cli.quiet);
+    let opts = run_options(cli, made_evidence.as_deref());
+    // An unknown id is a bad argument: reject it before saying anything about
+    // the selection. The prerequisites note waits for the first gate, so it
+    // never precedes a setup error either.
+    let prerequisites_note = match prerequisites_note(&opts) {
+        Ok(note) => note,
+        Err(e) => {
+            crate::stderr_line!("error: {e}");
+            return ExitCode::from(exit::CANNOT_RUN);
+        }
+    };
     let mut progress = TerminalProgress {
-        enabled: std::io::stderr().is_terminal() && !cli.quiet,
-        quiet: cli.quiet,
-        pending_note: prerequisites_note.filter(|_| !cli.quiet),
+        enabled: std::io::stderr().is_terminal() && !quiet,
+        quiet,
+        pending_note: prerequisites_note.filter(|_| !quiet),
     };
     match pipeline::run(&opts, &mut progress) {
         Ok(outcome) => {
-            match cli.format {
-                Format::Text => {
-                    let color = std::io::stdout().is_terminal()
-                        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-                    let mut text = report::summary(&outcome.evidence, &outcome.dir, color);
-                    if made_evidence.is_some() {
-                        text.push_str(&format!("{}\n", outcome.dir.display()));
-                    }
-                    emit(&text);
-                }
-                Format::Json => emit(&format!(
-                    "{}\n",
-                    report::summary_json(&outcome.evidence, &outcome.dir)
-                )),
-            }
+            emit_summary(&outcome, format, made_evidence.is_some());
             ExitCode::from(match outcome.evidence.verdict {
                 Verdict::Pass => exit::SUCCESS,
                 Verdict::Fail => exit::GATE_FAILED,
@@ -564,13 +665,119 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Without --evidence: a fresh folder under the system temporary
+/// directory, kept after the run, its path printed last. `Err`: the exit
+/// code when none can be made (the error is on stderr).
+fn fresh_evidence_dir(cli: &Cli) -> Result<Option<PathBuf>, ExitCode> {
+    let made_evidence = match &cli.evidence {
+        Some(_) => None,
+        None => match tempfile::Builder::new()
+            .prefix("verify-coding-candidates-evidence-")
+            .tempdir()
+            .map(tempfile::TempDir::keep)
+        {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                crate::stderr_line!(
+                    "error: no --evidence given, and cannot make a fresh directory under {}: {e}; \
+                     pass --evidence DIR",
+                    std::env::temp_dir().display()
+                );
+                return Err(ExitCode::from(exit::CANNOT_RUN));
+            }
+        },
+    };
+    if let (Some(dir), false) = (&made_evidence, cli.quiet) {
+        crate::stderr_line!(
+            "no --evidence given: writing the evidence into {} (kept; its path is printed last)",
+            dir.display()
+        );
+    }
+    Ok(made_evidence)
+}
+
+/// The pipeline's options from the command line (`made_evidence`: the
+/// fresh folder used without --evidence).
+fn run_options(cli: Cli, made_evidence: Option<&Path>) -> RunOptions {
+    RunOptions {
+        repo: cli.repo,
+        evidence: cli
+            .evidence
+            .or_else(|| made_evidence.map(Path::to_path_buf))
+            .expect("--evidence or a fresh directory"),
+        python: cli.python,
+        profile: cli.profile,
+        only: cli.only,
+        sign_off_by: cli.sign_off_by,
+        partition: cli.partition,
+        isolation: cli.isolation,
+        release_dir: cli.release_dir,
+        jobs: cli
+            .jobs
+            .map_or_else(crate::pipeline::default_jobs, usize::from),
+        worktree: cli.worktree,
+        index_url: cli.index_url,
+        sdk_group: cli.sdk_group,
+    }
+}
+
+/// The note naming the prerequisite gates `--only` adds, if any.
+///
+/// # Errors
+/// An `--only` id the catalogue does not have.
+fn prerequisites_note(opts: &RunOptions) -> Result<Option<String>, String> {
+    let Some(only) = &opts.only else {
+        return Ok(None);
+    };
+    catalogue::check_ids(only)?;
+    let with = catalogue::with_prerequisites(only);
+    let added: Vec<&str> = with
+        .iter()
+        .filter(|g| !only.contains(g))
+        .map(String::as_str)
+        .collect();
+    Ok((!added.is_empty()).then(|| {
+        format!(
+            "--only {}: also running prerequisite gate(s) {}",
+            only.join(","),
+            added.join(", ")
+        )
+    }))
+}
+
+/// The run's summary on stdout: text (colored on a terminal unless
+/// `NO_COLOR`; the evidence directory's path last when `made_evidence`) or
+/// JSON.
+fn emit_summary(outcome: &pipeline::Outcome, format: Format, made_evidence: bool) {
+    match format {
+        Format::Text => {
+            let color = std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let mut text = report::summary(&outcome.evidence, &outcome.dir, color);
+            if made_evidence {
+                text.push_str(&format!("{}\n", outcome.dir.display()));
+            }
+            emit(&text);
+        }
+        Format::Json => emit(&format!(
+            "{}\n",
+            report::summary_json(&outcome.evidence, &outcome.dir)
+        )),
+    }
+}
+
 /// `verify-coding-candidates sdk`: provisions the interpreter of the
 /// profile's pin (built-in unless `profile`), steps on stderr, the path last
 /// on stdout. A profile with SDK groups (`[[candidate]] sdk`) has every
 /// other group's interpreter provisioned first (one line each on stdout
 /// without `--print-path`); the path printed last is always the default
 /// group's, the one `--python` stands for.
-fn run_sdk(print_path: bool, profile: Option<&std::path::Path>, index_url: &str) -> ExitCode {
+fn run_sdk(
+    print_path: bool,
+    profile: Option<&std::path::Path>,
+    index_url: &str,
+    venv: Option<&std::path::Path>,
+) -> ExitCode {
     let parsed = match profile {
         None => crate::profile::parse(
             crate::profile::BUILTIN_CODING_RUNNERS,
@@ -590,6 +797,9 @@ fn run_sdk(print_path: bool, profile: Option<&std::path::Path>, index_url: &str)
             return ExitCode::from(exit::CANNOT_RUN);
         }
     };
+    if let Some(path) = venv {
+        return run_sdk_venv(print_path, &parsed.sdk, path, index_url);
+    }
     for group in parsed.sdk_groups().iter().filter(|g| !g.default) {
         let requirement = group.pin.requirement.clone();
         let mut say = |line: &str| crate::stderr_line!("sdk group {requirement}: {line}");
@@ -793,6 +1003,57 @@ impl Progress for TerminalProgress {
     }
 }
 
+/// `report --evidence DIR [--output FILE]`.
+fn run_report(dir: &Path, output: Option<&Path>) -> ExitCode {
+    let cannot = |message: String| {
+        crate::stderr_line!("error: report: {message}");
+        ExitCode::from(exit::CANNOT_RUN)
+    };
+    let ev = match crate::evidence::read(dir) {
+        Ok(ev) => ev,
+        Err(e) => {
+            return cannot(format!(
+                "expected an evidence directory with a readable evidence.json: {e}; \
+                 pass --evidence with the directory a run wrote"
+            ))
+        }
+    };
+    let page = crate::evidence::html::render(&ev);
+    let Some(file) = output else {
+        emit(&page);
+        return ExitCode::from(exit::SUCCESS);
+    };
+    let (parent, name) = match (file.parent(), file.file_name().and_then(|n| n.to_str())) {
+        (Some(p), Some(n)) => (
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            },
+            n,
+        ),
+        _ => return cannot(format!("--output {}: expected a file name", file.display())),
+    };
+    let inside = match (parent.canonicalize(), dir.canonicalize()) {
+        (Ok(p), Ok(d)) => p.starts_with(d),
+        _ => false,
+    };
+    if inside {
+        return cannot(format!(
+            "--output {}: inside the evidence directory, whose files SHA256SUMS and the sign-off \
+             cover; the run wrote its own report.html there: choose a file outside it",
+            file.display()
+        ));
+    }
+    match crate::evidence::write_atomic(parent, name, page.as_bytes()) {
+        Ok(()) => {
+            crate::stderr_line!("wrote {} ({} bytes)", file.display(), page.len());
+            ExitCode::from(exit::SUCCESS)
+        }
+        Err(e) => cannot(format!("--output {}: cannot write: {e}", file.display())),
+    }
+}
+
 fn run_replay(opts: replay::ReplayOptions, format: Format, quiet: bool) -> ExitCode {
     if format == Format::Text && !quiet {
         crate::stderr_line!(
@@ -871,6 +1132,39 @@ fn run_replay(opts: replay::ReplayOptions, format: Format, quiet: bool) -> ExitC
 /// Writes `text` to stdout: every stdout write of the CLI goes through
 /// here, once per command ([`output::stdout`]: a closed pipe ends the output
 /// quietly, the exit code is unchanged).
+/// `sdk --venv PATH`: an environment of exactly the lock of `pin` at `path`.
+fn run_sdk_venv(
+    print_path: bool,
+    pin: &crate::profile::SdkPin,
+    path: &std::path::Path,
+    index_url: &str,
+) -> ExitCode {
+    let mut say = |line: &str| crate::stderr_line!("sdk: {line}");
+    match crate::provision::create_venv(pin, path, index_url, &mut say) {
+        Ok(ready) if print_path => {
+            emit(&format!("{}\n", ready.python.display()));
+            ExitCode::from(exit::SUCCESS)
+        }
+        Ok(ready) => {
+            emit(&format!(
+                "{} ready at {} ({} distributions verified against their RECORD{}); use it with \
+                 --python {}:\n{}\n",
+                pin.requirement,
+                ready.venv.display(),
+                ready.sound.distributions,
+                if ready.reused { "; reused" } else { "" },
+                ready.python.display(),
+                ready.python.display()
+            ));
+            ExitCode::from(exit::SUCCESS)
+        }
+        Err(e) => {
+            crate::stderr_line!("error: sdk: {e}");
+            ExitCode::from(exit::CANNOT_RUN)
+        }
+    }
+}
+
 fn emit(text: &str) {
     output::stdout(text);
 }

@@ -42,6 +42,10 @@ pub struct RunContext {
     pub candidates: Vec<CandidateRecord>,
     /// `DIR/staging/source`, once `stage` passed.
     pub staged_root: Option<PathBuf>,
+    /// Every file of the commit, export-ignored ones too, once `stage`
+    /// passed: `DIR/staging/tree` when some path carries export-ignore, else
+    /// `DIR/staging/source`. What the `suites` gate's tree runs copy.
+    pub committed_root: Option<PathBuf>,
     /// The SDK, once `sdk-record` passed.
     pub verified_sdk: Option<VerifiedSdk>,
     /// The candidates this run checks: the profile's, or the share of
@@ -75,6 +79,9 @@ pub struct RunContext {
     /// steps (the `suites` gate's repository-level runs) belong to the
     /// default group's run, the candidates' own steps to this one.
     pub group_run: bool,
+    /// The records of the gates this gate runs after (its catalogue
+    /// `after`), as they ended; empty for a gate without `after`.
+    pub ended: Vec<crate::evidence::GateRecord>,
 }
 
 /// Steps of one gate at once per `--jobs` ([`RunContext::width`]): two per
@@ -145,6 +152,12 @@ impl RunContext {
     /// `DIR/staging/source`.
     pub fn staging_source(&self) -> PathBuf {
         self.evidence_dir.join("staging").join("source")
+    }
+
+    /// `DIR/staging/tree`: every committed file, export-ignored ones too
+    /// (written by `stage` only when some path carries export-ignore).
+    pub fn staging_tree(&self) -> PathBuf {
+        self.evidence_dir.join("staging").join("tree")
     }
 
     /// `DIR/staging/source/<candidate path>`.
@@ -219,6 +232,7 @@ impl RunContext {
             sdk: Sdk::default(),
             candidates: Vec::new(),
             staged_root: None,
+            committed_root: None,
             verified_sdk: None,
             selected,
             isolation: crate::isolation::IsolationChoice::default(),
@@ -227,8 +241,9 @@ impl RunContext {
             release_dir: None,
             activity: GateActivity::default(),
             jobs: 2,
-            index_url: crate::wheelhouse::UPSTREAM_INDEX.into(),
+            index_url: crate::profile::UPSTREAM_INDEX.into(),
             group_run: false,
+            ended: Vec::new(),
         }
     }
 

@@ -8,7 +8,7 @@
 //! integers, insertions, deletions, duplications, splices, truncations)
 //! with a small seeded generator ([`Rng`]), so a run is reproducible from
 //! its seed. Two drivers use them: the property tests
-//! (`tests/fuzz_readers.rs`, a few hundred cases each, in the test command)
+//! (`tests/it/fuzz_readers.rs`, a few hundred cases each, in the test command)
 //! and `cargo xtask fuzz [--execs N]` (`examples/fuzz.rs`, 1,000,000
 //! executions per reader by default, with an allocation limit and a hang
 //! watchdog).
@@ -398,7 +398,7 @@ fn run_manifest(scratch: &mut Scratch, data: &[u8]) -> bool {
     let parsed = crate::manifest_yaml::parse_yaml12(&text);
     if let Ok(v) = &parsed {
         assert!(crate::manifest_yaml::meaning_changes(v, v).is_empty());
-        assert!(crate::manifest_diff::manifest_differences(v, v).is_empty());
+        assert!(crate::manifest_diff::manifest_differences(v, v, None).is_empty());
         let _ = crate::manifest_yaml::describe(v);
     }
     // The file reader, on bytes that need not be UTF-8.

@@ -40,6 +40,13 @@ pub fn text(gates: &[GateInfo], width: usize, fixtures: bool) -> String {
             let rest = " ".repeat(first.len());
             push_wrapped(&mut out, value, &first, &rest, width);
         }
+        if !g.after.is_empty() {
+            // Ordering only: these gates' results never block this one.
+            let first = "  runs after:     ";
+            let rest = " ".repeat(first.len());
+            let value = format!("{} (whatever their result)", g.after.join(", "));
+            push_wrapped(&mut out, &value, first, &rest, width);
+        }
         out.push('\n');
     }
     if fixtures {
@@ -48,13 +55,13 @@ pub fn text(gates: &[GateInfo], width: usize, fixtures: bool) -> String {
             &format!(
                 "built-in local protocol fixtures (`fixture = \"builtin:NAME\"` in \
                  [[discovery.runner_probe]]; each refuses network sockets and replies \"{}\"):",
-                crate::python::fixtures::reply_text("NAME", "<nonce>")
+                crate::builtin_fixtures::reply_text("NAME", "<nonce>")
             ),
             "",
             "  ",
             width,
         );
-        for f in crate::python::fixtures::ALL {
+        for f in crate::builtin_fixtures::ALL {
             let first = format!("  builtin:{:<26}", f.name);
             let rest = " ".repeat(first.len());
             push_wrapped(&mut out, f.protocol, &first, &rest, width);
@@ -86,7 +93,8 @@ fn push_wrapped(out: &mut String, text: &str, first: &str, rest: &str, width: us
 }
 
 /// The same as one JSON document: `{"gates": [{"id", "title", "proves",
-/// "does_not_prove", "requires": [ids], "scope": "global"|"candidate"|"whole"}]}`,
+/// "does_not_prove", "requires": [ids], "scope": "global"|"candidate"|"whole",
+/// "after"?: [ids]}]}`,
 /// and with `fixtures` also `"builtin_fixtures": [{"name", "protocol"}]`.
 pub fn json(gates: &[GateInfo], fixtures: bool) -> serde_json::Value {
     let mut doc = serde_json::json!({
@@ -99,8 +107,14 @@ pub fn json(gates: &[GateInfo], fixtures: bool) -> serde_json::Value {
             "scope": g.scope,
         })).collect::<Vec<_>>(),
     });
+    // `after` (gates this one waits for, whatever their result), where set.
+    for (entry, g) in doc["gates"].as_array_mut().into_iter().flatten().zip(gates) {
+        if !g.after.is_empty() {
+            entry["after"] = serde_json::json!(g.after);
+        }
+    }
     if fixtures {
-        doc["builtin_fixtures"] = crate::python::fixtures::ALL
+        doc["builtin_fixtures"] = crate::builtin_fixtures::ALL
             .iter()
             .map(|f| serde_json::json!({"name": f.name, "protocol": f.protocol}))
             .collect();
@@ -149,6 +163,29 @@ mod tests {
                 assert!(joined.contains(&proves), "{}: {width}", g.id);
             }
         }
+    }
+
+    #[test]
+    fn a_gate_that_runs_after_others_says_so_and_the_others_do_not() {
+        let placement = select(&["placement".into()]).unwrap();
+        let text = text(&placement, 200, false);
+        assert!(
+            text.contains(
+                "runs after:     archive-members, shared-runtime (whatever their result)"
+            ),
+            "{text}"
+        );
+        assert_eq!(
+            json(&placement, false)["gates"][0]["after"],
+            serde_json::json!(["archive-members", "shared-runtime"])
+        );
+        let stage = select(&["stage".into()]).unwrap();
+        assert!(!text_of(&stage).contains("runs after"));
+        assert!(json(&stage, false)["gates"][0].get("after").is_none());
+    }
+
+    fn text_of(gates: &[GateInfo]) -> String {
+        text(gates, 200, false)
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! How the archived `manifest.yaml` may differ from the staged one: only by
-//! the build's `spec.pages: []` addition. Pure, over parsed YAML; used by the
+//! the `spec.pages` the build sets. Pure, over parsed YAML; used by the
 //! `archive-members` gate and by [`crate::manifest_yaml`] (a lower layer,
 //! which is why it lives here and not under `gates/`).
 
@@ -8,16 +8,35 @@ use serde_yaml_ng::Value;
 /// Differences between the source manifest and the archived one, as parsed
 /// YAML, by dotted key path. The build's re-serialisation
 /// (`yaml.safe_dump(..., sort_keys=False)` in the SDK's `buildplugin.py`)
-/// keeps values and adds `spec.pages` (`populate_plugin_pages`); when the
-/// source has no `spec.pages`, a member `spec.pages: []` is accepted, nothing
-/// else.
-pub fn manifest_differences(source: &Value, member: &Value) -> Vec<String> {
+/// keeps values and sets `spec.pages` (`populate_plugin_pages`):
+/// `build_pages` is what the SDK's own build computes for this source (its
+/// own pages, then one per Page component), and an archived `spec.pages`
+/// equal to it stands for the source's own; without it (an SDK whose build
+/// has no such step), a member `spec.pages: []` is accepted where the source
+/// has no `spec.pages`, nothing else.
+pub fn manifest_differences(
+    source: &Value,
+    member: &Value,
+    build_pages: Option<&Value>,
+) -> Vec<String> {
     let mut member = member.clone();
-    let source_has_pages = source.get("spec").and_then(|s| s.get("pages")).is_some();
-    if !source_has_pages {
-        if let Some(Value::Mapping(spec)) = member.get_mut("spec") {
-            if matches!(spec.get("pages"), Some(Value::Sequence(s)) if s.is_empty()) {
-                spec.remove("pages");
+    let source_pages = source.get("spec").and_then(|s| s.get("pages")).cloned();
+    if let Some(Value::Mapping(spec)) = member.get_mut("spec") {
+        let built = match build_pages {
+            Some(expected) => spec.get("pages") == Some(expected),
+            None => {
+                source_pages.is_none()
+                    && matches!(spec.get("pages"), Some(Value::Sequence(s)) if s.is_empty())
+            }
+        };
+        if built {
+            match &source_pages {
+                Some(p) => {
+                    spec.insert(Value::String("pages".into()), p.clone());
+                }
+                None => {
+                    spec.remove("pages");
+                }
             }
         }
     }

@@ -12,8 +12,9 @@
 //! `x-country: NO` is therefore archived as `x-country: false`.
 //!
 //! So `archive-members` compares the source manifest and the archived one
-//! both as the SDK reads them ([`ManifestReader::Sdk`] runs
-//! `manifest_yaml_probe.py` in the verified interpreter), and names every
+//! both as the SDK reads them (the gate's `ManifestReader::Sdk` runs
+//! `manifest_yaml_probe.py` in the verified interpreter; this module reads
+//! its answer, [`SdkReadings`]), and names every
 //! value of the source whose YAML 1.2 reading differs ([`meaning_changes`]),
 //! with advice to quote it.
 
@@ -22,8 +23,7 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_yaml_ng::value::{Tag, TaggedValue};
 use serde_yaml_ng::{Mapping, Value};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// One node as PyYAML constructed it (`manifest_yaml_probe.py`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -105,7 +105,8 @@ pub struct SdkDocument {
 }
 
 impl SdkDocument {
-    fn result(&self) -> Result<Value, String> {
+    /// The document, or PyYAML's error.
+    pub fn result(&self) -> Result<Value, String> {
         match (&self.value, &self.error) {
             (_, Some(e)) => Err(e.clone()),
             (Some(v), None) => Ok(v.to_value()),
@@ -123,33 +124,11 @@ pub struct SdkReadings {
     pub source: SdkDocument,
     /// The archive's manifest, as extracted.
     pub archived: SdkDocument,
-}
-
-/// How the manifests are read.
-#[derive(Debug, Clone)]
-pub enum ManifestReader {
-    /// Through the verified interpreter's PyYAML (the product).
-    Sdk {
-        /// The interpreter.
-        python: PathBuf,
-        /// The probe's exact environment.
-        env: BTreeMap<String, String>,
-        /// Its working directory (a private, empty folder).
-        cwd: PathBuf,
-        /// Its log stem (`DIR/logs/archive-members/<folder>-manifest-yaml`).
-        log_stem: PathBuf,
-    },
-    /// The probe's answer as a run kept it (its stdout log,
-    /// `DIR/logs/archive-members/<folder>-manifest-yaml.stdout`), for
-    /// `replay`'s re-decision: no interpreter runs.
-    Kept {
-        /// The kept stdout of the probe.
-        stdout: PathBuf,
-    },
-    /// With `serde_yaml_ng`'s YAML 1.2 rules, for unit tests of the gate's
-    /// other checks that have no interpreter; never used by the product.
-    #[cfg(test)]
-    Yaml12,
+    /// The `spec.pages` the SDK's own build writes for the source; absent
+    /// for an SDK whose build has no `populate_plugin_pages` (and in a probe
+    /// answer kept before this field existed).
+    #[serde(default)]
+    pub build_pages: Option<SdkDocument>,
 }
 
 /// Everything the `manifest-equal-source` decision needs.
@@ -163,6 +142,10 @@ pub struct ManifestObservation {
     pub archived_sdk: Result<Value, String>,
     /// The source manifest as YAML 1.2 reads it.
     pub source_yaml12: Result<Value, String>,
+    /// The `spec.pages` the SDK's own build writes for the source
+    /// ([`SdkReadings::build_pages`]); `None` when this SDK's build writes
+    /// `pages: []`.
+    pub build_pages: Option<Result<Value, String>>,
 }
 
 /// Reads `path` with YAML 1.2 rules (merge keys applied, as PyYAML does).
@@ -184,75 +167,6 @@ pub fn parse_yaml12(text: &str) -> Result<Value, String> {
     v.apply_merge()
         .map_err(|e| format!("a merge key (`<<`) cannot be applied: {e}"))?;
     Ok(v)
-}
-
-impl ManifestReader {
-    /// Reads the source manifest and the archived one.
-    pub fn observe(&self, source: &Path, archived: &Path) -> ManifestObservation {
-        let source_yaml12 = read_yaml12(source);
-        match self {
-            ManifestReader::Sdk {
-                python,
-                env,
-                cwd,
-                log_stem,
-            } => {
-                let args = [source.display().to_string(), archived.display().to_string()];
-                match crate::python::run_probe::<SdkReadings>(
-                    python,
-                    "manifest_yaml_probe",
-                    crate::python::MANIFEST_YAML_PROBE,
-                    &args,
-                    cwd,
-                    env.clone(),
-                    log_stem,
-                ) {
-                    Ok(r) => ManifestObservation {
-                        pyyaml: Some(r.pyyaml.clone()),
-                        source_sdk: r.source.result(),
-                        archived_sdk: r.archived.result(),
-                        source_yaml12,
-                    },
-                    Err(e) => ManifestObservation {
-                        pyyaml: None,
-                        source_sdk: Err(format!("the manifest probe did not answer: {e}")),
-                        archived_sdk: Err("not read".into()),
-                        source_yaml12,
-                    },
-                }
-            }
-            ManifestReader::Kept { stdout } => {
-                let kept = std::fs::read(stdout)
-                    .map_err(|e| format!("{}: {e}", stdout.display()))
-                    .and_then(|bytes| {
-                        serde_json::from_slice::<SdkReadings>(&bytes).map_err(|e| {
-                            format!("{}: not the probe's JSON document: {e}", stdout.display())
-                        })
-                    });
-                match kept {
-                    Ok(r) => ManifestObservation {
-                        pyyaml: Some(r.pyyaml.clone()),
-                        source_sdk: r.source.result(),
-                        archived_sdk: r.archived.result(),
-                        source_yaml12,
-                    },
-                    Err(e) => ManifestObservation {
-                        pyyaml: None,
-                        source_sdk: Err(format!("the manifest probe's answer is not kept: {e}")),
-                        archived_sdk: Err("not read".into()),
-                        source_yaml12,
-                    },
-                }
-            }
-            #[cfg(test)]
-            ManifestReader::Yaml12 => ManifestObservation {
-                pyyaml: None,
-                source_sdk: source_yaml12.clone(),
-                archived_sdk: read_yaml12(archived),
-                source_yaml12,
-            },
-        }
-    }
 }
 
 /// A value of the source that YAML 1.2 and the SDK (YAML 1.1) read apart.
@@ -412,7 +326,8 @@ pub fn decide(folder: &str, rel: &str, obs: &ManifestObservation) -> Check {
             )
         }
     };
-    let diffs = crate::manifest_diff::manifest_differences(source, archived);
+    let build_pages = obs.build_pages.as_ref().and_then(|p| p.as_ref().ok());
+    let diffs = crate::manifest_diff::manifest_differences(source, archived, build_pages);
     let changes = match &obs.source_yaml12 {
         Ok(v12) => meaning_changes(v12, source),
         Err(_) => Vec::new(),
@@ -487,6 +402,7 @@ mod tests {
             source_sdk: r.source.result(),
             archived_sdk: r.archived.result(),
             source_yaml12: parse_yaml12(source_text),
+            build_pages: None,
         }
     }
 
@@ -522,6 +438,7 @@ mod tests {
                 "metadata:\n  name: y\n  x-country: false\nspec:\n  pages: []\n",
             )),
             source_yaml12: parse_yaml12("metadata:\n  name: x\n  x-country: NO\n"),
+            build_pages: None,
         };
         let c = decide("c", "r", &obs);
         assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
@@ -543,6 +460,7 @@ mod tests {
             source_sdk: Ok(v.clone()),
             archived_sdk: Ok(archived),
             source_yaml12: Ok(v),
+            build_pages: None,
         };
         let c = decide("c", "r", &obs);
         assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
@@ -555,6 +473,7 @@ mod tests {
             source_sdk: Err("ScannerError: mapping values are not allowed here".into()),
             archived_sdk: Ok(Value::Null),
             source_yaml12: Err("x".into()),
+            build_pages: None,
         };
         let c = decide("c", "r", &obs);
         assert_eq!(c.result, CheckResult::Fail);

@@ -1,5 +1,6 @@
-//! The name a statement gives the repository: its `origin` URL, never a
-//! path of the machine that ran the verifier.
+//! The repository's `origin` URL as the evidence records it, never a path
+//! of the machine that ran the verifier (the statement names the source by
+//! it: `evidence::statement::subject_name`).
 //!
 //! The URL is read from the repository's own configuration by hermetic git
 //! (`git config --get remote.origin.url`: git reads the value, runs nothing
@@ -49,19 +50,6 @@ pub fn public_url(raw: &str) -> Option<String> {
     Some(raw.to_string())
 }
 
-/// The statement's name for the source: `git+<origin>` when an origin URL
-/// was recorded, else the repository folder's name (the last component of
-/// `repo`), never the path.
-pub fn subject_name(origin: Option<&str>, repo: &str) -> String {
-    match origin {
-        Some(url) => format!("git+{url}"),
-        None => Path::new(repo).file_name().map_or_else(
-            || "repository".to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,17 +86,5 @@ mod tests {
         ] {
             assert_eq!(public_url(raw).as_deref(), kept, "{raw}");
         }
-    }
-
-    #[test]
-    fn the_subject_is_the_origin_or_the_folder_name_never_a_path() {
-        assert_eq!(
-            subject_name(Some("https://github.com/o/r.git"), "/tmp/x/r"),
-            "git+https://github.com/o/r.git"
-        );
-        assert_eq!(
-            subject_name(None, "/tmp/.tmpAbC/langbot-plugins"),
-            "langbot-plugins"
-        );
     }
 }

@@ -23,7 +23,9 @@ use crate::{gates, git, hash, interrupt, process, profile};
 use std::path::{Component, Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
+mod committed_profile;
 pub mod groups;
+pub mod sdk_choice;
 
 /// What a run is asked to do (the CLI's arguments, resolved).
 #[derive(Debug, Clone)]
@@ -94,12 +96,145 @@ pub trait Progress {
 pub const NOT_SELECTED_REASON: &str =
     "not selected by --only and not a prerequisite of a selected gate";
 
-/// Checks the inputs, runs the gates and writes the evidence.
+/// `gates[].reason` of a per-candidate gate in a `--partition` share that
+/// holds none of this run's SDK group's candidates (the share's other
+/// groups' runs check them).
+pub const EMPTY_SHARE_REASON: &str =
+    "this share holds no candidate of this run's SDK group: the share's other SDK groups' runs \
+     (DIR/groups/) check its candidates";
+
+/// Checks the inputs, runs the gates and writes the evidence, in phases:
+/// [`check_inputs`], [`plan_groups`], [`interpreter`], [`required_gates`],
+/// [`prepare_evidence_dir`], the other SDK groups' runs, [`run_context`],
+/// [`run_gates`], [`settle`], [`assemble`], then [`evidence::finish`].
 ///
 /// # Errors
 /// [`SetupError`] when the run cannot start; nothing is written then.
 pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, SetupError> {
     let started_at = now_rfc3339();
+    let mut inputs = check_inputs(opts)?;
+    let plan = plan_groups(opts, &mut inputs.loaded)?;
+    let other_groups = if opts.sdk_group.is_none() && plan.grouped {
+        groups::provision(
+            &groups::in_share(&plan.of_profile, &plan.share),
+            &inputs.index_url,
+            progress,
+        )?
+    } else {
+        Vec::new()
+    };
+    let python = interpreter(
+        inputs.given_python.take(),
+        &inputs.loaded,
+        &inputs.index_url,
+        progress,
+    )?;
+    let selected = plan.selected();
+    let required = required_gates(opts, &selected)?;
+    // Held until the evidence is sealed (the end of this function).
+    let _held = prepare_evidence_dir(opts, &inputs.evidence_dir, &inputs.loaded, progress)?;
+    let profile_record = profile_record(&inputs.loaded);
+    let group_records = run_other_groups(opts, &inputs, &other_groups, progress);
+    let evidence_dir = inputs.evidence_dir.clone();
+    let ctx = run_context(opts, inputs, &plan, python, selected);
+    let (mut records, ctx) = run_gates(
+        ctx,
+        &Graph {
+            catalogue: catalogue::all(),
+            implementation: &gates::by_id,
+            required: &required,
+            only: opts.only.as_deref(),
+            partitioned: opts.partition.is_some(),
+            jobs: opts.jobs,
+            residue: &process::residue::after_gate_of,
+        },
+        progress,
+    );
+    let (required, not_applicable) = applicable(required, &records);
+    let swept = settle(&evidence_dir, &mut records, &ctx.candidates);
+    // The bytecode cache is the run's working state, not evidence: nothing of
+    // the run is alive now to read it. Removing its thousands of files takes
+    // up to seconds on a busy disk, and a CI cancel's SIGKILL waits for no
+    // one: it leaves DIR at once (a rename) and is removed beside the
+    // sealing.
+    let pycache_aside = set_aside(&evidence_dir.join("roots").join("pycache"), &evidence_dir)
+        .map(|aside| std::thread::spawn(move || std::fs::remove_dir_all(aside)));
+    let mut evidence = assemble(
+        opts,
+        Sealed {
+            started_at,
+            profile: profile_record,
+            required,
+            not_applicable,
+            records,
+            swept,
+            group_records,
+            grouped: plan.grouped,
+        },
+        ctx,
+    );
+    let finished = evidence::finish(&evidence_dir, &mut evidence, opts.sign_off_by.clone());
+    // Removed while the evidence was hashed and written (the run ends once
+    // it is gone).
+    if let Some(removal) = pycache_aside {
+        let _ = removal.join();
+    }
+    finished.map_err(|e| {
+        SetupError(format!(
+            "evidence dir {}: cannot write evidence: {e}",
+            evidence_dir.display()
+        ))
+    })?;
+    Ok(Outcome {
+        evidence,
+        dir: evidence_dir,
+    })
+}
+
+/// The other SDK groups' runs, one after the other, each into its own
+/// evidence under DIR/groups/ (an interrupted run starts no further one).
+fn run_other_groups(
+    opts: &RunOptions,
+    inputs: &Inputs,
+    other_groups: &[(profile::groups::SdkGroup, PathBuf)],
+    progress: &mut dyn Progress,
+) -> Vec<evidence::SdkGroupRecord> {
+    let mut group_records = Vec::new();
+    for (group, group_python) in other_groups {
+        // An interrupted run starts no further group run.
+        if interrupt::requested() {
+            group_records.push(groups::not_run(group, group_python));
+            continue;
+        }
+        group_records.push(groups::run_group(
+            opts,
+            &inputs.evidence_dir,
+            group,
+            group_python,
+            &inputs.index_url,
+            progress,
+        ));
+    }
+    group_records
+}
+
+/// The run's inputs as checked, before anything is written.
+struct Inputs {
+    repo: PathBuf,
+    commit: String,
+    tree: String,
+    evidence_dir: PathBuf,
+    /// `None`: provisioned once the profile names the SDK pin.
+    given_python: Option<PathBuf>,
+    release_dir: Option<PathBuf>,
+    loaded: profile::LoadedProfile,
+    index_url: String,
+}
+
+/// Checks the repository, the evidence directory, the interpreter and
+/// release directory given, the profile (the committed file, unless
+/// `--worktree`) and the package index.
+fn check_inputs(opts: &RunOptions) -> Result<Inputs, SetupError> {
     let repo = git::toplevel(&opts.repo).map_err(SetupError)?;
     let (commit, tree) = git::head(&repo).map_err(SetupError)?;
     let evidence_dir = check_evidence_dir(&opts.evidence, &repo)?;
@@ -114,24 +249,61 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         .as_deref()
         .map(check_release_dir)
         .transpose()?;
-    let mut loaded =
+    let loaded =
         profile::load(opts.profile.as_deref(), &repo).map_err(|e| SetupError(e.to_string()))?;
     // A profile inside the repository is part of what is certified: it must
     // be the committed file (a --worktree run certifies the tree as it is).
     if !opts.worktree {
-        profile::committed::check(&loaded, &repo, &commit).map_err(SetupError)?;
+        committed_profile::check(&loaded, &repo, &commit).map_err(SetupError)?;
     }
     let index_url = match &opts.index_url {
         Some(url) => {
-            crate::wheelhouse::check_index_url(url)
+            crate::profile::check_index_url(url)
                 .map_err(|e| SetupError(format!("--index-url: {e}")))?;
             url.clone()
         }
         None => loaded.profile.dependencies.index_url.clone(),
     };
-    // SDK groups (`[[candidate]] sdk`): this run certifies one group, the
-    // default unless `--sdk-group` names another; the others are provisioned
-    // now and certified by runs of their own before this one's gates.
+    Ok(Inputs {
+        repo,
+        commit,
+        tree,
+        evidence_dir,
+        given_python,
+        release_dir,
+        loaded,
+        index_url,
+    })
+}
+
+/// The profile's SDK groups, the one this run certifies, and the share of
+/// `--partition`.
+struct GroupPlan {
+    of_profile: Vec<profile::groups::SdkGroup>,
+    grouped: bool,
+    this_group: Option<profile::groups::SdkGroup>,
+    share: Vec<profile::CandidateSpec>,
+}
+
+impl GroupPlan {
+    /// This run's candidates: the share's, narrowed to this run's SDK group.
+    fn selected(&self) -> Vec<profile::CandidateSpec> {
+        let mut selected = self.share.clone();
+        if let Some(g) = &self.this_group {
+            selected.retain(|c| g.candidates.iter().any(|m| m.path == c.path));
+        }
+        selected
+    }
+}
+
+/// SDK groups (`[[candidate]] sdk`): this run certifies one group, the
+/// default unless `--sdk-group` names another; the others are provisioned
+/// and certified by runs of their own before this one's gates. The share is
+/// dealt from the whole profile, then `loaded` is narrowed to the group.
+fn plan_groups(
+    opts: &RunOptions,
+    loaded: &mut profile::LoadedProfile,
+) -> Result<GroupPlan, SetupError> {
     let sdk_groups_of_profile = loaded.profile.sdk_groups();
     let grouped = sdk_groups_of_profile.len() > 1;
     let this_group = match &opts.sdk_group {
@@ -156,35 +328,77 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         None if grouped => Some(sdk_groups_of_profile[0].clone()),
         None => None,
     };
-    if grouped && opts.partition.is_some() {
-        return Err(SetupError(
-            "--partition: expected a profile with one SDK pin, found candidates grouped by SDK pin \
-             ([[candidate]] sdk); each group is certified by a run of its own already: run without \
-             --partition"
-                .into(),
-        ));
+    // The share is dealt from the whole profile, before it is narrowed to
+    // one group: every run of a share, its group runs' included, deals alike.
+    let share = profile::partition_share(&loaded.profile, opts.partition);
+    if let (Some(p), true) = (opts.partition, share.is_empty()) {
+        let n = loaded.profile.candidates.len();
+        return Err(SetupError(format!(
+            "--partition {}/{}: expected a share holding at least one candidate, found none (the profile \
+             has {n} candidate(s), cut into {} shares); use at most {n} shares",
+            p.index, p.count, p.count
+        )));
     }
     if let Some(g) = &this_group {
         if let Some(narrowed) = loaded.profile.for_group(&g.pin.requirement) {
             loaded.profile = narrowed;
         }
     }
-    let other_groups = if opts.sdk_group.is_none() && grouped {
-        groups::provision(&sdk_groups_of_profile, &index_url, progress)?
-    } else {
-        Vec::new()
-    };
-    let python = match given_python {
-        Some(p) => p,
+    Ok(GroupPlan {
+        of_profile: sdk_groups_of_profile,
+        grouped,
+        this_group,
+        share,
+    })
+}
+
+/// The interpreter: the one given (an uncarried pin's lock made with it if
+/// missing), else the profile's pin, provisioned.
+fn interpreter(
+    given: Option<PathBuf>,
+    loaded: &profile::LoadedProfile,
+    index_url: &str,
+    progress: &mut dyn Progress,
+) -> Result<PathBuf, SetupError> {
+    Ok(match given {
+        Some(p) => {
+            // An uncarried pin with --python: its lock is still the anchor of
+            // `sdk-record`'s environment-locked; made with that pip if missing.
+            let req = &loaded.profile.sdk.requirement;
+            if crate::provision::on_demand::files_for(req).is_none() {
+                let mut say = |line: &str| progress.note(&format!("sdk: {line}"));
+                if let Err(e) = crate::provision::on_demand::lock(
+                    loaded.profile.sdk.version(),
+                    &p,
+                    index_url,
+                    &mut say,
+                ) {
+                    say(&format!(
+                        "{req}: not locked ({e}); environment-locked will say so"
+                    ));
+                }
+            }
+            p
+        }
         None => {
             let mut say = |line: &str| progress.note(&format!("sdk: {line}"));
-            crate::provision::provision_sdk(&loaded.profile.sdk, &index_url, &mut say)
+            crate::provision::provision_sdk(&loaded.profile.sdk, index_url, &mut say)
                 .map_err(|e| {
                     SetupError(format!("no interpreter given (--python, PYTHON), and {e}"))
                 })?
                 .python
         }
-    };
+    })
+}
+
+/// The gates this run requires: `--only`'s with their prerequisites, else
+/// all; a share's run leaves out whole-repository gates (a group's run keeps
+/// a whole gate's per-candidate part), and a share without candidates here
+/// the per-candidate gates.
+fn required_gates(
+    opts: &RunOptions,
+    selected: &[profile::CandidateSpec],
+) -> Result<Vec<String>, SetupError> {
     let required = match &opts.only {
         Some(ids) => {
             catalogue::check_ids(ids).map_err(SetupError)?;
@@ -205,27 +419,43 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
                 .is_none_or(|g| g.scope != catalogue::Scope::Whole || g.per_candidate_part)
         });
     }
-    if let Some(p) = opts.partition {
-        let n = loaded.profile.candidates.len();
-        if profile::partition_share(&loaded.profile.candidates, Some(p)).is_empty() {
-            return Err(SetupError(format!(
-                "--partition {}/{}: expected a share holding at least one candidate, found none (the profile \
-                 has {n} candidate(s), dealt round-robin to {} shares); use at most {n} shares",
-                p.index, p.count, p.count
-            )));
-        }
+    // A share that holds none of the default group's candidates (its group
+    // runs hold them all): nothing for the per-candidate gates to check here.
+    if opts.partition.is_some() && selected.is_empty() {
+        required
+            .retain(|id| catalogue::get(id).map(|g| g.scope) != Some(catalogue::Scope::Candidate));
     }
-    std::fs::create_dir_all(&evidence_dir).map_err(|e| {
+    Ok(required)
+}
+
+/// What [`prepare_evidence_dir`] holds until the evidence is sealed: the
+/// signal watch (dropped first) and the directory's lock.
+struct Held {
+    _watch: interrupt::Watch,
+    _lock: evidence::lock::DirLock,
+}
+
+/// Creates and locks the evidence directory (judged fresh again under the
+/// lock), starts the signal journal and watch, the bytecode cache and the
+/// sandbox preflight, installs the signal handlers, becomes the child
+/// subreaper, and keeps the profile's text and an on-demand lock.
+fn prepare_evidence_dir(
+    opts: &RunOptions,
+    evidence_dir: &Path,
+    loaded: &profile::LoadedProfile,
+    progress: &mut dyn Progress,
+) -> Result<Held, SetupError> {
+    std::fs::create_dir_all(evidence_dir).map_err(|e| {
         SetupError(format!(
             "evidence dir {}: cannot create: {e}",
             evidence_dir.display()
         ))
     })?;
-    // Held until the evidence is sealed (the end of this function). Taken
-    // before anything is written, then the directory is judged fresh again
-    // under it: two runs that both found it fresh cannot both get here.
-    let _lock = evidence::lock::acquire(&evidence_dir).map_err(|e| SetupError(e.to_string()))?;
-    if !dir_is_empty(&evidence_dir) {
+    // Held until the evidence is sealed (the end of `run`). Taken before
+    // anything is written, then the directory is judged fresh again under
+    // it: two runs that both found it fresh cannot both get here.
+    let lock = evidence::lock::acquire(evidence_dir).map_err(|e| SetupError(e.to_string()))?;
+    if !dir_is_empty(evidence_dir) {
         return Err(SetupError(format!(
             "--evidence {}: expected a missing or empty directory, found existing content written              since the run started (another run wrote into it and ended); evidence is never mixed              with an earlier run: choose a fresh directory",
             opts.evidence.display()
@@ -234,9 +464,13 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
     process::journal::begin();
     // A CI cancel sends SIGKILL seconds after SIGTERM: every running step's
     // group gets SIGTERM the moment it is noticed, not one stop at a time.
-    let _watch = interrupt::Watch::start(|| {
+    let watch = interrupt::Watch::start(|| {
         process::residue::term_all();
     });
+    let held = Held {
+        _watch: watch,
+        _lock: lock,
+    };
     crate::python::use_pycache_prefix(&evidence_dir.join("roots").join("pycache"));
     // Tried once, before any gate runs: gates that watch DIR for writes
     // outside their own folders (worker-isolation's private roots) never see
@@ -252,64 +486,77 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
 
     // The profile's text, kept so `replay` can re-decide gates from the
     // raw observations the directory keeps.
-    crate::evidence::kept_profile::keep(&evidence_dir, &loaded.text).map_err(|e| {
+    crate::evidence::kept_profile::keep(evidence_dir, &loaded.text).map_err(|e| {
         SetupError(format!(
             "cannot write {}: {e}",
-            crate::evidence::kept_profile::path(&evidence_dir).display()
+            crate::evidence::kept_profile::path(evidence_dir).display()
         ))
     })?;
-    let profile_record = ProfileRecord {
+    // A pin locked on demand: its lock list and pip's report, kept with the
+    // evidence (DIR/sdk/<version>/), so a reader sees what the index said.
+    if let Some(kept) =
+        sdk_choice::keep_on_demand_lock(evidence_dir, &loaded.profile.sdk.requirement)
+            .map_err(SetupError)?
+    {
+        progress.note(&format!(
+            "sdk: the on-demand lock and pip's report kept in {kept}"
+        ));
+    }
+    Ok(held)
+}
+
+/// The profile as the evidence records it.
+fn profile_record(loaded: &profile::LoadedProfile) -> ProfileRecord {
+    ProfileRecord {
         name: loaded.profile.name.clone(),
         origin: match &loaded.source {
             profile::ProfileSource::Builtin => "built-in".into(),
-            profile::ProfileSource::File(p) => p.display().to_string(),
+            // Absolute, so the statement can name it repository-relative
+            // (`statement::profile_origin`) even when --profile was relative.
+            profile::ProfileSource::File(p) => std::path::absolute(p)
+                .unwrap_or_else(|_| p.clone())
+                .display()
+                .to_string(),
         },
         sha256: hash::sha256_bytes(loaded.text.as_bytes()),
-    };
-    // A group's run under its own pin: the repository-level gates that
-    // need every candidate (`suites`) run once, in the default group's run.
-    let mut selected = profile::partition_share(&loaded.profile.candidates, opts.partition);
-    if let Some(g) = &this_group {
-        selected.retain(|c| g.candidates.iter().any(|m| m.path == c.path));
     }
-    let mut group_records = Vec::new();
-    for (group, group_python) in &other_groups {
-        // An interrupted run starts no further group run.
-        if interrupt::requested() {
-            group_records.push(groups::not_run(group, group_python));
-            continue;
-        }
-        group_records.push(groups::run_group(
-            opts,
-            &evidence_dir,
-            group,
-            group_python,
-            &index_url,
-            progress,
-        ));
-    }
-    let candidates = selected
-        .iter()
-        .map(|c| CandidateRecord {
-            folder: c.folder().into(),
-            path: c.path.clone(),
-            manifest: None,
-            archive: None,
-            admission: None,
-            dependencies: None,
-            discovery: None,
-            verdict: None,
-            sdk_group: this_group.as_ref().map(|g| g.pin.requirement.clone()),
-        })
-        .collect();
+}
+
+/// The gates' context: each selected candidate's record (with the SDK the
+/// installer would choose for it, observed now), the source and the SDK.
+fn run_context(
+    opts: &RunOptions,
+    inputs: Inputs,
+    plan: &GroupPlan,
+    python: PathBuf,
+    selected: Vec<profile::CandidateSpec>,
+) -> RunContext {
+    let Inputs {
+        repo,
+        commit,
+        tree,
+        evidence_dir,
+        release_dir,
+        loaded,
+        index_url,
+        ..
+    } = inputs;
+    let candidates = candidate_records(
+        &repo,
+        &selected,
+        &loaded,
+        &python,
+        &index_url,
+        plan.this_group.as_ref(),
+    );
     let sdk = Sdk {
         requirement: loaded.profile.sdk.requirement.clone(),
         python: python.display().to_string(),
         ..Sdk::default()
     };
-    let ctx = RunContext {
+    RunContext {
         repo: repo.clone(),
-        evidence_dir: evidence_dir.clone(),
+        evidence_dir,
         profile: loaded,
         python,
         source: Source {
@@ -330,6 +577,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         sdk,
         candidates,
         staged_root: None,
+        committed_root: None,
         verified_sdk: None,
         selected,
         isolation: opts.isolation,
@@ -340,24 +588,56 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         jobs: opts.jobs.max(1),
         index_url,
         group_run: opts.sdk_group.is_some(),
-    };
+        ended: Vec::new(),
+    }
+}
 
-    let (mut records, ctx) = run_gates(
-        ctx,
-        &Graph {
-            catalogue: catalogue::all(),
-            implementation: &gates::by_id,
-            required: &required,
-            only: opts.only.as_deref(),
-            partitioned: opts.partition.is_some(),
-            jobs: opts.jobs,
-            residue: &process::residue::after_gate_of,
-        },
-        progress,
+/// Each selected candidate's record before the gates, with the SDK the
+/// installer would choose for it (observed now) and its SDK group.
+fn candidate_records(
+    repo: &Path,
+    selected: &[profile::CandidateSpec],
+    loaded: &profile::LoadedProfile,
+    python: &Path,
+    index_url: &str,
+    this_group: Option<&profile::groups::SdkGroup>,
+) -> Vec<CandidateRecord> {
+    let mut choices = sdk_choice::observe(
+        repo,
+        &selected
+            .iter()
+            .map(|c| (c.folder().to_string(), c.path.clone()))
+            .collect::<Vec<_>>(),
+        loaded.profile.sdk.version(),
+        python,
+        index_url,
     );
-    // Gates this run gave nothing to observe (an input not supplied, a
-    // profile section absent) are recorded skipped with the reason and are
-    // not required: they neither fail a certification nor read as a pass.
+    selected
+        .iter()
+        .map(|c| CandidateRecord {
+            folder: c.folder().into(),
+            path: c.path.clone(),
+            manifest: None,
+            archive: None,
+            admission: None,
+            dependencies: None,
+            discovery: None,
+            verdict: None,
+            sdk_group: this_group.map(|g| g.pin.requirement.clone()),
+            sdk_choice: choices
+                .iter()
+                .position(|(f, _)| f == c.folder())
+                .map(|at| choices.remove(at).1),
+            placement: None,
+        })
+        .collect()
+}
+
+/// Gates this run gave nothing to observe (an input not supplied, a
+/// profile section absent) are recorded skipped with the reason and are
+/// not required: they neither fail a certification nor read as a pass.
+/// Returns the required gates without them, and them.
+fn applicable(required: Vec<String>, records: &[GateRecord]) -> (Vec<String>, Vec<String>) {
     let not_applicable: Vec<String> = records
         .iter()
         .filter(|g| !g.required && required.contains(&g.id))
@@ -367,6 +647,18 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         .into_iter()
         .filter(|id| !not_applicable.contains(id))
         .collect();
+    (required, not_applicable)
+}
+
+/// What the gates leave behind, settled before sealing: processes of the run
+/// that outlived them (added to the last required gate), DIR swept (the
+/// entries returned for `swept`), and details naming DIR's files as
+/// `DIR/...`.
+fn settle(
+    evidence_dir: &Path,
+    records: &mut [GateRecord],
+    candidates: &[CandidateRecord],
+) -> Vec<evidence::SweptEntry> {
     // Sealed only when nothing of the run is alive: each gate swept its own
     // residue; this catches what an interrupted or skipped step left.
     let late = process::residue::after_gate();
@@ -384,13 +676,16 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         }
         last.checks.extend(late);
     }
+    // Nothing of the run is alive: what it left in DIR that is not a
+    // regular file or folder is removed, and judged, before sealing.
+    let swept = sweep_dir(evidence_dir, records, candidates);
     // Details name files under the evidence directory as DIR/..., so they
     // stay true when the directory is moved (a CI artifact, a reviewer's copy).
     let mut prefixes = vec![evidence_dir.display().to_string()];
     if let Ok(real) = evidence_dir.canonicalize() {
         prefixes.push(real.display().to_string());
     }
-    for record in &mut records {
+    for record in records.iter_mut() {
         for text in record
             .reason
             .iter_mut()
@@ -400,15 +695,14 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             *text = relative_to_dir(text, &prefixes);
         }
     }
-    // The bytecode cache is the run's working state, not evidence: nothing of
-    // the run is alive now to read it. Removing its thousands of files takes
-    // up to seconds on a busy disk, and a CI cancel's SIGKILL waits for no
-    // one: it leaves DIR at once (a rename) and is removed beside the
-    // sealing.
-    let pycache_aside = set_aside(&evidence_dir.join("roots").join("pycache"), &evidence_dir)
-        .map(|aside| std::thread::spawn(move || std::fs::remove_dir_all(aside)));
+    swept
+}
+
+/// The run's own verdict: incomplete when interrupted, pass when every
+/// required gate passed, else fail.
+fn verdict_of(records: &[GateRecord]) -> Verdict {
     let interrupted = interrupt::requested();
-    let verdict = if interrupted {
+    if interrupted {
         Verdict::Incomplete
     } else if records
         .iter()
@@ -418,7 +712,36 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         Verdict::Pass
     } else {
         Verdict::Fail
-    };
+    }
+}
+
+/// What [`assemble`] seals besides the gates' context.
+struct Sealed {
+    started_at: String,
+    profile: ProfileRecord,
+    required: Vec<String>,
+    not_applicable: Vec<String>,
+    records: Vec<GateRecord>,
+    swept: Vec<evidence::SweptEntry>,
+    group_records: Vec<evidence::SdkGroupRecord>,
+    grouped: bool,
+}
+
+/// The evidence document: the verdict (incomplete when interrupted, pass
+/// when every required gate passed, with the other SDK groups' verdicts),
+/// every candidate's own verdict, and everything the run recorded.
+fn assemble(opts: &RunOptions, sealed: Sealed, ctx: RunContext) -> Evidence {
+    let Sealed {
+        started_at,
+        profile,
+        required,
+        not_applicable,
+        records,
+        swept,
+        group_records,
+        grouped,
+    } = sealed;
+    let verdict = verdict_of(&records);
     // Every candidate's own verdict, over the gates as sealed (residue included).
     let mut candidates = ctx.candidates;
     evidence::verdicts::assign(&records, &mut candidates);
@@ -445,7 +768,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         Some(all) => groups::overall(verdict, &all[1..]),
         None => verdict,
     };
-    let mut evidence = Evidence {
+    Evidence {
         schema_version: "1".into(),
         tool: Tool {
             name: env!("CARGO_PKG_NAME").into(),
@@ -454,7 +777,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         verdict,
         started_at,
         finished_at: now_rfc3339(),
-        profile: profile_record,
+        profile,
         selection: Selection::new(opts.only.clone(), required, opts.partition)
             .with_not_applicable(not_applicable),
         source: ctx.source,
@@ -466,6 +789,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
         suites: ctx.suites,
         wheelhouse: ctx.wheelhouse,
         signals: process::journal::take(),
+        swept,
         sdk_groups,
         attestation: evidence::Attestation {
             statement: evidence::statement::STATEMENT_JSON.into(),
@@ -479,23 +803,48 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             signed_off_by: None,
             archives_signed: false,
         },
-    };
-    let finished = evidence::finish(&evidence_dir, &mut evidence, opts.sign_off_by.clone());
-    // Removed while the evidence was hashed and written (the run ends once
-    // it is gone).
-    if let Some(removal) = pycache_aside {
-        let _ = removal.join();
     }
-    finished.map_err(|e| {
-        SetupError(format!(
-            "evidence dir {}: cannot write evidence: {e}",
-            evidence_dir.display()
-        ))
-    })?;
-    Ok(Outcome {
-        evidence,
-        dir: evidence_dir,
-    })
+}
+
+/// The sweep before sealing ([`crate::sweep`]): walks `dir`, removes every
+/// link and special file (cuts oversized files of the private roots), and
+/// adds the checks it decides to the gate whose folder held each entry (the
+/// last required gate for any other place); a failing check fails a
+/// passing gate. Returns the entries for `evidence.json` `swept`.
+fn sweep_dir(
+    dir: &Path,
+    records: &mut [GateRecord],
+    candidates: &[CandidateRecord],
+) -> Vec<evidence::SweptEntry> {
+    use crate::sweep;
+    let mut names = vec![dir.to_path_buf()];
+    if let Ok(real) = dir.canonicalize() {
+        names.push(real);
+    }
+    let gates: Vec<String> = records.iter().map(|g| g.id.clone()).collect();
+    let folders: Vec<String> = candidates.iter().map(|c| c.folder.clone()).collect();
+    let (found, errors) = sweep::walk(dir, sweep::SIZE_CAP);
+    let mut entries = sweep::observe(found, &names, &gates, &folders);
+    sweep::act(dir, &mut entries, sweep::SIZE_CAP);
+    for (gate, check) in sweep::decide(&entries, &errors) {
+        let at = gate
+            .and_then(|g| records.iter().position(|r| r.id == g))
+            .or_else(|| records.iter().rposition(|r| r.required))
+            .or_else(|| records.len().checked_sub(1));
+        let Some(record) = at.map(|i| &mut records[i]) else {
+            continue;
+        };
+        if check.result == CheckResult::Fail && record.result == GateResult::Pass {
+            record.result = GateResult::Fail;
+            record.reason = Some(format!(
+                "{}: the sweep before sealing found a link out of the evidence directory, or an \
+                 entry it could not remove",
+                check.name
+            ));
+        }
+        record.checks.push(check);
+    }
+    entries
 }
 
 /// Where a gate stands in [`run_gates`].
@@ -590,246 +939,353 @@ fn run_gates(
     graph: &Graph<'_>,
     progress: &mut dyn Progress,
 ) -> (Vec<GateRecord>, RunContext) {
-    let Graph {
-        catalogue,
-        implementation,
-        required,
-        only,
-        partitioned,
-        jobs,
-        residue,
-    } = *graph;
-    let total = required.len();
-    // One time origin for the gate spans and the signal journal
-    // (`signals[].at_ms`), so a reader can place every signal and reap
-    // within the gates that ran at that moment.
-    let run_started = process::journal::started();
-    let mut ctx = std::sync::Arc::new(ctx);
-    let mut slots: Vec<Slot> = catalogue.iter().map(|_| Slot::Waiting).collect();
-    let mut spans: Vec<process::residue::Span> = Vec::new();
     let (tx, rx) = std::sync::mpsc::channel::<Finished>();
-    let jobs = jobs.max(1);
-    let order = start_order(catalogue, required);
-    // The run's candidates (folder names): all of the profile's, or this
-    // partition's share.
-    let run_candidates: Vec<String> = ctx
-        .selected
-        .iter()
-        .map(|c| c.folder().to_string())
-        .collect();
+    let mut schedule = Schedule::new(ctx, graph, tx);
+    let order = start_order(graph.catalogue, graph.required);
     loop {
         // Start, block or skip every waiting gate whose turn has come, the
         // longest remaining path first (catalogue order among equals).
         for &i in &order {
-            let info = &catalogue[i];
-            if !matches!(slots[i], Slot::Waiting) {
-                continue;
-            }
-            let mut record = GateRecord {
-                id: info.id.clone(),
-                result: GateResult::Skipped,
-                reason: None,
-                note: None,
-                proves: info.proves.clone(),
-                does_not_prove: info.does_not_prove.clone(),
-                required: required.contains(&info.id),
-                duration_ms: 0,
-                started_ms: None,
-                candidates_left_out: Vec::new(),
-                checks: Vec::new(),
-            };
-            if !record.required {
-                record.reason = Some(if partitioned && info.scope == catalogue::Scope::Whole {
-                    "needs every candidate at once: it runs in an unpartitioned run, not in --partition K/N".into()
-                } else {
-                    NOT_SELECTED_REASON.into()
-                });
-                slots[i] = Slot::Done(Box::new(record));
-                continue;
-            }
-            let prerequisites: Vec<Option<(&catalogue::GateInfo, &GateRecord)>> = info
-                .requires
-                .iter()
-                .map(|r| {
-                    catalogue
-                        .iter()
-                        .position(|g| &g.id == r)
-                        .and_then(|k| match &slots[k] {
-                            Slot::Done(g) => Some((&catalogue[k], g.as_ref())),
-                            _ => None,
-                        })
-                })
-                .collect();
-            let Some(prerequisites) = prerequisites.into_iter().collect::<Option<Vec<_>>>() else {
-                continue; // a prerequisite has not ended yet
-            };
-            if interrupt::requested() {
-                record.reason = Some("the run was interrupted before this gate started".into());
-                slots[i] = Slot::Done(Box::new(record));
-                continue;
-            }
-            let next = next_step(info, &prerequisites, &run_candidates);
-            // A gate that runs for some candidates only sees those (and is
-            // asked whether it applies to them).
-            let view = match &next {
-                Next::Run { left_out } if !left_out.is_empty() => {
-                    std::sync::Arc::new(ctx.without_candidates(left_out))
-                }
-                _ => std::sync::Arc::clone(&ctx),
-            };
-            let gate = implementation(&info.id)
-                .expect("every catalogue gate is implemented (unit-tested)");
-            if let Some(reason) = gate.not_applicable(&view) {
-                // Skipped, never passed. Named by `--only`, it stays required, so
-                // the run cannot exit 0 on it.
-                record.required = only.is_some_and(|ids| ids.contains(&info.id));
-                record.reason = Some(reason);
-                progress.gate_finished(&record);
-                slots[i] = Slot::Done(Box::new(record));
-                continue;
-            }
-            let left_out = match next {
-                Next::Run { left_out } => left_out,
-                Next::Blocked(reason) => {
-                    record.result = GateResult::Blocked;
-                    record.reason = Some(reason);
-                    progress.gate_finished(&record);
-                    slots[i] = Slot::Done(Box::new(record));
-                    continue;
-                }
-            };
-            let running: Vec<usize> = (0..slots.len())
-                .filter(|k| matches!(slots[*k], Slot::Running { .. }))
-                .collect();
-            let busy = running.iter().any(|k| catalogue[*k].conflicts_with(info));
-            if running.len() >= jobs || busy {
-                continue;
-            }
-            spans.push(process::residue::Span::start(&info.id));
-            ctx.activity.started(&info.id);
-            slots[i] = Slot::Running {
-                started: Instant::now(),
-                span: spans.len() - 1,
-                left_out,
-            };
-            let mut names: Vec<&str> = (0..slots.len())
-                .filter(|k| matches!(slots[*k], Slot::Running { .. }))
-                .map(|k| catalogue[k].id.as_str())
-                .collect();
-            names.retain(|n| *n != info.id);
-            let position = required
-                .iter()
-                .position(|id| id == &info.id)
-                .map_or(0, |p| p + 1);
-            progress.gate_started(position, total, &info.id, &names);
-            let snapshot = view;
-            let thread_tx = tx.clone();
-            let foreground = info.foreground;
-            let gate_id = info.id.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("gate {}", info.id))
-                .spawn(move || {
-                    if !foreground {
-                        process::run_in_background();
-                    }
-                    let mut updates = crate::context::Updates::default();
-                    // A panicking gate is a harness defect; it must still leave
-                    // evidence behind (verdict `fail`), never abort the run.
-                    // Every signal this thread sends is journalled as this gate's.
-                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        process::journal::in_gate(Some(&gate_id), || {
-                            gate.run(&snapshot, &mut updates)
-                        })
-                    }));
-                    let _ = thread_tx.send(Finished {
-                        index: i,
-                        outcome,
-                        updates,
-                    });
-                });
-            if let Err(e) = spawned {
-                let _ = tx.send(Finished {
-                    index: i,
-                    outcome: Ok(Err(format!("cannot start a thread for this gate: {e}"))),
-                    updates: crate::context::Updates::default(),
-                });
-            }
+            schedule.consider(i, progress);
         }
-        let any_running = slots.iter().any(|s| matches!(s, Slot::Running { .. }));
-        if !any_running {
+        if !schedule.any_running() {
             break;
         }
         let Ok(finished) = rx.recv() else { break };
+        schedule.finish(finished, progress);
+    }
+    schedule.into_records()
+}
+
+/// The state of [`run_gates`]: the shared context as the ended gates left
+/// it, each gate's slot, the residue spans, and where gate threads report.
+struct Schedule<'r, 'a> {
+    graph: &'r Graph<'a>,
+    ctx: std::sync::Arc<RunContext>,
+    slots: Vec<Slot>,
+    spans: Vec<process::residue::Span>,
+    tx: std::sync::mpsc::Sender<Finished>,
+    /// One time origin for the gate spans and the signal journal
+    /// (`signals[].at_ms`), so a reader can place every signal and reap
+    /// within the gates that ran at that moment.
+    run_started: Instant,
+    /// The run's candidates (folder names): all of the profile's, or this
+    /// partition's share.
+    run_candidates: Vec<String>,
+}
+
+impl<'r, 'a> Schedule<'r, 'a> {
+    fn new(ctx: RunContext, graph: &'r Graph<'a>, tx: std::sync::mpsc::Sender<Finished>) -> Self {
+        let run_candidates: Vec<String> = ctx
+            .selected
+            .iter()
+            .map(|c| c.folder().to_string())
+            .collect();
+        Schedule {
+            graph,
+            ctx: std::sync::Arc::new(ctx),
+            slots: graph.catalogue.iter().map(|_| Slot::Waiting).collect(),
+            spans: Vec::new(),
+            tx,
+            run_started: process::journal::started(),
+            run_candidates,
+        }
+    }
+
+    fn any_running(&self) -> bool {
+        self.slots.iter().any(|s| matches!(s, Slot::Running { .. }))
+    }
+
+    /// Gate `i`, if still waiting: decided (not required, interrupted, not
+    /// applicable, blocked) or started, when its prerequisites and the
+    /// gates it runs after have ended and a job is free; else left waiting.
+    fn consider(&mut self, i: usize, progress: &mut dyn Progress) {
+        let catalogue = self.graph.catalogue;
+        let info = &catalogue[i];
+        if !matches!(self.slots[i], Slot::Waiting) {
+            return;
+        }
+        let mut record = new_record(info, self.graph.required.contains(&info.id));
+        if !record.required {
+            record.reason = Some(self.not_required_reason(info));
+            self.slots[i] = Slot::Done(Box::new(record));
+            return;
+        }
+        let Some((next, ended)) = self.ready(info) else {
+            return; // a prerequisite, or a gate it runs after, has not ended yet
+        };
+        if interrupt::requested() {
+            record.reason = Some("the run was interrupted before this gate started".into());
+            self.slots[i] = Slot::Done(Box::new(record));
+            return;
+        }
+        let view = self.view(&next, ended);
+        let gate = (self.graph.implementation)(&info.id)
+            .expect("every catalogue gate is implemented (unit-tested)");
+        if let Some(reason) = gate.not_applicable(&view) {
+            // Skipped, never passed. Named by `--only`, it stays required, so
+            // the run cannot exit 0 on it.
+            record.required = self.graph.only.is_some_and(|ids| ids.contains(&info.id));
+            record.reason = Some(reason);
+            progress.gate_finished(&record);
+            self.slots[i] = Slot::Done(Box::new(record));
+            return;
+        }
+        let left_out = match next {
+            Next::Run { left_out } => left_out,
+            Next::Blocked(reason) => {
+                record.result = GateResult::Blocked;
+                record.reason = Some(reason);
+                progress.gate_finished(&record);
+                self.slots[i] = Slot::Done(Box::new(record));
+                return;
+            }
+        };
+        let running: Vec<usize> = (0..self.slots.len())
+            .filter(|k| matches!(self.slots[*k], Slot::Running { .. }))
+            .collect();
+        let busy = running.iter().any(|k| catalogue[*k].conflicts_with(info));
+        if running.len() >= self.graph.jobs.max(1) || busy {
+            return;
+        }
+        self.start(i, gate, view, left_out, progress);
+    }
+
+    /// Why a gate the run does not require is skipped.
+    fn not_required_reason(&self, info: &catalogue::GateInfo) -> String {
+        if self.graph.partitioned && info.scope == catalogue::Scope::Whole {
+            "needs every candidate at once: it runs in an unpartitioned run, not in --partition K/N"
+                .into()
+        } else if self.graph.partitioned
+            && info.scope == catalogue::Scope::Candidate
+            && self.run_candidates.is_empty()
+        {
+            EMPTY_SHARE_REASON.into()
+        } else {
+            NOT_SELECTED_REASON.into()
+        }
+    }
+
+    /// What gate `info` does next, and the records of the gates it runs
+    /// after, once all of those and its prerequisites have ended.
+    fn ready(&self, info: &catalogue::GateInfo) -> Option<(Next, Vec<GateRecord>)> {
+        let catalogue = self.graph.catalogue;
+        let prerequisites: Vec<Option<(&catalogue::GateInfo, &GateRecord)>> = info
+            .requires
+            .iter()
+            .map(|r| {
+                catalogue
+                    .iter()
+                    .position(|g| &g.id == r)
+                    .and_then(|k| match &self.slots[k] {
+                        Slot::Done(g) => Some((&catalogue[k], g.as_ref())),
+                        _ => None,
+                    })
+            })
+            .collect();
+        let prerequisites = prerequisites.into_iter().collect::<Option<Vec<_>>>()?;
+        let ended = ended_after(info, catalogue, &self.slots)?;
+        Some((next_step(info, &prerequisites, &self.run_candidates), ended))
+    }
+
+    /// The context a starting gate sees: without the candidates it runs
+    /// without (it is asked whether it applies to those it has), and with
+    /// the records of the gates it runs after.
+    fn view(&self, next: &Next, ended: Vec<GateRecord>) -> std::sync::Arc<RunContext> {
+        let view = match next {
+            Next::Run { left_out } if !left_out.is_empty() => {
+                std::sync::Arc::new(self.ctx.without_candidates(left_out))
+            }
+            _ => std::sync::Arc::clone(&self.ctx),
+        };
+        if ended.is_empty() {
+            view
+        } else {
+            let mut with = (*view).clone();
+            with.ended = ended;
+            std::sync::Arc::new(with)
+        }
+    }
+
+    /// Starts gate `i` on a thread of its own (in the background unless the
+    /// catalogue says foreground), its span and activity recorded.
+    fn start(
+        &mut self,
+        i: usize,
+        gate: Box<dyn gates::Gate>,
+        view: std::sync::Arc<RunContext>,
+        left_out: Vec<String>,
+        progress: &mut dyn Progress,
+    ) {
+        let catalogue = self.graph.catalogue;
+        let info = &catalogue[i];
+        self.spans.push(process::residue::Span::start(&info.id));
+        self.ctx.activity.started(&info.id);
+        self.slots[i] = Slot::Running {
+            started: Instant::now(),
+            span: self.spans.len() - 1,
+            left_out,
+        };
+        let mut names: Vec<&str> = (0..self.slots.len())
+            .filter(|k| matches!(self.slots[*k], Slot::Running { .. }))
+            .map(|k| catalogue[k].id.as_str())
+            .collect();
+        names.retain(|n| *n != info.id);
+        let required = self.graph.required;
+        let position = required
+            .iter()
+            .position(|id| id == &info.id)
+            .map_or(0, |p| p + 1);
+        progress.gate_started(position, required.len(), &info.id, &names);
+        let snapshot = view;
+        let thread_tx = self.tx.clone();
+        let foreground = info.foreground;
+        let gate_id = info.id.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("gate {}", info.id))
+            .spawn(move || {
+                if !foreground {
+                    process::run_in_background();
+                }
+                let mut updates = crate::context::Updates::default();
+                // A panicking gate is a harness defect; it must still leave
+                // evidence behind (verdict `fail`), never abort the run.
+                // Every signal this thread sends is journalled as this gate's.
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    process::journal::in_gate(Some(&gate_id), || gate.run(&snapshot, &mut updates))
+                }));
+                let _ = thread_tx.send(Finished {
+                    index: i,
+                    outcome,
+                    updates,
+                });
+            });
+        if let Err(e) = spawned {
+            let _ = self.tx.send(Finished {
+                index: i,
+                outcome: Ok(Err(format!("cannot start a thread for this gate: {e}"))),
+                updates: crate::context::Updates::default(),
+            });
+        }
+    }
+
+    /// A gate's thread reported: its updates applied to the context, its
+    /// checks (or the error or panic that stopped it) and the residue it
+    /// left judged into its record.
+    fn finish(&mut self, finished: Finished, progress: &mut dyn Progress) {
         let i = finished.index;
         let Slot::Running {
             started,
             span,
             ref mut left_out,
-        } = slots[i]
+        } = self.slots[i]
         else {
-            continue;
+            return;
         };
         let left_out = std::mem::take(left_out);
-        spans[span].end();
-        ctx.activity.ended(&catalogue[i].id);
-        finished.updates.apply(std::sync::Arc::make_mut(&mut ctx));
-        let info = &catalogue[i];
-        let gate =
-            implementation(&info.id).expect("every catalogue gate is implemented (unit-tested)");
-        let mut checks = match finished.outcome {
-            Ok(Ok(checks)) => checks,
-            Ok(Err(message)) => vec![Check::fail("gate-error", None, message)],
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a non-text panic payload".into());
-                vec![Check::fail(
-                    "gate-error",
-                    None,
-                    format!(
-                        "the harness itself failed inside this gate (panic: {what}); this is a defect of \
-                         verify-coding-candidates, not of the candidates: report it with this evidence directory"
-                    ),
-                )]
-            }
-        };
+        self.spans[span].end();
+        let info = &self.graph.catalogue[i];
+        self.ctx.activity.ended(&info.id);
+        finished
+            .updates
+            .apply(std::sync::Arc::make_mut(&mut self.ctx));
+        let gate = (self.graph.implementation)(&info.id)
+            .expect("every catalogue gate is implemented (unit-tested)");
+        let mut checks = outcome_checks(finished.outcome);
         // Nothing a gate starts outlives it: what did is a failing RESIDUE
         // check (judged once every gate running when it started has ended).
+        let residue = self.graph.residue;
         checks.extend(process::journal::in_gate(Some(&info.id), || {
-            residue(&spans)
+            residue(&self.spans)
         }));
-        let mut record = GateRecord {
-            id: info.id.clone(),
-            result: GateResult::Skipped,
-            reason: None,
-            note: None,
-            proves: info.proves.clone(),
-            does_not_prove: info.does_not_prove.clone(),
-            required: true,
-            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            started_ms: Some(
-                u64::try_from(started.duration_since(run_started).as_millis()).unwrap_or(u64::MAX),
-            ),
-            candidates_left_out: left_out,
-            checks: Vec::new(),
-        };
+        let mut record = new_record(info, true);
+        record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        record.started_ms = Some(
+            u64::try_from(started.duration_since(self.run_started).as_millis()).unwrap_or(u64::MAX),
+        );
+        record.candidates_left_out = left_out;
         judge(&mut record, checks, gate.headline_check());
         progress.gate_finished(&record);
-        slots[i] = Slot::Done(Box::new(record));
+        self.slots[i] = Slot::Done(Box::new(record));
     }
-    let records = slots
-        .into_iter()
-        .map(|s| match s {
-            Slot::Done(record) => *record,
-            // Unreachable: the loop ends only when nothing runs and nothing
-            // can start, and every waiting gate is then decided.
-            Slot::Waiting | Slot::Running { .. } => unreachable!("every gate is decided"),
-        })
-        .collect();
-    let ctx = std::sync::Arc::try_unwrap(ctx).unwrap_or_else(|shared| (*shared).clone());
-    (records, ctx)
+
+    /// Every record in catalogue order, and the context as the gates left it.
+    fn into_records(self) -> (Vec<GateRecord>, RunContext) {
+        let records = self
+            .slots
+            .into_iter()
+            .map(|s| match s {
+                Slot::Done(record) => *record,
+                // Unreachable: the loop ends only when nothing runs and nothing
+                // can start, and every waiting gate is then decided.
+                Slot::Waiting | Slot::Running { .. } => unreachable!("every gate is decided"),
+            })
+            .collect();
+        let ctx = std::sync::Arc::try_unwrap(self.ctx).unwrap_or_else(|shared| (*shared).clone());
+        (records, ctx)
+    }
+}
+
+/// A gate's record before it is decided: skipped, no checks.
+fn new_record(info: &catalogue::GateInfo, required: bool) -> GateRecord {
+    GateRecord {
+        id: info.id.clone(),
+        result: GateResult::Skipped,
+        reason: None,
+        note: None,
+        proves: info.proves.clone(),
+        does_not_prove: info.does_not_prove.clone(),
+        required,
+        duration_ms: 0,
+        started_ms: None,
+        candidates_left_out: Vec::new(),
+        checks: Vec::new(),
+    }
+}
+
+/// A gate's checks, or a failing `gate-error` for the error or panic that
+/// stopped it.
+fn outcome_checks(outcome: std::thread::Result<Result<Vec<Check>, String>>) -> Vec<Check> {
+    match outcome {
+        Ok(Ok(checks)) => checks,
+        Ok(Err(message)) => vec![Check::fail("gate-error", None, message)],
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-text panic payload".into());
+            vec![Check::fail(
+                "gate-error",
+                None,
+                format!(
+                    "the harness itself failed inside this gate (panic: {what}); this is a defect of \
+                     verify-coding-candidates, not of the candidates: report it with this evidence directory"
+                ),
+            )]
+        }
+    }
+}
+
+/// The records of the gates `info` runs after (its catalogue `after`), once
+/// every one of them the catalogue has has ended (a gate the run did not
+/// select ends at once, skipped); `None` while any is waiting or running.
+fn ended_after(
+    info: &catalogue::GateInfo,
+    catalogue: &[catalogue::GateInfo],
+    slots: &[Slot],
+) -> Option<Vec<GateRecord>> {
+    let mut ended = Vec::new();
+    for id in &info.after {
+        let Some(k) = catalogue.iter().position(|g| &g.id == id) else {
+            continue; // not in this catalogue: nothing to wait for
+        };
+        match &slots[k] {
+            Slot::Done(record) => ended.push(record.as_ref().clone()),
+            _ => return None,
+        }
+    }
+    Some(ended)
 }
 
 /// What a required gate does once every gate it requires has ended.
@@ -1360,6 +1816,42 @@ fn rfc3339(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
 
+    #[test]
+    fn the_sweep_fails_the_gate_whose_root_held_a_link_out_and_gives_a_stray_to_the_last_required_gate(
+    ) {
+        use super::*;
+        use crate::evidence::testing::gate;
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("roots/suites/tree/home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::os::unix::fs::symlink("/etc/shadow", home.join("shadow")).unwrap();
+        std::os::unix::fs::symlink("roots", dir.path().join("stray")).unwrap();
+        let mut records = vec![
+            gate("suites", GateResult::Pass, true, Vec::new()),
+            gate("stage", GateResult::Pass, true, Vec::new()),
+            gate("worker-isolation", GateResult::Skipped, false, Vec::new()),
+        ];
+        let swept = sweep_dir(dir.path(), &mut records, &[]);
+        assert_eq!(swept.len(), 2, "{swept:?}");
+        assert_eq!(records[0].result, GateResult::Fail);
+        assert!(records[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("evidence-links:"));
+        assert_eq!(records[0].checks[0].result, CheckResult::Fail);
+        // Outside any gate's folders: the last required gate, a warning.
+        assert_eq!(records[1].result, GateResult::Pass);
+        assert_eq!(records[1].checks[0].result, CheckResult::Warn);
+        assert!(records[2].checks.is_empty());
+        let left: Vec<_> = walkdir::WalkDir::new(dir.path())
+            .into_iter()
+            .flatten()
+            .filter(|e| !e.file_type().is_dir() && !e.file_type().is_file())
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
     mod graph {
         //! The scheduler over stand-in gates (ours: they sleep and record;
         //! no SDK is involved), so ordering, concurrency, exclusivity,
@@ -1394,6 +1886,17 @@ mod tests {
                     .lock()
                     .unwrap()
                     .push(format!("start {} saw {seen}", self.id));
+                if !ctx.ended.is_empty() {
+                    let read: Vec<String> = ctx
+                        .ended
+                        .iter()
+                        .map(|g| format!("{}:{}", g.id, g.result.word()))
+                        .collect();
+                    self.log
+                        .lock()
+                        .unwrap()
+                        .push(format!("{} read {}", self.id, read.join(",")));
+                }
                 std::thread::sleep(Duration::from_millis(self.ms));
                 assert!(!self.panic, "stand-in panic");
                 let id = self.id;
@@ -1441,6 +1944,7 @@ mod tests {
                 proves: String::new(),
                 does_not_prove: String::new(),
                 requires: requires.iter().map(|r| r.to_string()).collect(),
+                after: Vec::new(),
                 scope: Scope::Global,
                 exclusive: exclusive.iter().map(|r| r.to_string()).collect(),
                 cost: 1.0,
@@ -1448,6 +1952,28 @@ mod tests {
                 foreground: false,
                 per_candidate_part: false,
             }
+        }
+
+        #[test]
+        fn a_gate_runs_after_its_after_gates_whatever_their_result_and_reads_their_records() {
+            let cat = [
+                info("a", &[], &[]),
+                info("c", &["a"], &[]),
+                GateInfo {
+                    after: vec!["a".into(), "not-in-the-catalogue".into()],
+                    ..info("b", &[], &[])
+                },
+            ];
+            let (records, _, log, _) = run(&cat, &[("a", 40), ("b", 1), ("c", 1)], &["a"], &[], 3);
+            let result = |id: &str| records.iter().find(|r| r.id == id).unwrap().result;
+            assert_eq!(result("a"), GateResult::Fail);
+            // `requires` blocks on a failure; `after` only waits for it.
+            assert_eq!(result("c"), GateResult::Blocked);
+            assert_eq!(result("b"), GateResult::Pass, "{log:?}");
+            let at = |line: &str| log.iter().position(|l| l.starts_with(line)).unwrap();
+            assert!(at("end a") < at("start b"), "{log:?}");
+            assert!(log.contains(&"b read a:fail".to_string()), "{log:?}");
+            assert!(!log.iter().any(|l| l.starts_with("a read")), "{log:?}");
         }
 
         fn context() -> RunContext {

@@ -16,12 +16,16 @@
 //! child the caller drives (a server, a worker spoken to in lines) and return
 //! one handle type, [`Running`], stopped by [`Running::stop`] or on drop.
 
+pub mod disk;
 pub mod journal;
+pub mod log_cap;
+pub mod procfs;
 pub mod residue;
+pub mod survey;
 
 use crate::evidence::SignalWhy;
 use crate::interrupt;
-use crate::isolation::procfs::{self, ProcInfo};
+use procfs::ProcInfo;
 use rustix::process::{Pid, Signal};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
@@ -309,6 +313,15 @@ fn run_spawned(spec: &ChildSpec, mut child: Running) -> Result<ChildOutput, RunE
         });
     }
     let (out_path, err_path) = child.logs().clone();
+    // Logs are capped once the child ended (`process/log_cap.rs`): a cut
+    // is said in the log itself, where it was made. A log in the temporary
+    // directory is the verifier's own reading (`git cat-file --batch`),
+    // read back whole and deleted with it, never evidence.
+    if !out_path.starts_with(std::env::temp_dir()) {
+        for log in [&out_path, &err_path] {
+            let _ = log_cap::cap_log(log, log_cap::LOG_HEAD, log_cap::LOG_TAIL);
+        }
+    }
     Ok(ChildOutput {
         status: stopped.status,
         stdout: read_capped(&out_path),
@@ -780,8 +793,8 @@ impl Running {
 
     /// The process group of the sandboxed program (the leader's grandchild),
     /// and every process below the leader, as `/proc` shows them now.
-    fn sandbox_members(&self) -> (Option<Pid>, Vec<crate::isolation::procfs::ProcInfo>) {
-        use crate::isolation::procfs;
+    fn sandbox_members(&self) -> (Option<Pid>, Vec<crate::process::procfs::ProcInfo>) {
+        use crate::process::procfs;
         let procs = procfs::all();
         let below: Vec<procfs::ProcInfo> = procfs::descendants(&procs, self.pid as i32)
             .into_iter()
@@ -798,7 +811,7 @@ impl Running {
     fn stop_sandboxed_program(
         &mut self,
         signal: &mut dyn FnMut(Pid, Signal) -> bool,
-    ) -> Vec<crate::isolation::procfs::ProcInfo> {
+    ) -> Vec<crate::process::procfs::ProcInfo> {
         let (group, below) = self.sandbox_members();
         let Some(group) = group else {
             return below;
@@ -897,7 +910,7 @@ impl Running {
         // pid and start time) gets SIGKILL now; killing the namespace's
         // init ends everything in the namespace.
         for p in &held_by_sandbox {
-            if crate::isolation::procfs::still_running(p) {
+            if crate::process::procfs::still_running(p) {
                 journal::signal_process(p, Signal::KILL, why);
             }
         }
@@ -905,7 +918,7 @@ impl Running {
         let gone = Instant::now();
         while held_by_sandbox
             .iter()
-            .any(crate::isolation::procfs::still_running)
+            .any(crate::process::procfs::still_running)
             && gone.elapsed() < kill_wait(GRACE)
         {
             std::thread::sleep(POLL);
@@ -913,7 +926,7 @@ impl Running {
         let group_empty = group_is_empty(self.pgid)
             && !held_by_sandbox
                 .iter()
-                .any(crate::isolation::procfs::still_running);
+                .any(crate::process::procfs::still_running);
         if let Some(reader) = self.talk.as_mut().and_then(|t| t.reader.take()) {
             // stdout closes when the last holder of the pipe exits.
             let waited = Instant::now();
@@ -935,6 +948,7 @@ impl Running {
                 } else {
                     why
                 },
+                Some(self.started),
             );
         }
         held().remove(&self.pid);
@@ -1065,7 +1079,7 @@ fn last_lines(text: &str, lines: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::isolation::procfs;
+    use crate::process::procfs;
 
     fn spec(dir: &Path, script: &str, timeout: Duration) -> ChildSpec {
         ChildSpec {
@@ -1113,6 +1127,29 @@ mod tests {
         );
     }
 
+    /// A step's reap carries when it started, on the run's clock: the
+    /// report's timeline draws each step from `started_ms` to `at_ms`.
+    #[test]
+    fn a_steps_reap_records_its_start_before_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let before = journal::clock_ms();
+        // The marker makes the command line this test's own.
+        let marker = dir.path().display().to_string();
+        let script = format!("sleep 0.3; : {marker}");
+        let out = run(&spec(dir.path(), &script, Duration::from_secs(60))).unwrap();
+        assert!(out.success());
+        let reap = journal::snapshot()
+            .into_iter()
+            .find(|r| {
+                r.action == crate::evidence::SignalAction::Reap && r.cmdline.contains(&marker)
+            })
+            .unwrap_or_else(|| panic!("no reap of the step {script:?}"));
+        assert_eq!(reap.why, SignalWhy::Exited);
+        let started = reap.started_ms.expect("a step's reap records its start");
+        assert!(started >= before, "{started} < {before}");
+        assert!(reap.at_ms >= started + 300, "{reap:?}");
+    }
+
     #[test]
     fn long_child_exchanges_lines_and_stop_ends_its_group() {
         let dir = tempfile::tempdir().unwrap();
@@ -1140,7 +1177,7 @@ mod tests {
             .parse()
             .unwrap();
         assert!(
-            crate::isolation::procfs::read(pid).is_none_or(|p| p.exited()),
+            crate::process::procfs::read(pid).is_none_or(|p| p.exited()),
             "the group's other member {pid} survived stop"
         );
         let logs = dir.path().join("logs");

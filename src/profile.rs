@@ -5,9 +5,10 @@
 //! repository under review has `verify-coding-candidates.toml` at its root or
 //! `--profile FILE` is given.
 
-pub mod committed;
 pub mod groups;
-pub mod init;
+pub mod partition;
+
+pub use partition::{partition_share, Partition};
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -114,8 +115,31 @@ impl Default for DependenciesOptions {
     }
 }
 
+/// Where the files come from: the SDK's own default index
+/// (`pkgmgr.DEFAULT_PYPI_INDEX_URL`), the one its installer would reach
+/// (the default of `[dependencies] index_url`).
+pub const UPSTREAM_INDEX: &str = "https://pypi.org/simple";
+
 fn default_index_url() -> String {
-    crate::wheelhouse::UPSTREAM_INDEX.into()
+    UPSTREAM_INDEX.into()
+}
+
+/// Checks a package index URL: `https://`, `http://` or `file://`, with
+/// something after the scheme and no whitespace.
+///
+/// # Errors
+/// A sentence naming what was expected and what was found.
+pub fn check_index_url(url: &str) -> Result<(), String> {
+    let rest = ["https://", "http://", "file://"]
+        .iter()
+        .find_map(|scheme| url.strip_prefix(scheme));
+    match rest {
+        Some(r) if !r.is_empty() && !url.chars().any(char::is_whitespace) => Ok(()),
+        _ => Err(format!(
+            "expected a package index URL (`https://`, `http://` or `file://`, e.g. \
+             `https://pypi.org/simple`), found {url:?}"
+        )),
+    }
 }
 
 /// Options of the `vendored-sdk` gate (`[vendored_sdk]`): a notice file in
@@ -262,6 +286,20 @@ fn check_historical(h: &HistoricalAdmissionOptions) -> Result<(), String> {
     Ok(())
 }
 
+/// `[[sdk.group]]`: the digests of one non-default pin.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupPin {
+    /// The exact pin (`langbot-plugin==0.6.1`), as a candidate's `sdk` names it.
+    pub requirement: String,
+    /// sha256 of the published wheel (as `[sdk] wheel_sha256`).
+    #[serde(default)]
+    pub wheel_sha256: Option<String>,
+    /// sha256 of that wheel's own `*.dist-info/RECORD` (as `[sdk] record_sha256`).
+    #[serde(default)]
+    pub record_sha256: Option<String>,
+}
+
 /// The exact SDK requirement.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -291,7 +329,7 @@ pub struct SdkPin {
     /// `requirement` that some `[[candidate]] sdk` names
     /// ([`groups`]). Optional even then; default none.
     #[serde(default, rename = "group")]
-    pub groups: Vec<groups::GroupPin>,
+    pub groups: Vec<GroupPin>,
 }
 
 impl SdkPin {
@@ -715,6 +753,23 @@ pub struct SuitesOptions {
     /// Default none. Each must be a profile candidate.
     #[serde(default)]
     pub covers: Vec<String>,
+    /// How `<run>/left-running` reports processes a run left running in its
+    /// sandbox when pytest exited (a daemon a conftest started and never
+    /// stopped): `"fail"` (default) or `"warn"`. Never a pass.
+    #[serde(default)]
+    pub left_running: LeftRunningPolicy,
+}
+
+/// How `left-running` reports processes left running: a failure (default)
+/// or a warning (`left_running = "warn"`). Never a pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LeftRunningPolicy {
+    /// A failure.
+    #[default]
+    Fail,
+    /// A warning (the statement is never `PASSED`).
+    Warn,
 }
 
 /// The most reruns `[suites] retries` may ask for.
@@ -939,7 +994,7 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
         }
     }
     groups::check(&profile).map_err(invalid)?;
-    check_runner_probes(&profile, crate::python::fixtures::NAMES).map_err(invalid)?;
+    check_runner_probes(&profile, crate::builtin_fixtures::NAMES).map_err(invalid)?;
     check_component_probes(&profile).map_err(invalid)?;
     if let Some(suites) = &profile.suites {
         check_suites(suites).map_err(invalid)?;
@@ -960,7 +1015,7 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
     if let Some(h) = &profile.historical_admission {
         check_historical(h).map_err(invalid)?;
     }
-    crate::wheelhouse::check_index_url(&profile.dependencies.index_url)
+    check_index_url(&profile.dependencies.index_url)
         .map_err(|e| invalid(format!("dependencies.index_url: {e}")))?;
     if let Some(shared) = &profile.shared {
         if !profile.candidates.iter().any(|c| c.path == shared.owner) {
@@ -973,101 +1028,21 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
     Ok(profile)
 }
 
-/// `--partition K/N`: the K-th of N shares (1-based).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
-)]
-pub struct Partition {
-    /// This share, 1..=count.
-    pub index: u32,
-    /// Number of shares.
-    pub count: u32,
-}
-
-impl std::str::FromStr for Partition {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || format!("expected K/N with 1 <= K <= N (e.g. 1/2), found {s:?}");
-        let (k, n) = s.split_once('/').ok_or_else(err)?;
-        let (index, count): (u32, u32) = (
-            k.trim().parse().map_err(|_| err())?,
-            n.trim().parse().map_err(|_| err())?,
-        );
-        if index == 0 || count == 0 || index > count {
-            return Err(err());
-        }
-        Ok(Self { index, count })
-    }
-}
-
-/// The candidates of `partition`: candidates sorted by path, the i-th
-/// (0-based) belonging to share `i % count + 1`. Stable for a given profile,
-/// whatever the order of its entries; every candidate is in exactly one share.
-pub fn partition_share(
-    candidates: &[CandidateSpec],
-    partition: Option<Partition>,
-) -> Vec<CandidateSpec> {
-    let Some(p) = partition else {
-        return candidates.to_vec();
-    };
-    let mut sorted: Vec<&CandidateSpec> = candidates.iter().collect();
-    sorted.sort_by(|a, b| a.path.cmp(&b.path));
-    let chosen: Vec<&str> = sorted
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| (*i as u32) % p.count + 1 == p.index)
-        .map(|(_, c)| c.path.as_str())
-        .collect();
-    candidates
-        .iter()
-        .filter(|c| chosen.contains(&c.path.as_str()))
-        .cloned()
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
-    fn partitions_cover_every_candidate_exactly_once() {
-        let p = parse(BUILTIN_CODING_RUNNERS, "built-in").unwrap();
-        let mut seen = Vec::new();
-        for k in 1..=2 {
-            let share = partition_share(&p.candidates, Some(Partition { index: k, count: 2 }));
-            assert!(!share.is_empty());
-            seen.extend(share.into_iter().map(|c| c.path));
+    fn index_urls_must_be_urls() {
+        for ok in [
+            "https://pypi.org/simple",
+            "http://127.0.0.1:8080/simple/",
+            "file:///srv/simple",
+        ] {
+            assert!(check_index_url(ok).is_ok(), "{ok}");
         }
-        seen.sort();
-        let mut all: Vec<String> = p.candidates.iter().map(|c| c.path.clone()).collect();
-        all.sort();
-        assert_eq!(seen, all);
-        // Sorted by path, the i-th candidate is in share i % N + 1.
-        let mut sorted: Vec<String> = p.candidates.iter().map(|c| c.path.clone()).collect();
-        sorted.sort();
-        let first: Vec<String> =
-            partition_share(&p.candidates, Some(Partition { index: 1, count: 2 }))
-                .into_iter()
-                .map(|c| c.path)
-                .collect();
-        let mut first_sorted = first.clone();
-        first_sorted.sort();
-        assert_eq!(first_sorted, [sorted[0].clone(), sorted[2].clone()]);
-        assert_eq!(
-            partition_share(&p.candidates, None).len(),
-            p.candidates.len()
-        );
-        assert!("0/2".parse::<Partition>().is_err());
-        assert!("2/0".parse::<Partition>().is_err());
-        assert!("3/2".parse::<Partition>().is_err());
-        assert!("1-2".parse::<Partition>().is_err());
-        assert_eq!(
-            " 2 / 2 ".parse::<Partition>().unwrap(),
-            Partition { index: 2, count: 2 }
-        );
-        assert_eq!(
-            "2/3".parse::<Partition>().unwrap(),
-            Partition { index: 2, count: 3 }
-        );
+        for bad in ["pypi.org/simple", "https://", "", "https://a b", "ftp://x"] {
+            let e = check_index_url(bad).unwrap_err();
+            assert!(e.contains("expected a package index URL"), "{e}");
+        }
     }
 
     use super::*;

@@ -26,6 +26,9 @@ pub mod builtin;
 pub mod cache;
 pub mod integrity;
 pub mod lock_list;
+pub mod nsjail;
+pub mod on_demand;
+pub mod resolve;
 pub mod wheel_records;
 
 use crate::profile::SdkPin;
@@ -65,15 +68,16 @@ pub struct Provisioned {
 /// When the verifier carries no lock list for the pin, or the lock list's
 /// SDK wheel is not the profile's.
 pub fn sdk_lock(pin: &SdkPin) -> Result<LockList, ProvisionError> {
-    let builtin = builtin::for_requirement(&pin.requirement).ok_or_else(|| {
+    let builtin = on_demand::files_for(&pin.requirement).ok_or_else(|| {
         ProvisionError(format!(
-            "sdk.requirement {:?}: expected a pin this verifier carries a lock list for ({}), found none; \
-             pass --python with an interpreter that has it installed",
+            "sdk.requirement {:?}: expected a pin this verifier carries a lock list for ({}) or has locked \
+             on demand, found none; provision it (a run locks it from the index), or pass --python with \
+             an interpreter that has it installed",
             pin.requirement,
             builtin::carried()
         ))
     })?;
-    let lock = lock_list::parse(builtin.lock, builtin.lock_label).map_err(ProvisionError)?;
+    let lock = lock_list::parse(&builtin.lock, &builtin.lock_label).map_err(ProvisionError)?;
     let sdk_name = pin
         .requirement
         .split_once("==")
@@ -108,6 +112,9 @@ pub fn provision_sdk(
     index_url: &str,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Provisioned, ProvisionError> {
+    if on_demand::files_for(&pin.requirement).is_none() {
+        lock_on_demand(pin, index_url, progress)?;
+    }
     let lock = sdk_lock(pin)?;
     let root = cache::sdk_root().map_err(ProvisionError)?;
     ensure(
@@ -117,6 +124,55 @@ pub fn provision_sdk(
         index_url,
         progress,
     )
+}
+
+/// Locks `pin` (an exact pin the verifier carries no lock list for) from
+/// `index_url` into the user's cache ([`on_demand`]), with the pip of the
+/// newest carried SDK's interpreter (provisioned, or reused, first).
+///
+/// # Errors
+/// When `pin` is not an exact `langbot-plugin==V`, that interpreter cannot
+/// be provisioned, or the lock cannot be made.
+pub fn lock_on_demand(
+    pin: &SdkPin,
+    index_url: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<on_demand::SdkFiles, ProvisionError> {
+    let version = pin.version().to_string();
+    if version.is_empty() || version.parse::<pep440_rs::Version>().is_err() {
+        return Err(ProvisionError(format!(
+            "sdk.requirement {:?}: expected an exact langbot-plugin==VERSION pin to lock",
+            pin.requirement
+        )));
+    }
+    let host = pip_host(index_url, progress)?;
+    on_demand::lock(&version, &host, index_url, progress).map_err(|e| {
+        ProvisionError(format!(
+            "locking {} on demand: {e}; check the index URL and the network, or pass --python with \
+             an interpreter that has it installed",
+            pin.requirement
+        ))
+    })
+}
+
+/// The interpreter whose pip asks the index: the newest carried SDK's
+/// (provisioned hash-locked, or reused).
+///
+/// # Errors
+/// When it cannot be provisioned.
+pub fn pip_host(
+    index_url: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<PathBuf, ProvisionError> {
+    let newest = builtin::SDKS.last().expect("a carried SDK");
+    let host = SdkPin {
+        requirement: newest.requirement.to_string(),
+        wheel_sha256: None,
+        record_sha256: None,
+        extra_distributions: Vec::new(),
+        groups: Vec::new(),
+    };
+    Ok(provision_sdk(&host, index_url, progress)?.python)
 }
 
 /// Makes `parent/name` an environment holding exactly `lock` (see the module
@@ -189,11 +245,46 @@ pub fn ensure(
         venv.display(),
         base.to_string_lossy()
     ));
+    let sound = build_env(&base, &build, tmp.path(), lock, index_url, progress)?;
+    std::fs::rename(&build, &venv).map_err(|e| io("move the new environment to", &venv, e))?;
+    progress(&format!(
+        "verified {} ({} distributions, {} files match their RECORD)",
+        venv.display(),
+        sound.distributions,
+        sound.files_verified
+    ));
+    Ok(Provisioned {
+        python: venv.join("bin").join("python"),
+        venv,
+        reused: false,
+        sound,
+    })
+}
+
+/// Creates at `build` (missing) an environment of exactly `lock` with the
+/// base interpreter `base`: `venv`, pip `--require-hashes --only-binary
+/// :all: --no-deps` of the locked wheels from `index_url` (its requirements
+/// file written in `scratch`), every distribution outside the lock (pip's
+/// own) uninstalled, the lock stamped, and the result verified.
+///
+/// # Errors
+/// [`ProvisionError`] naming the step that failed.
+fn build_env(
+    base: &std::ffi::OsStr,
+    build: &Path,
+    scratch: &Path,
+    lock: &LockList,
+    index_url: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<integrity::Sound, ProvisionError> {
+    let io = |what: &str, path: &Path, e: std::io::Error| {
+        ProvisionError(format!("cannot {what} {}: {e}", path.display()))
+    };
     run(
-        clean_python_env(&mut Command::new(&base))
+        clean_python_env(&mut Command::new(base))
             .arg("-m")
             .arg("venv")
-            .arg(&build),
+            .arg(build),
         "python3 -m venv",
     )
     .map_err(|e| {
@@ -204,7 +295,7 @@ pub fn ensure(
         ))
     })?;
     let python = build.join("bin").join("python");
-    let requirements = tmp.path().join("requirements.txt");
+    let requirements = scratch.join("requirements.txt");
     std::fs::write(&requirements, lock.requirements())
         .map_err(|e| io("write", &requirements, e))?;
     progress(&format!(
@@ -229,7 +320,7 @@ pub fn ensure(
     if let Err(output) = installed {
         return Err(ProvisionError(explain_pip_failure(&output, lock)));
     }
-    let site = integrity::site_packages(&build, &lock.python_tag);
+    let site = integrity::site_packages(build, &lock.python_tag);
     let extra: Vec<String> = integrity::installed(&site)
         .map_err(ProvisionError)?
         .into_keys()
@@ -244,30 +335,84 @@ pub fn ensure(
     }
     let stamp = build.join(integrity::STAMP);
     std::fs::write(&stamp, lock.canonical()).map_err(|e| io("write", &stamp, e))?;
-    let sound = integrity::check(&build, lock).map_err(|why| {
+    let sound = integrity::check(build, lock).map_err(|why| {
         ProvisionError(format!(
             "the new environment is not what the lock list {} says: {why}",
             lock.label
         ))
     })?;
-    std::fs::rename(&build, &venv).map_err(|e| io("move the new environment to", &venv, e))?;
+    Ok(sound)
+}
+
+/// `sdk --venv PATH`: creates at `path` an environment of exactly the lock
+/// of `pin`, as [`ensure`] does in the cache, for a user who wants an
+/// interpreter of their own (`--python PATH/bin/python` then passes
+/// `sdk-record`'s `environment-locked`). Built in place, so its activation
+/// scripts name `path`; removed again when any step fails. An existing
+/// environment of exactly the lock is reused; anything else at `path` is
+/// left alone and refused.
+///
+/// # Errors
+/// [`ProvisionError`]: `path` exists and is not such an environment, or a
+/// step of [`build_env`] failed.
+pub fn create_venv(
+    pin: &SdkPin,
+    path: &Path,
+    index_url: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Provisioned, ProvisionError> {
+    let lock = sdk_lock(pin)?;
+    let venv = std::path::absolute(path)
+        .map_err(|e| ProvisionError(format!("--venv {}: {e}", path.display())))?;
+    let occupied = std::fs::read_dir(&venv).map_or(venv.exists(), |mut d| d.next().is_some());
+    if occupied {
+        return match integrity::check(&venv, &lock) {
+            Ok(sound) => {
+                progress(&format!("reused {} (already exactly the lock)", venv.display()));
+                Ok(Provisioned {
+                    python: venv.join("bin").join("python"),
+                    venv,
+                    reused: true,
+                    sound,
+                })
+            }
+            Err(why) => Err(ProvisionError(format!(
+                "--venv {}: expected a missing or empty folder, found one that is not an environment of \
+                 exactly the lock {} ({why}); it is left as it is: give a new path, or remove it and run again",
+                venv.display(),
+                lock.label
+            ))),
+        };
+    }
+    let base = base_python(&lock)?;
+    let scratch = tempfile::tempdir()
+        .map_err(|e| ProvisionError(format!("cannot create a temporary folder: {e}")))?;
     progress(&format!(
-        "verified {} ({} distributions, {} files match their RECORD)",
+        "creating {} with {}",
         venv.display(),
-        sound.distributions,
-        sound.files_verified
+        base.to_string_lossy()
     ));
-    Ok(Provisioned {
-        python: venv.join("bin").join("python"),
-        venv,
-        reused: false,
-        sound,
-    })
+    let _ = std::fs::remove_dir(&venv);
+    match build_env(&base, &venv, scratch.path(), &lock, index_url, progress) {
+        Ok(sound) => Ok(Provisioned {
+            python: venv.join("bin").join("python"),
+            venv,
+            reused: false,
+            sound,
+        }),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&venv);
+            Err(e)
+        }
+    }
 }
 
 /// Takes the exclusive `flock` of `path` (created if missing), waiting for
 /// another holder and saying so.
-fn hold_lock(path: &Path, progress: &mut dyn FnMut(&str)) -> Result<OwnedFd, ProvisionError> {
+pub(crate) fn hold_lock(
+    path: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<OwnedFd, ProvisionError> {
     let err = |what: &str, e: rustix::io::Errno| {
         ProvisionError(format!(
             "cannot {what} the lock file {}: {}",
@@ -358,7 +503,7 @@ fn base_python(lock: &LockList) -> Result<OsString, ProvisionError> {
 }
 
 /// `python -m pip --isolated --no-input --disable-pip-version-check`.
-fn pip(python: &Path) -> Command {
+pub(crate) fn pip(python: &Path) -> Command {
     let mut cmd = Command::new(python);
     clean_python_env(&mut cmd).args([
         "-I",
@@ -389,7 +534,7 @@ pub fn clean_python_env(cmd: &mut Command) -> &mut Command {
 /// # Errors
 /// `WHAT exited with STATUS: <last lines of its output>`, or that it could
 /// not start.
-fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
+pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
     let out = cmd
         .stdin(Stdio::null())
         .output()

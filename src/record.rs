@@ -198,7 +198,10 @@ pub fn normalize_join(base: &Path, rel: &str) -> PathBuf {
 /// distribution's console scripts in the scripts directory.
 pub fn resolve_row_path(layout: &RecordLayout, path: &str) -> Result<PathBuf, String> {
     let resolved = normalize_join(&layout.site_packages, path);
-    if resolved.starts_with(&layout.site_packages) && resolved != layout.site_packages {
+    // Compared as resolved: an interpreter whose path is spelled with `..`
+    // (`XDG_CACHE_HOME="$CI_PROJECT_DIR/../cache"`) holds its own files.
+    let site_packages = normalize_join(&layout.site_packages, ".");
+    if resolved.starts_with(&site_packages) && resolved != site_packages {
         return Ok(resolved);
     }
     if let Some(scripts) = &layout.scripts_dir {

@@ -150,40 +150,8 @@ pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
     };
     let rows = &mut report.rows;
     check_sums(dir, rows);
-    let text = fs::read_to_string(dir.join(evidence::EVIDENCE_JSON))
-        .map_err(|e| format!("{}/evidence.json: {e}", dir.display()))?;
-    let value: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            rows.push(Row::new(
-                "evidence.json parses",
-                "JSON",
-                format!("invalid: {e}"),
-            ));
-            return Ok(report);
-        }
-    };
-    let recorded_digest = value
-        .pointer("/sign_off/evidence_sha256")
-        .and_then(|v| v.as_str())
-        .unwrap_or("(missing)")
-        .to_string();
-    let digest = evidence::canonical_digest(&value);
-    rows.push(Row::new(
-        "sign-off evidence_sha256",
-        recorded_digest,
-        digest.clone(),
-    ));
-    let ev: Evidence = match serde_json::from_value(value) {
-        Ok(e) => e,
-        Err(e) => {
-            rows.push(Row::new(
-                "evidence.json schema v1",
-                "valid",
-                format!("invalid: {e}"),
-            ));
-            return Ok(report);
-        }
+    let Some((ev, digest)) = read_sealed(dir, rows)? else {
+        return Ok(report);
     };
     // Decided before any slow check: an interpreter that cannot rebuild is a
     // reason the replay cannot run, not a mismatch.
@@ -211,6 +179,68 @@ pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
     if let Some(recorded) = &ev.files {
         check_files(dir, recorded, rows);
     }
+    replay_archives(dir, &ev, rows);
+    if let Some(w) = &ev.wheelhouse {
+        replay_wheelhouse(dir, w, rows);
+    }
+    replay_source_tar(dir, &ev, rows);
+    if let (Some(repo), Some(work)) = (&repo, &work) {
+        let python = report.rebuild.as_ref().map(|r| PathBuf::from(&r.python));
+        replay_against_repo(opts, repo, &ev, python.as_deref(), work.path(), rows);
+    }
+    let mut not_redecided = not_redecided;
+    groups::replay_groups(opts, dir, &ev, rows, &mut not_redecided);
+    report.not_redecided = not_redecided;
+    Ok(report)
+}
+
+/// `evidence.json` read back: its sign-off digest re-derived (a row), then
+/// parsed as schema v1; `None` when it does not parse (the row says why).
+///
+/// # Errors
+/// When the file cannot be read.
+fn read_sealed(dir: &Path, rows: &mut Vec<Row>) -> Result<Option<(Evidence, String)>, String> {
+    let text = fs::read_to_string(dir.join(evidence::EVIDENCE_JSON))
+        .map_err(|e| format!("{}/evidence.json: {e}", dir.display()))?;
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            rows.push(Row::new(
+                "evidence.json parses",
+                "JSON",
+                format!("invalid: {e}"),
+            ));
+            return Ok(None);
+        }
+    };
+    let recorded_digest = value
+        .pointer("/sign_off/evidence_sha256")
+        .and_then(|v| v.as_str())
+        .unwrap_or("(missing)")
+        .to_string();
+    let digest = evidence::canonical_digest(&value);
+    rows.push(Row::new(
+        "sign-off evidence_sha256",
+        recorded_digest,
+        digest.clone(),
+    ));
+    let ev: Evidence = match serde_json::from_value(value) {
+        Ok(e) => e,
+        Err(e) => {
+            rows.push(Row::new(
+                "evidence.json schema v1",
+                "valid",
+                format!("invalid: {e}"),
+            ));
+            return Ok(None);
+        }
+    };
+    Ok(Some((ev, digest)))
+}
+
+/// Each candidate's archive re-hashed (sha256, size) and its members
+/// compared with the recorded digests.
+fn replay_archives(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) {
     for c in &ev.candidates {
         let Some(a) = &c.archive else { continue };
         if !inside_relative(&a.path) {
@@ -237,67 +267,75 @@ pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
                 format!("unreadable: {e}"),
             )),
         }
-        match member_digests(&path) {
-            Ok(members) => {
-                let observed: BTreeMap<&str, (&str, u64)> = members
-                    .iter()
-                    .map(|m| (m.name.as_str(), (m.sha256.as_str(), m.size)))
-                    .collect();
-                let mut bad = 0;
-                for m in &a.members {
-                    match observed.get(m.name.as_str()) {
-                        Some((sha, size)) if *sha == m.sha256 && *size == m.size => {}
-                        Some((sha, _)) => {
-                            bad += 1;
-                            rows.push(Row::new(
-                                format!("{} member {}", a.path, m.name),
-                                &m.sha256,
-                                *sha,
-                            ));
-                        }
-                        None => {
-                            bad += 1;
-                            rows.push(Row::new(
-                                format!("{} member {}", a.path, m.name),
-                                &m.sha256,
-                                "missing",
-                            ));
-                        }
-                    }
-                }
-                for m in &members {
-                    if !a.members.iter().any(|r| r.name == m.name) {
+        replay_members(&path, a, rows);
+    }
+}
+
+/// The members of the archive at `path` against `a`'s records: each
+/// digest, none missing or added, and the content digest.
+fn replay_members(path: &Path, a: &evidence::ArchiveRecord, rows: &mut Vec<Row>) {
+    match member_digests(path) {
+        Ok(members) => {
+            let observed: BTreeMap<&str, (&str, u64)> = members
+                .iter()
+                .map(|m| (m.name.as_str(), (m.sha256.as_str(), m.size)))
+                .collect();
+            let mut bad = 0;
+            for m in &a.members {
+                match observed.get(m.name.as_str()) {
+                    Some((sha, size)) if *sha == m.sha256 && *size == m.size => {}
+                    Some((sha, _)) => {
                         bad += 1;
                         rows.push(Row::new(
                             format!("{} member {}", a.path, m.name),
-                            "absent",
                             &m.sha256,
+                            *sha,
+                        ));
+                    }
+                    None => {
+                        bad += 1;
+                        rows.push(Row::new(
+                            format!("{} member {}", a.path, m.name),
+                            &m.sha256,
+                            "missing",
                         ));
                     }
                 }
-                if bad == 0 {
+            }
+            for m in &members {
+                if !a.members.iter().any(|r| r.name == m.name) {
+                    bad += 1;
                     rows.push(Row::new(
-                        format!("{} members", a.path),
-                        format!("{} digests", a.members.len()),
-                        format!("{} digests", members.len()),
+                        format!("{} member {}", a.path, m.name),
+                        "absent",
+                        &m.sha256,
                     ));
                 }
+            }
+            if bad == 0 {
                 rows.push(Row::new(
-                    format!("{} content digest", a.path),
-                    &a.content_digest,
-                    content_digest(&members),
+                    format!("{} members", a.path),
+                    format!("{} digests", a.members.len()),
+                    format!("{} digests", members.len()),
                 ));
             }
-            Err(e) => rows.push(Row::new(
-                format!("{} members", a.path),
-                "readable ZIP",
-                format!("unreadable: {e}"),
-            )),
+            rows.push(Row::new(
+                format!("{} content digest", a.path),
+                &a.content_digest,
+                content_digest(&members),
+            ));
         }
+        Err(e) => rows.push(Row::new(
+            format!("{} members", a.path),
+            "readable ZIP",
+            format!("unreadable: {e}"),
+        )),
     }
-    if let Some(w) = &ev.wheelhouse {
-        replay_wheelhouse(dir, w, rows);
-    }
+}
+
+/// `staging/source.tar` re-hashed against the recorded digest (a merged
+/// directory without it is left out).
+fn replay_source_tar(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) {
     if let Some(recorded) = &ev.source.archive_sha256 {
         // A merged directory holds no staging/ (merge copies the archives only).
         let tar = dir.join("staging").join("source.tar");
@@ -308,14 +346,6 @@ pub fn replay(opts: &ReplayOptions) -> Result<Report, String> {
             rows.push(Row::new("staging/source.tar sha256", recorded, observed));
         }
     }
-    if let (Some(repo), Some(work)) = (&repo, &work) {
-        let python = report.rebuild.as_ref().map(|r| PathBuf::from(&r.python));
-        replay_against_repo(opts, repo, &ev, python.as_deref(), work.path(), rows);
-    }
-    let mut not_redecided = not_redecided;
-    groups::replay_groups(opts, dir, &ev, rows, &mut not_redecided);
-    report.not_redecided = not_redecided;
-    Ok(report)
 }
 
 /// The sign-off's files digest, re-derived; when it differs, every file
@@ -607,7 +637,9 @@ fn check_sums(dir: &Path, rows: &mut Vec<Row>) {
         let digest = digest.as_str();
         let path = path.as_str();
         listed.insert(path.to_string());
-        match hash::sha256_file(&dir.join(path)) {
+        // A name that is not UTF-8 is listed lossily (U+FFFD): found by
+        // that reading, folder by folder.
+        match hash::sha256_file(&crate::sweep::on_disk(dir, path)) {
             Ok(d) if d.hex() == digest => {}
             Ok(d) => {
                 bad += 1;
@@ -957,5 +989,32 @@ fn candidate_verdicts(ev: &Evidence, rows: &mut Vec<Row>) {
             word(recorded),
             word(&observed),
         ));
+    }
+}
+
+#[cfg(test)]
+mod sums_tests {
+    use super::*;
+
+    /// Attack round on issue 35.3: a good commit's test writes a file whose
+    /// name is not UTF-8 (`data\xff`, a test of filename handling) in its
+    /// HOME. `SHA256SUMS` names it lossily (U+FFFD); replay must still find
+    /// and check it, not report it removed.
+    #[test]
+    fn a_file_whose_name_is_not_utf8_is_checked_not_reported_removed() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("roots/suites/tree/home");
+        fs::create_dir_all(&home).unwrap();
+        fs::write(home.join(std::ffi::OsStr::from_bytes(b"data\xff")), b"x").unwrap();
+        fs::write(
+            dir.path().join(SHA256SUMS),
+            evidence::sha256sums(dir.path()).unwrap(),
+        )
+        .unwrap();
+        let mut rows = Vec::new();
+        check_sums(dir.path(), &mut rows);
+        let wrong: Vec<&Row> = rows.iter().filter(|r| r.matches != Match::Yes).collect();
+        assert!(wrong.is_empty(), "{wrong:?}");
     }
 }

@@ -132,9 +132,10 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
     group_lines(&mut out, evidence, &paint);
     let _ = writeln!(
         out,
-        "\n{}{}{}: evidence in {}",
+        "\n{}{}{}{}: evidence in {}",
         evidence.verdict.word(),
         warnings_note(evidence),
+        worktree_note(evidence),
         partial_note(evidence),
         dir.display()
     );
@@ -157,6 +158,14 @@ fn candidate_lines(out: &mut String, evidence: &Evidence, paint: &dyn Fn(&str, &
         .iter()
         .filter_map(|c| c.verdict.as_ref().map(|v| (c.folder.as_str(), v)))
         .collect();
+    let placement = |folder: &str| {
+        evidence
+            .candidates
+            .iter()
+            .find(|c| c.folder == folder)
+            .and_then(|c| c.placement.as_ref())
+            .and_then(|p| p.certified)
+    };
     if judged.is_empty() {
         return;
     }
@@ -188,6 +197,9 @@ fn candidate_lines(out: &mut String, evidence: &Evidence, paint: &dyn Fn(&str, &
             if let Some(reason) = &v.reason {
                 let _ = write!(out, ": {}", shorten(reason, NOTE_CHARS));
             }
+        } else if let Some(p) = placement(folder) {
+            // A pass names the placement it was certified for.
+            let _ = write!(out, "  {}", p.word());
         }
         out.push('\n');
     }
@@ -329,6 +341,15 @@ pub fn gates_not_run(evidence: &Evidence) -> Vec<&str> {
         .collect()
 }
 
+/// ` (working tree, not a commit; not a certification of a commit)` after
+/// the verdict word of a `--worktree` run; empty otherwise.
+fn worktree_note(evidence: &Evidence) -> String {
+    match &evidence.source.worktree {
+        Some(w) => format!(" ({}; not a certification of a commit)", w.label),
+        None => String::new(),
+    }
+}
+
 /// ` (partial: --only X; N of M gates not run, ...)` or ` (partial:
 /// --partition K/N: ...)` after the verdict word of a partial run (see
 /// `Selection::partial`); empty otherwise. A partial pass is a developer's
@@ -342,10 +363,13 @@ fn partial_note(evidence: &Evidence) -> String {
         parts.push(format!("--only {}", only.join(",")));
     }
     if let Some(p) = evidence.selection.partition {
+        // A grouped share's candidates of the other groups are in their runs.
+        let others = evidence.sdk_groups.iter().flatten().filter(|g| !g.default);
         let folders: Vec<&str> = evidence
             .candidates
             .iter()
             .map(|c| c.folder.as_str())
+            .chain(others.flat_map(|g| g.candidates.iter().map(|c| c.folder.as_str())))
             .collect();
         parts.push(format!(
             "--partition {}/{}: candidates {} only",
@@ -371,7 +395,7 @@ fn partial_note(evidence: &Evidence) -> String {
 
 /// `--format json`: the summary as one JSON document (verdict, evidence
 /// directory, sign-off digest, `warnings`, the statement's
-/// `statement_result`, per candidate its `verdict` and the folders that
+/// `statement_result`, per candidate its `verdict` and `placement` and the folders that
 /// passed (`candidates_passed`), and per gate its result, reason, time and failing
 /// checks, each with the checks that are its `consequences`, which are not
 /// listed as failing checks of their own; `partial` and `gates_not_run` for a partial run), from the same
@@ -421,7 +445,14 @@ pub fn summary_json(evidence: &Evidence, dir: &Path) -> String {
         "candidates": evidence
             .candidates
             .iter()
-            .map(|c| serde_json::json!({ "folder": c.folder, "verdict": c.verdict }))
+            .map(|c| {
+                serde_json::json!({
+                    "folder": c.folder,
+                    "verdict": c.verdict,
+                    // `dedicated`, `shared-runtime-v1`, or null: refused or not judged.
+                    "placement": c.placement.as_ref().and_then(|p| p.certified),
+                })
+            })
             .collect::<Vec<_>>(),
         "candidates_passed": verdicts::passed(&evidence.candidates),
         "sdk_groups": evidence.sdk_groups,
@@ -483,6 +514,20 @@ mod tests {
         );
         let text = summary(&partial, dir, false);
         assert!(text.contains("\nPASS (partial: "), "{text}");
+        // A grouped share names its candidates in every group it ran.
+        let mut share = partial.clone();
+        share.selection.partition = Some(crate::profile::Partition { index: 2, count: 2 });
+        share.sdk_groups = Some(vec![serde_json::from_value(serde_json::json!({
+            "requirement": "langbot-plugin==0.6.1", "default": false, "verdict": "pass",
+            "python": "/p", "version": "0.6.1", "record_sha256": null,
+            "candidates": [{"folder": "pinned-plugin", "verdict": "pass"}]
+        }))
+        .unwrap()]);
+        let text = summary(&share, dir, false);
+        assert!(
+            text.contains("--partition 2/2: candidates pinned-plugin only"),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "predicate.result WARNED (a partial run: only a full certification is PASSED)\n"
@@ -626,6 +671,25 @@ mod tests {
         );
         assert_eq!(json["candidates"][0]["verdict"]["result"], "fail");
         assert_eq!(json["candidates"][0]["verdict"]["check"], "sdk-requirement");
+        assert_eq!(json["candidates"][1]["placement"], serde_json::Value::Null);
+        // A passing candidate's certified placement follows its `pass`.
+        ev.candidates[1].placement = Some(crate::evidence::PlacementRecord {
+            shared_runtime: None,
+            component_model: None,
+            claimed: crate::evidence::Placement::Dedicated,
+            certified: Some(crate::evidence::Placement::Dedicated),
+            sdk_shared_runtime: false,
+            shared_runtime_gate: "not run".into(),
+            refused: Vec::new(),
+        });
+        let text = summary(&ev, Path::new("/ev"), false);
+        assert!(
+            text.contains("\n  codex-agent       pass  dedicated\n"),
+            "{text}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&summary_json(&ev, Path::new("/ev"))).unwrap();
+        assert_eq!(json["candidates"][1]["placement"], "dedicated");
         // Nobody passed: said so.
         ev.candidates.pop();
         assert!(

@@ -39,15 +39,17 @@
 //! `DIR/roots/dependencies/wheelhouse/` (pip's private HOME/TMP; each run
 //! writes into a fresh folder there, moved into the wheelhouse afterwards).
 
+use crate::evidence::sandbox::{LeftRunning, Network, SandboxRecord};
 use crate::evidence::{WheelhouseDownload, WheelhouseFailure, WheelhouseFile, WheelhouseRecord};
 use crate::hash;
+use crate::isolation::left_running;
 use crate::isolation::sandbox;
 use crate::process::{self, ChildSpec};
 
 pub mod pip;
 pub mod provenance;
+pub mod verify;
 
-pub use pip::check_index_url;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -58,10 +60,6 @@ pub const INDEX_URL_ENV: &str = "LANGBOT_PLUGIN_PYPI_INDEX_URL";
 /// The SDK's trusted-host variable (`pkgmgr.PYPI_TRUSTED_HOST_ENV`): never
 /// set for an offline install.
 pub const TRUSTED_HOST_ENV: &str = "LANGBOT_PLUGIN_PYPI_TRUSTED_HOST";
-
-/// Where the files come from: the SDK's own default index
-/// (`pkgmgr.DEFAULT_PYPI_INDEX_URL`), the one its installer would reach.
-pub const UPSTREAM_INDEX: &str = "https://pypi.org/simple";
 
 /// Time limit of one pip step (resolution or download): the SDK's own installer limit
 /// (`_DEPENDENCY_INSTALL_TIMEOUT_SECONDS = 600`, worker_launcher.py line 53).
@@ -410,14 +408,16 @@ struct Fetched {
 }
 
 /// Runs one pip step (`args` after the interpreter) in the sandbox, with
-/// the isolated environment; returns its output and the sandbox record.
+/// the isolated environment; returns its output, the sandbox record and,
+/// sandboxed, what it left running there when pip exited.
 fn run_pip(
     input: &BuildInput,
     args: Vec<String>,
     log_stem: &Path,
 ) -> (
     Result<process::ChildOutput, process::RunError>,
-    sandbox::SandboxRecord,
+    SandboxRecord,
+    Option<LeftRunning>,
 ) {
     let spec = ChildSpec {
         program: input.python.clone(),
@@ -430,12 +430,18 @@ fn run_pip(
     };
     let mut read_only = input.read_only.clone();
     read_only.extend(NETWORK_FILES.iter().map(PathBuf::from));
+    let survey = input.root.join(format!(
+        "{}-left-running.json",
+        log_stem.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    let _ = left_running::clear(&survey);
     let (spec, record) = sandbox::confine(
         spec,
         &sandbox::SandboxPlan {
             read_only,
             writable: vec![input.root.clone()],
-            network: sandbox::Network::Shared,
+            network: Network::Shared,
+            survey: Some(survey.clone()),
         },
         input.sandbox,
     );
@@ -444,7 +450,8 @@ fn run_pip(
     } else {
         process::run(&spec)
     };
-    (out, record)
+    let left = record.confined().then(|| left_running::read(&survey));
+    (out, record, left)
 }
 
 /// Resolves one group (`pip install --dry-run --report`), then downloads
@@ -478,6 +485,7 @@ fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched,
         sources: Vec::new(),
         resolve_log: Some(relative(&input.evidence_dir, &resolve_stem)),
         sandbox: None,
+        left_running: Default::default(),
     };
     let failed = |mut record: WheelhouseDownload, failure: WheelhouseFailure| {
         record.failure = Some(failure);
@@ -496,7 +504,7 @@ fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched,
     };
 
     // 1. Resolution.
-    let (out, sandbox_record) = run_pip(
+    let (out, sandbox_record, left) = run_pip(
         input,
         pip::resolve_args(
             &input.index_url,
@@ -507,6 +515,9 @@ fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched,
         &resolve_stem,
     );
     record.sandbox = Some(sandbox_record);
+    if let Some(left) = left {
+        record.left_running.insert("resolve".into(), left);
+    }
     let out = match out {
         Ok(out) => out,
         Err(e) => {
@@ -572,7 +583,7 @@ fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched,
     // 2. Download, pinned.
     std::fs::write(&pinned_file, provenance::pinned_requirements(&resolved))
         .map_err(|e| format!("{}: {e}", pinned_file.display()))?;
-    let (out, _) = run_pip(
+    let (out, _, left) = run_pip(
         input,
         pip::download_args(
             &input.index_url,
@@ -582,6 +593,9 @@ fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched,
         ),
         &log_stem,
     );
+    if let Some(left) = left {
+        record.left_running.insert("download".into(), left);
+    }
     let out = match out {
         Ok(out) => out,
         Err(e) => return failed(record, could_not_run(&e)),
@@ -951,7 +965,7 @@ mod tests {
         let rec = |files: Vec<WheelhouseFile>| WheelhouseRecord {
             dir: DIR_NAME.into(),
             index: "wheelhouse/simple/".into(),
-            upstream_index: UPSTREAM_INDEX.into(),
+            upstream_index: crate::profile::UPSTREAM_INDEX.into(),
             downloads: vec![],
             files,
             allow_source_builds: vec![],

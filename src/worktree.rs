@@ -97,11 +97,34 @@ pub fn digest(entries: &[TreeEntry]) -> String {
     hash::sha256_bytes(lines.concat().as_bytes())
 }
 
+/// 1980-01-02T00:00:00Z in seconds since the epoch: the earliest time a
+/// working-tree file is stamped with. Python's `zipfile` (which `lbp build`
+/// uses) converts a file's time with `time.localtime` and refuses a year
+/// before 1980; one day past 1980-01-01 keeps every time zone's local date
+/// in 1980.
+pub const ZIP_EARLIEST: u64 = 315_619_200;
+
+/// 2107-12-30T00:00:00Z: the latest, for the same reason (a DOS date's year
+/// is 1980 + 7 bits, at most 2107).
+pub const ZIP_LATEST: u64 = 4_354_646_400;
+
+/// A file's modification time `mtime` (seconds since the epoch, negative
+/// before 1970) clamped to [`ZIP_EARLIEST`]..=[`ZIP_LATEST`].
+pub fn zip_safe_mtime(mtime: i64) -> u64 {
+    u64::try_from(mtime)
+        .unwrap_or(0)
+        .clamp(ZIP_EARLIEST, ZIP_LATEST)
+}
+
 /// Writes the tar `git archive` would write for `entries` (minus the paths
 /// in `skip`, the export-ignored ones) at `tar_path`: a directory entry for
 /// every parent folder, then each file with git archive's modes under
-/// `tar.umask=0002` (`0664`, `0775`), symlinks as links, modification time
-/// 0; the bytes read from the work tree under `repo`.
+/// `tar.umask=0002` (`0664`, `0775`), symlinks as links; the bytes read from
+/// the work tree under `repo`. Each file keeps its own modification time,
+/// clamped into what a ZIP (DOS) timestamp can hold ([`zip_safe_mtime`]);
+/// folders get [`ZIP_EARLIEST`]. (`git archive` of a commit stamps the
+/// commit time; a working tree has none, and time 0, 1970, made `lbp build`
+/// leave every file out: "ZIP does not support timestamps before 1980".)
 ///
 /// # Errors
 /// When a file cannot be read or the tar cannot be written: a sentence with
@@ -111,6 +134,37 @@ pub fn write_tar(
     entries: &[TreeEntry],
     skip: &BTreeSet<String>,
     tar_path: &Path,
+) -> Result<(), String> {
+    write_tar_from(entries, skip, tar_path, &mut |e: &TreeEntry| {
+        let full = repo.join(&e.path);
+        let read = if e.mode == "120000" {
+            std::fs::read_link(&full).map(|t| t.into_os_string().into_encoded_bytes())
+        } else {
+            std::fs::read(&full)
+        };
+        let bytes = read.map_err(|err| format!("--worktree: {}: cannot read: {err}", e.path))?;
+        let meta = std::fs::symlink_metadata(&full)
+            .map_err(|err| format!("--worktree: {}: cannot read: {err}", e.path))?;
+        Ok((bytes, std::os::unix::fs::MetadataExt::mtime(&meta)))
+    })
+}
+
+/// Gives an entry's bytes (a symlink's: its target) and its modification
+/// time in seconds since the epoch, or a sentence saying why it cannot.
+pub type EntryReader<'a> = dyn FnMut(&TreeEntry) -> Result<(Vec<u8>, i64), String> + 'a;
+
+/// [`write_tar`] with each entry's bytes (a symlink's: its target) and
+/// modification time (seconds since the epoch, clamped by
+/// [`zip_safe_mtime`]) given by `read`, called once per written entry in
+/// `entries` order.
+///
+/// # Errors
+/// `read`'s sentence, or when the tar cannot be written.
+pub fn write_tar_from(
+    entries: &[TreeEntry],
+    skip: &BTreeSet<String>,
+    tar_path: &Path,
+    read: &mut EntryReader<'_>,
 ) -> Result<(), String> {
     let file = std::fs::File::create(tar_path)
         .map_err(|e| format!("{}: cannot create: {e}", tar_path.display()))?;
@@ -133,25 +187,23 @@ pub fn write_tar(
         h.set_entry_type(tar::EntryType::Directory);
         h.set_mode(0o775);
         h.set_size(0);
-        h.set_mtime(0);
+        h.set_mtime(ZIP_EARLIEST);
         tar.append_data(&mut h, dir, std::io::empty())
             .map_err(write_err)?;
     }
     for e in kept {
-        let full = repo.join(&e.path);
+        let (bytes, mtime) = read(e)?;
         let mut h = tar::Header::new_gnu();
-        h.set_mtime(0);
+        h.set_mtime(zip_safe_mtime(mtime));
         if e.mode == "120000" {
-            let target = std::fs::read_link(&full)
-                .map_err(|err| format!("--worktree: {}: cannot read: {err}", e.path))?;
+            use std::os::unix::ffi::OsStrExt as _;
+            let target = Path::new(std::ffi::OsStr::from_bytes(&bytes));
             h.set_entry_type(tar::EntryType::Symlink);
             h.set_mode(0o777);
             h.set_size(0);
-            tar.append_link(&mut h, &e.path, &target)
+            tar.append_link(&mut h, &e.path, target)
                 .map_err(write_err)?;
         } else {
-            let bytes = std::fs::read(&full)
-                .map_err(|err| format!("--worktree: {}: cannot read: {err}", e.path))?;
             h.set_entry_type(tar::EntryType::Regular);
             h.set_mode(if e.mode == "100755" { 0o775 } else { 0o664 });
             h.set_size(bytes.len() as u64);
@@ -167,6 +219,61 @@ pub fn write_tar(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_time_is_clamped_into_what_a_zip_timestamp_holds() {
+        assert_eq!(zip_safe_mtime(0), ZIP_EARLIEST);
+        assert_eq!(zip_safe_mtime(-5), ZIP_EARLIEST);
+        assert_eq!(zip_safe_mtime(315_532_800), ZIP_EARLIEST, "1980-01-01 UTC");
+        assert_eq!(zip_safe_mtime(1_700_000_000), 1_700_000_000);
+        assert_eq!(zip_safe_mtime(ZIP_EARLIEST as i64), ZIP_EARLIEST);
+        assert_eq!(zip_safe_mtime(ZIP_LATEST as i64 + 1), ZIP_LATEST);
+        assert_eq!(zip_safe_mtime(i64::MAX), ZIP_LATEST);
+    }
+
+    #[test]
+    fn the_tar_keeps_each_files_own_time_and_never_one_before_1980() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("r");
+        std::fs::create_dir_all(repo.join("x")).unwrap();
+        for (name, secs) in [("x/new.py", 1_700_000_000u64), ("old.py", 0)] {
+            let f = std::fs::File::create(repo.join(name)).unwrap();
+            f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+                .unwrap();
+        }
+        let e = |path: &str| TreeEntry {
+            mode: "100644".into(),
+            kind: "blob".into(),
+            id: String::new(),
+            path: path.into(),
+        };
+        let tar_path = dir.path().join("t.tar");
+        write_tar(
+            &repo,
+            &[e("old.py"), e("x/new.py")],
+            &BTreeSet::new(),
+            &tar_path,
+        )
+        .unwrap();
+        let mut archive = tar::Archive::new(std::fs::File::open(&tar_path).unwrap());
+        let times: Vec<(String, u64)> = archive
+            .entries()
+            .unwrap()
+            .map(|en| {
+                let en = en.unwrap();
+                let path = en.path().unwrap().display().to_string();
+                (path, en.header().mtime().unwrap())
+            })
+            .collect();
+        assert_eq!(
+            times,
+            [
+                ("x/".to_string(), ZIP_EARLIEST),
+                ("old.py".to_string(), ZIP_EARLIEST),
+                ("x/new.py".to_string(), 1_700_000_000),
+            ]
+        );
+    }
 
     #[test]
     fn the_digest_is_independent_of_listing_order_and_changes_with_any_field() {

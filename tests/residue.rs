@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
-use verify_coding_candidates::isolation::procfs;
+use verify_coding_candidates::process::procfs;
 use verify_coding_candidates::process::{self, residue, ChildSpec};
 
 fn read_pid(path: &Path) -> i32 {

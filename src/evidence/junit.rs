@@ -126,6 +126,10 @@ pub fn render(evidence: &Evidence) -> std::io::Result<String> {
         }
     }
     let xml = report.to_string().map_err(std::io::Error::other)?;
+    // Control and bidirectional characters of names and texts (a candidate
+    // folder, a test id, an output tail) are written escaped: XML 1.0 allows
+    // no C0 control, and a bidi override reorders what a CI view shows.
+    let xml = crate::output::escape_text(&xml, false);
     skipped_not_disabled(&xml)
 }
 
@@ -376,6 +380,30 @@ mod tests {
             .unwrap_or_else(|| panic!("no testsuite {id}: {xml}"));
         let end = start + xml[start..].find('>').unwrap();
         &xml[start..=end]
+    }
+
+    #[test]
+    fn control_and_bidi_characters_of_names_and_details_are_written_escaped() {
+        let ev = evidence(
+            vec![gate(
+                "stage",
+                GateResult::Fail,
+                true,
+                vec![Check::fail(
+                    "candidate-present",
+                    Some("codex\u{202e}gnp.exe"),
+                    "Runner/codex\u{202e}gnp.exe: \x1b[2J missing\u{0007}",
+                )],
+            )],
+            Verdict::Fail,
+        );
+        let xml = render(&ev).unwrap();
+        for raw in ['\u{202e}', '\u{1b}', '\u{7}'] {
+            assert!(!xml.contains(raw), "{raw:?} in {xml}");
+        }
+        assert!(xml.contains("codex\\u202egnp.exe"), "{xml}");
+        // quick-junit itself drops the C0 controls XML 1.0 cannot hold.
+        assert!(xml.contains("gnp.exe:  missing</failure>"), "{xml}");
     }
 
     #[test]

@@ -1,13 +1,16 @@
-//! Evidence: the model and its views (`evidence.json`, `junit.xml`,
-//! `SHA256SUMS`), each written atomically into the evidence directory, and
-//! each candidate's own verdict read from the gates ([`verdicts`]).
+//! Evidence: the model and its views (`evidence.json`, `junit.xml`, the
+//! statement, `report.html`, `SHA256SUMS`), each written atomically into the
+//! evidence directory, and each candidate's own verdict read from the gates
+//! ([`verdicts`]).
 
 pub mod canonical;
+pub mod html;
 pub mod junit;
 pub mod kept_profile;
 pub mod lock;
 pub mod model;
 pub mod observed;
+pub mod sandbox;
 pub mod statement;
 pub mod verdicts;
 
@@ -34,30 +37,6 @@ pub fn schema_json() -> String {
     let mut text = serde_json::to_string_pretty(&schema).expect("schema serialises");
     text.push('\n');
     text
-}
-
-/// The check of `gate` that `check` is a consequence of: the one its
-/// [`Check::consequence_of`] names, with the same candidate or gate-wide
-/// (no candidate), which did not pass and is not itself a consequence. `None` when `check` is a finding of its own, or when that root is
-/// absent or passed (the views then show `check` as a finding of its own, so
-/// nothing is hidden under a root nobody sees).
-pub fn root_of<'a>(gate: &'a GateRecord, check: &Check) -> Option<&'a Check> {
-    let root = check.consequence_of.as_deref()?;
-    gate.checks.iter().find(|c| {
-        c.name == root
-            && (c.candidate == check.candidate || c.candidate.is_none())
-            && c.result != CheckResult::Pass
-            && c.consequence_of.is_none()
-    })
-}
-
-/// The checks of `gate` reported under `root` (those whose [`root_of`] is
-/// `root`), in order.
-pub fn consequences_of<'a>(gate: &'a GateRecord, root: &'a Check) -> Vec<&'a Check> {
-    gate.checks
-        .iter()
-        .filter(|c| root_of(gate, c).is_some_and(|r| std::ptr::eq(r, root)))
-        .collect()
 }
 
 /// Fills `evidence.sign_off` (verdict and digest) from the rest of `evidence`.
@@ -113,8 +92,9 @@ pub fn write_atomic_with(
     Ok(())
 }
 
-/// Writes `evidence.json`, `junit.xml`, `statement.intoto.json` and last `SHA256SUMS` (every regular
-/// file under `dir` but itself, `sha256sum -c` format, sorted by path).
+/// Writes `evidence.json`, `junit.xml`, `statement.intoto.json`, `report.html` and last
+/// `SHA256SUMS` (every regular file under `dir` but itself, `sha256sum -c` format, sorted by
+/// path).
 ///
 /// # Errors
 /// Any I/O error.
@@ -128,6 +108,7 @@ pub fn write_all(dir: &Path, evidence: &Evidence) -> io::Result<()> {
         serde_json::to_string_pretty(&statement::render(evidence)).map_err(io::Error::other)?;
     statement.push('\n');
     write_atomic(dir, statement::STATEMENT_JSON, statement.as_bytes())?;
+    write_atomic(dir, html::REPORT_HTML, html::render(evidence).as_bytes())?;
     match &evidence.files {
         // Every other file was just hashed into `files` (nothing under DIR
         // changes but the views now): those digests and the views', in
@@ -180,10 +161,11 @@ pub fn sha256sums(dir: &Path) -> io::Result<String> {
 
 /// Files `write_all` renders from the evidence itself; [`files_digest`]
 /// covers everything else.
-pub const VIEWS: [&str; 4] = [
+pub const VIEWS: [&str; 5] = [
     EVIDENCE_JSON,
     JUNIT_XML,
     statement::STATEMENT_JSON,
+    html::REPORT_HTML,
     SHA256SUMS,
 ];
 
@@ -433,6 +415,7 @@ pub(crate) mod testing {
             suites: None,
             wheelhouse: None,
             signals: Vec::new(),
+            swept: Vec::new(),
             sdk_groups: None,
             sign_off: SignOff {
                 verdict,
@@ -479,6 +462,7 @@ mod tests {
             ("f", "3"),
             ("junit.xml", "<x/>"),
             ("junit.xml.d/z", "4"),
+            ("report.html", "<p>"),
             ("roots/deep/er", "5"),
             ("statement.intoto.json", "{}"),
             ("zz/q", "6"),

@@ -70,6 +70,13 @@ pub struct Evidence {
     /// (`groups/<pin>/`). Absent for a profile with one pin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sdk_groups: Option<Vec<SdkGroupRecord>>,
+    /// What the sweep before sealing removed or cut, in path order: every
+    /// symlink, FIFO, socket or device found anywhere in the evidence
+    /// directory, and every regular file of a private root (`roots/`) over
+    /// the size cap. After sealing the directory holds only regular files
+    /// and folders. Empty (absent) when the sweep found nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub swept: Vec<SweptEntry>,
     /// The sign-off over everything above.
     pub sign_off: SignOff,
 }
@@ -151,8 +158,9 @@ pub struct FilesDigest {
     /// Number of files covered.
     pub count: u64,
     /// sha256 hex of their `SHA256SUMS`-format listing (sorted by path), which
-    /// leaves out the four files written from the evidence itself:
-    /// `evidence.json`, `junit.xml`, `statement.intoto.json`, `SHA256SUMS`.
+    /// leaves out the files written from the evidence itself:
+    /// `evidence.json`, `junit.xml`, `statement.intoto.json`, `report.html`
+    /// (since it was added) and `SHA256SUMS`.
     pub sha256: String,
     /// That listing, one entry per file in listing order (its lines are
     /// `<sha256>  <path>`), so `replay` can name a file that changed even
@@ -170,6 +178,62 @@ pub struct FileEntry {
     pub path: String,
     /// sha256 hex of the file.
     pub sha256: String,
+}
+
+/// What a [`SweptEntry`] was found to be (`lstat`'s file type; a link is
+/// never followed, a FIFO never opened).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SweptKind {
+    /// A symbolic link (its target read with `readlink`).
+    Symlink,
+    /// A named pipe: reading it blocks until a writer comes.
+    Fifo,
+    /// A Unix domain socket.
+    Socket,
+    /// A block device node.
+    BlockDevice,
+    /// A character device node.
+    CharDevice,
+    /// A regular file over the size cap, cut to it.
+    Oversized,
+    /// A regular file with a name outside the evidence directory (its link
+    /// count exceeds the names DIR holds for it): a hard link to a host
+    /// file, which an upload carries as the host's bytes. Always leaves DIR.
+    HardLink,
+}
+
+/// One entry the sweep before sealing found ([`Evidence::swept`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SweptEntry {
+    /// `/`-separated path relative to the evidence directory.
+    pub path: String,
+    /// What it was.
+    pub kind: SweptKind,
+    /// A symlink's target as stored (`readlink`), never followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Whether that target leaves the evidence directory (an absolute path
+    /// outside it, `..` climbing out of it, or a path through another
+    /// link, which cannot be shown to stay inside); `false` for the rest.
+    #[serde(default)]
+    pub leaves_dir: bool,
+    /// The gate whose folder held it (`roots/<gate>/`, `logs/<gate>/`, or
+    /// the folder a gate writes: `staging/` stage, `packages/` lbp-build,
+    /// `extracted/` archive-members, `wheelhouse/` dependencies); absent
+    /// for any other place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
+    /// The candidate folder its path names, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<String>,
+    /// An oversized file's size before it was cut, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// What the sweep did: `removed`, `truncated to <bytes> bytes`, or why
+    /// it could not (`not removed: <error>`).
+    pub action: String,
 }
 
 /// One run combined by `merge`: a `--partition` share, or an unpartitioned
@@ -222,6 +286,13 @@ pub struct SignalRecord {
     /// parent links of `/proc`) when it was signalled or reaped: the harness
     /// only ever touches its own, so `false` here is a harness defect.
     pub descends_from_run: bool,
+    /// For the reap of a step the harness started (a child's leader): when
+    /// it was started, in milliseconds since the run started (the clock of
+    /// `at_ms`), so a step's span is `started_ms..at_ms`. Absent for a
+    /// signal, for a residue reap, and in evidence written before this field
+    /// existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
 }
 
 /// What the harness did to a process.
@@ -690,6 +761,83 @@ pub struct CandidateRecord {
     /// ([`Evidence::sdk_groups`]); absent for a profile with one pin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sdk_group: Option<String>,
+    /// Which SDK version the candidate was certified under, and why; absent
+    /// in evidence written before this field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk_choice: Option<SdkChoice>,
+    /// The manifest's runtime claims and the placement certified for them
+    /// (`placement` gate), once it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementRecord>,
+}
+
+/// Which SDK version a candidate was certified under, and why: its
+/// `langbot-plugin` requirement resolved as the installer resolves it today
+/// (`src/provision/resolve.rs`), compared with the run's pin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SdkChoice {
+    /// The SDK version the candidate was certified under (its group's pin).
+    pub sdk: String,
+    /// Its `langbot-plugin` requirement line; absent when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requirement: Option<String>,
+    /// The version that requirement resolves to today; absent when it could
+    /// not be resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<String>,
+    /// Where `resolved` came from: `pin`, `index`, `offline` (the newest
+    /// carried version accepted), or `unresolved`.
+    pub source: String,
+    /// One line: why, e.g. "unpinned: pip installs 0.7.18 today".
+    pub reason: String,
+}
+
+/// Where a candidate may run: its own worker, or a worker shared by several
+/// installations of one archive digest (SDK 0.7 `SharedPluginWorkerRuntime`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// One worker per installation, as every SDK allows.
+    Dedicated,
+    /// One worker per archive digest, a slot per installation: needs the
+    /// stateless-v1 contract proven and, in the host, a signed envelope.
+    SharedRuntimeV1,
+}
+
+impl Placement {
+    /// The word used in evidence, summaries and the statement.
+    pub fn word(self) -> &'static str {
+        match self {
+            Placement::Dedicated => "dedicated",
+            Placement::SharedRuntimeV1 => "shared-runtime-v1",
+        }
+    }
+}
+
+/// A candidate's placement (`candidates[].placement`): what its manifest
+/// claims, what backs or refutes the claim, and what was certified.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlacementRecord {
+    /// `execution.sharedRuntime` as written (absent: no claim).
+    pub shared_runtime: Option<String>,
+    /// `execution.componentModel` as written.
+    pub component_model: Option<String>,
+    /// The placement the manifest asks for.
+    pub claimed: Placement,
+    /// The placement certified; absent when the claim could not be
+    /// certified (the `placement` gate's `shared-claim` check failed).
+    pub certified: Option<Placement>,
+    /// Whether the candidate's verified SDK has a shared runtime
+    /// (`SharedPluginWorkerRuntime` and `PluginExecutionMode.SHARED_CERTIFIED`).
+    pub sdk_shared_runtime: bool,
+    /// The `shared-runtime` gate's outcome for this candidate, one line
+    /// (`passed`, `not run: ...`, `failed: ...`).
+    pub shared_runtime_gate: String,
+    /// Why the claim could not be certified, one line per cause.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
 }
 
 /// One candidate's verdict: `pass` when every required gate passed for it,
@@ -974,7 +1122,12 @@ pub struct WheelhouseDownload {
     /// The sandbox both pip steps ran in (pip and any build code it runs
     /// are the code under review's dependencies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<crate::isolation::sandbox::SandboxRecord>,
+    pub sandbox: Option<super::sandbox::SandboxRecord>,
+    /// What each sandboxed pip step (`resolve`, `download`) left running in
+    /// its sandbox when pip exited; empty when unconfined (or in evidence
+    /// written before this field existed).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub left_running: std::collections::BTreeMap<String, super::sandbox::LeftRunning>,
 }
 
 /// Where one wheelhouse file came from.
@@ -1075,6 +1228,12 @@ pub struct ArchiveRecord {
     pub members: Vec<MemberRecord>,
     /// Path of the exact extraction, relative to DIR.
     pub extracted: Option<String>,
+    /// The SDK's `normalized_zip_digest` of the archive (sha256 hex of the
+    /// file with its ZIP comment removed: SDK 0.7.18
+    /// `langbot_plugin/certification.py`), the digest a certification
+    /// envelope signs; set by the `placement` gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalized_zip_digest: Option<String>,
 }
 
 /// One archive member.
@@ -1231,4 +1390,28 @@ pub struct SuiteTestCase {
     pub text: Option<String>,
     /// pytest's `time`, in milliseconds.
     pub duration_ms: Option<u64>,
+}
+
+/// The check of `gate` that `check` is a consequence of: the one its
+/// [`Check::consequence_of`] names, with the same candidate or gate-wide
+/// (no candidate), which did not pass and is not itself a consequence. `None` when `check` is a finding of its own, or when that root is
+/// absent or passed (the views then show `check` as a finding of its own, so
+/// nothing is hidden under a root nobody sees).
+pub fn root_of<'a>(gate: &'a GateRecord, check: &Check) -> Option<&'a Check> {
+    let root = check.consequence_of.as_deref()?;
+    gate.checks.iter().find(|c| {
+        c.name == root
+            && (c.candidate == check.candidate || c.candidate.is_none())
+            && c.result != CheckResult::Pass
+            && c.consequence_of.is_none()
+    })
+}
+
+/// The checks of `gate` reported under `root` (those whose [`root_of`] is
+/// `root`), in order.
+pub fn consequences_of<'a>(gate: &'a GateRecord, root: &'a Check) -> Vec<&'a Check> {
+    gate.checks
+        .iter()
+        .filter(|c| root_of(gate, c).is_some_and(|r| std::ptr::eq(r, root)))
+        .collect()
 }

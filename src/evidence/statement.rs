@@ -61,10 +61,28 @@ pub fn warnings(evidence: &Evidence) -> usize {
     own + groups as usize
 }
 
+/// A candidate's archive as a subject: its file name and sha256, annotated
+/// with what a signer needs when known: the SDK's `normalized_zip_digest`
+/// (the digest a certification envelope signs) and the placement certified
+/// (`dedicated`, `shared-runtime-v1`, or `refused` for a shared claim that
+/// was not certified).
+fn archive_subject(c: &super::model::CandidateRecord) -> Option<Value> {
+    let a = c.archive.as_ref()?;
+    let name = a.path.rsplit('/').next().unwrap_or(&a.path);
+    let mut s = json!({ "name": name, "digest": { "sha256": a.sha256 } });
+    if let Some(d) = &a.normalized_zip_digest {
+        s["annotations"]["normalized_zip_digest"] = json!(d);
+    }
+    if let Some(p) = &c.placement {
+        s["annotations"]["placement"] = json!(p.certified.map_or("refused", |p| p.word()));
+    }
+    Some(s)
+}
+
 /// Renders the statement: one subject per built archive (name = archive file
 /// name, digest sha256; a grouped run's other groups' archives annotated
 /// `sdk_group`) plus the source commit (`gitCommit`, named
-/// `git+<origin URL>` or the repository folder's name: [`crate::origin::subject_name`]), [`result`] as
+/// `git+<origin URL>` or the repository folder's name: [`subject_name`]), [`result`] as
 /// `result`, the profile, SDK RECORD and tool as `configuration` (the tool's
 /// annotations list `gates_not_run` for a partial run, and
 /// `candidate_verdicts`: each candidate folder's own verdict word), and every check's
@@ -74,15 +92,13 @@ pub fn render(evidence: &Evidence) -> Value {
     let mut subject: Vec<Value> = evidence
         .candidates
         .iter()
-        .filter_map(|c| c.archive.as_ref())
-        .map(|a| {
-            let name = a.path.rsplit('/').next().unwrap_or(&a.path);
-            json!({ "name": name, "digest": { "sha256": a.sha256 } })
-        })
+        .filter_map(archive_subject)
         .collect();
     // A grouped run: every other group's archives too, as its run recorded
     // them (the default group's are this run's own candidates above).
     for g in evidence.sdk_groups.iter().flatten().filter(|g| !g.default) {
+        // (Their normalized digests and placements are in that group's own
+        // evidence and statement.)
         for a in g.candidates.iter().filter_map(|c| c.archive.as_ref()) {
             let name = a.path.rsplit('/').next().unwrap_or(&a.path);
             subject.push(json!({
@@ -92,8 +108,7 @@ pub fn render(evidence: &Evidence) -> Value {
             }));
         }
     }
-    let name =
-        crate::origin::subject_name(evidence.source.origin.as_deref(), &evidence.source.repo);
+    let name = subject_name(evidence.source.origin.as_deref(), &evidence.source.repo);
     subject.push(match &evidence.source.worktree {
         // The working tree has no commit id: its digest, and the base.
         Some(w) => json!({
@@ -143,7 +158,7 @@ pub fn render(evidence: &Evidence) -> Value {
     let mut configuration = vec![json!({
         "name": format!("profile:{}", evidence.profile.name),
         "digest": { "sha256": evidence.profile.sha256 },
-        "annotations": { "origin": evidence.profile.origin }
+        "annotations": { "origin": profile_origin(evidence) }
     })];
     if let Some(record) = &evidence.sdk.record_sha256 {
         configuration.push(json!({
@@ -219,9 +234,78 @@ pub fn render(evidence: &Evidence) -> Value {
     })
 }
 
+/// How the statement names where the profile came from, without a path of
+/// the machine that ran: `builtin:<name>` for the built-in profile, the
+/// repository-relative path (`verify-coding-candidates.toml`) for a file in
+/// the repository under review, `external:<file name>` for a `--profile`
+/// file outside it (its sha256 beside identifies it). `evidence.json`'s
+/// `profile.origin` keeps the full path for the reader on that machine.
+pub fn profile_origin(evidence: &Evidence) -> String {
+    let origin = &evidence.profile.origin;
+    if origin == "built-in" {
+        return format!("builtin:{}", evidence.profile.name);
+    }
+    let path = std::path::Path::new(origin);
+    let inside = path
+        .strip_prefix(&evidence.source.repo)
+        .ok()
+        .filter(|rel| {
+            rel.components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+        })
+        .map(|rel| rel.to_string_lossy().into_owned())
+        .filter(|rel| !rel.is_empty());
+    inside.unwrap_or_else(|| {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!("external:{name}")
+    })
+}
+
+/// The statement's name for the source: `git+<origin>` when an origin URL
+/// was recorded, else the repository folder's name (the last component of
+/// `repo`), never the path.
+pub fn subject_name(origin: Option<&str>, repo: &str) -> String {
+    match origin {
+        Some(url) => format!("git+{url}"),
+        None => std::path::Path::new(repo).file_name().map_or_else(
+            || "repository".to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_profile_origin_names_no_machine_path() {
+        let mut ev = crate::evidence::testing::full_pass();
+        ev.source.repo = "/home/u/langbot-plugins".into();
+        ev.profile.name = "coding-runners".into();
+        for (origin, named) in [
+            ("built-in", "builtin:coding-runners"),
+            (
+                "/home/u/langbot-plugins/verify-coding-candidates.toml",
+                "verify-coding-candidates.toml",
+            ),
+            ("/home/u/langbot-plugins/ci/p.toml", "ci/p.toml"),
+            ("/home/u/langbot-plugins/../p.toml", "external:p.toml"),
+            ("/home/u/langbot-plugins-2/p.toml", "external:p.toml"),
+            ("/tmp/x/profile.toml", "external:profile.toml"),
+        ] {
+            ev.profile.origin = origin.into();
+            assert_eq!(profile_origin(&ev), named, "{origin}");
+            let statement = render(&ev);
+            assert_eq!(
+                statement["predicate"]["configuration"][0]["annotations"]["origin"], named,
+                "{origin}"
+            );
+        }
+    }
     use crate::evidence::testing::{evidence, full_pass, gate};
     use crate::evidence::Check;
 
@@ -371,6 +455,18 @@ mod tests {
         assert_eq!(
             render(&ev)["predicate"]["failedTests"],
             json!(["sdk-record/record-rows", "sdk-record/bytecode"])
+        );
+    }
+
+    #[test]
+    fn the_subject_is_the_origin_or_the_folder_name_never_a_path() {
+        assert_eq!(
+            subject_name(Some("https://github.com/o/r.git"), "/tmp/x/r"),
+            "git+https://github.com/o/r.git"
+        );
+        assert_eq!(
+            subject_name(None, "/tmp/.tmpAbC/langbot-plugins"),
+            "langbot-plugins"
         );
     }
 }

@@ -37,8 +37,9 @@ pub fn of(gates: &[GateRecord], folder: &str) -> CandidateVerdict {
         match gate.result {
             GateResult::Pass if !left_out => {}
             GateResult::Fail if !left_out => {
-                let failing =
-                    |c: &&Check| c.result == CheckResult::Fail && super::root_of(gate, c).is_none();
+                let failing = |c: &&Check| {
+                    c.result == CheckResult::Fail && super::model::root_of(gate, c).is_none()
+                };
                 if let Some(own) = gate
                     .checks
                     .iter()
@@ -258,6 +259,8 @@ mod tests {
             discovery: None,
             verdict: None,
             sdk_group: None,
+            sdk_choice: None,
+            placement: None,
         };
         let mut records = vec![record("a"), record("b"), record("c")];
         assign(&gates, &mut records);

@@ -31,6 +31,7 @@
 
 mod committed;
 mod kept;
+mod manifest_reader;
 mod observe;
 
 use committed::COMMITTED_FILES;
@@ -40,7 +41,7 @@ pub(crate) use kept::redecide as redecide_kept;
 use crate::context::{RunContext, Updates};
 use crate::evidence::{ArchiveRecord, Check, CheckResult, MemberRecord};
 use crate::lbpkg;
-use crate::manifest_yaml::ManifestReader;
+use manifest_reader::ManifestReader;
 use observe::{Expected, Input, MemberData, Observation, ZipObservation};
 use serde_json::json;
 
@@ -151,6 +152,7 @@ pub(crate) fn archive_record(obs: &Observation) -> Option<ArchiveRecord> {
             })
             .collect(),
         extracted: Some(data.extract_rel.clone()),
+        normalized_zip_digest: None,
     })
 }
 

@@ -136,6 +136,9 @@ pub fn decide_all(obs: &RunObservation) -> Vec<Check> {
     if let Some(c) = obs.wheelhouse.as_ref().and_then(pip_sandbox_check) {
         checks.push(c);
     }
+    if let Some(c) = obs.wheelhouse.as_ref().and_then(pip_left_running_check) {
+        checks.push(c);
+    }
     for c in &obs.candidates {
         if let (
             CandidateObservation::Read {
@@ -754,6 +757,43 @@ pub fn pip_sandbox_check(record: &WheelhouseRecord) -> Option<Check> {
         "the wheelhouse's pip (its resolution and download, and any sdist build code)",
         sandbox,
     ))
+}
+
+/// The `pip-left-running` check: what the wheelhouse's sandboxed pip steps
+/// left running when pip exited (build code that starts a daemon), the
+/// worst step's (a failure naming the processes, else a warning when one
+/// was not surveyed, else a pass); none when no step was surveyed.
+pub fn pip_left_running_check(record: &WheelhouseRecord) -> Option<Check> {
+    use crate::evidence::CheckResult;
+    use crate::isolation::left_running;
+    use crate::profile::LeftRunningPolicy as Policy;
+    let severity = |c: &Check| match c.result {
+        CheckResult::Fail => 2,
+        CheckResult::Warn => 1,
+        _ => 0,
+    };
+    record
+        .downloads
+        .iter()
+        .enumerate()
+        .flat_map(|(n, d)| {
+            d.left_running.iter().map(move |(step, found)| {
+                left_running::check(
+                    "pip-left-running",
+                    None,
+                    &format!("the wheelhouse's pip {step} step of download {}", n + 1),
+                    found,
+                    Policy::Fail,
+                )
+            })
+        })
+        .reduce(|worst, c| {
+            if severity(&c) > severity(&worst) {
+                c
+            } else {
+                worst
+            }
+        })
 }
 
 /// The `prepare` check of a candidate without an admitted archive: what to

@@ -30,11 +30,11 @@
 //! TMPDIR and data root, and `probes/<folder>/<runner>/` the runner probes'
 //! fixture program, its `transcript.jsonl` and the private `workspace/`.
 
-mod calls;
+pub(crate) mod calls;
 mod components;
 mod host;
 mod observe;
-mod plan;
+pub(crate) mod plan;
 pub mod spec;
 mod survey;
 #[cfg(test)]
@@ -105,7 +105,36 @@ impl super::Gate for DiscoveryRpc {
                 }
             });
         }
-        Ok(decide(&obs))
+        let mut checks = decide(&obs);
+        // A plugin that failed to load on an SDK name: an SDK mismatch.
+        for o in obs.result.iter().flat_map(|r| &r.candidates) {
+            let text: String = o
+                .failure
+                .iter()
+                .chain(&o.runtime_messages)
+                .map(|m| format!("{m}\n"))
+                .collect();
+            let requirement = ctx
+                .profile
+                .profile
+                .candidates
+                .iter()
+                .find(|c| c.folder() == o.folder)
+                .zip(ctx.staged_root.as_ref())
+                .and_then(|(c, staged)| {
+                    std::fs::read_to_string(staged.join(&c.path).join("requirements.txt")).ok()
+                })
+                .and_then(|t| crate::provision::resolve::sdk_line(&t));
+            super::sdk_mismatch::annotate(
+                checks
+                    .iter_mut()
+                    .filter(|c| c.candidate.as_deref() == Some(o.folder.as_str())),
+                &text,
+                ctx.profile.profile.sdk.version(),
+                Some(requirement.as_deref()),
+            );
+        }
+        Ok(checks)
     }
 }
 

@@ -118,9 +118,10 @@ pub(crate) struct CandidateBuild {
     pub source_changes: Option<Result<Vec<String>, String>>,
     /// Entries of the staged candidate before the build.
     pub source_entries: usize,
-    /// `(commit id, committer date)`, read when the build reported files it
-    /// could not add (a date before 1980 is one cause).
-    pub commit: Option<(String, String)>,
+    /// What dated the staged files (a commit's date, or the working tree's
+    /// own times), read when the build reported files it could not add (a
+    /// date before 1980 is one cause).
+    pub stamp: Option<file_errors::Stamp>,
 }
 
 impl CandidateBuild {
@@ -138,7 +139,7 @@ impl CandidateBuild {
             moved: None,
             source_changes: None,
             source_entries: 0,
-            commit: None,
+            stamp: None,
         }
     }
 }
@@ -283,7 +284,7 @@ pub(crate) fn decide(b: &CandidateBuild) -> Vec<Check> {
     checks.push(file_errors::files_added_check(
         &b.folder,
         &run.file_errors,
-        b.commit.as_ref(),
+        b.stamp.as_ref(),
     ));
     checks.push(single_archive(b, run));
     checks.push(source_untouched(b));

@@ -10,9 +10,12 @@ pub mod dependencies;
 pub mod discovery_rpc;
 pub mod historical_admission;
 pub mod lbp_build;
+pub mod placement;
+pub(crate) mod sdk_mismatch;
 pub(crate) mod sdk_record;
 mod sdk_shadow;
 pub(crate) mod shared_copies;
+pub mod shared_runtime;
 mod stage;
 pub(crate) mod suites;
 mod tree_clean;
@@ -25,6 +28,7 @@ pub use dependencies::Dependencies;
 pub use discovery_rpc::DiscoveryRpc;
 pub use historical_admission::HistoricalAdmission;
 pub use lbp_build::LbpBuild;
+pub use placement::PlacementGate;
 pub use sdk_record::SdkRecord;
 pub use sdk_shadow::SdkShadow;
 pub use shared_copies::SharedCopies;
@@ -87,8 +91,10 @@ pub fn all() -> Vec<Box<dyn Gate>> {
         Box::new(VendoredSdk),
         Box::new(HistoricalAdmission),
         Box::new(DiscoveryRpc),
+        Box::new(shared_runtime::SharedRuntime),
         Box::new(WorkerIsolation),
         Box::new(Suites),
+        Box::new(PlacementGate),
     ]
 }
 
@@ -154,6 +160,8 @@ pub(crate) mod testing {
             discovery: None,
             verdict: None,
             sdk_group: None,
+            sdk_choice: None,
+            placement: None,
         }
     }
 

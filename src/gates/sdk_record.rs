@@ -77,6 +77,9 @@ pub(crate) struct Observation {
     /// Every installed distribution against the verifier's lock
     /// (`environment-locked`), when the environment was observed.
     pub locked: Option<environment_locked::LockedObservation>,
+    /// The sandbox the gate's probes ran in (`-I -S`, the whole filesystem
+    /// read-only but their private roots), when the site probe started.
+    pub probe_sandbox: Option<crate::evidence::sandbox::SandboxRecord>,
 }
 
 /// RECORD and what its rows say about the files.
@@ -134,6 +137,15 @@ pub(crate) fn decide(obs: &Observation, pinned: &str) -> Vec<Check> {
     }
     if let Some(locked) = &obs.locked {
         checks.push(environment_locked::locked_check(locked));
+    }
+    if let Some(record) = &obs.probe_sandbox {
+        checks.push(crate::isolation::sandbox::check(
+            "probe-sandbox",
+            None,
+            "the gate's probes of the interpreter under review (site, SDK and bytecode probes, \
+             `-I -S`)",
+            record,
+        ));
     }
     checks
 }
@@ -254,10 +266,21 @@ impl super::Gate for SdkRecord {
     }
 }
 
-/// The `record-provenance` check ([`provenance::provenance_check`]) when the
-/// profile records `sdk.record_sha256` and RECORD was read.
+/// The `record-provenance` check ([`provenance::provenance_check`]) when
+/// RECORD was read and the wheel's own RECORD digest is known: the
+/// profile's `sdk.record_sha256`, else the one of the verifier's lock for the
+/// exact pin ([`provenance::expected_record_sha256`]: carried, or made on demand
+/// from the published wheel), so a pin `profile init` wrote (an on-demand
+/// group) is held to its wheel as a carried profile's pin is.
 fn record_provenance(obs: &Observation, ctx: &RunContext) -> Option<Check> {
-    let want = ctx.profile.profile.sdk.record_sha256.as_deref()?;
+    let sdk = &ctx.profile.profile.sdk;
+    let lock = sdk
+        .record_sha256
+        .is_none()
+        .then(|| crate::provision::on_demand::files_for(&sdk.requirement))
+        .flatten();
+    let want = provenance::expected_record_sha256(sdk.record_sha256.as_deref(), lock.as_ref())?;
+    let want = want.as_str();
     let record = obs.record.as_ref().filter(|r| r.read_error.is_none())?;
     let dist_info_name = Path::new(&record.dist_info)
         .file_name()

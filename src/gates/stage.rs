@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 
 mod attributes;
 mod before_archive;
+mod blobs;
+mod committed;
 mod observe;
 mod refusals;
 
@@ -173,6 +175,9 @@ pub(crate) struct Staged {
     pub attributes: Result<BTreeMap<String, Vec<(String, String)>>, String>,
     /// staging/source against the tree.
     pub blobs: Blobs,
+    /// DIR/staging/tree (every committed file, for the suites) against the
+    /// tree, when some path carries export-ignore; or why it was not written.
+    pub committed: Option<Result<Blobs, String>>,
     /// Every candidate of the run, in profile order.
     pub candidates: Vec<CandidateStage>,
 }
@@ -226,7 +231,16 @@ impl super::Gate for Stage {
         let checks = decide(&obs);
         if !checks.iter().any(|c| c.result == CheckResult::Fail) {
             let source = ctx.staging_source();
-            out.set(move |ctx| ctx.staged_root = Some(source));
+            let committed = match &obs.staged {
+                Ok(Staged {
+                    committed: Some(_), ..
+                }) => ctx.staging_tree(),
+                _ => source.clone(),
+            };
+            out.set(move |ctx| {
+                ctx.staged_root = Some(source);
+                ctx.committed_root = Some(committed);
+            });
         }
         Ok(checks)
     }
@@ -307,22 +321,85 @@ pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
         attributes_check.result == CheckResult::Fail,
     ));
     checks.push(attributes_check);
-    let attr_list = export_attribute_list(&export_attributes(all_attributes));
-    checks.push(
-        Check::pass(
-            "export-attributes",
-            None,
-            format!("{} path(s) carry export-ignore or export-subst (listed, see source.export_attributes)", attr_list.len()),
-        )
-        .with_observed(json!({
-            "count": attr_list.len(),
-            "paths": attr_list.iter().map(|a| json!({"path": a.path, "attribute": a.attribute})).collect::<Vec<_>>(),
-        })),
-    );
+    checks.push(export_attributes_check(
+        &export_attribute_list(&export_attributes(all_attributes)),
+        staged.committed.as_ref(),
+        &obs.commit,
+    ));
     for c in &staged.candidates {
         candidate_checks(c, &obs.commit, &mut checks);
     }
     checks
+}
+
+/// The `export-attributes` check: lists the paths carrying export-ignore
+/// or export-subst; the export-ignored ones are left out of staging/source
+/// and the archives, and still run by the suites from DIR/staging/tree
+/// (`committed`), which must hold every committed file.
+fn export_attributes_check(
+    list: &[ExportAttribute],
+    committed: Option<&Result<Blobs, String>>,
+    commit: &str,
+) -> Check {
+    let ignored: Vec<&str> = list
+        .iter()
+        .filter(|a| a.attribute == "export-ignore")
+        .map(|a| a.path.as_str())
+        .collect();
+    let observed = json!({
+        "count": list.len(),
+        "paths": list.iter().map(|a| json!({"path": a.path, "attribute": a.attribute})).collect::<Vec<_>>(),
+        "suites_tree": committed.map(|c| match c {
+            Ok(b) => json!({"path": "staging/tree", "blobs_verified": b.verified, "problems": b.problems}),
+            Err(e) => json!({"error": e}),
+        }),
+    });
+    let named: Vec<&str> = ignored.iter().take(NAMED_AT_MOST).copied().collect();
+    let more = ignored.len().saturating_sub(NAMED_AT_MOST);
+    let named = format!(
+        "{}{}",
+        named.join("\n  "),
+        if more > 0 {
+            format!("\n  ... and {more} more (all in this check's observed value)")
+        } else {
+            String::new()
+        }
+    );
+    let problems = match committed {
+        Some(Err(e)) => vec![e.clone()],
+        Some(Ok(b)) => b.problems.iter().map(problem_line).collect(),
+        None => Vec::new(),
+    };
+    if !problems.is_empty() {
+        return Check::fail(
+            "export-attributes",
+            None,
+            format!(
+                "expected staging/tree to be every file of commit {commit} (the export-ignored ones \
+                 included), as the suites must run the commit; found:\n  {}\nthe harness could not \
+                 copy the commit's own files: check the evidence directory's space and git's log \
+                 under logs/stage/, then run again",
+                problems.join("\n  ")
+            ),
+        )
+        .with_observed(observed);
+    }
+    let detail = if ignored.is_empty() {
+        format!(
+            "{} path(s) carry export-subst, none export-ignore (listed, see source.export_attributes)",
+            list.len()
+        )
+    } else {
+        format!(
+            "{} path(s) carry export-ignore or export-subst (listed, see source.export_attributes); \
+             the {} export-ignored path(s) are left out of staging/source and the archives a build \
+             sees, but still run by the suites, from staging/tree (every committed file, blob ids \
+             verified):\n  {named}",
+            list.len(),
+            ignored.len()
+        )
+    };
+    Check::pass("export-attributes", None, detail).with_observed(observed)
 }
 
 fn extraction_failure(failure: &ExtractionFailure, commit: &str) -> Check {

@@ -1,8 +1,9 @@
 //! The `suites` gate: the repository's own pytest suites (profile `[suites]`),
 //! run with the genuine interpreter twice:
 //!
-//! 1. `tree`: in a private copy of the committed tree
-//!    (DIR/staging/source copied to `DIR/roots/suites/tree/source`), the
+//! 1. `tree`: in a private copy of the committed tree (every committed
+//!    file: DIR/staging/source, or DIR/staging/tree when some path carries
+//!    export-ignore, copied to `DIR/roots/suites/tree/source`), the
 //!    source-root variable unset, so the suites read the committed candidates;
 //! 2. `extracted`: in a second private copy, with the source-root variable
 //!    (`CODING_RUNNER_SOURCE_ROOT`) set to DIR/extracted, whose children are
@@ -11,7 +12,7 @@
 //! Each run is one process, `python -I -X pycache_prefix=DIR/roots/pycache -c
 //! <suites_run.py> '<pytest args>' DIR/logs/suites/<run>-collection.json`,
 //! whose driver calls `pytest.main([<paths>, -p no:cacheprovider, --rootdir
-//! <copy>, -c <config>, --junitxml DIR/logs/suites/<run>.xml, -q],
+//! ., -c <config>, --junitxml ../out/report.xml, -q],
 //! plugins=[recorder])` with a private HOME/TMP, the allowlisted environment
 //! plus the source-root variable, its own process group and the profile's
 //! time limit (collection included); its exit status is pytest's. The
@@ -50,7 +51,10 @@
 //! deselected` declares it), and `uncollected` (`suites/uncollected.rs`:
 //! every test the suites' files define, as the driver reads them with
 //! `ast` before pytest imports the repository, was collected or is
-//! declared). `observed-outcomes` also fails a test whose call did not run
+//! declared), and `pytest-patches` (`suites/patches.rs`: a warning
+//! naming each statement of the run's tree that assigns to pytest's objects
+//! or the run's plugin, the known shape of same-interpreter forging).
+//! `observed-outcomes` also fails a test whose call did not run
 //! the callable its collection ended with through the plugin's wrapper.
 //! Warnings: `xpassed` (a non-strict xfail passed), `stragglers` (the run left
 //! processes behind, which were stopped).
@@ -104,6 +108,8 @@ mod deselection;
 mod junit;
 mod kept;
 mod observe;
+mod patches;
+mod record;
 mod reruns;
 mod rewrites;
 #[cfg(test)]
@@ -112,7 +118,7 @@ mod uncollected;
 
 pub(crate) use junit::parse_junit;
 pub(crate) use kept::{kept_observation, NOT_REDECIDED as KEPT_NOT_REDECIDED};
-pub(crate) use observe::{
+pub(crate) use record::{
     CollectAnswer, Collection, ExtractionObservation, Observation, PytestObs, RunObservation,
 };
 
@@ -145,7 +151,9 @@ impl super::Gate for Suites {
                 o.covers.clear();
             }
         }
-        let staged = ctx.staged_root.clone().ok_or(
+        // The commit's every file (export-ignored ones too: export
+        // attributes decide what a build sees, not what the tests run on).
+        let staged = ctx.committed_root.clone().or_else(|| ctx.staged_root.clone()).ok_or(
             "the staged source is missing (the `stage` gate did not record DIR/staging/source); run `stage` first",
         )?;
         // The candidates earlier gates failed (the pipeline runs this gate
@@ -164,7 +172,14 @@ impl super::Gate for Suites {
             Some(opts) => {
                 let obs = observe::observe(ctx, opts, &staged)?;
                 touched = extraction_read(&obs);
-                checks.extend(decide(&obs, opts));
+                let mut decided = decide(&obs, opts);
+                super::sdk_mismatch::annotate(
+                    &mut decided,
+                    &output_text(&obs.runs),
+                    ctx.profile.profile.sdk.version(),
+                    None,
+                );
+                checks.extend(decided);
                 record = Some(record_of(&obs, opts));
                 if let Some(check) = other_groups_check(&ctx.profile.profile) {
                     checks.push(check);
@@ -181,7 +196,15 @@ impl super::Gate for Suites {
             c.read_by_repository_run = touched.as_ref().map(|t| t.contains(&c.folder));
         }
         for c in &own {
-            checks.extend(candidates::decide(c, opts.as_ref()));
+            let mut decided = candidates::decide(c, opts.as_ref());
+            let requirement = sdk_requirement_line(&staged.join(&c.path));
+            super::sdk_mismatch::annotate(
+                &mut decided,
+                &output_text(&c.runs),
+                ctx.profile.profile.sdk.version(),
+                Some(requirement.as_deref()),
+            );
+            checks.extend(decided);
         }
         let own_runs: Vec<SuiteRun> = own
             .iter()
@@ -204,12 +227,35 @@ impl super::Gate for Suites {
     }
 }
 
+/// What `runs` printed that may name an SDK mismatch: each collection's
+/// output tail and every reported testcase's message and text.
+fn output_text(runs: &[RunObservation]) -> String {
+    let mut out = String::new();
+    for r in runs {
+        out.push_str(&r.collection.process.tail);
+        out.push('\n');
+        for t in r.report.iter().flatten() {
+            for s in [&t.message, &t.text].into_iter().flatten() {
+                out.push_str(s);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The `langbot-plugin` line of `folder/requirements.txt`, if any.
+fn sdk_requirement_line(folder: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(folder.join("requirements.txt")).ok()?;
+    crate::provision::resolve::sdk_line(&text)
+}
+
 /// The candidates' extractions the repository-level `extracted` run read
 /// (its record's `touched`); `None` when that run made no record.
 fn extraction_read(obs: &Observation) -> Option<Vec<String>> {
     let run = obs.runs.iter().find(|r| r.name == "extracted")?;
     match &run.collection.answer {
-        observe::CollectAnswer::Collected(c) => Some(c.touched.clone()),
+        CollectAnswer::Collected(c) => Some(c.touched.clone()),
         _ => None,
     }
 }
@@ -496,7 +542,12 @@ fn suite_paths_check(obs: &Observation, opts: &SuitesOptions) -> Check {
 /// Whether the run's `collected` check fails.
 fn collection_failed(r: &RunObservation) -> bool {
     match collection(r) {
-        Some(c) => !c.errors.is_empty() || c.exit_code != 0 || c.items.is_empty(),
+        Some(c) => {
+            !c.errors.is_empty()
+                || c.exit_code != 0
+                || c.items.is_empty()
+                || (c.collect_only && !c.tests_started)
+        }
         None => true,
     }
 }
@@ -506,11 +557,15 @@ fn outcomes_failed(r: &RunObservation) -> bool {
     let PytestObs::Ran {
         exit_code,
         timed_out,
+        status,
         ..
     } = &r.pytest
     else {
         return true;
     };
+    if crate::isolation::sandbox::supervisor_killed(&r.sandbox, status) {
+        return true;
+    }
     let Ok(cases) = &r.report else {
         return true;
     };
@@ -652,6 +707,18 @@ fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
         ),
         collected_check(r, &opts.paths),
     ];
+    if let Some(found) = &r.left_running {
+        checks.insert(
+            1,
+            crate::isolation::left_running::check(
+                &format!("{name}/left-running"),
+                None,
+                &format!("the {name} pytest run"),
+                found,
+                opts.left_running,
+            ),
+        );
+    }
     if !opts.historical.is_empty() {
         let c = historical_check(
             name,
@@ -703,6 +770,12 @@ fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
         under(uncollected)
     } else {
         uncollected
+    });
+    let patches = patches::patches_check(name, collection(r));
+    checks.push(if collection(r).is_none() {
+        under(patches)
+    } else {
+        patches
     });
     if let PytestObs::Ran {
         stragglers_killed: true,
@@ -845,6 +918,15 @@ fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
             process.tail,
             process.log
         )
+    } else if c.collect_only && !c.items.is_empty() && !c.tests_started {
+        format!(
+            "pytest ran with `--collect-only` (`--co`): it collected {} item(s) from {paths:?} and ran none of \
+             them, so no outcome exists; the option comes from the pytest configuration's `addopts` ([suites] \
+             config, else the run's own) or a conftest changing the options, not from the verifier: expected \
+             the suites to run: remove `--collect-only` from addopts; see {}",
+            c.items.len(),
+            process.log
+        )
     } else if c.exit_code == 4 {
         format!(
             "pytest rejected its command line or configuration while collecting {paths:?} (exit status 4, \
@@ -894,7 +976,6 @@ fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
 /// pytest ran.
 fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
     let name = format!("{}/outcomes", r.name);
-    let junit_rel = &r.junit_rel;
     let (exit_code, status, timed_out, log) = match &r.pytest {
         PytestObs::Ran {
             exit_code,
@@ -922,17 +1003,13 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
         "session_finished": collection(r).map(|c| c.finished),
         "pairing": pairing(r),
     });
-    if timed_out {
-        return Check::fail(
-            &name,
-            None,
-            format!(
-                "pytest did not finish within {} s and was stopped; expected the suites to finish: raise \
-                 [suites] timeout_secs or fix the hanging test (see {log})",
-                r.timeout_secs
-            ),
-        )
-        .with_observed(observed);
+    let ran = RanAs {
+        exit_code,
+        status,
+        log,
+    };
+    if let Some(stopped) = stopped_check(r, &name, &ran, timed_out, &observed) {
+        return stopped;
     }
     let parsed = match &r.report {
         Ok(p) => p,
@@ -961,6 +1038,100 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
         )
         .with_observed(observed);
     }
+    if let Some(failed) = failures_check(r, counts, &name, &ran, parsed, &observed) {
+        return failed;
+    }
+    if let Some(unpaired) = pairing_check(r, &name, &ran, &observed) {
+        return unpaired;
+    }
+    Check::pass(
+        &name,
+        None,
+        format!(
+            "pytest exit status 0: {} test(s): {} passed, {} xfailed (expected failures, not passes), {} skipped, \
+             {} xpassed (non-strict)",
+            counts.tests, counts.passed, counts.xfailed, counts.skipped, counts.xpassed
+        ),
+    )
+    .with_observed(observed)
+}
+
+/// How pytest ended, as `<run>/outcomes` names it: its exit status (`None`
+/// when stopped), the status's words and its log.
+struct RanAs<'a> {
+    exit_code: Option<i32>,
+    status: &'a str,
+    log: &'a str,
+}
+
+/// `<run>/outcomes` when pytest did not end by itself: stopped at its time
+/// limit, or when the step's supervisor was killed; `None` otherwise.
+fn stopped_check(
+    r: &RunObservation,
+    name: &str,
+    ran: &RanAs<'_>,
+    timed_out: bool,
+    observed: &serde_json::Value,
+) -> Option<Check> {
+    let (status, log) = (ran.status, ran.log);
+    if timed_out {
+        let running = r.collection.process.running.as_deref();
+        let hung = running.map_or(String::new(), |id| {
+            format!(" while the test {id} was running (the run's plugin noted it as it started)")
+        });
+        return Some(Check::fail(
+            name,
+            None,
+            format!(
+                "pytest did not finish within {} s and was stopped{hung}; expected the suites to finish: raise \
+                 [suites] timeout_secs or fix the hanging test (see {log})",
+                r.timeout_secs
+            ),
+        )
+        .with_observed({
+            let mut o = observed.clone();
+            o["running"] = json!(running);
+            o
+        }));
+    }
+    if crate::isolation::sandbox::supervisor_killed(&r.sandbox, status) {
+        let running = r.collection.process.running.as_deref();
+        let test = running.map_or(String::new(), |id| {
+            format!(" while the test {id} was running")
+        });
+        return Some(Check::fail(
+            name,
+            None,
+            format!(
+                "the step's supervisor was killed ({status}){test}: a test signalled its parent \
+                 (`os.getppid()`), which without bubblewrap is the verifier's supervisor process; the \
+                 verifier then stopped pytest, so the run has no verdict of pytest's; expected no test to \
+                 signal its parent: fix that test (see {log})"
+            ),
+        )
+        .with_observed({
+            let mut o = observed.clone();
+            o["running"] = json!(running);
+            o["supervisor_killed"] = json!(true);
+            o
+        }));
+    }
+    None
+}
+
+/// `<run>/outcomes` over the report's testcases: a pass when every failure
+/// passed in a sound rerun, a failure when no test ran or one failed;
+/// `None` when none failed.
+fn failures_check(
+    r: &RunObservation,
+    counts: &SuiteCounts,
+    name: &str,
+    ran: &RanAs<'_>,
+    parsed: &[SuiteTestCase],
+    observed: &serde_json::Value,
+) -> Option<Check> {
+    let (exit_code, status, log) = (ran.exit_code, ran.status, ran.log);
+    let junit_rel = &r.junit_rel;
     let bad: Vec<String> = bad_cases(parsed)
         .iter()
         .take(10)
@@ -980,8 +1151,8 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
         .collect();
     let assessment = reruns::assess(r, &r.reruns);
     if let Some(a) = assessment.as_ref().filter(|a| a.all_flaky()) {
-        return Check::pass(
-            &name,
+        return Some(Check::pass(
+            name,
             None,
             format!(
                 "pytest {status} on the first attempt: {} test(s): {} passed, {} failed and then passed when rerun \
@@ -996,7 +1167,7 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
                 counts.xpassed
             ),
         )
-        .with_observed(observed);
+        .with_observed(observed.clone()));
     }
     let reran = assessment.as_ref().map_or(String::new(), |a| {
         format!(
@@ -1007,19 +1178,19 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
         )
     });
     if exit_code == Some(5) || counts.tests == 0 {
-        return Check::fail(
-            &name,
+        return Some(Check::fail(
+            name,
             None,
             format!(
                 "pytest {status} and ran no test (5 means nothing was collected); expected at least one test in \
                  [suites] paths (see {log})"
             ),
         )
-        .with_observed(observed);
+        .with_observed(observed.clone()));
     }
     if exit_code != Some(0) || !bad.is_empty() {
-        return Check::fail(
-            &name,
+        return Some(Check::fail(
+            name,
             None,
             format!(
                 "pytest {status}; expected status 0 with no failure or error; found {} failed, {} error(s), {} \
@@ -1031,8 +1202,22 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
                 bad.join("; ")
             ),
         )
-        .with_observed(observed);
+        .with_observed(observed.clone()));
     }
+    None
+}
+
+/// `<run>/outcomes` when the report is not the outcome of every collected
+/// test (an item without a testcase, a passing testcase of no item);
+/// `None` when it is.
+fn pairing_check(
+    r: &RunObservation,
+    name: &str,
+    ran: &RanAs<'_>,
+    observed: &serde_json::Value,
+) -> Option<Check> {
+    let (status, log) = (ran.status, ran.log);
+    let junit_rel = &r.junit_rel;
     if let Some(p) = pairing(r).filter(|p| !p.is_empty()) {
         let list = |v: &[String]| {
             let mut s = v.iter().take(10).cloned().collect::<Vec<_>>().join(", ");
@@ -1058,8 +1243,8 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
                 list(&p.unrecorded_passes)
             ));
         }
-        return Check::fail(
-            &name,
+        return Some(Check::fail(
+            name,
             None,
             format!(
                 "pytest {status}, but its report is not the outcome of every test it collected: {}; something \
@@ -1070,18 +1255,9 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
                 found.join("; ")
             ),
         )
-        .with_observed(observed);
+        .with_observed(observed.clone()));
     }
-    Check::pass(
-        &name,
-        None,
-        format!(
-            "pytest exit status 0: {} test(s): {} passed, {} xfailed (expected failures, not passes), {} skipped, \
-             {} xpassed (non-strict)",
-            counts.tests, counts.passed, counts.xfailed, counts.skipped, counts.xpassed
-        ),
-    )
-    .with_observed(observed)
+    None
 }
 
 /// `<run>/reruns`, when the run's failed tests were rerun (`[suites]
@@ -1206,6 +1382,11 @@ fn passing_check(run: &str, cases: &[SuiteTestCase], counts: &SuiteCounts) -> Ch
         format!(
             "expected at least one passing test; {failing} test(s) failed, errored or passed a strict xfail: \
              see the `{run}/outcomes` check and fix those tests"
+        )
+    } else if counts.tests == 0 {
+        format!(
+            "expected at least one passing test; the report holds no test at all, so nothing ran: see the \
+             `{run}/collected` and `{run}/outcomes` checks for why"
         )
     } else {
         "expected at least one passing test, since a suite whose tests are all skipped or expected to fail \

@@ -9,7 +9,7 @@
 mod core_worktree;
 
 use crate::context::{RunContext, Updates};
-use crate::evidence::Check;
+use crate::evidence::{Check, CheckResult};
 use crate::git;
 use serde::Serialize;
 use serde_json::json;
@@ -43,6 +43,10 @@ pub(crate) struct Observation {
     pub commit: String,
     /// Its tree id.
     pub tree: String,
+    /// Replace refs and graft files (ignored by every git call, so the
+    /// commit's own tree is compared with the work tree, not the
+    /// replacement a plain `git` shows).
+    pub rewrites: Vec<git::HistoryRewrite>,
 }
 
 impl super::Gate for TreeClean {
@@ -103,11 +107,16 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
         None,
     )?
     .stdout_text();
+    let rewrites = git::history_rewrites(
+        &ctx.repo,
+        Some(&ctx.log_stem("tree-clean", "git-replace-refs")),
+    )?;
     Ok(Observation {
         entries,
         git_status,
         commit: ctx.source.commit.clone(),
         tree: ctx.source.tree.clone(),
+        rewrites,
     })
 }
 
@@ -199,7 +208,22 @@ pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
         if !paths.is_empty() && status_shown_in.is_none() {
             status_shown_in = Some(name);
         }
-        checks.push(change_check(name, what, paths, status));
+        let check = change_check(name, what, paths, status);
+        checks.push(
+            if check.result == CheckResult::Fail && !obs.rewrites.is_empty() {
+                replaced(check)
+            } else {
+                check
+            },
+        );
+    }
+    // Named here only as the cause of a change found (a clean tree with a
+    // rewrite is the `stage` gate's refusal).
+    if !obs.rewrites.is_empty() && status_shown_in.is_some() {
+        checks.push(crate::gates::stage::history_rewrites_check(
+            &obs.rewrites,
+            &obs.commit,
+        ));
     }
     let ignored = ignored(obs);
     checks.push(
@@ -222,6 +246,22 @@ pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
         .with_observed(json!({ "commit": obs.commit, "tree": obs.tree })),
     );
     checks
+}
+
+/// A failing change check in a repository with replace refs or grafts:
+/// git runs with them off, so the commit's own tree is compared with a work
+/// tree that may match the replacement instead; the rewrite is named as the
+/// likely cause (the `history-rewrites` check).
+fn replaced(check: Check) -> Check {
+    let mut check = check;
+    check.detail = format!(
+        "{}
+note: this repository rewrites history with replace refs or grafts (see the \
+         history-rewrites check, which names them): git here reads the commit's own objects, so a work \
+         tree matching a replacement shows as changed; remove the rewrite, then run again",
+        check.detail
+    );
+    check.consequence_of("history-rewrites")
 }
 
 /// Where a failing change check finds the human-readable `git status`.

@@ -12,13 +12,13 @@
 //!   worker's private root bound read-write, `--die-with-parent`,
 //!   `--new-session`, `--clearenv`.
 //!
-//! [`procfs`] reads `/proc`; [`survey`] finds and stops processes tied to a run.
+//! `crate::process::procfs` reads `/proc`; `crate::process::survey` finds and
+//! stops processes tied to a run.
 
 pub mod bwrap;
+pub mod left_running;
 pub mod process;
-pub mod procfs;
 pub mod sandbox;
-pub mod survey;
 
 use serde::Serialize;
 use std::collections::BTreeMap;

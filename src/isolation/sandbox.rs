@@ -30,9 +30,9 @@
 //! `PASSED`.
 
 use super::bwrap;
+use crate::evidence::sandbox::{Network, SandboxRecord};
 use crate::evidence::Check;
 use crate::process::{self, ChildSpec};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -52,17 +52,6 @@ const SYSTEM_FILES: &[&str] = &[
     "/etc/localtime",
 ];
 
-/// A step's network inside the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Network {
-    /// A network namespace of its own with only loopback up.
-    PrivateLoopback,
-    /// The harness's own network namespace (itself private where the
-    /// harness made one, as `discovery-rpc` does).
-    Shared,
-}
-
 /// What a step needs from its sandbox.
 #[derive(Debug, Clone)]
 pub struct SandboxPlan {
@@ -74,41 +63,11 @@ pub struct SandboxPlan {
     pub writable: Vec<PathBuf>,
     /// The step's network.
     pub network: Network,
-}
-
-/// The sandbox a step ran in, as the evidence records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SandboxRecord {
-    /// `bwrap`, or `none` when the step ran unconfined.
-    pub kind: String,
-    /// The bwrap program and the first line of its `--version`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub program: Option<String>,
-    /// The first line of `bwrap --version`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// True when the step's init is not the verifier (a pid namespace of
-    /// its own).
-    pub own_pid_namespace: bool,
-    /// True when the sandbox ends with the verifier (`--die-with-parent`).
-    pub dies_with_verifier: bool,
-    /// The step's network.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<Network>,
-    /// Paths bound read-only (besides the system directories).
-    pub read_only: Vec<String>,
-    /// Paths bound read-write.
-    pub writable: Vec<String>,
-    /// Why the step ran unconfined (`kind` = `none`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unconfined_because: Option<String>,
-}
-
-impl SandboxRecord {
-    /// True when the step ran in a sandbox whose init is not the verifier.
-    pub fn confined(&self) -> bool {
-        self.kind == "bwrap" && self.own_pid_namespace && self.dies_with_verifier
-    }
+    /// Where the sandbox's init writes what the step left running (see
+    /// [`super::left_running`]), inside a writable path; `None`: bwrap's own
+    /// init, no survey. Only for a step whose program is a Python
+    /// interpreter (it runs the init too).
+    pub survey: Option<PathBuf>,
 }
 
 /// The run's bubblewrap, found and preflighted once.
@@ -147,6 +106,7 @@ fn preflight(log_dir: &Path) -> Availability {
         read_only: Vec::new(),
         writable: Vec::new(),
         network: Network::PrivateLoopback,
+        survey: None,
     };
     let args = step_args(
         &plan,
@@ -187,9 +147,16 @@ pub fn confine(
     };
     match available {
         Availability::Unavailable(why) => (
-            spec,
+            match &plan.survey {
+                Some(_) => supervised(spec),
+                None => spec,
+            },
             SandboxRecord {
-                kind: "none".into(),
+                kind: if plan.survey.is_some() {
+                    SUPERVISED.into()
+                } else {
+                    "none".into()
+                },
                 program: None,
                 version: None,
                 own_pid_namespace: false,
@@ -206,8 +173,12 @@ pub fn confine(
                 read_only: read_only.clone(),
                 writable: plan.writable.clone(),
                 network: plan.network,
+                survey: plan.survey.clone(),
             };
-            let args = step_args(&plan, &spec.cwd, &spec.program, &spec.args);
+            let args = match &plan.survey {
+                Some(report) => surveyed_args(&plan, &spec.cwd, &spec.program, &spec.args, report),
+                None => step_args(&plan, &spec.cwd, &spec.program, &spec.args),
+            };
             let record = SandboxRecord {
                 kind: "bwrap".into(),
                 program: Some(b.program.display().to_string()),
@@ -249,19 +220,34 @@ pub fn step_args(plan: &SandboxPlan, cwd: &Path, program: &Path, args: &[String]
     .iter()
     .map(|s| s.to_string())
     .collect();
-    v.extend(bwrap::system_dir_args());
-    for file in SYSTEM_FILES {
-        if Path::new(file).exists() {
-            v.extend(["--ro-bind".into(), file.to_string(), file.to_string()]);
+    // The whole filesystem read-only (a probe of an environment not yet
+    // judged, which must see every folder a `.pth` names): bound first, so
+    // `/proc`, `/dev` and the writable roots are mounted on top of it; the
+    // system directories and files are in it already.
+    let whole_root = plan.read_only.iter().any(|p| p == Path::new("/"));
+    if whole_root {
+        v.extend(["--ro-bind", "/", "/"].map(String::from));
+    } else {
+        v.extend(bwrap::system_dir_args());
+        for file in SYSTEM_FILES {
+            if Path::new(file).exists() {
+                v.extend(["--ro-bind".into(), file.to_string(), file.to_string()]);
+            }
         }
     }
-    v.extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(String::from));
+    v.extend(["--proc", "/proc", "--dev", "/dev"].map(String::from));
+    if !whole_root {
+        // With the whole root bound, the host's `/tmp` stays visible (and
+        // read-only): the interpreter under review may live there.
+        v.extend(["--tmpfs", "/tmp"].map(String::from));
+    }
     // Outer paths first, so a path bound inside another one is mounted on
     // top of it: a writable root under a read-only input stays writable,
     // and a read-only input under a writable root stays read-only.
     let mut mounts: Vec<(&Path, &str)> = plan
         .read_only
         .iter()
+        .filter(|p| p.as_path() != Path::new("/"))
         .map(|p| (p.as_path(), "--ro-bind"))
         .chain(plan.writable.iter().map(|p| (p.as_path(), "--bind")))
         .collect();
@@ -275,6 +261,55 @@ pub fn step_args(plan: &SandboxPlan, cwd: &Path, program: &Path, args: &[String]
     v.push(program.display().to_string());
     v.extend(args.iter().cloned());
     v
+}
+
+/// [`step_args`] with the surveying init as pid 1 (`--as-pid-1`): the
+/// interpreter `program` runs [`super::left_running::INIT`], which starts
+/// `program args` as its child and writes what it left running to `report`.
+pub fn surveyed_args(
+    plan: &SandboxPlan,
+    cwd: &Path,
+    program: &Path,
+    args: &[String],
+    report: &Path,
+) -> Vec<String> {
+    let mut inner: Vec<String> = ["-I", "-S", "-B", "-c", super::left_running::INIT]
+        .map(String::from)
+        .to_vec();
+    inner.push(report.display().to_string());
+    inner.push(program.display().to_string());
+    inner.extend(args.iter().cloned());
+    let mut v = vec!["--as-pid-1".to_string()];
+    v.extend(step_args(plan, cwd, program, &inner));
+    v
+}
+
+/// The `kind` of an unconfined step run under [`supervised`].
+pub const SUPERVISED: &str = "supervised";
+
+/// `spec` (an interpreter and its arguments) run under
+/// [`super::left_running::INIT`] as a plain supervisor process, without a
+/// namespace: `program -I -S -B -c INIT - program args...`. The step's
+/// parent is then the supervisor, never the verifier: a test that signals
+/// `os.getppid()` kills the supervisor, which the verifier sees (the
+/// leader ended by a signal: the supervisor itself passes the step's
+/// signal on as 128 + its number) and reports.
+pub fn supervised(spec: ChildSpec) -> ChildSpec {
+    let mut args: Vec<String> = ["-I", "-S", "-B", "-c", super::left_running::INIT, "-"]
+        .map(String::from)
+        .to_vec();
+    args.push(spec.program.display().to_string());
+    args.extend(spec.args.iter().cloned());
+    ChildSpec { args, ..spec }
+}
+
+/// True when a step run under [`supervised`] ended with its supervisor
+/// killed by a signal (`status` as [`crate::process::ChildOutput::describe`]
+/// gives it, not timed out): the supervisor passes a step's own signal on
+/// as an exit status, so something signalled the supervisor itself, the
+/// step's parent (a test's `os.kill(os.getppid(), ...)`).
+pub fn supervisor_killed(record: &SandboxRecord, status: &str) -> bool {
+    record.kind == SUPERVISED && status.starts_with("killed by signal ")
 }
 
 /// The absolute paths of `paths` that exist, without those a system
@@ -311,9 +346,14 @@ pub fn check(name: &str, candidate: Option<&str>, step: &str, record: &SandboxRe
             name,
             candidate,
             format!(
-                "{step} ran unconfined, as the verifier's own child: code under review could signal the \
+                "{step} ran unconfined, {}: code under review could signal the \
                  verifier, outlive it or write outside its roots ({}); install bubblewrap (Debian: \
                  `apt-get install bubblewrap`) so it runs in a sandbox",
+                if record.kind == SUPERVISED {
+                    "under the verifier's supervisor process (its parent is not the verifier)"
+                } else {
+                    "as the verifier's own child"
+                },
                 record.unconfined_because.as_deref().unwrap_or("no sandbox")
             ),
         )
@@ -378,6 +418,7 @@ mod tests {
             read_only: vec!["/ev/extracted".into(), "/opt/venv".into()],
             writable: vec!["/ev/roots/suites/tree".into()],
             network: Network::PrivateLoopback,
+            survey: None,
         }
     }
 
@@ -438,6 +479,7 @@ mod tests {
             read_only: vec!["/ev/roots/suites/tree/source/inputs".into(), "/ev".into()],
             writable: vec!["/ev/roots/suites/tree".into()],
             network: Network::Shared,
+            survey: None,
         };
         let args = step_args(&p, Path::new("/"), Path::new("/bin/true"), &[]);
         let pos = |path: &str| args.iter().position(|a| a == path).unwrap();
@@ -487,6 +529,7 @@ mod tests {
             read_only: vec![input.clone()],
             writable: vec![root.clone()],
             network: Network::PrivateLoopback,
+            survey: None,
         };
         let (spec, record) = confine(spec, &plan, &available);
         assert!(record.confined());
@@ -508,6 +551,59 @@ mod tests {
             std::fs::read_to_string(root.join("written")).unwrap(),
             "ok\n"
         );
+    }
+
+    /// The plan of a probe of an environment not yet judged: the whole
+    /// filesystem read-only, the host's files (here under `/tmp`, where
+    /// test venvs live) visible at their paths, only the private root
+    /// writable.
+    #[test]
+    fn with_the_whole_root_read_only_everything_is_seen_and_only_the_root_is_written() {
+        let top = tempfile::tempdir().unwrap();
+        let cache = top.path().join("cache");
+        let root = top.path().join("roots/probe");
+        std::fs::create_dir_all(&cache).unwrap();
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(cache.join("k.pairs"), "genuine\n").unwrap();
+        let available = preflight(&top.path().join("logs"));
+        let script = format!(
+            "cat {cache}/k.pairs; \
+             if echo poisoned >> {cache}/k.pairs 2>/dev/null; then echo cache-writable; else echo cache-read-only; fi; \
+             echo x > {cache}/new.pairs 2>/dev/null; \
+             echo ok > {root}/written && echo root-writable",
+            cache = cache.display(),
+            root = root.display(),
+        );
+        let spec = ChildSpec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script],
+            cwd: root.clone(),
+            env: BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string())]),
+            timeout: Duration::from_secs(60),
+            log_stem: top.path().join("logs/step"),
+            stdin: None,
+        };
+        let plan = SandboxPlan {
+            read_only: vec![PathBuf::from("/")],
+            writable: vec![root.clone()],
+            network: Network::PrivateLoopback,
+            survey: None,
+        };
+        let (spec, record) = confine(spec, &plan, &available);
+        assert!(record.confined());
+        assert_eq!(record.read_only, vec!["/"]);
+        let out = process::run_sandboxed(&spec).unwrap();
+        assert!(out.success(), "{}", out.tail(10));
+        let text = out.stdout_text();
+        assert!(text.starts_with("genuine\n"), "{text}");
+        assert!(text.contains("cache-read-only"), "{text}");
+        assert!(text.contains("root-writable"), "{text}");
+        assert_eq!(
+            std::fs::read_to_string(cache.join("k.pairs")).unwrap(),
+            "genuine\n"
+        );
+        assert!(!cache.join("new.pairs").exists());
+        assert!(root.join("written").is_file());
     }
 
     #[test]
@@ -536,6 +632,7 @@ mod tests {
             read_only: Vec::new(),
             writable: vec![root.clone()],
             network: Network::PrivateLoopback,
+            survey: None,
         };
         let (spec, _) = confine(spec, &plan, &available);
         let mut running = process::spawn(&spec).unwrap();
@@ -550,7 +647,7 @@ mod tests {
         }
         let leader = running.pid() as i32;
         let below: Vec<i32> =
-            crate::isolation::procfs::descendants(&crate::isolation::procfs::all(), leader)
+            crate::process::procfs::descendants(&crate::process::procfs::all(), leader)
                 .into_iter()
                 .map(|p| p.pid)
                 .filter(|p| *p != leader)
@@ -560,7 +657,7 @@ mod tests {
         let stopped = running.stop();
         assert!(stopped.group_empty, "{stopped:?}");
         for pid in below {
-            let alive = crate::isolation::procfs::read(pid).is_some_and(|p| !p.exited());
+            let alive = crate::process::procfs::read(pid).is_some_and(|p| !p.exited());
             assert!(!alive, "pid {pid} of the sandbox outlived its stop");
         }
     }
@@ -587,6 +684,85 @@ mod tests {
         assert_eq!(record.kind, "none");
         assert!(!record.confined());
         assert_eq!(record.unconfined_because.as_deref(), Some("no bwrap"));
+    }
+
+    #[test]
+    fn without_bwrap_a_surveyed_step_runs_under_the_supervisor() {
+        let spec = ChildSpec {
+            program: "/opt/venv/bin/python".into(),
+            args: vec!["-I".into(), "-c".into(), "pass".into()],
+            cwd: "/ev".into(),
+            env: BTreeMap::new(),
+            timeout: Duration::from_secs(1),
+            log_stem: "/ev/logs/x".into(),
+            stdin: None,
+        };
+        let surveyed = SandboxPlan {
+            survey: Some("/ev/out/tree-left-running.json".into()),
+            ..plan()
+        };
+        let unavailable = Availability::Unavailable("no bwrap".into());
+        let (out, record) = confine(spec.clone(), &surveyed, &unavailable);
+        assert_eq!(out.program, spec.program);
+        let mut expected: Vec<String> = [
+            "-I",
+            "-S",
+            "-B",
+            "-c",
+            super::super::left_running::INIT,
+            "-",
+        ]
+        .map(String::from)
+        .to_vec();
+        expected.push("/opt/venv/bin/python".into());
+        expected.extend(spec.args.iter().cloned());
+        assert_eq!(out.args, expected);
+        assert_eq!(record.kind, SUPERVISED);
+        assert!(!record.confined(), "a supervisor is no sandbox");
+        // Counterexample: a step without a survey runs as given.
+        let (out, record) = confine(spec.clone(), &plan(), &unavailable);
+        assert_eq!(out.args, spec.args);
+        assert_eq!(record.kind, "none");
+    }
+
+    /// The supervisor is the step's parent, not the verifier, passes the
+    /// step's exit status on (a signal as 128 + its number), and dies by a
+    /// signal only when it is signalled itself.
+    #[test]
+    fn the_supervisor_is_the_steps_parent_and_passes_its_status_on() {
+        use std::os::unix::process::ExitStatusExt;
+        let Some(python) = ["/usr/bin/python3", "/usr/local/bin/python3"]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+        else {
+            eprintln!("skipped: no system python3");
+            return;
+        };
+        let top = tempfile::tempdir().unwrap();
+        let run = |script: &str| {
+            let spec = supervised(ChildSpec {
+                program: python.clone(),
+                args: vec!["-c".into(), script.into()],
+                cwd: top.path().to_path_buf(),
+                env: process::base_env(),
+                timeout: Duration::from_secs(60),
+                log_stem: top.path().join("logs/step"),
+                stdin: None,
+            });
+            process::run(&spec).unwrap()
+        };
+        let me = std::process::id();
+        let out = run(&format!(
+            "import os, sys; sys.exit(3 if os.getppid() != {me} else 4)"
+        ));
+        assert_eq!(out.status.code(), Some(3), "{}", out.stderr_text());
+        let out = run("import os, signal; os.kill(os.getpid(), signal.SIGTERM)");
+        assert_eq!(out.status.code(), Some(128 + 15), "{}", out.stderr_text());
+        let out =
+            run("import os, signal, time; os.kill(os.getppid(), signal.SIGKILL); time.sleep(30)");
+        assert_eq!(out.status.signal(), Some(9), "{}", out.describe());
+        assert!(!out.timed_out);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 use super::{RunOptions, SetupError};
 use crate::evidence::{self, Evidence, SdkGroupCandidate, SdkGroupRecord, SignalWhy, Verdict};
 use crate::profile::groups::{slug, SdkGroup};
+use crate::profile::CandidateSpec;
 use crate::{interrupt, process};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -24,6 +25,26 @@ use std::time::Duration;
 /// `DIR/groups/<pin>` of the group of `requirement`, relative to DIR.
 pub fn relative_dir(requirement: &str) -> String {
     format!("groups/{}", slug(requirement))
+}
+
+/// The groups of `groups` a `--partition` share certifies: the default
+/// group (this run's own, whose global gates every share runs) and each
+/// other group with a candidate in `share`, each holding its candidates of
+/// `share` only. All of `groups` when `share` holds every candidate. Pure.
+pub fn in_share(groups: &[SdkGroup], share: &[CandidateSpec]) -> Vec<SdkGroup> {
+    groups
+        .iter()
+        .map(|g| SdkGroup {
+            candidates: g
+                .candidates
+                .iter()
+                .filter(|c| share.iter().any(|s| s.path == c.path))
+                .cloned()
+                .collect(),
+            ..g.clone()
+        })
+        .filter(|g| g.default || !g.candidates.is_empty())
+        .collect()
 }
 
 /// The interpreter of every non-default group of `groups`, provisioned (or
@@ -91,6 +112,10 @@ fn arguments(
     }
     if opts.worktree {
         args.push("--worktree".into());
+    }
+    // A share's group run certifies the group's candidates of that share.
+    if let Some(p) = opts.partition {
+        args.extend(["--partition".into(), format!("{}/{}", p.index, p.count)]);
     }
     args
 }
@@ -161,7 +186,7 @@ fn try_run_group(
                 group.pin.requirement
             ))
         })?;
-    let seen = crate::isolation::procfs::read(child.id() as i32);
+    let seen = crate::process::procfs::read(child.id() as i32);
     let mut stopped = false;
     let status = loop {
         match child.try_wait() {
@@ -352,5 +377,54 @@ mod tests {
             relative_dir("langbot-plugin==0.6.1"),
             "groups/langbot-plugin-0.6.1"
         );
+    }
+
+    #[test]
+    fn a_share_runs_the_default_group_and_only_the_other_groups_it_holds_candidates_of() {
+        let profile = crate::profile::parse(
+            "name = \"t\"\n[sdk]\nrequirement = \"langbot-plugin==0.6.0b5\"\n\
+             [[candidate]]\npath = \"a\"\n\
+             [[candidate]]\npath = \"b\"\nsdk = \"langbot-plugin==0.6.1\"\n\
+             [[candidate]]\npath = \"c\"\nsdk = \"langbot-plugin==0.7.1\"\n\
+             [[candidate]]\npath = \"d\"\nsdk = \"langbot-plugin==0.7.1\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let groups = profile.sdk_groups();
+        let names = |gs: Vec<SdkGroup>| -> Vec<(String, Vec<String>)> {
+            gs.into_iter()
+                .map(|g| {
+                    (
+                        g.pin.requirement,
+                        g.candidates.into_iter().map(|c| c.path).collect(),
+                    )
+                })
+                .collect()
+        };
+        let share = |k| {
+            crate::profile::partition_share(
+                &profile,
+                Some(crate::profile::Partition { index: k, count: 2 }),
+            )
+        };
+        // Share 2/2 holds c and d only: the default group, empty, and 0.7.1.
+        assert_eq!(
+            names(in_share(&groups, &share(2))),
+            [
+                ("langbot-plugin==0.6.0b5".to_string(), vec![]),
+                (
+                    "langbot-plugin==0.7.1".to_string(),
+                    vec!["c".into(), "d".into()]
+                ),
+            ]
+        );
+        assert_eq!(
+            names(in_share(&groups, &share(1))),
+            [
+                ("langbot-plugin==0.6.0b5".to_string(), vec!["a".to_string()]),
+                ("langbot-plugin==0.6.1".to_string(), vec!["b".to_string()]),
+            ]
+        );
+        assert_eq!(names(in_share(&groups, &profile.candidates)), names(groups));
     }
 }

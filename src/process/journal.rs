@@ -10,7 +10,7 @@
 //! The pipeline writes the journal into the evidence ([`take`]).
 
 use crate::evidence::{SignalAction, SignalRecord, SignalWhy};
-use crate::isolation::procfs::{self, ProcInfo};
+use crate::process::procfs::{self, ProcInfo};
 use rustix::process::{kill_process, kill_process_group, Pid, Signal};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,6 +79,7 @@ pub fn adopt(records: Vec<SignalRecord>, started_ms: u64, gate: &str) {
     let mut j = journal();
     for mut r in records {
         r.at_ms = r.at_ms.saturating_add(started_ms);
+        r.started_ms = r.started_ms.map(|s| s.saturating_add(started_ms));
         r.gate.get_or_insert_with(|| gate.to_string());
         j.push(r);
     }
@@ -145,6 +146,7 @@ fn record_of(
         gate,
         why,
         descends_from_run: descends_from_run(p.pid),
+        started_ms: None,
     }
 }
 
@@ -211,13 +213,15 @@ pub fn signal_group(
 /// Records that the harness reaped `pid` (its exit status collected): a
 /// zombie's `/proc` entry no longer holds its command line, so `cmdline`
 /// comes from the caller, or else from an earlier record of the same
-/// process.
+/// process. `spawned` is when the harness started it, for a step it started
+/// (recorded as [`SignalRecord::started_ms`] on the journal's clock).
 pub fn reaped(
     seen: Option<&ProcInfo>,
     pid: i32,
     cmdline: &str,
     gate: Option<String>,
     why: SignalWhy,
+    spawned: Option<Instant>,
 ) {
     let start_time = seen.map(|p| p.start_time);
     let cmdline = if cmdline.is_empty() {
@@ -245,6 +249,9 @@ pub fn reaped(
         descends_from_run: seen
             .is_some_and(|p| p.ppid == rustix::process::getpid().as_raw_nonzero().get())
             || descends_from_run(pid),
+        started_ms: spawned.map(|at| {
+            u64::try_from(at.saturating_duration_since(started()).as_millis()).unwrap_or(u64::MAX)
+        }),
     });
 }
 
@@ -350,6 +357,7 @@ mod tests {
             gate: gate.map(String::from),
             why: SignalWhy::Stop,
             descends_from_run: true,
+            started_ms: Some(5),
         };
         adopt(
             vec![record(-4242, None), record(-4243, Some("other"))],
@@ -359,6 +367,7 @@ mod tests {
         let all = snapshot();
         let a = all.iter().find(|r| r.pid == -4242).expect("adopted");
         assert_eq!(a.at_ms, 1040);
+        assert_eq!(a.started_ms, Some(1005), "a step's start moves with it");
         assert_eq!(a.gate.as_deref(), Some("discovery-rpc"));
         let b = all.iter().find(|r| r.pid == -4243).expect("adopted");
         assert_eq!(b.gate.as_deref(), Some("other"));

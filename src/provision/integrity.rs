@@ -132,7 +132,7 @@ fn check_files(venv: &Path, lock: &LockList) -> Result<Sound, String> {
     }
     let mut listed = BTreeSet::new();
     let mut files_verified = 0;
-    let carried = super::wheel_records::carried();
+    let carried = super::on_demand::all_records();
     for (key, (_, dist_info)) in &dists {
         let dist_info_name = dist_info
             .file_name()
@@ -190,11 +190,16 @@ fn check_files(venv: &Path, lock: &LockList) -> Result<Sound, String> {
 }
 
 /// Starts `venv/bin/python` and compares its cache tag with the lock's.
+/// With `-I -S`: `site` does not run, so no `.pth` file or
+/// `sitecustomize` of the environment executes in this start either (the
+/// file checks before it would name a planted one; this start must not
+/// run it first).
 fn check_interpreter(venv: &Path, lock: &LockList) -> Result<(), String> {
     let python = venv.join("bin").join("python");
     let out = super::clean_python_env(&mut Command::new(&python))
         .args([
             "-I",
+            "-S",
             "-B",
             "-c",
             "import sys; print(sys.implementation.cache_tag)",

@@ -226,21 +226,6 @@ pub fn uncovered(lock: &LockList, records: &[WheelRecord]) -> Vec<String> {
         .collect()
 }
 
-/// Every records file the verifier carries ([`super::builtin`]), parsed.
-///
-/// # Panics
-/// When a carried records file does not parse (a build defect, which
-/// `builtin`'s tests catch).
-pub fn carried() -> Vec<WheelRecord> {
-    let sdks = super::builtin::SDKS
-        .iter()
-        .map(|s| (s.wheel_records, s.records_label));
-    let extras = super::builtin::TEST_EXTRAS;
-    sdks.chain([(extras.wheel_records, extras.records_label)])
-        .flat_map(|(text, label)| parse(text, label).expect("a carried records file parses"))
-        .collect()
-}
-
 /// Compares the installed RECORD of `dist_info` (folder name
 /// `dist_info_name`) with the carried record of lock entry `entry`, when
 /// `carried` holds one (same name, version and wheel sha256).
@@ -362,7 +347,7 @@ demo/__pycache__/__init__.cpython-311.pyc,,\n";
     }
 
     fn carried_covers_every_builtin_lock() -> bool {
-        carried().len() > 60
+        super::super::on_demand::all_records().len() > 60
     }
 
     #[test]

@@ -1,7 +1,10 @@
 """bytecode_probe: is every bytecode file in a package this interpreter's
 compilation of its source?
 
-Run as `python -I -B -c <this> SITE_PACKAGES PACKAGE`. Prints one JSON object:
+Run as `python -I -S -B -c <this> SITE_PACKAGES PACKAGE PREFIX [CACHE_DIR]`
+(`-S`: nothing of the environment runs; in a sandbox where nothing is
+writable but its private roots, see `run_probe_before_judgement` in
+`src/python/mod.rs`). Prints one JSON object:
 the interpreter's cache tag and magic number, and one entry per file under any
 `__pycache__` folder of SITE_PACKAGES/PACKAGE plus every `.pyc` outside one
 (sourceless bytecode, which import loads when no `.py` is next to it).
@@ -19,16 +22,21 @@ Reads files only: imports nothing from the package, so probing cannot execute
 its code.
 
 Compiling is most of the probe's cost (about 2.5 ms a file, 7 s for the
-SDK's venv). An optional third argument names a bytecode cache directory
+SDK's venv). PREFIX is the environment's `sys.prefix` as `site` sets it (the
+site probe's answer; empty: this process's). An optional fourth argument
+names a bytecode cache directory
 (`<XDG cache>/verify-coding-candidates/bytecode`): the probe reads
-`<dir>/<interpreter key>.pairs` there, lines `OPT:SOURCE_SHA256:PYC_SHA256`
+`<dir>/<interpreter key>.pairs` there, lines
+`OPT:SOURCE_SHA256:PYC_SHA256:PATH` (PATH the bytecode file's absolute path)
 that earlier runs found equal by compiling and comparing with this same
-interpreter (`interpreter_key`: the SHA-256 of the interpreter's executable,
-its shared libpython if any, `sys.version` and the magic number). A file
-whose source and bytecode hash to a listed pair is `equal` with `cached`
-true, not compiled again; every other file is compiled and compared. Each
-entry carries both SHA-256 digests, so the caller can add the pairs found
-equal now. The caller writes the file; the probe only reads it.
+interpreter in this same environment (`interpreter_key`: the SHA-256 of the
+interpreter's executable, its shared libpython if any, `sys.version`, the
+magic number and the environment's prefix). A file whose path, source and
+bytecode match a listed pair is `equal` with `cached` true, not compiled
+again; every other file is compiled and compared. Each entry carries both
+SHA-256 digests, so the verifier can add the pairs found equal now. Only the
+verifier writes the file; the probe reads it, and cannot write it (the
+sandbox binds it read-only).
 
 With a global `BYTECODE_LIBRARY = True` defined before this source (as
 `site_probe.py` is run), only the functions are defined: the caller sets
@@ -51,17 +59,19 @@ known_pairs = set()
 cache_info = None
 
 
-def interpreter_key():
-    """SHA-256 (hex) of what `compile()` depends on: the executable's bytes,
-    the shared libpython's when the interpreter is built with one,
-    `sys.version` and the magic number."""
+def interpreter_key(prefix):
+    """SHA-256 (hex) of the interpreter's identity: what `compile()` depends
+    on (the executable's bytes, the shared libpython's when the interpreter
+    is built with one, `sys.version` and the magic number) and the
+    environment's prefix, so no environment reads another's pairs."""
     digest = hashlib.sha256()
     for path in [os.path.realpath(sys.executable)] + shared_libpython():
         with open(path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
         digest.update(b"\0")
-    digest.update(sys.version.encode() + b"\0" + magic)
+    digest.update(sys.version.encode() + b"\0" + magic + b"\0")
+    digest.update(os.path.abspath(prefix).encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
@@ -75,26 +85,26 @@ def shared_libpython():
     return []
 
 
-def load_known_pairs(cache_dir):
-    """Reads `<cache_dir>/<interpreter_key()>.pairs` into `known_pairs`
-    and sets `cache_info` (file, its SHA-256, pairs read); nothing when
-    `cache_dir` is empty. A missing file is an empty cache."""
+def load_known_pairs(cache_dir, prefix):
+    """Reads `<cache_dir>/<interpreter_key(prefix)>.pairs` into
+    `known_pairs` and sets `cache_info` (file, its SHA-256, pairs read);
+    nothing when `cache_dir` is empty. A missing file is an empty cache."""
     global cache_info
     if not cache_dir:
         return
-    path = os.path.join(cache_dir, interpreter_key() + ".pairs")
+    path = os.path.join(cache_dir, interpreter_key(prefix) + ".pairs")
     cache_info = {"path": path, "sha256": None, "pairs_read": 0}
     try:
         data = open(path, "rb").read()
     except OSError:
         return
     cache_info["sha256"] = hashlib.sha256(data).hexdigest()
-    for line in data.decode("ascii", "replace").splitlines():
-        parts = line.strip().split(":")
-        if len(parts) == 3 and parts[0] in ("0", "1", "2") and all(
-            len(p) == 64 for p in parts[1:]
-        ):
-            known_pairs.add(line.strip())
+    for line in data.decode("utf-8", "surrogateescape").split("\n"):
+        parts = line.split(":", 3)
+        if len(parts) == 4 and parts[0] in ("0", "1", "2") and all(
+            len(p) == 64 for p in parts[1:3]
+        ) and os.path.isabs(parts[3]):
+            known_pairs.add(line)
     cache_info["pairs_read"] = len(known_pairs)
 
 CODE_FIELDS = [
@@ -253,7 +263,9 @@ def examine_cached(path, rel):
     entry["pyc_sha256"] = hashlib.sha256(data).hexdigest()
     # A listed pair is these exact bytes, unmarshalled, compiled and found
     # equal by an earlier run with this interpreter: neither is done again.
-    if "%d:%s:%s" % (optimize, entry["source_sha256"], entry["pyc_sha256"]) in known_pairs:
+    key = "%d:%s:%s:%s" % (optimize, entry["source_sha256"], entry["pyc_sha256"],
+                           os.path.join(site_packages, rel))
+    if key in known_pairs:
         entry["outcome"] = "equal"
         entry["cached"] = True
         return entry
@@ -300,7 +312,8 @@ def examine_tree(root, skip=()):
 
 if not globals().get("BYTECODE_LIBRARY"):
     site_packages, package = sys.argv[1], sys.argv[2]
-    load_known_pairs(sys.argv[3] if len(sys.argv) > 3 else "")
+    prefix = sys.argv[3] if len(sys.argv) > 3 else ""
+    load_known_pairs(sys.argv[4] if len(sys.argv) > 4 else "", prefix or sys.prefix)
     files = examine_tree(os.path.join(site_packages, package))
     print(json.dumps({"cache_tag": cache_tag, "magic": magic.hex(), "files": files,
                       "cache": cache_info}))

@@ -8,14 +8,20 @@
 #   ARCHIVED  the archive's manifest.yaml as extracted (DIR/extracted/<folder>/)
 #
 # Prints one JSON document: {"pyyaml": VERSION, "source": DOC, "archived":
-# DOC}, where DOC is {"value": NODE} or {"error": TEXT}. A NODE keeps the
+# DOC, "build_pages": DOC or null}, where DOC is {"value": NODE} or {"error": TEXT}. A NODE keeps the
 # Python type PyYAML constructed: {"t": "null"} | {"t": "bool", "v": b} |
 # {"t": "int", "v": "decimal text"} | {"t": "float", "v": "repr"} |
 # {"t": "str", "v": s} | {"t": "bytes", "v": "base64"} |
 # {"t": "timestamp", "v": "isoformat"} | {"t": "seq", "v": [NODE...]} |
 # {"t": "map", "v": [[KEY NODE, VALUE NODE]...]} | {"t": "other", "v": repr}.
+# "build_pages" is the `spec.pages` the SDK's own `lbp build` writes for the
+# source (its `populate_plugin_pages` over the plugin's component manifests,
+# read from SOURCE's folder; component YAML only, no plugin code is imported),
+# or null for an SDK whose build has no such step (it writes `pages: []`).
 # Nothing is decided here.
 import base64
+import contextlib
+import os
 import datetime
 import json
 import sys
@@ -80,12 +86,41 @@ def read(path):
         return {"error": f"{type(e).__name__}: {e}"}
 
 
+def build_pages(source):
+    try:
+        from langbot_plugin.cli.utils.page_components import (
+            discover_plugin_components,
+            populate_plugin_pages,
+        )
+        from langbot_plugin.utils.discover.engine import ComponentDiscoveryEngine
+    except ImportError:
+        return None
+    here = os.getcwd()
+    try:
+        os.chdir(os.path.dirname(os.path.abspath(source)))
+        # The SDK's loaders may print; stdout carries only our document.
+        with contextlib.redirect_stdout(sys.stderr):
+            engine = ComponentDiscoveryEngine()
+            plugin = engine.load_component_manifest(
+                path="manifest.yaml", owner="builtin", no_save=True
+            )
+            if plugin is None:
+                return {"error": "the SDK did not load manifest.yaml"}
+            populate_plugin_pages(plugin, discover_plugin_components(plugin, engine))
+        return {"value": encode(plugin.manifest["spec"]["pages"], [NODE_BUDGET], set())}
+    except Exception as e:  # the build would fail the same way: report why
+        return {"error": f"{type(e).__name__}: {e}"}
+    finally:
+        os.chdir(here)
+
+
 print(
     json.dumps(
         {
             "pyyaml": yaml.__version__,
             "source": read(sys.argv[1]),
             "archived": read(sys.argv[2]),
+            "build_pages": build_pages(sys.argv[1]),
         }
     )
 )

@@ -43,7 +43,6 @@ pub fn bytecode_options() -> Vec<String> {
 
 pub mod batch;
 pub mod bytecode_cache;
-pub mod fixtures;
 
 /// Asks for the interpreter's facts and the SDK's dist-info (see `sdk_probe.py`).
 pub const SDK_PROBE: &str = include_str!("sdk_probe.py");
@@ -90,12 +89,28 @@ pub const WORKER_PATHS_PROBE: &str = include_str!("worker_paths.py");
 /// items that run collected: file, source file, JUnit names, applicable
 /// xfail (see `suites_run.py`). Not a probe: stdout belongs to pytest, the
 /// record goes to a file.
-pub const SUITES_RUN_DRIVER: &str = include_str!("suites_run.py");
+///
+/// `pytest_patches.py` comes first: the driver calls its `scan_patches`.
+pub const SUITES_RUN_DRIVER: &str = concat!(
+    // First, so that a command line cut short (the journal, `ps`) still
+    // names the program a pytest run.
+    "# suites_run: the pytest driver of the suites gate\n",
+    include_str!("pytest_patches.py"),
+    include_str!("suites_run.py")
+);
+
+/// The scanner of `pytest_patches.py` alone (its tests run it).
+#[cfg(test)]
+pub const PYTEST_PATCHES: &str = include_str!("pytest_patches.py");
 
 /// Reads two `manifest.yaml` files with PyYAML's `yaml.safe_load`, as the
 /// SDK does (YAML 1.1), and reports the typed values (see
 /// `manifest_yaml_probe.py`).
 pub const MANIFEST_YAML_PROBE: &str = include_str!("manifest_yaml_probe.py");
+
+/// Runs the SDK's own `certification.verify_archive` over a signed archive
+/// with a resolver that records what it is asked to verify (`signed`).
+pub const SIGNED_PROBE: &str = include_str!("signed_probe.py");
 
 /// Compiles every `.py` member of the built archives in one interpreter
 /// start, writing no bytecode, and reports each file that fails with its
@@ -230,10 +245,33 @@ pub fn run_probe_without_site<T: DeserializeOwned>(
     )
 }
 
+/// Where and how a probe that observes an environment not yet judged runs
+/// ([`run_probe_before_judgement`]).
+#[derive(Debug, Clone)]
+pub struct Unjudged<'a> {
+    /// The run's sandbox (bwrap, or why there is none).
+    pub sandbox: &'a crate::isolation::sandbox::Availability,
+    /// The probe's private roots (its HOME and TMPDIR): the only paths it
+    /// may write.
+    pub writable: Vec<PathBuf>,
+}
+
+/// A probe of an interpreter environment that has not been judged yet (the
+/// `sdk-record` gate's probes, before `environment-startup` decides): run
+/// with `-I -S`, so `site` does not run and no `.pth` line, `sitecustomize`
+/// or `usercustomize` of the environment executes (a probe that needs the
+/// site directories on `sys.path` is given them as an argument, read as data
+/// by the verifier), and, when bubblewrap is available, in a sandbox where
+/// the whole filesystem is read-only but the probe's own private roots: the
+/// interpreter's prefixes, the verifier's bytecode cache and the run's
+/// `pycache_prefix` cannot be written through it. Without bubblewrap it runs
+/// unconfined, still with `-I -S`, and the returned record says so.
+///
+/// # Errors
+/// As [`run_probe`].
 #[allow(clippy::too_many_arguments)]
-fn run_probe_flagged<T: DeserializeOwned>(
-    wrapper: &[String],
-    flags: &[&str],
+pub fn run_probe_before_judgement<T: DeserializeOwned>(
+    unjudged: &Unjudged<'_>,
     python: &Path,
     probe_name: &str,
     source: &str,
@@ -242,7 +280,54 @@ fn run_probe_flagged<T: DeserializeOwned>(
     env: BTreeMap<String, String>,
     log_stem: &Path,
     timeout: Duration,
-) -> Result<T, String> {
+) -> (Result<T, String>, crate::evidence::sandbox::SandboxRecord) {
+    use crate::evidence::sandbox::Network;
+    use crate::isolation::sandbox::{self, SandboxPlan};
+    let spec = probe_spec(
+        &[],
+        &["-S"],
+        python,
+        source,
+        args,
+        cwd,
+        env,
+        log_stem,
+        timeout,
+    );
+    let plan = SandboxPlan {
+        read_only: vec![PathBuf::from("/")],
+        writable: unjudged.writable.clone(),
+        network: Network::PrivateLoopback,
+        survey: None,
+    };
+    let (spec, record) = sandbox::confine(spec, &plan, unjudged.sandbox);
+    if let Some(folder) = log_stem.parent() {
+        let _ = std::fs::create_dir_all(folder);
+    }
+    let _ = std::fs::write(
+        log_stem.with_extension("sandbox.json"),
+        serde_json::to_vec_pretty(&record).unwrap_or_default(),
+    );
+    let out = if record.kind == "bwrap" {
+        process::run_sandboxed(&spec)
+    } else {
+        process::run(&spec)
+    };
+    (parse_probe(out, python, probe_name), record)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn probe_spec(
+    wrapper: &[String],
+    flags: &[&str],
+    python: &Path,
+    source: &str,
+    args: &[String],
+    cwd: &Path,
+    env: BTreeMap<String, String>,
+    log_stem: &Path,
+    timeout: Duration,
+) -> ChildSpec {
     let mut full_args: Vec<String> = wrapper.iter().skip(1).cloned().collect();
     if !wrapper.is_empty() {
         full_args.push(python.display().to_string());
@@ -256,7 +341,7 @@ fn run_probe_flagged<T: DeserializeOwned>(
         .first()
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| python.to_path_buf());
-    let spec = ChildSpec {
+    ChildSpec {
         program,
         args: full_args,
         cwd: cwd.to_path_buf(),
@@ -264,12 +349,45 @@ fn run_probe_flagged<T: DeserializeOwned>(
         timeout,
         log_stem: log_stem.to_path_buf(),
         stdin: None,
-    };
-    let out = process::run(&spec).map_err(|e| e.to_string())?;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_probe_flagged<T: DeserializeOwned>(
+    wrapper: &[String],
+    flags: &[&str],
+    python: &Path,
+    probe_name: &str,
+    source: &str,
+    args: &[String],
+    cwd: &Path,
+    env: BTreeMap<String, String>,
+    log_stem: &Path,
+    timeout: Duration,
+) -> Result<T, String> {
+    let spec = probe_spec(
+        wrapper, flags, python, source, args, cwd, env, log_stem, timeout,
+    );
+    parse_probe(process::run(&spec), python, probe_name)
+}
+
+/// The probe's answer parsed as `T`, or a sentence naming the probe, the
+/// interpreter, what went wrong and where the logs are.
+fn parse_probe<T: DeserializeOwned>(
+    out: Result<process::ChildOutput, process::RunError>,
+    python: &Path,
+    probe_name: &str,
+) -> Result<T, String> {
+    let out = out.map_err(|e| e.to_string())?;
     if !out.success() {
+        // A full evidence disk is not the interpreter's fault: name it.
+        let logs = out.logs.0.parent().unwrap_or(&out.logs.0);
+        let output = format!("{}\n{}", out.stderr_text(), out.stdout_text());
+        let hint = process::disk::full_disk_hint(logs, out.status.code(), &output)
+            .unwrap_or_else(|| NOT_AN_INTERPRETER_HINT.to_string());
         return Err(format!(
             "probe {probe_name} with {}: {}; expected one JSON document on stdout; output tail:\n{}\n\
-             full output in {} and {}; {NOT_AN_INTERPRETER_HINT}",
+             full output in {} and {}; {hint}",
             python.display(),
             out.describe(),
             out.tail(15),

@@ -2,7 +2,9 @@
 observed without running any of it.
 
 Run as `python -I -S -B -c <BYTECODE_LIBRARY = True + bytecode_probe.py +
-this> PACKAGE` (see `src/python/mod.rs`). Prints one JSON object.
+this> PACKAGE [CACHE_DIR]`, in a sandbox where nothing is writable but its
+private roots (see `run_probe_before_judgement` in `src/python/mod.rs`).
+Prints one JSON object.
 
 `-S` keeps `site` from running at start-up, so no `.pth` line and no
 `sitecustomize` of the environment executes in this process. The probe then
@@ -79,7 +81,8 @@ for d in site_dirs:
     if d not in unique_dirs:
         unique_dirs.append(d)
 
-load_known_pairs(sys.argv[2] if len(sys.argv) > 2 else "")
+# After `site.main()`, `sys.prefix` is the environment's (a venv's root).
+load_known_pairs(sys.argv[2] if len(sys.argv) > 2 else "", sys.prefix)
 bytecode = []
 for d in unique_dirs:
     site_packages = d  # examine_tree's paths are relative to it

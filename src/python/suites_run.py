@@ -71,6 +71,12 @@ argv[3]: JSON object from the gate: {"hooks": [hook names the record lists
                  walked as pytest walks them by default);
      "scan_errors": [{"file", "error"}]: test files it could not parse;
      "collect_skipped": [{"nodeid", "reason"}]: collectors pytest skipped;
+     "pytest_patches": {"files": int, "patches": [{"file", "line", "target",
+                 "statement"}]}: every statement of a `.py` file under the
+                 rootdir that assigns to an attribute of pytest's objects or
+                 of this driver's plugin (pytest_patches.py);
+    `RECORD.running` holds the node id of the test running (empty between
+    tests), so a run its time limit stopped names the test that hung.
     each observed entry also holds "callable_problem": null | str, why the
     callable called for the test is not the one collected (replaced between
     collection and call, or not called through the plugin's wrapper).
@@ -100,6 +106,8 @@ import re
 import sys
 
 ARGS = json.loads(sys.argv[1])
+# `scan_patches` (pytest_patches.py, prepended) of the rootdir, read in main.
+PATCHES = {}
 RECORD = sys.argv[2]
 SETTINGS = json.loads(sys.argv[3])
 
@@ -111,6 +119,17 @@ def write_record(document):
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, RECORD)
+
+
+def note_running(nodeid):
+    """Writes the node id of the test now running (empty between tests) to
+    `RECORD.running`: a run stopped by its time limit names the test that
+    hung, whatever it does with SIGTERM."""
+    try:
+        with open(f"{RECORD}.running", "w", encoding="utf-8") as f:
+            f.write(nodeid)
+    except OSError:
+        pass
 
 
 try:
@@ -795,6 +814,8 @@ class Recorder(Observer):
                 "finished": finished,
                 "defined": DEFINED,
                 "scan_errors": SCAN_ERRORS,
+                "pytest_patches": PATCHES,
+                "collect_only": bool(self.config is not None and getattr(self.config.option, "collectonly", False)),
                 "touched": sorted(TOUCHED),
                 **self.observations(),
             }
@@ -831,9 +852,11 @@ class Recorder(Observer):
             self.seen.add(id(item))
             self.items.append(describe(item))
         self.note_callable(item)
+        note_running(item.nodeid)
         try:
             return (yield)
         finally:
+            note_running("")
             try:
                 self.settle(item)
             except Exception as exc:  # recorded as unobserved; the gate fails on it
@@ -905,6 +928,7 @@ def main():
         watch(SETTINGS["watch"])
     # Read before pytest imports anything of the repository.
     DEFINED, SCAN_ERRORS = scan_definitions(SETTINGS["scan"])
+    PATCHES.update(scan_patches(SETTINGS["scan"]["rootdir"]))
     # A candidate's own tests (argv[3] "path_first", "path_last"): they run as
     # from the candidate's folder (first, as `python -m pytest` there puts
     # it), with its dependency environment after the interpreter's own

@@ -49,7 +49,7 @@ pub struct NotRedecided {
 
 /// Why each gate that is never re-decided is not: the observation it
 /// decides from, which an evidence directory does not keep.
-pub const REASONS: [(&str, &str); 10] = [
+pub const REASONS: [(&str, &str); 11] = [
     ("tree-clean", "decides from `git status` of the repository, which the directory does not keep"),
     ("stage", "decides from the commit's git objects (blob ids, attributes), which the directory does not keep; `replay --repo` re-creates the git archive"),
     ("lbp-build", "decides from the official build's process and output folder, which the directory does not keep; `replay --repo` rebuilds"),
@@ -60,6 +60,7 @@ pub const REASONS: [(&str, &str); 10] = [
     ("historical-admission", "decides from the SDK's admission of archives outside the directory, which it does not keep"),
     ("discovery-rpc", "decides from the running runtime's replies, which the directory does not keep"),
     ("worker-isolation", "decides from the running workers, which the directory does not keep"),
+    ("placement", "decides from the installed SDK's own files (whether it has a shared runtime), which the directory does not keep; the manifests' claims and the decision are in `candidates[].placement`"),
 ];
 
 /// Re-decides the gates of `ev` (read from `dir`) whose raw observations
@@ -108,6 +109,16 @@ pub(super) fn redecide(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) -> Vec<No
                         .into(),
             });
         }
+        for swept in [crate::sweep::LINKS_CHECK, crate::sweep::SIZE_CHECK] {
+            if g.checks.iter().any(|k| k.name == swept) {
+                not.push(NotRedecided {
+                    gate: format!("{} {swept}", g.id),
+                    why: "the sweep before sealing removed what it judged (evidence.json `swept` \
+                          records it): nothing is kept to re-decide it from"
+                        .into(),
+                });
+            }
+        }
         let needs_profile = matches!(g.id.as_str(), "suites" | "shared-copies" | "sdk-record");
         let profile = match (&profile, needs_profile) {
             (Err(why), true) => {
@@ -140,6 +151,11 @@ pub(super) fn redecide(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) -> Vec<No
 /// The check the pipeline adds for a process that outlived a gate: not the
 /// gate's decision, never compared.
 const RESIDUE: &str = crate::process::residue::CHECK;
+
+/// Checks the pipeline adds after a gate ended (the residue survey, the
+/// sweep before sealing): never a gate's decision, never compared.
+const NOT_DECIDED_BY_GATES: [&str; 3] =
+    [RESIDUE, crate::sweep::LINKS_CHECK, crate::sweep::SIZE_CHECK];
 
 /// Why a gate's checks are not the output of its decision function: it
 /// stopped before it could observe (`gate-error`), or it was interrupted
@@ -478,7 +494,7 @@ fn compare(
     let index = |checks: &[Check]| -> BTreeMap<Key, Check> {
         checks
             .iter()
-            .filter(|k| k.name != RESIDUE && within(k))
+            .filter(|k| !NOT_DECIDED_BY_GATES.contains(&k.name.as_str()) && within(k))
             .map(|k| ((k.name.clone(), k.candidate.clone()), k.clone()))
             .collect()
     };
@@ -541,6 +557,38 @@ mod tests {
 
     fn ok(name: &str, candidate: Option<&str>) -> Check {
         Check::pass(name, candidate, "held").with_observed(serde_json::json!({"x": 1}))
+    }
+
+    #[test]
+    fn the_sweeps_checks_are_never_compared_and_a_differing_gate_check_still_is() {
+        let recorded = gate(
+            "suites",
+            GateResult::Fail,
+            true,
+            vec![
+                ok("tree/outcomes", None),
+                Check::fail(crate::sweep::LINKS_CHECK, None, "a link to /etc/shadow"),
+                Check::warn(crate::sweep::SIZE_CHECK, None, "cut"),
+            ],
+        );
+        let mut rows = Vec::new();
+        compare(
+            &recorded,
+            &[ok("tree/outcomes", None)],
+            &|_| true,
+            "F",
+            &mut rows,
+        );
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].item, "suites re-decided from F");
+        assert_eq!(rows[0].recorded, rows[0].observed);
+        // Counterexample: a gate's own check that differs is still a row.
+        let mut rows = Vec::new();
+        compare(&recorded, &[], &|_| true, "F", &mut rows);
+        assert_eq!(
+            rows[0].item,
+            "suites check tree/outcomes (re-decided from F)"
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The views `write_all` renders from `evidence.json` (`statement.intoto.json`
-//! and `junit.xml`), rendered again from the replayed `evidence.json` and
+//! The views `write_all` renders from `evidence.json` (`statement.intoto.json`,
+//! `junit.xml` and `report.html`), rendered again from the replayed `evidence.json` and
 //! compared with the files: neither is covered by the sign-off digest nor by
 //! the files digest, so an `evidence.json` edited with its sign-off digest and
 //! `SHA256SUMS` recomputed still disagrees with them, and a view edited on
@@ -9,11 +9,14 @@
 //! value as recorded, the value rendered from `evidence.json` as observed;
 //! the statement's evidence digest is compared with the digest
 //! `evidence.json` hashes to), one per JUnit testcase whose result differs
-//! (`passed`, `failure`, `error`, `skipped`, or `absent`), and one for the
-//! rest of `junit.xml`'s bytes.
+//! (`passed`, `failure`, `error`, `skipped`, or `absent`), one for the
+//! rest of `junit.xml`'s bytes, and one for `report.html`'s bytes (its
+//! sha256 and the rendered page's). A directory without `report.html` that
+//! `SHA256SUMS` does not list either was written before the report existed:
+//! its row says so and matches.
 
 use super::Row;
-use crate::evidence::{self, junit, statement, Evidence};
+use crate::evidence::{self, html, junit, statement, Evidence};
 use crate::hash;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -26,6 +29,31 @@ use std::path::Path;
 pub(super) fn check_views(dir: &Path, ev: &Evidence, digest: &str, rows: &mut Vec<Row>) {
     check_statement(dir, ev, digest, rows);
     check_junit(dir, ev, rows);
+    check_report(dir, ev, rows);
+}
+
+fn check_report(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) {
+    let name = html::REPORT_HTML;
+    let expected = hash::sha256_bytes(html::render(ev).as_bytes());
+    let item = format!("{name} sha256 (observed: rendered from evidence.json)");
+    match fs::read(dir.join(name)) {
+        Ok(found) => rows.push(Row::new(item, hash::sha256_bytes(&found), expected)),
+        Err(_) if !listed_in_sums(dir, name) => rows.push(Row::new(
+            format!("{name} (absent and not in SHA256SUMS: written before the report existed)"),
+            "absent",
+            "absent",
+        )),
+        Err(e) => rows.push(Row::new(item, format!("unreadable: {e}"), expected)),
+    }
+}
+
+/// Whether `dir/SHA256SUMS` lists `name`.
+fn listed_in_sums(dir: &Path, name: &str) -> bool {
+    fs::read_to_string(dir.join(evidence::SHA256SUMS)).is_ok_and(|sums| {
+        sums.lines()
+            .filter_map(evidence::parse_sums_line)
+            .any(|(_, path)| path == name)
+    })
 }
 
 /// Where the statement records the evidence digest: the tool's

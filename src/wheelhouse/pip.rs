@@ -118,24 +118,6 @@ pub fn download_args(
     v
 }
 
-/// Checks a package index URL: `https://`, `http://` or `file://`, with
-/// something after the scheme and no whitespace.
-///
-/// # Errors
-/// A sentence naming what was expected and what was found.
-pub fn check_index_url(url: &str) -> Result<(), String> {
-    let rest = ["https://", "http://", "file://"]
-        .iter()
-        .find_map(|scheme| url.strip_prefix(scheme));
-    match rest {
-        Some(r) if !r.is_empty() && !url.chars().any(char::is_whitespace) => Ok(()),
-        _ => Err(format!(
-            "expected a package index URL (`https://`, `http://` or `file://`, e.g. \
-             `https://pypi.org/simple`), found {url:?}"
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,20 +179,5 @@ mod tests {
         assert!(d
             .join(" ")
             .ends_with("--no-deps --require-hashes --wheel-dir /r/out -r /r/pinned.txt"));
-    }
-
-    #[test]
-    fn index_urls_must_be_urls() {
-        for ok in [
-            "https://pypi.org/simple",
-            "http://127.0.0.1:8080/simple/",
-            "file:///srv/simple",
-        ] {
-            assert!(check_index_url(ok).is_ok(), "{ok}");
-        }
-        for bad in ["pypi.org/simple", "https://", "", "https://a b", "ftp://x"] {
-            let e = check_index_url(bad).unwrap_err();
-            assert!(e.contains("expected a package index URL"), "{e}");
-        }
     }
 }

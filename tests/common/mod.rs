@@ -3,9 +3,15 @@
 //! directories, the verifier binary, byte-for-byte tree snapshots and
 //! evidence readers.
 //!
-//! Every integration test file declares `mod common;`; not every file uses
-//! every helper.
+//! `tests/it/main.rs` declares it once for the test modules, and each test
+//! binary of its own (`tests/<name>.rs`) declares `mod common;`; not every
+//! file uses every helper.
 #![allow(dead_code)]
+
+mod shared_run;
+// Not every test binary shares runs (`prerequisites.rs` does not).
+#[allow(unused_imports)]
+pub use shared_run::{shared_dependencies_run, shared_run, SharedRun};
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -52,6 +58,63 @@ pub fn python() -> PathBuf {
     }
 }
 
+/// The SDK 0.7.18 interpreter (the newest carried lock), provisioned or
+/// reused, hash-locked, by the verifier's own `sdk --print-path` in the
+/// user's cache: for the tests of what only SDK 0.7 has (the shared runtime,
+/// `certified-plugin-envelope-v2`).
+///
+/// # Panics
+/// When it cannot be provisioned (the output is in the message).
+pub fn python_0718() -> PathBuf {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let profile = dir.path().join("sdk-0718.toml");
+    std::fs::write(
+        &profile,
+        "name = \"sdk-0718\"\n[sdk]\nrequirement = \"langbot-plugin==0.7.18\"\n[[candidate]]\npath = \"x\"\n",
+    )
+    .expect("write the profile");
+    sdk_python(&profile)
+}
+
+/// The SDK interpreter of the profile at `profile` (its `[sdk]`), provisioned
+/// or reused, hash-locked, in the user's cache by the verifier's own `sdk
+/// --print-path --profile PROFILE`.
+///
+/// # Panics
+/// When it cannot be provisioned (the verifier's stderr is in the message).
+pub fn sdk_python(profile: &Path) -> PathBuf {
+    let out = verifier_without_python()
+        .args(["sdk", "--print-path", "--profile"])
+        .arg(profile)
+        .output()
+        .expect("run the verifier");
+    assert!(
+        out.status.success(),
+        "sdk --print-path: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// `<venv>/lib/pythonX.Y/site-packages` of a POSIX virtual environment (the
+/// one `pythonX.Y` folder under `lib`).
+///
+/// # Panics
+/// When `lib` cannot be read or holds no `python*` folder.
+pub fn site_packages(venv: &Path) -> PathBuf {
+    let lib = venv.join("lib");
+    std::fs::read_dir(&lib)
+        .unwrap_or_else(|e| panic!("{}: {e}", lib.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("python"))
+        })
+        .unwrap_or_else(|| panic!("{}: expected a pythonX.Y folder", lib.display()))
+        .join("site-packages")
+}
+
 /// The virtual environment holding [`python`] (`$PYTHON/../..`), without
 /// resolving symlinks (a venv's `bin/python` links to the base interpreter).
 pub fn sdk_venv() -> PathBuf {
@@ -83,7 +146,14 @@ pub fn fixture_repo(overlays: &[&str]) -> FixtureRepo {
         .tempdir()
         .expect("create temp dir");
     let root = dir.path().join("langbot-plugins");
-    copy_tree(&fixtures_dir().join("candidate-repo"), &root);
+    fixture_repo_at(&root, overlays);
+    FixtureRepo { dir, root }
+}
+
+/// [`fixture_repo`]'s repository made at `root` (which must not exist yet),
+/// kept by the caller.
+pub fn fixture_repo_at(root: &Path, overlays: &[&str]) {
+    copy_tree(&fixtures_dir().join("candidate-repo"), root);
     for name in overlays {
         let overlay = fixtures_dir().join("hostile").join(name);
         assert!(
@@ -91,10 +161,43 @@ pub fn fixture_repo(overlays: &[&str]) -> FixtureRepo {
             "overlay {name:?}: expected directory {}",
             overlay.display()
         );
-        copy_tree(&overlay, &root);
+        copy_tree(&overlay, root);
     }
-    commit_fixture(&root);
+    commit_fixture(root);
+}
+
+/// A git repository of copies of fixture folders: each `(from, to)` copies
+/// `fixtures/<from>` to `<root>/<to>` (`to` empty: the repository root), in a
+/// fresh temporary directory, then one commit ([`commit_fixture`]). `root`
+/// is the repository folder's name (`plugins`, `component-plugins`).
+///
+/// # Panics
+/// On any failing copy or git command.
+pub fn repo_of(root: &str, copies: &[(&str, &str)]) -> FixtureRepo {
+    let repo = uncommitted_repo_of(root, copies);
+    commit_fixture(&repo.root);
+    repo
+}
+
+/// [`repo_of`] without the commit (nor `git init`): for a test that adds
+/// files of its own before committing.
+pub fn uncommitted_repo_of(root: &str, copies: &[(&str, &str)]) -> FixtureRepo {
+    let dir = tempfile::Builder::new()
+        .prefix("vcc-repo-")
+        .tempdir()
+        .expect("create temp dir");
+    let root = dir.path().join(root);
+    for (from, to) in copies {
+        copy_tree(&fixtures_dir().join(from), &root.join(to));
+    }
     FixtureRepo { dir, root }
+}
+
+/// `git add -A` and `git commit -q -m MESSAGE` in the fixture repository
+/// (a second commit on top of the fixture's, with the fixture's identity).
+pub fn commit_all(repo: &FixtureRepo, message: &str) {
+    git(&repo.root, &["add", "-A"]);
+    git(&repo.root, &["commit", "-q", "-m", message]);
 }
 
 /// Makes `root` a git repository (branch `main`, the fixture author, no
@@ -406,6 +509,18 @@ pub fn verifier_only(repo: &Path, evidence: &Path, only: &str) -> Command {
     cmd
 }
 
+/// Writes `text` as `profile.toml` in `keep` (the temporary folder that holds
+/// a test's evidence directory: outside the repository, so never part of the
+/// commit) and returns its path.
+///
+/// # Panics
+/// When the file cannot be written.
+pub fn profile_beside(keep: &TempDir, text: &str) -> PathBuf {
+    let path = keep.path().join("profile.toml");
+    std::fs::write(&path, text).expect("write the profile");
+    path
+}
+
 /// Runs the verifier in `repo` (its working directory) with `--evidence
 /// <fresh dir> --only ONLY --profile <profile_text, written beside the
 /// evidence directory, outside the repository>` and `extra`. Returns the
@@ -418,8 +533,7 @@ pub fn run_only_with_profile(
     extra: &[&str],
 ) -> (std::process::Output, TempDir, PathBuf) {
     let (keep, dir) = evidence_dir();
-    let profile = keep.path().join("profile.toml");
-    std::fs::write(&profile, profile_text).expect("write the profile");
+    let profile = profile_beside(&keep, profile_text);
     let out = verifier()
         .current_dir(repo)
         .arg("--evidence")

@@ -203,15 +203,58 @@ fn test(extra: &[OsString]) -> Result<i32> {
         &["test", "--workspace", "--no-fail-fast"]
     };
     eprintln!("test: PYTHON={} cargo {}", python.display(), args.join(" "));
+    eprintln!("test: {}", browser_note());
+    // The verifier runs tests share (`tests/common/shared_run.rs`): made by
+    // the first test that asks, read by the others, removed after the run.
+    let shared = unique_temp_dir("vcc-shared-runs")?;
     // --no-fail-fast: one failing test must not hide the others' results.
     let status = Command::new(cargo())
         .current_dir(workspace_root())
         .args(args)
         .args(extra)
         .env("PYTHON", &python)
+        .env("VCC_SHARED_RUNS", &shared)
         .status()
-        .context("cannot start cargo")?;
-    Ok(status.code().unwrap_or(1))
+        .context("cannot start cargo");
+    remove_tree(&shared);
+    Ok(status?.code().unwrap_or(1))
+}
+
+/// Removes `dir` and everything under it, owner write permission restored
+/// first (the SDK publishes read-only files into evidence); errors ignored.
+fn remove_tree(dir: &Path) {
+    fn writable(dir: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                writable(&entry.path());
+            }
+        }
+    }
+    writable(dir);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Whether the browser checks of `report.html` (`tests/it/report_page.rs`)
+/// run: they need Chromium (`$CHROMIUM`, else Debian's `/usr/bin/chromium`),
+/// and are skipped without it, except under CI (`.ci/run` installs it).
+fn browser_note() -> String {
+    let found = std::env::var_os("CHROMIUM")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+                .into_iter()
+                .map(PathBuf::from)
+                .find(|p| p.is_file())
+        });
+    match found {
+        Some(p) => format!("report.html browser checks with {}", p.display()),
+        None => "Chromium not found: the browser checks of report.html are SKIPPED \
+                 (install it: apt-get install chromium)"
+            .into(),
+    }
 }
 
 /// `cargo xtask fuzz [ARGS]`: `cargo run --release --example fuzz -- ARGS`.

@@ -8,9 +8,9 @@
 //! judges; `extraction-exact` compares DIR/extracted/<c> itself with the
 //! archive's members. No interpreter runs.
 
+use super::manifest_reader::ManifestReader;
 use super::observe::{observe, Input};
 use crate::evidence::Check;
-use crate::manifest_yaml::ManifestReader;
 use std::path::Path;
 
 /// The checks the kept observations of candidate `folder` (committed at

@@ -5,12 +5,13 @@
 //! extracted to DIR/extracted/<folder>. Everything here observes; the gate
 //! file decides.
 
+use super::manifest_reader::ManifestReader;
 use super::CommittedFile;
 use crate::build_rules;
 use crate::gitignore::GitRules;
 use crate::hash;
 use crate::lbpkg::{self, MemberDigest};
-use crate::manifest_yaml::{ManifestObservation, ManifestReader};
+use crate::manifest_yaml::ManifestObservation;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fs::File;

@@ -14,14 +14,14 @@ fn y(s: &str) -> Value {
 fn the_builds_pages_addition_is_the_only_accepted_difference() {
     let src = y("metadata:\n  name: x\n  version: '0.1.0'\nspec:\n  config: []\n");
     let built = y("metadata:\n  name: x\n  version: 0.1.0\nspec:\n  config: []\n  pages: []\n");
-    assert!(manifest_differences(&src, &built).is_empty());
+    assert!(manifest_differences(&src, &built, None).is_empty());
 }
 
 #[test]
 fn other_differences_name_the_key() {
     let src = y("metadata:\n  name: x\nspec:\n  config: []\n");
     let built = y("metadata:\n  name: y\n  extra: 1\nspec:\n  config: []\n  pages: [a]\n");
-    let d = manifest_differences(&src, &built);
+    let d = manifest_differences(&src, &built, None);
     assert!(
         d.iter()
             .any(|m| m.starts_with("metadata.name: source x, archive y")),
@@ -39,9 +39,46 @@ fn other_differences_name_the_key() {
     );
 }
 
+/// SDK 0.7's build sets `spec.pages` to the source's own pages, then one per
+/// Page component (`populate_plugin_pages`): exactly that list is accepted.
+#[test]
+fn the_pages_the_sdks_build_computes_are_accepted_and_no_others() {
+    let page = "- id: obs\n  label:\n    en_US: Obs\n  path: components/pages/obs/index.html\n";
+    let expected = y(page);
+    let src = y("metadata:\n  name: x\nspec:\n  config: []\n");
+    let built = y(&format!(
+        "metadata:\n  name: x\nspec:\n  config: []\n  pages:\n{}",
+        indent(page)
+    ));
+    assert!(manifest_differences(&src, &built, Some(&expected)).is_empty());
+    // Without the SDK's answer, only `pages: []` would be accepted.
+    assert!(!manifest_differences(&src, &built, None).is_empty());
+    // A page the build would not write is named.
+    let other = y("- id: evil\n  label: {}\n  path: ../../etc/passwd\n");
+    let d = manifest_differences(&src, &built, Some(&other));
+    assert!(
+        d.iter()
+            .any(|m| m.starts_with("spec.pages: added by the build")),
+        "{d:?}"
+    );
+    // The source's own pages, followed by the component's, stand for the source's.
+    let own = "- id: own\n  label: {}\n  path: own.html\n";
+    let src = y(&format!("spec:\n  pages:\n{}", indent(own)));
+    let both = format!("{own}{page}");
+    let built = y(&format!("spec:\n  pages:\n{}", indent(&both)));
+    assert!(manifest_differences(&src, &built, Some(&y(&both))).is_empty());
+    // An archive that dropped the source's own page differs.
+    let built = y(&format!("spec:\n  pages:\n{}", indent(page)));
+    assert!(!manifest_differences(&src, &built, Some(&y(&both))).is_empty());
+}
+
+fn indent(block: &str) -> String {
+    block.lines().map(|l| format!("  {l}\n")).collect()
+}
+
 #[test]
 fn a_removed_key_is_named() {
-    let d = manifest_differences(&y("a:\n  b: 1\n  c: 2\n"), &y("a:\n  b: 1\n"));
+    let d = manifest_differences(&y("a:\n  b: 1\n  c: 2\n"), &y("a:\n  b: 1\n"), None);
     assert_eq!(d, ["a.c: in the source, missing from the archive"]);
 }
 
@@ -590,6 +627,7 @@ fn faithful() -> Observation {
                     source_sdk: Ok(manifest.clone()),
                     archived_sdk: Ok(built),
                     source_yaml12: Ok(manifest),
+                    build_pages: None,
                 },
                 extract_rel: "extracted/c".into(),
                 extraction: vec![],

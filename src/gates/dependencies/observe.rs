@@ -642,6 +642,72 @@ pub fn prepare_batch(
 /// When private roots cannot be created or the wheelhouse cannot be built
 /// at all (a download that fails is observed, not an error).
 pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
+    let (candidates, inputs) = admitted_inputs(ctx)?;
+    let mut obs = RunObservation {
+        evidence_dir: ctx.evidence_dir.clone(),
+        wheelhouse: None,
+        candidates,
+        pip_config: None,
+    };
+    let process = probe_process(ctx, !inputs.is_empty())?;
+    if let Some(process) = &process {
+        obs.pip_config = Some(super::pip_config::observe(
+            &process.python,
+            &process.cwd,
+            process.env.clone(),
+            &ctx.log_stem(GATE, "pip-config"),
+        ));
+    }
+    // What each candidate needs, as the SDK reads it; then one download per
+    // distinct requirement set.
+    let reads = match &process {
+        Some(process) => read_requirements_batch(process, &inputs),
+        None => Vec::new(),
+    };
+    let mut wanted: Vec<(String, Vec<String>)> = Vec::new();
+    let mut readable = Vec::new();
+    for (input, read) in inputs.into_iter().zip(reads) {
+        match read {
+            Ok(requirements) => {
+                wanted.push((input.folder.clone(), requirements));
+                readable.push(input);
+            }
+            Err(error) => obs.candidates.push(CandidateObservation::Unreadable {
+                folder: input.folder.clone(),
+                error,
+            }),
+        }
+    }
+    let built = build_wheelhouse(ctx, &wanted)?;
+    let mut prepare = Vec::new();
+    let mut read = Vec::new();
+    for (input, (_, requirements)) in readable.into_iter().zip(wanted) {
+        let downloaded = wheelhouse_check(&input.folder, &requirements, &built, &ctx.evidence_dir)
+            .result
+            != crate::evidence::CheckResult::Fail;
+        read.push((input.folder.clone(), requirements, downloaded));
+        if downloaded {
+            prepare.push(input);
+        }
+    }
+    let prepared = prepare_offline(ctx, &mut prepare, &built, process)?;
+    let mut prepared = prepared.into_iter();
+    for (folder, requirements, downloaded) in read {
+        obs.candidates.push(CandidateObservation::Read {
+            folder,
+            requirements,
+            prepared: if downloaded { prepared.next() } else { None },
+        });
+    }
+    obs.wheelhouse = Some(built);
+    Ok(obs)
+}
+
+/// Each admitted candidate's input to the preparations (its private roots,
+/// environment, archive); the others observed as not admitted.
+fn admitted_inputs(
+    ctx: &RunContext,
+) -> Result<(Vec<CandidateObservation>, Vec<DependencyInput>), String> {
     let mut candidates: Vec<CandidateObservation> = Vec::new();
     let mut inputs = Vec::new();
     for record in &ctx.candidates {
@@ -677,20 +743,19 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
             wheelhouse_files: Vec::new(),
         });
     }
-    let mut obs = RunObservation {
-        evidence_dir: ctx.evidence_dir.clone(),
-        wheelhouse: None,
-        candidates,
-        pip_config: None,
-    };
-    // One probe process per kind for every candidate (the requirements,
-    // preparation run 1, run 2): the SDK is imported once per kind, not per
-    // candidate (about 0.3 s of CPU per interpreter start). Each candidate
-    // keeps its own data roots under its own root; the probes' environment
-    // is the candidates' but for HOME and TMPDIR (the wheelhouse's index
-    // depends on DIR alone), and the SDK's installer gives pip its own
-    // HOME and TMPDIR in each candidate's staging folder.
-    let process = if inputs.is_empty() {
+    Ok((candidates, inputs))
+}
+
+/// One probe process per kind for every candidate (the requirements,
+/// preparation run 1, run 2): the SDK is imported once per kind, not per
+/// candidate (about 0.3 s of CPU per interpreter start). Each candidate
+/// keeps its own data roots under its own root; the probes' environment
+/// is the candidates' but for HOME and TMPDIR (the wheelhouse's index
+/// depends on DIR alone), and the SDK's installer gives pip its own
+/// HOME and TMPDIR in each candidate's staging folder.
+/// `None` when no candidate is to be read.
+fn probe_process(ctx: &RunContext, needed: bool) -> Result<Option<ProbeProcess>, String> {
+    Ok(if !needed {
         None
     } else {
         let (home, tmp) = ctx
@@ -707,35 +772,16 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
             log_dir: ctx.evidence_dir.join("logs").join(GATE),
             wrapper: Vec::new(),
         })
-    };
-    if let Some(process) = &process {
-        obs.pip_config = Some(super::pip_config::observe(
-            &process.python,
-            &process.cwd,
-            process.env.clone(),
-            &ctx.log_stem(GATE, "pip-config"),
-        ));
-    }
-    // What each candidate needs, as the SDK reads it; then one download per
-    // distinct requirement set.
-    let reads = match &process {
-        Some(process) => read_requirements_batch(process, &inputs),
-        None => Vec::new(),
-    };
-    let mut wanted: Vec<(String, Vec<String>)> = Vec::new();
-    let mut readable = Vec::new();
-    for (input, read) in inputs.into_iter().zip(reads) {
-        match read {
-            Ok(requirements) => {
-                wanted.push((input.folder.clone(), requirements));
-                readable.push(input);
-            }
-            Err(error) => obs.candidates.push(CandidateObservation::Unreadable {
-                folder: input.folder.clone(),
-                error,
-            }),
-        }
-    }
+    })
+}
+
+/// The run's wheelhouse: one download per distinct requirement set in
+/// `wanted`, pip sandboxed (the interpreter read-only, only its private
+/// root writable).
+fn build_wheelhouse(
+    ctx: &RunContext,
+    wanted: &[(String, Vec<String>)],
+) -> Result<crate::evidence::WheelhouseRecord, String> {
     let (home, tmp) = ctx
         .private_roots(GATE, wheelhouse::DIR_NAME)
         .map_err(|e| format!("dependencies: cannot create the wheelhouse's private roots: {e}"))?;
@@ -756,7 +802,7 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
         .parent()
         .map(Path::to_path_buf)
         .ok_or_else(|| "dependencies: the wheelhouse's private root has no parent".to_string())?;
-    let built = wheelhouse::build(
+    wheelhouse::build(
         &wheelhouse::BuildInput {
             python: ctx.python.clone(),
             evidence_dir: ctx.evidence_dir.clone(),
@@ -770,23 +816,20 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
             read_only,
             root: pip_root,
         },
-        &wheelhouse::plan(&wanted),
+        &wheelhouse::plan(wanted),
     )
-    .map_err(|e| format!("dependencies: cannot build the wheelhouse: {e}"))?;
-    let mut prepare = Vec::new();
-    let mut read = Vec::new();
-    for (input, (_, requirements)) in readable.into_iter().zip(wanted) {
-        let downloaded = wheelhouse_check(&input.folder, &requirements, &built, &ctx.evidence_dir)
-            .result
-            != crate::evidence::CheckResult::Fail;
-        read.push((input.folder.clone(), requirements, downloaded));
-        if downloaded {
-            prepare.push(input);
-        }
-    }
+    .map_err(|e| format!("dependencies: cannot build the wheelhouse: {e}"))
+}
 
-    // Offline from here: a private network namespace when the machine allows
-    // one, the wheelhouse as the only index in any case.
+/// The SDK's preparations of every candidate in `prepare`, offline from
+/// here: a private network namespace when the machine allows one, the
+/// wheelhouse as the only index in any case.
+fn prepare_offline(
+    ctx: &RunContext,
+    prepare: &mut [DependencyInput],
+    built: &crate::evidence::WheelhouseRecord,
+    process: Option<ProbeProcess>,
+) -> Result<Vec<Prepared>, String> {
     let mut prepared: Vec<Prepared> = Vec::new();
     if !prepare.is_empty() {
         let plan = netns::plan(
@@ -801,7 +844,7 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
             ),
             _ => plan.label(),
         };
-        for input in &mut prepare {
+        for input in prepare.iter_mut() {
             input.wrapper = plan.wrapper.clone();
             input.network = network.clone();
             input.wheelhouse_files = built.files.clone();
@@ -810,7 +853,7 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
             "dependencies: candidates to prepare but no probe process".to_string()
         })?;
         process.wrapper = plan.wrapper.clone();
-        prepared = observe_batch(&process, &prepare, ctx.width())
+        prepared = observe_batch(&process, prepare, ctx.width())
             .into_iter()
             .map(|o| match o {
                 Some(o) => Prepared::Observed(Box::new(o)),
@@ -818,14 +861,5 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
             })
             .collect();
     }
-    let mut prepared = prepared.into_iter();
-    for (folder, requirements, downloaded) in read {
-        obs.candidates.push(CandidateObservation::Read {
-            folder,
-            requirements,
-            prepared: if downloaded { prepared.next() } else { None },
-        });
-    }
-    obs.wheelhouse = Some(built);
-    Ok(obs)
+    Ok(prepared)
 }

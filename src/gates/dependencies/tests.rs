@@ -21,7 +21,7 @@ fn record(download: Option<WheelhouseDownload>) -> WheelhouseRecord {
     WheelhouseRecord {
         dir: "wheelhouse".into(),
         index: "wheelhouse/simple/".into(),
-        upstream_index: wheelhouse::UPSTREAM_INDEX.into(),
+        upstream_index: crate::profile::UPSTREAM_INDEX.into(),
         files: if download.as_ref().is_some_and(|d| d.ok) {
             vec![six()]
         } else {
@@ -65,7 +65,55 @@ fn download(ok: bool) -> WheelhouseDownload {
         },
         resolve_log: Some("logs/dependencies/wheelhouse/resolve-1".into()),
         sandbox: None,
+        left_running: Default::default(),
     }
+}
+
+#[test]
+fn a_pip_step_that_left_a_process_running_fails_pip_left_running() {
+    use crate::evidence::sandbox::{LeftProcess, LeftRunning};
+    let mut rec = record(Some(download(true)));
+    assert!(pip_left_running_check(&rec).is_none());
+    let nothing = LeftRunning::Surveyed { processes: vec![] };
+    rec.downloads[0]
+        .left_running
+        .insert("resolve".into(), nothing.clone());
+    rec.downloads[0]
+        .left_running
+        .insert("download".into(), nothing);
+    assert_eq!(
+        pip_left_running_check(&rec).unwrap().result,
+        CheckResult::Pass
+    );
+    rec.downloads[0].left_running.insert(
+        "download".into(),
+        LeftRunning::Surveyed {
+            processes: vec![LeftProcess {
+                pid: 5,
+                ppid: 1,
+                pgid: 5,
+                sid: 5,
+                state: "S".into(),
+                cmdline: "build-daemon --forever".into(),
+                ms_alive: 800,
+            }],
+        },
+    );
+    let c = pip_left_running_check(&rec).unwrap();
+    assert_eq!(
+        (c.name.as_str(), c.result),
+        ("pip-left-running", CheckResult::Fail)
+    );
+    assert!(
+        c.detail.contains("pip download step of download 1"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail.contains("): build-daemon --forever"),
+        "{}",
+        c.detail
+    );
 }
 
 #[test]
@@ -192,7 +240,7 @@ fn a_requirement_with_only_an_sdist_is_refused_naming_it_the_sdist_and_the_profi
 
 #[test]
 fn the_pip_steps_sandbox_is_a_check_that_warns_when_unconfined() {
-    use crate::isolation::sandbox::SandboxRecord;
+    use crate::evidence::sandbox::SandboxRecord;
     let mut rec = record(Some(download(true)));
     assert!(pip_sandbox_check(&rec).is_none());
     let confined = SandboxRecord {
@@ -201,7 +249,7 @@ fn the_pip_steps_sandbox_is_a_check_that_warns_when_unconfined() {
         version: Some("bubblewrap 0.8.0".into()),
         own_pid_namespace: true,
         dies_with_verifier: true,
-        network: Some(crate::isolation::sandbox::Network::Shared),
+        network: Some(crate::evidence::sandbox::Network::Shared),
         read_only: vec![],
         writable: vec!["/ev/roots/dependencies/wheelhouse".into()],
         unconfined_because: None,

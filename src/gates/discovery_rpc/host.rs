@@ -24,8 +24,9 @@ use super::spec::{
     MAX_STREAMED_RESULTS,
 };
 use super::survey;
-use crate::isolation::procfs;
-use crate::isolation::sandbox::{self, Network, SandboxPlan};
+use crate::evidence::sandbox::Network;
+use crate::isolation::sandbox::{self, SandboxPlan};
+use crate::process::procfs;
 use crate::process::{self, ChildSpec, Running};
 use crate::rpc::{self, ConnectError, HostClient, Transcript};
 use crate::{hash, interrupt, netns};
@@ -154,6 +155,7 @@ fn run(spec: &HostSpec, result: &mut HostResult) {
             read_only: spec.read_only.clone(),
             writable: vec![spec.roots.clone()],
             network: Network::Shared,
+            survey: None,
         },
         available,
     );

@@ -10,7 +10,6 @@ use super::spec::{ComponentId, HostCandidate, ProbePlan};
 use crate::context::RunContext;
 use crate::hash;
 use crate::profile::{CandidateSpec, RunnerProbeSpec, NONCE_PLACEHOLDER};
-use crate::python;
 use serde::Serialize;
 use std::path::Path;
 
@@ -54,7 +53,7 @@ pub enum SetupProblem {
 
 /// One [`HostCandidate`] per selected candidate with a recorded archive;
 /// candidates without one, or whose manifest cannot be read, fail here.
-pub(super) fn host_candidates(
+pub(crate) fn host_candidates(
     ctx: &RunContext,
     roots: &Path,
     problems: &mut Vec<SetupProblem>,
@@ -186,11 +185,11 @@ fn plan_one(
     let fixture_path = dir.join("fixture.py");
     let (bytes, expect_template) = match entry.builtin() {
         Some(name) => {
-            let f = python::fixtures::get(name)
+            let f = crate::builtin_fixtures::get(name)
                 .ok_or_else(|| format!("no built-in fixture {name:?}"))?;
             (
                 f.source.as_bytes().to_vec(),
-                python::fixtures::reply_text(name, NONCE_PLACEHOLDER),
+                crate::builtin_fixtures::reply_text(name, NONCE_PLACEHOLDER),
             )
         }
         None => {

@@ -239,7 +239,7 @@ pub struct RuntimeFacts {
     /// The sandbox the runtime (and every plugin worker it starts) ran in;
     /// `None` when the runtime was not started.
     #[serde(default)]
-    pub sandbox: Option<crate::isolation::sandbox::SandboxRecord>,
+    pub sandbox: Option<crate::evidence::sandbox::SandboxRecord>,
 }
 
 /// One `run_runner` request and its streamed reply.

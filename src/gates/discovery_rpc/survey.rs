@@ -1,5 +1,5 @@
 //! The survivor survey of a discovery run, on the crate's shared survey
-//! ([`crate::isolation::survey`]): a process belongs to the run by the
+//! ([`crate::process::survey`]): a process belongs to the run by the
 //! runtime's process group, by the run's environment marker (set in the
 //! runtime's environment), or by a working directory under the run's private
 //! roots (the SDK starts `oss_dev` workers with a fresh environment and
@@ -7,7 +7,7 @@
 //! program name.
 
 use super::spec::Survivor;
-use crate::isolation::survey::{self, SurveyRules};
+use crate::process::survey::{self, SurveyRules};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;

@@ -5,7 +5,6 @@ use super::plan::{shell_quote, substitute};
 use super::*;
 use crate::evidence::Check;
 use crate::evidence::CheckResult;
-use crate::python;
 use spec::{RunnerCall, RunnerProbe, Survivor, Teardown};
 use std::path::PathBuf;
 
@@ -104,7 +103,10 @@ fn plan() -> ProbePlan {
         control_nonce: "VCC-PROBE-fedcba9876543210".into(),
         config: json!({"location": "local", "command": "/py /fx.py"}),
         invalid_config: json!({"location": "invalid"}),
-        expect: python::fixtures::reply_text("codex-app-server", "VCC-PROBE-0123456789abcdef"),
+        expect: crate::builtin_fixtures::reply_text(
+            "codex-app-server",
+            "VCC-PROBE-0123456789abcdef",
+        ),
     }
 }
 
@@ -531,13 +533,13 @@ fn observed_run() -> Observation {
             healthy: true,
             health_ms: Some(2100),
             log: "/ev/logs/discovery-rpc/runtime".into(),
-            sandbox: Some(crate::isolation::sandbox::SandboxRecord {
+            sandbox: Some(crate::evidence::sandbox::SandboxRecord {
                 kind: "bwrap".into(),
                 program: Some("/usr/bin/bwrap".into()),
                 version: Some("bubblewrap 0.8.0".into()),
                 own_pid_namespace: true,
                 dies_with_verifier: true,
-                network: Some(crate::isolation::sandbox::Network::Shared),
+                network: Some(crate::evidence::sandbox::Network::Shared),
                 read_only: vec!["/v".into(), "/ev/wheelhouse".into()],
                 writable: vec!["/ev/roots/discovery-rpc".into()],
                 unconfined_because: None,
@@ -592,7 +594,7 @@ fn the_runtime_in_its_sandbox_passes_and_an_unconfined_or_unstarted_runtime_does
 
     let mut unconfined = observed_run();
     let runtime = &mut unconfined.result.as_mut().unwrap().runtime;
-    runtime.sandbox = Some(crate::isolation::sandbox::SandboxRecord {
+    runtime.sandbox = Some(crate::evidence::sandbox::SandboxRecord {
         kind: "none".into(),
         program: None,
         version: None,

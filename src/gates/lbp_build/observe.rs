@@ -75,17 +75,21 @@ pub(super) fn observe(ctx: &RunContext) -> Vec<CandidateBuild> {
         .iter()
         .any(|b| b.run.as_ref().is_some_and(|r| !r.file_errors.is_empty()))
     {
-        let commit = commit_date(ctx);
+        let stamp = if ctx.source.worktree.is_some() {
+            Some(super::file_errors::Stamp::WorkingTree)
+        } else {
+            commit_date(ctx)
+        };
         for b in &mut builds {
-            b.commit = commit.clone();
+            b.stamp = stamp.clone();
         }
     }
     builds
 }
 
-/// `(commit id, committer date)` of the commit under review (git archive
-/// stamps the staged files with that date), or `None` when git does not say.
-fn commit_date(ctx: &RunContext) -> Option<(String, String)> {
+/// The commit under review and its committer date (git archive stamps the
+/// staged files with that date), or `None` when git does not say.
+fn commit_date(ctx: &RunContext) -> Option<super::file_errors::Stamp> {
     let commit = &ctx.source.commit;
     let out = crate::git::run(
         &ctx.repo,
@@ -95,7 +99,10 @@ fn commit_date(ctx: &RunContext) -> Option<(String, String)> {
     )
     .ok()?;
     let date = out.stdout_text().trim().to_string();
-    (!date.is_empty()).then(|| (commit.clone(), date))
+    (!date.is_empty()).then(|| super::file_errors::Stamp::Commit {
+        id: commit.clone(),
+        date,
+    })
 }
 
 /// The identity fields of `manifest.yaml` that are strings unsafe in a file

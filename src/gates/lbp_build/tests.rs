@@ -437,7 +437,10 @@ fn a_build_that_left_files_out_fails_files_added_though_it_exited_0() {
         path: "main.py".into(),
         error: "ZIP does not support timestamps before 1980".into(),
     }];
-    b.commit = Some(("c".repeat(40), "1975-06-01T00:00:00Z".into()));
+    b.stamp = Some(super::file_errors::Stamp::Commit {
+        id: "c".repeat(40),
+        date: "1975-06-01T00:00:00Z".into(),
+    });
     let checks = decide(&b);
     let failing: Vec<&str> = checks
         .iter()

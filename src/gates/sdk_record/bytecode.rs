@@ -135,7 +135,10 @@ pub(crate) fn cache_sentence(
 ) -> String {
     match cache {
         Some(c) if cached > 0 => format!(
-            " ({} compiled and compared now, {cached} identical by SHA-256 of source and bytecode to              pairs an earlier run compiled and compared with this interpreter: the bytecode cache              {}, SHA-256 {}; VCC_BYTECODE_CACHE=off compiles every file)",
+            " ({} compiled and compared now, {cached} identical by path and SHA-256 of source and \
+             bytecode to pairs an earlier run compiled and compared with this interpreter in this \
+             environment: the bytecode cache {}, SHA-256 {}, written only by the verifier; \
+             VCC_BYTECODE_CACHE=off compiles every file)",
             equal - cached,
             c.path,
             c.sha256.as_deref().unwrap_or("-"),

@@ -25,6 +25,9 @@ pub struct SiteProbe {
     pub prefix: String,
     /// `sys.base_prefix`: the base interpreter's installation.
     pub base_prefix: String,
+    /// `sys.exec_prefix` after `site` detected a venv.
+    #[serde(default)]
+    pub exec_prefix: Option<String>,
     /// `sys.version`'s first word.
     pub python_version: String,
     /// `sys.implementation.cache_tag`.
@@ -346,7 +349,6 @@ pub fn observe_environment(
     probe: Result<SiteProbe, String>,
     sdk: &SdkScope,
 ) -> EnvironmentObservation {
-    let sdk_bytecode_equal = &sdk.bytecode_equal;
     let mut obs = EnvironmentObservation {
         interpreter: interpreter_binary(python),
         sdk_dist_info: sdk
@@ -371,8 +373,42 @@ pub fn observe_environment(
         .map(|d| normalize_join(Path::new(d), "."))
         .filter(|d| d.is_dir())
         .collect();
+    let owners = verify_site_dirs(&site_dirs, &prefix, &mut obs);
+    let bytecode = judge_bytecode(&probe, &owners, &sdk.bytecode_equal, &mut obs);
+    walk_site_dirs(&site_dirs, &owners, &bytecode, sdk, &mut obs);
+    scripts_and_venv_config(&probe, &prefix, &owners, &mut obs);
+    startup_modules(&probe, &owners, &mut obs);
+    // sys.path entries a .pth path line added.
+    let known: BTreeSet<PathBuf> = site_dirs
+        .iter()
+        .cloned()
+        .chain(
+            probe
+                .initial_path
+                .iter()
+                .map(|p| normalize_join(Path::new(p), ".")),
+        )
+        .collect();
+    for entry in &probe.sys_path {
+        if known.contains(&normalize_join(Path::new(entry), ".")) {
+            continue;
+        }
+        obs.added_path_entries.push(entry.clone());
+    }
+    obs.bytecode_cache = probe.bytecode_cache.clone();
+    obs.probe = Some(probe);
+    obs
+}
+
+/// Every distribution of the site directories, its RECORD verified
+/// (recorded in `obs.distributions`); the files they own.
+fn verify_site_dirs(
+    site_dirs: &[PathBuf],
+    prefix: &Path,
+    obs: &mut EnvironmentObservation,
+) -> Owners {
     let mut owners = Owners::default();
-    for site_dir in &site_dirs {
+    for site_dir in site_dirs {
         let mut names: Vec<String> = std::fs::read_dir(site_dir)
             .map(|rd| {
                 rd.filter_map(|e| e.ok())
@@ -383,83 +419,126 @@ pub fn observe_environment(
             .unwrap_or_default();
         names.sort();
         for name in names {
-            let record = verify_distribution(site_dir, &name, &prefix, &mut owners);
+            let record = verify_distribution(site_dir, &name, prefix, &mut owners);
             obs.distributions.push(record);
         }
     }
     obs.verified_files = owners.verified.len() as u64;
+    owners
+}
 
-    // Bytecode: owned when equal to the compilation of a verified source.
-    let mut bytecode_owned: BTreeSet<PathBuf> = sdk_bytecode_equal.clone();
-    let mut bytecode_why: BTreeMap<PathBuf, String> = BTreeMap::new();
+/// The bytecode files the probe compared: owned (the SDK's equal ones
+/// included), and why each other one is not.
+struct BytecodeJudged {
+    owned: BTreeSet<PathBuf>,
+    why: BTreeMap<PathBuf, String>,
+}
+
+/// Bytecode is owned when equal to the compilation of a verified source (or
+/// pytest's assertion-rewrite cache); a loaded difference, a sourceless or
+/// an unreadable file is a problem (`obs.bytecode_problems`).
+fn judge_bytecode(
+    probe: &SiteProbe,
+    owners: &Owners,
+    sdk_bytecode_equal: &BTreeSet<PathBuf>,
+    obs: &mut EnvironmentObservation,
+) -> BytecodeJudged {
+    let mut judged = BytecodeJudged {
+        owned: sdk_bytecode_equal.clone(),
+        why: BTreeMap::new(),
+    };
     for site in &probe.bytecode {
         let base = normalize_join(Path::new(&site.site_dir), ".");
         for file in &site.files {
             let path = normalize_join(&base, &file.path);
-            let source = file.source.as_deref().map(|s| normalize_join(&base, s));
-            let source_verified = source
-                .as_ref()
-                .is_some_and(|s| owners.verified.contains_key(s));
-            let loaded = file.header.as_ref().and_then(|h| h.current) != Some(false);
-            let why = match file.outcome {
-                BytecodeOutcome::Equal if source_verified => {
-                    obs.bytecode_equal += 1;
-                    obs.bytecode_cached += u64::from(file.cached);
-                    bytecode_owned.insert(path);
-                    continue;
+            match bytecode_why(file, &path, &base, owners, &probe.cache_tag, obs) {
+                None => {
+                    judged.owned.insert(path);
                 }
-                BytecodeOutcome::Equal => "equal to a source no verified RECORD owns".to_string(),
-                BytecodeOutcome::Differs if loaded => {
-                    obs.bytecode_problems.push(format!(
-                        "{}: expected this interpreter's compilation of {}, found other code \
-                         (first difference: {}); Python loads it instead of the source",
-                        path.display(),
-                        source
-                            .as_ref()
-                            .map(|s| s.display().to_string())
-                            .unwrap_or_default(),
-                        file.difference.as_deref().unwrap_or("?")
-                    ));
-                    "not the compilation of its source".to_string()
+                Some(why) => {
+                    judged.why.insert(path, why);
                 }
-                BytecodeOutcome::Differs => {
-                    "not the compilation of its source, stale (never loaded)".to_string()
-                }
-                BytecodeOutcome::Sourceless => {
-                    obs.bytecode_problems.push(format!(
-                        "{}: expected bytecode only in __pycache__, found a sourceless .pyc, which \
-                         import loads with no source to verify it against",
-                        path.display()
-                    ));
-                    "sourceless".to_string()
-                }
-                BytecodeOutcome::Unreadable => {
-                    obs.bytecode_problems.push(format!(
-                        "{}: expected a readable bytecode file, found {}",
-                        path.display(),
-                        file.difference.as_deref().unwrap_or("?")
-                    ));
-                    "unreadable".to_string()
-                }
-                BytecodeOutcome::NoSource => "no source (never loaded)".to_string(),
-                BytecodeOutcome::ForeignName
-                    if is_pytest_rewrite_cache(&path, &probe.cache_tag) =>
-                {
-                    obs.pytest_rewrite_cache.push(path.display().to_string());
-                    bytecode_owned.insert(path);
-                    continue;
-                }
-                BytecodeOutcome::ForeignName => {
-                    "named for another interpreter (never loaded)".to_string()
-                }
-                BytecodeOutcome::BadHeader => "foreign header (never loaded)".to_string(),
-            };
-            bytecode_why.insert(path, why);
+            }
         }
     }
+    judged
+}
 
-    // .pth files and every unowned file.
-    for site_dir in &site_dirs {
+/// Why bytecode file `file` (at `path`, under site directory `base`) is not
+/// owned; `None` when it is.
+fn bytecode_why(
+    file: &BytecodeFile,
+    path: &Path,
+    base: &Path,
+    owners: &Owners,
+    cache_tag: &str,
+    obs: &mut EnvironmentObservation,
+) -> Option<String> {
+    let source = file.source.as_deref().map(|s| normalize_join(base, s));
+    let source_verified = source
+        .as_ref()
+        .is_some_and(|s| owners.verified.contains_key(s));
+    let loaded = file.header.as_ref().and_then(|h| h.current) != Some(false);
+    Some(match file.outcome {
+        BytecodeOutcome::Equal if source_verified => {
+            obs.bytecode_equal += 1;
+            obs.bytecode_cached += u64::from(file.cached);
+            return None;
+        }
+        BytecodeOutcome::Equal => "equal to a source no verified RECORD owns".to_string(),
+        BytecodeOutcome::Differs if loaded => {
+            obs.bytecode_problems.push(format!(
+                "{}: expected this interpreter's compilation of {}, found other code \
+                 (first difference: {}); Python loads it instead of the source",
+                path.display(),
+                source
+                    .as_ref()
+                    .map(|s| s.display().to_string())
+                    .unwrap_or_default(),
+                file.difference.as_deref().unwrap_or("?")
+            ));
+            "not the compilation of its source".to_string()
+        }
+        BytecodeOutcome::Differs => {
+            "not the compilation of its source, stale (never loaded)".to_string()
+        }
+        BytecodeOutcome::Sourceless => {
+            obs.bytecode_problems.push(format!(
+                "{}: expected bytecode only in __pycache__, found a sourceless .pyc, which \
+                 import loads with no source to verify it against",
+                path.display()
+            ));
+            "sourceless".to_string()
+        }
+        BytecodeOutcome::Unreadable => {
+            obs.bytecode_problems.push(format!(
+                "{}: expected a readable bytecode file, found {}",
+                path.display(),
+                file.difference.as_deref().unwrap_or("?")
+            ));
+            "unreadable".to_string()
+        }
+        BytecodeOutcome::NoSource => "no source (never loaded)".to_string(),
+        BytecodeOutcome::ForeignName if is_pytest_rewrite_cache(path, cache_tag) => {
+            obs.pytest_rewrite_cache.push(path.display().to_string());
+            return None;
+        }
+        BytecodeOutcome::ForeignName => "named for another interpreter (never loaded)".to_string(),
+        BytecodeOutcome::BadHeader => "foreign header (never loaded)".to_string(),
+    })
+}
+
+/// Every file of the site directories: its top-level `.pth` files read
+/// (`obs.pth_files`), and every file no verified RECORD, owned bytecode or
+/// the SDK's own package holds listed as unowned (bytecode with the reason).
+fn walk_site_dirs(
+    site_dirs: &[PathBuf],
+    owners: &Owners,
+    bytecode: &BytecodeJudged,
+    sdk: &SdkScope,
+    obs: &mut EnvironmentObservation,
+) {
+    for site_dir in site_dirs {
         for entry in WalkDir::new(site_dir)
             .follow_links(false)
             .sort_by_file_name()
@@ -493,12 +572,12 @@ pub fn observe_environment(
                 });
             }
             if owner.is_some()
-                || bytecode_owned.contains(&path)
+                || bytecode.owned.contains(&path)
                 || sdk.dirs.iter().any(|d| path.starts_with(d))
             {
                 continue;
             }
-            match bytecode_why.get(&path) {
+            match bytecode.why.get(&path) {
                 Some(why) => obs
                     .unowned
                     .push(format!("{} (bytecode: {why})", path.display())),
@@ -506,8 +585,16 @@ pub fn observe_environment(
             }
         }
     }
+}
 
-    // The scripts directory (top level) and pyvenv.cfg.
+/// The scripts directory (top level: the venv's own scripts apart, every
+/// file no RECORD owns is unowned) and `pyvenv.cfg` with its digest.
+fn scripts_and_venv_config(
+    probe: &SiteProbe,
+    prefix: &Path,
+    owners: &Owners,
+    obs: &mut EnvironmentObservation,
+) {
     if let Some(scripts) = &probe.scripts_dir {
         let scripts = normalize_join(Path::new(scripts), ".");
         let mut names: Vec<_> = std::fs::read_dir(&scripts)
@@ -538,8 +625,11 @@ pub fn observe_environment(
         obs.venv_files
             .push(format!("{} (sha256 {digest})", cfg.display()));
     }
+}
 
-    // Start-up modules.
+/// `sitecustomize` and `usercustomize`, where the probe found them, with
+/// their owner and whether start-up imported them.
+fn startup_modules(probe: &SiteProbe, owners: &Owners, obs: &mut EnvironmentObservation) {
     for (name, origin) in [
         ("sitecustomize", &probe.sitecustomize),
         ("usercustomize", &probe.usercustomize),
@@ -557,25 +647,4 @@ pub fn observe_environment(
             });
         }
     }
-
-    // sys.path entries a .pth path line added.
-    let known: BTreeSet<PathBuf> = site_dirs
-        .iter()
-        .cloned()
-        .chain(
-            probe
-                .initial_path
-                .iter()
-                .map(|p| normalize_join(Path::new(p), ".")),
-        )
-        .collect();
-    for entry in &probe.sys_path {
-        if known.contains(&normalize_join(Path::new(entry), ".")) {
-            continue;
-        }
-        obs.added_path_entries.push(entry.clone());
-    }
-    obs.bytecode_cache = probe.bytecode_cache.clone();
-    obs.probe = Some(probe);
-    obs
 }

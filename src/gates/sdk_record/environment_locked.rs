@@ -87,18 +87,19 @@ pub struct LockedObservation {
 /// When the verifier carries no lock for the pin, or a records file does
 /// not parse (a build defect).
 pub fn anchors(requirement: &str) -> Result<Vec<(String, Vec<WheelRecord>)>, String> {
-    let sdk = builtin::for_requirement(requirement).ok_or_else(|| {
+    let sdk = crate::provision::on_demand::files_for(requirement).ok_or_else(|| {
         format!(
-            "sdk.requirement {requirement:?}: expected a pin this verifier carries a lock list for ({}), \
-             found none, so no installed distribution can be compared with a locked wheel",
+            "sdk.requirement {requirement:?}: expected a pin this verifier carries a lock list for ({}) \
+             or has locked on demand, found none, so no installed distribution can be compared with a \
+             locked wheel",
             builtin::carried()
         )
     })?;
     let extras = builtin::TEST_EXTRAS;
     Ok(vec![
         (
-            sdk.records_label.to_string(),
-            wheel_records::parse(sdk.wheel_records, sdk.records_label)?,
+            sdk.records_label.clone(),
+            wheel_records::parse(&sdk.wheel_records, &sdk.records_label)?,
         ),
         (
             extras.records_label.to_string(),
@@ -240,14 +241,23 @@ fn judge(
 pub fn locked_check(obs: &LockedObservation) -> Check {
     const NAME: &str = "environment-locked";
     let observed = json!(obs);
-    let remedy = "reprovision the interpreter (`verify-coding-candidates sdk`, then run without --python) or \
-                  remove the distribution (`python -m pip uninstall NAME`); a distribution you need beside \
-                  the SDK can be named in the profile's `sdk.extra_distributions`, which makes it a warning";
+    // What to do comes first: the usual cause is a venv made by hand
+    // (`python3 -m venv` + `pip install langbot-plugin==...`), whose pip
+    // resolved newer dependencies than the lock and added setuptools.
+    let first = "drop --python (and PYTHON): the verifier provisions the pinned interpreter itself; to keep \
+                 an interpreter of your own, make it of exactly the lock with `verify-coding-candidates sdk \
+                 --venv PATH` and pass PATH/bin/python";
+    let remedy = "for each distribution above: remove it (`python -m pip uninstall NAME`), or reinstall the \
+                  locked wheel (`verify-coding-candidates sdk --venv PATH` makes a new environment of exactly the \
+                  lock); a distribution you need beside the SDK can be named in the profile's \
+                  `sdk.extra_distributions`, which makes it a warning";
     if let Some(e) = &obs.error {
         return Check::fail(
             NAME,
             None,
-            format!("{e}; expected every installed distribution to be a locked wheel: {remedy}"),
+            format!(
+                "{first}\n{e}; expected every installed distribution to be a locked wheel: {remedy}"
+            ),
         )
         .with_observed(observed);
     }
@@ -286,9 +296,9 @@ pub fn locked_check(obs: &LockedObservation) -> Check {
             NAME,
             None,
             format!(
-                "{} of {} distributions in the site directories are not wheels of the verifier's lock ({anchors}) \
-                 as published; each can run code in every interpreter start or pytest run (a .pth file, an \
-                 entry point such as a pytest11 plugin):\n  {}\n{remedy}",
+                "{first}\n{} of {} distributions in the site directories are not wheels of the verifier's lock \
+                 ({anchors}) as published; each can run code in every interpreter start or pytest run (a .pth \
+                 file, an entry point such as a pytest11 plugin):\n  {}\n{remedy}",
                 failing.len(),
                 obs.distributions.len(),
                 failing.join("\n  ")
@@ -423,7 +433,19 @@ demo-1.0.dist-info/RECORD,,\n";
         assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
         let d = &c.detail;
         let at = |f: &str| dir.path().join(f).display().to_string();
-        assert!(d.starts_with("4 of 4 distributions"), "{d}");
+        assert!(
+            d.starts_with(
+                "drop --python (and PYTHON): the verifier provisions the pinned interpreter itself;"
+            ),
+            "{d}"
+        );
+        assert!(
+            d.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("4 of 4 distributions"),
+            "{d}"
+        );
         assert!(
             d.contains(&format!(
                 "{} (demo 1.0): its RECORD is not its locked wheel's (normalised rows): expected rows=2 record=",
@@ -451,7 +473,10 @@ demo-1.0.dist-info/RECORD,,\n";
             ),
             "{d}"
         );
-        assert!(d.contains("`verify-coding-candidates sdk`"), "{d}");
+        assert!(
+            d.contains("`verify-coding-candidates sdk --venv PATH`"),
+            "{d}"
+        );
     }
 
     #[test]
@@ -471,7 +496,11 @@ demo-1.0.dist-info/RECORD,,\n";
         std::fs::create_dir(dir.path().join("third-3.0.dist-info")).unwrap();
         let c = judge_site(&dir, &["other-tool".to_string()]);
         assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
-        assert!(c.detail.starts_with("1 of 3"), "{}", c.detail);
+        assert!(
+            c.detail.lines().nth(1).unwrap().starts_with("1 of 3"),
+            "{}",
+            c.detail
+        );
     }
 
     #[test]

@@ -59,6 +59,7 @@ impl Env {
             executable: self.prefix().join("bin/python").display().to_string(),
             prefix: self.prefix().display().to_string(),
             base_prefix: "/usr".into(),
+            exec_prefix: None,
             python_version: "3.11.7".into(),
             cache_tag: "cpython-311".into(),
             magic: "a70d0d0a".into(),

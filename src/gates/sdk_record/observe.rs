@@ -12,6 +12,8 @@ use super::{
     DISTRIBUTION, PACKAGE,
 };
 use crate::context::RunContext;
+use crate::evidence::sandbox::SandboxRecord;
+use crate::isolation::sandbox::Availability;
 use crate::{hash, python};
 use std::path::{Path, PathBuf};
 
@@ -21,11 +23,15 @@ use std::path::{Path, PathBuf};
 /// # Errors
 /// When the private roots cannot be created or the SDK probe does not answer.
 pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
-    // The site probe runs first, before any `python -I` start of the
-    // environment (the SDK and bytecode probes) could run a start-up file
-    // that rewrites or removes itself.
+    // Nothing of the environment runs before `environment-startup` has
+    // judged it: every probe here starts with `-I -S`, in a sandbox where
+    // only its private roots are writable (`run_probe_before_judgement`).
+    // The site probe runs first; the SDK and bytecode probes are given the
+    // site path it found, read as data, instead of running `site`.
     let cache = python::bytecode_cache::dir();
-    let site = run_site_probe(ctx, cache.as_deref())?;
+    let sandbox =
+        crate::isolation::sandbox::availability(&ctx.evidence_dir.join("logs").join("sandbox"));
+    let (site, probe_sandbox) = run_site_probe(ctx, sandbox, cache.as_deref())?;
     if let (Ok(site), Some(prefix)) = (&site, python::pycache_prefix()) {
         super::seed::seed_stdlib(
             site,
@@ -33,8 +39,11 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
             &ctx.log_stem("sdk-record", "pycache-seed-stdlib.txt"),
         );
     }
-    let mut obs = observe_sdk(ctx, cache.as_deref())?;
-    remember_equal_pairs(&site, &obs);
+    let mut obs = observe_sdk(ctx, sandbox, cache.as_deref(), site.as_ref().ok())?;
+    obs.probe_sandbox = Some(probe_sandbox);
+    if let Some(dir) = &cache {
+        remember_equal_pairs(dir, &site, &obs);
+    }
     let env = observe_environment(&ctx.python, site, &sdk_scope(&obs));
     let sdk = &ctx.profile.profile.sdk;
     obs.locked = Some(match env.probe.as_ref() {
@@ -69,27 +78,37 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
 
 /// Adds the pairs both probes compiled and found equal now to the bytecode
 /// cache file they read (`src/python/bytecode_cache.rs`), so the next run
-/// does not compile them again. A cache that cannot be written costs only
-/// time: the next run compiles again.
-fn remember_equal_pairs(site: &Result<SiteProbe, String>, obs: &Observation) {
+/// does not compile them again: the verifier alone writes it, and only a
+/// `<key>.pairs` file directly in `dir` ([`python::bytecode_cache::pairs_file`]).
+/// A cache that cannot be written costs only time: the next run compiles
+/// again.
+fn remember_equal_pairs(dir: &Path, site: &Result<SiteProbe, String>, obs: &Observation) {
     let site_probe = site.as_ref().ok();
-    let sdk_probe = obs.record.as_ref().and_then(|r| r.bytecode.as_ref());
+    let record = obs.record.as_ref();
+    let sdk_probe = record.and_then(|r| r.bytecode.as_ref());
     let path = site_probe
         .and_then(|p| p.bytecode_cache.as_ref())
         .or_else(|| sdk_probe.and_then(|p| p.cache.as_ref()))
-        .map(|c| PathBuf::from(&c.path));
+        .and_then(|c| python::bytecode_cache::pairs_file(dir, &c.path));
     let Some(path) = path else { return };
     let site_files = site_probe.into_iter().flat_map(|p| {
         p.bytecode
             .iter()
             .chain(p.stdlib_bytecode.iter())
-            .flat_map(|s| s.files.iter())
+            .flat_map(|s| {
+                s.files
+                    .iter()
+                    .filter_map(|f| f.new_cache_pair(Path::new(&s.site_dir)))
+            })
     });
-    let sdk_files = sdk_probe.into_iter().flat_map(|p| p.files.iter());
-    let pairs: std::collections::BTreeSet<String> = site_files
-        .chain(sdk_files)
-        .filter_map(super::BytecodeFile::new_cache_pair)
-        .collect();
+    let sdk_files = record.into_iter().flat_map(|r| {
+        r.bytecode.iter().flat_map(|b| {
+            b.files
+                .iter()
+                .filter_map(|f| f.new_cache_pair(Path::new(&r.site_packages)))
+        })
+    });
+    let pairs: std::collections::BTreeSet<String> = site_files.chain(sdk_files).collect();
     let _ = python::bytecode_cache::add_pairs(&path, &pairs);
 }
 
@@ -99,15 +118,16 @@ fn remember_equal_pairs(site: &Result<SiteProbe, String>, obs: &Observation) {
 /// probe examines.
 fn run_site_probe(
     ctx: &RunContext,
+    sandbox: &Availability,
     cache: Option<&Path>,
-) -> Result<Result<SiteProbe, String>, String> {
-    let (home, tmp) = ctx.private_roots("sdk-record", "site-probe").map_err(|e| {
-        format!(
-            "sdk-record: cannot create private roots under {}: {e}",
-            ctx.evidence_dir.display()
-        )
-    })?;
-    Ok(python::run_probe_without_site::<SiteProbe>(
+) -> Result<(Result<SiteProbe, String>, SandboxRecord), String> {
+    let (home, tmp) = private_roots(ctx, "site-probe")?;
+    let unjudged = python::Unjudged {
+        sandbox,
+        writable: vec![home.clone(), tmp.clone()],
+    };
+    Ok(python::run_probe_before_judgement::<SiteProbe>(
+        &unjudged,
         &ctx.python,
         "site_probe",
         &python::site_probe_source(),
@@ -117,6 +137,38 @@ fn run_site_probe(
         &ctx.log_stem("sdk-record", "site-probe"),
         SITE_PROBE_TIMEOUT,
     ))
+}
+
+fn private_roots(ctx: &RunContext, name: &str) -> Result<(PathBuf, PathBuf), String> {
+    ctx.private_roots("sdk-record", name).map_err(|e| {
+        format!(
+            "sdk-record: cannot create private roots under {}: {e}",
+            ctx.evidence_dir.display()
+        )
+    })
+}
+
+/// The SDK probe's ENVIRONMENT argument (`sdk_probe.py`): the prefixes
+/// the site probe found and the folders `site` appends to `sys.path` for
+/// its site directories, computed from the `.pth` files as data
+/// ([`super::pth::site_path`]). Without a site probe answer, an empty
+/// object (the probe then finds no site directory and says the SDK is not
+/// installed).
+fn sdk_probe_environment(site: Option<&SiteProbe>) -> String {
+    let Some(site) = site else {
+        return "{}".into();
+    };
+    let dirs: Vec<PathBuf> = site.site_dirs.iter().map(PathBuf::from).collect();
+    let path: Vec<String> = super::pth::site_path(&dirs)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    serde_json::json!({
+        "prefix": site.prefix,
+        "exec_prefix": site.exec_prefix.as_deref().unwrap_or(&site.prefix),
+        "path": path,
+    })
+    .to_string()
 }
 
 /// What the SDK checks judge, so the environment checks do not judge it
@@ -157,22 +209,33 @@ fn probe_args(mut args: Vec<String>, cache: Option<&Path>) -> Vec<String> {
     args
 }
 
-fn observe_sdk(ctx: &RunContext, cache: Option<&Path>) -> Result<Observation, String> {
-    let (home, tmp) = ctx.private_roots("sdk-record", "probe").map_err(|e| {
-        format!(
-            "sdk-record: cannot create private roots under {}: {e}",
-            ctx.evidence_dir.display()
-        )
-    })?;
-    let probe: SdkProbe = python::run_probe(
+fn observe_sdk(
+    ctx: &RunContext,
+    sandbox: &Availability,
+    cache: Option<&Path>,
+    site: Option<&SiteProbe>,
+) -> Result<Observation, String> {
+    let (home, tmp) = private_roots(ctx, "probe")?;
+    let unjudged = python::Unjudged {
+        sandbox,
+        writable: vec![home.clone(), tmp.clone()],
+    };
+    let probe: SdkProbe = python::run_probe_before_judgement(
+        &unjudged,
         &ctx.python,
         "sdk_probe",
         python::SDK_PROBE,
-        &[DISTRIBUTION.to_string(), PACKAGE.to_string()],
+        &[
+            DISTRIBUTION.to_string(),
+            PACKAGE.to_string(),
+            sdk_probe_environment(site),
+        ],
         &home,
         ctx.child_env(&home, &tmp),
         &ctx.log_stem("sdk-record", "probe"),
-    )?;
+        python::PROBE_TIMEOUT,
+    )
+    .0?;
     let mut obs = Observation {
         python: ctx.python.display().to_string(),
         probe: probe.clone(),
@@ -181,6 +244,7 @@ fn observe_sdk(ctx: &RunContext, cache: Option<&Path>) -> Result<Observation, St
         record: None,
         environment: None,
         locked: None,
+        probe_sandbox: None,
     };
     let (Some(site_packages), Some(dist_info)) = (&probe.site_packages, &probe.dist_info) else {
         return Ok(obs);
@@ -249,18 +313,27 @@ fn observe_sdk(ctx: &RunContext, cache: Option<&Path>) -> Result<Observation, St
         &[site_packages.join(PACKAGE), dist_info.clone()],
         &record.rows.listed,
     );
-    match python::run_probe::<BytecodeProbe>(
+    let prefix = site.map(|s| s.prefix.clone()).unwrap_or_default();
+    match python::run_probe_before_judgement::<BytecodeProbe>(
+        &unjudged,
         &ctx.python,
         "bytecode_probe",
         python::BYTECODE_PROBE,
         &probe_args(
-            vec![site_packages.display().to_string(), PACKAGE.to_string()],
+            vec![
+                site_packages.display().to_string(),
+                PACKAGE.to_string(),
+                prefix,
+            ],
             cache,
         ),
         &home,
         ctx.child_env(&home, &tmp),
         &ctx.log_stem("sdk-record", "bytecode-probe"),
-    ) {
+        python::PROBE_TIMEOUT,
+    )
+    .0
+    {
         Ok(b) => record.bytecode = Some(b),
         Err(e) => record.bytecode_error = Some(e),
     }

@@ -47,7 +47,8 @@ pub struct BytecodeProbe {
 /// The bytecode cache file a probe read (`src/python/bytecode_cache.rs`).
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 pub struct BytecodeCacheRead {
-    /// `<cache dir>/<interpreter key>.pairs`.
+    /// `<cache dir>/<interpreter key>.pairs` (the key: the interpreter's
+    /// identity and the environment's prefix).
     pub path: String,
     /// SHA-256 of the file as read; none when it did not exist yet.
     pub sha256: Option<String>,
@@ -57,8 +58,9 @@ pub struct BytecodeCacheRead {
 
 impl BytecodeFile {
     /// The cache line of a file compiled and found equal now (not one taken
-    /// from the cache).
-    pub fn new_cache_pair(&self) -> Option<String> {
+    /// from the cache), keyed by its absolute path: `site_dir` joined with
+    /// [`BytecodeFile::path`], as the probe joins them.
+    pub fn new_cache_pair(&self, site_dir: &std::path::Path) -> Option<String> {
         if self.outcome != BytecodeOutcome::Equal || self.cached {
             return None;
         }
@@ -66,6 +68,7 @@ impl BytecodeFile {
             self.optimize?,
             self.source_sha256.as_deref()?,
             self.pyc_sha256.as_deref()?,
+            &site_dir.join(&self.path),
         )
     }
 }
@@ -95,9 +98,9 @@ pub struct BytecodeFile {
     /// SHA-256 of the bytecode file's bytes, when its source was read.
     #[serde(default)]
     pub pyc_sha256: Option<String>,
-    /// `equal` because the two digests form a pair an earlier run compiled
-    /// and found equal with this interpreter (the bytecode cache), not
-    /// compiled now.
+    /// `equal` because this path and the two digests form a pair an earlier
+    /// run compiled and found equal with this interpreter in this
+    /// environment (the bytecode cache), not compiled now.
     #[serde(default)]
     pub cached: bool,
 }

@@ -21,6 +21,21 @@ use crate::hash;
 use serde_json::json;
 use std::collections::BTreeSet;
 
+/// The wheel RECORD digest `record-provenance` holds the interpreter to:
+/// the profile's `sdk.record_sha256` (`pinned`) when it records one, else
+/// the sha256 hex of the SDK wheel's own RECORD in the lock the verifier
+/// holds for the exact pin (`lock`: carried in `gates/profiles/sdk/`, or
+/// made on demand from the published wheel, its `langbot_plugin-V.RECORD`:
+/// `src/provision/on_demand.rs`); `None` when neither is known.
+pub(crate) fn expected_record_sha256(
+    pinned: Option<&str>,
+    lock: Option<&crate::provision::on_demand::SdkFiles>,
+) -> Option<String> {
+    pinned
+        .map(str::to_string)
+        .or_else(|| lock.map(|f| hash::sha256_bytes(f.wheel_record.as_bytes())))
+}
+
 /// The `record-provenance` check, or `None` when the profile records no
 /// `sdk.record_sha256` (then the provenance is not established; the
 /// catalogue says so).
@@ -36,11 +51,12 @@ pub(crate) fn provenance_check(
     console_scripts: &[String],
 ) -> Option<Check> {
     let want = want_sha256?;
-    let Some(wheel) = crate::provision::builtin::SDKS
+    let known = crate::provision::on_demand::all_files();
+    let Some(wheel) = known
         .iter()
         .find(|s| hash::sha256_bytes(s.wheel_record.as_bytes()) == want)
     else {
-        let carried: Vec<String> = crate::provision::builtin::SDKS
+        let carried: Vec<String> = known
             .iter()
             .map(|s| {
                 format!(
@@ -65,7 +81,7 @@ pub(crate) fn provenance_check(
         );
     };
     let (missing, unexpected) = compare(
-        wheel.wheel_record,
+        &wheel.wheel_record,
         installed,
         dist_info_name,
         console_scripts,
@@ -263,6 +279,31 @@ mod tests {
             provenance_check(Some(&"0".repeat(64)), WHEEL, "R", "pkg-1.dist-info", &[]).unwrap();
         assert_eq!(c.result, crate::evidence::CheckResult::Fail);
         assert!(c.detail.contains("does not carry"), "{}", c.detail);
+    }
+
+    #[test]
+    fn without_a_profile_digest_the_lock_s_wheel_record_is_expected() {
+        use crate::provision::on_demand::{file_names, files_for, files_in};
+        assert_eq!(
+            expected_record_sha256(Some("abc"), files_for("langbot-plugin==0.6.0b5").as_ref()),
+            Some("abc".to_string())
+        );
+        assert_eq!(
+            expected_record_sha256(None, files_for("langbot-plugin==0.6.0b5").as_ref()).as_deref(),
+            Some("064f66f2305ca34b1e06c575ffa8179ba1c903bc3ccb09545e53df6d56f916dc")
+        );
+        // A lock made on demand: its wheel's own RECORD, as the lock keeps it.
+        let dir = tempfile::tempdir().unwrap();
+        let [lock, records, record, _] = file_names("0.7.4");
+        std::fs::write(dir.path().join(&lock), "lock").unwrap();
+        std::fs::write(dir.path().join(&records), "records").unwrap();
+        std::fs::write(dir.path().join(&record), WHEEL).unwrap();
+        let files = files_in(dir.path(), "langbot-plugin==0.7.4");
+        assert_eq!(
+            expected_record_sha256(None, files.as_ref()),
+            Some(hash::sha256_bytes(WHEEL.as_bytes()))
+        );
+        assert_eq!(expected_record_sha256(None, None), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! and appended to `sys.path` when it exists. Reads text only; decides nothing.
 
 use serde::Serialize;
+use std::path::PathBuf;
 
 /// What `site` does with one `.pth` line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -65,9 +66,73 @@ pub fn parse_pth(bytes: &[u8]) -> Vec<PthLine> {
         .collect()
 }
 
+/// The folders `site` appends to `sys.path` for `site_dirs` (CPython
+/// `Lib/site.py`, `addsitedir` and `addpackage`), computed from the files
+/// as data, nothing executed: each site directory in order, then, for each
+/// of its `.pth` files in name order, each path line joined to the site
+/// directory and normalised, when it exists and is not listed yet.
+/// Executable lines are left out (`site` would run them; the
+/// `environment-startup` check judges them). What a probe of the
+/// environment is given instead of running `site` (`python -I -S`).
+pub fn site_path(site_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut path: Vec<PathBuf> = Vec::new();
+    let add = |p: PathBuf, path: &mut Vec<PathBuf>| {
+        if !path.contains(&p) {
+            path.push(p);
+        }
+    };
+    for dir in site_dirs {
+        let dir = crate::record::normalize_join(dir, ".");
+        add(dir.clone(), &mut path);
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".pth"))
+            .collect();
+        names.sort();
+        for name in names {
+            let bytes = std::fs::read(dir.join(&name)).unwrap_or_default();
+            for line in parse_pth(&bytes) {
+                if line.kind != PthLineKind::Path {
+                    continue;
+                }
+                let entry = crate::record::normalize_join(&dir, line.text.trim_end());
+                if entry.exists() {
+                    add(entry, &mut path);
+                }
+            }
+        }
+    }
+    path
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_site_path_holds_site_dirs_and_existing_path_lines_never_an_executed_line() {
+        let top = tempfile::tempdir().unwrap();
+        let site = top.path().join("site-packages");
+        let extra = top.path().join("extra");
+        std::fs::create_dir_all(&site).unwrap();
+        std::fs::create_dir_all(&extra).unwrap();
+        let marker = top.path().join("ran");
+        std::fs::write(
+            site.join("b.pth"),
+            format!(
+                "import os; open({:?}, 'w')\n../extra\n/no/such/dir\n",
+                marker.display().to_string()
+            ),
+        )
+        .unwrap();
+        std::fs::write(site.join("a.pth"), "../extra\n").unwrap();
+        let path = site_path(&[site.clone(), site.clone()]);
+        assert_eq!(path, vec![site, extra]);
+        assert!(!marker.exists());
+    }
 
     #[test]
     fn lines_are_classified_as_site_addpackage_tests_them() {

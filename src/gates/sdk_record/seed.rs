@@ -25,8 +25,11 @@
 //! cache must not reach the verified interpreter's files through it); its
 //! bytes are read once and hashed, and it is written only when their
 //! SHA-256 is the one the probe compared; a file changed since is left out (the step then
-//! compiles its source, as without a seed). Python still checks each seeded
-//! file's header against its source (mtime and size) and ignores a stale one.
+//! compiles its source, as without a seed). A destination that exists
+//! already is re-verified, never kept for being there: the same bytes are
+//! left, other bytes are replaced by the verified ones and listed. Python
+//! still checks each seeded file's header against its source (mtime and
+//! size) and ignores a stale one.
 //!
 //! What was seeded is listed in `logs/sdk-record/pycache-seed.txt`, one line
 //! per file: `SHA256  <bytecode file>  ->  <seeded path>`.
@@ -44,6 +47,21 @@ pub(crate) struct SeedReport {
     /// Verified files left out because their bytes changed since the probe
     /// hashed them, or could not be read or written (`path: why`).
     pub left_out: Vec<String>,
+    /// Destinations that existed with other bytes than the verified file's
+    /// and were replaced by them (`path: found sha256 X, expected Y`).
+    pub replaced: Vec<String>,
+}
+
+/// What seeding one file did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seeded {
+    /// Copied to a destination that did not exist.
+    Copied,
+    /// The destination existed with the verified bytes already.
+    AlreadyVerified,
+    /// The destination existed with other bytes (their SHA-256); it now
+    /// holds the verified ones.
+    Replaced(String),
 }
 
 /// The bytecode files of `obs` that may be seeded, as (bytecode file,
@@ -141,9 +159,10 @@ pub(crate) fn seed_stdlib(site: &SiteProbe, prefix: &Path, log: &Path) -> SeedRe
 
 /// Seeds `files` (bytecode file, source, SHA-256) and lists them in `log`:
 /// `SHA256  <bytecode file>  ->  <seeded path>` per file, then `already
-/// cached: <path>` for each one an earlier step of the run had written
-/// there (the interpreter's own compilation of the same source, kept), then
-/// `left out: <file>: why`.
+/// cached, verified: <path>` for each destination that existed with the
+/// verified bytes, `replaced: <path>: found sha256 X, expected Y` for each
+/// one that existed with other bytes (re-verified, never kept as it was),
+/// then `left out: <file>: why`.
 fn seed_files(files: Vec<(PathBuf, PathBuf, String)>, prefix: &Path, log: &Path) -> SeedReport {
     let mut report = SeedReport::default();
     let mut lines = String::new();
@@ -158,12 +177,8 @@ fn seed_files(files: Vec<(PathBuf, PathBuf, String)>, prefix: &Path, log: &Path)
                 .push(format!("{}: not an absolute source folder", pyc.display()));
             continue;
         };
-        if dest.exists() {
-            cached.push(dest);
-            continue;
-        }
         match copy_if_digest(&pyc, &dest, &sha) {
-            Ok(()) => {
+            Ok(Seeded::Copied) => {
                 report.seeded += 1;
                 lines.push_str(&format!(
                     "{sha}  {}  ->  {}\n",
@@ -171,11 +186,20 @@ fn seed_files(files: Vec<(PathBuf, PathBuf, String)>, prefix: &Path, log: &Path)
                     dest.display()
                 ));
             }
+            Ok(Seeded::AlreadyVerified) => cached.push(dest),
+            Ok(Seeded::Replaced(found)) => report.replaced.push(format!(
+                "{}: found sha256 {found}, expected {sha} (the verified {})",
+                dest.display(),
+                pyc.display()
+            )),
             Err(why) => report.left_out.push(format!("{}: {why}", pyc.display())),
         }
     }
     for path in &cached {
-        lines.push_str(&format!("already cached: {}\n", path.display()));
+        lines.push_str(&format!("already cached, verified: {}\n", path.display()));
+    }
+    for what in &report.replaced {
+        lines.push_str(&format!("replaced: {what}\n"));
     }
     for why in &report.left_out {
         lines.push_str(&format!("left out: {why}\n"));
@@ -186,16 +210,17 @@ fn seed_files(files: Vec<(PathBuf, PathBuf, String)>, prefix: &Path, log: &Path)
     report
 }
 
-/// Puts a copy of `from` at `to` when its bytes' SHA-256 is `sha256` (hex);
-/// an existing `to` is left as it is. Never a hard link: steps that may run
-/// code the run does not vouch for (a dependency's build backend) can write
-/// to the run's cache, and a write through a link would change the
-/// verified interpreter's own file (or the system's standard library) for
-/// every later run. The bytes are read once, hashed and written.
-fn copy_if_digest(from: &Path, to: &Path, sha256: &str) -> Result<(), String> {
-    if to.exists() {
-        return Err(format!("{} exists already", to.display()));
-    }
+/// Puts a copy of `from` at `to` when its bytes' SHA-256 is `sha256` (hex).
+/// An existing `to` is re-verified, never kept for being there: with the
+/// same bytes it is left ([`Seeded::AlreadyVerified`]); with other bytes (or
+/// when it is not a regular file) it is replaced by the verified ones,
+/// through a new file renamed over it ([`Seeded::Replaced`]). Never a hard
+/// link: steps that may run code the run does not vouch for (a dependency's
+/// build backend) can write to the run's cache, and a write through a link
+/// would change the verified interpreter's own file (or the system's
+/// standard library) for every later run. The bytes are read once, hashed
+/// and written.
+fn copy_if_digest(from: &Path, to: &Path, sha256: &str) -> Result<Seeded, String> {
     let folder = to.parent().ok_or("no folder")?;
     std::fs::create_dir_all(folder)
         .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
@@ -204,7 +229,28 @@ fn copy_if_digest(from: &Path, to: &Path, sha256: &str) -> Result<(), String> {
     if !found.eq_ignore_ascii_case(sha256) {
         return Err(changed(sha256, &found));
     }
-    std::fs::write(to, &bytes).map_err(|e| format!("cannot write {}: {e}", to.display()))
+    let existing = match std::fs::symlink_metadata(to) {
+        Ok(m) if m.is_file() => Some(
+            std::fs::read(to)
+                .map(|b| crate::hash::sha256_bytes(&b))
+                .unwrap_or_else(|e| format!("unreadable ({e})")),
+        ),
+        Ok(m) => Some(format!("none: not a regular file ({:?})", m.file_type())),
+        Err(_) => None,
+    };
+    if existing
+        .as_deref()
+        .is_some_and(|e| e.eq_ignore_ascii_case(sha256))
+    {
+        return Ok(Seeded::AlreadyVerified);
+    }
+    let mut file = tempfile::NamedTempFile::new_in(folder)
+        .map_err(|e| format!("cannot write in {}: {e}", folder.display()))?;
+    std::io::Write::write_all(&mut file, &bytes)
+        .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+    file.persist(to)
+        .map_err(|e| format!("cannot write {}: {}", to.display(), e.error))?;
+    Ok(existing.map_or(Seeded::Copied, Seeded::Replaced))
 }
 
 fn changed(expected: &str, found: &str) -> String {
@@ -303,6 +349,7 @@ mod tests {
                 ..Default::default()
             }),
             locked: None,
+            probe_sandbox: None,
         };
         assert!(verified_files(&obs).is_empty(), "the gate's own seed");
         let site = obs.environment.as_ref().unwrap().probe.as_ref().unwrap();
@@ -336,17 +383,63 @@ mod tests {
         assert_eq!(std::fs::read(&from).unwrap(), b"verified bytes");
     }
 
+    /// A destination that exists with other bytes (planted by an earlier
+    /// step, or by anything that could write the run's cache) is not kept
+    /// as "already cached": the verified bytes replace it, and the log
+    /// names it with both digests.
     #[test]
-    fn only_bytes_with_the_compared_digest_are_copied_and_nothing_is_overwritten() {
+    fn an_existing_destination_with_other_bytes_is_replaced_and_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let pyc = dir.path().join("venv/sp/pkg/__pycache__/m.cpython-311.pyc");
+        let source = dir.path().join("venv/sp/pkg/m.py");
+        std::fs::create_dir_all(pyc.parent().unwrap()).unwrap();
+        std::fs::write(&pyc, b"verified bytes").unwrap();
+        let sha = crate::hash::sha256_bytes(b"verified bytes");
+        let prefix = dir.path().join("roots/pycache");
+        let dest = prefixed_path(&prefix, &source, "m.cpython-311.pyc").unwrap();
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::write(&dest, b"tampered bytes").unwrap();
+        let planted = crate::hash::sha256_bytes(b"tampered bytes");
+        let log = dir.path().join("seed.txt");
+
+        let report = seed_files(
+            vec![(pyc.clone(), source.clone(), sha.clone())],
+            &prefix,
+            &log,
+        );
+        assert_eq!(std::fs::read(&dest).unwrap(), b"verified bytes");
+        assert_eq!(report.seeded, 0);
+        assert_eq!(report.replaced.len(), 1, "{report:?}");
+        assert!(
+            report.replaced[0].contains(&planted) && report.replaced[0].contains(&sha),
+            "{report:?}"
+        );
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            text.contains(&format!("replaced: {}", dest.display())),
+            "{text}"
+        );
+
+        // Run again: the destination now holds the verified bytes.
+        let report = seed_files(vec![(pyc, source, sha)], &prefix, &log);
+        assert!(report.replaced.is_empty() && report.left_out.is_empty());
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains("already cached, verified: "), "{text}");
+    }
+
+    #[test]
+    fn only_bytes_with_the_compared_digest_are_copied() {
         let dir = tempfile::tempdir().unwrap();
         let from = dir.path().join("a.pyc");
         std::fs::write(&from, b"verified bytes").unwrap();
         let sha = crate::hash::sha256_bytes(b"verified bytes");
         let to = dir.path().join("seed/x/a.pyc");
-        copy_if_digest(&from, &to, &sha).expect("copied");
+        assert_eq!(copy_if_digest(&from, &to, &sha), Ok(Seeded::Copied));
         assert_eq!(std::fs::read(&to).unwrap(), b"verified bytes");
-        let again = copy_if_digest(&from, &to, &sha).unwrap_err();
-        assert!(again.contains("exists already"), "{again}");
+        assert_eq!(
+            copy_if_digest(&from, &to, &sha),
+            Ok(Seeded::AlreadyVerified)
+        );
 
         std::fs::write(&from, b"changed bytes").unwrap();
         let other = dir.path().join("seed/x/b.pyc");

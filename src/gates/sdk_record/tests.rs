@@ -293,6 +293,24 @@ fn escaping_paths_fail_unless_they_are_console_scripts() {
 }
 
 #[test]
+fn a_site_packages_spelled_with_dot_dot_holds_its_own_files_and_no_others() {
+    let mut s = site();
+    let sp = s.layout.site_packages.clone();
+    let (root, rest) = (
+        sp.ancestors().nth(3).unwrap(),
+        sp.strip_prefix(sp.ancestors().nth(3).unwrap()).unwrap(),
+    );
+    // `<root>/bin/../lib/python3.11/site-packages`: the same folder.
+    s.layout.site_packages = root.join("bin").join("..").join(rest);
+    assert_eq!(
+        resolve_row_path(&s.layout, "pkg/a.py").unwrap(),
+        sp.join("pkg/a.py")
+    );
+    let e = resolve_row_path(&s.layout, "../../../escape.py").unwrap_err();
+    assert!(e.contains("outside site-packages"), "{e}");
+}
+
+#[test]
 fn a_console_script_counts_in_a_scripts_directory_spelled_through_a_symlink() {
     let mut s = site();
     let root = s
@@ -769,6 +787,7 @@ fn observation(record: &str) -> Observation {
         record: Some(record),
         environment: None,
         locked: None,
+        probe_sandbox: None,
     }
 }
 
@@ -1148,6 +1167,49 @@ fn run_verifies_the_genuine_install_and_hands_on_its_facts() {
     assert_eq!(SdkRecord.id(), "sdk-record");
 }
 
+/// A pin the profile gives no `record_sha256` (as `profile init` writes an
+/// SDK group's) is held to the wheel RECORD of the verifier's own lock for
+/// it: the genuine interpreter passes `record-provenance`, and the same
+/// interpreter under another carried pin fails it, naming the rows.
+#[test]
+fn without_a_profile_digest_record_provenance_uses_the_lock_of_the_pin() {
+    use crate::gates::testing;
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    ctx.python = genuine_python();
+    ctx.profile.profile.sdk.record_sha256 = None;
+    let (checks, _) = testing::run(&SdkRecord, &ctx);
+    let checks = checks.unwrap();
+    let c = checks
+        .iter()
+        .find(|c| c.name == "record-provenance")
+        .expect("record-provenance without a profile digest");
+    assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+    assert!(
+        c.detail
+            .contains("064f66f2305ca34b1e06c575ffa8179ba1c903bc3ccb09545e53df6d56f916dc"),
+        "{}",
+        c.detail
+    );
+    let text = crate::profile::BUILTIN_CODING_RUNNERS.replace("0.6.0b5", "0.6.1");
+    let mut other = crate::profile::parse(&text, "test").unwrap();
+    other.sdk.wheel_sha256 = None;
+    other.sdk.record_sha256 = None;
+    ctx.profile.profile = other;
+    let (checks, _) = testing::run(&SdkRecord, &ctx);
+    let c = checks
+        .unwrap()
+        .into_iter()
+        .find(|c| c.name == "record-provenance")
+        .expect("record-provenance under the 0.6.1 pin");
+    assert_eq!(c.result, CheckResult::Fail, "{}", c.detail);
+    assert!(
+        c.detail.contains("wheel row(s) missing or changed"),
+        "{}",
+        c.detail
+    );
+}
+
 #[test]
 fn run_against_another_pin_hands_on_no_verified_sdk() {
     use crate::gates::testing;
@@ -1167,4 +1229,51 @@ fn run_against_another_pin_hands_on_no_verified_sdk() {
     // What was observed is still recorded; nothing is handed on as verified.
     assert!(after.sdk.version.is_some());
     assert!(after.verified_sdk.is_none());
+}
+
+/// The probes of the interpreter under review ran in a sandbox: pass; they
+/// ran unconfined (no bubblewrap): a warning naming why, so the statement
+/// is never `PASSED` over it.
+#[test]
+fn probes_run_unconfined_are_a_warning_never_a_pass() {
+    use crate::evidence::sandbox::{Network, SandboxRecord};
+    let confined = SandboxRecord {
+        kind: "bwrap".into(),
+        program: Some("/usr/bin/bwrap".into()),
+        version: Some("bubblewrap 0.8.0".into()),
+        own_pid_namespace: true,
+        dies_with_verifier: true,
+        network: Some(Network::PrivateLoopback),
+        read_only: vec!["/".into()],
+        writable: vec!["/ev/roots/sdk-record/probe/home".into()],
+        unconfined_because: None,
+    };
+    let unconfined = SandboxRecord {
+        kind: "none".into(),
+        program: None,
+        version: None,
+        own_pid_namespace: false,
+        dies_with_verifier: false,
+        network: None,
+        read_only: Vec::new(),
+        writable: Vec::new(),
+        unconfined_because: Some("VCC_BWRAP=/nowhere: not found".into()),
+    };
+    let result = |record: SandboxRecord| {
+        let mut obs = observation(REAL_RECORD);
+        obs.probe_sandbox = Some(record);
+        let checks = decide(&obs, "0.6.0b5");
+        let c = checks
+            .into_iter()
+            .find(|c| c.name == "probe-sandbox")
+            .expect("a probe-sandbox check");
+        (c.result, c.detail)
+    };
+    assert_eq!(result(confined).0, CheckResult::Pass);
+    let (r, detail) = result(unconfined);
+    assert_eq!(r, CheckResult::Warn);
+    assert!(
+        detail.contains("ran unconfined") && detail.contains("VCC_BWRAP=/nowhere"),
+        "{detail}"
+    );
 }

@@ -5,17 +5,16 @@
 //! files, symlinks and Git LFS pointer files.
 
 use super::before_archive::BeforeArchive;
+use super::blobs::observe_blobs;
 use super::{
-    byte_changing_attributes, export_attributes, is_lfs_pointer, ArchiveFile, BlobProblem, Blobs,
+    byte_changing_attributes, export_attributes, is_lfs_pointer, ArchiveFile, Blobs,
     CandidateStage, Extracted, ExtractionFailure, Observation, Presence, Staged,
 };
 use crate::archive::{self, TarError};
 use crate::context::RunContext;
 use crate::{git, hash};
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use walkdir::WalkDir;
 
 /// Stages the commit and observes the staged copy, given what was read
 /// `before` the archive.
@@ -90,6 +89,7 @@ pub(super) fn observe(ctx: &RunContext, before: BeforeArchive) -> Result<Observa
         symlinks: extraction.symlinks.clone(),
         dirs: extraction.dirs.len(),
     };
+    let mut committed = None;
     let (blobs, candidates) = match &attributes {
         Err(_) => (Blobs::default(), Vec::new()),
         Ok(all) => {
@@ -99,6 +99,9 @@ pub(super) fn observe(ctx: &RunContext, before: BeforeArchive) -> Result<Observa
                 converting.entry(a.path).or_default().push(a.attribute);
             }
             let blobs = observe_blobs(&source, &tree, &export, &converting);
+            if !blobs.export_ignored.is_empty() {
+                committed = Some(super::committed::materialise(ctx, &tree, &converting));
+            }
             let candidates = ctx
                 .candidate_specs()
                 .iter()
@@ -152,6 +155,7 @@ pub(super) fn observe(ctx: &RunContext, before: BeforeArchive) -> Result<Observa
             extracted,
             attributes,
             blobs,
+            committed,
             candidates,
         }),
         worktree: worktree_id,
@@ -228,103 +232,11 @@ fn lfs_pointers(
     out
 }
 
-/// Compares staging/source (`source`) with the commit's `tree`.
-fn observe_blobs(
-    source: &Path,
-    tree: &[git::TreeEntry],
-    export: &BTreeMap<String, Vec<String>>,
-    converting: &BTreeMap<String, Vec<String>>,
-) -> Blobs {
-    let mut b = Blobs {
-        tree_entries: tree.len(),
-        ..Blobs::default()
-    };
-    let mut expected: BTreeSet<String> = BTreeSet::new();
-    for entry in tree {
-        if entry.kind != "blob" {
-            b.problems.push(BlobProblem::NotBlob {
-                path: entry.path.clone(),
-                object: entry.kind.clone(),
-            });
-            continue;
-        }
-        let path = source.join(&entry.path);
-        let meta = match std::fs::symlink_metadata(&path) {
-            Ok(m) => m,
-            Err(_)
-                if export
-                    .get(&entry.path)
-                    .is_some_and(|a| a.iter().any(|a| a == "export-ignore")) =>
-            {
-                b.export_ignored.push(entry.path.clone());
-                continue;
-            }
-            Err(e) => {
-                b.problems.push(BlobProblem::Missing {
-                    path: entry.path.clone(),
-                    error: e.to_string(),
-                });
-                continue;
-            }
-        };
-        expected.insert(entry.path.clone());
-        let observed = if entry.mode == "120000" {
-            std::fs::read_link(&path)
-                .map(|target| hash::git_blob_id_of_bytes(target.as_os_str().as_encoded_bytes()))
-        } else {
-            hash::git_blob_id(&path)
-        };
-        match observed {
-            Ok(id) if id == entry.id => b.verified += 1,
-            Ok(id) => b.problems.push(BlobProblem::Differs {
-                path: entry.path.clone(),
-                expected: entry.id.clone(),
-                found: id,
-                attributes: converting.get(&entry.path).cloned().unwrap_or_default(),
-            }),
-            Err(e) => b.problems.push(BlobProblem::Unreadable {
-                path: entry.path.clone(),
-                error: e.to_string(),
-            }),
-        }
-        let exec = meta.permissions().mode() & 0o111 != 0;
-        if entry.mode == "100755" && !exec || entry.mode == "100644" && exec {
-            b.problems.push(BlobProblem::Mode {
-                path: entry.path.clone(),
-                git_mode: entry.mode.clone(),
-                staged_mode: format!("{:o}", meta.permissions().mode() & 0o777),
-            });
-        }
-    }
-    for f in WalkDir::new(source)
-        .min_depth(1)
-        .into_iter()
-        .filter_map(Result::ok)
-    {
-        if f.file_type().is_dir() {
-            continue;
-        }
-        let rel = f
-            .path()
-            .strip_prefix(source)
-            .map(|p| {
-                // Joined by component: a backslash is part of a Unix file name.
-                p.components()
-                    .map(|c| c.as_os_str().to_string_lossy())
-                    .collect::<Vec<_>>()
-                    .join("/")
-            })
-            .unwrap_or_default();
-        if !expected.contains(&rel) {
-            b.problems.push(BlobProblem::Extra { path: rel });
-        }
-    }
-    b
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gates::stage::BlobProblem;
+    use std::os::unix::fs::PermissionsExt;
 
     fn blob(path: &str, mode: &str, bytes: &[u8]) -> git::TreeEntry {
         git::TreeEntry {

@@ -179,6 +179,7 @@ fn good() -> Observation {
                 export_ignored: vec![],
                 problems: vec![],
             },
+            committed: None,
             candidates: vec![candidate("a"), candidate("b")],
         }),
         worktree: None,
@@ -564,20 +565,69 @@ fn refuses_a_git_lfs_pointer_inside_a_candidate() {
 }
 
 #[test]
-fn export_attributes_are_listed_not_judged() {
+fn export_ignored_paths_are_named_as_left_out_of_the_archives_but_run_by_the_suites() {
     let mut o = good();
-    staged(&mut o).attributes = Ok(attrs(&[("docs/x", "export-ignore", "set")]));
+    staged(&mut o).attributes = Ok(attrs(&[
+        ("tests/conftest.py", "export-ignore", "set"),
+        ("v.py", "export-subst", "unset"),
+    ]));
+    staged(&mut o).committed = Some(Ok(Blobs {
+        tree_entries: 4,
+        verified: 4,
+        export_ignored: vec![],
+        problems: vec![],
+    }));
     let checks = decide(&o);
     assert!(checks.iter().all(|c| c.result == CheckResult::Pass));
     let c = get(&checks, "export-attributes", None);
     assert_eq!(
         c.detail,
-        "1 path(s) carry export-ignore or export-subst (listed, see source.export_attributes)"
+        "1 path(s) carry export-ignore or export-subst (listed, see source.export_attributes); \
+         the 1 export-ignored path(s) are left out of staging/source and the archives a build \
+         sees, but still run by the suites, from staging/tree (every committed file, blob ids \
+         verified):\n  tests/conftest.py"
     );
     assert_eq!(
         c.observed.as_deref().cloned(),
-        Some(json!({"count": 1, "paths": [{"path": "docs/x", "attribute": "export-ignore"}]}))
+        Some(json!({
+            "count": 1,
+            "paths": [{"path": "tests/conftest.py", "attribute": "export-ignore"}],
+            "suites_tree": {"path": "staging/tree", "blobs_verified": 4, "problems": []},
+        }))
     );
+}
+
+#[test]
+fn a_suites_tree_that_is_not_the_commit_fails_export_attributes() {
+    let mut o = good();
+    staged(&mut o).attributes = Ok(attrs(&[("tests/conftest.py", "export-ignore", "set")]));
+    staged(&mut o).committed = Some(Ok(Blobs {
+        tree_entries: 4,
+        verified: 3,
+        export_ignored: vec![],
+        problems: vec![BlobProblem::Missing {
+            path: "tests/conftest.py".into(),
+            error: "gone".into(),
+        }],
+    }));
+    let checks = decide(&o);
+    let c = only_failure(&checks, "export-attributes", None);
+    assert!(
+        c.detail
+            .contains("expected staging/tree to be every file of commit"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail
+            .contains("tests/conftest.py: in the commit, missing"),
+        "{}",
+        c.detail
+    );
+    staged(&mut o).committed = Some(Err("git cat-file --batch: expected blob x".into()));
+    let checks = decide(&o);
+    let c = only_failure(&checks, "export-attributes", None);
+    assert!(c.detail.contains("expected blob x"), "{}", c.detail);
 }
 
 #[test]
@@ -622,6 +672,9 @@ fn run_stages_a_clean_commit_and_hands_on_the_staged_source() {
         "{checks:#?}"
     );
     assert_eq!(after.staged_root, Some(ctx.staging_source()));
+    // Nothing export-ignored: staging/source is the whole commit.
+    assert_eq!(after.committed_root, Some(ctx.staging_source()));
+    assert!(!ctx.staging_tree().exists());
     let sha = after
         .source
         .archive_sha256
@@ -629,6 +682,42 @@ fn run_stages_a_clean_commit_and_hands_on_the_staged_source() {
     assert_eq!(sha.len(), 64);
     assert!(ctx.staging_source().join(files[0].0).is_file());
     assert_eq!(Stage.id(), "stage");
+}
+
+#[test]
+fn run_writes_every_committed_file_to_staging_tree_when_some_carry_export_ignore() {
+    use crate::gates::testing;
+    let repo = tempfile::tempdir().unwrap();
+    let evidence = tempfile::tempdir().unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    let mut files: Vec<(String, &str)> = ctx
+        .selected
+        .iter()
+        .map(|c| (format!("{}/main.py", c.path), "print(1)\n"))
+        .collect();
+    files.push((".gitattributes".into(), "tests/conftest.py export-ignore\n"));
+    files.push(("tests/conftest.py".into(), "import pytest\n"));
+    files.push(("tests/test_a.py".into(), "def test_a(): pass\n"));
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+    ctx.source.commit = testing::repo(repo.path(), &files);
+    ctx.repo = repo.path().to_path_buf();
+    let (checks, after) = testing::run(&Stage, &ctx);
+    let checks = checks.unwrap();
+    assert!(
+        checks.iter().all(|c| c.result != CheckResult::Fail),
+        "{checks:#?}"
+    );
+    // The archive leaves the conftest out; the suites' tree holds it.
+    assert!(!ctx.staging_source().join("tests/conftest.py").exists());
+    assert_eq!(
+        std::fs::read_to_string(ctx.staging_tree().join("tests/conftest.py")).unwrap(),
+        "import pytest\n"
+    );
+    assert_eq!(after.staged_root, Some(ctx.staging_source()));
+    assert_eq!(after.committed_root, Some(ctx.staging_tree()));
+    let c = get(&checks, "export-attributes", None);
+    assert!(c.detail.contains("still run by the suites"), "{}", c.detail);
+    assert!(c.detail.ends_with("\n  tests/conftest.py"), "{}", c.detail);
 }
 
 #[test]

@@ -31,9 +31,10 @@
 //! commit), `<folder>/no-private-sdk`, then each run's checks as the
 //! repository-level runs have them and `<folder>/extracted/same-outcomes`.
 
-use super::observe::{self, RunObservation, RunPlan, SandboxInputs};
+use super::observe::{self, RunPlan, SandboxInputs};
+use super::record::RunObservation;
 use crate::context::RunContext;
-use crate::evidence::Check;
+use crate::evidence::{Check, CheckResult};
 use crate::profile::{CandidateSpec, SuitesOptions};
 use serde::Serialize;
 use serde_json::json;
@@ -365,10 +366,49 @@ pub(super) fn observe(
 pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> Vec<Check> {
     let folder = c.folder.as_str();
     let name = |check: &str| format!("{folder}/{check}");
-    let mut checks = Vec::new();
     let observed = json!({
         "tests": c.tests, "source": c.source, "missing": c.missing, "added_to_extraction": c.added,
     });
+    if let Some(check) = without_tests_of_its_own(c, observed.clone()) {
+        return vec![check];
+    }
+    let paths = test_paths_check(c, observed);
+    if paths.result == CheckResult::Fail {
+        return vec![paths];
+    }
+    let ready = ready_to_run(c);
+    let stop = ready.result == CheckResult::Fail;
+    let mut checks = vec![paths, ready];
+    if stop {
+        return checks;
+    }
+    let opts = options_for(base, &c.tests);
+    let mut roots = Vec::new();
+    for run in &c.runs {
+        checks.extend(super::run_checks(run, &opts));
+        roots.push(super::run_root(run));
+    }
+    if let [tree, extracted] = c.runs.as_slice() {
+        checks.push(super::pair_check(
+            &name("extracted/same-outcomes"),
+            [tree, extracted],
+            [&roots[0], &roots[1]],
+        ));
+    }
+    for check in &mut checks {
+        check.candidate = Some(c.folder.clone());
+    }
+    checks
+}
+
+/// `<folder>/untested` or `<folder>/covered` for a candidate with no tests
+/// of its own; `None` when it has some.
+fn without_tests_of_its_own(
+    c: &CandidateObservation,
+    observed: serde_json::Value,
+) -> Option<Check> {
+    let folder = c.folder.as_str();
+    let name = |check: &str| format!("{folder}/{check}");
     match c.source {
         TestsSource::ProfileNone | TestsSource::NoTestsFolder => {
             let why = if c.source == TestsSource::ProfileNone {
@@ -376,7 +416,7 @@ pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> 
             } else {
                 "not its folder's tests/, and the profile names none"
             };
-            checks.push(
+            Some(
                 Check::warn(
                     &name("untested"),
                     Some(folder),
@@ -387,8 +427,7 @@ pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> 
                     ),
                 )
                 .with_observed(observed),
-            );
-            return checks;
+            )
         }
         TestsSource::Repository => {
             let check = match c.read_by_repository_run {
@@ -424,14 +463,19 @@ pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> 
                     ),
                 ),
             };
-            checks.push(check.with_observed(observed));
-            return checks;
+            Some(check.with_observed(observed))
         }
-        TestsSource::Profile | TestsSource::TestsFolder => {}
+        TestsSource::Profile | TestsSource::TestsFolder => None,
     }
+}
+
+/// `<folder>/test-paths`: every path the profile names is in the commit
+/// (a failure: nothing is run).
+fn test_paths_check(c: &CandidateObservation, observed: serde_json::Value) -> Check {
+    let folder = c.folder.as_str();
+    let name = |check: &str| format!("{folder}/{check}");
     if !c.missing.is_empty() {
-        checks.push(
-            Check::fail(
+        return Check::fail(
                 &name("test-paths"),
                 Some(folder),
                 format!(
@@ -446,17 +490,14 @@ pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> 
                         .join(", ")
                 ),
             )
-            .with_observed(observed),
-        );
-        return checks;
+            .with_observed(observed);
     }
     let from = if c.source == TestsSource::Profile {
         "[[candidate]] tests"
     } else {
         "its tests/ folder"
     };
-    checks.push(
-        Check::pass(
+    Check::pass(
             &name("test-paths"),
             Some(folder),
             format!(
@@ -474,33 +515,37 @@ pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> 
                 }
             ),
         )
-        .with_observed(observed),
-    );
+        .with_observed(observed)
+}
+
+/// What the runs need: the extraction, the dependency environment, and no
+/// private SDK in the folder or the environment: `<folder>/no-private-sdk`
+/// passed, or the failure (nothing is run).
+fn ready_to_run(c: &CandidateObservation) -> Check {
+    let folder = c.folder.as_str();
+    let name = |check: &str| format!("{folder}/{check}");
     if c.extraction_missing {
-        checks.push(Check::fail(
+        return Check::fail(
             &name("extraction"),
             Some(folder),
             format!(
                 "DIR/extracted/{folder} does not exist, so the tests could not run against the archive; expected \
                  the extraction `archive-members` writes: see that gate"
             ),
-        ));
-        return checks;
+        );
     }
     if let Some(error) = &c.environment_error {
-        checks.push(Check::fail(
+        return Check::fail(
             &name("dependencies"),
             Some(folder),
             format!(
                 "{error}, so its tests could not be given its requirements; expected the environment the SDK \
                  prepared from DIR/wheelhouse: see the `dependencies` gate"
             ),
-        ));
-        return checks;
+        );
     }
     if !c.folder_sdk.is_empty() {
-        checks.push(
-            Check::fail(
+        return Check::fail(
                 &name("no-private-sdk"),
                 Some(folder),
                 format!(
@@ -510,14 +555,11 @@ pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> 
                     c.path, c.folder_sdk
                 ),
             )
-            .with_observed(json!({ "found": c.folder_sdk })),
-        );
-        return checks;
+            .with_observed(json!({ "found": c.folder_sdk }));
     }
     let env_observed = json!({ "environment": c.environment, "found": c.private_sdk });
     if !c.private_sdk.is_empty() {
-        checks.push(
-            Check::fail(
+        return Check::fail(
                 &name("no-private-sdk"),
                 Some(folder),
                 format!(
@@ -528,12 +570,9 @@ pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> 
                     c.private_sdk
                 ),
             )
-            .with_observed(env_observed),
-        );
-        return checks;
+            .with_observed(env_observed);
     }
-    checks.push(
-        Check::pass(
+    Check::pass(
             &name("no-private-sdk"),
             Some(folder),
             match &c.environment {
@@ -547,23 +586,5 @@ pub(crate) fn decide(c: &CandidateObservation, base: Option<&SuitesOptions>) -> 
                     .into(),
             },
         )
-        .with_observed(env_observed),
-    );
-    let opts = options_for(base, &c.tests);
-    let mut roots = Vec::new();
-    for run in &c.runs {
-        checks.extend(super::run_checks(run, &opts));
-        roots.push(super::run_root(run));
-    }
-    if let [tree, extracted] = c.runs.as_slice() {
-        checks.push(super::pair_check(
-            &name("extracted/same-outcomes"),
-            [tree, extracted],
-            [&roots[0], &roots[1]],
-        ));
-    }
-    for check in &mut checks {
-        check.candidate = Some(c.folder.clone());
-    }
-    checks
+        .with_observed(env_observed)
 }

@@ -9,28 +9,9 @@
 //! that is not among the items the session runs, and whether it was
 //! announced; here each must be declared.
 
-use super::observe::Collection;
-use super::rewrites::hooks_named;
+use super::record::{hooks_named, Collection, DeselectedItem, SELECTION_HOOKS};
 use crate::evidence::Check;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-
-/// A collected item the session does not run.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
-pub(crate) struct DeselectedItem {
-    /// pytest's node id.
-    pub nodeid: String,
-    /// `pytest_deselected` (announced: `--deselect`, `-k`, `-m`, a hook
-    /// calling it) or `dropped` (removed from the session's items without).
-    pub via: String,
-}
-
-/// The hooks that choose which collected items run.
-pub(crate) const SELECTION_HOOKS: &[&str] = &[
-    "pytest_collection_modifyitems",
-    "pytest_deselected",
-    "pytest_collection_finish",
-];
 
 /// `<run>/deselected` over the run's collection record `c` (`None`: not
 /// read), the profile's declared deselections and its configuration file
@@ -132,7 +113,7 @@ pub(crate) fn deselected_check(
 mod tests {
     use super::*;
     use crate::evidence::CheckResult;
-    use crate::gates::suites::rewrites::HookImpl;
+    use crate::gates::suites::record::HookImpl;
 
     fn collection(deselected: &[(&str, &str)]) -> Collection {
         Collection {
@@ -160,6 +141,7 @@ mod tests {
             }],
             definitions: Default::default(),
             touched: vec![],
+            collect_only: false,
         }
     }
 

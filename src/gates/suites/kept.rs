@@ -1,9 +1,11 @@
 //! The `suites` gate's observation rebuilt from what an evidence directory
 //! keeps, for `replay`: the collection record each run wrote
 //! (`DIR/logs/suites/<run>-collection.json`), its JUnit report
-//! (`DIR/logs/suites/<run>.xml`), how its process ended (`status:` and
+//! (`DIR/logs/suites/<run>.xml`), what it left running in its sandbox
+//! (`DIR/logs/suites/<run>-left-running.json`), how its process ended (`status:` and
 //! `timed_out:` of `DIR/logs/suites/<run>.cmd`), the staged tree
-//! (`DIR/staging/source`, for the profile's paths) and DIR/extracted's
+//! (`DIR/staging/tree` when kept, else `DIR/staging/source`, for the
+//! profile's paths) and DIR/extracted's
 //! entries. [`super::decide`] run on it gives the checks the kept
 //! observations support, independently of what `evidence.json` claims.
 //!
@@ -14,13 +16,13 @@
 //! before the runs (`extracted/extraction-unchanged`) and processes the run
 //! left behind (`<run>/stragglers`).
 
-use super::observe::{
-    list_root, output_tail, read_record, CollectionObs, ExtractionObservation, Observation,
-    ProcessRun, PytestObs, RunObservation,
+use super::observe::{list_root, output_tail, read_record};
+use super::record::{
+    CollectionObs, ExtractionObservation, Observation, ProcessRun, PytestObs, RunObservation,
 };
 use super::{parse_junit, xfail_map, CollectAnswer};
+use crate::evidence::sandbox::SandboxRecord;
 use crate::evidence::SuiteTestCase;
-use crate::isolation::sandbox::SandboxRecord;
 use crate::profile::{CandidateSpec, SuitesOptions};
 use std::path::Path;
 
@@ -60,7 +62,14 @@ pub(crate) fn kept_observation(
     candidates: &[CandidateSpec],
     commit: &str,
 ) -> Result<Observation, String> {
-    let staged = dir.join("staging").join("source");
+    // The suites ran DIR/staging/tree when the stage gate wrote it (some
+    // path carries export-ignore), else DIR/staging/source.
+    let tree = dir.join("staging").join("tree");
+    let staged = if tree.is_dir() {
+        tree
+    } else {
+        dir.join("staging").join("source")
+    };
     if !staged.is_dir() {
         return Err("DIR/staging/source is not kept".into());
     }
@@ -167,6 +176,7 @@ fn kept_run(dir: &Path, name: &str, run: &str, cwd: &str, timeout_secs: u64) -> 
                         timed_out,
                         tail,
                         log: log.clone(),
+                        running: None,
                     },
                     answer,
                 },
@@ -187,6 +197,7 @@ fn kept_run(dir: &Path, name: &str, run: &str, cwd: &str, timeout_secs: u64) -> 
                     timed_out: false,
                     tail: String::new(),
                     log: cmd_rel.clone(),
+                    running: None,
                 },
                 answer,
             },
@@ -217,6 +228,9 @@ fn kept_run(dir: &Path, name: &str, run: &str, cwd: &str, timeout_secs: u64) -> 
             writable: Vec::new(),
             unconfined_because: None,
         },
+        left_running: crate::isolation::left_running::kept(
+            &logs.join(format!("{name}-left-running.json")),
+        ),
         reruns: Vec::new(),
     }
 }

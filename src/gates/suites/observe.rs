@@ -3,243 +3,29 @@
 //! each in its own private copy of the tree with its own HOME/TMP, logs and
 //! JUnit report, and DIR/extracted's digests before and after both.
 //!
-//! Nothing here judges: every fact goes into an [`Observation`] that
-//! [`super::decide`] turns into checks.
+//! Nothing here judges: every fact goes into an [`Observation`]
+//! (`record.rs`, plain data) that [`super::decide`] turns into checks. The
+//! one judgement observing needs, which failed tests a rerun repeats, it
+//! asks of `reruns::next_request` (a pure function of the runs so far); no
+//! decision file reads this one.
 
 use super::junit::parse_junit;
+use super::record::{
+    CollectAnswer, Collection, CollectionObs, ExtractionObservation, Observation, ProcessRun,
+    PytestObs, RunObservation,
+};
 use super::xfail_map;
 use crate::context::RunContext;
+use crate::evidence::sandbox::{LeftRunning, Network, SandboxRecord};
 use crate::evidence::SuiteTestCase;
-use crate::isolation::sandbox::{self, Network, SandboxPlan, SandboxRecord};
+use crate::isolation::left_running;
+use crate::isolation::sandbox::{self, SandboxPlan};
 use crate::process::{self, ChildSpec, RunError};
 use crate::profile::SuitesOptions;
 use crate::python;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Everything the gate observed.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Observation {
-    /// The commit DIR/staging/source is.
-    pub commit: String,
-    /// `[suites] paths` that are not in the committed tree.
-    pub missing_paths: Vec<String>,
-    /// `[suites] historical` files that are not files of the committed tree.
-    pub missing_historical: Vec<String>,
-    /// Whether `[suites] config` is a file of the committed tree; `None`: the
-    /// profile names no configuration.
-    pub config_present: Option<bool>,
-    /// The runs, `tree` then `extracted`; empty when a path or the
-    /// configuration is missing (nothing was run).
-    pub runs: Vec<RunObservation>,
-    /// DIR/extracted around the runs; `None` when nothing was run.
-    pub extraction: Option<ExtractionObservation>,
-}
-
-/// One pytest run (`tree` or `extracted`).
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct RunObservation {
-    /// `tree` or `extracted`.
-    pub name: String,
-    /// Working directory and rootdir, relative to DIR.
-    pub cwd: String,
-    /// The source-root variable's value, relative to DIR; `None`: unset.
-    pub source_root: Option<String>,
-    /// The interpreter path the run used.
-    pub python: String,
-    /// The profile's time limit for the run, its collection included.
-    pub timeout_secs: u64,
-    /// What the run recorded of its collection.
-    pub collection: CollectionObs,
-    /// How the pytest run ended.
-    pub pytest: PytestObs,
-    /// The JUnit report's path relative to DIR.
-    pub junit_rel: String,
-    /// pytest wrote the report.
-    pub junit_written: bool,
-    /// The report's testcases, or why it could not be read.
-    pub report: Result<Vec<SuiteTestCase>, String>,
-    /// The sandbox the run's process ran in.
-    pub sandbox: SandboxRecord,
-    /// Reruns of the tests this run failed (`[suites] retries`), in order,
-    /// each named `<name>-rerun-<k>`; empty when none was made.
-    pub reruns: Vec<RunObservation>,
-}
-
-/// The run's process, and the collection record it wrote.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct CollectionObs {
-    /// How the run's process ended (the same process as [`PytestObs`]).
-    pub process: ProcessRun,
-    /// Its collection record.
-    pub answer: CollectAnswer,
-}
-
-/// How a child process ended.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct ProcessRun {
-    /// "exit status 0", "killed by signal 9", "timed out and was stopped".
-    pub status: String,
-    /// Exit status; `None` when stopped (time limit, signal) or not started.
-    pub exit_code: Option<i32>,
-    /// The time limit elapsed.
-    pub timed_out: bool,
-    /// Last lines of its stdout then of its stderr.
-    pub tail: String,
-    /// Its logs.
-    pub log: String,
-}
-
-/// What the run's collection record (`suites_run.py`) says.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) enum CollectAnswer {
-    /// pytest finished its collection and the driver recorded it.
-    Collected(Collection),
-    /// The interpreter could not import pytest.
-    PytestMissing {
-        /// `<exception type>: <message>`.
-        error: String,
-    },
-    /// There is no usable record (the process was stopped or ended before
-    /// pytest finished collecting, or the record is not the driver's shape).
-    NoReport {
-        /// Why there is no report.
-        error: String,
-    },
-}
-
-/// What `suites_run.py` records when pytest finished its collection.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub(crate) struct Collection {
-    /// pytest's status for the collection: the session's own when it ended
-    /// before any test started (2 collection errors, 3 internal error, 4
-    /// usage error, 5 nothing collected, or a code passed to exit); once a
-    /// test started, what the collection alone gives (2 with collection
-    /// errors, 5 with no item, else 0).
-    pub exit_code: i32,
-    /// `pytest.__version__`.
-    pub pytest_version: String,
-    /// Every collected item (and any item a plugin ran that the collection
-    /// did not report).
-    pub items: Vec<CollectedItem>,
-    /// Every collector that failed.
-    pub errors: Vec<CollectError>,
-    /// The code a conftest or plugin passed to `sys.exit` inside pytest's
-    /// session (`repr`), if one did.
-    #[serde(default)]
-    pub system_exit: Option<String>,
-    /// A test had started when the record was written.
-    #[serde(default)]
-    pub tests_started: bool,
-    /// The record was written after the session ended; `false`: the process
-    /// ended or was stopped after the collection, before pytest returned.
-    #[serde(default)]
-    pub finished: bool,
-    /// What the run's own plugin observed of each test it ran, apart from
-    /// the reports (`suites/rewrites.rs`).
-    #[serde(default)]
-    pub observed: Vec<super::rewrites::ObservedTest>,
-    /// Collected items the session does not run (`suites/deselection.rs`).
-    #[serde(default)]
-    pub deselected: Vec<super::deselection::DeselectedItem>,
-    /// Implementations of reporting, test-running and selection hooks
-    /// outside pytest's own package.
-    #[serde(default)]
-    pub hooks: Vec<super::rewrites::HookImpl>,
-    /// What the driver read from the suites' test files
-    /// (`suites/uncollected.rs`).
-    /// (Boxed: it keeps [`CollectAnswer`]'s variants of a similar size.)
-    #[serde(flatten)]
-    pub definitions: Box<super::uncollected::Definitions>,
-    /// The child folders of the source root (DIR/extracted: candidates'
-    /// extractions) the run's process opened a file in, imported from,
-    /// listed, changed into or named in a program it started, as its audit
-    /// hook saw them; empty for a run without a source root.
-    #[serde(default)]
-    pub touched: Vec<String>,
-}
-
-/// One collected test item.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub(crate) struct CollectedItem {
-    /// pytest's node id.
-    pub nodeid: String,
-    /// The item's file (absolute).
-    pub path: String,
-    /// The file its test function is defined in, when known.
-    pub source_file: Option<String>,
-    /// JUnit classname.
-    pub classname: String,
-    /// JUnit name.
-    pub name: String,
-    /// The xfail that applies, if any.
-    pub xfail: Option<XfailMark>,
-    /// The historical file (profile path) the item's file or source file is,
-    /// set by the observation.
-    #[serde(default)]
-    pub historical: Option<String>,
-}
-
-/// The xfail that applies to an item, as pytest evaluated it; `error` when
-/// its condition could not be evaluated.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub(crate) struct XfailMark {
-    /// `strict=` as evaluated.
-    pub strict: Option<bool>,
-    /// Why the mark could not be evaluated.
-    pub error: Option<String>,
-}
-
-/// A collector that failed (import error, syntax error).
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub(crate) struct CollectError {
-    /// The collector's node id.
-    pub nodeid: String,
-    /// pytest's report of the failure (last 4000 characters).
-    pub longrepr: String,
-}
-
-/// How the pytest run ended.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) enum PytestObs {
-    /// pytest ran.
-    Ran {
-        /// Exit status; `None` when stopped (time limit, signal).
-        exit_code: Option<i32>,
-        /// "exit status 1", "timed out and was stopped", ...
-        status: String,
-        /// The time limit elapsed.
-        timed_out: bool,
-        /// Processes it left behind were stopped.
-        stragglers_killed: bool,
-        /// Its stdout log.
-        log: String,
-    },
-    /// pytest could not be started.
-    NotRun {
-        /// Why.
-        error: String,
-    },
-}
-
-/// DIR/extracted as the `extracted` run was given it.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct ExtractionObservation {
-    /// Its absolute path.
-    pub root: String,
-    /// The candidate folders' last components, which it must hold exactly.
-    pub candidates: Vec<String>,
-    /// Its entries' names, or why it could not be read.
-    pub entries: Result<Vec<String>, String>,
-    /// Those entries that are directories.
-    pub dirs: Vec<String>,
-    /// `relative path -> digest` before the runs.
-    pub before: BTreeMap<String, String>,
-    /// The same after the runs.
-    pub after: BTreeMap<String, String>,
-}
 
 /// One run: what its private copy is made of, and how its interpreter is
 /// set up. The repository-level runs copy the staged tree and set nothing
@@ -514,6 +300,10 @@ pub(super) fn observe_run(
     Ok(first)
 }
 
+/// The JUnit report's name in an attempt's `out/` folder, until it is moved
+/// to `DIR/logs/suites/<run>.xml`.
+const JUNIT_INSIDE: &str = "report.xml";
+
 /// One pytest invocation's set-up: its copy of the tree, roots and
 /// environment, and the run's sandbox (its writable root `base`, the run's
 /// `DIR/roots/suites/<run>`).
@@ -547,60 +337,19 @@ impl RunSetup<'_> {
         } = *self;
         let mut env = env.clone();
         let tree = tree.clone();
-        let mut pytest_args: Vec<String> = selection.to_vec();
         // No `pytest11` entry point of any installed distribution loads by
         // itself: only the plugins the profile names (module names).
         env.insert("PYTEST_DISABLE_PLUGIN_AUTOLOAD".into(), "1".into());
-        for plugin in &opts.pytest_plugins {
-            pytest_args.extend(["-p".to_string(), plugin.clone()]);
-        }
-        pytest_args.extend(["-p", "no:cacheprovider", "--rootdir"].map(String::from));
-        pytest_args.push(tree.display().to_string());
-        pytest_args.push("-c".into());
-        match &opts.config {
-            Some(config) => pytest_args.push(tree.join(config).display().to_string()),
-            None => {
-                pytest_args.push(private_config.display().to_string());
-                pytest_args.push("--confcutdir".into());
-                pytest_args.push(tree.display().to_string());
-            }
-        }
+        let mut pytest_args = pytest_args(opts, private_config, &tree, selection);
         let timeout = Duration::from_secs(opts.timeout_secs);
         let rel = |p: &Path| {
             p.strip_prefix(&ctx.evidence_dir)
                 .map(|r| r.to_string_lossy().into_owned())
                 .unwrap_or_else(|_| p.display().to_string())
         };
-
-        let junit_abs = ctx
-            .evidence_dir
-            .join("logs")
-            .join("suites")
-            .join(format!("{name}.xml"));
-        let junit_rel = format!("logs/suites/{name}.xml");
-        let record_abs = ctx
-            .evidence_dir
-            .join("logs")
-            .join("suites")
-            .join(format!("{name}-collection.json"));
-        // A record this run did not write must not stand for it.
-        match std::fs::remove_file(&record_abs) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(format!("cannot remove {}: {e}", record_abs.display()))
-            }
-            _ => {}
-        }
-        let junit_inside = out_dir.join(format!("{name}.xml"));
-        let record_inside = out_dir.join(format!("{name}-collection.json"));
-        // A candidate's run names are `<folder>/tree`: their files sit in a
-        // folder per candidate.
-        for file in [&junit_abs, &junit_inside] {
-            if let Some(parent) = file.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-            }
-        }
-        pytest_args.push(format!("--junitxml={}", junit_inside.display()));
+        let files = RunFiles::prepare(ctx, out_dir, name)?;
+        debug_assert_eq!(out_dir.parent(), tree.parent());
+        pytest_args.push(format!("--junitxml=../out/{JUNIT_INSIDE}"));
         pytest_args.push("-q".into());
         let mut args: Vec<String> = vec!["-I".into()];
         args.extend(python::bytecode_options());
@@ -608,7 +357,7 @@ impl RunSetup<'_> {
             "-c".to_string(),
             python::SUITES_RUN_DRIVER.to_string(),
             serde_json::to_string(&pytest_args).expect("strings serialise"),
-            record_inside.display().to_string(),
+            files.record_inside.display().to_string(),
             driver_settings(opts, &tree, plan).to_string(),
         ]);
         let log_stem = ctx.log_stem("suites", name);
@@ -632,6 +381,7 @@ impl RunSetup<'_> {
                     .collect(),
                 writable: vec![base.to_path_buf()],
                 network: Network::PrivateLoopback,
+                survey: Some(files.survey_inside.clone()),
             },
             inputs.available,
         );
@@ -640,8 +390,151 @@ impl RunSetup<'_> {
         } else {
             process::run(&spec)
         };
-        // The sandbox has ended: what the run wrote can move to the logs.
-        for (inside, logged) in [(&junit_inside, &junit_abs), (&record_inside, &record_abs)] {
+        let left_running = files.collect(&sandbox)?;
+        let (mut collection, pytest) =
+            process_outcome(ran, &files.record_abs, &rel(&files.record_abs), &log_stem)?;
+        if let CollectAnswer::Collected(c) = &mut collection.answer {
+            mark_historical(c, &tree, &opts.historical);
+        }
+        if collection.process.timed_out
+            || sandbox::supervisor_killed(&sandbox, &collection.process.status)
+        {
+            collection.process.running = running_test(&files.record_inside);
+        }
+        let (junit_written, report) = files.read_report(&collection.answer);
+        Ok(RunObservation {
+            name: name.to_string(),
+            cwd: rel(&tree),
+            source_root: plan.source_root.as_deref().map(rel),
+            python: plan.python.display().to_string(),
+            timeout_secs: opts.timeout_secs,
+            collection,
+            pytest,
+            junit_rel: files.junit_rel,
+            junit_written,
+            report,
+            sandbox,
+            left_running,
+            reruns: Vec::new(),
+        })
+    }
+}
+
+/// pytest's arguments: the `selection`, the profile's plugins, no cache
+/// provider, rootdir `.`, and the configuration (the profile's file in
+/// the run's copy `tree`, else the private empty one, conftests cut at the
+/// rootdir).
+fn pytest_args(
+    opts: &SuitesOptions,
+    private_config: &Path,
+    tree: &Path,
+    selection: &[String],
+) -> Vec<String> {
+    let mut pytest_args: Vec<String> = selection.to_vec();
+    for plugin in &opts.pytest_plugins {
+        pytest_args.extend(["-p".to_string(), plugin.clone()]);
+    }
+    // pytest expands environment variables in `--rootdir` and
+    // `--junitxml` (`os.path.expandvars`, pytest#3127): an evidence
+    // directory whose path holds `$HOME` would name another folder. The
+    // run's cwd is its copy of the tree, so both are given relative to
+    // it, and no `$` of DIR's path reaches pytest's expansion (`-c` and
+    // `--confcutdir` are made absolute without expanding, pytest 9.2).
+    pytest_args.extend(["-p", "no:cacheprovider", "--rootdir", "."].map(String::from));
+    pytest_args.push("-c".into());
+    match &opts.config {
+        Some(config) => pytest_args.push(tree.join(config).display().to_string()),
+        None => {
+            pytest_args.push(private_config.display().to_string());
+            pytest_args.push("--confcutdir".into());
+            pytest_args.push(".".into());
+        }
+    }
+    pytest_args
+}
+
+/// The files of one pytest invocation: what it writes in its attempt's
+/// `out/` folder, and where each is kept in `DIR/logs/suites/`.
+struct RunFiles {
+    junit_abs: PathBuf,
+    junit_rel: String,
+    record_abs: PathBuf,
+    junit_inside: PathBuf,
+    survey_inside: PathBuf,
+    survey_abs: PathBuf,
+    record_inside: PathBuf,
+}
+
+impl RunFiles {
+    /// Names the files of invocation `name`, removes what an earlier
+    /// invocation left under those names, and creates their folders.
+    fn prepare(ctx: &RunContext, out_dir: &Path, name: &str) -> Result<RunFiles, String> {
+        let junit_abs = ctx
+            .evidence_dir
+            .join("logs")
+            .join("suites")
+            .join(format!("{name}.xml"));
+        let junit_rel = format!("logs/suites/{name}.xml");
+        let record_abs = ctx
+            .evidence_dir
+            .join("logs")
+            .join("suites")
+            .join(format!("{name}-collection.json"));
+        // A record this run did not write must not stand for it.
+        match std::fs::remove_file(&record_abs) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("cannot remove {}: {e}", record_abs.display()))
+            }
+            _ => {}
+        }
+        // One report per attempt folder (`<attempt>/out/`, beside the tree
+        // copy `<attempt>/source/`, the run's cwd): a fixed name, relative,
+        // so that neither DIR's path nor a candidate folder's name is
+        // expanded by pytest.
+        let junit_inside = out_dir.join(JUNIT_INSIDE);
+        let survey_inside = out_dir.join(format!("{name}-left-running.json"));
+        let survey_abs = junit_abs.with_file_name(format!(
+            "{}-left-running.json",
+            Path::new(name)
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+        ));
+        left_running::clear(&survey_inside)?;
+        left_running::clear(&survey_abs)?;
+        let record_inside = out_dir.join(format!("{name}-collection.json"));
+        // A candidate's run names are `<folder>/tree`: their files sit in a
+        // folder per candidate.
+        for file in [&junit_abs, &junit_inside, &record_inside] {
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+        }
+        Ok(RunFiles {
+            junit_abs,
+            junit_rel,
+            record_abs,
+            junit_inside,
+            survey_inside,
+            survey_abs,
+            record_inside,
+        })
+    }
+
+    /// Once the sandbox has ended: its init's survey read and kept (when the
+    /// run was confined), and what the run wrote moved to the logs.
+    fn collect(&self, sandbox: &SandboxRecord) -> Result<Option<LeftRunning>, String> {
+        let left_running = sandbox
+            .confined()
+            .then(|| left_running::read(&self.survey_inside));
+        if let Some(found) = &left_running {
+            left_running::keep(found, &self.survey_abs)?;
+        }
+        for (inside, logged) in [
+            (&self.junit_inside, &self.junit_abs),
+            (&self.record_inside, &self.record_abs),
+        ] {
             if inside.is_file() {
                 std::fs::rename(inside, logged).map_err(|e| {
                     format!(
@@ -652,79 +545,85 @@ impl RunSetup<'_> {
                 })?;
             }
         }
-        let (mut collection, pytest) = match ran {
-            Ok(out) => {
-                let exit_code = if out.timed_out {
-                    None
-                } else {
-                    out.status.code()
-                };
-                let process = ProcessRun {
-                    status: out.describe(),
-                    exit_code,
-                    timed_out: out.timed_out,
-                    tail: output_tail(&out.stdout_text(), &out.stderr_text()),
-                    log: format!("{} and {}", out.logs.0.display(), out.logs.1.display()),
-                };
-                let pytest = PytestObs::Ran {
-                    exit_code,
-                    status: out.describe(),
-                    timed_out: out.timed_out,
-                    stragglers_killed: out.stragglers_killed,
-                    log: out.logs.0.display().to_string(),
-                };
-                let answer = read_record(&record_abs, &rel(&record_abs));
-                (CollectionObs { process, answer }, pytest)
-            }
-            Err(e @ RunError::Interrupted { .. }) => return Err(e.to_string()),
-            Err(e) => (
-                CollectionObs {
-                    process: ProcessRun {
-                        status: "not started".into(),
-                        exit_code: None,
-                        timed_out: false,
-                        tail: String::new(),
-                        log: log_stem.display().to_string(),
-                    },
-                    answer: CollectAnswer::NoReport {
-                        error: e.to_string(),
-                    },
-                },
-                PytestObs::NotRun {
-                    error: e.to_string(),
-                },
-            ),
-        };
-        if let CollectAnswer::Collected(c) = &mut collection.answer {
-            mark_historical(c, &tree, &opts.historical);
-        }
-        let xfails = match &collection.answer {
+        Ok(left_running)
+    }
+
+    /// Whether pytest wrote its JUnit report, and its testcases (xfails as
+    /// the collection `answer` evaluated them) or why they cannot be read.
+    fn read_report(&self, answer: &CollectAnswer) -> (bool, Result<Vec<SuiteTestCase>, String>) {
+        let xfails = match answer {
             CollectAnswer::Collected(c) => xfail_map(c),
             _ => Default::default(),
         };
-        let junit_written = junit_abs.is_file();
-        let report: Result<Vec<SuiteTestCase>, String> = if junit_written {
-            std::fs::read_to_string(&junit_abs)
+        let junit_rel = &self.junit_rel;
+        let junit_written = self.junit_abs.is_file();
+        let report = if junit_written {
+            std::fs::read_to_string(&self.junit_abs)
                 .map_err(|e| format!("{junit_rel}: cannot read: {e}"))
                 .and_then(|text| parse_junit(&text, &xfails))
         } else {
             Err(format!("pytest wrote no JUnit report ({junit_rel})"))
         };
-        Ok(RunObservation {
-            name: name.to_string(),
-            cwd: rel(&tree),
-            source_root: plan.source_root.as_deref().map(rel),
-            python: plan.python.display().to_string(),
-            timeout_secs: opts.timeout_secs,
-            collection,
-            pytest,
-            junit_rel,
-            junit_written,
-            report,
-            sandbox,
-            reruns: Vec::new(),
-        })
+        (junit_written, report)
     }
+}
+
+/// How the run's process ended, with the collection record it wrote
+/// (`record_abs`, `record_rel` relative to DIR), or why it did not start.
+///
+/// # Errors
+/// The run was interrupted.
+fn process_outcome(
+    ran: Result<process::ChildOutput, RunError>,
+    record_abs: &Path,
+    record_rel: &str,
+    log_stem: &Path,
+) -> Result<(CollectionObs, PytestObs), String> {
+    Ok(match ran {
+        Ok(out) => {
+            let exit_code = if out.timed_out {
+                None
+            } else {
+                out.status.code()
+            };
+            let process = ProcessRun {
+                status: out.describe(),
+                exit_code,
+                timed_out: out.timed_out,
+                tail: output_tail(&out.stdout_text(), &out.stderr_text()),
+                log: format!("{} and {}", out.logs.0.display(), out.logs.1.display()),
+                running: None,
+            };
+            let pytest = PytestObs::Ran {
+                exit_code,
+                status: out.describe(),
+                timed_out: out.timed_out,
+                stragglers_killed: out.stragglers_killed,
+                log: out.logs.0.display().to_string(),
+            };
+            let answer = read_record(record_abs, record_rel);
+            (CollectionObs { process, answer }, pytest)
+        }
+        Err(e @ RunError::Interrupted { .. }) => return Err(e.to_string()),
+        Err(e) => (
+            CollectionObs {
+                process: ProcessRun {
+                    status: "not started".into(),
+                    exit_code: None,
+                    timed_out: false,
+                    tail: String::new(),
+                    log: log_stem.display().to_string(),
+                    running: None,
+                },
+                answer: CollectAnswer::NoReport {
+                    error: e.to_string(),
+                },
+            },
+            PytestObs::NotRun {
+                error: e.to_string(),
+            },
+        ),
+    })
 }
 
 /// The driver's argv[3] (`suites_run.py`): the hooks whose implementations
@@ -734,10 +633,10 @@ impl RunSetup<'_> {
 fn driver_settings(opts: &SuitesOptions, tree: &Path, plan: &RunPlan) -> serde_json::Value {
     // In the lists' order, which is the order the checks name them in.
     let mut hooks: Vec<&str> = Vec::new();
-    for hook in super::rewrites::REPORTING_HOOKS
+    for hook in super::record::REPORTING_HOOKS
         .iter()
-        .chain(super::deselection::SELECTION_HOOKS)
-        .chain(super::uncollected::COLLECTION_HOOKS)
+        .chain(super::record::SELECTION_HOOKS)
+        .chain(super::record::COLLECTION_HOOKS)
     {
         if hook.starts_with("pytest_") && !hooks.contains(hook) {
             hooks.push(hook);
@@ -853,6 +752,15 @@ fn mark_historical(c: &mut Collection, tree: &Path, historical: &[String]) {
     }
 }
 
+/// The node id the driver wrote to `<record>.running` (the test running
+/// when the run was stopped), if any.
+fn running_test(record: &Path) -> Option<String> {
+    let path = PathBuf::from(format!("{}.running", record.display()));
+    let text = std::fs::read_to_string(path).ok()?;
+    let id = text.trim();
+    (!id.is_empty()).then(|| id.chars().take(500).collect())
+}
+
 /// Copies `src` into `dst` (created): directories, regular files (with their
 /// permissions) and symlinks as symlinks with the same target.
 ///
@@ -893,7 +801,7 @@ mod tests {
         let rel = "R/t/historical_x.py";
         std::fs::create_dir_all(d.path().join("R/t")).unwrap();
         std::fs::write(d.path().join(rel), "").unwrap();
-        let item = |path: String, source: Option<String>| super::CollectedItem {
+        let item = |path: String, source: Option<String>| super::super::record::CollectedItem {
             nodeid: "R/t/test_a.py::test_x".into(),
             path,
             source_file: source,
@@ -928,6 +836,7 @@ mod tests {
             hooks: vec![],
             definitions: Default::default(),
             touched: vec![],
+            collect_only: false,
         };
         mark_historical(&mut c, d.path(), &[rel.to_string()]);
         let marks: Vec<Option<&str>> = c.items.iter().map(|i| i.historical.as_deref()).collect();
@@ -990,10 +899,10 @@ mod tests {
             .iter()
             .map(|h| h.as_str().unwrap())
             .collect();
-        let named = super::super::rewrites::REPORTING_HOOKS
+        let named = super::super::record::REPORTING_HOOKS
             .iter()
-            .chain(super::super::deselection::SELECTION_HOOKS)
-            .chain(super::super::uncollected::COLLECTION_HOOKS);
+            .chain(super::super::record::SELECTION_HOOKS)
+            .chain(super::super::record::COLLECTION_HOOKS);
         for hook in named {
             if hook.starts_with("pytest_") {
                 assert!(hooks.contains(hook), "{hook} not passed: {hooks:?}");

@@ -19,7 +19,7 @@
 //! failing. A rerun that is not sound stops the assessment there and is a
 //! finding of its own.
 
-use super::observe::RunObservation;
+use super::record::RunObservation;
 use super::{bad_cases, collection, pairing, rewrites, test_id, CollectAnswer, PytestObs};
 use crate::evidence::{CheckResult, SuiteOutcome, SuiteTestCase};
 use serde::Serialize;

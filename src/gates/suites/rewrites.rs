@@ -19,108 +19,12 @@
 //! skip or an xfail; an xfail reported as a pass; a test reported passing
 //! that the plugin did not observe.
 
-use super::observe::Collection;
 use super::outcome_word;
+use super::record::{hooks_named, Collection, ObservedTest, REPORTING_HOOKS};
 use crate::evidence::{Check, SuiteTestCase};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap};
-
-/// What the run's plugin observed of one test it ran.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-pub(crate) struct ObservedTest {
-    /// pytest's node id.
-    pub nodeid: String,
-    /// JUnit classname, as the run's report writes it.
-    pub classname: String,
-    /// JUnit name.
-    pub name: String,
-    /// The outcome pytest's rules give for what its phases raised
-    /// (`passed`, `failed`, `error`, `skipped`, `xfailed`, `xpassed`,
-    /// `xpassed-strict`); `None` when it could not be observed.
-    pub observed: Option<String>,
-    /// Why it could not be observed.
-    #[serde(default)]
-    pub unobserved: Option<String>,
-    /// Each phase that ran (`setup`, `call`, `teardown`): `ok`, or the
-    /// exception it raised (`<type>: <message>`).
-    #[serde(default)]
-    pub phases: BTreeMap<String, String>,
-    /// The exception the test function itself raised, if it did.
-    #[serde(default)]
-    pub callable_raised: Option<String>,
-    /// The outcome of the reports `pytest_runtest_logreport` handed the
-    /// plugin; `None`: none reached it.
-    #[serde(default)]
-    pub logged: Option<String>,
-    /// Why the callable called for the test is not the one its collection
-    /// ended with (`item.obj` replaced before or during the call, or the
-    /// call phase never calling it through the plugin's wrapper).
-    #[serde(default)]
-    pub callable_problem: Option<String>,
-}
-
-/// A hook implementation outside pytest's own package and the driver.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
-pub(crate) struct HookImpl {
-    /// The hook (`pytest_runtest_makereport`, ...).
-    pub hook: String,
-    /// pluggy's name of the plugin (a conftest's is its path).
-    pub plugin: String,
-    /// The file defining it, relative to the rootdir when inside it.
-    pub file: Option<String>,
-    /// The line of its `def`.
-    pub line: Option<u64>,
-    /// A wrapper (`wrapper=True` or `hookwrapper=True`).
-    #[serde(default)]
-    pub wrapper: bool,
-}
-
-impl HookImpl {
-    /// `file:line hook (wrapper)`.
-    pub(crate) fn describe(&self) -> String {
-        format!(
-            "{}:{} {}{}",
-            self.file.as_deref().unwrap_or(&self.plugin),
-            self.line.map_or("?".to_string(), |l| l.to_string()),
-            self.hook,
-            if self.wrapper { " (wrapper)" } else { "" }
-        )
-    }
-
-    /// Whether its file is inside the run's rootdir (a conftest or module
-    /// of the repository, not an installed plugin).
-    fn in_repository(&self) -> bool {
-        self.file.as_deref().is_some_and(|f| !f.starts_with('/'))
-    }
-}
-
-/// The hooks that make, change or log a test's report, or run its phases.
-/// With `deselection::SELECTION_HOOKS` and `uncollected::COLLECTION_HOOKS`
-/// these are the hooks the run's driver lists (passed to it: the one list).
-pub(crate) const REPORTING_HOOKS: &[&str] = &[
-    "pytest_runtest_makereport",
-    "pytest_runtest_logreport",
-    "pytest_report_teststatus",
-    "pytest_runtest_protocol",
-    "pytest_runtest_setup",
-    "pytest_runtest_call",
-    "pytest_runtest_teardown",
-    "pytest_pyfunc_call",
-    "pytest_report_to_serializable",
-    "pytest_report_from_serializable",
-];
-
-/// `hooks` implementing one of `names`, the repository's first, each as
-/// [`HookImpl::describe`].
-pub(crate) fn hooks_named(hooks: &[HookImpl], names: &[&str]) -> Vec<String> {
-    let mut found: Vec<&HookImpl> = hooks
-        .iter()
-        .filter(|h| names.contains(&h.hook.as_str()))
-        .collect();
-    found.sort_by_key(|h| !h.in_repository());
-    found.iter().map(|h| h.describe()).collect()
-}
+use std::collections::HashMap;
 
 /// One test whose reported outcome is not what the run observed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -374,7 +278,8 @@ pub(crate) fn observed_outcomes_check(
 mod tests {
     use super::*;
     use crate::evidence::{CheckResult, SuiteOutcome};
-    use crate::gates::suites::observe::CollectedItem;
+    use crate::gates::suites::record::{CollectedItem, HookImpl};
+    use std::collections::BTreeMap;
 
     const CONFTEST: &str = "R/t/conftest.py";
 
@@ -456,6 +361,7 @@ mod tests {
             hooks: vec![asyncio_pyfunc_call(), makereport_wrapper()],
             definitions: Default::default(),
             touched: vec![],
+            collect_only: false,
         }
     }
 

@@ -2,10 +2,11 @@
 //! one counterexample per clause of the catalogue's `proves` sentence, one
 //! test per detail and advice, and the JUnit reader over pytest's shapes.
 
-use super::observe::{CollectError, CollectedItem, CollectionObs, ProcessRun, XfailMark};
+use super::record::{CollectError, CollectedItem, CollectionObs, ProcessRun, XfailMark};
 use super::*;
+use crate::evidence::sandbox::{LeftProcess, LeftRunning, Network, SandboxRecord};
 use crate::evidence::CheckResult;
-use crate::isolation::sandbox::{Network, SandboxRecord};
+use crate::profile::LeftRunningPolicy as Policy;
 
 mod candidates;
 mod reruns;
@@ -67,6 +68,7 @@ fn collected(items: Vec<CollectedItem>, exit_code: i32) -> CollectAnswer {
         hooks: vec![],
         definitions: Default::default(),
         touched: vec![],
+        collect_only: false,
     })
 }
 
@@ -83,7 +85,7 @@ fn observe_as_reported(r: &mut RunObservation) {
                     .iter()
                     .find(|t| t.classname == i.classname && t.name == i.name)
                     .map(|t| outcome_word(t.outcome).to_string());
-                rewrites::ObservedTest {
+                record::ObservedTest {
                     nodeid: i.nodeid.clone(),
                     classname: i.classname.clone(),
                     name: i.name.clone(),
@@ -103,6 +105,7 @@ fn process_ok() -> ProcessRun {
         timed_out: false,
         tail: "3 tests collected".into(),
         log: "DIR/logs/suites/tree.stdout and DIR/logs/suites/tree.stderr".into(),
+        running: None,
     }
 }
 
@@ -143,6 +146,9 @@ fn good_run(name: &str) -> RunObservation {
             case("test_z", SuiteOutcome::Xfailed, Some("known limitation")),
         ]),
         sandbox: confined(name),
+        left_running: Some(LeftRunning::Surveyed {
+            processes: Vec::new(),
+        }),
         reruns: Vec::new(),
     };
     observe_as_reported(&mut run);
@@ -266,7 +272,44 @@ fn opts() -> SuitesOptions {
         pytest_plugins: vec!["pytest_asyncio.plugin".into()],
         retries: 0,
         covers: vec![],
+        left_running: Policy::Fail,
     }
+}
+
+#[test]
+fn a_run_that_left_a_daemon_fails_left_running_or_warns_by_the_profile() {
+    let daemon = LeftProcess {
+        pid: 9,
+        ppid: 1,
+        pgid: 8,
+        sid: 8,
+        state: "S".into(),
+        cmdline: "python3 -c import time; time.sleep(300)".into(),
+        ms_alive: 3000,
+    };
+    let mut obs = good();
+    assert_eq!(
+        find(&decide(&obs, &opts()), "tree/left-running").result,
+        CheckResult::Pass
+    );
+    obs.runs[0].left_running = Some(LeftRunning::Surveyed {
+        processes: vec![daemon],
+    });
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "tree/left-running");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(c.detail.contains("time.sleep(300)"), "{}", c.detail);
+    assert_eq!(
+        find(&checks, "extracted/left-running").result,
+        CheckResult::Pass
+    );
+    let warned = SuitesOptions {
+        left_running: Policy::Warn,
+        ..opts()
+    };
+    let checks = decide(&obs, &warned);
+    assert_eq!(find(&checks, "tree/left-running").result, CheckResult::Warn);
+    assert!(!checks.iter().any(|c| c.result == CheckResult::Fail));
 }
 
 fn find<'a>(checks: &'a [Check], name: &str) -> &'a Check {
@@ -298,22 +341,26 @@ fn a_good_observation_passes_every_check_in_order_and_every_pass_carries_observe
         [
             "suite-paths",
             "tree/sandbox",
+            "tree/left-running",
             "tree/collected",
             "tree/historical-not-collected",
             "tree/outcomes",
             "tree/observed-outcomes",
             "tree/deselected",
             "tree/uncollected",
+            "tree/pytest-patches",
             "tree/passing",
             "tree/strict-xfail",
             "extracted/source-root",
             "extracted/sandbox",
+            "extracted/left-running",
             "extracted/collected",
             "extracted/historical-not-collected",
             "extracted/outcomes",
             "extracted/observed-outcomes",
             "extracted/deselected",
             "extracted/uncollected",
+            "extracted/pytest-patches",
             "extracted/passing",
             "extracted/strict-xfail",
             "extracted/extraction-unchanged",
@@ -513,6 +560,7 @@ fn refuses_when_the_interpreter_has_no_pytest_and_names_the_interpreter_as_the_c
             ("tree/observed-outcomes", Some("tree/collected")),
             ("tree/deselected", Some("tree/collected")),
             ("tree/uncollected", Some("tree/collected")),
+            ("tree/pytest-patches", Some("tree/collected")),
             ("tree/strict-xfail", Some("tree/collected")),
             ("extracted/collected", None),
             (
@@ -523,6 +571,7 @@ fn refuses_when_the_interpreter_has_no_pytest_and_names_the_interpreter_as_the_c
             ("extracted/observed-outcomes", Some("extracted/collected")),
             ("extracted/deselected", Some("extracted/collected")),
             ("extracted/uncollected", Some("extracted/collected")),
+            ("extracted/pytest-patches", Some("extracted/collected")),
             ("extracted/strict-xfail", Some("extracted/collected")),
             ("extracted/same-outcomes", Some("tree/collected")),
         ]
@@ -593,6 +642,7 @@ fn refuses_a_collection_error_with_import_advice_and_puts_the_run_under_it() {
         hooks: vec![],
         definitions: Default::default(),
         touched: vec![],
+        collect_only: false,
     });
     obs.runs[1].pytest = ran(2);
     obs.runs[1].report = Ok(vec![case(
@@ -746,6 +796,7 @@ fn a_run_that_ended_before_recording_its_collection_does_not_blame_the_interpret
         timed_out: false,
         tail: "conftest called os._exit(3)".into(),
         log: "L".into(),
+        running: None,
     };
     r.collection.answer = CollectAnswer::NoReport {
         error: "its stdout is not one JSON document: EOF".into(),
@@ -988,6 +1039,21 @@ fn refuses_a_run_that_timed_out_and_puts_its_report_checks_under_it() {
             ("tree/strict-xfail", Some("tree/outcomes")),
             ("extracted/same-outcomes", Some("tree/outcomes")),
         ]
+    );
+    // The driver noted the test that was running when the limit hit.
+    obs.runs[0].collection.process.running = Some("R/t/test_a.py::test_hangs".into());
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "tree/outcomes");
+    assert!(
+        c.detail.contains(
+            "was stopped while the test R/t/test_a.py::test_hangs was running (the run's plugin noted it"
+        ),
+        "{}",
+        c.detail
+    );
+    assert_eq!(
+        c.observed.as_deref().unwrap()["running"],
+        "R/t/test_a.py::test_hangs"
     );
 }
 
@@ -1809,4 +1875,80 @@ fn run_with_a_candidate_left_out_fails_the_repository_runs_and_checks_the_others
     let others: Vec<Option<&str>> = ctx.selected.iter().map(|c| Some(c.folder())).collect();
     assert_eq!(named, others);
     assert!(after.suites.is_none(), "nothing was run");
+}
+
+#[test]
+fn a_run_under_collect_only_fails_collected_naming_the_option_not_skip_marks() {
+    let mut obs = good();
+    // `addopts = --collect-only`: items collected, no test started, an
+    // empty report, exit status 0.
+    obs.runs[0].report = Ok(vec![]);
+    let mut answer = collected(vec![item("test_x"), item("test_y")], 0);
+    if let CollectAnswer::Collected(c) = &mut answer {
+        c.collect_only = true;
+        c.tests_started = false;
+    }
+    obs.runs[0].collection.answer = answer;
+    let checks = decide(&obs, &opts());
+    let c = find(&checks, "tree/collected");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("pytest ran with `--collect-only` (`--co`): it collected 2 item(s)")
+            && c.detail.contains("remove `--collect-only` from addopts"),
+        "{}",
+        c.detail
+    );
+    for name in ["tree/outcomes", "tree/passing"] {
+        let p = find(&checks, name);
+        assert_eq!(p.result, CheckResult::Fail, "{p:?}");
+        assert_eq!(p.consequence_of.as_deref(), Some("tree/collected"), "{p:?}");
+    }
+    assert!(!find(&checks, "tree/passing").detail.contains("skip marks"));
+}
+
+/// Without bubblewrap a test that signals its parent kills the verifier's
+/// supervisor: `outcomes` fails naming that cause and the running test.
+/// Counterexample: the same status under bwrap (no supervisor) is not
+/// blamed on one.
+#[test]
+fn a_killed_supervisor_fails_outcomes_naming_the_cause_and_the_test() {
+    let mut r = good_run("tree");
+    r.sandbox = SandboxRecord {
+        kind: crate::isolation::sandbox::SUPERVISED.into(),
+        program: None,
+        version: None,
+        own_pid_namespace: false,
+        dies_with_verifier: false,
+        network: None,
+        read_only: Vec::new(),
+        writable: Vec::new(),
+        unconfined_because: Some("VCC_BWRAP=/nonexistent: not found".into()),
+    };
+    r.left_running = None;
+    r.pytest = PytestObs::Ran {
+        exit_code: None,
+        status: "killed by signal 9".into(),
+        timed_out: false,
+        stragglers_killed: true,
+        log: "DIR/logs/suites/tree.stdout".into(),
+    };
+    r.collection.process.running = Some("t.py::test_kills".into());
+    r.report = Err("pytest wrote no JUnit report (logs/suites/tree.xml)".into());
+    let checks = run_checks(&r, &opts());
+    let c = find(&checks, "tree/outcomes");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(
+        c.detail
+            .contains("the step's supervisor was killed (killed by signal 9)")
+            && c.detail.contains("a test signalled its parent")
+            && c.detail.contains("t.py::test_kills"),
+        "{}",
+        c.detail
+    );
+    r.sandbox = confined("tree");
+    let checks = run_checks(&r, &opts());
+    let c = find(&checks, "tree/outcomes");
+    assert_eq!(c.result, CheckResult::Fail);
+    assert!(!c.detail.contains("supervisor"), "{}", c.detail);
 }

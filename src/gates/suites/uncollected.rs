@@ -18,69 +18,10 @@
 //! blocks and tests made by assignment are not named; files whose
 //! collection failed are left to `collected`.
 
-use super::observe::Collection;
-use super::rewrites::hooks_named;
+use super::record::{hooks_named, Collection, DefinedTest, ScanError, COLLECTION_HOOKS};
 use crate::evidence::Check;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::HashSet;
-
-/// What the run's driver read from the suites' test files.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-pub(crate) struct Definitions {
-    /// Every test function and test class method the naming rules name.
-    #[serde(default)]
-    pub defined: Vec<DefinedTest>,
-    /// Test files it could not parse.
-    #[serde(default)]
-    pub scan_errors: Vec<ScanError>,
-    /// Collectors pytest skipped (`pytest.skip(allow_module_level=True)`,
-    /// `pytest.importorskip`), with the reason.
-    #[serde(default)]
-    pub collect_skipped: Vec<CollectSkipped>,
-}
-
-/// One test `def` of a suite file.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
-pub(crate) struct DefinedTest {
-    /// The node id pytest gives it (`file::Class::name`, no parameters).
-    pub nodeid: String,
-    /// Its file, relative to the rootdir.
-    pub file: String,
-    /// The line of its `def`.
-    pub line: u64,
-}
-
-/// A test file the driver could not parse.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub(crate) struct ScanError {
-    /// The file, relative to the rootdir.
-    pub file: String,
-    /// `<type>: <message>`.
-    pub error: String,
-}
-
-/// A collector pytest skipped.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub(crate) struct CollectSkipped {
-    /// Its node id.
-    pub nodeid: String,
-    /// The skip's reason.
-    pub reason: String,
-}
-
-/// The hooks, and conftest variables, that decide what is collected.
-pub(crate) const COLLECTION_HOOKS: &[&str] = &[
-    "pytest_ignore_collect",
-    "pytest_collect_file",
-    "pytest_pycollect_makeitem",
-    "pytest_collection_modifyitems",
-    "pytest_generate_tests",
-    "pytest_collect_directory",
-    "pytest_make_collect_report",
-    "collect_ignore",
-    "collect_ignore_glob",
-];
 
 /// A node id without its parameters (`[...]`, which may hold `::`).
 fn base(nodeid: &str) -> &str {
@@ -202,9 +143,9 @@ pub(crate) fn uncollected_check(run: &str, c: Option<&Collection>, declared: &[S
 mod tests {
     use super::*;
     use crate::evidence::CheckResult;
-    use crate::gates::suites::deselection::DeselectedItem;
-    use crate::gates::suites::observe::{CollectError, CollectedItem};
-    use crate::gates::suites::rewrites::HookImpl;
+    use crate::gates::suites::record::{
+        CollectError, CollectSkipped, CollectedItem, Definitions, DeselectedItem, HookImpl,
+    };
 
     fn item(nodeid: &str) -> CollectedItem {
         CollectedItem {
@@ -265,6 +206,7 @@ mod tests {
                 ..Definitions::default()
             }),
             touched: vec![],
+            collect_only: false,
         }
     }
 

@@ -23,6 +23,7 @@ fn obs(entries: Vec<StatusLine>) -> Observation {
         git_status: HUMAN.into(),
         commit: "c".repeat(40),
         tree: "t".repeat(40),
+        rewrites: vec![],
     }
 }
 
@@ -245,4 +246,157 @@ fn run_refuses_an_untracked_file_and_hands_on_the_ignored_ones() {
     assert!(untracked.detail.contains("new.py"), "{untracked:?}");
     assert_eq!(after.source.ignored_files, ["x.log"]);
     assert_eq!(TreeClean.id(), "tree-clean");
+}
+
+// ----- --worktree: uncommitted and as_worktree ----------------------------
+
+#[test]
+fn uncommitted_lists_staged_unstaged_and_untracked_paths_in_order_and_never_ignored_ones() {
+    let mut renamed = line('R', ' ', "new.py");
+    renamed.orig = Some("old.py".into());
+    let o = obs(vec![
+        line('M', ' ', "staged.py"),
+        line('!', '!', "x.log"),
+        line(' ', 'M', "unstaged.py"),
+        renamed,
+        line('?', '?', "notes.txt"),
+        line('A', 'D', "both.py"),
+    ]);
+    assert_eq!(
+        uncommitted(&o),
+        [
+            "staged.py",
+            "unstaged.py",
+            "old.py -> new.py",
+            "notes.txt",
+            "both.py"
+        ]
+    );
+    assert!(uncommitted(&obs(vec![line('!', '!', "x.log")])).is_empty());
+    assert!(uncommitted(&obs(vec![])).is_empty());
+}
+
+/// A check named `name` with `result` and detail `"d"`.
+fn named(name: &str, result: CheckResult) -> Check {
+    let mut c = Check::pass(name, None, "d");
+    c.result = result;
+    c
+}
+
+#[test]
+fn as_worktree_turns_only_failing_change_checks_into_warnings_naming_the_working_tree() {
+    let checks = vec![
+        named("staged-changes", CheckResult::Fail),
+        named("unstaged-changes", CheckResult::Pass),
+        named("untracked-files", CheckResult::Warn),
+        named("commit", CheckResult::Fail),
+        named("core-worktree", CheckResult::Fail),
+        named("untracked-files", CheckResult::Fail),
+    ];
+    let got = as_worktree(checks);
+    let summary: Vec<(&str, CheckResult, &str)> = got
+        .iter()
+        .map(|c| (c.name.as_str(), c.result, c.detail.as_str()))
+        .collect();
+    let warned = "--worktree: certified as uncommitted (working tree, not a commit); d";
+    assert_eq!(
+        summary,
+        [
+            ("staged-changes", CheckResult::Warn, warned),
+            ("unstaged-changes", CheckResult::Pass, "d"),
+            ("untracked-files", CheckResult::Warn, "d"),
+            ("commit", CheckResult::Fail, "d"),
+            ("core-worktree", CheckResult::Fail, "d"),
+            ("untracked-files", CheckResult::Warn, warned),
+        ]
+    );
+    assert!(as_worktree(vec![]).is_empty());
+}
+
+#[test]
+fn every_change_check_decide_fails_is_a_warning_under_worktree() {
+    let checks = as_worktree(decide(&obs(vec![
+        line('M', ' ', "staged.py"),
+        line(' ', 'M', "unstaged.py"),
+        line('?', '?', "notes.txt"),
+    ])));
+    for name in ["staged-changes", "unstaged-changes", "untracked-files"] {
+        let c = get(&checks, name);
+        assert_eq!(c.result, CheckResult::Warn, "{c:?}");
+        assert!(c.detail.starts_with("--worktree: certified"), "{c:?}");
+    }
+    assert!(checks.iter().all(|c| c.result != CheckResult::Fail));
+}
+
+#[test]
+fn run_under_worktree_warns_and_hands_on_the_uncommitted_paths() {
+    use crate::gates::testing;
+    let repo = tempfile::tempdir().unwrap();
+    let evidence = tempfile::tempdir().unwrap();
+    testing::repo(repo.path(), &[("a.py", "a\n"), (".gitignore", "*.log\n")]);
+    std::fs::write(repo.path().join("new.py"), "n\n").unwrap();
+    std::fs::write(repo.path().join("a.py"), "changed\n").unwrap();
+    std::fs::write(repo.path().join("x.log"), "l\n").unwrap();
+    let mut ctx = testing::ctx(evidence.path());
+    ctx.repo = repo.path().to_path_buf();
+    ctx.source.worktree = Some(crate::evidence::WorktreeSource {
+        label: crate::worktree::LABEL.into(),
+        digest: None,
+        files: None,
+        uncommitted: Vec::new(),
+    });
+    let (checks, after) = testing::run(&TreeClean, &ctx);
+    let checks = checks.unwrap();
+    for name in ["unstaged-changes", "untracked-files"] {
+        let c = get(&checks, name);
+        assert_eq!(c.result, CheckResult::Warn, "{c:?}");
+    }
+    let w = after.source.worktree.expect("still a working-tree run");
+    assert_eq!(w.uncommitted, ["a.py", "new.py"]);
+    assert_eq!(after.source.ignored_files, ["x.log"]);
+}
+
+#[test]
+fn a_change_in_a_repository_with_a_replace_ref_names_the_ref_as_the_cause() {
+    let mut o = obs(vec![line('M', ' ', "Runner/a/main.py")]);
+    o.rewrites = vec![crate::git::HistoryRewrite::ReplaceRef {
+        name: format!("refs/replace/{}", "c".repeat(40)),
+        replacement: "d".repeat(40),
+    }];
+    let checks = decide(&o);
+    let staged = checks
+        .iter()
+        .find(|c| c.result == CheckResult::Fail)
+        .unwrap();
+    assert_eq!(staged.consequence_of.as_deref(), Some("history-rewrites"));
+    assert!(
+        staged.detail.contains("Runner/a/main.py"),
+        "{}",
+        staged.detail
+    );
+    assert!(
+        staged.detail.contains("replace refs or grafts"),
+        "{}",
+        staged.detail
+    );
+    let rewrite = get(&checks, "history-rewrites");
+    assert_eq!(rewrite.result, CheckResult::Fail);
+    assert!(
+        rewrite.detail.contains(&format!(
+            "refs/replace/{} (object {} reads as {})",
+            "c".repeat(40),
+            "c".repeat(40),
+            "d".repeat(40)
+        )) && rewrite.detail.contains("git replace -d"),
+        "{}",
+        rewrite.detail
+    );
+    // Without a rewrite, no such check and no note.
+    let checks = decide(&obs(vec![line('M', ' ', "Runner/a/main.py")]));
+    assert!(checks.iter().all(|c| c.name != "history-rewrites"));
+    // A clean tree with a rewrite: left to the `stage` gate's refusal.
+    o.entries.clear();
+    let checks = decide(&o);
+    assert!(checks.iter().all(|c| c.result == CheckResult::Pass));
+    assert!(checks.iter().all(|c| c.name != "history-rewrites"));
 }

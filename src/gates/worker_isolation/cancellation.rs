@@ -9,9 +9,9 @@ use super::{
     group_answers_signal_0, proc_row, Run, CONVERSATION_ID, JOB_EVENTS, JOB_TIMEOUT,
     QUIESCE_TIMEOUT,
 };
-use crate::isolation::procfs::{self, ProcInfo};
-use crate::isolation::survey;
 use crate::process;
+use crate::process::procfs::{self, ProcInfo};
+use crate::process::survey;
 use serde_json::json;
 use std::time::{Duration, Instant};
 

@@ -7,7 +7,7 @@ use super::token_probe::HelloOutcome;
 use super::worker::{Peek, Status};
 use super::{CONVERSATION_ID, DISPLAY_ID, GATE, JOB_EVENTS, QUIESCE_TIMEOUT};
 use crate::evidence::Check;
-use crate::isolation::survey::{Stopped, Survivor};
+use crate::process::survey::{Stopped, Survivor};
 
 use serde::Serialize;
 use serde_json::json;

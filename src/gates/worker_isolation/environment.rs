@@ -4,7 +4,7 @@
 
 use super::decide::{EnvRow, EnvironmentObs};
 use super::{role_of, Run, CANARY_NAME, MARKER_NAME};
-use crate::isolation::procfs;
+use crate::process::procfs;
 use std::collections::BTreeSet;
 
 impl Run<'_> {

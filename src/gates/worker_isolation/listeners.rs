@@ -10,7 +10,7 @@ use super::token_probe;
 use super::worker::wait_for;
 use super::JOB_TIMEOUT;
 use super::{canonical, Run, NAMES};
-use crate::isolation::procfs;
+use crate::process::procfs;
 use serde_json::json;
 use std::path::Path;
 

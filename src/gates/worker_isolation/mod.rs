@@ -61,8 +61,8 @@ pub use hostile::VARIANT_VAR;
 
 use crate::context::{RunContext, Updates};
 use crate::evidence::Check;
-use crate::isolation::procfs::{self, ProcInfo};
 use crate::isolation::{Backend, Confinement};
+use crate::process::procfs::{self, ProcInfo};
 use crate::process::{self, LongSpec};
 use backend::InterpreterPaths;
 use decide::{

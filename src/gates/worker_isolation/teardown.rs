@@ -7,8 +7,8 @@ use super::decide::{
 };
 use super::roots;
 use super::{Run, GATE, MARKER_NAME, NAMES, STOP_TIMEOUT};
-use crate::isolation::survey;
 use crate::process;
+use crate::process::survey;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

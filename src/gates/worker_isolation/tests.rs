@@ -10,7 +10,7 @@ use super::token_probe::HelloOutcome;
 use super::worker::{Peek, Status};
 use super::*;
 use crate::evidence::CheckResult;
-use crate::isolation::survey::Stopped;
+use crate::process::survey::Stopped;
 
 fn processes() -> ProcessesObs {
     let w = |name: &str, pid: i32| WorkerProcess {

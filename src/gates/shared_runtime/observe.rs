@@ -1,0 +1,208 @@
+//! What the `shared-runtime` host saw (`src/python/shared_runtime_host.py`
+//! writes it as JSON): plain values, judged by [`super::decide`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// One host run: installations A and B of one archive on one shared worker.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HostObservation {
+    /// Why the host stopped early, if it did.
+    #[serde(default)]
+    pub fatal: Option<String>,
+    /// How the shared placement was asked for.
+    #[serde(default)]
+    pub placement: String,
+    /// `set_runtime_config` with `runtime_profile: "shared"`.
+    #[serde(default)]
+    pub runtime_config: Option<Answer>,
+    /// How many fields the candidate's manifest declares in `spec.config`
+    /// (of any type), set by the gate from the manifest; `None`: unknown.
+    #[serde(default)]
+    pub config_declared: Option<usize>,
+    /// A, then B.
+    #[serde(default)]
+    pub installations: Vec<Installation>,
+    /// `list_plugins` statuses per installation label.
+    #[serde(default)]
+    pub status: BTreeMap<String, Vec<Option<String>>>,
+    /// nsjail and worker processes below the runtime, after attaching.
+    #[serde(default)]
+    pub workers_attached: Vec<Process>,
+    /// The same after the invocations.
+    #[serde(default)]
+    pub workers_invoked: Vec<Process>,
+    /// Every invocation, in order.
+    #[serde(default)]
+    pub calls: Vec<Call>,
+    /// Requests the runtime made of the host.
+    #[serde(default)]
+    pub host_calls: Vec<HostCall>,
+    /// `get_plugin_logs` per installation label.
+    #[serde(default)]
+    pub logs: BTreeMap<String, Value>,
+    /// Live-object scan after the invocations.
+    #[serde(default)]
+    pub scan_invoked: Option<Scan>,
+    /// `remove_plugin_installation` of A.
+    #[serde(default)]
+    pub revoke: Option<Answer>,
+    /// Live-object scan after revoking A (A's canaries only).
+    #[serde(default)]
+    pub scan_revoked: Option<Scan>,
+    /// The runtime's own log (stdout and stderr, its workers' stderr).
+    #[serde(default)]
+    pub runtime_log: String,
+    /// Every nsjail launch of the runtime our wrapper saw, in order.
+    #[serde(default)]
+    pub launches: Vec<Launch>,
+}
+
+/// One nsjail launch of the runtime, through our wrapper.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Launch {
+    /// `pip` (dependency preparation), `worker` or `other`.
+    pub kind: String,
+    /// nsjail's arguments as the SDK built them.
+    #[serde(default)]
+    pub sdk_args: Vec<String>,
+    /// The arguments the wrapper ran nsjail with.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// A pip launch's output (stdout and stderr, the last 20 000 characters),
+    /// which the SDK itself discards.
+    #[serde(default)]
+    pub output: Option<String>,
+}
+
+/// A response's code, message and data.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Answer {
+    /// 0 is success.
+    pub code: Option<i64>,
+    /// The runtime's message.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// The response data.
+    #[serde(default)]
+    pub data: Value,
+}
+
+/// One installation the host applied.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Installation {
+    /// `A` or `B`.
+    pub label: String,
+    /// The `InstallationBinding` it was applied under.
+    pub binding: Value,
+    /// Its canary configuration (field -> canary string).
+    pub config: BTreeMap<String, String>,
+    /// `apply_plugin_installation`'s answer.
+    pub apply: Answer,
+}
+
+impl Installation {
+    /// `installation_uuid` of the binding.
+    pub fn uuid(&self) -> &str {
+        self.binding["installation_uuid"].as_str().unwrap_or("")
+    }
+}
+
+/// A process below the runtime.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Process {
+    /// Host pid.
+    pub pid: i64,
+    /// Parent pid.
+    pub ppid: i64,
+    /// `nsjail` or `worker`.
+    pub kind: String,
+}
+
+/// One invocation of one component for one installation.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Call {
+    /// `sequential`, `concurrent` or `after-revoke`.
+    pub phase: String,
+    /// `A` or `B`.
+    pub installation: String,
+    /// `Kind/name`.
+    pub component: String,
+    /// Response code (None: no response).
+    pub code: Option<i64>,
+    /// Response message or the host's error.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Response data.
+    #[serde(default)]
+    pub reply: Value,
+}
+
+/// A request the runtime made of the host.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HostCall {
+    /// The binding's installation, when the request carried one.
+    pub installation_uuid: Option<String>,
+    /// Action name.
+    pub action: String,
+    /// Request data.
+    #[serde(default)]
+    pub data: Value,
+}
+
+/// The in-worker scan's report (`src/python/shared_scan.py`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Scan {
+    /// Why the scan failed, if it did.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Canaries reachable from plugin/component objects and module globals.
+    #[serde(default)]
+    pub found: Vec<Found>,
+    /// Objects visited.
+    #[serde(default)]
+    pub nodes: u64,
+    /// The walk hit its node limit.
+    #[serde(default)]
+    pub truncated: bool,
+    /// Pending asyncio tasks.
+    #[serde(default)]
+    pub tasks: Vec<Task>,
+    /// Live threads.
+    #[serde(default)]
+    pub threads: Vec<Thread>,
+}
+
+/// A canary and the path it was reached by.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Found {
+    /// The canary string.
+    pub canary: String,
+    /// `module m.NAME[...]`, `component object C.attr`, `local x`...
+    pub path: String,
+}
+
+/// A pending task.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Task {
+    /// Coroutine name and file.
+    pub task: String,
+    /// Its coroutine is the plugin's own code.
+    pub own: bool,
+    /// Canaries in its frames.
+    #[serde(default)]
+    pub canaries: Vec<Found>,
+}
+
+/// A live thread.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Thread {
+    /// Thread name.
+    pub thread: String,
+    /// Some frame of its stack is the plugin's own code.
+    pub own: bool,
+    /// Canaries in its frames.
+    #[serde(default)]
+    pub canaries: Vec<Found>,
+}

