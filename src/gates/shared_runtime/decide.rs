@@ -324,7 +324,8 @@ fn own_config_detail(wrong: &[String], missing: &[String], obs: &HostObservation
     let mut parts = Vec::new();
     if !wrong.is_empty() {
         parts.push(format!(
-            "{}. Read the configuration per call (get_plugin_config()), never from a copy",
+            "{}. Read the configuration per call (get_plugin_config(); a Runner its run \
+             context's config), never from a copy",
             wrong.join("; ")
         ));
     }
