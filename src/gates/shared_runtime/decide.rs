@@ -263,7 +263,7 @@ pub fn own_configuration(obs: &HostObservation, c: Option<&str>) -> Check {
                 "{} {} for {} answered with the other installation's configuration",
                 call.phase, call.component, call.installation
             ));
-        } else if let Some((field, value)) = shown_field(&call.reply, me) {
+        } else if let Some((field, value)) = shown_field(&call.reply, &fields_of(me, call)) {
             wrong.push(format!(
                 "{} {} for {} answered without its own configuration (field {field} = {value}, \
                  not its canary)",
@@ -299,12 +299,30 @@ pub fn own_configuration(obs: &HostObservation, c: Option<&str>) -> Check {
     Check::fail(OWN_CONFIG, c, own_config_detail(&wrong, &missing, obs)).with_observed(observed)
 }
 
-/// A configuration field of `me` a reply shows by name (an object key),
-/// with a value that is not `me`'s canary: `(field, value)`.
-fn shown_field(reply: &Value, me: &Installation) -> Option<(String, String)> {
+/// The canaried fields a call of `me` may show by name: the plugin
+/// configuration's, and for a Runner's call that Runner's invocation
+/// configuration's (field -> canary).
+fn fields_of(me: &Installation, call: &Call) -> std::collections::BTreeMap<String, String> {
+    let mut fields = me.config.clone();
+    if call.runner.is_some() {
+        let runner = call.component.strip_prefix("Runner/").unwrap_or("");
+        if let Some(own) = me.runner_config.get(runner) {
+            fields.extend(own.clone());
+        }
+    }
+    fields
+}
+
+/// A canaried configuration field (`me`: field -> own canary) a reply shows
+/// by name (an object key), with a value that is not its own canary:
+/// `(field, value)`.
+fn shown_field(
+    reply: &Value,
+    me: &std::collections::BTreeMap<String, String>,
+) -> Option<(String, String)> {
     match reply {
         Value::Object(map) => map.iter().find_map(|(k, v)| {
-            let own = me.config.get(k).and_then(|canary| match v {
+            let own = me.get(k).and_then(|canary| match v {
                 Value::String(s) if !s.contains(canary.as_str()) => {
                     Some((k.clone(), format!("{s:?}")))
                 }

@@ -338,6 +338,21 @@ fn runner_canaries_count_like_configuration_canaries() {
     a_call.reply = serde_json::json!([{"type": "run.completed", "data": {"message": {"content": format!("token={b_token}")}}}]);
     assert_eq!(own_configuration(&obs, None).result, CheckResult::Fail);
     assert!(no_cross(&obs, None).detail.contains(&b_token));
+    // A Runner's reply showing its invocation-config field by name with a
+    // value that is not its canary (a copy kept from elsewhere) is a finding.
+    let mut obs = observed("stateless-runner");
+    let b_call = obs
+        .calls
+        .iter_mut()
+        .find(|c| c.phase == "concurrent" && c.installation == "B")
+        .unwrap();
+    b_call.reply = serde_json::json!([{"type": "run.completed", "data": {"token": ""}}]);
+    let check = own_configuration(&obs, None);
+    assert!(
+        check.detail.contains("field token = \"\""),
+        "{}",
+        check.detail
+    );
     // Without any canary (no plugin or Runner string field) it is vacuous.
     let mut obs = observed("stateless-runner");
     obs.config_declared = Some(0);
