@@ -40,7 +40,11 @@ mod survey;
 #[cfg(test)]
 mod tests;
 
+/// A Runner call's prompts and the archive's declared components, for the
+/// `shared-runtime` gate's own `run_runner` calls.
+pub(crate) use components::read as read_components;
 pub use host::main as host_main;
+pub(crate) use host::{probe_prompt, PROBE_PROMPT};
 pub use observe::{HostFailure, Observation};
 
 use crate::context::{RunContext, Updates};

@@ -13,6 +13,7 @@ decide functions do. It never signs anything.
 
 import asyncio
 import base64
+import copy
 import json
 import os
 import secrets
@@ -146,13 +147,15 @@ class Client:
 
     def __init__(self, ws, settings, host_calls):
         self.ws, self.settings, self.host_calls = ws, settings, host_calls
-        self.seq, self.waiting = 0, {}
+        self.seq, self.waiting, self.streams = 0, {}, {}
 
     async def reader(self):
         async for raw in self.ws:
             msg = json.loads(raw)
             if "action" in msg:
                 await self.answer(msg)
+            elif msg.get("seq_id") in self.streams:
+                self.streams[msg["seq_id"]].put_nowait(msg)
             else:
                 fut = self.waiting.get(msg.get("seq_id"))
                 if fut is not None and not fut.done():
@@ -184,6 +187,30 @@ class Client:
             return await asyncio.wait_for(fut, timeout)
         finally:
             self.waiting.pop(seq, None)
+
+
+    async def call_stream(self, action, data, context, timeout):
+        """Every answer of a streamed request until its `end` chunk or a
+        non-zero code: (answers, ended); `ended` False when `timeout` ran out."""
+        self.seq += 1
+        seq = self.seq
+        queue = self.streams[seq] = asyncio.Queue()
+        await self.ws.send(json.dumps({"seq_id": seq, "action": action, "data": data, "context": context}))
+        answers, deadline = [], time.monotonic() + timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return answers, False
+                try:
+                    msg = await asyncio.wait_for(queue.get(), left)
+                except asyncio.TimeoutError:
+                    return answers, False
+                answers.append(msg)
+                if msg.get("code") != 0 or msg.get("chunk_status") == "end":
+                    return answers, True
+        finally:
+            self.streams.pop(seq, None)
 
 
 async def upload(client, archive, digest, binding):
@@ -240,6 +267,14 @@ def scan(pid, canaries, label, timeout=30.0):
         return {"scan": label, "error": "%s: %s" % (type(exc).__name__, exc)}
 
 
+def all_canaries(inst):
+    """An installation's canaries: its plugin config's and its runners' invocation configs'."""
+    out = list(inst["config"].values())
+    for fields in inst.get("runner_config", {}).values():
+        out.extend(fields.values())
+    return out
+
+
 def canary_config(fields, label):
     return {name: "vcc-canary-%s-%s-%s" % (label, name, secrets.token_hex(8)) for name in fields}
 
@@ -256,10 +291,12 @@ async def attach(client, spec, inst, digest, label, settings):
                "installation_uuid": str(uuid.uuid4()), "runtime_revision": 1, "artifact_digest": digest}
     config = canary_config(spec["config_fields"], label)
     settings[binding["installation_uuid"]] = settings_for(spec, config)
+    runner_config = {c["runner"]: canary_config(c.get("config_fields") or [], label)
+                     for c in spec["calls"] if c.get("stream")}
     key = await upload(client, spec["archive"], digest, binding)
     r = await client.call("apply_plugin_installation", {
         "artifact_file_key": key, "enabled": True, "execution_mode": "shared-runtime-v1"}, binding, timeout=300)
-    return {"label": label, "binding": binding, "config": config,
+    return {"label": label, "binding": binding, "config": config, "runner_config": runner_config,
             "apply": {"code": r.get("code"), "message": r.get("message"), "data": r.get("data")}}
 
 
@@ -277,8 +314,69 @@ async def wait_initialized(client, installations, timeout):
     return status
 
 
+# Streamed results kept per runner call (as discovery-rpc's MAX_STREAMED_RESULTS).
+MAX_STREAMED = 200
+RUNS = iter(range(1, 1 << 30))
+
+
+def absorb(answers, ended):
+    """A `run_runner` stream folded: result types, the reply text (the completed
+    message, else the accumulated deltas), the run's failure."""
+    out = {"ended": ended, "result_types": [], "reply_text": None, "failed": None, "chunks": len(answers)}
+    deltas = ""
+    for a in answers:
+        data = a.get("data") or {}
+        kind = data.get("type") if isinstance(data, dict) else None
+        if a.get("code") != 0 or not kind:
+            continue
+        out["result_types"].append(kind)
+        body = data.get("data") or {}
+        if kind in ("run.completed", "message.completed"):
+            content = (body.get("message") or {}).get("content")
+            if content:
+                out["reply_text"] = content if isinstance(content, str) else json.dumps(content)
+        elif kind == "message.delta":
+            chunk = body.get("chunk") or {}
+            deltas = chunk["all_content"] if isinstance(chunk.get("all_content"), str) else deltas + str(chunk.get("content") or "")
+        elif kind == "run.failed":
+            out["failed"] = {"code": body.get("code"), "error": body.get("error")}
+    if out["reply_text"] is None and deltas:
+        out["reply_text"] = deltas
+    return out
+
+
+async def invoke_runner(client, inst, call, phase):
+    """One streamed `run_runner`: the run context carries this installation's
+    invocation config (the probe's, its string fields canaried)."""
+    data = copy.deepcopy(call["data"])
+    context = data["context"]
+    n = next(RUNS)
+    context["run_id"] = "vcc-shared-%s-%s-%d-%s" % (inst["label"], phase, n, call["runner"])
+    context["event"]["event_id"] = "vcc-shared-event-%s-%s-%d" % (inst["label"], phase, n)
+    config = dict(call.get("config") or {})
+    config.update(inst["runner_config"].get(call["runner"], {}))
+    context["config"] = config
+    code, message = None, None
+    try:
+        answers, ended = await client.call_stream("run_runner", data, inst["binding"], call.get("timeout", 60))
+        errors = [a for a in answers if a.get("code") != 0]
+        code = errors[0].get("code") if errors else (0 if answers else None)
+        message = errors[0].get("message") if errors else (None if ended else "the stream did not end within %s s" % call.get("timeout", 60))
+    except Exception as exc:  # recorded, judged by the gate
+        answers, ended, message = [], False, "%s: %s" % (type(exc).__name__, exc)
+    runner = absorb(answers, ended)
+    runner.update({"run_id": context["run_id"], "config": config})
+    reply = [a.get("data") for a in answers[:MAX_STREAMED]]
+    return code, message, reply, runner
+
+
 async def invoke(client, inst, call, phase):
     started = time.time()
+    if call.get("stream"):
+        code, message, data, runner = await invoke_runner(client, inst, call, phase)
+        return {"phase": phase, "installation": inst["label"], "component": call["component"],
+                "code": code, "message": message, "reply": data, "runner": runner,
+                "seconds": round(time.time() - started, 3)}
     try:
         r = await client.call(call["action"], call["data"], inst["binding"], timeout=60)
         code, message, data = r.get("code"), r.get("message"), r.get("data")
@@ -334,7 +432,7 @@ async def drive(spec, obs, runtime, port, token):
         obs["workers_invoked"] = worker_processes(runtime.pid)
         obs["logs"] = await plugin_logs(client, [a, b], spec["author"], spec["name"])
         pids = [w["pid"] for w in obs["workers_invoked"] if w["kind"] == "worker"]
-        canaries = sorted(v for i in (a, b) for v in i["config"].values())
+        canaries = sorted(v for i in (a, b) for v in all_canaries(i))
         if len(pids) == 1:
             obs["scan_invoked"] = scan(pids[0], canaries, "after the invocations")
         r = await client.call("remove_plugin_installation", {}, a["binding"], timeout=120)
@@ -343,7 +441,7 @@ async def drive(spec, obs, runtime, port, token):
         obs["calls"].extend([await invoke(client, b, c, "after-revoke") for c in spec["calls"]])
         obs["workers_revoked"] = worker_processes(runtime.pid)
         if len(pids) == 1:
-            obs["scan_revoked"] = scan(pids[0], sorted(a["config"].values()), "after revoking A")
+            obs["scan_revoked"] = scan(pids[0], sorted(all_canaries(a)), "after revoking A")
         reader.cancel()
 
 

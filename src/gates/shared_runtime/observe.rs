@@ -98,6 +98,12 @@ pub struct Installation {
     pub binding: Value,
     /// Its canary configuration (field -> canary string).
     pub config: BTreeMap<String, String>,
+    /// Each Runner's invocation-config canaries (runner -> field -> canary
+    /// string): the string fields of the Runner's own `spec.config`, in the
+    /// run context's `config` of every `run_runner` call for this
+    /// installation.
+    #[serde(default)]
+    pub runner_config: BTreeMap<String, BTreeMap<String, String>>,
     /// `apply_plugin_installation`'s answer.
     pub apply: Answer,
 }
@@ -106,6 +112,16 @@ impl Installation {
     /// `installation_uuid` of the binding.
     pub fn uuid(&self) -> &str {
         self.binding["installation_uuid"].as_str().unwrap_or("")
+    }
+
+    /// Every canary of this installation: its plugin configuration's, then
+    /// its Runners' invocation configurations'.
+    pub fn canaries(&self) -> Vec<&str> {
+        self.config
+            .values()
+            .chain(self.runner_config.values().flat_map(BTreeMap::values))
+            .map(String::as_str)
+            .collect()
     }
 }
 
@@ -134,9 +150,65 @@ pub struct Call {
     /// Response message or the host's error.
     #[serde(default)]
     pub message: Option<String>,
-    /// Response data.
+    /// Response data; for a `run_runner` call, every streamed result's
+    /// `data` in order (at most 200).
     #[serde(default)]
     pub reply: Value,
+    /// A `run_runner` call's stream, folded (`None`: not a Runner call).
+    #[serde(default)]
+    pub runner: Option<RunnerOutcome>,
+}
+
+/// What one streamed `run_runner` call ended with.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RunnerOutcome {
+    /// The stream reached its `end` chunk or an error code (false: the host
+    /// stopped waiting).
+    #[serde(default)]
+    pub ended: bool,
+    /// The `type` of every streamed result (`run.completed`, ...).
+    #[serde(default)]
+    pub result_types: Vec<String>,
+    /// The completed message's content, else the accumulated deltas.
+    #[serde(default)]
+    pub reply_text: Option<String>,
+    /// The `run.failed` result's code and error, if the run failed.
+    #[serde(default)]
+    pub failed: Option<RunFailure>,
+    /// Answers received (chunks, the end included).
+    #[serde(default)]
+    pub chunks: u64,
+    /// `context.run_id`.
+    #[serde(default)]
+    pub run_id: String,
+    /// `context.config` as sent.
+    #[serde(default)]
+    pub config: Value,
+}
+
+/// A `run.failed` result.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RunFailure {
+    /// `data.code`.
+    #[serde(default)]
+    pub code: Option<String>,
+    /// `data.error`.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl RunnerOutcome {
+    /// How the run ended, comparable across phases: `completed`,
+    /// `run.failed <code>`, or `no terminal result`.
+    pub fn outcome(&self) -> String {
+        if let Some(f) = &self.failed {
+            format!("run.failed {}", f.code.as_deref().unwrap_or("(no code)"))
+        } else if self.result_types.iter().any(|t| t == "run.completed") {
+            "completed".into()
+        } else {
+            "no terminal result".into()
+        }
+    }
 }
 
 /// A request the runtime made of the host.

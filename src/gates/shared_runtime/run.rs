@@ -7,7 +7,7 @@ use super::observe::HostObservation;
 use super::{CLAIM, HOST, ID, SCAN};
 use crate::context::RunContext;
 use crate::evidence::Check;
-use crate::gates::discovery_rpc::{calls, plan};
+use crate::gates::discovery_rpc::{self, calls, plan};
 use crate::process::{self, ChildSpec};
 use crate::provision::nsjail::{self, Nsjail};
 use serde_json::{json, Value};
@@ -236,7 +236,7 @@ fn host_spec(
         .and_then(|c| manifest(ctx, c))
         .map(|m| string_fields(&m))
         .unwrap_or_default();
-    let calls: Vec<Value> = cand
+    let mut calls: Vec<Value> = cand
         .component_plans
         .iter()
         .filter_map(|p| {
@@ -244,6 +244,7 @@ fn host_spec(
             Some(json!({"component": p.component.to_string(), "action": p.action, "data": data}))
         })
         .collect();
+    calls.extend(runner_calls(cand));
     json!({
         "archive": cand.archive, "sha256": cand.sha256, "author": cand.author, "name": cand.name,
         "nsjail_binary": nsjail, "nsjail_binary_sha256": nsjail::BINARY_SHA256,
@@ -251,6 +252,62 @@ fn host_spec(
         "base_config": cand.plugin_config, "calls": calls,
         "wheelhouse_dir": crate::wheelhouse::dir(&ctx.evidence_dir), "index_url": deps::jail_index_url(),
     })
+}
+
+/// The string fields of a component manifest's `spec.config` (as JSON),
+/// as [`string_fields`] reads the plugin manifest's.
+pub fn spec_string_fields(spec: &Value) -> Vec<String> {
+    spec["config"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| matches!(f["type"].as_str(), Some("string" | "text" | "secret")))
+        .filter_map(|f| f["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// One streamed `run_runner` call per declared Runner component: the run
+/// context as discovery-rpc's `call_runner` builds it, without `run_id` and
+/// `config`, which the host sets per installation and call (`config`: the
+/// profile's runner probe config when one is declared and prepared, else
+/// none, with every string field of the Runner's own `spec.config` replaced
+/// by that installation's canary).
+fn runner_calls(cand: &crate::gates::discovery_rpc::spec::HostCandidate) -> Vec<Value> {
+    let specs = discovery_rpc::read_components(&cand.archive)
+        .map(|d| d.specs)
+        .unwrap_or_default();
+    cand.declared
+        .iter()
+        .filter(|c| c.kind == "Runner")
+        .map(|comp| {
+            let probe = cand
+                .probes
+                .iter()
+                .find(|p| p.runner == comp.name && !cand.unprepared.contains(&comp.name));
+            let prompt = probe.map_or_else(
+                || discovery_rpc::PROBE_PROMPT.to_string(),
+                |p| discovery_rpc::probe_prompt(&p.nonce),
+            );
+            let context = json!({
+                "trigger": {"type": "message.received", "source": "api"},
+                "event": {"event_type": "message.received", "source": "verify-coding-candidates"},
+                "input": {"text": prompt},
+                "delivery": {"surface": "api", "supports_streaming": true},
+                "resources": {},
+                "state": {},
+                "actor": {"actor_type": "user", "actor_id": "verify-coding-candidates"},
+                "runtime": {"metadata": {"component_kind": "Runner", "steering_enabled": false}}
+            });
+            json!({
+                "component": comp.to_string(), "action": "run_runner", "stream": true,
+                "runner": comp.name, "prompt": prompt,
+                "config": probe.map_or_else(|| json!({}), |p| p.config.clone()),
+                "config_fields": specs.get(comp).map(spec_string_fields).unwrap_or_default(),
+                "data": {"plugin_author": cand.author, "plugin_name": cand.name,
+                         "runner_name": comp.name, "context": context},
+            })
+        })
+        .collect()
 }
 
 fn run_host(

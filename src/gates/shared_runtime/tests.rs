@@ -16,6 +16,8 @@ fn observed(name: &str) -> HostObservation {
         "module-cache" => include_str!("observed/module-cache-plugin.json"),
         "background-task" => include_str!("observed/background-task-plugin.json"),
         "not-reentrant" => include_str!("observed/not-reentrant-plugin.json"),
+        "stateless-runner" => include_str!("observed/stateless-runner-plugin.json"),
+        "runner-config-on-self" => include_str!("observed/runner-config-on-self-plugin.json"),
         other => panic!("no observation {other}"),
     };
     serde_json::from_str(text).expect("observation parses")
@@ -184,6 +186,181 @@ fn a_component_that_is_not_re_entrant_fails_concurrent_invocations() {
     assert!(result(&checks, CONCURRENT)
         .detail
         .contains("whoami is busy"));
+}
+
+#[test]
+fn the_stateless_runner_passes_every_clause_on_its_invocation_config_canaries() {
+    let checks = run("stateless-runner");
+    assert!(failing(&checks).is_empty(), "{:#?}", checks);
+    let obs = observed("stateless-runner");
+    // No plugin config: the Runner's invocation-config canaries establish it.
+    assert!(obs.installations.iter().all(|i| i.config.is_empty()));
+    assert!(obs
+        .installations
+        .iter()
+        .all(|i| i.runner_config["echo"]["token"]
+            .starts_with(&format!("vcc-canary-{}-token-", i.label))));
+    let own = result(&checks, OWN_CONFIG);
+    assert!(!own.detail.starts_with("vacuous"), "{}", own.detail);
+    assert!(
+        own.detail
+            .contains("1 canaried Runner invocation-config field"),
+        "{}",
+        own.detail
+    );
+    let conc = result(&checks, CONCURRENT);
+    assert!(
+        conc.detail.contains("Runner run(s) streamed to their end"),
+        "{}",
+        conc.detail
+    );
+    assert!(conc.detail.contains("(completed)"), "{}", conc.detail);
+}
+
+#[test]
+fn a_runner_keeping_its_run_config_on_self_fails_naming_the_attribute_and_the_leak() {
+    let checks = run("runner-config-on-self");
+    let f = failing(&checks);
+    assert!(
+        f.contains(&OWN_CONFIG) && f.contains(&NO_CROSS) && f.contains(&NOTHING_KEPT),
+        "{f:?}"
+    );
+    let kept = &result(&checks, NOTHING_KEPT).detail;
+    assert!(
+        kept.contains("component object Echo.last_config['token']"),
+        "{kept}"
+    );
+    let cross = &result(&checks, NO_CROSS).detail;
+    assert!(
+        cross.contains("in the concurrent reply of Runner/echo to A"),
+        "{cross}"
+    );
+}
+
+/// The stateless Runner's observation with every run of `phase` (for
+/// installation `label`, or both) ended by `run.failed` with `code`.
+fn runner_failing(phase: &str, label: Option<&str>, code: &str) -> HostObservation {
+    let mut obs = observed("stateless-runner");
+    for call in obs
+        .calls
+        .iter_mut()
+        .filter(|c| c.phase == phase && label.is_none_or(|l| c.installation == l))
+    {
+        let run = call.runner.as_mut().unwrap();
+        run.result_types = vec!["run.failed".into()];
+        run.failed = Some(super::observe::RunFailure {
+            code: Some(code.into()),
+            error: Some("echo is busy".into()),
+        });
+    }
+    obs
+}
+
+#[test]
+fn a_runner_completing_alone_and_failing_at_once_fails_concurrent_invocations() {
+    let obs = runner_failing("concurrent", Some("B"), "echo.busy");
+    let check = concurrent(&obs, None);
+    assert_eq!(check.result, CheckResult::Fail);
+    assert!(
+        check.detail.contains("concurrent Runner/echo for B ended run.failed echo.busy (echo is busy) while it ended completed alone"),
+        "{}",
+        check.detail
+    );
+}
+
+#[test]
+fn a_runner_failing_alike_in_every_phase_is_not_called_non_re_entrant() {
+    let mut obs = runner_failing("sequential", None, "echo.invalid_config");
+    for phase in ["concurrent", "after-revoke"] {
+        for call in obs.calls.iter_mut().filter(|c| c.phase == phase) {
+            let run = call.runner.as_mut().unwrap();
+            run.result_types = vec!["run.failed".into()];
+            run.failed = Some(super::observe::RunFailure {
+                code: Some("echo.invalid_config".into()),
+                error: None,
+            });
+        }
+    }
+    let check = concurrent(&obs, None);
+    assert_eq!(check.result, CheckResult::Pass, "{}", check.detail);
+    assert!(
+        check.detail.contains("run.failed echo.invalid_config"),
+        "{}",
+        check.detail
+    );
+    assert_eq!(revocation(&obs, None).result, CheckResult::Pass);
+}
+
+#[test]
+fn a_runner_stream_that_never_ended_or_a_failed_request_is_never_a_pass() {
+    let mut obs = observed("stateless-runner");
+    obs.calls
+        .iter_mut()
+        .find(|c| c.phase == "concurrent")
+        .unwrap()
+        .runner
+        .as_mut()
+        .unwrap()
+        .ended = false;
+    let check = concurrent(&obs, None);
+    assert_eq!(check.result, CheckResult::Fail);
+    assert!(
+        check.detail.contains("the stream did not end"),
+        "{}",
+        check.detail
+    );
+    let mut obs = observed("stateless-runner");
+    let after = obs
+        .calls
+        .iter_mut()
+        .find(|c| c.phase == "after-revoke")
+        .unwrap();
+    after.code = Some(1);
+    assert_eq!(revocation(&obs, None).result, CheckResult::Fail);
+    // Without the sequential run there is nothing to compare with.
+    let mut obs = observed("stateless-runner");
+    obs.calls.retain(|c| c.phase != "sequential");
+    let check = concurrent(&obs, None);
+    assert_eq!(check.result, CheckResult::Fail);
+    assert!(check.detail.contains("not established"), "{}", check.detail);
+}
+
+#[test]
+fn runner_canaries_count_like_configuration_canaries() {
+    // A reply carrying the other installation's Runner canary is a finding.
+    let mut obs = observed("stateless-runner");
+    let b_token = obs.installations[1].runner_config["echo"]["token"].clone();
+    let a_call = obs
+        .calls
+        .iter_mut()
+        .find(|c| c.phase == "sequential" && c.installation == "A")
+        .unwrap();
+    a_call.reply = serde_json::json!([{"type": "run.completed", "data": {"message": {"content": format!("token={b_token}")}}}]);
+    assert_eq!(own_configuration(&obs, None).result, CheckResult::Fail);
+    assert!(no_cross(&obs, None).detail.contains(&b_token));
+    // A Runner's reply showing its invocation-config field by name with a
+    // value that is not its canary (a copy kept from elsewhere) is a finding.
+    let mut obs = observed("stateless-runner");
+    let b_call = obs
+        .calls
+        .iter_mut()
+        .find(|c| c.phase == "concurrent" && c.installation == "B")
+        .unwrap();
+    b_call.reply = serde_json::json!([{"type": "run.completed", "data": {"token": ""}}]);
+    let check = own_configuration(&obs, None);
+    assert!(
+        check.detail.contains("field token = \"\""),
+        "{}",
+        check.detail
+    );
+    // Without any canary (no plugin or Runner string field) it is vacuous.
+    let mut obs = observed("stateless-runner");
+    obs.config_declared = Some(0);
+    assert!(!own_configuration(&obs, None).detail.starts_with("vacuous"));
+    for i in &mut obs.installations {
+        i.runner_config.clear();
+    }
+    assert!(own_configuration(&obs, None).detail.starts_with("vacuous"));
 }
 
 #[test]
