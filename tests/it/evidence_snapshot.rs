@@ -102,6 +102,9 @@ fn a_certification_of_the_fixture_keeps_every_key_and_stable_value_of_the_snapsh
 }
 
 /// The evidence with every varying value replaced (see the module's doc).
+/// A process group's status after SIGTERM sufficed: either is the same stop.
+const STOPPED_BY_SIGTERM: &[&str] = &["exit status: 0", "signal: 15 (SIGTERM)"];
+
 fn normalize(evidence: &Value, places: &Places) -> Value {
     let rules = Rules::from(evidence, places);
     let mut top = Map::new();
@@ -200,6 +203,10 @@ impl Rules {
                 r"; \d+ pytest assertion-rewrite cache files, never read by the verifier's steps \(their pytest reads its cache under -X pycache_prefix\), are recorded",
                 "",
             ),
+            (
+                r"\((?:exit status: 0|signal: 15 \(SIGTERM\)); SIGTERM sufficed\)",
+                "(<stopped by SIGTERM>; SIGTERM sufficed)",
+            ),
             (r"nonce-([ab])-[0-9a-f]+", "nonce-$1-<nonce>"),
             (r"VCC_RUN_MARKER=[0-9a-f]+", "VCC_RUN_MARKER=<marker>"),
             (r"\b\d+ ms\b", "<n> ms"),
@@ -267,6 +274,17 @@ impl Rules {
         // which tests ran in it before (machine state, not the run's).
         if key == "pytest_rewrite_cache" {
             return Value::String("<machine-state>".into());
+        }
+        // The runtime stopped by SIGTERM either handles it and exits 0 or
+        // dies of it: which, is a race of the machine, not the run's.
+        if key == "teardown" {
+            if let Some(status) = value.get("status").and_then(Value::as_str) {
+                if STOPPED_BY_SIGTERM.contains(&status) {
+                    let mut value = value.clone();
+                    value["status"] = Value::String("<stopped by SIGTERM>".into());
+                    return self.walk("", &value);
+                }
+            }
         }
         match value {
             Value::Object(map) => Value::Object(
