@@ -611,7 +611,13 @@ pub fn revocation(obs: &HostObservation, c: Option<&str>) -> Check {
         Some(_) => runner_problem(obs, x).is_some(),
         None => !answered(x),
     });
-    if after.is_empty() || unanswered {
+    if after.is_empty() {
+        problems.push(
+            "no call was made to B after A was revoked (not established: no component was \
+             planned for a call)"
+                .into(),
+        );
+    } else if unanswered {
         problems.push(format!(
             "B did not answer every call after A was revoked ({} calls)",
             after.len()
@@ -621,7 +627,9 @@ pub fn revocation(obs: &HostObservation, c: Option<&str>) -> Check {
     if let Some(p) = scan_problem(scan, "after revoking A") {
         problems.push(p);
     }
+    let mut held = false;
     if let Some(s) = scan {
+        held = !s.found.is_empty() || s.tasks.iter().any(|t| !t.canaries.is_empty());
         if !s.found.is_empty() {
             problems.push(format!("still reachable: {}", paths(&s.found)));
         }
@@ -638,6 +646,11 @@ pub fn revocation(obs: &HostObservation, c: Option<&str>) -> Check {
     if problems.is_empty() {
         Check::pass(REVOCATION, c, "revoking A left B answering and no canary of A reachable from the plugin, its modules or its tasks").with_observed(observed)
     } else {
-        Check::fail(REVOCATION, c, format!("shared-runtime: expected revoking A to leave B answering and nothing of A; found: {}. Drop what an installation left in on_installation_revoked()", problems.join("; "))).with_observed(observed)
+        let advice = if held {
+            ". Drop what an installation left in on_installation_revoked()"
+        } else {
+            ""
+        };
+        Check::fail(REVOCATION, c, format!("shared-runtime: expected revoking A to leave B answering and nothing of A; found: {}{advice}", problems.join("; "))).with_observed(observed)
     }
 }

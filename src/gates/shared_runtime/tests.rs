@@ -164,6 +164,26 @@ fn a_module_cache_keyed_by_nothing_fails_and_names_the_global() {
         .detail
         .contains("module components.tool.whoami._CACHE['config']['api_key']"));
     assert!(result(&checks, REVOCATION).detail.contains("_CACHE"));
+    assert!(result(&checks, REVOCATION)
+        .detail
+        .contains("on_installation_revoked()"));
+}
+
+#[test]
+fn no_call_after_revocation_is_not_established_and_gives_no_advice_on_held_state() {
+    // A plugin whose components the gate has no call for (a Parser, a
+    // Page): nothing answered after A's revocation, so nothing is
+    // established, and nothing was found held either.
+    let mut obs = observed("stateless");
+    obs.calls.clear();
+    let check = revocation(&obs, None);
+    assert_eq!(check.result, CheckResult::Fail);
+    assert!(check.detail.contains("not established"), "{}", check.detail);
+    assert!(
+        !check.detail.contains("on_installation_revoked"),
+        "{}",
+        check.detail
+    );
 }
 
 #[test]
