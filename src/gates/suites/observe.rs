@@ -319,6 +319,27 @@ struct RunSetup<'a> {
     env: BTreeMap<String, String>,
 }
 
+/// `PYTHONPATH` for the processes a candidate's tests start (`sys.executable`
+/// on a script of theirs), when the candidate has a dependency environment:
+/// the verified SDK's site-packages, then that environment, as the SDK's own
+/// worker launcher sets it (`runtime_import_root`, then the dependency
+/// site-packages), so such a process imports the candidate's requirements
+/// as one started by the plugin's host would, and nothing of the dependency
+/// environment stands in for the SDK. pytest itself runs `-I` and ignores it
+/// (the driver appends `path_last` to its `sys.path`). `None` for a run
+/// without a dependency environment.
+fn child_pythonpath(sdk_site_packages: Option<&Path>, plan: &RunPlan) -> Option<String> {
+    if plan.path_last.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = sdk_site_packages
+        .into_iter()
+        .chain(plan.path_last.iter().map(PathBuf::as_path))
+        .map(|p| p.display().to_string())
+        .collect();
+    Some(parts.join(":"))
+}
+
 impl RunSetup<'_> {
     /// Runs pytest on `selection` (the profile's paths, or a rerun's node
     /// ids) as the invocation `name` (`tree`, `tree-rerun-1`: its logs,
@@ -340,6 +361,10 @@ impl RunSetup<'_> {
         // No `pytest11` entry point of any installed distribution loads by
         // itself: only the plugins the profile names (module names).
         env.insert("PYTEST_DISABLE_PLUGIN_AUTOLOAD".into(), "1".into());
+        let sdk = ctx.verified_sdk.as_ref().map(|s| s.site_packages.as_path());
+        if let Some(path) = child_pythonpath(sdk, plan) {
+            env.insert("PYTHONPATH".into(), path);
+        }
         let mut pytest_args = pytest_args(opts, private_config, &tree, selection);
         let timeout = Duration::from_secs(opts.timeout_secs);
         let rel = |p: &Path| {
@@ -948,6 +973,26 @@ mod tests {
         // come first.
         assert!(
             python::SUITES_RUN_DRIVER.contains("sys.path.extend(SETTINGS.get(\"path_last\", []))")
+        );
+    }
+
+    #[test]
+    fn processes_the_tests_start_see_the_sdk_then_the_dependency_environment() {
+        let mut plan = RunPlan::repository("w/tree", None, Path::new("/s/w"), Path::new("/p"));
+        let sdk = Path::new("/sdk/lib/python3.11/site-packages");
+        assert_eq!(
+            child_pythonpath(Some(sdk), &plan),
+            None,
+            "no environment, no PYTHONPATH"
+        );
+        plan.path_last = vec![PathBuf::from("/d/roots/dependencies/w/env/site-packages")];
+        assert_eq!(
+            child_pythonpath(Some(sdk), &plan).as_deref(),
+            Some("/sdk/lib/python3.11/site-packages:/d/roots/dependencies/w/env/site-packages")
+        );
+        assert_eq!(
+            child_pythonpath(None, &plan).as_deref(),
+            Some("/d/roots/dependencies/w/env/site-packages")
         );
     }
 
