@@ -46,8 +46,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "evidence::statement::render",
     "gates::admission::lines_check",
     "gates::admission::requirement_checks",
-    "gates::archive_members::decide",
-    "gates::archive_members::observe::observe",
     "gates::discovery_rpc::calls::check",
     "gates::discovery_rpc::candidate_checks",
     "gates::discovery_rpc::components::read",
