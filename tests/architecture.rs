@@ -60,8 +60,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "gates::lbp_build::single_archive",
     "gates::sdk_shadow::sys_path_scan_check",
     "gates::shared_copies::copy_check",
-    "gates::stage::candidate_checks",
-    "gates::stage::observe::observe",
     "gates::vendored_sdk::decide_candidate",
     "manifest_yaml::decide",
     "pipeline::groups::try_run_group",
