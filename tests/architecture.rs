@@ -68,11 +68,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "profile_init::scan",
     "provision::integrity::check_files",
     "provision::on_demand::lock_in",
-    "replay::groups::replay_groups",
-    "replay::redecide::redecide",
-    "replay::redecide::suites",
-    "replay::replay_against_repo",
-    "replay::replay_wheelhouse",
     "report::summary",
     "wheelhouse::fetch",
 ];
