@@ -68,7 +68,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "provision::integrity::check_files",
     "provision::on_demand::lock_in",
     "report::summary",
-    "wheelhouse::fetch",
 ];
 
 /// Files of `gates/` allowed to write to the terminal, and why.
