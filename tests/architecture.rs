@@ -67,7 +67,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "profile_init::scan",
     "provision::integrity::check_files",
     "provision::on_demand::lock_in",
-    "report::summary",
 ];
 
 /// Files of `gates/` allowed to write to the terminal, and why.
