@@ -61,8 +61,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "gates::vendored_sdk::decide_candidate",
     "manifest_yaml::decide",
     "pipeline::groups::try_run_group",
-    "profile::check_runner_probes",
-    "profile::parse",
     "profile_init::read_candidate",
     "profile_init::scan",
     "provision::integrity::check_files",
