@@ -60,7 +60,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "gates::shared_copies::copy_check",
     "gates::vendored_sdk::decide_candidate",
     "manifest_yaml::decide",
-    "pipeline::groups::try_run_group",
     "profile_init::read_candidate",
     "profile_init::scan",
     "provision::integrity::check_files",
