@@ -60,8 +60,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "gates::shared_copies::copy_check",
     "gates::vendored_sdk::decide_candidate",
     "manifest_yaml::decide",
-    "profile_init::read_candidate",
-    "profile_init::scan",
     "provision::integrity::check_files",
     "provision::on_demand::lock_in",
 ];
