@@ -59,8 +59,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "gates::sdk_shadow::sys_path_scan_check",
     "gates::shared_copies::copy_check",
     "gates::vendored_sdk::decide_candidate",
-    "provision::integrity::check_files",
-    "provision::on_demand::lock_in",
 ];
 
 /// Files of `gates/` allowed to write to the terminal, and why.
