@@ -57,7 +57,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "gates::historical_admission::observe::observe",
     "gates::lbp_build::single_archive",
     "gates::sdk_shadow::sys_path_scan_check",
-    "gates::shared_copies::copy_check",
     "gates::vendored_sdk::decide_candidate",
 ];
 
