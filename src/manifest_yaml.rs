@@ -292,6 +292,22 @@ fn change_text(c: &MeaningChange) -> String {
     )
 }
 
+/// `; N value(s) ... mean something else under YAML 1.2 ...` naming the
+/// first 20 `changes`, or empty when there are none.
+fn meaning_note(changes: &[MeaningChange]) -> String {
+    let change_texts: Vec<String> = changes.iter().take(20).map(change_text).collect();
+    if changes.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} value(s) of the source manifest mean something else under YAML 1.2 than to the SDK, and the \
+             archive carries the SDK's reading: {}",
+            changes.len(),
+            change_texts.join("; ")
+        )
+    }
+}
+
 /// Decides `manifest-equal-source` for one candidate: the archived manifest
 /// equals the source's as the SDK reads YAML (the build's `spec.pages: []`
 /// aside, [`crate::manifest_diff::manifest_differences`]); any value
@@ -332,22 +348,12 @@ pub fn decide(folder: &str, rel: &str, obs: &ManifestObservation) -> Check {
         Ok(v12) => meaning_changes(v12, source),
         Err(_) => Vec::new(),
     };
-    let change_texts: Vec<String> = changes.iter().take(20).map(change_text).collect();
     let observed = json!({
         "reader": obs.pyyaml.as_ref().map(|v| format!("PyYAML {v}")),
         "differences": diffs,
         "yaml_1_1_vs_1_2": changes,
     });
-    let meaning_note = if changes.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; {} value(s) of the source manifest mean something else under YAML 1.2 than to the SDK, and the \
-             archive carries the SDK's reading: {}",
-            changes.len(),
-            change_texts.join("; ")
-        )
-    };
+    let meaning_note = meaning_note(&changes);
     if !diffs.is_empty() {
         return Check::fail(
             NAME,

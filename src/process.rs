@@ -831,13 +831,10 @@ impl Running {
         below
     }
 
-    pub fn stop(&mut self) -> Stopped {
-        if let Some(stopped) = &self.stopped {
-            return stopped.clone();
-        }
-        // Looked at before stdin closes: end of input may end the child.
-        let exited_on_its_own = self.try_status().is_some();
-        let why = if interrupt::requested() {
+    /// Why the group is being signalled, as the journal records it: an
+    /// interrupt, the time limit, after the leader exited, or a plain stop.
+    fn stop_reason(&self, exited_on_its_own: bool) -> SignalWhy {
+        if interrupt::requested() {
             SignalWhy::Interrupt
         } else if self.timed_out() {
             SignalWhy::Timeout
@@ -845,7 +842,101 @@ impl Running {
             SignalWhy::AfterExit
         } else {
             SignalWhy::Stop
-        };
+        }
+    }
+
+    /// `held`, and what the sandbox holds now that `held` does not (the
+    /// same process: pid and start time).
+    fn with_sandbox_members(
+        &self,
+        held: Vec<crate::process::procfs::ProcInfo>,
+    ) -> Vec<crate::process::procfs::ProcInfo> {
+        let mut all = held;
+        for p in self.sandbox_members().1 {
+            if !all
+                .iter()
+                .any(|q| q.pid == p.pid && q.start_time == p.start_time)
+            {
+                all.push(p);
+            }
+        }
+        all
+    }
+
+    /// TERM to the group, then KILL once the grace is over while the leader
+    /// runs or the group is not empty: `(term sent, KILL needed)`.
+    fn term_then_kill(&mut self, signal: &mut dyn FnMut(Pid, Signal) -> bool) -> (bool, bool) {
+        let term_sent = signal(self.pgid, Signal::TERM);
+        let mut needed_kill = false;
+        let termed = Instant::now();
+        // The leader is reaped while waiting: unreaped, it is a zombie
+        // that still belongs to the group. The grace is read on every
+        // poll: an interrupt meanwhile cuts it short.
+        while self.try_status().is_none() || !group_is_empty(self.pgid) {
+            if termed.elapsed() >= grace(GRACE) {
+                needed_kill = true;
+                signal(self.pgid, Signal::KILL);
+                break;
+            }
+            if self.wait_once(POLL).is_some() {
+                std::thread::sleep(POLL);
+            }
+        }
+        (term_sent, needed_kill)
+    }
+
+    /// Joins the stdout reader once it finishes (stdout closes when the
+    /// last holder of the pipe exits), waiting a bounded time for it.
+    fn join_reader(&mut self) {
+        if let Some(reader) = self.talk.as_mut().and_then(|t| t.reader.take()) {
+            let waited = Instant::now();
+            while !reader.is_finished() && waited.elapsed() < kill_wait(GRACE) {
+                std::thread::sleep(POLL);
+            }
+            if reader.is_finished() {
+                let _ = reader.join();
+            }
+        }
+    }
+
+    /// Appends how the step was stopped to its `.cmd` record and writes it.
+    fn record_stop(&mut self, stopped: &Stopped) {
+        let Stopped {
+            exited_on_its_own,
+            term_sent,
+            needed_kill,
+            group_empty,
+            ..
+        } = *stopped;
+        self.cmd_text.push_str(&format!(
+            "status: {}\nexited_on_its_own: {exited_on_its_own}\nterm_sent: {term_sent}\n\
+             needed_kill: {needed_kill}\ngroup_empty: {group_empty}\ntimed_out: {}\nduration_ms: {}\n\
+             cpu_ms: {}\n",
+            stopped.describe(),
+            self.timed_out(),
+            stopped.duration.as_millis(),
+            stopped
+                .cpu
+                .map_or_else(|| "unknown".to_string(), |c| c.as_millis().to_string())
+        ));
+        if self.sandboxed {
+            // bwrap's rusage holds none of its children's CPU time: the
+            // figure above is bwrap's own, not the step's.
+            self.cmd_text.push_str(
+                "cpu_not_counted: the sandbox's processes (bubblewrap passes none of their CPU \
+                 time on; cpu_ms is bwrap's own)\n",
+            );
+        }
+        let _ = fs::write(&self.cmd_log, &self.cmd_text);
+    }
+
+    pub fn stop(&mut self) -> Stopped {
+        if let Some(stopped) = &self.stopped {
+            return stopped.clone();
+        }
+        // Looked at before stdin closes: end of input may end the child.
+        let exited_on_its_own = self.try_status().is_some();
+        let why = self.stop_reason(exited_on_its_own);
         let gate = self.gate.clone();
         let mut sent = BTreeSet::new();
         let mut signal =
@@ -856,41 +947,18 @@ impl Running {
             Vec::new()
         };
         self.close_stdin();
-        let mut term_sent = false;
-        let mut needed_kill = false;
         // What the sandbox holds now too: bwrap may have started its init
         // since the first look.
         let held_by_sandbox = if self.sandboxed {
-            let mut all = held_by_sandbox;
-            for p in self.sandbox_members().1 {
-                if !all
-                    .iter()
-                    .any(|q| q.pid == p.pid && q.start_time == p.start_time)
-                {
-                    all.push(p);
-                }
-            }
-            all
+            self.with_sandbox_members(held_by_sandbox)
         } else {
             held_by_sandbox
         };
-        if !exited_on_its_own || !group_is_empty(self.pgid) {
-            term_sent = signal(self.pgid, Signal::TERM);
-            let termed = Instant::now();
-            // The leader is reaped while waiting: unreaped, it is a zombie
-            // that still belongs to the group. The grace is read on every
-            // poll: an interrupt meanwhile cuts it short.
-            while self.try_status().is_none() || !group_is_empty(self.pgid) {
-                if termed.elapsed() >= grace(GRACE) {
-                    needed_kill = true;
-                    signal(self.pgid, Signal::KILL);
-                    break;
-                }
-                if self.wait_once(POLL).is_some() {
-                    std::thread::sleep(POLL);
-                }
-            }
-        }
+        let (term_sent, needed_kill) = if !exited_on_its_own || !group_is_empty(self.pgid) {
+            self.term_then_kill(&mut signal)
+        } else {
+            (false, false)
+        };
         // After SIGKILL the leader exits at once; the bound only guards
         // against a stdin writer kept waiting by an escaped reader.
         let waited = Instant::now();
@@ -903,40 +971,12 @@ impl Running {
             signal(self.pgid, Signal::KILL);
             std::thread::sleep(POLL);
         }
-        // The sandbox's pid namespace ends with its init, which bwrap's
-        // `--die-with-parent` kills when the leader exits; but a leader
-        // stopped while bwrap was still setting up may exit before that
-        // holds. So what the sandbox held and still runs (the same process:
-        // pid and start time) gets SIGKILL now; killing the namespace's
-        // init ends everything in the namespace.
-        for p in &held_by_sandbox {
-            if crate::process::procfs::still_running(p) {
-                journal::signal_process(p, Signal::KILL, why);
-            }
-        }
-        // Its processes may take a moment to be gone once the leader is.
-        let gone = Instant::now();
-        while held_by_sandbox
-            .iter()
-            .any(crate::process::procfs::still_running)
-            && gone.elapsed() < kill_wait(GRACE)
-        {
-            std::thread::sleep(POLL);
-        }
+        kill_held_by_sandbox(&held_by_sandbox, why);
         let group_empty = group_is_empty(self.pgid)
             && !held_by_sandbox
                 .iter()
                 .any(crate::process::procfs::still_running);
-        if let Some(reader) = self.talk.as_mut().and_then(|t| t.reader.take()) {
-            // stdout closes when the last holder of the pipe exits.
-            let waited = Instant::now();
-            while !reader.is_finished() && waited.elapsed() < kill_wait(GRACE) {
-                std::thread::sleep(POLL);
-            }
-            if reader.is_finished() {
-                let _ = reader.join();
-            }
-        }
+        self.join_reader();
         if self.status.is_some() {
             journal::reaped(
                 self.seen.as_ref(),
@@ -961,26 +1001,7 @@ impl Running {
             duration: self.elapsed(),
             cpu: self.cpu,
         };
-        self.cmd_text.push_str(&format!(
-            "status: {}\nexited_on_its_own: {exited_on_its_own}\nterm_sent: {term_sent}\n\
-             needed_kill: {needed_kill}\ngroup_empty: {group_empty}\ntimed_out: {}\nduration_ms: {}\n\
-             cpu_ms: {}\n",
-            stopped.describe(),
-            self.timed_out(),
-            stopped.duration.as_millis(),
-            stopped
-                .cpu
-                .map_or_else(|| "unknown".to_string(), |c| c.as_millis().to_string())
-        ));
-        if self.sandboxed {
-            // bwrap's rusage holds none of its children's CPU time: the
-            // figure above is bwrap's own, not the step's.
-            self.cmd_text.push_str(
-                "cpu_not_counted: the sandbox's processes (bubblewrap passes none of their CPU \
-                 time on; cpu_ms is bwrap's own)\n",
-            );
-        }
-        let _ = fs::write(&self.cmd_log, &self.cmd_text);
+        self.record_stop(&stopped);
         self.stopped = Some(stopped.clone());
         stopped
     }
@@ -989,6 +1010,29 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Ends what the sandbox held and still runs (the same process: pid and
+/// start time) with SIGKILL, and waits a bounded time for it to be gone.
+/// The sandbox's pid namespace ends with its init, which bwrap's
+/// `--die-with-parent` kills when the leader exits; but a leader stopped
+/// while bwrap was still setting up may exit before that holds; killing the
+/// namespace's init ends everything in the namespace.
+fn kill_held_by_sandbox(held_by_sandbox: &[crate::process::procfs::ProcInfo], why: SignalWhy) {
+    for p in held_by_sandbox {
+        if crate::process::procfs::still_running(p) {
+            journal::signal_process(p, Signal::KILL, why);
+        }
+    }
+    // Its processes may take a moment to be gone once the leader is.
+    let gone = Instant::now();
+    while held_by_sandbox
+        .iter()
+        .any(crate::process::procfs::still_running)
+        && gone.elapsed() < kill_wait(GRACE)
+    {
+        std::thread::sleep(POLL);
     }
 }
 

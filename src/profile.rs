@@ -587,6 +587,61 @@ fn placeholders(value: &toml::Value, out: &mut Vec<String>) {
     }
 }
 
+/// A runner probe's fixture (`at` names the probe): a built-in one this
+/// verifier has, without `expect`; or a repository path with an `expect`
+/// that holds the nonce placeholder.
+fn check_probe_fixture(
+    at: &str,
+    p: &RunnerProbeSpec,
+    builtin_names: &[&str],
+) -> Result<(), String> {
+    match p.builtin() {
+        Some(name) if !builtin_names.contains(&name) => {
+            return Err(format!(
+                "{at}: fixture {:?} is not built in; expected one of {}",
+                p.fixture,
+                builtin_names
+                    .iter()
+                    .map(|n| format!("\"{BUILTIN_FIXTURE_PREFIX}{n}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        Some(_) if p.expect.is_some() => {
+            return Err(format!(
+                "{at}: `expect` cannot replace a built-in fixture's reply; remove it"
+            ));
+        }
+        Some(_) => {}
+        None if !relative_in_repo(&p.fixture) => {
+            return Err(format!(
+                "{at}: fixture {:?} must be \"builtin:NAME\" or a path relative to the repository, `/`-separated, without `.`, `..` or empty components",
+                p.fixture
+            ));
+        }
+        None if p.expect.as_deref().is_none_or(str::is_empty) => {
+            return Err(format!(
+                "{at}: a repository fixture needs `expect`, the text its reply must contain (`{NONCE_PLACEHOLDER}` stands for the probe's nonce)"
+            ));
+        }
+        // Without the nonce a fixed reply, written once into the runner,
+        // would pass every run: the reply must answer this run's prompt.
+        None if !p
+            .expect
+            .as_deref()
+            .unwrap_or_default()
+            .contains(NONCE_PLACEHOLDER) =>
+        {
+            return Err(format!(
+                "{at}: `expect` {:?} does not hold `{NONCE_PLACEHOLDER}`; expected the text the fixture answers to this run's prompt, with `{NONCE_PLACEHOLDER}` where it repeats the probe's nonce (a reply without it could be canned)",
+                p.expect.as_deref().unwrap_or_default()
+            ));
+        }
+        None => {}
+    }
+    Ok(())
+}
+
 /// Checks `[[discovery.runner_probe]]`; `builtin_names` are the fixtures
 /// built into the harness.
 fn check_runner_probes(profile: &Profile, builtin_names: &[&str]) -> Result<(), String> {
@@ -609,50 +664,7 @@ fn check_runner_probes(profile: &Profile, builtin_names: &[&str]) -> Result<(), 
                 p.runner.as_deref().unwrap_or("(every Runner)")
             ));
         }
-        match p.builtin() {
-            Some(name) if !builtin_names.contains(&name) => {
-                return Err(format!(
-                    "{at}: fixture {:?} is not built in; expected one of {}",
-                    p.fixture,
-                    builtin_names
-                        .iter()
-                        .map(|n| format!("\"{BUILTIN_FIXTURE_PREFIX}{n}\""))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-            Some(_) if p.expect.is_some() => {
-                return Err(format!(
-                    "{at}: `expect` cannot replace a built-in fixture's reply; remove it"
-                ));
-            }
-            Some(_) => {}
-            None if !relative_in_repo(&p.fixture) => {
-                return Err(format!(
-                    "{at}: fixture {:?} must be \"builtin:NAME\" or a path relative to the repository, `/`-separated, without `.`, `..` or empty components",
-                    p.fixture
-                ));
-            }
-            None if p.expect.as_deref().is_none_or(str::is_empty) => {
-                return Err(format!(
-                    "{at}: a repository fixture needs `expect`, the text its reply must contain (`{NONCE_PLACEHOLDER}` stands for the probe's nonce)"
-                ));
-            }
-            // Without the nonce a fixed reply, written once into the runner,
-            // would pass every run: the reply must answer this run's prompt.
-            None if !p
-                .expect
-                .as_deref()
-                .unwrap_or_default()
-                .contains(NONCE_PLACEHOLDER) =>
-            {
-                return Err(format!(
-                    "{at}: `expect` {:?} does not hold `{NONCE_PLACEHOLDER}`; expected the text the fixture answers to this run's prompt, with `{NONCE_PLACEHOLDER}` where it repeats the probe's nonce (a reply without it could be canned)",
-                    p.expect.as_deref().unwrap_or_default()
-                ));
-            }
-            None => {}
-        }
+        check_probe_fixture(&at, p, builtin_names)?;
         if p.config.is_empty() {
             return Err(format!(
                 "{at}: `config` is empty; expected the invocation config that points the runner at the fixture, e.g. {{ command = \"{{python}}\", args-json = [\"{{fixture}}\"], workspace = \"{{workspace}}\" }}"
@@ -929,6 +941,68 @@ fn read(p: &Path) -> Result<String, ProfileError> {
     })
 }
 
+/// The SDK pin's own rules: digests of 64 lowercase hex digits, and an
+/// exact `langbot-plugin==` requirement.
+fn check_sdk_pin(sdk: &SdkPin) -> Result<(), String> {
+    for (key, value) in [
+        ("wheel_sha256", &sdk.wheel_sha256),
+        ("record_sha256", &sdk.record_sha256),
+    ] {
+        if let Some(v) = value {
+            if v.len() != 64
+                || !v
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            {
+                return Err(format!(
+                    "sdk.{key} is {v:?}; expected 64 lowercase hex digits (a sha256)"
+                ));
+            }
+        }
+    }
+    let req = &sdk.requirement;
+    if !req.starts_with("langbot-plugin==") || sdk.version().is_empty() {
+        return Err(format!(
+            "sdk.requirement is {req:?}; expected an exact pin like \"langbot-plugin==0.6.0b5\""
+        ));
+    }
+    Ok(())
+}
+
+/// The candidates' own rules: at least one; each path relative and
+/// `/`-separated without `.`, `..` or empty components, and so each tests
+/// entry; no two sharing a folder name.
+fn check_candidates(candidates: &[CandidateSpec]) -> Result<(), String> {
+    if candidates.is_empty() {
+        return Err("no [[candidate]] entries; expected at least one candidate path".into());
+    }
+    let mut folders = std::collections::BTreeSet::new();
+    for c in candidates {
+        let p = &c.path;
+        // An empty path and an absolute one have an empty component.
+        if p.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
+            return Err(format!(
+                "candidate path {p:?} must be relative, `/`-separated, without `.`, `..` or empty components"
+            ));
+        }
+        for t in c.tests.iter().flatten() {
+            if !relative_in_repo(t) {
+                return Err(format!(
+                    "candidate {p:?}: tests entry {t:?} must be relative to the candidate's folder, `/`-separated, \
+                     without `.`, `..` or empty components (e.g. \"tests\")"
+                ));
+            }
+        }
+        if !folders.insert(c.folder().to_string()) {
+            return Err(format!(
+                "two candidates share the folder name {:?}; folder names key DIR/packages and DIR/extracted",
+                c.folder()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Parses and validates profile `text`; `label` names it in errors.
 ///
 /// # Errors
@@ -942,57 +1016,8 @@ pub fn parse(text: &str, label: &str) -> Result<Profile, ProfileError> {
         path: label.into(),
         message,
     };
-    for (key, value) in [
-        ("wheel_sha256", &profile.sdk.wheel_sha256),
-        ("record_sha256", &profile.sdk.record_sha256),
-    ] {
-        if let Some(v) = value {
-            if v.len() != 64
-                || !v
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-            {
-                return Err(invalid(format!(
-                    "sdk.{key} is {v:?}; expected 64 lowercase hex digits (a sha256)"
-                )));
-            }
-        }
-    }
-    let req = &profile.sdk.requirement;
-    if !req.starts_with("langbot-plugin==") || profile.sdk.version().is_empty() {
-        return Err(invalid(format!(
-            "sdk.requirement is {req:?}; expected an exact pin like \"langbot-plugin==0.6.0b5\""
-        )));
-    }
-    if profile.candidates.is_empty() {
-        return Err(invalid(
-            "no [[candidate]] entries; expected at least one candidate path".into(),
-        ));
-    }
-    let mut folders = std::collections::BTreeSet::new();
-    for c in &profile.candidates {
-        let p = &c.path;
-        // An empty path and an absolute one have an empty component.
-        if p.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
-            return Err(invalid(format!(
-                "candidate path {p:?} must be relative, `/`-separated, without `.`, `..` or empty components"
-            )));
-        }
-        for t in c.tests.iter().flatten() {
-            if !relative_in_repo(t) {
-                return Err(invalid(format!(
-                    "candidate {p:?}: tests entry {t:?} must be relative to the candidate's folder, `/`-separated, \
-                     without `.`, `..` or empty components (e.g. \"tests\")"
-                )));
-            }
-        }
-        if !folders.insert(c.folder().to_string()) {
-            return Err(invalid(format!(
-                "two candidates share the folder name {:?}; folder names key DIR/packages and DIR/extracted",
-                c.folder()
-            )));
-        }
-    }
+    check_sdk_pin(&profile.sdk).map_err(invalid)?;
+    check_candidates(&profile.candidates).map_err(invalid)?;
     groups::check(&profile).map_err(invalid)?;
     check_runner_probes(&profile, crate::builtin_fixtures::NAMES).map_err(invalid)?;
     check_component_probes(&profile).map_err(invalid)?;

@@ -107,6 +107,43 @@ fn is_test_file(path: &str) -> bool {
     name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
 }
 
+/// The tracked `manifest` (relative to `root`) read as a plugin manifest;
+/// else why it is skipped: unreadable, not YAML, or not of `kind: Plugin`.
+fn plugin_manifest(root: &Path, manifest: &str) -> Result<Value, String> {
+    let text = std::fs::read_to_string(root.join(manifest))
+        .map_err(|e| format!("cannot be read ({e})"))?;
+    let value: Value = serde_yaml_ng::from_str(strip_bom(&text))
+        .map_err(|e| format!("is not valid YAML ({e})"))?;
+    if value.get("kind").and_then(Value::as_str) != Some("Plugin") {
+        return Err("is not a plugin manifest (its `kind` is not `Plugin`)".into());
+    }
+    Ok(value)
+}
+
+/// Why `scan` found no candidate in `root`: no tracked plugin manifest,
+/// with the other manifests it `skipped` and why.
+fn no_plugin_found(root: &Path, skipped: &[(String, String)]) -> String {
+    format!(
+        "{}: expected at least one tracked manifest.yaml with `kind: Plugin` (a LangBot plugin \
+         folder), found none{}; run this in a plugin repository, or write the profile by hand \
+         (docs/profiles.md)",
+        root.display(),
+        if skipped.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} other manifest.yaml: {})",
+                skipped.len(),
+                skipped
+                    .iter()
+                    .map(|(p, why)| format!("{p} {why}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        }
+    )
+}
+
 /// Reads the candidates of the repository at `repo` (any folder inside a git
 /// work tree).
 ///
@@ -137,27 +174,13 @@ pub fn scan(repo: &Path) -> Result<Scan, String> {
             .strip_suffix("manifest.yaml")
             .unwrap_or_default()
             .trim_end_matches('/');
-        let text = match std::fs::read_to_string(root.join(manifest)) {
-            Ok(t) => t,
-            Err(e) => {
-                skipped.push((manifest.clone(), format!("cannot be read ({e})")));
-                continue;
-            }
-        };
-        let value: Value = match serde_yaml_ng::from_str(strip_bom(&text)) {
+        let value = match plugin_manifest(&root, manifest) {
             Ok(v) => v,
-            Err(e) => {
-                skipped.push((manifest.clone(), format!("is not valid YAML ({e})")));
+            Err(why) => {
+                skipped.push((manifest.clone(), why));
                 continue;
             }
         };
-        if value.get("kind").and_then(Value::as_str) != Some("Plugin") {
-            skipped.push((
-                manifest.clone(),
-                "is not a plugin manifest (its `kind` is not `Plugin`)".into(),
-            ));
-            continue;
-        }
         if folder.is_empty() {
             skipped.push((
                 manifest.clone(),
@@ -168,25 +191,7 @@ pub fn scan(repo: &Path) -> Result<Scan, String> {
         candidates.push(read_candidate(&root, folder, &value, &files));
     }
     if candidates.is_empty() {
-        return Err(format!(
-            "{}: expected at least one tracked manifest.yaml with `kind: Plugin` (a LangBot plugin \
-             folder), found none{}; run this in a plugin repository, or write the profile by hand \
-             (docs/profiles.md)",
-            root.display(),
-            if skipped.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " ({} other manifest.yaml: {})",
-                    skipped.len(),
-                    skipped
-                        .iter()
-                        .map(|(p, why)| format!("{p} {why}"))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )
-            }
-        ));
+        return Err(no_plugin_found(&root, &skipped));
     }
     let inside = |f: &str| {
         candidates
@@ -210,8 +215,9 @@ pub fn scan(repo: &Path) -> Result<Scan, String> {
     })
 }
 
-/// One candidate from its parsed manifest and the tracked files.
-fn read_candidate(root: &Path, folder: &str, manifest: &Value, files: &[String]) -> FoundCandidate {
+/// `author/name version` from the manifest's metadata (`?` for a missing
+/// author or version); `None` without a name.
+fn manifest_identity(manifest: &Value) -> Option<String> {
     let field = |name: &str| {
         manifest
             .get("metadata")
@@ -222,7 +228,7 @@ fn read_candidate(root: &Path, folder: &str, manifest: &Value, files: &[String])
                 _ => None,
             })
     };
-    let identity = match (field("author"), field("name"), field("version")) {
+    match (field("author"), field("name"), field("version")) {
         (Some(a), Some(n), Some(v)) => Some(format!("{a}/{n} {v}")),
         (a, Some(n), v) => Some(format!(
             "{}/{n} {}",
@@ -230,56 +236,73 @@ fn read_candidate(root: &Path, folder: &str, manifest: &Value, files: &[String])
             v.unwrap_or_else(|| "?".into())
         )),
         _ => None,
-    };
+    }
+}
+
+/// The component manifests of the group `kind` of `spec.components`, as
+/// the SDK's discovery engine reads a group; a group entry that names none
+/// is noted in `problems`.
+fn group_manifests(
+    kind: &str,
+    group: &Value,
+    prefix: &str,
+    files: &[String],
+    problems: &mut Vec<String>,
+) -> Vec<String> {
+    // As the SDK's discovery engine reads a group
+    // (`load_blueprint_comp_group`): `fromFiles` names component
+    // manifests; `fromDirs` takes every `.yaml`/`.yml` file of a
+    // folder, down to `maxDepth` levels (default 1: the folder itself).
+    let mut manifests: Vec<String> = Vec::new();
+    for file in group
+        .get("fromFiles")
+        .and_then(Value::as_sequence)
+        .into_iter()
+        .flatten()
+    {
+        match file.as_str() {
+            Some(f) => manifests.push(format!("{prefix}{}", f.trim_start_matches("./"))),
+            None => problems.push(format!("{kind}: a fromFiles entry that is not a path")),
+        }
+    }
+    for dir in group
+        .get("fromDirs")
+        .and_then(Value::as_sequence)
+        .into_iter()
+        .flatten()
+    {
+        let Some(path) = dir.get("path").and_then(Value::as_str) else {
+            problems.push(format!("{kind}: a fromDirs entry without `path`"));
+            continue;
+        };
+        let depth = dir.get("maxDepth").and_then(Value::as_u64).unwrap_or(1);
+        let dir = format!(
+            "{prefix}{}/",
+            path.trim_start_matches("./").trim_end_matches('/')
+        );
+        let before = manifests.len();
+        manifests.extend(files.iter().filter_map(|f| {
+            let rest = f.strip_prefix(&dir)?;
+            let within = (rest.matches('/').count() as u64) < depth;
+            (within && (rest.ends_with(".yaml") || rest.ends_with(".yml"))).then(|| f.clone())
+        }));
+        if manifests.len() == before {
+            problems.push(format!("{kind}: no component manifest in {dir}"));
+        }
+    }
+    manifests
+}
+
+/// One candidate from its parsed manifest and the tracked files.
+fn read_candidate(root: &Path, folder: &str, manifest: &Value, files: &[String]) -> FoundCandidate {
+    let identity = manifest_identity(manifest);
     let prefix = format!("{folder}/");
     let mut components = Vec::new();
     let mut component_problems = Vec::new();
     if let Some(Value::Mapping(kinds)) = manifest.get("spec").and_then(|s| s.get("components")) {
         for (kind, group) in kinds {
             let kind = kind.as_str().unwrap_or("?").to_string();
-            // As the SDK's discovery engine reads a group
-            // (`load_blueprint_comp_group`): `fromFiles` names component
-            // manifests; `fromDirs` takes every `.yaml`/`.yml` file of a
-            // folder, down to `maxDepth` levels (default 1: the folder itself).
-            let mut manifests: Vec<String> = Vec::new();
-            for file in group
-                .get("fromFiles")
-                .and_then(Value::as_sequence)
-                .into_iter()
-                .flatten()
-            {
-                match file.as_str() {
-                    Some(f) => manifests.push(format!("{prefix}{}", f.trim_start_matches("./"))),
-                    None => component_problems
-                        .push(format!("{kind}: a fromFiles entry that is not a path")),
-                }
-            }
-            for dir in group
-                .get("fromDirs")
-                .and_then(Value::as_sequence)
-                .into_iter()
-                .flatten()
-            {
-                let Some(path) = dir.get("path").and_then(Value::as_str) else {
-                    component_problems.push(format!("{kind}: a fromDirs entry without `path`"));
-                    continue;
-                };
-                let depth = dir.get("maxDepth").and_then(Value::as_u64).unwrap_or(1);
-                let dir = format!(
-                    "{prefix}{}/",
-                    path.trim_start_matches("./").trim_end_matches('/')
-                );
-                let before = manifests.len();
-                manifests.extend(files.iter().filter_map(|f| {
-                    let rest = f.strip_prefix(&dir)?;
-                    let within = (rest.matches('/').count() as u64) < depth;
-                    (within && (rest.ends_with(".yaml") || rest.ends_with(".yml")))
-                        .then(|| f.clone())
-                }));
-                if manifests.len() == before {
-                    component_problems.push(format!("{kind}: no component manifest in {dir}"));
-                }
-            }
+            let manifests = group_manifests(&kind, group, &prefix, files, &mut component_problems);
             for file in manifests {
                 let parsed = std::fs::read_to_string(root.join(&file))
                     .map_err(|e| e.to_string())

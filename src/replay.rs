@@ -512,6 +512,48 @@ fn sdk_version(python: &Path, work: &Path) -> Result<String, String> {
     Ok(out.stdout_text().trim().to_string())
 }
 
+/// The row of the wheelhouse's index: its pages as derived from the
+/// recorded files, every page equal and none other.
+fn index_row(base: &Path, w: &crate::evidence::WheelhouseRecord) -> Row {
+    let pages = wheelhouse::render_index(&w.files);
+    let index = base.join(wheelhouse::INDEX_DIR_NAME);
+    let mut differing: Vec<String> = pages
+        .iter()
+        .filter(|(rel, text)| {
+            fs::read_to_string(index.join(rel)).ok().as_deref() != Some(text.as_str())
+        })
+        .map(|(rel, _)| rel.clone())
+        .collect();
+    for entry in walkdir::WalkDir::new(&index)
+        .min_depth(1)
+        .into_iter()
+        .flatten()
+    {
+        if entry.file_type().is_dir() {
+            continue;
+        }
+        let rel = entry
+            .path()
+            .strip_prefix(&index)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !pages.contains_key(&rel) {
+            differing.push(format!("{rel} (not derived from the recorded files)"));
+        }
+    }
+    let expected = format!("{} page(s) derived from the recorded files", pages.len());
+    let observed = if differing.is_empty() {
+        expected.clone()
+    } else {
+        format!("differs: {}", differing.join(", "))
+    };
+    Row::new(
+        format!("{} index", w.index.trim_end_matches('/')),
+        expected,
+        observed,
+    )
+}
+
 /// Every wheelhouse file's sha256 and size, each downloaded file against the
 /// sha256 its index published, and the PEP 503 index pages as
 /// re-derived from the recorded files (a page pointing pip at other bytes is
@@ -566,43 +608,7 @@ fn replay_wheelhouse(dir: &Path, w: &crate::evidence::WheelhouseRecord, rows: &m
             observed,
         ));
     }
-    let pages = wheelhouse::render_index(&w.files);
-    let index = base.join(wheelhouse::INDEX_DIR_NAME);
-    let mut differing: Vec<String> = pages
-        .iter()
-        .filter(|(rel, text)| {
-            fs::read_to_string(index.join(rel)).ok().as_deref() != Some(text.as_str())
-        })
-        .map(|(rel, _)| rel.clone())
-        .collect();
-    for entry in walkdir::WalkDir::new(&index)
-        .min_depth(1)
-        .into_iter()
-        .flatten()
-    {
-        if entry.file_type().is_dir() {
-            continue;
-        }
-        let rel = entry
-            .path()
-            .strip_prefix(&index)
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if !pages.contains_key(&rel) {
-            differing.push(format!("{rel} (not derived from the recorded files)"));
-        }
-    }
-    let expected = format!("{} page(s) derived from the recorded files", pages.len());
-    let observed = if differing.is_empty() {
-        expected.clone()
-    } else {
-        format!("differs: {}", differing.join(", "))
-    };
-    rows.push(Row::new(
-        format!("{} index", w.index.trim_end_matches('/')),
-        expected,
-        observed,
-    ));
+    rows.push(index_row(&base, w));
 }
 
 fn check_sums(dir: &Path, rows: &mut Vec<Row>) {
@@ -686,6 +692,59 @@ fn inside_relative(path: &str) -> bool {
             .all(|c| !c.is_empty() && c != "." && c != "..")
 }
 
+/// The rows of candidate `c`'s archive rebuilt by `python` from the
+/// commit's source (`source`, extracted under `work`): its content digest
+/// and its sha256 (a difference of the build clock only told apart).
+fn rebuild_rows(
+    opts: &ReplayOptions,
+    c: &evidence::CandidateRecord,
+    python: &Path,
+    source: &Path,
+    work: &Path,
+    rows: &mut Vec<Row>,
+) {
+    let Some(a) = &c.archive else { return };
+    let label = format!("rebuild {}", c.folder);
+    if !inside_relative(&a.path) || !inside_relative(&c.path) || !inside_relative(&c.folder) {
+        rows.push(Row::new(
+            label,
+            "candidate and archive paths inside the repository and evidence directory",
+            format!(
+                "candidate {:?}, folder {:?}, archive {:?}",
+                c.path, c.folder, a.path
+            ),
+        ));
+        return;
+    }
+    let out = work.join("out").join(&c.folder);
+    match rebuild(python, &source.join(&c.path), &out, work, &c.folder) {
+        Ok(file) => {
+            match member_digests(&file) {
+                Ok(m) => rows.push(Row::new(
+                    format!("{label} content digest"),
+                    &a.content_digest,
+                    content_digest(&m),
+                )),
+                Err(e) => rows.push(Row::new(
+                    format!("{label} content digest"),
+                    &a.content_digest,
+                    e,
+                )),
+            }
+            let recorded_file = opts.evidence.join(&a.path);
+            let observed = hash::sha256_file(&file)
+                .map(|d| d.hex())
+                .unwrap_or_else(|e| e.to_string());
+            let mut row = Row::new(format!("{label} archive sha256"), &a.sha256, observed);
+            if row.matches == Match::No && clock_only_difference(&recorded_file, &file).is_ok() {
+                row.matches = Match::BuildClock;
+            }
+            rows.push(row);
+        }
+        Err(e) => rows.push(Row::new(label, "one archive", e)),
+    }
+}
+
 fn replay_against_repo(
     opts: &ReplayOptions,
     repo: &Path,
@@ -746,47 +805,7 @@ fn replay_against_repo(
     }
     let Some(python) = python else { return };
     for c in &ev.candidates {
-        let Some(a) = &c.archive else { continue };
-        let label = format!("rebuild {}", c.folder);
-        if !inside_relative(&a.path) || !inside_relative(&c.path) || !inside_relative(&c.folder) {
-            rows.push(Row::new(
-                label,
-                "candidate and archive paths inside the repository and evidence directory",
-                format!(
-                    "candidate {:?}, folder {:?}, archive {:?}",
-                    c.path, c.folder, a.path
-                ),
-            ));
-            continue;
-        }
-        let out = work.join("out").join(&c.folder);
-        match rebuild(python, &source.join(&c.path), &out, work, &c.folder) {
-            Ok(file) => {
-                match member_digests(&file) {
-                    Ok(m) => rows.push(Row::new(
-                        format!("{label} content digest"),
-                        &a.content_digest,
-                        content_digest(&m),
-                    )),
-                    Err(e) => rows.push(Row::new(
-                        format!("{label} content digest"),
-                        &a.content_digest,
-                        e,
-                    )),
-                }
-                let recorded_file = opts.evidence.join(&a.path);
-                let observed = hash::sha256_file(&file)
-                    .map(|d| d.hex())
-                    .unwrap_or_else(|e| e.to_string());
-                let mut row = Row::new(format!("{label} archive sha256"), &a.sha256, observed);
-                if row.matches == Match::No && clock_only_difference(&recorded_file, &file).is_ok()
-                {
-                    row.matches = Match::BuildClock;
-                }
-                rows.push(row);
-            }
-            Err(e) => rows.push(Row::new(label, "one archive", e)),
-        }
+        rebuild_rows(opts, c, python, &source, work, rows);
     }
 }
 

@@ -51,83 +51,13 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
         evidence.gates.iter().partition(not_selected);
     let width = shown.iter().map(|g| g.id.len()).max().unwrap_or(10);
     for g in shown {
-        let secs = g.duration_ms as f64 / 1000.0;
-        let word = match g.result {
-            GateResult::Pass => "pass",
-            GateResult::Fail => "FAIL",
-            GateResult::Skipped => "skipped",
-            GateResult::Blocked => "blocked",
-        };
-        let painted = match g.result {
-            GateResult::Pass => paint(&format!("{word:7}"), "32"),
-            GateResult::Fail => paint(&format!("{word:7}"), "1;31"),
-            _ => paint(&format!("{word:7}"), "33"),
-        };
-        let _ = write!(out, "  {:width$}  {painted}  {secs:6.1}s", g.id);
-        if let Some(reason) = g.reason.as_deref().filter(|_| g.result != GateResult::Pass) {
-            let _ = write!(out, "  {reason}");
-        }
-        if let Some(note) = g.note.as_deref().filter(|_| g.result == GateResult::Pass) {
-            // The full note stays in evidence.json (`gates[].note`).
-            let _ = write!(out, "  {}", shorten(note, NOTE_CHARS));
-        }
-        if !g.candidates_left_out.is_empty() {
-            let _ = write!(
-                out,
-                "  (for the other candidates only; left out: {})",
-                g.candidates_left_out.join(", ")
-            );
-        }
-        out.push('\n');
-        let judged = matches!(g.result, GateResult::Pass | GateResult::Fail);
-        // A consequence is shown under its root finding, never as a
-        // failure of its own (issue 14: one cause, one failure).
-        for c in g.checks.iter().filter(|c| {
-            judged && c.result != CheckResult::Pass && evidence::root_of(g, c).is_none()
-        }) {
-            let tag = if c.result == CheckResult::Warn {
-                "warning"
-            } else {
-                "failed"
-            };
-            let _ = writeln!(out, "      {tag} {}{}:", who(c), c.name);
-            for line in c.detail.lines() {
-                let _ = writeln!(out, "        {line}");
-            }
-            for k in evidence::consequences_of(g, c) {
-                let _ = writeln!(
-                    out,
-                    "        consequence (not a separate failure) {}{}:",
-                    who(k),
-                    k.name
-                );
-                for line in k.detail.lines() {
-                    let _ = writeln!(out, "          {line}");
-                }
-            }
-        }
+        gate_lines(&mut out, g, width, &paint);
     }
     if !left_out.is_empty() {
         let ids: Vec<&str> = left_out.iter().map(|g| g.id.as_str()).collect();
         let _ = writeln!(out, "  not run (--only): {}", ids.join(", "));
     }
-    let archived: Vec<_> = evidence
-        .candidates
-        .iter()
-        .filter_map(|c| c.archive.as_ref().map(|a| (c.folder.as_str(), a)))
-        .collect();
-    let folder_width = archived
-        .iter()
-        .map(|(f, _)| f.chars().count())
-        .max()
-        .unwrap_or(0);
-    for (folder, a) in archived {
-        let _ = writeln!(
-            out,
-            "  {folder:folder_width$}  {}  sha256 {}",
-            a.path, a.sha256
-        );
-    }
+    archive_lines(&mut out, evidence);
     candidate_lines(&mut out, evidence, &paint);
     group_lines(&mut out, evidence, &paint);
     let _ = writeln!(
@@ -146,6 +76,95 @@ pub fn summary(evidence: &Evidence, dir: &Path, color: bool) -> String {
     );
     let _ = writeln!(out, "      {}", statement_line(evidence));
     out
+}
+
+/// A gate's line (result, time, reason or note, candidates left out),
+/// then each of its failing and warning checks that is no consequence, with
+/// its detail and its consequences under it.
+fn gate_lines(
+    out: &mut String,
+    g: &GateRecord,
+    width: usize,
+    paint: &dyn Fn(&str, &str) -> String,
+) {
+    let secs = g.duration_ms as f64 / 1000.0;
+    let word = match g.result {
+        GateResult::Pass => "pass",
+        GateResult::Fail => "FAIL",
+        GateResult::Skipped => "skipped",
+        GateResult::Blocked => "blocked",
+    };
+    let painted = match g.result {
+        GateResult::Pass => paint(&format!("{word:7}"), "32"),
+        GateResult::Fail => paint(&format!("{word:7}"), "1;31"),
+        _ => paint(&format!("{word:7}"), "33"),
+    };
+    let _ = write!(out, "  {:width$}  {painted}  {secs:6.1}s", g.id);
+    if let Some(reason) = g.reason.as_deref().filter(|_| g.result != GateResult::Pass) {
+        let _ = write!(out, "  {reason}");
+    }
+    if let Some(note) = g.note.as_deref().filter(|_| g.result == GateResult::Pass) {
+        // The full note stays in evidence.json (`gates[].note`).
+        let _ = write!(out, "  {}", shorten(note, NOTE_CHARS));
+    }
+    if !g.candidates_left_out.is_empty() {
+        let _ = write!(
+            out,
+            "  (for the other candidates only; left out: {})",
+            g.candidates_left_out.join(", ")
+        );
+    }
+    out.push('\n');
+    let judged = matches!(g.result, GateResult::Pass | GateResult::Fail);
+    // A consequence is shown under its root finding, never as a
+    // failure of its own (issue 14: one cause, one failure).
+    for c in g
+        .checks
+        .iter()
+        .filter(|c| judged && c.result != CheckResult::Pass && evidence::root_of(g, c).is_none())
+    {
+        let tag = if c.result == CheckResult::Warn {
+            "warning"
+        } else {
+            "failed"
+        };
+        let _ = writeln!(out, "      {tag} {}{}:", who(c), c.name);
+        for line in c.detail.lines() {
+            let _ = writeln!(out, "        {line}");
+        }
+        for k in evidence::consequences_of(g, c) {
+            let _ = writeln!(
+                out,
+                "        consequence (not a separate failure) {}{}:",
+                who(k),
+                k.name
+            );
+            for line in k.detail.lines() {
+                let _ = writeln!(out, "          {line}");
+            }
+        }
+    }
+}
+
+/// One line per built archive: its candidate folder, path and sha256.
+fn archive_lines(out: &mut String, evidence: &Evidence) {
+    let archived: Vec<_> = evidence
+        .candidates
+        .iter()
+        .filter_map(|c| c.archive.as_ref().map(|a| (c.folder.as_str(), a)))
+        .collect();
+    let folder_width = archived
+        .iter()
+        .map(|(f, _)| f.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (folder, a) in archived {
+        let _ = writeln!(
+            out,
+            "  {folder:folder_width$}  {}  sha256 {}",
+            a.path, a.sha256
+        );
+    }
 }
 
 /// One line per candidate with its own verdict (`candidates[].verdict`):

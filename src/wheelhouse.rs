@@ -454,6 +454,114 @@ fn run_pip(
     (out, record, left)
 }
 
+/// Writes `lines` to `path`, one per line.
+fn write_lines(path: &Path, lines: &[String]) -> Result<(), String> {
+    let text: String = lines.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A failed download's outcome: `record` with its `failure`, no files.
+fn failed_download(mut record: WheelhouseDownload, failure: WheelhouseFailure) -> Fetched {
+    record.failure = Some(failure);
+    Fetched {
+        record,
+        target: None,
+        tail: String::new(),
+        resolved: Vec::new(),
+    }
+}
+
+/// A pip step that could not be started, as a download's failure.
+fn could_not_run(e: &dyn std::fmt::Display) -> WheelhouseFailure {
+    WheelhouseFailure {
+        status: format!("could not run: {e}"),
+        requirement: None,
+        pip_tail: String::new(),
+        sdists: Vec::new(),
+    }
+}
+
+/// Step 1 of a download: pip resolves the requirements in
+/// `requirements_file` and writes its installation report to `report_file`
+/// (log `resolve_stem`); every resolved file must be downloadable as
+/// published. The resolution and how long it took, or the failure, with
+/// `record`'s sandbox, what pip left running and, on failure, the log set.
+fn resolve(
+    input: &BuildInput,
+    requirements_file: &Path,
+    report_file: &Path,
+    resolve_stem: &Path,
+    record: &mut WheelhouseDownload,
+) -> Result<(Vec<provenance::Resolved>, Duration), WheelhouseFailure> {
+    let (out, sandbox_record, left) = run_pip(
+        input,
+        pip::resolve_args(
+            &input.index_url,
+            &input.allow_source_builds,
+            requirements_file,
+            report_file,
+        ),
+        resolve_stem,
+    );
+    record.sandbox = Some(sandbox_record);
+    if let Some(left) = left {
+        record.left_running.insert("resolve".into(), left);
+    }
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            record.log = relative(&input.evidence_dir, resolve_stem);
+            return Err(could_not_run(&e));
+        }
+    };
+    let duration = out.duration;
+    if !out.success() {
+        record.log = relative(&input.evidence_dir, resolve_stem);
+        record.duration_ms = millis(duration);
+        let all = format!("{}\n{}", out.stdout_text(), out.stderr_text());
+        let requirement = failed_requirement(&all);
+        let sdists = requirement
+            .as_deref()
+            .map(|r| provenance::skipped_sdists(&all, r))
+            .unwrap_or_default();
+        return Err(WheelhouseFailure {
+            status: out.describe(),
+            requirement,
+            pip_tail: out.tail(12),
+            sdists,
+        });
+    }
+    let resolved = std::fs::read_to_string(report_file)
+        .map_err(|e| format!("{}: {e}", report_file.display()))
+        .and_then(|t| provenance::parse_report(&t));
+    let resolved = match resolved {
+        Ok(r) => r,
+        Err(e) => {
+            record.log = relative(&input.evidence_dir, resolve_stem);
+            return Err(WheelhouseFailure {
+                status: format!("pip's installation report is unusable: {e}"),
+                requirement: None,
+                pip_tail: out.tail(12),
+                sdists: Vec::new(),
+            });
+        }
+    };
+    let problems = provenance::unpinnable(&resolved, &input.allow_source_builds);
+    if !problems.is_empty() {
+        record.log = relative(&input.evidence_dir, resolve_stem);
+        return Err(WheelhouseFailure {
+            status: format!(
+                "the resolution names files that cannot be downloaded as published: {}",
+                problems.join("; ")
+            ),
+            requirement: None,
+            pip_tail: String::new(),
+            sdists: Vec::new(),
+        });
+    }
+    Ok((resolved, duration))
+}
+
 /// Resolves one group (`pip install --dry-run --report`), then downloads
 /// exactly what was resolved, pinned to the published hashes (`pip wheel
 /// --no-deps --require-hashes`), into `<scratch>/download-N/`.
@@ -467,13 +575,7 @@ fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched,
     std::fs::create_dir_all(&target).map_err(|e| format!("{}: {e}", target.display()))?;
     std::fs::create_dir_all(&input.log_dir)
         .map_err(|e| format!("{}: {e}", input.log_dir.display()))?;
-    let text: String = group
-        .requirements
-        .iter()
-        .map(|r| format!("{r}\n"))
-        .collect();
-    std::fs::write(&requirements_file, text)
-        .map_err(|e| format!("{}: {e}", requirements_file.display()))?;
+    write_lines(&requirements_file, &group.requirements)?;
     let mut record = WheelhouseDownload {
         candidates: group.candidates.clone(),
         requirements: group.requirements.clone(),
@@ -487,98 +589,17 @@ fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched,
         sandbox: None,
         left_running: Default::default(),
     };
-    let failed = |mut record: WheelhouseDownload, failure: WheelhouseFailure| {
-        record.failure = Some(failure);
-        Ok(Fetched {
-            record,
-            target: None,
-            tail: String::new(),
-            resolved: Vec::new(),
-        })
-    };
-    let could_not_run = |e: &dyn std::fmt::Display| WheelhouseFailure {
-        status: format!("could not run: {e}"),
-        requirement: None,
-        pip_tail: String::new(),
-        sdists: Vec::new(),
-    };
-
     // 1. Resolution.
-    let (out, sandbox_record, left) = run_pip(
+    let (resolved, mut duration) = match resolve(
         input,
-        pip::resolve_args(
-            &input.index_url,
-            &input.allow_source_builds,
-            &requirements_file,
-            &report_file,
-        ),
+        &requirements_file,
+        &report_file,
         &resolve_stem,
-    );
-    record.sandbox = Some(sandbox_record);
-    if let Some(left) = left {
-        record.left_running.insert("resolve".into(), left);
-    }
-    let out = match out {
-        Ok(out) => out,
-        Err(e) => {
-            record.log = relative(&input.evidence_dir, &resolve_stem);
-            return failed(record, could_not_run(&e));
-        }
-    };
-    let mut duration = out.duration;
-    if !out.success() {
-        record.log = relative(&input.evidence_dir, &resolve_stem);
-        record.duration_ms = millis(duration);
-        let all = format!("{}\n{}", out.stdout_text(), out.stderr_text());
-        let requirement = failed_requirement(&all);
-        let sdists = requirement
-            .as_deref()
-            .map(|r| provenance::skipped_sdists(&all, r))
-            .unwrap_or_default();
-        return failed(
-            record,
-            WheelhouseFailure {
-                status: out.describe(),
-                requirement,
-                pip_tail: out.tail(12),
-                sdists,
-            },
-        );
-    }
-    let resolved = std::fs::read_to_string(&report_file)
-        .map_err(|e| format!("{}: {e}", report_file.display()))
-        .and_then(|t| provenance::parse_report(&t));
-    let resolved = match resolved {
+        &mut record,
+    ) {
         Ok(r) => r,
-        Err(e) => {
-            record.log = relative(&input.evidence_dir, &resolve_stem);
-            return failed(
-                record,
-                WheelhouseFailure {
-                    status: format!("pip's installation report is unusable: {e}"),
-                    requirement: None,
-                    pip_tail: out.tail(12),
-                    sdists: Vec::new(),
-                },
-            );
-        }
+        Err(failure) => return Ok(failed_download(record, failure)),
     };
-    let problems = provenance::unpinnable(&resolved, &input.allow_source_builds);
-    if !problems.is_empty() {
-        record.log = relative(&input.evidence_dir, &resolve_stem);
-        return failed(
-            record,
-            WheelhouseFailure {
-                status: format!(
-                    "the resolution names files that cannot be downloaded as published: {}",
-                    problems.join("; ")
-                ),
-                requirement: None,
-                pip_tail: String::new(),
-                sdists: Vec::new(),
-            },
-        );
-    }
 
     // 2. Download, pinned.
     std::fs::write(&pinned_file, provenance::pinned_requirements(&resolved))
@@ -598,13 +619,13 @@ fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched,
     }
     let out = match out {
         Ok(out) => out,
-        Err(e) => return failed(record, could_not_run(&e)),
+        Err(e) => return Ok(failed_download(record, could_not_run(&e))),
     };
     duration += out.duration;
     record.duration_ms = millis(duration);
     if !out.success() {
         let all = format!("{}\n{}", out.stdout_text(), out.stderr_text());
-        return failed(
+        return Ok(failed_download(
             record,
             WheelhouseFailure {
                 status: out.describe(),
@@ -612,7 +633,7 @@ fn fetch(input: &BuildInput, n: usize, group: &DownloadGroup) -> Result<Fetched,
                 pip_tail: out.tail(12),
                 sdists: Vec::new(),
             },
-        );
+        ));
     }
     Ok(Fetched {
         record,

@@ -18,11 +18,101 @@
 //! the serialised report renames it (see [`skipped_not_disabled`]).
 
 use super::model::{
-    CandidateResult, CandidateVerdict, Check, CheckResult, Evidence, GateResult, SuiteOutcome,
-    SuiteRun,
+    CandidateResult, CandidateVerdict, Check, CheckResult, Evidence, GateRecord, GateResult,
+    SuiteOutcome, SuiteRun,
 };
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::time::Duration;
+
+/// One gate as a testsuite: its properties, then one testcase for a gate
+/// that did not finish, else one per check that is no consequence.
+fn gate_suite(gate: &GateRecord, commit: &str) -> TestSuite {
+    let mut suite = TestSuite::new(gate.id.as_str());
+    suite.set_time(Duration::from_millis(gate.duration_ms));
+    suite.add_property(quick_junit::Property::new("result", gate.result.word()));
+    suite.add_property(quick_junit::Property::new(
+        "required",
+        if gate.required { "true" } else { "false" },
+    ));
+    suite.add_property(quick_junit::Property::new("commit", commit));
+    if !gate.candidates_left_out.is_empty() {
+        // The gate ran for the other candidates only.
+        suite.add_property(quick_junit::Property::new(
+            "candidates_left_out",
+            gate.candidates_left_out.join(","),
+        ));
+    }
+    let finished = matches!(gate.result, GateResult::Pass | GateResult::Fail);
+    // A gate that did not run to completion (skipped, blocked, or
+    // interrupted) is one testcase: partial checks are not judged.
+    if gate.checks.is_empty() || !finished {
+        suite.add_test_case(unfinished_case(gate));
+    }
+    // A consequence is no testcase of its own: its text goes into its
+    // root's testcase (issue 14: one cause, one failure).
+    for check in gate
+        .checks
+        .iter()
+        .filter(|c| finished && super::root_of(gate, c).is_none())
+    {
+        let name = testcase_name(check);
+        let text = with_consequences(&check.detail, &super::consequences_of(gate, check));
+        let status = match check.result {
+            CheckResult::Pass | CheckResult::Warn => TestCaseStatus::success(),
+            CheckResult::Fail => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(first_line(&check.detail));
+                s.set_description(text.clone());
+                s
+            }
+        };
+        let mut case = TestCase::new(name, status);
+        case.set_classname(gate.id.as_str());
+        if check.result == CheckResult::Warn {
+            case.set_system_out(format!("warning: {text}"));
+        }
+        suite.add_test_case(case);
+    }
+    suite
+}
+
+/// The one testcase of a gate that did not run to completion (skipped,
+/// blocked, or interrupted): a required gate's is an error.
+fn unfinished_case(gate: &GateRecord) -> TestCase {
+    let reason = gate.reason.clone().unwrap_or_default();
+    // A required gate is skipped only when the run was interrupted.
+    let word = match gate.result {
+        GateResult::Skipped if gate.required => "interrupted",
+        other => other.word(),
+    };
+    let status = match gate.result {
+        GateResult::Pass => TestCaseStatus::success(),
+        GateResult::Fail => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(first_line(&reason));
+            s.set_description(reason.clone());
+            s
+        }
+        GateResult::Skipped | GateResult::Blocked if gate.required => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_type(word);
+            s.set_message(first_line(&format!("{word}: {reason}")));
+            s.set_description(format!(
+                "required gate {} was {word}, so the run does not certify what it proves: {reason}",
+                gate.id
+            ));
+            s
+        }
+        GateResult::Skipped | GateResult::Blocked => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(format!("{word}: {reason}"));
+            s
+        }
+    };
+    let mut case = TestCase::new(word, status);
+    case.set_classname(gate.id.as_str());
+    case
+}
 
 /// Renders the report for `evidence`.
 ///
@@ -31,88 +121,7 @@ use std::time::Duration;
 pub fn render(evidence: &Evidence) -> std::io::Result<String> {
     let mut report = Report::new("verify-coding-candidates");
     for gate in &evidence.gates {
-        let mut suite = TestSuite::new(gate.id.as_str());
-        suite.set_time(Duration::from_millis(gate.duration_ms));
-        suite.add_property(quick_junit::Property::new("result", gate.result.word()));
-        suite.add_property(quick_junit::Property::new(
-            "required",
-            if gate.required { "true" } else { "false" },
-        ));
-        suite.add_property(quick_junit::Property::new(
-            "commit",
-            evidence.source.commit.as_str(),
-        ));
-        if !gate.candidates_left_out.is_empty() {
-            // The gate ran for the other candidates only.
-            suite.add_property(quick_junit::Property::new(
-                "candidates_left_out",
-                gate.candidates_left_out.join(","),
-            ));
-        }
-        let finished = matches!(gate.result, GateResult::Pass | GateResult::Fail);
-        // A gate that did not run to completion (skipped, blocked, or
-        // interrupted) is one testcase: partial checks are not judged.
-        if gate.checks.is_empty() || !finished {
-            let reason = gate.reason.clone().unwrap_or_default();
-            // A required gate is skipped only when the run was interrupted.
-            let word = match gate.result {
-                GateResult::Skipped if gate.required => "interrupted",
-                other => other.word(),
-            };
-            let status = match gate.result {
-                GateResult::Pass => TestCaseStatus::success(),
-                GateResult::Fail => {
-                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                    s.set_message(first_line(&reason));
-                    s.set_description(reason.clone());
-                    s
-                }
-                GateResult::Skipped | GateResult::Blocked if gate.required => {
-                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-                    s.set_type(word);
-                    s.set_message(first_line(&format!("{word}: {reason}")));
-                    s.set_description(format!(
-                        "required gate {} was {word}, so the run does not certify what it proves: {reason}",
-                        gate.id
-                    ));
-                    s
-                }
-                GateResult::Skipped | GateResult::Blocked => {
-                    let mut s = TestCaseStatus::skipped();
-                    s.set_message(format!("{word}: {reason}"));
-                    s
-                }
-            };
-            let mut case = TestCase::new(word, status);
-            case.set_classname(gate.id.as_str());
-            suite.add_test_case(case);
-        }
-        // A consequence is no testcase of its own: its text goes into its
-        // root's testcase (issue 14: one cause, one failure).
-        for check in gate
-            .checks
-            .iter()
-            .filter(|c| finished && super::root_of(gate, c).is_none())
-        {
-            let name = testcase_name(check);
-            let text = with_consequences(&check.detail, &super::consequences_of(gate, check));
-            let status = match check.result {
-                CheckResult::Pass | CheckResult::Warn => TestCaseStatus::success(),
-                CheckResult::Fail => {
-                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                    s.set_message(first_line(&check.detail));
-                    s.set_description(text.clone());
-                    s
-                }
-            };
-            let mut case = TestCase::new(name, status);
-            case.set_classname(gate.id.as_str());
-            if check.result == CheckResult::Warn {
-                case.set_system_out(format!("warning: {text}"));
-            }
-            suite.add_test_case(case);
-        }
-        report.add_test_suite(suite);
+        report.add_test_suite(gate_suite(gate, &evidence.source.commit));
     }
     if let Some(suite) = candidates_suite(evidence) {
         report.add_test_suite(suite);

@@ -79,16 +79,10 @@ fn archive_subject(c: &super::model::CandidateRecord) -> Option<Value> {
     Some(s)
 }
 
-/// Renders the statement: one subject per built archive (name = archive file
-/// name, digest sha256; a grouped run's other groups' archives annotated
-/// `sdk_group`) plus the source commit (`gitCommit`, named
-/// `git+<origin URL>` or the repository folder's name: [`subject_name`]), [`result`] as
-/// `result`, the profile, SDK RECORD and tool as `configuration` (the tool's
-/// annotations list `gates_not_run` for a partial run, and
-/// `candidate_verdicts`: each candidate folder's own verdict word), and every check's
-/// name (`gate/candidate/check`) by outcome; a gate a partial run did not
-/// run is a warned test `gate/not-run`.
-pub fn render(evidence: &Evidence) -> Value {
+/// The statement's subjects: each built archive (a grouped run's other
+/// groups' archives annotated `sdk_group`), then the source commit (or the
+/// working tree's digest and its base commit).
+fn subjects(evidence: &Evidence) -> Vec<Value> {
     let mut subject: Vec<Value> = evidence
         .candidates
         .iter()
@@ -121,7 +115,14 @@ pub fn render(evidence: &Evidence) -> Value {
             "digest": { "gitCommit": evidence.source.commit }
         }),
     });
+    subject
+}
 
+/// Every required gate's check names (`gate/candidate/check`) by outcome:
+/// passed, warned (with `gate/not-run` for a gate a partial run did not
+/// run), failed (a consequence listed once, under its root; an unjudged
+/// gate as `gate/<result>`).
+fn tests_by_outcome(evidence: &Evidence) -> (Vec<String>, Vec<String>, Vec<String>) {
     let (mut passed, mut warned, mut failed) = (Vec::new(), Vec::new(), Vec::new());
     for gate in &evidence.gates {
         if !gate.required {
@@ -154,7 +155,12 @@ pub fn render(evidence: &Evidence) -> Value {
             }
         }
     }
-    let result = result(evidence);
+    (passed, warned, failed)
+}
+
+/// The statement's configuration but the tool: the profile, the SDK's
+/// RECORD and, for a grouped run, each other group's interpreter RECORD.
+fn configuration(evidence: &Evidence) -> Vec<Value> {
     let mut configuration = vec![json!({
         "name": format!("profile:{}", evidence.profile.name),
         "digest": { "sha256": evidence.profile.sha256 },
@@ -177,6 +183,12 @@ pub fn render(evidence: &Evidence) -> Value {
             }));
         }
     }
+    configuration
+}
+
+/// The tool's annotations: the evidence digest, the SDK groups, the
+/// working tree, what a partial run covers and each candidate's verdict.
+fn tool_annotations(evidence: &Evidence) -> Value {
     let mut annotations =
         json!({ "evidence_sha256": evidence.sign_off.evidence_sha256, "signed": false });
     if let Some(groups) = &evidence.sdk_groups {
@@ -216,9 +228,26 @@ pub fn render(evidence: &Evidence) -> Value {
     if !verdicts.is_empty() {
         annotations["candidate_verdicts"] = Value::Object(verdicts);
     }
+    annotations
+}
+
+/// Renders the statement: one subject per built archive (name = archive file
+/// name, digest sha256; a grouped run's other groups' archives annotated
+/// `sdk_group`) plus the source commit (`gitCommit`, named
+/// `git+<origin URL>` or the repository folder's name: [`subject_name`]), [`result`] as
+/// `result`, the profile, SDK RECORD and tool as `configuration` (the tool's
+/// annotations list `gates_not_run` for a partial run, and
+/// `candidate_verdicts`: each candidate folder's own verdict word), and every check's
+/// name (`gate/candidate/check`) by outcome; a gate a partial run did not
+/// run is a warned test `gate/not-run`.
+pub fn render(evidence: &Evidence) -> Value {
+    let subject = subjects(evidence);
+    let (passed, warned, failed) = tests_by_outcome(evidence);
+    let result = result(evidence);
+    let mut configuration = configuration(evidence);
     configuration.push(json!({
         "name": format!("{} {}", evidence.tool.name, evidence.tool.version),
-        "annotations": annotations
+        "annotations": tool_annotations(evidence)
     }));
     json!({
         "_type": STATEMENT_TYPE,

@@ -200,44 +200,12 @@ const DATA_CHECKS: [&str; 3] = [
     "extraction-exact",
 ];
 
-/// The checks of one candidate's archive, in the module's order, from what
-/// was observed; pure.
-pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
-    let folder = obs.folder.as_str();
+/// The checks of the archive's ZIP structure and members, read without
+/// extracting: structure, comment, names, member types, encryption, host
+/// limits, the expected members and the committed files.
+fn structure_checks(folder: &str, rel: &str, zip: &ZipObservation) -> Vec<Check> {
     let f = Some(folder);
-    let Some(rel) = obs.archive.as_deref() else {
-        let why = obs.archive_error.clone().unwrap_or_default();
-        return vec![
-            Check::fail("archive-digest", f, why.clone()).with_observed(json!({ "error": why }))
-        ];
-    };
-    let Some((sha256, size)) = &obs.digest else {
-        let e = obs.archive_error.as_deref().unwrap_or("no digest");
-        return vec![Check::fail(
-            "archive-digest",
-            f,
-            format!("{rel}: cannot be read ({e}); expected the archive `lbp-build` moved there"),
-        )
-        .with_observed(json!({ "path": rel, "error": e }))];
-    };
-    let mut checks = vec![Check::pass(
-        "archive-digest",
-        f,
-        format!("{rel}: sha256 {sha256}, {size} bytes"),
-    )
-    .with_observed(json!({"path": rel, "sha256": sha256, "size": size}))];
-    let Some(zip) = &obs.zip else {
-        let m = obs.zip_error.as_deref().unwrap_or("not read");
-        checks.push(
-            Check::fail(
-                "zip-structure",
-                f,
-                format!("{rel}: Python's zipfile (which the SDK host uses) would refuse it: {m}; rebuild it with `lbp build`"),
-            )
-            .with_observed(json!({ "error": m })),
-        );
-        return checks;
-    };
+    let mut checks = Vec::new();
     let entries = json!({ "entries": zip.entries });
     let structure = findings_check(
         "zip-structure",
@@ -301,8 +269,17 @@ pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
         )
         .with_observed(json!({ "error": m })),
     });
+    checks
+}
 
-    let blocking: Vec<String> = checks
+/// The checks of the members' data (`DATA_CHECKS`): not examined when a
+/// blocking check among `before` failed; failed together when the members
+/// could not be read; else the members against the source, the manifest and
+/// the extraction.
+fn data_checks(folder: &str, rel: &str, zip: &ZipObservation, before: &[Check]) -> Vec<Check> {
+    let f = Some(folder);
+    let mut checks = Vec::new();
+    let blocking: Vec<String> = before
         .iter()
         .filter(|c| c.result == CheckResult::Fail && BLOCKING.contains(&c.name.as_str()))
         .map(|c| c.name.clone())
@@ -363,6 +340,50 @@ pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
         "the extraction is not the archive: this is a harness or file-system defect",
         json!({ "members": data.members.len() }),
     ));
+    checks
+}
+
+/// The checks of one candidate's archive, in the module's order, from what
+/// was observed; pure.
+pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
+    let folder = obs.folder.as_str();
+    let f = Some(folder);
+    let Some(rel) = obs.archive.as_deref() else {
+        let why = obs.archive_error.clone().unwrap_or_default();
+        return vec![
+            Check::fail("archive-digest", f, why.clone()).with_observed(json!({ "error": why }))
+        ];
+    };
+    let Some((sha256, size)) = &obs.digest else {
+        let e = obs.archive_error.as_deref().unwrap_or("no digest");
+        return vec![Check::fail(
+            "archive-digest",
+            f,
+            format!("{rel}: cannot be read ({e}); expected the archive `lbp-build` moved there"),
+        )
+        .with_observed(json!({ "path": rel, "error": e }))];
+    };
+    let mut checks = vec![Check::pass(
+        "archive-digest",
+        f,
+        format!("{rel}: sha256 {sha256}, {size} bytes"),
+    )
+    .with_observed(json!({"path": rel, "sha256": sha256, "size": size}))];
+    let Some(zip) = &obs.zip else {
+        let m = obs.zip_error.as_deref().unwrap_or("not read");
+        checks.push(
+            Check::fail(
+                "zip-structure",
+                f,
+                format!("{rel}: Python's zipfile (which the SDK host uses) would refuse it: {m}; rebuild it with `lbp build`"),
+            )
+            .with_observed(json!({ "error": m })),
+        );
+        return checks;
+    };
+    checks.extend(structure_checks(folder, rel, zip));
+    let data = data_checks(folder, rel, zip, &checks);
+    checks.extend(data);
     checks
 }
 

@@ -178,59 +178,47 @@ pub fn decide_all(obs: &RunObservation) -> Vec<Check> {
     checks
 }
 
-/// The checks of one candidate's preparations, from its observation: pure.
-pub fn decide(obs: &Observation) -> Vec<Check> {
-    let folder = obs.folder.as_str();
-    let archive_rel = obs.archive.as_str();
-    if let Some(stop) = &obs.stopped {
-        let run = stop.run;
-        return vec![match (&stop.sdk_error, &stop.probe_error) {
-            (Some(why), _) => Check::fail(
-                "prepare",
-                Some(folder),
-                format!(
-                    "{archive_rel}: expected the SDK's dependency-environment preparation (run {run} \
-                     of {RUNS}, runtime profile {}) to succeed, found it refused: {why}; the host \
-                     would fail this installation with `dependency_prepare_failed`: fix the \
-                     candidate's requirements.txt",
-                    stop.runtime_profile.as_deref().unwrap_or("unknown")
-                ),
-            )
-            .with_observed(json!({ "run": run, "sdk_error": why })),
-            (None, e) => Check::fail(
-                "prepare",
-                Some(folder),
-                format!(
-                    "not observed: run {run} of {RUNS}: {}",
-                    e.as_deref().unwrap_or("no reason recorded")
-                ),
-            ),
-        }];
-    }
-    let (Some(env), Some(first_report)) = (&obs.environment, obs.runs.first()) else {
-        return vec![Check::fail(
+/// `prepare` when the preparations stopped: the SDK refused the
+/// candidate's requirements (the host's `dependency_prepare_failed`), or the
+/// probe could not observe them.
+fn stopped_check(folder: &str, archive_rel: &str, stop: &StoppedRun) -> Check {
+    let run = stop.run;
+    match (&stop.sdk_error, &stop.probe_error) {
+        (Some(why), _) => Check::fail(
             "prepare",
             Some(folder),
-            "not observed: no preparation reported an environment; this is a harness defect: \
-             report it",
-        )];
-    };
-    let Some(first) = first_report.environment.as_ref() else {
-        return Vec::new();
-    };
-    let envs: Vec<&ProbeEnvironment> = obs
-        .runs
-        .iter()
-        .filter_map(|r| r.environment.as_ref())
-        .collect();
-    let digests = digests(obs);
+            format!(
+                "{archive_rel}: expected the SDK's dependency-environment preparation (run {run} \
+                 of {RUNS}, runtime profile {}) to succeed, found it refused: {why}; the host \
+                 would fail this installation with `dependency_prepare_failed`: fix the \
+                 candidate's requirements.txt",
+                stop.runtime_profile.as_deref().unwrap_or("unknown")
+            ),
+        )
+        .with_observed(json!({ "run": run, "sdk_error": why })),
+        (None, e) => Check::fail(
+            "prepare",
+            Some(folder),
+            format!(
+                "not observed: run {run} of {RUNS}: {}",
+                e.as_deref().unwrap_or("no reason recorded")
+            ),
+        ),
+    }
+}
+
+/// `prepare`: the SDK prepared the environment every run without error,
+/// its installer reading only the run's wheelhouse.
+fn prepare_check(obs: &Observation, first_report: &ProbeReport) -> Check {
+    let folder = obs.folder.as_str();
+    let archive_rel = obs.archive.as_str();
     let log_dir = obs.log_dir.as_str();
     let index_args: Vec<&Vec<String>> = obs.runs.iter().map(|r| &r.pip_index_args).collect();
     let prepare_observed = json!({
         "pip_index_args": first_report.pip_index_args, "network": obs.network,
         "runs": obs.runs.len(),
     });
-    let mut checks = vec![match &obs.expected_index {
+    match &obs.expected_index {
         Some(expected) if index_args.iter().all(|a| *a == expected) => Check::pass(
             "prepare",
             Some(folder),
@@ -256,7 +244,35 @@ pub fn decide(obs: &Observation) -> Vec<Check> {
             ),
         ),
     }
-    .with_observed(prepare_observed)];
+    .with_observed(prepare_observed)
+}
+
+/// The checks of one candidate's preparations, from its observation: pure.
+pub fn decide(obs: &Observation) -> Vec<Check> {
+    let folder = obs.folder.as_str();
+    let archive_rel = obs.archive.as_str();
+    if let Some(stop) = &obs.stopped {
+        return vec![stopped_check(folder, archive_rel, stop)];
+    }
+    let (Some(env), Some(first_report)) = (&obs.environment, obs.runs.first()) else {
+        return vec![Check::fail(
+            "prepare",
+            Some(folder),
+            "not observed: no preparation reported an environment; this is a harness defect: \
+             report it",
+        )];
+    };
+    let Some(first) = first_report.environment.as_ref() else {
+        return Vec::new();
+    };
+    let envs: Vec<&ProbeEnvironment> = obs
+        .runs
+        .iter()
+        .filter_map(|r| r.environment.as_ref())
+        .collect();
+    let digests = digests(obs);
+    let log_dir = obs.log_dir.as_str();
+    let mut checks = vec![prepare_check(obs, first_report)];
 
     // same-digest
     let same = digests.iter().all(|d| d == &first.digest);
@@ -293,13 +309,15 @@ fn environment_missing(env: &EnvironmentObservation) -> bool {
     env.modes.first().is_some_and(|m| m.error.is_some())
 }
 
-fn ready_check(
+/// What the runs reported that is not ready: an environment not read back
+/// ready, at another path or for another artifact, and a second run that
+/// did not find the first's environment published.
+fn run_problems(
     obs: &Observation,
     env: &EnvironmentObservation,
     envs: &[&ProbeEnvironment],
     first: &ProbeEnvironment,
-) -> Check {
-    let folder = obs.folder.as_str();
+) -> Vec<String> {
     let mut not_ready = Vec::new();
     for (i, e) in envs.iter().enumerate() {
         if !e.ready_readback {
@@ -337,6 +355,19 @@ fn ready_check(
             ));
         }
     }
+    not_ready
+}
+
+/// What the published environment shows that is not ready: its ready
+/// marker unreadable, naming another digest or artifact, or unlike what the
+/// SDK reported; a folder that is writable or whose mode was not read.
+fn published_problems(
+    obs: &Observation,
+    env: &EnvironmentObservation,
+    envs: &[&ProbeEnvironment],
+    first: &ProbeEnvironment,
+) -> Vec<String> {
+    let mut not_ready = Vec::new();
     match &env.marker {
         None => not_ready.push(format!(
             "{}: unreadable ({})",
@@ -376,6 +407,18 @@ fn ready_check(
             )),
         }
     }
+    not_ready
+}
+
+fn ready_check(
+    obs: &Observation,
+    env: &EnvironmentObservation,
+    envs: &[&ProbeEnvironment],
+    first: &ProbeEnvironment,
+) -> Check {
+    let folder = obs.folder.as_str();
+    let mut not_ready = run_problems(obs, env, envs, first);
+    not_ready.extend(published_problems(obs, env, envs, first));
     let observed = json!({
         "environment": env.env_rel, "ready_marker": first.ready_marker,
         "modes": env.modes,
@@ -451,6 +494,44 @@ fn shadow_check(folder: &str, env: &EnvironmentObservation) -> Check {
     }
 }
 
+/// `installed` when site-packages was not read: a consequence of `ready`
+/// when the environment itself is missing.
+fn installed_unread_check(folder: &str, env: &EnvironmentObservation) -> Check {
+    let c = Check::fail(
+        "installed",
+        Some(folder),
+        format!(
+            "not observed: {}",
+            env.installed_error
+                .as_deref()
+                .unwrap_or("site-packages was not read")
+        ),
+    );
+    if environment_missing(env) {
+        c.consequence_of("ready")
+    } else {
+        c
+    }
+}
+
+/// `installed` when distributions (`foreign`) were installed from no file of
+/// the run's wheelhouse.
+fn foreign_check(obs: &Observation, env_rel: &str, foreign: &[String]) -> Check {
+    Check::fail(
+        "installed",
+        Some(obs.folder.as_str()),
+        format!(
+            "{env_rel}: expected every installed distribution to be a file of the run's \
+             wheelhouse (DIR/{}), found {} with no wheelhouse file of that name and version; \
+             the preparation installed from somewhere else: report it with the probe logs \
+             under {}",
+            wheelhouse::DIR_NAME,
+            foreign.join(", "),
+            obs.log_dir
+        ),
+    )
+}
+
 fn installed_check(
     obs: &Observation,
     env: &EnvironmentObservation,
@@ -459,21 +540,7 @@ fn installed_check(
     let folder = obs.folder.as_str();
     let env_rel = env.env_rel.as_str();
     let Some(installed) = &env.installed else {
-        let c = Check::fail(
-            "installed",
-            Some(folder),
-            format!(
-                "not observed: {}",
-                env.installed_error
-                    .as_deref()
-                    .unwrap_or("site-packages was not read")
-            ),
-        );
-        return if environment_missing(env) {
-            c.consequence_of("ready")
-        } else {
-            c
-        };
+        return installed_unread_check(folder, env);
     };
     let requirements = first_report.requirements.clone().unwrap_or_default();
     let names: Vec<String> = installed.iter().map(|d| normalise(&d.name)).collect();
@@ -495,19 +562,7 @@ fn installed_check(
     if foreign.is_empty() && !env.wheel_mismatches.is_empty() {
         wheel_mismatch_check(obs, env)
     } else if !foreign.is_empty() {
-        Check::fail(
-            "installed",
-            Some(folder),
-            format!(
-                "{env_rel}: expected every installed distribution to be a file of the run's \
-                 wheelhouse (DIR/{}), found {} with no wheelhouse file of that name and version; \
-                 the preparation installed from somewhere else: report it with the probe logs \
-                 under {}",
-                wheelhouse::DIR_NAME,
-                foreign.join(", "),
-                obs.log_dir
-            ),
-        )
+        foreign_check(obs, env_rel, &foreign)
     } else if requirements.is_empty() && installed.is_empty() {
         Check::pass(
             "installed",
@@ -568,6 +623,166 @@ fn wheel_mismatch_check(obs: &Observation, env: &EnvironmentObservation) -> Chec
     )
 }
 
+/// The wheelhouse files of one download, each with its size, digest and
+/// where it came from (downloaded with the published sha256, or built here
+/// from an allowed sdist).
+fn files_named(
+    files: &[&WheelhouseFile],
+    download: &crate::evidence::WheelhouseDownload,
+) -> Vec<String> {
+    files
+        .iter()
+        .map(|f| {
+            let from = match download.sources.iter().find(|s| s.file == f.name) {
+                Some(s) if s.provenance == crate::evidence::Provenance::BuiltFromSdist => {
+                    format!(
+                        "built here from the sdist {} (published sha256 {}; build log {}.stdout)",
+                        s.url,
+                        s.published_sha256,
+                        s.build_log.as_deref().unwrap_or("?")
+                    )
+                }
+                Some(s) => format!("downloaded from {}, the published sha256", s.url),
+                None => "no source recorded".into(),
+            };
+            format!("{} ({} bytes, sha256 {}, {from})", f.name, f.size, f.sha256)
+        })
+        .collect()
+}
+
+/// `wheelhouse` when the download failed: a requirement published only as
+/// an sdist the profile does not allow to build, or pip's own failure with
+/// its last lines (`shared`: the download's other candidates, as a clause).
+fn download_failed_check(
+    folder: &str,
+    requirements: &[String],
+    record: &WheelhouseRecord,
+    download: &crate::evidence::WheelhouseDownload,
+    evidence_dir: &Path,
+    shared: &str,
+) -> Check {
+    let log = evidence_dir.join(&download.log);
+    let failure = download
+        .failure
+        .clone()
+        .unwrap_or_else(|| crate::evidence::WheelhouseFailure {
+            status: "failed without a recorded reason".into(),
+            requirement: None,
+            pip_tail: String::new(),
+            sdists: Vec::new(),
+        });
+    if let (Some(r), false) = (&failure.requirement, failure.sdists.is_empty()) {
+        return Check::fail(
+            "wheelhouse",
+            Some(folder),
+            format!(
+                "expected every requirement of {folder} and everything it depends on to be published on {} as a \
+                 wheel, found `{r}` has none, only the sdist {}{shared}: building it would run its build code \
+                 here, so it is refused (nothing was built); publish a wheel, pick a version that has one, or, \
+                 to build it here (in the sandbox, recorded as built-from-sdist), list the project in the \
+                 profile: `[dependencies] allow_source_builds = [\"{}\"]`; full log: {}.stdout",
+                record.upstream_index,
+                failure.sdists.join(", "),
+                requirement_name(r),
+                evidence_dir.join(&download.log).display(),
+            ),
+        );
+    }
+    let which = match &failure.requirement {
+        Some(r) => format!("on `{r}`"),
+        None => "(pip names no single requirement)".into(),
+    };
+    let tail: String = failure
+        .pip_tail
+        .lines()
+        .map(|l| format!("\n  {l}"))
+        .collect();
+    Check::fail(
+        "wheelhouse",
+        Some(folder),
+        format!(
+            "expected `pip wheel` (the verified interpreter's pip) to download requirements {requirements:?} of \
+             {folder} and everything they depend on from {} into DIR/{}, found it failed ({}) {which}{shared}; \
+             pip's last lines:{tail}\nfull log: {}.stdout and {}.stderr; every later install (this gate's \
+             SDK preparation, the runtime in discovery-rpc) is offline and reads only the wheelhouse, so a \
+             requirement that cannot be downloaded here cannot be installed at all: check its name and version \
+             on the index (a private package must be published there), or remove it from requirements.txt",
+            record.upstream_index,
+            wheelhouse::DIR_NAME,
+            failure.status,
+            log.display(),
+            log.display()
+        ),
+    )
+}
+
+/// `wheelhouse` when downloaded files (`problems`) are neither what the
+/// index published nor wheels built here from an allowed sdist.
+fn unverified_check(
+    folder: &str,
+    requirements: &[String],
+    record: &WheelhouseRecord,
+    problems: &[String],
+) -> Check {
+    Check::fail(
+        "wheelhouse",
+        Some(folder),
+        format!(
+            "expected every file downloaded for {folder}'s requirements {requirements:?} to be the one the \
+             index {} published (re-hashed here), or a wheel built here from an sdist the profile allows, \
+             found: {}; do not trust DIR/{}: run again, and if it repeats, compare the files with the index",
+            record.upstream_index,
+            problems.join("; "),
+            wheelhouse::DIR_NAME,
+        ),
+    )
+}
+
+/// `, one download shared with [..]` naming the download's other
+/// candidates than `folder`, or empty when it is the candidate's own.
+fn shared_with(download: &crate::evidence::WheelhouseDownload, folder: &str) -> String {
+    let others: Vec<&String> = download
+        .candidates
+        .iter()
+        .filter(|c| *c != folder)
+        .collect();
+    if others.is_empty() {
+        String::new()
+    } else {
+        format!(", one download shared with {others:?}")
+    }
+}
+
+/// `wheelhouse` when the download succeeded and every file verified:
+/// each file named with its size, digest and source (`shared`: the
+/// download's other candidates, as a clause; `index`: the local index later
+/// installs read).
+fn downloaded_check(
+    folder: &str,
+    requirements: &[String],
+    record: &WheelhouseRecord,
+    download: &crate::evidence::WheelhouseDownload,
+    files: &[&WheelhouseFile],
+    shared: &str,
+    index: &str,
+) -> Check {
+    let listed = files_named(files, download);
+    Check::pass(
+        "wheelhouse",
+        Some(folder),
+        format!(
+            "requirements {requirements:?} resolved, with everything they depend on, to {} file(s) that \
+             pip downloaded once from {} into DIR/{} in {} ms{shared}, each verified against the index's \
+             published sha256 or built from an allowed sdist: {}; later installs read only {index}",
+            files.len(),
+            record.upstream_index,
+            wheelhouse::DIR_NAME,
+            download.duration_ms,
+            listed.join(", ")
+        ),
+    )
+}
+
 /// The `wheelhouse` check of one candidate whose SDK-kept requirements are
 /// `requirements`, from the wheelhouse as built (`record`, relative paths
 /// resolved against `evidence_dir`).
@@ -604,7 +819,6 @@ pub fn wheelhouse_check(
             ),
         );
     };
-    let log = evidence_dir.join(&download.log);
     let files: Vec<&WheelhouseFile> = record
         .files
         .iter()
@@ -617,123 +831,34 @@ pub fn wheelhouse_check(
         "log": download.log,
         "failure": download.failure,
     });
-    let others: Vec<&String> = download
-        .candidates
-        .iter()
-        .filter(|c| *c != folder)
-        .collect();
-    let shared = if others.is_empty() {
-        String::new()
-    } else {
-        format!(", one download shared with {others:?}")
-    };
+    let shared = shared_with(download, folder);
     let problems = if download.ok {
         wheelhouse::provenance::verify(&files, &download.sources, &record.allow_source_builds)
     } else {
         Vec::new()
     };
     if download.ok && !problems.is_empty() {
-        return Check::fail(
-            "wheelhouse",
-            Some(folder),
-            format!(
-                "expected every file downloaded for {folder}'s requirements {requirements:?} to be the one the \
-                 index {} published (re-hashed here), or a wheel built here from an sdist the profile allows, \
-                 found: {}; do not trust DIR/{}: run again, and if it repeats, compare the files with the index",
-                record.upstream_index,
-                problems.join("; "),
-                wheelhouse::DIR_NAME,
-            ),
-        )
-        .with_observed(observed);
+        return unverified_check(folder, requirements, record, &problems).with_observed(observed);
     }
     if download.ok {
-        let listed: Vec<String> = files
-            .iter()
-            .map(|f| {
-                let from = match download.sources.iter().find(|s| s.file == f.name) {
-                    Some(s) if s.provenance == crate::evidence::Provenance::BuiltFromSdist => {
-                        format!(
-                        "built here from the sdist {} (published sha256 {}; build log {}.stdout)",
-                        s.url,
-                        s.published_sha256,
-                        s.build_log.as_deref().unwrap_or("?")
-                    )
-                    }
-                    Some(s) => format!("downloaded from {}, the published sha256", s.url),
-                    None => "no source recorded".into(),
-                };
-                format!("{} ({} bytes, sha256 {}, {from})", f.name, f.size, f.sha256)
-            })
-            .collect();
-        return Check::pass(
-            "wheelhouse",
-            Some(folder),
-            format!(
-                "requirements {requirements:?} resolved, with everything they depend on, to {} file(s) that \
-                 pip downloaded once from {} into DIR/{} in {} ms{shared}, each verified against the index's \
-                 published sha256 or built from an allowed sdist: {}; later installs read only {index}",
-                files.len(),
-                record.upstream_index,
-                wheelhouse::DIR_NAME,
-                download.duration_ms,
-                listed.join(", ")
-            ),
+        return downloaded_check(
+            folder,
+            requirements,
+            record,
+            download,
+            &files,
+            &shared,
+            &index,
         )
         .with_observed(observed);
     }
-    let failure = download
-        .failure
-        .clone()
-        .unwrap_or_else(|| crate::evidence::WheelhouseFailure {
-            status: "failed without a recorded reason".into(),
-            requirement: None,
-            pip_tail: String::new(),
-            sdists: Vec::new(),
-        });
-    if let (Some(r), false) = (&failure.requirement, failure.sdists.is_empty()) {
-        return Check::fail(
-            "wheelhouse",
-            Some(folder),
-            format!(
-                "expected every requirement of {folder} and everything it depends on to be published on {} as a \
-                 wheel, found `{r}` has none, only the sdist {}{shared}: building it would run its build code \
-                 here, so it is refused (nothing was built); publish a wheel, pick a version that has one, or, \
-                 to build it here (in the sandbox, recorded as built-from-sdist), list the project in the \
-                 profile: `[dependencies] allow_source_builds = [\"{}\"]`; full log: {}.stdout",
-                record.upstream_index,
-                failure.sdists.join(", "),
-                requirement_name(r),
-                evidence_dir.join(&download.log).display(),
-            ),
-        )
-        .with_observed(observed);
-    }
-    let which = match &failure.requirement {
-        Some(r) => format!("on `{r}`"),
-        None => "(pip names no single requirement)".into(),
-    };
-    let tail: String = failure
-        .pip_tail
-        .lines()
-        .map(|l| format!("\n  {l}"))
-        .collect();
-    Check::fail(
-        "wheelhouse",
-        Some(folder),
-        format!(
-            "expected `pip wheel` (the verified interpreter's pip) to download requirements {requirements:?} of \
-             {folder} and everything they depend on from {} into DIR/{}, found it failed ({}) {which}{shared}; \
-             pip's last lines:{tail}\nfull log: {}.stdout and {}.stderr; every later install (this gate's \
-             SDK preparation, the runtime in discovery-rpc) is offline and reads only the wheelhouse, so a \
-             requirement that cannot be downloaded here cannot be installed at all: check its name and version \
-             on the index (a private package must be published there), or remove it from requirements.txt",
-            record.upstream_index,
-            wheelhouse::DIR_NAME,
-            failure.status,
-            log.display(),
-            log.display()
-        ),
+    download_failed_check(
+        folder,
+        requirements,
+        record,
+        download,
+        evidence_dir,
+        &shared,
     )
     .with_observed(observed)
 }

@@ -155,6 +155,67 @@ pub(crate) struct Observation {
     pub files: Vec<HistoricalObservation>,
 }
 
+/// `listed-archives`: the release directory holds every archive the
+/// profile lists (a warning naming those not supplied; a failure when it
+/// holds none of them).
+fn listed_archives_check(obs: &Observation, profile: &[HistoricalArchive]) -> Check {
+    let observations = &obs.files;
+    let supplied: Vec<&str> = observations
+        .iter()
+        .filter(|o| o.listed.is_some())
+        .map(|o| o.file.sha256.as_str())
+        .collect();
+    let missing: Vec<&HistoricalArchive> = profile
+        .iter()
+        .filter(|a| !supplied.contains(&a.sha256.as_str()))
+        .collect();
+    if supplied.is_empty() {
+        let seen: Vec<&ReleaseFile> = observations.iter().map(|o| &o.file).collect();
+        Check::fail(
+            "listed-archives",
+            None,
+            format!(
+                "expected the release directory to hold at least one archive the profile lists ({}), \
+                 found none of them (files seen: {}); supply the exact historical archives, or leave \
+                 --release-dir out (the gate is then skipped)",
+                profile
+                    .iter()
+                    .map(|a| format!("{} sha256 {}", a.name, a.sha256))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                listed(&observations.iter().map(|o| o.file.name.clone()).collect::<Vec<_>>())
+            ),
+        )
+        .with_observed(json!({ "release_dir": obs.release_dir, "files": seen, "supplied": [] }))
+    } else if !missing.is_empty() {
+        Check::warn(
+            "listed-archives",
+            None,
+            format!(
+                "not supplied, so their admission is not established: {}",
+                missing
+                    .iter()
+                    .map(|a| format!("{} (sha256 {})", a.name, a.sha256))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        )
+        .with_observed(json!({
+            "not_supplied": missing.iter().map(|a| json!({"name": a.name, "sha256": a.sha256})).collect::<Vec<_>>()
+        }))
+    } else {
+        Check::pass(
+            "listed-archives",
+            None,
+            format!(
+                "every archive the profile lists ({}) was supplied",
+                profile.len()
+            ),
+        )
+        .with_observed(json!({ "release_dir": obs.release_dir, "supplied": supplied }))
+    }
+}
+
 /// Decides the gate's checks from the observation and the profile's list.
 /// Pure.
 pub(crate) fn decide(obs: &Observation, profile: &[HistoricalArchive]) -> Vec<Check> {
@@ -195,64 +256,7 @@ pub(crate) fn decide(obs: &Observation, profile: &[HistoricalArchive]) -> Vec<Ch
         checks.push(refused_check(o, entry));
         checks.push(comparison_check(o, entry));
     }
-    let supplied: Vec<&str> = observations
-        .iter()
-        .filter(|o| o.listed.is_some())
-        .map(|o| o.file.sha256.as_str())
-        .collect();
-    let missing: Vec<&HistoricalArchive> = profile
-        .iter()
-        .filter(|a| !supplied.contains(&a.sha256.as_str()))
-        .collect();
-    if supplied.is_empty() {
-        let seen: Vec<&ReleaseFile> = observations.iter().map(|o| &o.file).collect();
-        checks.push(Check::fail(
-            "listed-archives",
-            None,
-            format!(
-                "expected the release directory to hold at least one archive the profile lists ({}), \
-                 found none of them (files seen: {}); supply the exact historical archives, or leave \
-                 --release-dir out (the gate is then skipped)",
-                profile
-                    .iter()
-                    .map(|a| format!("{} sha256 {}", a.name, a.sha256))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                listed(&observations.iter().map(|o| o.file.name.clone()).collect::<Vec<_>>())
-            ),
-        )
-        .with_observed(json!({ "release_dir": obs.release_dir, "files": seen, "supplied": [] })));
-    } else if !missing.is_empty() {
-        checks.push(
-            Check::warn(
-                "listed-archives",
-                None,
-                format!(
-                    "not supplied, so their admission is not established: {}",
-                    missing
-                        .iter()
-                        .map(|a| format!("{} (sha256 {})", a.name, a.sha256))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
-            )
-            .with_observed(json!({
-                "not_supplied": missing.iter().map(|a| json!({"name": a.name, "sha256": a.sha256})).collect::<Vec<_>>()
-            })),
-        );
-    } else {
-        checks.push(
-            Check::pass(
-                "listed-archives",
-                None,
-                format!(
-                    "every archive the profile lists ({}) was supplied",
-                    profile.len()
-                ),
-            )
-            .with_observed(json!({ "release_dir": obs.release_dir, "supplied": supplied })),
-        );
-    }
+    checks.push(listed_archives_check(obs, profile));
     checks
 }
 

@@ -197,6 +197,33 @@ pub(crate) fn decide(obs: &Observation) -> Vec<Check> {
     checks
 }
 
+/// The check of the canonical copy itself (in the owner candidate): a
+/// regular file in the staged commit.
+fn canonical_check(f: &SharedFile, copy: &CandidateCopy) -> Check {
+    let (file, folder, rel) = (
+        f.file.as_str(),
+        Some(copy.folder.as_str()),
+        copy.path.as_str(),
+    );
+    match &f.canonical {
+        CopyState::File { sha256, size } => Check::pass(
+            file,
+            folder,
+            format!("{rel} is the canonical copy (sha256 {sha256})"),
+        )
+        .with_observed(json!({"path": rel, "sha256": sha256, "size": size, "canonical": true})),
+        CopyState::Unavailable { why } => Check::fail(
+            file,
+            folder,
+            format!(
+                "the canonical copy {rel} {why} in the staged commit; expected a regular file: \
+                 commit it, or fix shared.owner/shared.files in the profile"
+            ),
+        )
+        .with_observed(json!({"path": rel, "canonical": true, "state": f.canonical})),
+    }
+}
+
 fn copy_check(f: &SharedFile, copy: &CandidateCopy) -> Check {
     let (file, folder, rel, owner_rel) = (
         f.file.as_str(),
@@ -216,23 +243,7 @@ fn copy_check(f: &SharedFile, copy: &CandidateCopy) -> Check {
         .with_observed(json!({ "file": file, "safe": false }));
     }
     if copy.owner {
-        return match &f.canonical {
-            CopyState::File { sha256, size } => Check::pass(
-                file,
-                folder,
-                format!("{rel} is the canonical copy (sha256 {sha256})"),
-            )
-            .with_observed(json!({"path": rel, "sha256": sha256, "size": size, "canonical": true})),
-            CopyState::Unavailable { why } => Check::fail(
-                file,
-                folder,
-                format!(
-                    "the canonical copy {rel} {why} in the staged commit; expected a regular file: \
-                     commit it, or fix shared.owner/shared.files in the profile"
-                ),
-            )
-            .with_observed(json!({"path": rel, "canonical": true, "state": f.canonical})),
-        };
+        return canonical_check(f, copy);
     }
     match (&f.canonical, &copy.state) {
         (_, CopyState::Unavailable { why }) => Check::fail(

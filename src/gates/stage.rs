@@ -518,32 +518,11 @@ fn blob_check(blobs: &Blobs, commit: &str, attributes_failed: bool) -> Check {
     .with_observed(observed)
 }
 
-fn candidate_checks(c: &CandidateStage, commit: &str, checks: &mut Vec<Check>) {
+/// `no-export-ignore`: no committed file of the candidate carries the
+/// export-ignore attribute, which `git archive` leaves out.
+fn export_ignore_check(c: &CandidateStage) -> Check {
     let folder = Some(c.folder.as_str());
-    if let Presence::Absent { found } = &c.presence {
-        checks.push(
-            Check::fail(
-                "candidate-present",
-                folder,
-                format!(
-                    "{}: expected a candidate folder in commit {commit}, found {found}; \
-                     commit it or fix the profile's candidate path",
-                    c.path
-                ),
-            )
-            .with_observed(json!({ "path": c.path, "found": found })),
-        );
-        return;
-    }
-    checks.push(
-        Check::pass(
-            "candidate-present",
-            folder,
-            format!("{} is in the commit", c.path),
-        )
-        .with_observed(json!({ "path": c.path, "found": "a folder" })),
-    );
-    checks.push(if c.export_ignored.is_empty() {
+    if c.export_ignored.is_empty() {
         Check::pass(
             "no-export-ignore",
             folder,
@@ -565,17 +544,31 @@ fn candidate_checks(c: &CandidateStage, commit: &str, checks: &mut Vec<Check>) {
             ),
         )
         .with_observed(json!({ "export_ignore": c.export_ignored }))
-    });
+    }
+}
+
+/// `no-symlinks`: no symlink inside the candidate (the official build
+/// packs a link's target).
+fn symlinks_check(c: &CandidateStage) -> Check {
+    let folder = Some(c.folder.as_str());
     let links = json!(c
         .symlinks
         .iter()
         .map(|(p, t)| json!({"path": p, "target": t}))
         .collect::<Vec<_>>());
-    checks.push(if c.symlinks.is_empty() {
-        Check::pass("no-symlinks", folder, format!("no symlink inside {}", c.path))
-            .with_observed(json!({ "symlinks": links }))
+    if c.symlinks.is_empty() {
+        Check::pass(
+            "no-symlinks",
+            folder,
+            format!("no symlink inside {}", c.path),
+        )
+        .with_observed(json!({ "symlinks": links }))
     } else {
-        let listed: Vec<String> = c.symlinks.iter().map(|(p, t)| format!("{p} -> {t}")).collect();
+        let listed: Vec<String> = c
+            .symlinks
+            .iter()
+            .map(|(p, t)| format!("{p} -> {t}"))
+            .collect();
         Check::fail(
             "no-symlinks",
             folder,
@@ -588,13 +581,19 @@ fn candidate_checks(c: &CandidateStage, commit: &str, checks: &mut Vec<Check>) {
             ),
         )
         .with_observed(links)
-    });
+    }
+}
+
+/// `no-lfs-pointers`: no file inside the candidate is a Git LFS pointer
+/// instead of its content.
+fn lfs_pointers_check(c: &CandidateStage) -> Check {
+    let folder = Some(c.folder.as_str());
     let pointers = json!(c
         .lfs_pointers
         .iter()
         .map(|(p, size)| json!({"path": p, "size": size}))
         .collect::<Vec<_>>());
-    checks.push(if c.lfs_pointers.is_empty() {
+    if c.lfs_pointers.is_empty() {
         Check::pass(
             "no-lfs-pointers",
             folder,
@@ -622,7 +621,37 @@ fn candidate_checks(c: &CandidateStage, commit: &str, checks: &mut Vec<Check>) {
             ),
         )
         .with_observed(pointers)
-    });
+    }
+}
+
+fn candidate_checks(c: &CandidateStage, commit: &str, checks: &mut Vec<Check>) {
+    let folder = Some(c.folder.as_str());
+    if let Presence::Absent { found } = &c.presence {
+        checks.push(
+            Check::fail(
+                "candidate-present",
+                folder,
+                format!(
+                    "{}: expected a candidate folder in commit {commit}, found {found}; \
+                     commit it or fix the profile's candidate path",
+                    c.path
+                ),
+            )
+            .with_observed(json!({ "path": c.path, "found": found })),
+        );
+        return;
+    }
+    checks.push(
+        Check::pass(
+            "candidate-present",
+            folder,
+            format!("{} is in the commit", c.path),
+        )
+        .with_observed(json!({ "path": c.path, "found": "a folder" })),
+    );
+    checks.push(export_ignore_check(c));
+    checks.push(symlinks_check(c));
+    checks.push(lfs_pointers_check(c));
 }
 
 /// At most this many paths are named in a check's detail; the observed

@@ -162,30 +162,11 @@ impl super::Gate for Suites {
             .map(|c| c.folder().to_string())
             .filter(|f| !ctx.selected.iter().any(|s| s.folder() == f))
             .collect();
-        let mut checks = Vec::new();
-        let mut record = None;
-        let mut touched: Option<Vec<String>> = None;
-        match &opts {
-            _ if ctx.group_run => {}
-            None => checks.push(no_suites_check()),
-            Some(_) if !left_out.is_empty() => checks.push(repository_runs_left_out(&left_out)),
-            Some(opts) => {
-                let obs = observe::observe(ctx, opts, &staged)?;
-                touched = extraction_read(&obs);
-                let mut decided = decide(&obs, opts);
-                super::sdk_mismatch::annotate(
-                    &mut decided,
-                    &output_text(&obs.runs),
-                    ctx.profile.profile.sdk.version(),
-                    None,
-                );
-                checks.extend(decided);
-                record = Some(record_of(&obs, opts));
-                if let Some(check) = other_groups_check(&ctx.profile.profile) {
-                    checks.push(check);
-                }
-            }
-        }
+        let RepositoryRuns {
+            mut checks,
+            mut record,
+            touched,
+        } = repository_runs(ctx, opts.as_ref(), &staged, &left_out)?;
         // Each candidate's own tests, one candidate after the other (after
         // the repository-level runs, which keep their place and names).
         let mut own = candidates::observe(ctx, opts.as_ref(), &staged)?;
@@ -206,25 +187,90 @@ impl super::Gate for Suites {
             );
             checks.extend(decided);
         }
-        let own_runs: Vec<SuiteRun> = own
-            .iter()
-            .flat_map(|c| c.runs.iter().map(suite_run))
-            .collect();
-        if !own_runs.is_empty() {
-            let record = record.get_or_insert_with(|| empty_record(opts.as_ref()));
-            if record.pytest_version.is_none() {
-                record.pytest_version = own
-                    .iter()
-                    .flat_map(|c| &c.runs)
-                    .find_map(|r| collection(r).map(|c| c.pytest_version.clone()));
-            }
-            record.runs.extend(own_runs);
-        }
+        add_own_runs(&mut record, &own, opts.as_ref());
         if let Some(record) = record {
             out.set(move |ctx| ctx.suites = Some(record));
         }
         Ok(checks)
     }
+}
+
+/// What the repository-level runs decided.
+struct RepositoryRuns {
+    /// Their checks.
+    checks: Vec<Check>,
+    /// The suites record they start.
+    record: Option<SuitesRecord>,
+    /// The candidate folders the extraction's tests read (`None`: unknown
+    /// or not run).
+    touched: Option<Vec<String>>,
+}
+
+/// The repository-level runs, and what they decide: their checks, the
+/// record they start, and the candidate folders the extraction's tests
+/// read (`None` when unknown or not run). A non-default group's run has
+/// none; a run with candidates left out by earlier gates has one check
+/// saying so.
+fn repository_runs(
+    ctx: &RunContext,
+    opts: Option<&SuitesOptions>,
+    staged: &std::path::Path,
+    left_out: &[String],
+) -> Result<RepositoryRuns, String> {
+    let mut checks = Vec::new();
+    let mut record = None;
+    let mut touched: Option<Vec<String>> = None;
+    match opts {
+        _ if ctx.group_run => {}
+        None => checks.push(no_suites_check()),
+        Some(_) if !left_out.is_empty() => checks.push(repository_runs_left_out(left_out)),
+        Some(opts) => {
+            let obs = observe::observe(ctx, opts, staged)?;
+            touched = extraction_read(&obs);
+            let mut decided = decide(&obs, opts);
+            super::sdk_mismatch::annotate(
+                &mut decided,
+                &output_text(&obs.runs),
+                ctx.profile.profile.sdk.version(),
+                None,
+            );
+            checks.extend(decided);
+            record = Some(record_of(&obs, opts));
+            if let Some(check) = other_groups_check(&ctx.profile.profile) {
+                checks.push(check);
+            }
+        }
+    }
+    Ok(RepositoryRuns {
+        checks,
+        record,
+        touched,
+    })
+}
+
+/// Adds the candidates' own runs to the record (starting one when the
+/// repository-level runs did not), and the pytest version from their
+/// collections when the record has none yet.
+fn add_own_runs(
+    record: &mut Option<SuitesRecord>,
+    own: &[candidates::CandidateObservation],
+    opts: Option<&SuitesOptions>,
+) {
+    let own_runs: Vec<SuiteRun> = own
+        .iter()
+        .flat_map(|c| c.runs.iter().map(suite_run))
+        .collect();
+    if own_runs.is_empty() {
+        return;
+    }
+    let record = record.get_or_insert_with(|| empty_record(opts));
+    if record.pytest_version.is_none() {
+        record.pytest_version = own
+            .iter()
+            .flat_map(|c| &c.runs)
+            .find_map(|r| collection(r).map(|c| c.pytest_version.clone()));
+    }
+    record.runs.extend(own_runs);
 }
 
 /// What `runs` printed that may name an SDK mismatch: each collection's
@@ -691,13 +737,64 @@ fn only_strict_xpasses(r: &RunObservation) -> bool {
 fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
     let name = r.name.as_str();
     let root = run_root(r);
-    let collected_name = format!("{name}/collected");
-    let under = |check: Check| match (&root, check.result) {
-        (Some(root), crate::evidence::CheckResult::Fail) if *root != check.name => {
+    let under = |check: Check| under_root(root.as_deref(), check);
+    let mut checks = setup_checks(r, opts, root.as_deref());
+    let counts = count(r.report.as_deref().unwrap_or_default());
+    let assessment = reruns::assess(r, &r.reruns);
+    checks.push(under(outcomes_check(r, &counts)));
+    if let Some(a) = &assessment {
+        let check = reruns_check(r, a);
+        checks.push(if a.unsound.is_none() {
+            under(check)
+        } else {
+            check
+        });
+    }
+    checks.extend(collection_findings(r, opts, root.as_deref()));
+    if let PytestObs::Ran {
+        stragglers_killed: true,
+        log,
+        ..
+    } = &r.pytest
+    {
+        checks.push(stragglers_check(name, log));
+    }
+    if let Ok(cases) = &r.report {
+        // A flaky test counts with the outcome it ended with.
+        let cases = reruns::final_cases(cases, assessment.as_ref());
+        checks.push(under(passing_check(name, &cases, &count(&cases))));
+    }
+    let xfails = collection(r).map(xfail_map).unwrap_or_default();
+    let strict = strict_xfail_check(name, r.report.as_deref().ok(), &counts, &xfails);
+    // A strict XPASS is a finding of its own; an unread report is not.
+    checks.push(if r.report.is_err() {
+        under(strict)
+    } else {
+        strict
+    });
+    if counts.xpassed > 0 {
+        checks.push(xpassed_check(r));
+    }
+    checks
+}
+
+/// `check` as the run's root failure's consequence when it fails and is
+/// not that root itself (`root`: the run's first failing check, if any).
+fn under_root(root: Option<&str>, check: Check) -> Check {
+    match (root, check.result) {
+        (Some(root), crate::evidence::CheckResult::Fail) if root != check.name => {
             check.consequence_of(root)
         }
         _ => check,
-    };
+    }
+}
+
+/// The checks of how a run was set up and collected: its sandbox, what it
+/// left running, its collection and, when the profile names historical
+/// tests, whether they ran.
+fn setup_checks(r: &RunObservation, opts: &SuitesOptions, root: Option<&str>) -> Vec<Check> {
+    let name = r.name.as_str();
+    let collected_name = format!("{name}/collected");
     let mut checks = vec![
         crate::isolation::sandbox::check(
             &format!("{name}/sandbox"),
@@ -728,110 +825,86 @@ fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
         );
         // Observed neither way: a consequence of the collection's failure.
         checks.push(if collection(r).is_none() && r.report.is_err() {
-            c.consequence_of(root.as_deref().unwrap_or(&collected_name))
+            c.consequence_of(root.unwrap_or(&collected_name))
         } else {
             c
         });
     }
-    let counts = count(r.report.as_deref().unwrap_or_default());
-    let assessment = reruns::assess(r, &r.reruns);
-    checks.push(under(outcomes_check(r, &counts)));
-    if let Some(a) = &assessment {
-        let check = reruns_check(r, a);
-        checks.push(if a.unsound.is_none() {
+    checks
+}
+
+/// The findings read from a run's collection record: rewritten outcomes,
+/// deselections, uncollected files and patches. Each is a finding of its
+/// own only when the collection was recorded.
+fn collection_findings(r: &RunObservation, opts: &SuitesOptions, root: Option<&str>) -> Vec<Check> {
+    let name = r.name.as_str();
+    let under = |check: Check| under_root(root, check);
+    let unless_collected = |check: Check| {
+        if collection(r).is_none() {
             under(check)
         } else {
             check
-        });
-    }
+        }
+    };
     // A rewrite or a deselection is a finding of its own; a record or report
     // not read, or a session that did not end, is not.
     let observed = rewrites::observed_outcomes_check(name, collection(r), r.report.as_deref().ok());
-    checks.push(
-        if collection(r).is_none() || r.report.is_err() || session_unfinished(r) {
-            under(observed)
-        } else {
-            observed
-        },
-    );
+    let observed = if collection(r).is_none() || r.report.is_err() || session_unfinished(r) {
+        under(observed)
+    } else {
+        observed
+    };
     let deselected = deselection::deselected_check(
         name,
         collection(r),
         &opts.deselected,
         opts.config.as_deref(),
     );
-    checks.push(if collection(r).is_none() {
-        under(deselected)
-    } else {
-        deselected
-    });
     let uncollected = uncollected::uncollected_check(name, collection(r), &opts.deselected);
-    checks.push(if collection(r).is_none() {
-        under(uncollected)
-    } else {
-        uncollected
-    });
     let patches = patches::patches_check(name, collection(r));
-    checks.push(if collection(r).is_none() {
-        under(patches)
-    } else {
-        patches
-    });
-    if let PytestObs::Ran {
-        stragglers_killed: true,
-        log,
-        ..
-    } = &r.pytest
-    {
-        checks.push(
-            Check::warn(
-                &format!("{name}/stragglers"),
-                None,
-                format!(
-                    "the pytest run left processes behind after it exited; they were stopped (TERM, then KILL): \
-                     make the suites wait for their children (see {log})"
-                ),
-            )
-            .with_observed(json!({ "stragglers_killed": true, "log": log })),
-        );
-    }
-    if let Ok(cases) = &r.report {
-        // A flaky test counts with the outcome it ended with.
-        let cases = reruns::final_cases(cases, assessment.as_ref());
-        checks.push(under(passing_check(name, &cases, &count(&cases))));
-    }
-    let xfails = collection(r).map(xfail_map).unwrap_or_default();
-    let strict = strict_xfail_check(name, r.report.as_deref().ok(), &counts, &xfails);
-    // A strict XPASS is a finding of its own; an unread report is not.
-    checks.push(if r.report.is_err() {
-        under(strict)
-    } else {
-        strict
-    });
-    if counts.xpassed > 0 {
-        let ids: Vec<String> = r
-            .report
-            .as_deref()
-            .unwrap_or_default()
-            .iter()
-            .filter(|t| t.outcome == SuiteOutcome::Xpassed)
-            .map(test_id)
-            .collect();
-        checks.push(
-            Check::warn(
-                &format!("{name}/xpassed"),
-                None,
-                format!(
-                    "{} non-strict xfail test(s) passed (XPASS): {}; they are not counted as passes: mark them \
-                     strict or remove the xfail once the limitation is gone",
-                    ids.len(),
-                    ids.join(", ")
-                ),
-            )
-            .with_observed(json!({ "xpassed": ids })),
-        );
-    }
-    checks
+    vec![
+        observed,
+        unless_collected(deselected),
+        unless_collected(uncollected),
+        unless_collected(patches),
+    ]
+}
+
+/// `<run>/stragglers`: the run left processes behind that were stopped.
+fn stragglers_check(name: &str, log: &str) -> Check {
+    Check::warn(
+        &format!("{name}/stragglers"),
+        None,
+        format!(
+            "the pytest run left processes behind after it exited; they were stopped (TERM, then KILL): \
+             make the suites wait for their children (see {log})"
+        ),
+    )
+    .with_observed(json!({ "stragglers_killed": true, "log": log }))
+}
+
+/// `<run>/xpassed`: non-strict xfail tests that passed, named.
+fn xpassed_check(r: &RunObservation) -> Check {
+    let name = r.name.as_str();
+    let ids: Vec<String> = r
+        .report
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .filter(|t| t.outcome == SuiteOutcome::Xpassed)
+        .map(test_id)
+        .collect();
+    Check::warn(
+        &format!("{name}/xpassed"),
+        None,
+        format!(
+            "{} non-strict xfail test(s) passed (XPASS): {}; they are not counted as passes: mark them \
+             strict or remove the xfail once the limitation is gone",
+            ids.len(),
+            ids.join(", ")
+        ),
+    )
+    .with_observed(json!({ "xpassed": ids }))
 }
 
 /// `<run>/collected`: pytest collected at least one item and no collector
@@ -841,45 +914,12 @@ fn run_checks(r: &RunObservation, opts: &SuitesOptions) -> Vec<Check> {
 /// conftest or plugin called, nothing collected, a usage or internal error.
 fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
     let name = format!("{}/collected", r.name);
-    let process = &r.collection.process;
     let c = match &r.collection.answer {
         CollectAnswer::Collected(c) => c,
         CollectAnswer::PytestMissing { error } => {
-            return Check::fail(
-                &name,
-                None,
-                format!(
-                    "the interpreter {} cannot import pytest ({error}), so the suites {paths:?} could not be \
-                     collected or run; expected pytest importable by the interpreter that has the pinned SDK: \
-                     install pytest and pytest-asyncio into it (`{} -m pip install pytest pytest-asyncio`), or \
-                     pass --python with the interpreter `cargo xtask sdk` prints, which has both",
-                    r.python, r.python
-                ),
-            )
-            .with_observed(json!({ "pytest_importable": false, "error": error, "python": r.python }));
+            return pytest_missing_check(&name, r, paths, error)
         }
-        CollectAnswer::NoReport { error } => {
-            let observed = json!({ "process": process, "error": error });
-            let detail = if process.timed_out {
-                format!(
-                    "collecting the suites {paths:?} did not finish within {} s and was stopped; expected \
-                     the collection to finish: fix what hangs while the suites are imported (a module-level \
-                     call, a conftest hook) or raise [suites] timeout_secs; see {}",
-                    r.timeout_secs, process.log
-                )
-            } else {
-                format!(
-                    "the pytest run {} without recording what pytest collected from {paths:?} ({error}); \
-                     output tail: {}; pytest itself was importable (the run records it when it is not), so the \
-                     interpreter is not the cause: something the suites run while they are collected (a conftest \
-                     or test module ending the process, a crashing extension, a test overwriting the record) \
-                     ended the run before its collection was recorded or garbled the record: fix that code; \
-                     see {}",
-                    process.status, process.tail, process.log
-                )
-            };
-            return Check::fail(&name, None, detail).with_observed(observed);
-        }
+        CollectAnswer::NoReport { error } => return no_report_check(&name, r, paths, error),
     };
     let observed = json!({
         "exit_code": c.exit_code,
@@ -887,6 +927,74 @@ fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
         "errors": c.errors.iter().map(|e| &e.nodeid).collect::<Vec<_>>(),
         "pytest_version": c.pytest_version,
     });
+    if let Some(detail) = collection_problem(c, &r.collection.process, paths) {
+        return Check::fail(&name, None, detail).with_observed(observed);
+    }
+    Check::pass(
+        &name,
+        None,
+        format!(
+            "pytest collected {} test(s) from {}",
+            c.items.len(),
+            paths.join(", ")
+        ),
+    )
+    .with_observed(observed)
+}
+
+/// `<run>/collected` when the interpreter cannot import pytest: the only
+/// cause whose advice is about `--python`.
+fn pytest_missing_check(name: &str, r: &RunObservation, paths: &[String], error: &str) -> Check {
+    Check::fail(
+        name,
+        None,
+        format!(
+            "the interpreter {} cannot import pytest ({error}), so the suites {paths:?} could not be \
+             collected or run; expected pytest importable by the interpreter that has the pinned SDK: \
+             install pytest and pytest-asyncio into it (`{} -m pip install pytest pytest-asyncio`), or \
+             pass --python with the interpreter `cargo xtask sdk` prints, which has both",
+            r.python, r.python
+        ),
+    )
+    .with_observed(json!({ "pytest_importable": false, "error": error, "python": r.python }))
+}
+
+/// `<run>/collected` when the run recorded no collection: stopped at its
+/// time limit, or ended (or garbled its record) before pytest finished
+/// collecting.
+fn no_report_check(name: &str, r: &RunObservation, paths: &[String], error: &str) -> Check {
+    let process = &r.collection.process;
+    let observed = json!({ "process": process, "error": error });
+    let detail = if process.timed_out {
+        format!(
+            "collecting the suites {paths:?} did not finish within {} s and was stopped; expected \
+             the collection to finish: fix what hangs while the suites are imported (a module-level \
+             call, a conftest hook) or raise [suites] timeout_secs; see {}",
+            r.timeout_secs, process.log
+        )
+    } else {
+        format!(
+            "the pytest run {} without recording what pytest collected from {paths:?} ({error}); \
+             output tail: {}; pytest itself was importable (the run records it when it is not), so the \
+             interpreter is not the cause: something the suites run while they are collected (a conftest \
+             or test module ending the process, a crashing extension, a test overwriting the record) \
+             ended the run before its collection was recorded or garbled the record: fix that code; \
+             see {}",
+            process.status, process.tail, process.log
+        )
+    };
+    Check::fail(name, None, detail).with_observed(observed)
+}
+
+/// What is wrong with a recorded collection, as `<run>/collected`'s
+/// failing detail: collection errors, an exit a conftest or plugin called,
+/// `--collect-only`, a usage or internal error, nothing collected, another
+/// exit status; `None` when pytest collected tests cleanly.
+fn collection_problem(
+    c: &Collection,
+    process: &record::ProcessRun,
+    paths: &[String],
+) -> Option<String> {
     let detail = if let Some(first) = c.errors.first() {
         format!(
             "pytest could not collect {} of the suites (exit status {}): {} failed with: {}; expected every \
@@ -957,18 +1065,9 @@ fn collected_check(r: &RunObservation, paths: &[String]) -> Check {
             process.log
         )
     } else {
-        return Check::pass(
-            &name,
-            None,
-            format!(
-                "pytest collected {} test(s) from {}",
-                c.items.len(),
-                paths.join(", ")
-            ),
-        )
-        .with_observed(observed);
+        return None;
     };
-    Check::fail(&name, None, detail).with_observed(observed)
+    Some(detail)
 }
 
 /// `<run>/outcomes`: pytest exited 0 with no failure, error or strict XPASS.
@@ -1023,20 +1122,7 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
         }
     };
     if session_unfinished(r) {
-        return Check::fail(
-            &name,
-            None,
-            format!(
-                "pytest's session did not end as pytest ends it: the run's process ended ({status}) after the \
-                 collection of {} item(s) was recorded but before pytest returned, so its status and report \
-                 ({} testcase(s)) are not pytest's verdict on the suites; something the suites run ended the \
-                 process (a test or a conftest hook calling os._exit, a crashing extension): expected pytest to \
-                 end its own session: fix that code (see {log})",
-                collection(r).map_or(0, |c| c.items.len()),
-                parsed.len()
-            ),
-        )
-        .with_observed(observed);
+        return unfinished_check(r, &name, &ran, parsed.len(), observed);
     }
     if let Some(failed) = failures_check(r, counts, &name, &ran, parsed, &observed) {
         return failed;
@@ -1051,6 +1137,33 @@ fn outcomes_check(r: &RunObservation, counts: &SuiteCounts) -> Check {
             "pytest exit status 0: {} test(s): {} passed, {} xfailed (expected failures, not passes), {} skipped, \
              {} xpassed (non-strict)",
             counts.tests, counts.passed, counts.xfailed, counts.skipped, counts.xpassed
+        ),
+    )
+    .with_observed(observed)
+}
+
+/// `<run>/outcomes` when pytest's session did not end as pytest ends it:
+/// the process ended after the collection was recorded but before pytest
+/// returned (`cases`: the testcases its report holds).
+fn unfinished_check(
+    r: &RunObservation,
+    name: &str,
+    ran: &RanAs,
+    cases: usize,
+    observed: serde_json::Value,
+) -> Check {
+    let RanAs { status, log, .. } = ran;
+    Check::fail(
+        name,
+        None,
+        format!(
+            "pytest's session did not end as pytest ends it: the run's process ended ({status}) after the \
+             collection of {} item(s) was recorded but before pytest returned, so its status and report \
+             ({} testcase(s)) are not pytest's verdict on the suites; something the suites run ended the \
+             process (a test or a conftest hook calling os._exit, a crashing extension): expected pytest to \
+             end its own session: fix that code (see {log})",
+            collection(r).map_or(0, |c| c.items.len()),
+            cases
         ),
     )
     .with_observed(observed)
@@ -1119,20 +1232,10 @@ fn stopped_check(
     None
 }
 
-/// `<run>/outcomes` over the report's testcases: a pass when every failure
-/// passed in a sound rerun, a failure when no test ran or one failed;
-/// `None` when none failed.
-fn failures_check(
-    r: &RunObservation,
-    counts: &SuiteCounts,
-    name: &str,
-    ran: &RanAs<'_>,
-    parsed: &[SuiteTestCase],
-    observed: &serde_json::Value,
-) -> Option<Check> {
-    let (exit_code, status, log) = (ran.exit_code, ran.status, ran.log);
-    let junit_rel = &r.junit_rel;
-    let bad: Vec<String> = bad_cases(parsed)
+/// The first 10 failing, erroring or strictly passing testcases, each as
+/// `<id> (<outcome>: <first 200 characters of its message>)`.
+fn bad_named(parsed: &[SuiteTestCase]) -> Vec<String> {
+    bad_cases(parsed)
         .iter()
         .take(10)
         .map(|t| {
@@ -1148,7 +1251,23 @@ fn failures_check(
                     .collect::<String>()
             )
         })
-        .collect();
+        .collect()
+}
+
+/// `<run>/outcomes` over the report's testcases: a pass when every failure
+/// passed in a sound rerun, a failure when no test ran or one failed;
+/// `None` when none failed.
+fn failures_check(
+    r: &RunObservation,
+    counts: &SuiteCounts,
+    name: &str,
+    ran: &RanAs<'_>,
+    parsed: &[SuiteTestCase],
+    observed: &serde_json::Value,
+) -> Option<Check> {
+    let (exit_code, status, log) = (ran.exit_code, ran.status, ran.log);
+    let junit_rel = &r.junit_rel;
+    let bad = bad_named(parsed);
     let assessment = reruns::assess(r, &r.reruns);
     if let Some(a) = assessment.as_ref().filter(|a| a.all_flaky()) {
         return Some(Check::pass(
@@ -1422,6 +1541,43 @@ struct OutcomeDifference {
     extracted: Vec<SuiteOutcome>,
 }
 
+/// The first 20 differences, each as `<id>: tree <outcomes>, extracted
+/// <outcomes>` and the extraction run's message for a test that did not
+/// pass there (its first 120 characters).
+fn differences_named(diffs: &[OutcomeDifference], extracted: &[SuiteTestCase]) -> Vec<String> {
+    let words = |v: &[SuiteOutcome]| {
+        if v.is_empty() {
+            "not reported".to_string()
+        } else {
+            v.iter()
+                .map(|o| outcome_word(*o))
+                .collect::<Vec<_>>()
+                .join("+")
+        }
+    };
+    let reason = |id: &str| {
+        extracted
+            .iter()
+            .find(|t| test_id(t) == id && t.outcome != SuiteOutcome::Passed)
+            .and_then(|t| t.message.as_deref())
+            .map(|m| format!(" ({})", m.chars().take(120).collect::<String>()))
+            .unwrap_or_default()
+    };
+    diffs
+        .iter()
+        .take(20)
+        .map(|d| {
+            format!(
+                "{}: tree {}, extracted {}{}",
+                d.id,
+                words(&d.tree),
+                words(&d.extracted),
+                reason(&d.id)
+            )
+        })
+        .collect()
+}
+
 /// Every test id whose outcomes differ between the tree run and the
 /// extraction run, in id order.
 fn outcome_differences(
@@ -1496,37 +1652,7 @@ fn same_outcomes_named(name: &str, reports: Option<(&[SuiteTestCase], &[SuiteTes
         )
         .with_observed(observed);
     }
-    let words = |v: &[SuiteOutcome]| {
-        if v.is_empty() {
-            "not reported".to_string()
-        } else {
-            v.iter()
-                .map(|o| outcome_word(*o))
-                .collect::<Vec<_>>()
-                .join("+")
-        }
-    };
-    let reason = |id: &str| {
-        extracted
-            .iter()
-            .find(|t| test_id(t) == id && t.outcome != SuiteOutcome::Passed)
-            .and_then(|t| t.message.as_deref())
-            .map(|m| format!(" ({})", m.chars().take(120).collect::<String>()))
-            .unwrap_or_default()
-    };
-    let listed: Vec<String> = diffs
-        .iter()
-        .take(20)
-        .map(|d| {
-            format!(
-                "{}: tree {}, extracted {}{}",
-                d.id,
-                words(&d.tree),
-                words(&d.extracted),
-                reason(&d.id)
-            )
-        })
-        .collect();
+    let listed = differences_named(&diffs, extracted);
     let fewer = if p_extracted < p_tree {
         format!(
             "fewer tests pass on DIR/extracted ({p_extracted}) than on the committed tree ({p_tree}), so the \

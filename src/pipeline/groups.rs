@@ -146,6 +146,39 @@ pub(super) fn run_group(
     }
 }
 
+/// Waits for a group's run (`child`) to end, passing an interrupt on to it
+/// (TERM, once): its exit status, and whether it was stopped so.
+fn wait_for_run(
+    child: &mut std::process::Child,
+    requirement: &str,
+) -> Result<(std::process::ExitStatus, bool), SetupError> {
+    let seen = crate::process::procfs::read(child.id() as i32);
+    let mut stopped = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => {
+                return Err(SetupError(format!(
+                    "sdk group {requirement}: cannot wait for its run: {e}"
+                )))
+            }
+        }
+        if !stopped && interrupt::requested() {
+            stopped = true;
+            if let Some(seen) = &seen {
+                process::journal::signal_process(
+                    seen,
+                    rustix::process::Signal::TERM,
+                    SignalWhy::Interrupt,
+                );
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    Ok((status, stopped))
+}
+
 fn try_run_group(
     opts: &RunOptions,
     evidence_dir: &Path,
@@ -186,31 +219,7 @@ fn try_run_group(
                 group.pin.requirement
             ))
         })?;
-    let seen = crate::process::procfs::read(child.id() as i32);
-    let mut stopped = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {}
-            Err(e) => {
-                return Err(SetupError(format!(
-                    "sdk group {}: cannot wait for its run: {e}",
-                    group.pin.requirement
-                )))
-            }
-        }
-        if !stopped && interrupt::requested() {
-            stopped = true;
-            if let Some(seen) = &seen {
-                process::journal::signal_process(
-                    seen,
-                    rustix::process::Signal::TERM,
-                    SignalWhy::Interrupt,
-                );
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let (status, stopped) = wait_for_run(&mut child, &group.pin.requirement)?;
     let ev = match read(&dir) {
         Ok(ev) => ev,
         // Stopped before it could seal anything: interrupted, not broken.

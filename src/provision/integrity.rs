@@ -97,10 +97,13 @@ pub fn check(venv: &Path, lock: &LockList) -> Result<Sound, String> {
     Ok(sound)
 }
 
-/// The distribution set and every RECORD (no interpreter started).
-fn check_files(venv: &Path, lock: &LockList) -> Result<Sound, String> {
-    let site = site_packages(venv, &lock.python_tag);
-    let dists = installed(&site)?;
+/// The installed distributions (`dists`, in `site`) are exactly the
+/// locked ones, each at its locked version.
+fn check_locked_set(
+    site: &Path,
+    dists: &BTreeMap<String, (String, PathBuf)>,
+    lock: &LockList,
+) -> Result<(), String> {
     for entry in &lock.entries {
         match dists.get(&entry.key()) {
             None => {
@@ -130,6 +133,14 @@ fn check_files(venv: &Path, lock: &LockList) -> Result<Sound, String> {
             lock.label
         ));
     }
+    Ok(())
+}
+
+/// The distribution set and every RECORD (no interpreter started).
+fn check_files(venv: &Path, lock: &LockList) -> Result<Sound, String> {
+    let site = site_packages(venv, &lock.python_tag);
+    let dists = installed(&site)?;
+    check_locked_set(&site, &dists, lock)?;
     let mut listed = BTreeSet::new();
     let mut files_verified = 0;
     let carried = super::on_demand::all_records();

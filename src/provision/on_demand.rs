@@ -323,6 +323,50 @@ pub fn lock(
     lock_in(&dir, version, python, index_url, progress)
 }
 
+/// pip's arguments to resolve `requirement` from `index_url` without
+/// installing it (wheels only, the test pins beside it), its report
+/// written to `report_path`.
+fn dry_run_args(report_path: &Path, index_url: &str, requirement: &str) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "install",
+        "--dry-run",
+        "--ignore-installed",
+        "--only-binary",
+        ":all:",
+        "--report",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.push(report_path.display().to_string());
+    args.extend([
+        "--index-url".into(),
+        index_url.into(),
+        requirement.to_string(),
+    ]);
+    args.extend(test_pins());
+    args
+}
+
+/// pip's arguments to download the locked wheels of `requirements` (with
+/// their hashes, no dependencies) from `index_url` into `wheels`.
+fn download_args(index_url: &str, wheels: &Path, requirements: &Path) -> Vec<String> {
+    let mut download: Vec<String> = [
+        "download",
+        "--require-hashes",
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        "--index-url",
+        index_url,
+        "-d",
+    ]
+    .map(String::from)
+    .to_vec();
+    download.push(wheels.display().to_string());
+    download.extend(["-r".into(), requirements.display().to_string()]);
+    download
+}
+
 /// [`lock`] into `dir`.
 ///
 /// # Errors
@@ -349,19 +393,7 @@ pub fn lock_in(
         .tempdir_in(dir)
         .map_err(|e| format!("cannot create a temporary folder in {}: {e}", dir.display()))?;
     let report_path = tmp.path().join("pip-report.json");
-    let mut args: Vec<String> = [
-        "install",
-        "--dry-run",
-        "--ignore-installed",
-        "--only-binary",
-        ":all:",
-        "--report",
-    ]
-    .map(String::from)
-    .to_vec();
-    args.push(report_path.display().to_string());
-    args.extend(["--index-url".into(), index_url.into(), requirement.clone()]);
-    args.extend(test_pins());
+    let args = dry_run_args(&report_path, index_url, &requirement);
     progress(&format!(
         "{requirement}: no lock list carried; locking it from {index_url} (pip install --dry-run --report)"
     ));
@@ -385,20 +417,7 @@ pub fn lock_in(
         "{requirement}: downloading its {} locked wheels to compute their RECORDs (pip download --require-hashes)",
         lock.entries.len()
     ));
-    let mut download: Vec<String> = [
-        "download",
-        "--require-hashes",
-        "--no-deps",
-        "--only-binary",
-        ":all:",
-        "--index-url",
-        index_url,
-        "-d",
-    ]
-    .map(String::from)
-    .to_vec();
-    download.push(wheels.display().to_string());
-    download.extend(["-r".into(), requirements.display().to_string()]);
+    let download = download_args(index_url, &wheels, &requirements);
     pip_run(python, &download)?;
     let (records, sdk_record) = records_from_wheels(&lock, &lock_label, &wheels)?;
     for (name, text) in [

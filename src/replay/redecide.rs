@@ -63,6 +63,31 @@ pub const REASONS: [(&str, &str); 11] = [
     ("placement", "decides from the installed SDK's own files (whether it has a shared runtime), which the directory does not keep; the manifests' claims and the decision are in `candidates[].placement`"),
 ];
 
+/// The checks of `g` judged from what is not kept: the survey of what
+/// outlived the gate, and what the sweep before sealing removed.
+fn not_kept(g: &GateRecord) -> Vec<NotRedecided> {
+    let mut not = Vec::new();
+    if g.checks.iter().any(|k| k.name == RESIDUE) {
+        not.push(NotRedecided {
+            gate: format!("{} {RESIDUE}", g.id),
+            why: "the harness's survey of processes that outlived the gate is not kept as a raw \
+                  observation"
+                .into(),
+        });
+    }
+    for swept in [crate::sweep::LINKS_CHECK, crate::sweep::SIZE_CHECK] {
+        if g.checks.iter().any(|k| k.name == swept) {
+            not.push(NotRedecided {
+                gate: format!("{} {swept}", g.id),
+                why: "the sweep before sealing removed what it judged (evidence.json `swept` \
+                      records it): nothing is kept to re-decide it from"
+                    .into(),
+            });
+        }
+    }
+    not
+}
+
 /// Re-decides the gates of `ev` (read from `dir`) whose raw observations
 /// `dir` keeps, appending rows; returns the gates and checks not re-decided.
 pub(super) fn redecide(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) -> Vec<NotRedecided> {
@@ -100,25 +125,7 @@ pub(super) fn redecide(dir: &Path, ev: &Evidence, rows: &mut Vec<Row>) -> Vec<No
             });
             continue;
         }
-        if g.checks.iter().any(|k| k.name == RESIDUE) {
-            not.push(NotRedecided {
-                gate: format!("{} {RESIDUE}", g.id),
-                why:
-                    "the harness's survey of processes that outlived the gate is not kept as a raw \
-                      observation"
-                        .into(),
-            });
-        }
-        for swept in [crate::sweep::LINKS_CHECK, crate::sweep::SIZE_CHECK] {
-            if g.checks.iter().any(|k| k.name == swept) {
-                not.push(NotRedecided {
-                    gate: format!("{} {swept}", g.id),
-                    why: "the sweep before sealing removed what it judged (evidence.json `swept` \
-                          records it): nothing is kept to re-decide it from"
-                        .into(),
-                });
-            }
-        }
+        not.extend(not_kept(g));
         let needs_profile = matches!(g.id.as_str(), "suites" | "shared-copies" | "sdk-record");
         let profile = match (&profile, needs_profile) {
             (Err(why), true) => {
@@ -311,6 +318,41 @@ fn archive_members(
     }
 }
 
+/// Why a check of the `suites` gate is not re-decided from the kept
+/// observations, if it is not: a candidate's own run, or a check whose
+/// observation the directory does not keep.
+fn suites_skipped(k: &Check) -> Option<&'static str> {
+    if k.candidate.is_some() {
+        return Some("a candidate's own run");
+    }
+    k.name
+        .split_once('/')
+        .and_then(|(_, check)| {
+            crate::gates::suites::KEPT_NOT_REDECIDED
+                .iter()
+                .find(|(n, _)| *n == check)
+        })
+        .map(|(_, why)| *why)
+}
+
+/// The repository-level checks of the `suites` gate not re-decided, each
+/// name once, with why.
+fn skipped_named(g: &GateRecord) -> Vec<NotRedecided> {
+    let mut named = BTreeMap::new();
+    for k in g.checks.iter().filter(|k| k.candidate.is_none()) {
+        if let Some(why) = suites_skipped(k) {
+            named.entry(k.name.clone()).or_insert(why);
+        }
+    }
+    named
+        .into_iter()
+        .map(|(name, why)| NotRedecided {
+            gate: format!("{} {name}", g.id),
+            why: why.to_string(),
+        })
+        .collect()
+}
+
 fn suites(
     dir: &Path,
     ev: &Evidence,
@@ -319,7 +361,7 @@ fn suites(
     rows: &mut Vec<Row>,
     not: &mut Vec<NotRedecided>,
 ) {
-    use crate::gates::suites::{decide, kept_observation, KEPT_NOT_REDECIDED};
+    use crate::gates::suites::{decide, kept_observation};
     let Some(opts) = &profile.suites else {
         not.push(NotRedecided {
             gate: g.id.clone(),
@@ -375,27 +417,8 @@ fn suites(
         });
         return;
     }
-    let skipped = |k: &Check| {
-        if k.candidate.is_some() {
-            return Some("a candidate's own run");
-        }
-        k.name
-            .split_once('/')
-            .and_then(|(_, check)| KEPT_NOT_REDECIDED.iter().find(|(n, _)| *n == check))
-            .map(|(_, why)| *why)
-    };
-    let mut named = BTreeMap::new();
-    for k in g.checks.iter().filter(|k| k.candidate.is_none()) {
-        if let Some(why) = skipped(k) {
-            named.entry(k.name.clone()).or_insert(why);
-        }
-    }
-    for (name, why) in named {
-        not.push(NotRedecided {
-            gate: format!("{} {name}", g.id),
-            why: why.to_string(),
-        });
-    }
+    let skipped = suites_skipped;
+    not.extend(skipped_named(g));
     let mut redecided = decide(&obs, opts);
     redecided.extend(crate::gates::suites::other_groups_check(profile));
     compare(

@@ -136,6 +136,60 @@ impl ZipObservation {
     }
 }
 
+/// What the archive at `path` is as a ZIP, from its central directory
+/// `cd`: structure findings (both ZIP readers), comment, names, types,
+/// encryption, host limits, the members against the build rules' selection
+/// and the committed files. Its members' data is not read here.
+fn zip_observation(input: &Input, path: &Path, cd: &lbpkg::CentralDirectory) -> ZipObservation {
+    let mut structure = match File::open(path) {
+        Ok(mut file) => lbpkg::structure_findings(&mut file, cd),
+        Err(e) => vec![format!("cannot open: {e}")],
+    };
+    structure.extend(lbpkg::zip_crate_disagreements(path, cd));
+    let present: BTreeSet<String> = cd.entries.iter().map(|e| e.name.clone()).collect();
+    ZipObservation {
+        entries: cd.entries.len(),
+        total_uncompressed: cd
+            .entries
+            .iter()
+            .filter(|e| !e.is_dir())
+            .map(|e| e.size)
+            .sum(),
+        structure,
+        comment_bytes: cd.comment.len(),
+        comment_preview: String::from_utf8_lossy(&cd.comment)
+            .chars()
+            .take(60)
+            .collect(),
+        names: lbpkg::name_findings(cd),
+        committed_unsafe_names: cd
+            .entries
+            .iter()
+            .map(|e| e.orig_name.as_str())
+            .filter(|n| lbpkg::unsafe_on_host(n) && is_committed_file(&input.staged, n))
+            .map(str::to_string)
+            .collect(),
+        types: lbpkg::type_findings(cd),
+        encryption: lbpkg::encryption_findings(cd),
+        host_limits: lbpkg::host_limit_findings(cd),
+        expected: build_rules::expected_members(&input.staged).map(|selected| Expected {
+            selected: selected.len(),
+            missing: selected
+                .iter()
+                .filter(|n| !present.contains(*n))
+                .cloned()
+                .collect(),
+            unexpected: present
+                .iter()
+                .filter(|n| !selected.contains(*n))
+                .cloned()
+                .collect(),
+        }),
+        committed: observe_committed(&input.staged, &present),
+        data: None,
+    }
+}
+
 /// Observes one candidate's archive.
 pub(crate) fn observe(input: &Input) -> Observation {
     let mut obs = Observation {
@@ -176,53 +230,7 @@ pub(crate) fn observe(input: &Input) -> Observation {
             return obs;
         }
     };
-    let mut structure = match File::open(path) {
-        Ok(mut file) => lbpkg::structure_findings(&mut file, &cd),
-        Err(e) => vec![format!("cannot open: {e}")],
-    };
-    structure.extend(lbpkg::zip_crate_disagreements(path, &cd));
-    let present: BTreeSet<String> = cd.entries.iter().map(|e| e.name.clone()).collect();
-    let mut zip = ZipObservation {
-        entries: cd.entries.len(),
-        total_uncompressed: cd
-            .entries
-            .iter()
-            .filter(|e| !e.is_dir())
-            .map(|e| e.size)
-            .sum(),
-        structure,
-        comment_bytes: cd.comment.len(),
-        comment_preview: String::from_utf8_lossy(&cd.comment)
-            .chars()
-            .take(60)
-            .collect(),
-        names: lbpkg::name_findings(&cd),
-        committed_unsafe_names: cd
-            .entries
-            .iter()
-            .map(|e| e.orig_name.as_str())
-            .filter(|n| lbpkg::unsafe_on_host(n) && is_committed_file(&input.staged, n))
-            .map(str::to_string)
-            .collect(),
-        types: lbpkg::type_findings(&cd),
-        encryption: lbpkg::encryption_findings(&cd),
-        host_limits: lbpkg::host_limit_findings(&cd),
-        expected: build_rules::expected_members(&input.staged).map(|selected| Expected {
-            selected: selected.len(),
-            missing: selected
-                .iter()
-                .filter(|n| !present.contains(*n))
-                .cloned()
-                .collect(),
-            unexpected: present
-                .iter()
-                .filter(|n| !selected.contains(*n))
-                .cloned()
-                .collect(),
-        }),
-        committed: observe_committed(&input.staged, &present),
-        data: None,
-    };
+    let mut zip = zip_observation(input, path, &cd);
     if !zip.blocks_reading() {
         zip.data = Some(read_members(input, path, &cd));
     }

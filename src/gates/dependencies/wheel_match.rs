@@ -64,6 +64,107 @@ fn join(base: &Path, rel: &str) -> PathBuf {
     out
 }
 
+/// `None` when one of `wheels` (in `wheelhouse_dir`) has exactly the
+/// `installed` normalised rows; else, per wheel, why it is not the one.
+fn unmatched(
+    wheels: &[&WheelhouseFile],
+    wheelhouse_dir: &Path,
+    installed: &[String],
+) -> Option<Vec<String>> {
+    let mut tried = Vec::new();
+    for wheel in wheels {
+        match wheel_rows(&wheelhouse_dir.join(&wheel.name)) {
+            Ok((_, rows)) if rows == installed => return None,
+            Ok((_, rows)) => {
+                let wanted: BTreeSet<&String> = rows.iter().collect();
+                let found: BTreeSet<&String> = installed.iter().collect();
+                let extra: Vec<&&String> = found.difference(&wanted).take(3).collect();
+                let lacking: Vec<&&String> = wanted.difference(&found).take(3).collect();
+                tried.push(format!(
+                    "expected the {} rows of {}'s RECORD (sha256 of rows {}), found {} rows (sha256 {}); \
+                     rows not in the wheel: {extra:?}; wheel rows not installed: {lacking:?}",
+                    rows.len(),
+                    wheel.name,
+                    digest(&rows),
+                    installed.len(),
+                    digest(installed)
+                ));
+            }
+            Err(e) => tried.push(e),
+        }
+    }
+    Some(tried)
+}
+
+/// Each hashed row of the distribution `dist` (`name`, `version`) whose
+/// file in `site_packages` is missing or differs from the wheel's RECORD
+/// (sha256 and size).
+fn file_problems(
+    site_packages: &Path,
+    dist: &Path,
+    (name, version): (&str, &str),
+    installed: &[String],
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for row in installed {
+        let mut fields = row.rsplitn(3, ',');
+        let (Some(size), Some(hash_field), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let Some(want) = hash_field.strip_prefix("sha256=") else {
+            continue;
+        };
+        let file = join(site_packages, path);
+        match hash::sha256_file(&file) {
+                Ok(found)
+                    if URL_SAFE_NO_PAD.encode(found.bytes) == want
+                        && found.size.to_string() == size => {}
+                Ok(found) => problems.push(format!(
+                    "{} ({name} {version}): {}: expected sha256={want} size {size} (the wheel's RECORD), \
+                     found sha256={} size {}",
+                    dist.display(),
+                    file.display(),
+                    URL_SAFE_NO_PAD.encode(found.bytes),
+                    found.size
+                )),
+                Err(e) => problems.push(format!(
+                    "{} ({name} {version}): {}: expected a file of {size} bytes (the wheel's RECORD), found none ({e})",
+                    dist.display(),
+                    file.display()
+                )),
+            }
+    }
+    problems
+}
+
+/// Each file under `site_packages` that no installed RECORD lists
+/// (`listed`), outside `__pycache__` and the launchers' `bin/`.
+fn unlisted(site_packages: &Path, listed: &BTreeSet<PathBuf>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for entry in walkdir::WalkDir::new(site_packages)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| {
+            let name = e.file_name();
+            !(e.file_type().is_dir()
+                && (name == "__pycache__" || (e.depth() == 1 && name == "bin")))
+        })
+        .filter_map(|e| e.ok())
+        .filter(|e| !e.file_type().is_dir())
+    {
+        let path = join(entry.path(), ".");
+        if !listed.contains(&path) {
+            problems.push(format!(
+                "{}: expected only files an installed RECORD lists, found one none lists",
+                path.display()
+            ));
+        }
+    }
+    problems
+}
+
 /// Compares every `*.dist-info` in `site_packages` with the wheelhouse file
 /// of its name and version in `wheelhouse_dir` (`files` lists them), and
 /// walks `site_packages` for files no installed RECORD lists (outside
@@ -125,33 +226,7 @@ pub fn compare(
             // Named by the `installed` check's wheelhouse-file rule.
             continue;
         }
-        let mut tried = Vec::new();
-        let mut matched = false;
-        for wheel in &wheels {
-            match wheel_rows(&wheelhouse_dir.join(&wheel.name)) {
-                Ok((_, rows)) if rows == installed => {
-                    matched = true;
-                    break;
-                }
-                Ok((_, rows)) => {
-                    let wanted: BTreeSet<&String> = rows.iter().collect();
-                    let found: BTreeSet<&String> = installed.iter().collect();
-                    let extra: Vec<&&String> = found.difference(&wanted).take(3).collect();
-                    let lacking: Vec<&&String> = wanted.difference(&found).take(3).collect();
-                    tried.push(format!(
-                        "expected the {} rows of {}'s RECORD (sha256 of rows {}), found {} rows (sha256 {}); \
-                         rows not in the wheel: {extra:?}; wheel rows not installed: {lacking:?}",
-                        rows.len(),
-                        wheel.name,
-                        digest(&rows),
-                        installed.len(),
-                        digest(&installed)
-                    ));
-                }
-                Err(e) => tried.push(e),
-            }
-        }
-        if !matched {
+        if let Some(tried) = unmatched(&wheels, wheelhouse_dir, &installed) {
             problems.push(format!(
                 "{} ({name} {version}): not installed from a wheelhouse wheel of that name and version: {}",
                 dist.display(),
@@ -159,56 +234,14 @@ pub fn compare(
             ));
             continue;
         }
-        for row in &installed {
-            let mut fields = row.rsplitn(3, ',');
-            let (Some(size), Some(hash_field), Some(path)) =
-                (fields.next(), fields.next(), fields.next())
-            else {
-                continue;
-            };
-            let Some(want) = hash_field.strip_prefix("sha256=") else {
-                continue;
-            };
-            let file = join(site_packages, path);
-            match hash::sha256_file(&file) {
-                Ok(found)
-                    if URL_SAFE_NO_PAD.encode(found.bytes) == want
-                        && found.size.to_string() == size => {}
-                Ok(found) => problems.push(format!(
-                    "{} ({name} {version}): {}: expected sha256={want} size {size} (the wheel's RECORD), \
-                     found sha256={} size {}",
-                    dist.display(),
-                    file.display(),
-                    URL_SAFE_NO_PAD.encode(found.bytes),
-                    found.size
-                )),
-                Err(e) => problems.push(format!(
-                    "{} ({name} {version}): {}: expected a file of {size} bytes (the wheel's RECORD), found none ({e})",
-                    dist.display(),
-                    file.display()
-                )),
-            }
-        }
+        problems.extend(file_problems(
+            site_packages,
+            &dist,
+            (name, version),
+            &installed,
+        ));
     }
-    for entry in walkdir::WalkDir::new(site_packages)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| {
-            let name = e.file_name();
-            !(e.file_type().is_dir()
-                && (name == "__pycache__" || (e.depth() == 1 && name == "bin")))
-        })
-        .filter_map(|e| e.ok())
-        .filter(|e| !e.file_type().is_dir())
-    {
-        let path = join(entry.path(), ".");
-        if !listed.contains(&path) {
-            problems.push(format!(
-                "{}: expected only files an installed RECORD lists, found one none lists",
-                path.display()
-            ));
-        }
-    }
+    problems.extend(unlisted(site_packages, &listed));
     problems
 }
 

@@ -17,6 +17,68 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The SDK's admission of one listed historical archive (`path`, `file`),
+/// prepared by the dependencies probe in private roots with an empty local
+/// index (`empty_index`): what it refused or kept, or why the probe could
+/// not observe it.
+///
+/// # Errors
+/// When the private roots cannot be created.
+fn admission_attempt(
+    ctx: &RunContext,
+    opts: &HistoricalAdmissionOptions,
+    path: &Path,
+    file: &ReleaseFile,
+    empty_index: &Path,
+) -> Result<Result<AdmissionAttempt, String>, String> {
+    let key = &file.sha256[..16];
+    let (home, tmp) = ctx
+        .private_roots(GATE, key)
+        .map_err(|e| format!("cannot create private roots for {}: {e}", file.name))?;
+    let root = home
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| home.clone());
+    let mut env = ctx.child_env(&home, &tmp);
+    // An empty local index: nothing a historical archive names is
+    // ever downloaded.
+    env.insert(
+        "LANGBOT_PLUGIN_PYPI_INDEX_URL".into(),
+        format!("file://{}/", empty_index.display()),
+    );
+    // The probe takes a list of jobs: here, one.
+    let job = serde_json::json!([{
+        "archive": path.display().to_string(),
+        "sha256": file.sha256,
+        "data_root": root.join("data").display().to_string(),
+        "mode": "prepare",
+    }]);
+    let report: Result<ProbeReport, String> = python::run_probe_with_timeout(
+        &ctx.python,
+        "dependencies_probe",
+        python::DEPENDENCIES_PROBE,
+        &[job.to_string()],
+        &root,
+        env,
+        &ctx.log_stem(GATE, key),
+        Duration::from_secs(opts.timeout_secs),
+    )
+    .and_then(
+        |outcomes: Vec<ProbeOutcome>| match outcomes.into_iter().next() {
+            Some(ProbeOutcome::Report(r)) => Ok(r),
+            Some(ProbeOutcome::Error(e)) => Err(format!(
+                "the dependencies probe could not observe this archive: {e}"
+            )),
+            None => Err("the dependencies probe answered no job".into()),
+        },
+    );
+    Ok(report.map(|r| AdmissionAttempt {
+        refusal: r.error,
+        kept_requirements: r.requirements,
+        environment_digest: r.environment.map(|e| e.digest),
+    }))
+}
+
 /// Observes every file at the top of `dir`; only files whose sha256 `opts`
 /// lists are run through the SDK's admission and compared with the source.
 ///
@@ -55,52 +117,7 @@ pub(super) fn observe(
             });
             continue;
         }
-        let key = &file.sha256[..16];
-        let (home, tmp) = ctx
-            .private_roots(GATE, key)
-            .map_err(|e| format!("cannot create private roots for {}: {e}", file.name))?;
-        let root = home
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| home.clone());
-        let mut env = ctx.child_env(&home, &tmp);
-        // An empty local index: nothing a historical archive names is
-        // ever downloaded.
-        env.insert(
-            "LANGBOT_PLUGIN_PYPI_INDEX_URL".into(),
-            format!("file://{}/", empty_index.display()),
-        );
-        // The probe takes a list of jobs: here, one.
-        let job = serde_json::json!([{
-            "archive": path.display().to_string(),
-            "sha256": file.sha256,
-            "data_root": root.join("data").display().to_string(),
-            "mode": "prepare",
-        }]);
-        let report: Result<ProbeReport, String> = python::run_probe_with_timeout(
-            &ctx.python,
-            "dependencies_probe",
-            python::DEPENDENCIES_PROBE,
-            &[job.to_string()],
-            &root,
-            env,
-            &ctx.log_stem(GATE, key),
-            Duration::from_secs(opts.timeout_secs),
-        )
-        .and_then(
-            |outcomes: Vec<ProbeOutcome>| match outcomes.into_iter().next() {
-                Some(ProbeOutcome::Report(r)) => Ok(r),
-                Some(ProbeOutcome::Error(e)) => Err(format!(
-                    "the dependencies probe could not observe this archive: {e}"
-                )),
-                None => Err("the dependencies probe answered no job".into()),
-            },
-        );
-        let attempt = report.map(|r| AdmissionAttempt {
-            refusal: r.error,
-            kept_requirements: r.requirements,
-            environment_digest: r.environment.map(|e| e.digest),
-        });
+        let attempt = admission_attempt(ctx, opts, &path, &file, &empty_index)?;
         let comparison = compare_with_source(&path, &staged, &candidates);
         observations.push(HistoricalObservation {
             file,

@@ -3,7 +3,9 @@
 //! bytecode of a source that is not verified is a consequence of that
 //! source's row, not a finding of its own.
 
-use super::{normalize_join, BytecodeOutcome, BytecodeProbe, RecordObservation, DISTRIBUTION};
+use super::{
+    normalize_join, BytecodeFile, BytecodeOutcome, BytecodeProbe, RecordObservation, DISTRIBUTION,
+};
 use crate::evidence::Check;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -36,51 +38,10 @@ pub(crate) fn bytecode_problems(
         let why = file.difference.as_deref().unwrap_or("");
         let problem = match file.outcome {
             BytecodeOutcome::Equal => {
-                let resolved = file
-                    .source
-                    .as_deref()
-                    .map(|s| normalize_join(site_packages, s));
-                let Some(resolved) = resolved else {
-                    problems.push((
-                        format!(
-                            "{path}: expected the compilation of a RECORD-verified source, found no \
-                             source named"
-                        ),
-                        None,
-                    ));
+                let Some(problem) = equal_problem(file, site_packages, record) else {
                     continue;
                 };
-                if record.rows.verified.contains(&resolved) {
-                    continue;
-                }
-                let text = resolved.display().to_string();
-                let expected = "expected the compilation of a RECORD-verified source, found it equal to";
-                if let Some(m) = record.malformed_paths.iter().find(|m| m.resolved == text) {
-                    (
-                        format!(
-                            "{path}: {expected} {source}, which is not verified because its RECORD \
-                             row (row {}) is malformed",
-                            m.row
-                        ),
-                        Some("record-rows"),
-                    )
-                } else if record.rows.listed.contains(&resolved) {
-                    (
-                        format!(
-                            "{path}: {expected} {source}, whose RECORD row did not verify (see \
-                             record-rows)"
-                        ),
-                        Some("record-rows"),
-                    )
-                } else {
-                    (
-                        format!(
-                            "{path}: {expected} {source}, which RECORD does not list (see \
-                             unlisted-files)"
-                        ),
-                        Some("unlisted-files"),
-                    )
-                }
+                problem
             }
             BytecodeOutcome::Differs => (
                 format!(
@@ -124,6 +85,64 @@ pub(crate) fn bytecode_problems(
     problems
 }
 
+/// The problem of a bytecode file equal to the compilation of its source:
+/// none when that source is RECORD-verified, else its source's row (or no
+/// source named at all).
+fn equal_problem(
+    file: &BytecodeFile,
+    site_packages: &Path,
+    record: &RecordObservation,
+) -> Option<Problem> {
+    let path = &file.path;
+    let source = file.source.as_deref().unwrap_or("?");
+    let resolved = file
+        .source
+        .as_deref()
+        .map(|s| normalize_join(site_packages, s));
+    let Some(resolved) = resolved else {
+        return Some((
+            format!(
+                "{path}: expected the compilation of a RECORD-verified source, found no \
+                 source named"
+            ),
+            None,
+        ));
+    };
+    if record.rows.verified.contains(&resolved) {
+        return None;
+    }
+    let text = resolved.display().to_string();
+    let expected = "expected the compilation of a RECORD-verified source, found it equal to";
+    Some(
+        if let Some(m) = record.malformed_paths.iter().find(|m| m.resolved == text) {
+            (
+                format!(
+                    "{path}: {expected} {source}, which is not verified because its RECORD \
+                 row (row {}) is malformed",
+                    m.row
+                ),
+                Some("record-rows"),
+            )
+        } else if record.rows.listed.contains(&resolved) {
+            (
+                format!(
+                    "{path}: {expected} {source}, whose RECORD row did not verify (see \
+                 record-rows)"
+                ),
+                Some("record-rows"),
+            )
+        } else {
+            (
+                format!(
+                    "{path}: {expected} {source}, which RECORD does not list (see \
+                 unlisted-files)"
+                ),
+                Some("unlisted-files"),
+            )
+        },
+    )
+}
+
 /// How `equal` files were found equal: ` (N compiled and compared now, M
 /// identical by SHA-256 to pairs an earlier run compiled and compared with
 /// this interpreter: the bytecode cache FILE)`, or empty when none came from
@@ -147,12 +166,9 @@ pub(crate) fn cache_sentence(
     }
 }
 
-pub(crate) fn bytecode_check(
-    probe: &BytecodeProbe,
-    package_dir: &Path,
-    problems: &[(String, Root)],
-    pinned: &str,
-) -> Check {
+/// How many of the probed bytecode files have each header kind (`none`
+/// for a file whose header was not read).
+fn header_kinds(probe: &BytecodeProbe) -> BTreeMap<String, u64> {
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
     for file in &probe.files {
         let kind = file
@@ -162,6 +178,40 @@ pub(crate) fn bytecode_check(
             .unwrap_or_else(|| "none".into());
         *kinds.entry(kind).or_default() += 1;
     }
+    kinds
+}
+
+/// `bytecode` when every problem is bytecode of a source that is not
+/// verified (`caused`, under `dir`): a consequence of the source's row.
+fn caused_only_check(dir: &str, caused: &[&Problem], observed: serde_json::Value) -> Check {
+    let texts: Vec<String> = caused.iter().map(|(t, _)| t.clone()).collect();
+    // Every problem is bytecode of a source that is not verified: the
+    // source's row is the finding, this is its consequence.
+    let root = if caused.iter().any(|(_, r)| *r == Some("record-rows")) {
+        "record-rows"
+    } else {
+        "unlisted-files"
+    };
+    Check::fail(
+        "bytecode",
+        None,
+        format!(
+            "{} bytecode file(s) under {dir} are not verified because their source is not:\n  {}",
+            caused.len(),
+            texts.join("\n  ")
+        ),
+    )
+    .with_observed(observed)
+    .consequence_of(root)
+}
+
+pub(crate) fn bytecode_check(
+    probe: &BytecodeProbe,
+    package_dir: &Path,
+    problems: &[(String, Root)],
+    pinned: &str,
+) -> Check {
+    let kinds = header_kinds(probe);
     let (own, caused): (Vec<&Problem>, Vec<&Problem>) =
         problems.iter().partition(|(_, root)| root.is_none());
     let texts =
@@ -199,24 +249,7 @@ pub(crate) fn bytecode_check(
         .with_observed(observed);
     }
     if own.is_empty() {
-        // Every problem is bytecode of a source that is not verified: the
-        // source's row is the finding, this is its consequence.
-        let root = if caused.iter().any(|(_, r)| *r == Some("record-rows")) {
-            "record-rows"
-        } else {
-            "unlisted-files"
-        };
-        return Check::fail(
-            "bytecode",
-            None,
-            format!(
-                "{} bytecode file(s) under {dir} are not verified because their source is not:\n  {}",
-                caused.len(),
-                texts(&caused).join("\n  ")
-            ),
-        )
-        .with_observed(observed)
-        .consequence_of(root);
+        return caused_only_check(&dir.to_string(), &caused, observed);
     }
     let more = if caused.is_empty() {
         String::new()

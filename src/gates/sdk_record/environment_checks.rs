@@ -159,7 +159,10 @@ fn describe_pth(pth: &PthFile) -> String {
     format!("{} ({})", pth.path, what.join("; "))
 }
 
-fn startup_check(env: &EnvironmentObservation) -> Check {
+/// What would run or steer every interpreter start that no verified
+/// RECORD owns: `.pth` files, start-up modules `site` imports, and `.pth`
+/// lines the probe saw executed that no `.pth` file the verifier read holds.
+fn startup_problems(env: &EnvironmentObservation) -> Vec<String> {
     let mut problems = Vec::new();
     for pth in env.pth_files.iter().filter(|p| p.owner.is_none()) {
         let executes = pth.lines.iter().any(|l| l.kind == PthLineKind::Executable);
@@ -205,6 +208,12 @@ fn startup_check(env: &EnvironmentObservation) -> Check {
             }
         }
     }
+    problems
+}
+
+/// `environment-startup`'s passing detail: the owned `.pth` files, the
+/// start-up modules on the path and those not imported at start-up.
+fn startup_clean_detail(env: &EnvironmentObservation) -> String {
     let owned: Vec<String> = env
         .pth_files
         .iter()
@@ -220,6 +229,36 @@ fn startup_check(env: &EnvironmentObservation) -> Check {
         .filter(|m| !m.imported_at_start)
         .map(|m| format!("{} at {} (not imported at start-up)", m.name, m.origin))
         .collect();
+    let modules = env
+        .startup_modules
+        .iter()
+        .map(|m| format!("{} at {}", m.name, m.origin))
+        .collect::<Vec<_>>();
+    format!(
+        "every .pth file `site` reads is owned by a verified RECORD ({}); start-up modules on \
+         the path: {}{}",
+        if owned.is_empty() {
+            "none present".to_string()
+        } else {
+            owned.join(", ")
+        },
+        if modules.is_empty() {
+            "none (no sitecustomize, no usercustomize)".to_string()
+        } else {
+            modules.join(", ")
+        },
+        if not_imported.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", not_imported.join(", "))
+        }
+    )
+}
+
+/// `environment-startup`: nothing `site` runs or reads at every interpreter
+/// start is outside a verified RECORD.
+fn startup_check(env: &EnvironmentObservation) -> Check {
+    let problems = startup_problems(env);
     let observed = json!({
         "pth_files": env.pth_files,
         "startup_modules": env.startup_modules,
@@ -233,35 +272,8 @@ fn startup_check(env: &EnvironmentObservation) -> Check {
         "base_site_packages": env.probe.as_ref().map(|p| &p.base_site_packages),
     });
     if problems.is_empty() {
-        let modules = env
-            .startup_modules
-            .iter()
-            .map(|m| format!("{} at {}", m.name, m.origin))
-            .collect::<Vec<_>>();
-        return Check::pass(
-            "environment-startup",
-            None,
-            format!(
-                "every .pth file `site` reads is owned by a verified RECORD ({}); start-up modules on \
-                 the path: {}{}",
-                if owned.is_empty() {
-                    "none present".to_string()
-                } else {
-                    owned.join(", ")
-                },
-                if modules.is_empty() {
-                    "none (no sitecustomize, no usercustomize)".to_string()
-                } else {
-                    modules.join(", ")
-                },
-                if not_imported.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {}", not_imported.join(", "))
-                }
-            ),
-        )
-        .with_observed(observed);
+        return Check::pass("environment-startup", None, startup_clean_detail(env))
+            .with_observed(observed);
     }
     Check::fail(
         "environment-startup",

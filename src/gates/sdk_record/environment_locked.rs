@@ -152,6 +152,9 @@ pub fn observe_locked(
     obs
 }
 
+/// The distribution installed as `folder` in `site_dir`, judged against the
+/// locks (`anchors`): the SDK's own, an egg-info, not locked (or an allowed
+/// extra), or its RECORD compared with the locked wheel's.
 fn judge(
     site_dir: &Path,
     folder: &str,
@@ -212,6 +215,14 @@ fn judge(
         "rows={} record={} (wheel {})",
         locked.rows, locked.digest, locked.wheel
     ));
+    compare_record(&path, folder, locked, &mut out);
+    out
+}
+
+/// Compares the installed RECORD of the dist-info `folder` (at `path`) with
+/// its `locked` wheel's normalised rows, setting `out`'s status (locked,
+/// differs, unreadable) and what was found.
+fn compare_record(path: &Path, folder: &str, locked: &WheelRecord, out: &mut LockedDistribution) {
     let record = path.join("RECORD");
     let rows = std::fs::read_to_string(&record)
         .map_err(|e| format!("{}: unreadable ({e})", record.display()))
@@ -234,7 +245,67 @@ fn judge(
             out.found = Some(format!("rows={} record={found}", rows.len()));
         }
     }
-    out
+}
+
+/// One distribution as the check names it: `PATH (NAME VERSION): WHAT:
+/// expected .., found ..`.
+fn distribution_line(d: &LockedDistribution, what: &str) -> String {
+    format!(
+        "{} ({} {}): {what}: expected {}, found {}",
+        d.path,
+        d.name,
+        d.version,
+        d.expected.as_deref().unwrap_or("?"),
+        d.found.as_deref().unwrap_or("?")
+    )
+}
+
+/// Each distribution that is not a locked wheel as published, named with
+/// why.
+fn failing_lines(obs: &LockedObservation) -> Vec<String> {
+    let line = distribution_line;
+    obs.distributions
+        .iter()
+        .filter_map(|d| match d.status {
+            LockedStatus::NotLocked => Some(line(d, "not in the lock")),
+            LockedStatus::Differs => Some(line(
+                d,
+                "its RECORD is not its locked wheel's (normalised rows)",
+            )),
+            LockedStatus::EggInfo => Some(line(d, "not a locked wheel")),
+            LockedStatus::Unreadable => Some(line(d, "its RECORD cannot be compared")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `environment-locked`'s passing detail: how many distributions are
+/// locked wheels (`locked`), per lock.
+fn all_locked_detail(obs: &LockedObservation, locked: usize) -> String {
+    let per_anchor: Vec<String> = obs
+        .anchors
+        .iter()
+        .map(|a| {
+            let n = obs
+                .distributions
+                .iter()
+                .filter(|d| d.lock.as_deref() == Some(a.as_str()))
+                .count();
+            format!("{n} of {a}")
+        })
+        .collect();
+    format!(
+        "every distribution in the site directories is a locked wheel whose installed RECORD holds exactly \
+         the wheel's rows (pip's INSTALLER, REQUESTED, direct_url.json, bytecode and launchers aside): {} \
+         ({}){}",
+        locked,
+        per_anchor.join(", "),
+        if obs.distributions.iter().any(|d| d.status == LockedStatus::Sdk) {
+            "; the SDK's own dist-info is judged by record-rows"
+        } else {
+            ""
+        }
+    )
 }
 
 /// The `environment-locked` check of `obs`.
@@ -261,30 +332,8 @@ pub fn locked_check(obs: &LockedObservation) -> Check {
         )
         .with_observed(observed);
     }
-    let line = |d: &LockedDistribution, what: &str| {
-        format!(
-            "{} ({} {}): {what}: expected {}, found {}",
-            d.path,
-            d.name,
-            d.version,
-            d.expected.as_deref().unwrap_or("?"),
-            d.found.as_deref().unwrap_or("?")
-        )
-    };
-    let failing: Vec<String> = obs
-        .distributions
-        .iter()
-        .filter_map(|d| match d.status {
-            LockedStatus::NotLocked => Some(line(d, "not in the lock")),
-            LockedStatus::Differs => Some(line(
-                d,
-                "its RECORD is not its locked wheel's (normalised rows)",
-            )),
-            LockedStatus::EggInfo => Some(line(d, "not a locked wheel")),
-            LockedStatus::Unreadable => Some(line(d, "its RECORD cannot be compared")),
-            _ => None,
-        })
-        .collect();
+    let line = distribution_line;
+    let failing = failing_lines(obs);
     let anchors = obs.anchors.join(" and ");
     let locked = obs
         .distributions
@@ -326,35 +375,7 @@ pub fn locked_check(obs: &LockedObservation) -> Check {
         )
         .with_observed(observed);
     }
-    let per_anchor: Vec<String> = obs
-        .anchors
-        .iter()
-        .map(|a| {
-            let n = obs
-                .distributions
-                .iter()
-                .filter(|d| d.lock.as_deref() == Some(a.as_str()))
-                .count();
-            format!("{n} of {a}")
-        })
-        .collect();
-    Check::pass(
-        NAME,
-        None,
-        format!(
-            "every distribution in the site directories is a locked wheel whose installed RECORD holds exactly \
-             the wheel's rows (pip's INSTALLER, REQUESTED, direct_url.json, bytecode and launchers aside): {} \
-             ({}){}",
-            locked,
-            per_anchor.join(", "),
-            if obs.distributions.iter().any(|d| d.status == LockedStatus::Sdk) {
-                "; the SDK's own dist-info is judged by record-rows"
-            } else {
-                ""
-            }
-        ),
-    )
-    .with_observed(observed)
+    Check::pass(NAME, None, all_locked_detail(obs, locked)).with_observed(observed)
 }
 
 #[cfg(test)]

@@ -209,6 +209,77 @@ fn probe_args(mut args: Vec<String>, cache: Option<&Path>) -> Vec<String> {
     args
 }
 
+/// Whether the package folder the probe imported (`found`) is `expected`,
+/// as written or once both are resolved.
+fn same_folder(found: Option<&str>, expected: &Path) -> bool {
+    found.is_some_and(|p| {
+        let p = Path::new(p);
+        p == expected
+            || matches!((p.canonicalize(), expected.canonicalize()), (Ok(a), Ok(b)) if a == b)
+    })
+}
+
+/// The SDK's RECORD (in `dist_info`, its rows relative to `site_packages`)
+/// read and verified: its digest, its rows against the files, its malformed
+/// rows and the files under the package and the dist-info it does not list.
+/// `read_error` is set, and nothing else, when it cannot be read.
+fn read_record(probe: &SdkProbe, site_packages: &Path, dist_info: &Path) -> RecordObservation {
+    let record_path = dist_info.join("RECORD");
+    let mut record = RecordObservation {
+        path: record_path.display().to_string(),
+        site_packages: site_packages.display().to_string(),
+        dist_info: dist_info.display().to_string(),
+        read_error: None,
+        sha256: String::new(),
+        total_rows: 0,
+        hashed_rows: 0,
+        malformed: Vec::new(),
+        malformed_paths: Vec::new(),
+        rows: RowsReport::default(),
+        walk: Walk::default(),
+        bytecode: None,
+        bytecode_error: None,
+    };
+    let digest = hash::sha256_file(&record_path);
+    let file = std::fs::File::open(&record_path);
+    let (digest, file) = match (digest, file) {
+        (Ok(d), Ok(f)) => (d, f),
+        (Err(e), _) | (_, Err(e)) => {
+            record.read_error = Some(e.to_string());
+            return record;
+        }
+    };
+    record.sha256 = digest.hex();
+    let dist_info_name = dist_info
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let parsed = parse_record(std::io::BufReader::new(file), &dist_info_name);
+    let layout = RecordLayout {
+        site_packages: site_packages.to_path_buf(),
+        scripts_dir: probe.scripts_dir.as_ref().map(PathBuf::from),
+        console_scripts: probe.console_scripts.clone(),
+    };
+    record.rows = verify_rows(&layout, &parsed.rows);
+    record.total_rows = parsed.total_rows;
+    record.hashed_rows = parsed.rows.iter().filter(|r| r.hashed.is_some()).count();
+    record.malformed_paths = parsed
+        .malformed_paths
+        .iter()
+        .map(|(row, path)| MalformedPath {
+            row: *row,
+            path: path.clone(),
+            resolved: normalize_join(site_packages, path).display().to_string(),
+        })
+        .collect();
+    record.malformed = parsed.malformed;
+    record.walk = unlisted_files(
+        &[site_packages.join(PACKAGE), dist_info.to_path_buf()],
+        &record.rows.listed,
+    );
+    record
+}
+
 fn observe_sdk(
     ctx: &RunContext,
     sandbox: &Availability,
@@ -252,67 +323,14 @@ fn observe_sdk(
     let site_packages = normalize_join(Path::new(site_packages), ".");
     let dist_info = normalize_join(Path::new(dist_info), ".");
     let expected = Path::new(probe.site_packages.as_deref().unwrap_or_default()).join(PACKAGE);
-    obs.package_dir_matches = probe.package_dir.as_deref().is_some_and(|p| {
-        let p = Path::new(p);
-        p == expected
-            || matches!((p.canonicalize(), expected.canonicalize()), (Ok(a), Ok(b)) if a == b)
-    });
+    obs.package_dir_matches = same_folder(probe.package_dir.as_deref(), &expected);
     obs.expected_package_dir = Some(expected.display().to_string());
 
-    let record_path = dist_info.join("RECORD");
-    let mut record = RecordObservation {
-        path: record_path.display().to_string(),
-        site_packages: site_packages.display().to_string(),
-        dist_info: dist_info.display().to_string(),
-        read_error: None,
-        sha256: String::new(),
-        total_rows: 0,
-        hashed_rows: 0,
-        malformed: Vec::new(),
-        malformed_paths: Vec::new(),
-        rows: RowsReport::default(),
-        walk: Walk::default(),
-        bytecode: None,
-        bytecode_error: None,
-    };
-    let digest = hash::sha256_file(&record_path);
-    let file = std::fs::File::open(&record_path);
-    let (digest, file) = match (digest, file) {
-        (Ok(d), Ok(f)) => (d, f),
-        (Err(e), _) | (_, Err(e)) => {
-            record.read_error = Some(e.to_string());
-            obs.record = Some(record);
-            return Ok(obs);
-        }
-    };
-    record.sha256 = digest.hex();
-    let dist_info_name = dist_info
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let parsed = parse_record(std::io::BufReader::new(file), &dist_info_name);
-    let layout = RecordLayout {
-        site_packages: site_packages.clone(),
-        scripts_dir: probe.scripts_dir.as_ref().map(PathBuf::from),
-        console_scripts: probe.console_scripts.clone(),
-    };
-    record.rows = verify_rows(&layout, &parsed.rows);
-    record.total_rows = parsed.total_rows;
-    record.hashed_rows = parsed.rows.iter().filter(|r| r.hashed.is_some()).count();
-    record.malformed_paths = parsed
-        .malformed_paths
-        .iter()
-        .map(|(row, path)| MalformedPath {
-            row: *row,
-            path: path.clone(),
-            resolved: normalize_join(&site_packages, path).display().to_string(),
-        })
-        .collect();
-    record.malformed = parsed.malformed;
-    record.walk = unlisted_files(
-        &[site_packages.join(PACKAGE), dist_info.clone()],
-        &record.rows.listed,
-    );
+    let mut record = read_record(&probe, &site_packages, &dist_info);
+    if record.read_error.is_some() {
+        obs.record = Some(record);
+        return Ok(obs);
+    }
     let prefix = site.map(|s| s.prefix.clone()).unwrap_or_default();
     match python::run_probe_before_judgement::<BytecodeProbe>(
         &unjudged,

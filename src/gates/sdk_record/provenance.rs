@@ -36,6 +36,48 @@ pub(crate) fn expected_record_sha256(
         .or_else(|| lock.map(|f| hash::sha256_bytes(f.wheel_record.as_bytes())))
 }
 
+/// Each RECORD the verifier carries, as `<sha256> for <requirement>`.
+fn carried_records(known: &[crate::provision::on_demand::SdkFiles]) -> Vec<String> {
+    known
+        .iter()
+        .map(|s| {
+            format!(
+                "{} for {}",
+                hash::sha256_bytes(s.wheel_record.as_bytes()),
+                s.requirement
+            )
+        })
+        .collect()
+}
+
+/// The differences from the wheel's RECORD, as sentences: its rows missing
+/// or changed, and rows neither the wheel's nor pip's (the first 5 of each).
+fn differences(missing: &[String], unexpected: &[String]) -> Vec<String> {
+    let show = |rows: &[String]| {
+        let mut text = rows.iter().take(5).cloned().collect::<Vec<_>>().join("; ");
+        if rows.len() > 5 {
+            text.push_str(&format!("; and {} more", rows.len() - 5));
+        }
+        text
+    };
+    let mut found = Vec::new();
+    if !missing.is_empty() {
+        found.push(format!(
+            "{} wheel row(s) missing or changed: {}",
+            missing.len(),
+            show(missing)
+        ));
+    }
+    if !unexpected.is_empty() {
+        found.push(format!(
+            "{} row(s) neither the wheel's nor pip's: {}",
+            unexpected.len(),
+            show(unexpected)
+        ));
+    }
+    found
+}
+
 /// The `record-provenance` check, or `None` when the profile records no
 /// `sdk.record_sha256` (then the provenance is not established; the
 /// catalogue says so).
@@ -56,16 +98,7 @@ pub(crate) fn provenance_check(
         .iter()
         .find(|s| hash::sha256_bytes(s.wheel_record.as_bytes()) == want)
     else {
-        let carried: Vec<String> = known
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} for {}",
-                    hash::sha256_bytes(s.wheel_record.as_bytes()),
-                    s.requirement
-                )
-            })
-            .collect();
+        let carried = carried_records(&known);
         return Some(
             Check::fail(
                 "record-provenance",
@@ -106,28 +139,7 @@ pub(crate) fn provenance_check(
             .with_observed(observed),
         );
     }
-    let show = |rows: &[String]| {
-        let mut text = rows.iter().take(5).cloned().collect::<Vec<_>>().join("; ");
-        if rows.len() > 5 {
-            text.push_str(&format!("; and {} more", rows.len() - 5));
-        }
-        text
-    };
-    let mut found = Vec::new();
-    if !missing.is_empty() {
-        found.push(format!(
-            "{} wheel row(s) missing or changed: {}",
-            missing.len(),
-            show(&missing)
-        ));
-    }
-    if !unexpected.is_empty() {
-        found.push(format!(
-            "{} row(s) neither the wheel's nor pip's: {}",
-            unexpected.len(),
-            show(&unexpected)
-        ));
-    }
+    let found = differences(&missing, &unexpected);
     Some(
         Check::fail(
             "record-provenance",

@@ -16,6 +16,89 @@ use crate::{git, hash};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+/// One candidate as staged: whether its folder is there, and the
+/// committed files inside it that carry export-ignore (`export`: the
+/// commit's export attributes), are symlinks or are Git LFS pointers.
+fn candidate_stage(
+    ctx: &RunContext,
+    spec: &crate::profile::CandidateSpec,
+    export: &BTreeMap<String, Vec<String>>,
+    extraction: &archive::TarExtraction,
+    source: &Path,
+    tree: &[git::TreeEntry],
+) -> CandidateStage {
+    let dir = ctx.staged_candidate(spec);
+    let presence = if dir.is_dir() {
+        Presence::Folder
+    } else {
+        Presence::Absent {
+            found: match std::fs::symlink_metadata(&dir) {
+                Ok(m) if m.is_file() => "a file",
+                Ok(_) => "something that is not a folder",
+                Err(_) => "none",
+            }
+            .into(),
+        }
+    };
+    let prefix = format!("{}/", spec.path);
+    CandidateStage {
+        folder: spec.folder().to_string(),
+        path: spec.path.clone(),
+        export_ignored: export
+            .iter()
+            .filter(|(p, a)| p.starts_with(&prefix) && a.iter().any(|a| a == "export-ignore"))
+            .map(|(p, _)| p.clone())
+            .collect(),
+        symlinks: extraction
+            .symlinks
+            .iter()
+            .filter(|(p, _)| p == &spec.path || p.starts_with(&prefix))
+            .cloned()
+            .collect(),
+        lfs_pointers: if presence == Presence::Folder {
+            lfs_pointers(source, tree, &prefix)
+        } else {
+            Vec::new()
+        },
+        presence,
+    }
+}
+
+/// Writes the staged source to `tar_path`: with `--worktree`, the working
+/// tree's files, their attributes read from the work tree, written as git
+/// archive would (the staged work tree returned); else git archive itself.
+fn write_source_tar(
+    ctx: &RunContext,
+    tar_path: &Path,
+    tree: &[git::TreeEntry],
+    attributes: &CheckedAttributes,
+) -> Result<Option<StagedWorktree>, String> {
+    let tar_arg = tar_path.display().to_string();
+    let commit = &ctx.source.commit;
+    Ok(match &ctx.source.worktree {
+        Some(w) => Some(stage_worktree(ctx, tar_path, &w.label, tree, attributes)?),
+        None => {
+            git::run(
+                &ctx.repo,
+                &["archive", "--format=tar", "-o", &tar_arg, commit],
+                Some(&ctx.log_stem("stage", "git-archive")),
+                None,
+            )?;
+            None
+        }
+    })
+}
+
+/// Why the staged archive could not be extracted: an unsafe entry, or an
+/// I/O error.
+fn extraction_failure(e: TarError) -> ExtractionFailure {
+    let message = e.to_string();
+    match e {
+        TarError::Unsafe { .. } => ExtractionFailure::UnsafeEntry { message },
+        _ => ExtractionFailure::Io { message },
+    }
+}
+
 /// Stages the commit and observes the staged copy, given what was read
 /// `before` the archive.
 ///
@@ -32,28 +115,8 @@ pub(super) fn observe(ctx: &RunContext, before: BeforeArchive) -> Result<Observa
     std::fs::create_dir_all(&staging)
         .map_err(|e| format!("{}: cannot create: {e}", staging.display()))?;
     let tar_path = staging.join("source.tar");
-    let tar_arg = tar_path.display().to_string();
     let commit = ctx.source.commit.clone();
-    // `--worktree`: the working tree's files, their attributes read from the
-    // work tree, written as git archive would; else git archive itself.
-    let worktree = match &ctx.source.worktree {
-        Some(w) => Some(stage_worktree(
-            ctx,
-            &tar_path,
-            &w.label,
-            &tree,
-            &attributes,
-        )?),
-        None => {
-            git::run(
-                &ctx.repo,
-                &["archive", "--format=tar", "-o", &tar_arg, &commit],
-                Some(&ctx.log_stem("stage", "git-archive")),
-                None,
-            )?;
-            None
-        }
-    };
+    let worktree = write_source_tar(ctx, &tar_path, &tree, &attributes)?;
     let commit = match &worktree {
         Some(w) => format!("{} (base {commit}, digest {})", w.label, w.digest),
         None => commit,
@@ -70,11 +133,7 @@ pub(super) fn observe(ctx: &RunContext, before: BeforeArchive) -> Result<Observa
     let extraction = match archive::extract_tar(&tar_path, &source) {
         Ok(x) => x,
         Err(e) => {
-            let message = e.to_string();
-            let failure = match e {
-                TarError::Unsafe { .. } => ExtractionFailure::UnsafeEntry { message },
-                _ => ExtractionFailure::Io { message },
-            };
+            let failure = extraction_failure(e);
             return Ok(Observation {
                 commit,
                 archive,
@@ -105,45 +164,7 @@ pub(super) fn observe(ctx: &RunContext, before: BeforeArchive) -> Result<Observa
             let candidates = ctx
                 .candidate_specs()
                 .iter()
-                .map(|spec| {
-                    let dir = ctx.staged_candidate(spec);
-                    let presence = if dir.is_dir() {
-                        Presence::Folder
-                    } else {
-                        Presence::Absent {
-                            found: match std::fs::symlink_metadata(&dir) {
-                                Ok(m) if m.is_file() => "a file",
-                                Ok(_) => "something that is not a folder",
-                                Err(_) => "none",
-                            }
-                            .into(),
-                        }
-                    };
-                    let prefix = format!("{}/", spec.path);
-                    CandidateStage {
-                        folder: spec.folder().to_string(),
-                        path: spec.path.clone(),
-                        export_ignored: export
-                            .iter()
-                            .filter(|(p, a)| {
-                                p.starts_with(&prefix) && a.iter().any(|a| a == "export-ignore")
-                            })
-                            .map(|(p, _)| p.clone())
-                            .collect(),
-                        symlinks: extraction
-                            .symlinks
-                            .iter()
-                            .filter(|(p, _)| p == &spec.path || p.starts_with(&prefix))
-                            .cloned()
-                            .collect(),
-                        lfs_pointers: if presence == Presence::Folder {
-                            lfs_pointers(&source, &tree, &prefix)
-                        } else {
-                            Vec::new()
-                        },
-                        presence,
-                    }
-                })
+                .map(|spec| candidate_stage(ctx, spec, &export, &extraction, &source, &tree))
                 .collect();
             (blobs, candidates)
         }

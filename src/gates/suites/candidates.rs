@@ -242,6 +242,97 @@ pub(crate) fn folder_sdk_entries(committed: &Path, extraction: &Path) -> Vec<Str
     found
 }
 
+/// A candidate's observation before anything runs: which tests it has and
+/// where they come from (its own, or the repository's `covers`), the ones
+/// named but missing, and whether its extraction exists.
+fn tests_found(
+    spec: &CandidateSpec,
+    base: Option<&SuitesOptions>,
+    committed: &Path,
+    extraction: &Path,
+) -> CandidateObservation {
+    let (source, tests, missing) = resolve_tests(&spec.tests, committed);
+    let source = with_covers(source, base, &spec.path);
+    CandidateObservation {
+        folder: spec.folder().to_string(),
+        path: spec.path.clone(),
+        source,
+        tests,
+        missing,
+        added: Vec::new(),
+        environment: None,
+        environment_error: None,
+        private_sdk: Vec::new(),
+        folder_sdk: Vec::new(),
+        extraction_missing: !extraction.is_dir(),
+        runs: Vec::new(),
+        read_by_repository_run: None,
+    }
+}
+
+/// The candidate's prepared dependency environment, as the `dependencies`
+/// gate recorded it: its site-packages goes last on the runs' path, and the
+/// SDK distributions it holds are noted in `obs`; `obs.environment_error`
+/// is set when the gate recorded none. Returns the folders for the end of
+/// the runs' path.
+fn prepared_environment(ctx: &RunContext, obs: &mut CandidateObservation) -> Vec<PathBuf> {
+    let record = ctx.candidates.iter().find(|c| c.folder == obs.folder);
+    let mut path_last = Vec::new();
+    match record.and_then(|r| r.dependencies.as_ref()) {
+        Some(deps) => {
+            if let Some(env) = &deps.environment {
+                let site = ctx.evidence_dir.join(env).join("site-packages");
+                if site.is_dir() {
+                    obs.private_sdk = sdk_entries(&site);
+                    obs.environment = Some(format!("{env}/site-packages"));
+                    path_last.push(site);
+                }
+            }
+        }
+        None => {
+            obs.environment_error = Some(
+                "the `dependencies` gate recorded no prepared dependency environment for it".into(),
+            );
+        }
+    }
+    path_last
+}
+
+/// The candidate's two runs: its tests on the committed folder (`tree`)
+/// and on its extraction (`extracted`, with the files the archive does not
+/// hold added from the committed folder).
+fn run_plans(
+    folder: &str,
+    committed: &Path,
+    extraction: &Path,
+    added: &[String],
+    path_last: Vec<PathBuf>,
+    python: PathBuf,
+) -> [RunPlan; 2] {
+    [
+        RunPlan {
+            name: format!("{folder}/tree"),
+            source_root: None,
+            source: committed.to_path_buf(),
+            added: Vec::new(),
+            added_from: committed.to_path_buf(),
+            copy_first_on_path: true,
+            path_last: path_last.clone(),
+            python: python.clone(),
+        },
+        RunPlan {
+            name: format!("{folder}/extracted"),
+            source_root: None,
+            source: extraction.to_path_buf(),
+            added: added.to_vec(),
+            added_from: committed.to_path_buf(),
+            copy_first_on_path: true,
+            path_last,
+            python,
+        },
+    ]
+}
+
 /// Observes every candidate of `ctx.selected`, one after the other.
 ///
 /// # Errors
@@ -259,24 +350,9 @@ pub(super) fn observe(
     for spec in &ctx.selected {
         let folder = spec.folder().to_string();
         let committed = staged.join(&spec.path);
-        let (source, tests, missing) = resolve_tests(&spec.tests, &committed);
-        let source = with_covers(source, base, &spec.path);
         let extraction = ctx.extracted_root().join(&folder);
-        let mut obs = CandidateObservation {
-            folder: folder.clone(),
-            path: spec.path.clone(),
-            source,
-            tests: tests.clone(),
-            missing,
-            added: Vec::new(),
-            environment: None,
-            environment_error: None,
-            private_sdk: Vec::new(),
-            folder_sdk: Vec::new(),
-            extraction_missing: !extraction.is_dir(),
-            runs: Vec::new(),
-            read_by_repository_run: None,
-        };
+        let mut obs = tests_found(spec, base, &committed, &extraction);
+        let tests = obs.tests.clone();
         if tests.is_empty() || !obs.missing.is_empty() || obs.extraction_missing {
             out.push(obs);
             continue;
@@ -287,26 +363,7 @@ pub(super) fn observe(
             out.push(obs);
             continue;
         }
-        let record = ctx.candidates.iter().find(|c| c.folder == folder);
-        let mut path_last = Vec::new();
-        match record.and_then(|r| r.dependencies.as_ref()) {
-            Some(deps) => {
-                if let Some(env) = &deps.environment {
-                    let site = ctx.evidence_dir.join(env).join("site-packages");
-                    if site.is_dir() {
-                        obs.private_sdk = sdk_entries(&site);
-                        obs.environment = Some(format!("{env}/site-packages"));
-                        path_last.push(site);
-                    }
-                }
-            }
-            None => {
-                obs.environment_error = Some(
-                    "the `dependencies` gate recorded no prepared dependency environment for it"
-                        .into(),
-                );
-            }
-        }
+        let path_last = prepared_environment(ctx, &mut obs);
         if obs.environment_error.is_some() || !obs.private_sdk.is_empty() {
             out.push(obs);
             continue;
@@ -326,28 +383,14 @@ pub(super) fn observe(
         }
         let sandbox = &inputs[&python];
         let opts = options_for(base, &tests);
-        let plans = [
-            RunPlan {
-                name: format!("{folder}/tree"),
-                source_root: None,
-                source: committed.clone(),
-                added: Vec::new(),
-                added_from: committed.clone(),
-                copy_first_on_path: true,
-                path_last: path_last.clone(),
-                python: python.clone(),
-            },
-            RunPlan {
-                name: format!("{folder}/extracted"),
-                source_root: None,
-                source: extraction.clone(),
-                added: obs.added.clone(),
-                added_from: committed.clone(),
-                copy_first_on_path: true,
-                path_last,
-                python,
-            },
-        ];
+        let plans = run_plans(
+            &folder,
+            &committed,
+            &extraction,
+            &obs.added,
+            path_last,
+            python,
+        );
         for plan in &plans {
             obs.runs.push(observe::observe_run(
                 ctx,

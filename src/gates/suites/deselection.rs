@@ -13,6 +13,27 @@ use super::record::{hooks_named, Collection, DeselectedItem, SELECTION_HOOKS};
 use crate::evidence::Check;
 use serde_json::json;
 
+/// `<run>/deselected`'s passing detail: no test was deselected, or each
+/// one deselected is declared (named).
+fn all_run_detail(c: &Collection) -> String {
+    if c.deselected.is_empty() {
+        format!(
+            "every one of the {} test(s) the collection reported runs; none was deselected",
+            c.items.len()
+        )
+    } else {
+        format!(
+            "{} test(s) were deselected, each declared by [suites] deselected: {}",
+            c.deselected.len(),
+            c.deselected
+                .iter()
+                .map(|d| d.nodeid.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
 /// `<run>/deselected` over the run's collection record `c` (`None`: not
 /// read), the profile's declared deselections and its configuration file
 /// (`None`: the private empty one).
@@ -45,27 +66,7 @@ pub(crate) fn deselected_check(
         "selection_hooks": hooks,
     });
     if undeclared.is_empty() {
-        return Check::pass(
-            &name,
-            None,
-            if c.deselected.is_empty() {
-                format!(
-                    "every one of the {} test(s) the collection reported runs; none was deselected",
-                    c.items.len()
-                )
-            } else {
-                format!(
-                    "{} test(s) were deselected, each declared by [suites] deselected: {}",
-                    c.deselected.len(),
-                    c.deselected
-                        .iter()
-                        .map(|d| d.nodeid.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            },
-        )
-        .with_observed(observed);
+        return Check::pass(&name, None, all_run_detail(c)).with_observed(observed);
     }
     let listed: Vec<String> = undeclared
         .iter()

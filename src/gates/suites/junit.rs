@@ -22,6 +22,78 @@ struct Pending {
     in_result: bool,
 }
 
+/// The value of `e`'s attribute `key`, unescaped; `None` when it has none.
+fn attr(e: &BytesStart, key: &[u8]) -> Result<Option<String>, String> {
+    for a in e.attributes() {
+        let a = a.map_err(|err| format!("malformed JUnit attribute: {err}"))?;
+        if a.key.as_ref() == key {
+            return a
+                .unescape_value()
+                .map(|v| Some(v.into_owned()))
+                .map_err(|err| format!("malformed JUnit attribute value: {err}"));
+        }
+    }
+    Ok(None)
+}
+
+/// A testcase element's start: its classname, name and duration.
+fn testcase_start(e: &BytesStart) -> Result<Pending, String> {
+    Ok(Pending {
+        classname: attr(e, b"classname")?.unwrap_or_default(),
+        name: attr(e, b"name")?.unwrap_or_default(),
+        duration_ms: attr(e, b"time")?
+            .and_then(|t| t.parse::<f64>().ok())
+            .map(|s| (s * 1000.0).round() as u64),
+        ..Pending::default()
+    })
+}
+
+/// A result element (`failure`, `error`, `skipped`) inside testcase `p`:
+/// it replaces the testcase's result unless a result at least as severe
+/// was read already, and its text is collected unless it is empty.
+fn result_start(p: &mut Pending, kind: &[u8], e: &BytesStart, empty: bool) -> Result<(), String> {
+    let rank = match kind {
+        b"error" => 3,
+        b"failure" => 2,
+        _ => 1,
+    };
+    if !matches!(&p.result, Some(r) if r.0 >= rank) {
+        p.result = Some((
+            rank,
+            String::from_utf8_lossy(kind).into_owned(),
+            attr(e, b"type")?,
+            attr(e, b"message")?,
+        ));
+        p.text.clear();
+        p.in_result = !empty;
+    }
+    Ok(())
+}
+
+/// The text a text, CDATA or reference event adds to a result element's
+/// text: CDATA escaped as XML text is, a reference as written (`&name;`).
+fn result_text(event: &Event) -> Result<String, String> {
+    Ok(match event {
+        Event::Text(t) => t
+            .decode()
+            .map_err(|e| format!("malformed JUnit text: {e}"))?
+            .into_owned(),
+        Event::CData(t) => {
+            let raw = t
+                .decode()
+                .map_err(|e| format!("malformed JUnit CDATA: {e}"))?;
+            quick_xml::escape::escape(raw.as_ref()).into_owned()
+        }
+        Event::GeneralRef(r) => {
+            let raw = r
+                .decode()
+                .map_err(|e| format!("malformed JUnit reference: {e}"))?;
+            format!("&{raw};")
+        }
+        _ => String::new(),
+    })
+}
+
 /// Reads pytest's JUnit report into testcases. `xfails` maps `(classname,
 /// name)` of collected items carrying an applicable xfail to its strictness
 /// (`None`: unknown), so a plain pass of such an item is an XPASS.
@@ -35,18 +107,6 @@ pub(crate) fn parse_junit(
     let mut reader = quick_xml::Reader::from_str(text);
     let mut out = Vec::new();
     let mut current: Option<Pending> = None;
-    let attr = |e: &BytesStart, key: &[u8]| -> Result<Option<String>, String> {
-        for a in e.attributes() {
-            let a = a.map_err(|err| format!("malformed JUnit attribute: {err}"))?;
-            if a.key.as_ref() == key {
-                return a
-                    .unescape_value()
-                    .map(|v| Some(v.into_owned()))
-                    .map_err(|err| format!("malformed JUnit attribute value: {err}"));
-            }
-        }
-        Ok(None)
-    };
     loop {
         let event = reader.read_event().map_err(|e| {
             format!(
@@ -59,14 +119,7 @@ pub(crate) fn parse_junit(
                 let empty = matches!(event, Event::Empty(_));
                 match e.name().as_ref() {
                     b"testcase" => {
-                        let pending = Pending {
-                            classname: attr(e, b"classname")?.unwrap_or_default(),
-                            name: attr(e, b"name")?.unwrap_or_default(),
-                            duration_ms: attr(e, b"time")?
-                                .and_then(|t| t.parse::<f64>().ok())
-                                .map(|s| (s * 1000.0).round() as u64),
-                            ..Pending::default()
-                        };
+                        let pending = testcase_start(e)?;
                         if empty {
                             out.push(finish(pending, xfails));
                         } else {
@@ -75,50 +128,15 @@ pub(crate) fn parse_junit(
                     }
                     kind @ (b"failure" | b"error" | b"skipped") => {
                         if let Some(p) = current.as_mut() {
-                            let rank = match kind {
-                                b"error" => 3,
-                                b"failure" => 2,
-                                _ => 1,
-                            };
-                            if !matches!(&p.result, Some(r) if r.0 >= rank) {
-                                p.result = Some((
-                                    rank,
-                                    String::from_utf8_lossy(kind).into_owned(),
-                                    attr(e, b"type")?,
-                                    attr(e, b"message")?,
-                                ));
-                                p.text.clear();
-                                p.in_result = !empty;
-                            }
+                            result_start(p, kind, e, empty)?;
                         }
                     }
                     _ => {}
                 }
             }
-            Event::Text(t) => {
+            text @ (Event::Text(_) | Event::CData(_) | Event::GeneralRef(_)) => {
                 if let Some(p) = current.as_mut().filter(|p| p.in_result) {
-                    p.text.push_str(
-                        &t.decode()
-                            .map_err(|e| format!("malformed JUnit text: {e}"))?,
-                    );
-                }
-            }
-            Event::CData(t) => {
-                if let Some(p) = current.as_mut().filter(|p| p.in_result) {
-                    let raw = t
-                        .decode()
-                        .map_err(|e| format!("malformed JUnit CDATA: {e}"))?;
-                    p.text.push_str(&quick_xml::escape::escape(raw.as_ref()));
-                }
-            }
-            Event::GeneralRef(r) => {
-                if let Some(p) = current.as_mut().filter(|p| p.in_result) {
-                    let raw = r
-                        .decode()
-                        .map_err(|e| format!("malformed JUnit reference: {e}"))?;
-                    p.text.push('&');
-                    p.text.push_str(&raw);
-                    p.text.push(';');
+                    p.text.push_str(&result_text(&text)?);
                 }
             }
             Event::End(ref e) => match e.name().as_ref() {

@@ -99,32 +99,7 @@ pub(crate) fn kept_observation(
     }
     obs.runs = ["tree", "extracted"]
         .iter()
-        .map(|name| {
-            let mut run = kept_run(
-                dir,
-                name,
-                name,
-                &format!("roots/suites/{name}/source"),
-                opts.timeout_secs,
-            );
-            // The reruns the directory keeps, in order, as many as the
-            // profile allows.
-            run.reruns = (1..=opts.retries)
-                .map(|k| format!("{name}-rerun-{k}"))
-                .take_while(|rerun| {
-                    dir.join("logs")
-                        .join("suites")
-                        .join(format!("{rerun}.cmd"))
-                        .is_file()
-                })
-                .enumerate()
-                .map(|(k, rerun)| {
-                    let cwd = format!("roots/suites/{name}/rerun-{}/source", k + 1);
-                    kept_run(dir, &rerun, name, &cwd, opts.timeout_secs)
-                })
-                .collect();
-            run
-        })
+        .map(|name| kept_run_with_reruns(dir, name, opts))
         .collect();
     let root = dir.join("extracted");
     let (entries, dirs) = list_root(&root);
@@ -137,6 +112,35 @@ pub(crate) fn kept_observation(
         after: Default::default(),
     });
     Ok(obs)
+}
+
+/// The run `name` as the directory keeps it, with its reruns: in order, as
+/// many as the profile allows and the directory keeps.
+fn kept_run_with_reruns(dir: &Path, name: &str, opts: &SuitesOptions) -> RunObservation {
+    let mut run = kept_run(
+        dir,
+        name,
+        name,
+        &format!("roots/suites/{name}/source"),
+        opts.timeout_secs,
+    );
+    // The reruns the directory keeps, in order, as many as the
+    // profile allows.
+    run.reruns = (1..=opts.retries)
+        .map(|k| format!("{name}-rerun-{k}"))
+        .take_while(|rerun| {
+            dir.join("logs")
+                .join("suites")
+                .join(format!("{rerun}.cmd"))
+                .is_file()
+        })
+        .enumerate()
+        .map(|(k, rerun)| {
+            let cwd = format!("roots/suites/{name}/rerun-{}/source", k + 1);
+            kept_run(dir, &rerun, name, &cwd, opts.timeout_secs)
+        })
+        .collect();
+    run
 }
 
 /// One pytest invocation `name` (a run, or one of its reruns) of the run
@@ -158,9 +162,43 @@ fn kept_run(dir: &Path, name: &str, run: &str, cwd: &str, timeout_secs: u64) -> 
     } else {
         Err(format!("pytest wrote no JUnit report ({junit_rel})"))
     };
+    let (collection, pytest) = kept_process(&logs, name, answer);
+    RunObservation {
+        name: name.to_string(),
+        cwd: cwd.to_string(),
+        source_root: (run == "extracted").then(|| "extracted".to_string()),
+        python: String::new(),
+        timeout_secs,
+        collection,
+        pytest,
+        junit_rel,
+        junit_written,
+        report,
+        sandbox: SandboxRecord {
+            kind: "not kept".into(),
+            program: None,
+            version: None,
+            own_pid_namespace: false,
+            dies_with_verifier: false,
+            network: None,
+            read_only: Vec::new(),
+            writable: Vec::new(),
+            unconfined_because: None,
+        },
+        left_running: crate::isolation::left_running::kept(
+            &logs.join(format!("{name}-left-running.json")),
+        ),
+        reruns: Vec::new(),
+    }
+}
+
+/// How the invocation `name`'s process ended, from its `.cmd`, `.stdout`
+/// and `.stderr` logs under `logs` (DIR/logs/suites), as the collection's
+/// process and pytest's run; not started when its `.cmd` is not kept.
+fn kept_process(logs: &Path, name: &str, answer: CollectAnswer) -> (CollectionObs, PytestObs) {
     let cmd_rel = format!("logs/suites/{name}.cmd");
     let read = |ext: &str| std::fs::read_to_string(logs.join(format!("{name}.{ext}")));
-    let (collection, pytest) = match read("cmd") {
+    match read("cmd") {
         Ok(cmd) => {
             let (status, exit_code, timed_out) = ended(&cmd);
             let tail = output_tail(
@@ -205,33 +243,6 @@ fn kept_run(dir: &Path, name: &str, run: &str, cwd: &str, timeout_secs: u64) -> 
                 error: format!("{cmd_rel}: {e}"),
             },
         ),
-    };
-    RunObservation {
-        name: name.to_string(),
-        cwd: cwd.to_string(),
-        source_root: (run == "extracted").then(|| "extracted".to_string()),
-        python: String::new(),
-        timeout_secs,
-        collection,
-        pytest,
-        junit_rel,
-        junit_written,
-        report,
-        sandbox: SandboxRecord {
-            kind: "not kept".into(),
-            program: None,
-            version: None,
-            own_pid_namespace: false,
-            dies_with_verifier: false,
-            network: None,
-            read_only: Vec::new(),
-            writable: Vec::new(),
-            unconfined_because: None,
-        },
-        left_running: crate::isolation::left_running::kept(
-            &logs.join(format!("{name}-left-running.json")),
-        ),
-        reruns: Vec::new(),
     }
 }
 

@@ -365,26 +365,18 @@ impl RunSetup<'_> {
         if let Some(path) = child_pythonpath(sdk, plan) {
             env.insert("PYTHONPATH".into(), path);
         }
-        let mut pytest_args = pytest_args(opts, private_config, &tree, selection);
         let timeout = Duration::from_secs(opts.timeout_secs);
-        let rel = |p: &Path| {
-            p.strip_prefix(&ctx.evidence_dir)
-                .map(|r| r.to_string_lossy().into_owned())
-                .unwrap_or_else(|_| p.display().to_string())
-        };
+        let rel = |p: &Path| relative_to(&ctx.evidence_dir, p);
         let files = RunFiles::prepare(ctx, out_dir, name)?;
         debug_assert_eq!(out_dir.parent(), tree.parent());
-        pytest_args.push(format!("--junitxml=../out/{JUNIT_INSIDE}"));
-        pytest_args.push("-q".into());
-        let mut args: Vec<String> = vec!["-I".into()];
-        args.extend(python::bytecode_options());
-        args.extend([
-            "-c".to_string(),
-            python::SUITES_RUN_DRIVER.to_string(),
-            serde_json::to_string(&pytest_args).expect("strings serialise"),
-            files.record_inside.display().to_string(),
-            driver_settings(opts, &tree, plan).to_string(),
-        ]);
+        let args = driver_args(
+            opts,
+            private_config,
+            plan,
+            &tree,
+            selection,
+            &files.record_inside,
+        );
         let log_stem = ctx.log_stem("suites", name);
         let spec = ChildSpec {
             program: plan.python.clone(),
@@ -397,17 +389,7 @@ impl RunSetup<'_> {
         };
         let (spec, sandbox) = sandbox::confine(
             spec,
-            &SandboxPlan {
-                read_only: inputs
-                    .read_only
-                    .iter()
-                    .chain(&plan.path_last)
-                    .cloned()
-                    .collect(),
-                writable: vec![base.to_path_buf()],
-                network: Network::PrivateLoopback,
-                survey: Some(files.survey_inside.clone()),
-            },
+            &sandbox_plan(inputs, plan, base, &files.survey_inside),
             inputs.available,
         );
         let ran = if sandbox.confined() {
@@ -443,6 +425,57 @@ impl RunSetup<'_> {
             reruns: Vec::new(),
         })
     }
+}
+
+/// `p` relative to `dir` (the evidence directory), else as it is.
+fn relative_to(dir: &Path, p: &Path) -> String {
+    p.strip_prefix(dir)
+        .map(|r| r.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| p.display().to_string())
+}
+
+/// The sandbox of one run: the inputs and the plan's folders for the end
+/// of the path read-only, the run's `base` writable, a private loopback
+/// network, and the survey of what it left running written to `survey`.
+fn sandbox_plan(inputs: &SandboxInputs, plan: &RunPlan, base: &Path, survey: &Path) -> SandboxPlan {
+    SandboxPlan {
+        read_only: inputs
+            .read_only
+            .iter()
+            .chain(&plan.path_last)
+            .cloned()
+            .collect(),
+        writable: vec![base.to_path_buf()],
+        network: Network::PrivateLoopback,
+        survey: Some(survey.to_path_buf()),
+    }
+}
+
+/// The interpreter's arguments for one run: `-I`, the bytecode options and
+/// the suites' driver, given pytest's arguments (its JUnit report written
+/// to `../out`, quiet), the collection record's path inside the run
+/// (`record_inside`) and the driver's settings.
+fn driver_args(
+    opts: &SuitesOptions,
+    private_config: &Path,
+    plan: &RunPlan,
+    tree: &Path,
+    selection: &[String],
+    record_inside: &Path,
+) -> Vec<String> {
+    let mut pytest_args = pytest_args(opts, private_config, tree, selection);
+    pytest_args.push(format!("--junitxml=../out/{JUNIT_INSIDE}"));
+    pytest_args.push("-q".into());
+    let mut args: Vec<String> = vec!["-I".into()];
+    args.extend(python::bytecode_options());
+    args.extend([
+        "-c".to_string(),
+        python::SUITES_RUN_DRIVER.to_string(),
+        serde_json::to_string(&pytest_args).expect("strings serialise"),
+        record_inside.display().to_string(),
+        driver_settings(opts, tree, plan).to_string(),
+    ]);
+    args
 }
 
 /// pytest's arguments: the `selection`, the profile's plugins, no cache

@@ -127,6 +127,107 @@ pub(crate) fn rewrites(c: &Collection, cases: &[SuiteTestCase]) -> Vec<Rewrite> 
     found
 }
 
+/// What the run observed of each reported test, as `observed.tests`.
+fn tests_observed(c: &Collection) -> Vec<serde_json::Value> {
+    c.observed
+        .iter()
+        .map(|o| {
+            json!({
+                "nodeid": o.nodeid,
+                "id": format!("{}::{}", o.classname, o.name),
+                "observed": o.observed,
+                "logged": o.logged,
+                "unobserved": o.unobserved,
+            })
+        })
+        .collect()
+}
+
+/// The sentence naming the tests that ran a callable other than the one
+/// their collection ended with (the first 10); `None` when none did.
+fn swapped_sentence(swapped: &[(&str, &str)], hooks: &[String]) -> Option<String> {
+    (!swapped.is_empty()).then(|| {
+        let listed: Vec<String> = swapped
+            .iter()
+            .take(10)
+            .map(|(n, p)| format!("{n}: {p}"))
+            .collect();
+        format!(
+            "{} test(s) ran a callable other than the one their collection ended with, so the run did not \
+             observe the test it reports: {}{}; reporting hooks outside pytest: {}; expected every test's call \
+             to run the collected test function through the run's plugin: remove the fixture or hook that \
+             replaces `item.obj` (`request.node.obj`) or calls something else in pytest_pyfunc_call or \
+             pytest_runtest_call",
+            swapped.len(),
+            listed.join("; "),
+            if swapped.len() > listed.len() { "; ..." } else { "" },
+            if hooks.is_empty() {
+                "none".to_string()
+            } else {
+                hooks.join(", ")
+            }
+        )
+    })
+}
+
+/// The first 10 rewritten tests, each with what the run observed of it and
+/// what the JUnit report and pytest_runtest_logreport reported.
+fn rewrites_named(found: &[Rewrite]) -> Vec<String> {
+    found
+        .iter()
+        .take(10)
+        .map(|r| {
+            let seen = match (&r.observed, &r.unobserved) {
+                (Some(o), _) => format!(
+                    "observed {o}{}",
+                    if r.raised.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", r.raised.join("; "))
+                    }
+                ),
+                (None, Some(why)) => format!("not observed ({why})"),
+                (None, None) => "not observed".to_string(),
+            };
+            format!(
+                "{}: {seen}, reported {} in the JUnit report and {} to pytest_runtest_logreport",
+                r.nodeid,
+                r.junit.join("+"),
+                r.logged.as_deref().unwrap_or("nothing")
+            )
+        })
+        .collect()
+}
+
+/// `<run>/observed-outcomes`' failing detail for rewritten reports `found`
+/// (the first 10 named), with the swapped-callable sentence when there is
+/// one.
+fn rewritten_detail(
+    found: &[Rewrite],
+    hooks: &[String],
+    swapped_sentence: Option<String>,
+) -> String {
+    let listed = rewrites_named(found);
+    format!(
+        "{} test(s) are reported with an outcome the run did not observe: {}{}; reporting hooks outside \
+         pytest: {}; a hook that rewrites a report makes a failing test read as passing: expected every \
+         report to say what the test did: remove the hook that changes reports (a conftest's \
+         pytest_runtest_makereport or pytest_runtest_logreport), or, for a test the run could not observe, \
+         make it a plain pytest test function{}",
+        found.len(),
+        listed.join("; "),
+        if found.len() > listed.len() { "; ..." } else { "" },
+        if hooks.is_empty() {
+            "none".to_string()
+        } else {
+            hooks.join(", ")
+        },
+        swapped_sentence
+            .map(|s| format!(". Also, {s}"))
+            .unwrap_or_default()
+    )
+}
+
 /// `<run>/observed-outcomes` over the run's collection record `c` and its
 /// JUnit testcases `cases` (each `None` when not read).
 pub(crate) fn observed_outcomes_check(
@@ -145,19 +246,7 @@ pub(crate) fn observed_outcomes_check(
         .with_observed(json!({ "record_read": c.is_some(), "report_read": cases.is_some() }));
     };
     let hooks = hooks_named(&c.hooks, REPORTING_HOOKS);
-    let tests: Vec<serde_json::Value> = c
-        .observed
-        .iter()
-        .map(|o| {
-            json!({
-                "nodeid": o.nodeid,
-                "id": format!("{}::{}", o.classname, o.name),
-                "observed": o.observed,
-                "logged": o.logged,
-                "unobserved": o.unobserved,
-            })
-        })
-        .collect();
+    let tests = tests_observed(c);
     if !c.finished {
         return Check::fail(
             &name,
@@ -182,28 +271,7 @@ pub(crate) fn observed_outcomes_check(
             .map(|(n, p)| json!({ "nodeid": n, "problem": p }))
             .collect::<Vec<_>>(),
     });
-    let swapped_sentence = (!swapped.is_empty()).then(|| {
-        let listed: Vec<String> = swapped
-            .iter()
-            .take(10)
-            .map(|(n, p)| format!("{n}: {p}"))
-            .collect();
-        format!(
-            "{} test(s) ran a callable other than the one their collection ended with, so the run did not \
-             observe the test it reports: {}{}; reporting hooks outside pytest: {}; expected every test's call \
-             to run the collected test function through the run's plugin: remove the fixture or hook that \
-             replaces `item.obj` (`request.node.obj`) or calls something else in pytest_pyfunc_call or \
-             pytest_runtest_call",
-            swapped.len(),
-            listed.join("; "),
-            if swapped.len() > listed.len() { "; ..." } else { "" },
-            if hooks.is_empty() {
-                "none".to_string()
-            } else {
-                hooks.join(", ")
-            }
-        )
-    });
+    let swapped_sentence = swapped_sentence(&swapped, &hooks);
     // A swapped test reported passing is also an unobserved one: named once.
     let found: Vec<Rewrite> = found
         .into_iter()
@@ -225,51 +293,10 @@ pub(crate) fn observed_outcomes_check(
         )
         .with_observed(observed);
     }
-    let listed: Vec<String> = found
-        .iter()
-        .take(10)
-        .map(|r| {
-            let seen = match (&r.observed, &r.unobserved) {
-                (Some(o), _) => format!(
-                    "observed {o}{}",
-                    if r.raised.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", r.raised.join("; "))
-                    }
-                ),
-                (None, Some(why)) => format!("not observed ({why})"),
-                (None, None) => "not observed".to_string(),
-            };
-            format!(
-                "{}: {seen}, reported {} in the JUnit report and {} to pytest_runtest_logreport",
-                r.nodeid,
-                r.junit.join("+"),
-                r.logged.as_deref().unwrap_or("nothing")
-            )
-        })
-        .collect();
     Check::fail(
         &name,
         None,
-        format!(
-            "{} test(s) are reported with an outcome the run did not observe: {}{}; reporting hooks outside \
-             pytest: {}; a hook that rewrites a report makes a failing test read as passing: expected every \
-             report to say what the test did: remove the hook that changes reports (a conftest's \
-             pytest_runtest_makereport or pytest_runtest_logreport), or, for a test the run could not observe, \
-             make it a plain pytest test function{}",
-            found.len(),
-            listed.join("; "),
-            if found.len() > listed.len() { "; ..." } else { "" },
-            if hooks.is_empty() {
-                "none".to_string()
-            } else {
-                hooks.join(", ")
-            },
-            swapped_sentence
-                .map(|s| format!(". Also, {s}"))
-                .unwrap_or_default()
-        ),
+        rewritten_detail(&found, &hooks, swapped_sentence),
     )
     .with_observed(observed)
 }

@@ -43,6 +43,31 @@ pub(crate) fn uncollected<'a>(c: &'a Collection, declared: &[String]) -> Vec<&'a
         .collect()
 }
 
+/// `<run>/uncollected`'s failing detail when the driver could not read a
+/// test file that pytest did not report as a collection error itself;
+/// `None` when every such file was read.
+fn unread_files_detail(c: &Collection) -> Option<String> {
+    let failed: HashSet<&str> = c.errors.iter().map(|e| e.nodeid.as_str()).collect();
+    let unread: Vec<&ScanError> = c
+        .definitions
+        .scan_errors
+        .iter()
+        .filter(|e| !failed.contains(e.file.as_str()))
+        .collect();
+    if unread.is_empty() {
+        return None;
+    }
+    let files: Vec<String> = unread
+        .iter()
+        .map(|e| format!("{} ({})", e.file, e.error))
+        .collect();
+    Some(format!(
+        "the run's driver could not read the test files {}, so it could not name the tests they define: \
+         expected every test file under [suites] paths to parse as Python: fix the file",
+        files.join(", ")
+    ))
+}
+
 /// `<run>/uncollected` over the run's collection record `c` (`None`: not
 /// read) and the profile's declared deselections.
 pub(crate) fn uncollected_check(run: &str, c: Option<&Collection>, declared: &[String]) -> Check {
@@ -65,28 +90,8 @@ pub(crate) fn uncollected_check(run: &str, c: Option<&Collection>, declared: &[S
         "collect_skipped": c.definitions.collect_skipped,
         "collection_hooks": hooks,
     });
-    let failed: HashSet<&str> = c.errors.iter().map(|e| e.nodeid.as_str()).collect();
-    let unread: Vec<&ScanError> = c
-        .definitions
-        .scan_errors
-        .iter()
-        .filter(|e| !failed.contains(e.file.as_str()))
-        .collect();
-    if !unread.is_empty() {
-        let files: Vec<String> = unread
-            .iter()
-            .map(|e| format!("{} ({})", e.file, e.error))
-            .collect();
-        return Check::fail(
-            &name,
-            None,
-            format!(
-                "the run's driver could not read the test files {}, so it could not name the tests they define: \
-                 expected every test file under [suites] paths to parse as Python: fix the file",
-                files.join(", ")
-            ),
-        )
-        .with_observed(observed);
+    if let Some(detail) = unread_files_detail(c) {
+        return Check::fail(&name, None, detail).with_observed(observed);
     }
     if missing.is_empty() {
         return Check::pass(

@@ -88,6 +88,24 @@ pub fn select(
 
 type PreflightError = (String, serde_json::Value);
 
+/// What the probe inside bwrap found wrong: the SDK package resolved
+/// elsewhere than on the host, or the harness's own pid namespace.
+fn inside_problem(inside: &InterpreterPaths, host: &InterpreterPaths) -> Option<String> {
+    if inside.sdk_package != host.sdk_package {
+        return Some(format!(
+            "inside bwrap `langbot_plugin` resolved to {}, expected {}",
+            inside.sdk_package, host.sdk_package
+        ));
+    }
+    if inside.pid_namespace == host.pid_namespace {
+        return Some(format!(
+            "the probe inside bwrap ran in the harness's pid namespace {}",
+            inside.pid_namespace
+        ));
+    }
+    None
+}
+
 /// Locates bwrap, reads its version, and runs `worker_paths.py` inside it:
 /// it must start, import the same SDK package, and see a new pid namespace.
 fn preflight(
@@ -147,17 +165,8 @@ fn preflight(
             out.logs.0.display()
         ))
     })?;
-    if inside.sdk_package != host.sdk_package {
-        return Err(fail(format!(
-            "inside bwrap `langbot_plugin` resolved to {}, expected {}",
-            inside.sdk_package, host.sdk_package
-        )));
-    }
-    if inside.pid_namespace == host.pid_namespace {
-        return Err(fail(format!(
-            "the probe inside bwrap ran in the harness's pid namespace {}",
-            inside.pid_namespace
-        )));
+    if let Some(problem) = inside_problem(&inside, host) {
+        return Err(fail(problem));
     }
     Ok((
         b,

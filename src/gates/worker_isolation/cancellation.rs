@@ -15,17 +15,32 @@ use crate::process::survey;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
+/// What both jobs had done when A's cancel was sent.
+struct AtCancel {
+    /// A's outputs so far.
+    a_outputs: usize,
+    /// A's job had finished already (too late a cancel).
+    a_finished: bool,
+    /// B's outputs so far.
+    b_outputs: usize,
+    /// B's job was still running (not finished, not all its outputs).
+    b_running: bool,
+}
+
 impl Run<'_> {
     /// Cancels A's job mid-run, watches its process group in `/proc`,
     /// escalates if it lingers, and lets B's job finish.
     pub(super) fn cancel_and_finish(&mut self) -> Result<(), String> {
         self.workers[1].pump(Duration::ZERO);
         self.workers[0].pump(Duration::ZERO);
-        let a_outputs_at_cancel = self.workers[0].outputs().count();
-        let a_finished_at_cancel = self.workers[0].finished.is_some();
         let b_outputs_at_cancel = self.workers[1].outputs().count();
-        let b_running_at_cancel =
-            self.workers[1].finished.is_none() && (b_outputs_at_cancel as u64) < JOB_EVENTS;
+        let at_cancel = AtCancel {
+            a_outputs: self.workers[0].outputs().count(),
+            a_finished: self.workers[0].finished.is_some(),
+            b_outputs: b_outputs_at_cancel,
+            b_running: self.workers[1].finished.is_none()
+                && (b_outputs_at_cancel as u64) < JOB_EVENTS,
+        };
         self.workers[0].send(&json!({"cmd": "cancel", "job": "job-a"}))?;
         let cancel_sent = Instant::now();
         wait_for(
@@ -35,8 +50,25 @@ impl Run<'_> {
             |ws| ws[0].cancelled.is_some(),
         )?;
         let acknowledged_ms = cancel_sent.elapsed().as_millis() as u64;
+        self.observe_a_stopping(acknowledged_ms);
+        self.observe_b_finishing(&at_cancel);
+        for w in self.workers.iter_mut() {
+            w.send(&json!({"cmd": "status"}))?;
+        }
+        wait_for(
+            &mut self.workers,
+            JOB_TIMEOUT,
+            "both workers' `status`",
+            |ws| ws.iter().all(|w| !w.statuses.is_empty()),
+        )?;
+        Ok(())
+    }
 
-        // A's job: the OS, not the worker, says whether it stopped.
+    /// A's job after its cancel was acknowledged (`acknowledged_ms` after it
+    /// was sent): the OS, not the worker, says whether it stopped. Waits for
+    /// its process group to go quiet, escalates (TERM, then KILL) if it
+    /// lingers, and records what it saw as `cancel`.
+    fn observe_a_stopping(&mut self, acknowledged_ms: u64) {
         let a = self.observed[0].clone();
         let (child, gc) = (a.child.expect("resolved"), a.grandchild.expect("resolved"));
         let q = quiesce(&child, &gc, QUIESCE_TIMEOUT, &mut self.workers);
@@ -73,8 +105,12 @@ impl Run<'_> {
             needed_kill,
             escaped_group: escaped,
         });
+    }
 
-        // B runs on to its expected output.
+    /// B runs on to its expected output: waits for its job to end, stops
+    /// what its group left (unrecorded: a lingering group is recorded as
+    /// not quiescent), and records both jobs' outputs as `independence`.
+    fn observe_b_finishing(&mut self, at_cancel: &AtCancel) {
         let b_result = wait_for(
             &mut self.workers,
             JOB_TIMEOUT,
@@ -99,9 +135,9 @@ impl Run<'_> {
             .collect();
         self.obs.independence = Some(IndependenceObs {
             a: JobA {
-                outputs_at_cancel: a_outputs_at_cancel,
+                outputs_at_cancel: at_cancel.a_outputs,
                 outputs_total: self.workers[0].outputs().count(),
-                finished_at_cancel: a_finished_at_cancel,
+                finished_at_cancel: at_cancel.a_finished,
                 completed: self.workers[0]
                     .events
                     .iter()
@@ -109,8 +145,8 @@ impl Run<'_> {
                 state: self.workers[0].cancelled.clone().flatten(),
             },
             b: JobB {
-                running_at_cancel: b_running_at_cancel,
-                outputs_at_cancel: b_outputs_at_cancel,
+                running_at_cancel: at_cancel.b_running,
+                outputs_at_cancel: at_cancel.b_outputs,
                 outputs_total: seqs.len(),
                 seqs,
                 expected_outputs: JOB_EVENTS,
@@ -127,16 +163,6 @@ impl Run<'_> {
                 waited_ms: bq.waited_ms,
             },
         });
-        for w in self.workers.iter_mut() {
-            w.send(&json!({"cmd": "status"}))?;
-        }
-        wait_for(
-            &mut self.workers,
-            JOB_TIMEOUT,
-            "both workers' `status`",
-            |ws| ws.iter().all(|w| !w.statuses.is_empty()),
-        )?;
-        Ok(())
     }
 
     /// Same display and conversation id: which events reached which worker.

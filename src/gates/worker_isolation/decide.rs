@@ -232,15 +232,9 @@ impl TokenProbe {
     }
 }
 
-/// `listener-token-separation` and `listener-own-token`, from every probe.
-/// When no own token was accepted, a cross probe that failed without being
-/// accepted is a consequence of that (the hub answered nobody), not a
-/// separate finding.
-pub(crate) fn tokens(probes: &[TokenProbe]) -> [Check; 2] {
-    let (own, cross): (Vec<&TokenProbe>, Vec<&TokenProbe>) =
-        probes.iter().partition(|p| p.is_own());
-    let own_problems: Vec<String> = own
-        .iter()
+/// Each own-token probe not accepted, as a sentence.
+fn own_problems(own: &[&TokenProbe]) -> Vec<String> {
+    own.iter()
         .filter(|p| !matches!(p.result, HelloOutcome::Accepted { .. }))
         .map(|p| {
             format!(
@@ -250,20 +244,13 @@ pub(crate) fn tokens(probes: &[TokenProbe]) -> [Check; 2] {
                 describe_outcome(&p.result)
             )
         })
-        .collect();
-    let cross_bad: Vec<&&TokenProbe> = cross
-        .iter()
-        .filter(|p| {
-            !matches!(
-                p.result,
-                HelloOutcome::Refused {
-                    close_code: 1008,
-                    ..
-                }
-            )
-        })
-        .collect();
-    let cross_problems: Vec<String> = cross_bad
+        .collect()
+}
+
+/// Each cross-token (or empty-token) probe not refused with close code
+/// 1008, as a sentence.
+fn cross_problems(cross_bad: &[&&TokenProbe]) -> Vec<String> {
+    cross_bad
         .iter()
         .map(|p| {
             format!(
@@ -278,7 +265,30 @@ pub(crate) fn tokens(probes: &[TokenProbe]) -> [Check; 2] {
                 describe_outcome(&p.result)
             )
         })
+        .collect()
+}
+
+/// `listener-token-separation` and `listener-own-token`, from every probe.
+/// When no own token was accepted, a cross probe that failed without being
+/// accepted is a consequence of that (the hub answered nobody), not a
+/// separate finding.
+pub(crate) fn tokens(probes: &[TokenProbe]) -> [Check; 2] {
+    let (own, cross): (Vec<&TokenProbe>, Vec<&TokenProbe>) =
+        probes.iter().partition(|p| p.is_own());
+    let own_problems = own_problems(&own);
+    let cross_bad: Vec<&&TokenProbe> = cross
+        .iter()
+        .filter(|p| {
+            !matches!(
+                p.result,
+                HelloOutcome::Refused {
+                    close_code: 1008,
+                    ..
+                }
+            )
+        })
         .collect();
+    let cross_problems = cross_problems(&cross_bad);
     let separation = if cross_problems.is_empty() {
         Check::pass(
             "listener-token-separation",
@@ -1080,10 +1090,9 @@ pub(crate) struct RootRow {
     pub entries: Vec<String>,
 }
 
-/// `private-roots`: each worker wrote only under its own root. `protocol`
-/// names the `worker-protocol` failure, if any: a worker that never got to
-/// write is a consequence of it, not a finding of its own.
-pub(crate) fn private_roots(o: &RootsObs, protocol_failed: bool) -> Check {
+/// What is wrong with the roots, as sentences, and whether every problem
+/// is only a missing write (`true`), not a write where it does not belong.
+fn roots_problems(o: &RootsObs) -> (Vec<String>, bool) {
     let mut problems = Vec::new();
     let mut own = true;
     if !o.outside_roots.is_empty() {
@@ -1136,6 +1145,14 @@ pub(crate) fn private_roots(o: &RootsObs, protocol_failed: bool) -> Check {
             ));
         }
     }
+    (problems, own)
+}
+
+/// `private-roots`: each worker wrote only under its own root. `protocol`
+/// names the `worker-protocol` failure, if any: a worker that never got to
+/// write is a consequence of it, not a finding of its own.
+pub(crate) fn private_roots(o: &RootsObs, protocol_failed: bool) -> Check {
+    let (problems, own) = roots_problems(o);
     let observed = serde_json::to_value(o).expect("plain data serialises");
     if problems.is_empty() {
         let compared = if o.excluded.is_empty() {

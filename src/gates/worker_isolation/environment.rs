@@ -16,29 +16,8 @@ impl Run<'_> {
         // than those a worker is given on purpose (PATH, LANG, TZ, HOME, ...):
         // an identical `NAME=value` entry below a worker is a leak, like the
         // canary set at gate start.
-        let shared: BTreeSet<String> = self.worker_env_keys(0);
-        let harness: BTreeSet<Vec<u8>> = procfs::environ(std::process::id() as i32)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|e| {
-                let name = procfs::env_keys(std::slice::from_ref(e));
-                !name.first().is_some_and(|n| shared.contains(n))
-            })
-            .collect();
-        let leaks_in = |env: &[Vec<u8>]| -> Vec<String> {
-            let mut names: Vec<String> = env
-                .iter()
-                .filter(|e| harness.contains(*e))
-                .flat_map(|e| procfs::env_keys(std::slice::from_ref(e)))
-                .filter(|n| n != CANARY_NAME)
-                .collect();
-            names.sort();
-            names.dedup();
-            if procfs::env_contains(env, CANARY_NAME, &self.canary) {
-                names.insert(0, CANARY_NAME.to_string());
-            }
-            names
-        };
+        let harness = harness_environ(&self.worker_env_keys(0));
+        let leaks_in = |env: &[Vec<u8>]| leaked_names(env, &harness, &self.canary);
         let mut rows = Vec::new();
         let mut unreadable = Vec::new();
         let mut seen = BTreeSet::new();
@@ -133,4 +112,35 @@ impl Run<'_> {
         }
         keys
     }
+}
+
+/// The harness's own environment entries (`NAME=value`, as exec'd), but
+/// those named in `shared`, which a worker is given on purpose.
+fn harness_environ(shared: &BTreeSet<String>) -> BTreeSet<Vec<u8>> {
+    procfs::environ(std::process::id() as i32)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| {
+            let name = procfs::env_keys(std::slice::from_ref(e));
+            !name.first().is_some_and(|n| shared.contains(n))
+        })
+        .collect()
+}
+
+/// The names of `env`'s entries identical to one of the `harness`'s,
+/// sorted, the canary first when `env` holds it with the run's `canary`
+/// value.
+fn leaked_names(env: &[Vec<u8>], harness: &BTreeSet<Vec<u8>>, canary: &str) -> Vec<String> {
+    let mut names: Vec<String> = env
+        .iter()
+        .filter(|e| harness.contains(*e))
+        .flat_map(|e| procfs::env_keys(std::slice::from_ref(e)))
+        .filter(|n| n != CANARY_NAME)
+        .collect();
+    names.sort();
+    names.dedup();
+    if procfs::env_contains(env, CANARY_NAME, canary) {
+        names.insert(0, CANARY_NAME.to_string());
+    }
+    names
 }

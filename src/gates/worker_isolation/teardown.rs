@@ -36,20 +36,7 @@ impl Run<'_> {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let mut stops = Vec::new();
-        for w in self.workers.iter_mut() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let exited = w.child.wait_timeout(left);
-            let report = w.child.stop();
-            stops.push(WorkerStop {
-                worker: w.name.to_string(),
-                answered_stopped: w.stopped,
-                exited_after_stop: exited.is_some(),
-                term_sent: report.term_sent,
-                kill_needed: report.needed_kill,
-                status: report.describe(),
-            });
-        }
+        let stops = self.stop_workers(deadline);
         let mut pgids: BTreeSet<i32> = self.job_pgids.clone();
         for (i, w) in self.workers.iter().enumerate() {
             pgids.insert(w.child.pid() as i32);
@@ -64,19 +51,7 @@ impl Run<'_> {
             roots: vec![self.base.clone()],
             exclude: BTreeSet::from([std::process::id() as i32]),
         };
-        // A process seen mid-exit (its memory already released: empty
-        // cmdline, no cwd) is still listed by /proc for a moment. Give what
-        // the survey finds a short settle time to finish exiting on its own;
-        // only what is still there afterwards is residue.
-        let mut survivors = survey::survey(&rules);
-        let settle_deadline = std::time::Instant::now() + SETTLE;
-        while !survivors.is_empty()
-            && std::time::Instant::now() < settle_deadline
-            && !crate::interrupt::requested()
-        {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            survivors = survey::survey(&rules);
-        }
+        let survivors = settled_survey(&rules);
         let stopped = survey::stop_all(&survivors, process::GRACE);
         let after = survey::survey(&rules);
         self.obs.teardown = Some(TeardownObs {
@@ -105,6 +80,26 @@ impl Run<'_> {
         });
     }
 
+    /// Each worker's own stop: its exit awaited until `deadline`, then its
+    /// process group stopped (TERM, then KILL), as the worker's row.
+    fn stop_workers(&mut self, deadline: Instant) -> Vec<WorkerStop> {
+        let mut stops = Vec::new();
+        for w in self.workers.iter_mut() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let exited = w.child.wait_timeout(left);
+            let report = w.child.stop();
+            stops.push(WorkerStop {
+                worker: w.name.to_string(),
+                answered_stopped: w.stopped,
+                exited_after_stop: exited.is_some(),
+                term_sent: report.term_sent,
+                kill_needed: report.needed_kill,
+                status: report.describe(),
+            });
+        }
+        stops
+    }
+
     /// The evidence directory before and after, and whose tag each new file
     /// carries. `beside`: the gates that ran between the two snapshots; the
     /// folders they write are left out (and scanned for a worker's tag).
@@ -130,8 +125,28 @@ impl Run<'_> {
             });
         }
         // A worker's tag in a left-out folder is still a worker's write.
+        let tagged = self.tagged_in_excluded(&sorted.excluded);
+        let rows = (0..self.specs.len())
+            .map(|i| self.root_row(i, &sorted.workers[i]))
+            .collect();
+        let snapshot = snapshot_sentence(excluded.is_empty(), beside);
+        self.obs.roots = Some(RootsObs {
+            snapshot,
+            outside_roots: sorted.outside,
+            workers: rows,
+            gates_beside: beside.to_vec(),
+            excluded,
+            excluded_changes: sorted.excluded.len(),
+            tagged_in_excluded: tagged,
+            parents_mtime_only: sorted.parents_mtime_only,
+        });
+    }
+
+    /// The files in the left-out folders (`excluded`: their changes) that
+    /// carry a worker's tag, with the worker named.
+    fn tagged_in_excluded(&self, excluded: &[roots::Change]) -> Vec<TaggedFile> {
         let mut tagged = Vec::new();
-        for c in sorted.excluded.iter().filter(|c| c.change != "removed") {
+        for c in excluded.iter().filter(|c| c.change != "removed") {
             let path = self.ctx.evidence_dir.join(&c.path);
             if !path.is_file() {
                 continue;
@@ -145,71 +160,88 @@ impl Run<'_> {
                 }
             }
         }
-        let mut rows = Vec::new();
-        for (i, spec) in self.specs.iter().enumerate() {
-            let other = &self.specs[1 - i];
-            let mut foreign = Vec::new();
-            let mut own_tagged = 0;
-            let added = sorted.workers[i].clone();
-            for rel in &added {
-                let path = self.ctx.evidence_dir.join(rel);
-                if !path.is_file() {
-                    continue;
-                }
-                match roots::file_tag(&path) {
-                    Some(t) if t == spec.id => own_tagged += 1,
-                    Some(t) if t == other.id => foreign.push(rel.clone()),
-                    _ => {}
-                }
+        tagged
+    }
+
+    /// Worker `i`'s root: what was added under it (`added`), how many of
+    /// those files carry its own tag and which carry the other worker's,
+    /// and which of its required tag files are missing.
+    fn root_row(&self, i: usize, added: &[String]) -> RootRow {
+        let spec = &self.specs[i];
+        let other = &self.specs[1 - i];
+        let mut foreign = Vec::new();
+        let mut own_tagged = 0;
+        for rel in added {
+            let path = self.ctx.evidence_dir.join(rel);
+            if !path.is_file() {
+                continue;
             }
-            let required = [
-                spec.home.join(".vcc-worker"),
-                spec.tmp.join(".vcc-worker"),
-                spec.data.join(".vcc-worker"),
-            ];
-            let missing: Vec<String> = required
-                .iter()
-                .filter(|p| roots::file_tag(p).as_deref() != Some(spec.id.as_str()))
-                .map(|p| p.display().to_string())
-                .collect();
-            let child_files = added
-                .iter()
-                .filter(|r| r.contains("/jobs/") && r.contains("child-"))
-                .count();
-            rows.push(RootRow {
-                worker: spec.name.to_string(),
-                root: spec.root.display().to_string(),
-                changed_entries: added.len(),
-                own_tagged_files: own_tagged,
-                job_child_files: child_files,
-                foreign_files: foreign,
-                missing_tags: missing,
-                entries: added.iter().take(50).cloned().collect(),
-            });
+            match roots::file_tag(&path) {
+                Some(t) if t == spec.id => own_tagged += 1,
+                Some(t) if t == other.id => foreign.push(rel.clone()),
+                _ => {}
+            }
         }
-        let snapshot = if excluded.is_empty() {
+        let required = [
+            spec.home.join(".vcc-worker"),
+            spec.tmp.join(".vcc-worker"),
+            spec.data.join(".vcc-worker"),
+        ];
+        let missing: Vec<String> = required
+            .iter()
+            .filter(|p| roots::file_tag(p).as_deref() != Some(spec.id.as_str()))
+            .map(|p| p.display().to_string())
+            .collect();
+        let child_files = added
+            .iter()
+            .filter(|r| r.contains("/jobs/") && r.contains("child-"))
+            .count();
+        RootRow {
+            worker: spec.name.to_string(),
+            root: spec.root.display().to_string(),
+            changed_entries: added.len(),
+            own_tagged_files: own_tagged,
+            job_child_files: child_files,
+            foreign_files: foreign,
+            missing_tags: missing,
+            entries: added.iter().take(50).cloned().collect(),
+        }
+    }
+}
+
+/// The survey under `rules`, taken again for up to [`SETTLE`] while it
+/// finds anything: a process seen mid-exit (its memory already released:
+/// empty cmdline, no cwd) is still listed by /proc for a moment; only what
+/// is still there afterwards is residue. An interrupt ends the wait.
+fn settled_survey(rules: &survey::SurveyRules) -> Vec<survey::Survivor> {
+    let mut survivors = survey::survey(rules);
+    let settle_deadline = std::time::Instant::now() + SETTLE;
+    while !survivors.is_empty()
+        && std::time::Instant::now() < settle_deadline
+        && !crate::interrupt::requested()
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        survivors = survey::survey(rules);
+    }
+    survivors
+}
+
+/// How the private-roots snapshot was compared: the whole of DIR but the
+/// gate's logs when no other gate ran meanwhile (`no_exclusion`), else
+/// without the folders of the gates `beside`.
+fn snapshot_sentence(no_exclusion: bool, beside: &[String]) -> String {
+    if no_exclusion {
+        "DIR before and after the workers ran (kind, size, mtime, mode), DIR/logs/worker-isolation excluded; \
+         no other gate ran meanwhile, so the whole of the rest of DIR was compared"
+            .to_string()
+    } else {
+        format!(
             "DIR before and after the workers ran (kind, size, mtime, mode), DIR/logs/worker-isolation excluded; \
-             no other gate ran meanwhile, so the whole of the rest of DIR was compared"
-                .to_string()
-        } else {
-            format!(
-                "DIR before and after the workers ran (kind, size, mtime, mode), DIR/logs/worker-isolation excluded; \
-                 {} gate(s) ran meanwhile ({}), so the folders they write were left out (see excluded) and every \
-                 new or changed file in them was read for a worker's tag",
-                beside.len(),
-                beside.join(", ")
-            )
-        };
-        self.obs.roots = Some(RootsObs {
-            snapshot,
-            outside_roots: sorted.outside,
-            workers: rows,
-            gates_beside: beside.to_vec(),
-            excluded,
-            excluded_changes: sorted.excluded.len(),
-            tagged_in_excluded: tagged,
-            parents_mtime_only: sorted.parents_mtime_only,
-        });
+             {} gate(s) ran meanwhile ({}), so the folders they write were left out (see excluded) and every \
+             new or changed file in them was read for a worker's tag",
+            beside.len(),
+            beside.join(", ")
+        )
     }
 }
 
