@@ -340,6 +340,23 @@ fn child_pythonpath(sdk_site_packages: Option<&Path>, plan: &RunPlan) -> Option<
     Some(parts.join(":"))
 }
 
+/// The environment of one pytest run: the run's private one, no `pytest11`
+/// entry point of any installed distribution loading by itself (only the
+/// plugins the profile names, by module name), and [`child_pythonpath`].
+fn run_env(
+    ctx: &RunContext,
+    plan: &RunPlan,
+    env: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut env = env.clone();
+    env.insert("PYTEST_DISABLE_PLUGIN_AUTOLOAD".into(), "1".into());
+    let sdk = ctx.verified_sdk.as_ref().map(|s| s.site_packages.as_path());
+    if let Some(path) = child_pythonpath(sdk, plan) {
+        env.insert("PYTHONPATH".into(), path);
+    }
+    env
+}
+
 impl RunSetup<'_> {
     /// Runs pytest on `selection` (the profile's paths, or a rerun's node
     /// ids) as the invocation `name` (`tree`, `tree-rerun-1`: its logs,
@@ -356,15 +373,8 @@ impl RunSetup<'_> {
             ref out_dir,
             ref env,
         } = *self;
-        let mut env = env.clone();
+        let env = run_env(ctx, plan, env);
         let tree = tree.clone();
-        // No `pytest11` entry point of any installed distribution loads by
-        // itself: only the plugins the profile names (module names).
-        env.insert("PYTEST_DISABLE_PLUGIN_AUTOLOAD".into(), "1".into());
-        let sdk = ctx.verified_sdk.as_ref().map(|s| s.site_packages.as_path());
-        if let Some(path) = child_pythonpath(sdk, plan) {
-            env.insert("PYTHONPATH".into(), path);
-        }
         let timeout = Duration::from_secs(opts.timeout_secs);
         let rel = |p: &Path| relative_to(&ctx.evidence_dir, p);
         let files = RunFiles::prepare(ctx, out_dir, name)?;
