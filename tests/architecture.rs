@@ -54,7 +54,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "gates::discovery_rpc::result_checks",
     "gates::discovery_rpc::runner_check",
     "gates::lbp_build::single_archive",
-    "gates::sdk_shadow::sys_path_scan_check",
     "gates::vendored_sdk::decide_candidate",
 ];
 

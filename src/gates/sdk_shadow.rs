@@ -137,15 +137,14 @@ pub fn find_spec_check(
     .with_observed(observed)
 }
 
-/// `sys-path-scan`: exactly one package and one dist-info on the worker's
-/// path, the verified ones; no module file, egg-info, langbot egg-link or
-/// editable install.
-pub fn sys_path_scan_check(
+/// What the scan found, by kind: the `langbot_plugin` packages and
+/// dist-infos (each real path once), and the other copies or install
+/// records (an egg-link that names the SDK or points at another copy).
+fn sort_found(
     probe: &ShadowProbe,
     verified: &VerifiedPaths,
-    folder: &str,
     real: &Realpaths,
-) -> Check {
+) -> (Vec<PathBuf>, Vec<PathBuf>, Vec<String>) {
     let mut packages: Vec<PathBuf> = Vec::new();
     let mut dist_infos: Vec<PathBuf> = Vec::new();
     let mut others: Vec<String> = Vec::new();
@@ -181,6 +180,19 @@ pub fn sys_path_scan_check(
             kind => others.push(format!("{kind} {}", f.path)),
         }
     }
+    (packages, dist_infos, others)
+}
+
+/// `sys-path-scan`: exactly one package and one dist-info on the worker's
+/// path, the verified ones; no module file, egg-info, langbot egg-link or
+/// editable install.
+pub fn sys_path_scan_check(
+    probe: &ShadowProbe,
+    verified: &VerifiedPaths,
+    folder: &str,
+    real: &Realpaths,
+) -> Check {
+    let (packages, dist_infos, others) = sort_found(probe, verified, real);
     let mut problems = Vec::new();
     if packages != [verified.package_dir.clone()] {
         problems.push(format!(
