@@ -374,7 +374,10 @@ fn collect_os_numbers(value: &Value, key: Option<&str>, out: &mut BTreeSet<Strin
 }
 
 /// The value's shape: objects keep their keys, arrays become one element
-/// (every element's shape merged), scalars become their type.
+/// (every element's shape merged), scalars become their type. A list of
+/// scalars, or an empty list, is `"<list>"` whatever its length: whether a
+/// shape-only gate's list (worker-isolation's `parents_mtime_only`, say)
+/// has entries depends on what ran beside it, not on the run.
 fn shape(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
@@ -382,7 +385,10 @@ fn shape(value: &Value) -> Value {
         }
         Value::Array(items) => {
             let merged = items.iter().map(shape).reduce(|a, b| merge(&a, &b));
-            Value::Array(merged.into_iter().collect())
+            match merged {
+                None | Some(Value::String(_)) => Value::String("<list>".into()),
+                Some(m) => Value::Array(vec![m]),
+            }
         }
         Value::String(_) => Value::String("<string>".into()),
         Value::Number(_) => Value::String("<number>".into()),
