@@ -5,7 +5,9 @@ It starts `python -m langbot_plugin.cli rt` in the `shared` runtime profile,
 attaches installations A and B of one archive (one digest) with
 `execution_mode: shared-runtime-v1`, each with its own binding and its own
 canary configuration, invokes every planned component for A then B, then both
-at once, scans the worker's live objects (SIGUSR1 to the boot hook our nsjail
+at once (a Parser: `parse_document` of a small document uploaded by
+`__file_chunk` under that installation's binding before each call), scans
+the worker's live objects (SIGUSR1 to the boot hook our nsjail
 wrapper installs: docs/shared-runtime.md), revokes A, calls B again, scans
 again, and writes what it saw to OUT (JSON). It judges nothing: the gate's
 decide functions do. It never signs anything.
