@@ -5,7 +5,9 @@ It starts `python -m langbot_plugin.cli rt` in the `shared` runtime profile,
 attaches installations A and B of one archive (one digest) with
 `execution_mode: shared-runtime-v1`, each with its own binding and its own
 canary configuration, invokes every planned component for A then B, then both
-at once, scans the worker's live objects (SIGUSR1 to the boot hook our nsjail
+at once (a Parser: `parse_document` of a small document uploaded by
+`__file_chunk` under that installation's binding before each call), scans
+the worker's live objects (SIGUSR1 to the boot hook our nsjail
 wrapper installs: docs/shared-runtime.md), revokes A, calls B again, scans
 again, and writes what it saw to OUT (JSON). It judges nothing: the gate's
 decide functions do. It never signs anything.
@@ -370,8 +372,41 @@ async def invoke_runner(client, inst, call, phase):
     return code, message, reply, runner
 
 
+DOCUMENTS = iter(range(1, 1 << 30))
+
+
+async def invoke_parser(client, inst, call, phase):
+    """One `parse_document`: the planned document uploaded by `__file_chunk`
+    under this installation's binding (a file key of its own), then parsed."""
+    doc = call["document"]
+    n = next(DOCUMENTS)
+    stem = "vcc-shared-%s-%s-%d" % (inst["label"], phase, n)
+    key = "%s-%s.%s" % (stem, secrets.token_hex(8), doc["extension"])
+    raw = doc["text"].encode("utf-8")
+    data = copy.deepcopy(call["data"])
+    data["context"]["file_key"] = key
+    data["context"]["filename"] = "%s.%s" % (stem, doc["extension"])
+    document = {"file_key": key, "filename": data["context"]["filename"],
+                "mime_type": data["context"].get("mime_type"), "bytes": len(raw)}
+    try:
+        r = await client.call("__file_chunk", {
+            "file_key": key, "file_length": len(raw), "chunk_base64": base64.b64encode(raw).decode(),
+            "chunk_index": 0, "chunk_amount": 1, "chunk_size": len(raw)}, inst["binding"])
+        if r.get("code") != 0:
+            return None, "the document's __file_chunk was refused: %s" % r.get("message"), None, document
+        r = await client.call("parse_document", data, inst["binding"], timeout=call.get("timeout", 60))
+        return r.get("code"), r.get("message"), r.get("data"), document
+    except Exception as exc:  # recorded, judged by the gate
+        return None, "%s: %s" % (type(exc).__name__, exc), None, document
+
+
 async def invoke(client, inst, call, phase):
     started = time.time()
+    if call.get("document"):
+        code, message, data, document = await invoke_parser(client, inst, call, phase)
+        return {"phase": phase, "installation": inst["label"], "component": call["component"],
+                "code": code, "message": message, "reply": data, "document": document,
+                "seconds": round(time.time() - started, 3)}
     if call.get("stream"):
         code, message, data, runner = await invoke_runner(client, inst, call, phase)
         return {"phase": phase, "installation": inst["label"], "component": call["component"],

@@ -3,8 +3,10 @@
 //! own fixtures (`fixtures/shared-runtime/Shared/`), the stateless plugin, one
 //! with a third-party requirement (`six==1.16.0`, which the runtime's own pip
 //! installs offline from the run's wheelhouse), a stateless Runner (its
-//! invocation config read from each run context) and three counterexamples
-//! (one a Runner keeping its run's config on `self`),
+//! invocation config read from each run context), a stateless Parser (its
+//! plugin config read per document) and four counterexamples (one a Runner
+//! keeping its run's config on `self`, one a Parser keeping its config on
+//! `self`),
 //! certified `--only shared-runtime` under a 0.7.18
 //! interpreter the verifier provisions (network to the package index the
 //! first time, as tests/it/sdk_groups.rs). Needs root (nsjail's namespaces).
@@ -52,6 +54,12 @@ path = "Shared/stateless-runner-plugin"
 
 [[candidate]]
 path = "Shared/runner-config-on-self-plugin"
+
+[[candidate]]
+path = "Shared/stateless-parser-plugin"
+
+[[candidate]]
+path = "Shared/parser-config-on-self-plugin"
 "#;
 
 fn repo() -> FixtureRepo {
@@ -81,6 +89,14 @@ fn repo() -> FixtureRepo {
             (
                 "shared-runtime/Shared/runner-config-on-self-plugin",
                 "Shared/runner-config-on-self-plugin",
+            ),
+            (
+                "shared-runtime/Shared/stateless-parser-plugin",
+                "Shared/stateless-parser-plugin",
+            ),
+            (
+                "shared-runtime/Shared/parser-config-on-self-plugin",
+                "Shared/parser-config-on-self-plugin",
             ),
         ],
     )
@@ -126,6 +142,7 @@ fn the_stateless_plugins_pass_and_each_counterexample_fails_naming_what_it_kept(
             "stateless-plugin",
             "with-dependency-plugin",
             "stateless-runner-plugin",
+            "stateless-parser-plugin",
         ] {
             let c = check(&ev, GATE, name, Some(folder));
             assert_eq!(
@@ -169,9 +186,10 @@ fn the_stateless_plugins_pass_and_each_counterexample_fails_naming_what_it_kept(
         detail(task)
     );
     runner_calls_were_streamed_and_the_counterexample_fails(&ev, &dir);
+    parser_calls_parsed_own_documents_and_the_counterexample_fails(&ev, &dir);
     assert!(
         stdout.contains(
-            "passed: 3 of 6 candidate(s): stateless-plugin, with-dependency-plugin, stateless-runner-plugin"
+            "passed: 4 of 8 candidate(s): stateless-plugin, with-dependency-plugin, stateless-runner-plugin, stateless-parser-plugin"
         ),
         "{stdout}"
     );
@@ -229,6 +247,54 @@ fn runner_calls_were_streamed_and_the_counterexample_fails(ev: &Value, dir: &Pat
     let cross = check(ev, GATE, "no-cross-installation-canary", folder);
     assert_eq!(cross["result"], "fail", "{}", detail(cross));
     assert!(detail(cross).contains("Runner/echo"), "{}", detail(cross));
+}
+
+/// The Parser fixtures: each `parse_document` parsed a document the host
+/// uploaded under that installation's binding (a file key per call) and
+/// answered with its own installation's tag, and the Parser that keeps the
+/// tag on `self` fails naming the attribute and the leak.
+fn parser_calls_parsed_own_documents_and_the_counterexample_fails(ev: &Value, dir: &Path) {
+    let host: HostObservation = serde_json::from_slice(
+        &std::fs::read(dir.join("logs/shared-runtime/stateless-parser-plugin.host-result.json"))
+            .expect("host result"),
+    )
+    .expect("host observation");
+    let parses: Vec<_> = host.calls.iter().filter(|c| c.document.is_some()).collect();
+    assert_eq!(parses.len(), 5, "A, B, both at once, B after revoking A");
+    let mut keys = std::collections::BTreeSet::new();
+    for call in parses {
+        let me = host
+            .installations
+            .iter()
+            .find(|i| i.label == call.installation)
+            .unwrap();
+        let doc = call.document.as_ref().unwrap();
+        assert_eq!(doc["mime_type"], "text/plain", "{doc}");
+        keys.insert(doc["file_key"].as_str().unwrap().to_string());
+        let text = call.reply["text"].as_str().unwrap_or("");
+        assert!(
+            text.starts_with(&format!("[{}] ", me.config["tag"])),
+            "{text}"
+        );
+        assert!(
+            text.contains("verify-coding-candidates parser probe"),
+            "{text}"
+        );
+    }
+    assert_eq!(keys.len(), 5, "a file key per call: {keys:?}");
+    let folder = Some("parser-config-on-self-plugin");
+    let kept = check(ev, GATE, "no-canary-kept", folder);
+    assert_eq!(kept["result"], "fail");
+    assert!(
+        detail(kept).contains("component object TextParser.tag"),
+        "{}",
+        detail(kept)
+    );
+    let cross = check(ev, GATE, "no-cross-installation-canary", folder);
+    assert_eq!(cross["result"], "fail", "{}", detail(cross));
+    assert!(detail(cross).contains("Parser/text"), "{}", detail(cross));
+    let own = check(ev, GATE, "own-configuration", folder);
+    assert_eq!(own["result"], "fail", "{}", detail(own));
 }
 
 const SIX: &str = "six-1.16.0-py2.py3-none-any.whl";

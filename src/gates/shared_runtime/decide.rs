@@ -203,6 +203,16 @@ fn runner_outcomes(obs: &HostObservation) -> Vec<Value> {
         .collect()
 }
 
+/// Why declared components got no call, as a clause to append (empty when
+/// the gate named none).
+fn not_called(obs: &HostObservation) -> String {
+    if obs.not_called.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", obs.not_called.join("; "))
+    }
+}
+
 fn text_has(v: &Value, canary: &str) -> bool {
     !canary.is_empty() && v.to_string().contains(canary)
 }
@@ -472,7 +482,16 @@ pub fn concurrent(obs: &HostObservation, c: Option<&str>) -> Check {
     let observed =
         json!({"concurrent_calls": concurrent, "calls": obs.calls.len(), "runner_calls": runs});
     if concurrent == 0 {
-        return Check::fail(CONCURRENT, c, "shared-runtime: no concurrent invocation was made (not established): no component was planned for a call").with_observed(observed);
+        return Check::fail(
+            CONCURRENT,
+            c,
+            format!(
+                "shared-runtime: no concurrent invocation was made (not established): no component \
+                 was planned for a call{}",
+                not_called(obs)
+            ),
+        )
+        .with_observed(observed);
     }
     if failed.is_empty() {
         let runners = if runs.is_empty() {
@@ -612,11 +631,11 @@ pub fn revocation(obs: &HostObservation, c: Option<&str>) -> Check {
         None => !answered(x),
     });
     if after.is_empty() {
-        problems.push(
+        problems.push(format!(
             "no call was made to B after A was revoked (not established: no component was \
-             planned for a call)"
-                .into(),
-        );
+             planned for a call{})",
+            not_called(obs)
+        ));
     } else if unanswered {
         problems.push(format!(
             "B did not answer every call after A was revoked ({} calls)",

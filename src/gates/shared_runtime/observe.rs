@@ -21,6 +21,10 @@ pub struct HostObservation {
     /// (of any type), set by the gate from the manifest; `None`: unknown.
     #[serde(default)]
     pub config_declared: Option<usize>,
+    /// Why a declared component got no call (e.g. a Parser declaring no
+    /// MIME type the host serves), set by the gate from its plan.
+    #[serde(default)]
+    pub not_called: Vec<String>,
     /// A, then B.
     #[serde(default)]
     pub installations: Vec<Installation>,
@@ -154,6 +158,11 @@ pub struct Call {
     /// `data` in order (at most 200).
     #[serde(default)]
     pub reply: Value,
+    /// A `parse_document` call's document (`file_key`, `filename`,
+    /// `mime_type`, `bytes`), uploaded by `__file_chunk` under the
+    /// installation's binding before the call (`None`: not a Parser call).
+    #[serde(default)]
+    pub document: Option<Value>,
     /// A `run_runner` call's stream, folded (`None`: not a Runner call).
     #[serde(default)]
     pub runner: Option<RunnerOutcome>,

@@ -7,6 +7,7 @@ use super::observe::HostObservation;
 use super::{CLAIM, HOST, ID, SCAN};
 use crate::context::RunContext;
 use crate::evidence::Check;
+use crate::gates::discovery_rpc::spec::ComponentId;
 use crate::gates::discovery_rpc::{self, calls, plan};
 use crate::process::{self, ChildSpec};
 use crate::provision::nsjail::{self, Nsjail};
@@ -169,6 +170,12 @@ fn run_candidate(
     let spec = host_spec(ctx, cand, nsjail, dirs.agent, dirs.work);
     let mut obs = run_host(ctx, dirs.roots, dirs.log_dir, folder, &spec)?;
     obs.config_declared = declared_fields(ctx, folder);
+    obs.not_called = spec["not_called"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|w| w.as_str().map(str::to_string))
+        .collect();
     let plugin = format!("{}/{}", cand.author, cand.name);
     let mut checks = super::decide::decide(&obs, folder, &plugin);
     let env = deps::observe_environment(
@@ -245,11 +252,19 @@ fn host_spec(
         })
         .collect();
     calls.extend(runner_calls(cand));
+    let (parsers, mut not_called) = parser_calls(cand);
+    calls.extend(parsers);
+    not_called.extend(
+        cand.component_plans
+            .iter()
+            .filter(|p| p.component.kind != "Parser")
+            .filter_map(|p| Some(format!("{}: {}", p.component, p.not_called.as_ref()?))),
+    );
     json!({
         "archive": cand.archive, "sha256": cand.sha256, "author": cand.author, "name": cand.name,
         "nsjail_binary": nsjail, "nsjail_binary_sha256": nsjail::BINARY_SHA256,
         "agent_dir": agent, "work_dir": work, "config_fields": fields,
-        "base_config": cand.plugin_config, "calls": calls,
+        "base_config": cand.plugin_config, "calls": calls, "not_called": not_called,
         "wheelhouse_dir": crate::wheelhouse::dir(&ctx.evidence_dir), "index_url": deps::jail_index_url(),
     })
 }
@@ -308,6 +323,87 @@ fn runner_calls(cand: &crate::gates::discovery_rpc::spec::HostCandidate) -> Vec<
             })
         })
         .collect()
+}
+
+/// The documents the host can serve a Parser: (MIME type, file extension,
+/// text). A few lines of UTF-8 each.
+pub const DOCUMENTS: [(&str, &str, &str); 3] = [
+    (
+        "text/plain",
+        "txt",
+        "verify-coding-candidates parser probe\nA small plain-text document of three lines.\nThe last line.\n",
+    ),
+    (
+        "text/markdown",
+        "md",
+        "# verify-coding-candidates parser probe\n\nA small Markdown document.\n\n- one item\n- another item\n",
+    ),
+    (
+        "text/x-markdown",
+        "md",
+        "# verify-coding-candidates parser probe\n\nA small Markdown document.\n\n- one item\n- another item\n",
+    ),
+];
+
+/// The `parse_document` call of Parser `comp` of plugin `author/name`,
+/// whose component manifest `spec` declares `supported_mime_types`: the
+/// first declared type the host serves (see [`DOCUMENTS`]), its document
+/// uploaded by the host under each installation's binding before each call
+/// (`document`; the host sets `context.file_key` and `context.filename` per
+/// call). `Err`: why the Parser is not called.
+pub fn parser_call(
+    comp: &ComponentId,
+    spec: Option<&Value>,
+    author: &str,
+    name: &str,
+) -> Result<Value, String> {
+    let declared: Vec<&str> = spec
+        .and_then(|s| s["supported_mime_types"].as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let Some((mime, ext, text)) = declared
+        .iter()
+        .find_map(|m| DOCUMENTS.iter().find(|d| d.0 == *m))
+    else {
+        let served: Vec<&str> = DOCUMENTS.iter().map(|d| d.0).collect();
+        return Err(format!(
+            "{comp}: not called: its manifest's spec.supported_mime_types ({}) names no type the \
+             gate can serve a document of ({})",
+            if declared.is_empty() {
+                "none".to_string()
+            } else {
+                declared.join(", ")
+            },
+            served.join(", ")
+        ));
+    };
+    Ok(json!({
+        "component": comp.to_string(), "action": "parse_document",
+        "document": {"mime_type": mime, "extension": ext, "text": text},
+        "data": {"plugin_author": author, "plugin_name": name,
+                 "context": {"mime_type": mime, "metadata": {}}},
+    }))
+}
+
+/// One `parse_document` call per declared Parser component (see
+/// [`parser_call`]), and why each Parser that is not called is not.
+fn parser_calls(
+    cand: &crate::gates::discovery_rpc::spec::HostCandidate,
+) -> (Vec<Value>, Vec<String>) {
+    let specs = discovery_rpc::read_components(&cand.archive)
+        .map(|d| d.specs)
+        .unwrap_or_default();
+    let mut calls = Vec::new();
+    let mut not_called = Vec::new();
+    for comp in cand.declared.iter().filter(|c| c.kind == "Parser") {
+        match parser_call(comp, specs.get(comp), &cand.author, &cand.name) {
+            Ok(call) => calls.push(call),
+            Err(why) => not_called.push(why),
+        }
+    }
+    (calls, not_called)
 }
 
 fn run_host(

@@ -18,6 +18,8 @@ fn observed(name: &str) -> HostObservation {
         "not-reentrant" => include_str!("observed/not-reentrant-plugin.json"),
         "stateless-runner" => include_str!("observed/stateless-runner-plugin.json"),
         "runner-config-on-self" => include_str!("observed/runner-config-on-self-plugin.json"),
+        "stateless-parser" => include_str!("observed/stateless-parser-plugin.json"),
+        "parser-config-on-self" => include_str!("observed/parser-config-on-self-plugin.json"),
         other => panic!("no observation {other}"),
     };
     serde_json::from_str(text).expect("observation parses")
@@ -255,6 +257,91 @@ fn a_runner_keeping_its_run_config_on_self_fails_naming_the_attribute_and_the_le
         cross.contains("in the concurrent reply of Runner/echo to A"),
         "{cross}"
     );
+}
+
+#[test]
+fn the_stateless_parser_passes_every_clause_each_document_uploaded_under_its_own_key() {
+    let checks = run("stateless-parser");
+    assert!(failing(&checks).is_empty(), "{:#?}", checks);
+    let obs = observed("stateless-parser");
+    let parses: Vec<_> = obs
+        .calls
+        .iter()
+        .filter(|c| c.component == "Parser/text")
+        .collect();
+    assert_eq!(parses.len(), 5, "A, B, both at once, B after revoking A");
+    let keys: std::collections::BTreeSet<_> = parses
+        .iter()
+        .map(|c| c.document.as_ref().unwrap()["file_key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 5, "a file key per call: {keys:?}");
+    for call in parses {
+        let me = obs
+            .installations
+            .iter()
+            .find(|i| i.label == call.installation)
+            .unwrap();
+        let text = call.reply["text"].as_str().unwrap_or("");
+        assert!(text.contains(&me.config["tag"]), "{text}");
+        assert!(
+            text.contains("verify-coding-candidates parser probe"),
+            "{text}"
+        );
+        assert_eq!(call.document.as_ref().unwrap()["mime_type"], "text/plain");
+    }
+    let own = result(&checks, OWN_CONFIG);
+    assert!(
+        own.detail.contains("1 canaried plugin field"),
+        "{}",
+        own.detail
+    );
+    assert!(result(&checks, CONCURRENT)
+        .detail
+        .contains("2 of them with A and B at once"));
+}
+
+#[test]
+fn a_parser_keeping_its_config_on_self_fails_naming_the_attribute_and_the_leak() {
+    let checks = run("parser-config-on-self");
+    let f = failing(&checks);
+    assert!(
+        f.contains(&OWN_CONFIG) && f.contains(&NO_CROSS) && f.contains(&NOTHING_KEPT),
+        "{f:?}"
+    );
+    let kept = &result(&checks, NOTHING_KEPT).detail;
+    assert!(kept.contains("component object TextParser.tag"), "{kept}");
+    let cross = &result(&checks, NO_CROSS).detail;
+    assert!(cross.contains("reply of Parser/text to"), "{cross}");
+}
+
+#[test]
+fn a_parser_is_served_the_first_declared_type_the_gate_serves_else_it_is_not_called() {
+    use super::run::parser_call;
+    use crate::gates::discovery_rpc::spec::ComponentId;
+    let comp = ComponentId {
+        kind: "Parser".into(),
+        name: "general_parsers".into(),
+    };
+    let spec = serde_json::json!({"supported_mime_types": [
+        "application/pdf", "text/markdown", "text/plain"]});
+    let call = parser_call(&comp, Some(&spec), "a", "n").unwrap();
+    assert_eq!(call["action"], "parse_document");
+    assert_eq!(call["data"]["context"]["mime_type"], "text/markdown");
+    assert_eq!(call["document"]["extension"], "md");
+    assert_eq!(call["data"]["plugin_author"], "a");
+    assert!(call["data"]["context"].get("file_key").is_none());
+    let pdf = serde_json::json!({"supported_mime_types": ["application/pdf"]});
+    let why = parser_call(&comp, Some(&pdf), "a", "n").unwrap_err();
+    assert!(why.contains("Parser/general_parsers: not called"), "{why}");
+    assert!(why.contains("(application/pdf)"), "{why}");
+    let none = parser_call(&comp, None, "a", "n").unwrap_err();
+    assert!(none.contains("(none)"), "{none}");
+    // The reason reaches the clauses that have no call to judge.
+    let mut obs = observed("stateless-parser");
+    obs.calls.clear();
+    obs.not_called = vec![why.clone()];
+    assert!(concurrent(&obs, None).detail.contains(&why));
+    assert!(revocation(&obs, None).detail.contains(&why));
 }
 
 /// The stateless Runner's observation with every run of `phase` (for
