@@ -47,6 +47,22 @@ pub struct SandboxRecord {
 }
 
 impl SandboxRecord {
+    /// A step that ran in no sandbox: `kind` (`none`, `supervised`, or `not
+    /// kept` for a run whose record was not kept), and why, when known.
+    pub fn unconfined(kind: &str, because: Option<String>) -> Self {
+        Self {
+            kind: kind.to_string(),
+            program: None,
+            version: None,
+            own_pid_namespace: false,
+            dies_with_verifier: false,
+            network: None,
+            read_only: Vec::new(),
+            writable: Vec::new(),
+            unconfined_because: because,
+        }
+    }
+
     /// True when the step ran in a sandbox whose init is not the verifier.
     pub fn confined(&self) -> bool {
         self.kind == "bwrap" && self.own_pid_namespace && self.dies_with_verifier

@@ -44,7 +44,7 @@ mod tests;
 /// `shared-runtime` gate's own `run_runner` calls.
 pub(crate) use components::read as read_components;
 pub use host::main as host_main;
-pub(crate) use host::{probe_prompt, PROBE_PROMPT};
+pub(crate) use host::{probe_prompt, runner_context, PROBE_PROMPT};
 pub use observe::{HostFailure, Observation};
 
 use crate::context::{RunContext, Updates};

@@ -151,21 +151,14 @@ pub fn confine(
                 Some(_) => supervised(spec),
                 None => spec,
             },
-            SandboxRecord {
-                kind: if plan.survey.is_some() {
-                    SUPERVISED.into()
+            SandboxRecord::unconfined(
+                if plan.survey.is_some() {
+                    SUPERVISED
                 } else {
-                    "none".into()
+                    "none"
                 },
-                program: None,
-                version: None,
-                own_pid_namespace: false,
-                dies_with_verifier: false,
-                network: None,
-                read_only: Vec::new(),
-                writable: Vec::new(),
-                unconfined_because: Some(why.clone()),
-            },
+                Some(why.clone()),
+            ),
         ),
         Availability::Bwrap(b) => {
             let read_only = existing_cover(&plan.read_only);

@@ -968,6 +968,23 @@ fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize>
     Ok(n)
 }
 
+/// The run context (the SDK's `RunnerContext`, as JSON) of a `run_runner`
+/// request from our hosts, with `prompt` as its input text; each call adds
+/// its own `run_id`, `event.event_id` and, when it has one, `config`. Used
+/// by discovery-rpc and by the `shared-runtime` gate's Runner calls.
+pub(crate) fn runner_context(prompt: &str) -> Value {
+    json!({
+        "trigger": {"type": "message.received", "source": "api"},
+        "event": {"event_type": "message.received", "source": "verify-coding-candidates"},
+        "input": {"text": prompt},
+        "delivery": {"surface": "api", "supports_streaming": true},
+        "resources": {},
+        "state": {},
+        "actor": {"actor_type": "user", "actor_id": "verify-coding-candidates"},
+        "runtime": {"metadata": {"component_kind": "Runner", "steering_enabled": false}}
+    })
+}
+
 /// One `run_runner` request, streamed to its end; the run context carries
 /// `config` as the invocation config when given.
 #[allow(clippy::too_many_arguments)]
@@ -982,21 +999,9 @@ fn call_runner(
     config: Option<&Value>,
 ) -> RunnerCall {
     let run_id = format!("vcc-{label}-{}-{runner}", cand.folder);
-    let mut context = json!({
-        "run_id": run_id,
-        "trigger": {"type": "message.received", "source": "api"},
-        "event": {
-            "event_id": format!("vcc-event-{label}-{}", cand.folder),
-            "event_type": "message.received",
-            "source": "verify-coding-candidates"
-        },
-        "input": {"text": prompt},
-        "delivery": {"surface": "api", "supports_streaming": true},
-        "resources": {},
-        "state": {},
-        "actor": {"actor_type": "user", "actor_id": "verify-coding-candidates"},
-        "runtime": {"metadata": {"component_kind": "Runner", "steering_enabled": false}}
-    });
+    let mut context = runner_context(prompt);
+    context["run_id"] = json!(run_id);
+    context["event"]["event_id"] = json!(format!("vcc-event-{label}-{}", cand.folder));
     if let Some(config) = config {
         context["config"] = config.clone();
     }

@@ -303,16 +303,7 @@ fn runner_calls(cand: &crate::gates::discovery_rpc::spec::HostCandidate) -> Vec<
                 || discovery_rpc::PROBE_PROMPT.to_string(),
                 |p| discovery_rpc::probe_prompt(&p.nonce),
             );
-            let context = json!({
-                "trigger": {"type": "message.received", "source": "api"},
-                "event": {"event_type": "message.received", "source": "verify-coding-candidates"},
-                "input": {"text": prompt},
-                "delivery": {"surface": "api", "supports_streaming": true},
-                "resources": {},
-                "state": {},
-                "actor": {"actor_type": "user", "actor_id": "verify-coding-candidates"},
-                "runtime": {"metadata": {"component_kind": "Runner", "steering_enabled": false}}
-            });
+            let context = discovery_rpc::runner_context(&prompt);
             json!({
                 "component": comp.to_string(), "action": "run_runner", "stream": true,
                 "runner": comp.name, "prompt": prompt,

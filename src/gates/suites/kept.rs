@@ -174,17 +174,7 @@ fn kept_run(dir: &Path, name: &str, run: &str, cwd: &str, timeout_secs: u64) -> 
         junit_rel,
         junit_written,
         report,
-        sandbox: SandboxRecord {
-            kind: "not kept".into(),
-            program: None,
-            version: None,
-            own_pid_namespace: false,
-            dies_with_verifier: false,
-            network: None,
-            read_only: Vec::new(),
-            writable: Vec::new(),
-            unconfined_because: None,
-        },
+        sandbox: SandboxRecord::unconfined("not kept", None),
         left_running: crate::isolation::left_running::kept(
             &logs.join(format!("{name}-left-running.json")),
         ),
