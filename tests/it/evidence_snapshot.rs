@@ -80,7 +80,7 @@ fn a_certification_of_the_fixture_keeps_every_key_and_stable_value_of_the_snapsh
         repo: repo.root.clone(),
         sdk: sdk_venv(),
     };
-    let got = normalize(&read_evidence(&dir), &places);
+    let got = sort_place_lists(normalize(&read_evidence(&dir), &places));
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(SNAPSHOT);
     if std::env::var_os(UPDATE).is_some() {
         let text = serde_json::to_string_pretty(&got).unwrap() + "\n";
@@ -91,6 +91,7 @@ fn a_certification_of_the_fixture_keeps_every_key_and_stable_value_of_the_snapsh
         );
     }
     let want: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let want = sort_place_lists(want);
     let differences = compare(&want, &got);
     assert!(
         differences.is_empty(),
@@ -313,6 +314,41 @@ impl Rules {
             return "<os>".to_string();
         }
         out
+    }
+}
+
+/// The placeholders of paths whose real value differs between machines.
+const PLACES: &[&str] = &["<DIR>", "<REPO>", "<SDK>", "<BASE-PYTHON>"];
+
+/// `value` with every list of strings that names a place sorted: such a list
+/// (a sandbox's `read_only` mounts, say) is kept in the order of the real
+/// paths, which differs between machines once the paths are replaced (CI's
+/// checkout sorts the SDK venv before the base interpreter, this machine
+/// after it).
+fn sort_place_lists(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, sort_place_lists(v)))
+                .collect(),
+        ),
+        Value::Array(items) => {
+            let names_a_place = |v: &Value| {
+                v.as_str()
+                    .is_some_and(|s| PLACES.iter().any(|p| s.starts_with(p)))
+            };
+            if items.iter().all(Value::is_string) && items.iter().any(names_a_place) {
+                let mut strings: Vec<String> = items
+                    .into_iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect();
+                strings.sort();
+                Value::Array(strings.into_iter().map(Value::String).collect())
+            } else {
+                Value::Array(items.into_iter().map(sort_place_lists).collect())
+            }
+        }
+        other => other,
     }
 }
 
@@ -561,5 +597,30 @@ mod rules {
             d,
             vec![r#"changed .gates[1].checks[0].result: was "pass", now "fail""#.to_string()]
         );
+    }
+
+    #[test]
+    fn a_list_of_places_compares_in_any_machines_order_and_other_lists_keep_theirs() {
+        // On one machine the SDK venv sorts before the base interpreter, on
+        // another after it: the same mounts.
+        let on = |sdk: &str, base: &str| {
+            let mut d = doc("pass", 1, 200, &"9f".repeat(32));
+            d["sdk"] = json!({"base_prefix": base});
+            d["gates"][0]["checks"][0]["observed"]["read_only"] =
+                json!([base, sdk, "/tmp/ev-1/ev/extracted"]);
+            d["gates"][0]["checks"][0]["observed"]["order"] = json!(["b", "a"]);
+            let mut p = places();
+            p.sdk = PathBuf::from(sdk);
+            sort_place_lists(normalize(&d, &p))
+        };
+        let here = on("/work/target/sdk-venv", "/usr");
+        let ci = on("/a/sdk-venv", "/usr");
+        assert_eq!(compare(&here, &ci), Vec::<String>::new());
+        let observed = &here["gates"][0]["checks"][0]["observed"];
+        assert_eq!(
+            observed["read_only"],
+            json!(["<BASE-PYTHON>", "<DIR>/extracted", "<SDK>"])
+        );
+        assert_eq!(observed["order"], json!(["b", "a"]));
     }
 }
