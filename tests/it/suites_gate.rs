@@ -821,7 +821,11 @@ fn sigint_while_an_escaped_process_runs_stops_it_before_the_evidence_is_sealed()
     use std::time::{Duration, Instant};
     let repo = fixture_repo(&["suite-escapes-group"]);
     let (keep, dir) = evidence_dir();
-    let profile = common::profile_beside(&keep, &common::profile_with_suite_paths(&[ESCAPE_SUITE]));
+    // The suite whose test waits after starting the pair: in the sandbox
+    // the pair ends with pytest, so `ESCAPE_SUITE`'s (pytest exits at once)
+    // can live too briefly to be seen on a loaded machine.
+    let suite = "Runner/certification-tests/escaped-waits/test_escaped_child_waits.py";
+    let profile = common::profile_beside(&keep, &common::profile_with_suite_paths(&[suite]));
     let mut child =
         std::process::Command::new(assert_cmd::cargo::cargo_bin("verify-coding-candidates"))
             .env("PYTHON", common::python())
@@ -840,10 +844,13 @@ fn sigint_while_an_escaped_process_runs_stops_it_before_the_evidence_is_sealed()
     // it either: it has a session of its own).
     let deadline = Instant::now() + Duration::from_secs(300);
     while !processes_under(&dir).iter().any(|p| p.contains(ESCAPED)) {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before the escaped process started"
-        );
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the run ended before the escaped process started:\n{}",
+                both(&out)
+            );
+        }
         assert!(Instant::now() < deadline, "no escaped process within 300 s");
         std::thread::sleep(Duration::from_millis(20));
     }
