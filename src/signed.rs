@@ -329,18 +329,20 @@ fn probe(
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.display().to_string()))
         .collect();
-    crate::python::run_probe(
+    crate::python::Probe {
         python,
-        "signed_probe",
-        crate::python::SIGNED_PROBE,
-        &[
+        name: "signed_probe",
+        source: crate::python::SIGNED_PROBE,
+        args: &[
             archive.display().to_string(),
             serde_json::to_string(&ids).unwrap_or_default(),
         ],
-        tmp.path(),
+        cwd: tmp.path(),
         env,
-        &tmp.path().join("signed_probe"),
-    )
+        log_stem: &tmp.path().join("signed_probe"),
+        timeout: crate::python::PROBE_TIMEOUT,
+    }
+    .run()
 }
 
 #[cfg(test)]

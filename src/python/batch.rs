@@ -55,17 +55,17 @@ pub fn run_batch<J: Serialize, R: DeserializeOwned>(
     }
     let args = vec![serde_json::to_string(jobs).expect("jobs serialize")];
     let count = u32::try_from(jobs.len()).unwrap_or(u32::MAX);
-    let answers: Result<Vec<Answer<R>>, String> = super::run_probe_in(
-        probe.wrapper,
-        probe.python,
-        probe.name,
-        probe.source,
-        &args,
-        probe.cwd,
+    let answers: Result<Vec<Answer<R>>, String> = super::Probe {
+        python: probe.python,
+        name: probe.name,
+        source: probe.source,
+        args: &args,
+        cwd: probe.cwd,
         env,
-        probe.log_stem,
-        per_job.saturating_mul(count),
-    )
+        log_stem: probe.log_stem,
+        timeout: per_job.saturating_mul(count),
+    }
+    .run_in(probe.wrapper)
     .and_then(|answers: Vec<Answer<R>>| {
         if answers.len() == jobs.len() {
             Ok(answers)

@@ -20,7 +20,7 @@
 //! Only the verifier writes the cache. The probes that compile run with
 //! `-I -S` (nothing of the environment under review executes in them) in a
 //! sandbox where the whole filesystem, this directory included, is
-//! read-only (`crate::python::run_probe_before_judgement`); they report
+//! read-only (`crate::python::Probe::run_before_judgement`); they report
 //! what they compiled on stdout, and the verifier writes the pairs found
 //! equal now, to a file it names itself ([`pairs_file`]).
 //!

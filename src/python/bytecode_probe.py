@@ -3,7 +3,7 @@ compilation of its source?
 
 Run as `python -I -S -B -c <this> SITE_PACKAGES PACKAGE PREFIX [CACHE_DIR]`
 (`-S`: nothing of the environment runs; in a sandbox where nothing is
-writable but its private roots, see `run_probe_before_judgement` in
+writable but its private roots, see `Probe::run_before_judgement` in
 `src/python/mod.rs`). Prints one JSON object:
 the interpreter's cache tag and magic number, and one entry per file under any
 `__pycache__` folder of SITE_PACKAGES/PACKAGE plus every `.pyc` outside one

@@ -55,7 +55,8 @@ pub const BYTECODE_PROBE: &str = include_str!("bytecode_probe.py");
 /// Observes the environment every `python -I` start builds (site
 /// directories, `.pth` files, start-up modules, `sys.path`) without running
 /// any of it, and compares every bytecode file there with its source (see
-/// `site_probe.py`; run it with [`run_probe_without_site`]).
+/// `site_probe.py`; run it with [`Probe::run_before_judgement`], which starts
+/// it with `-S`).
 pub const SITE_PROBE: &str = include_str!("site_probe.py");
 
 /// The site probe's full source: `bytecode_probe.py`'s functions (as a
@@ -125,128 +126,134 @@ const NOT_AN_INTERPRETER_HINT: &str = "check that --python (or PYTHON) names a C
 /// Time limit of one probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Runs probe `source` with `args` in `cwd` with exactly `env`, logging under
-/// `log_stem`, and parses its stdout as `T`.
-///
-/// # Errors
-/// A sentence naming the probe, the interpreter, the status and the output tail.
-pub fn run_probe<T: DeserializeOwned>(
-    python: &Path,
-    probe_name: &str,
-    source: &str,
-    args: &[String],
-    cwd: &Path,
-    env: BTreeMap<String, String>,
-    log_stem: &Path,
-) -> Result<T, String> {
-    run_probe_with_timeout(
-        python,
-        probe_name,
-        source,
-        args,
-        cwd,
-        env,
-        log_stem,
-        PROBE_TIMEOUT,
-    )
+/// One run of an embedded probe: `python -I [flags] <bytecode options> -c
+/// source args...` in `cwd` with exactly `env`, its command line and
+/// output logged under `log_stem` (`.cmd`, `.stdout`, `.stderr`), stopped
+/// after `timeout`; its stdout is one JSON document.
+#[derive(Debug, Clone)]
+pub struct Probe<'a> {
+    /// The interpreter that runs it.
+    pub python: &'a Path,
+    /// Its name, for messages (`sdk_probe`).
+    pub name: &'a str,
+    /// Its source, passed with `-c`.
+    pub source: &'a str,
+    /// Its arguments (`sys.argv[1:]`).
+    pub args: &'a [String],
+    /// Its working directory.
+    pub cwd: &'a Path,
+    /// Its whole environment.
+    pub env: BTreeMap<String, String>,
+    /// Where its logs go.
+    pub log_stem: &'a Path,
+    /// Its time limit ([`PROBE_TIMEOUT`] unless it waits on a bounded child
+    /// of its own: the SDK's dependency installer may run for up to 600 s).
+    pub timeout: Duration,
 }
 
-/// [`run_probe`] with an explicit time limit, for probes that wait on a
-/// bounded child of their own (the SDK's dependency installer may run for up
-/// to 600 s).
-///
-/// # Errors
-/// As [`run_probe`].
-#[allow(clippy::too_many_arguments)]
-pub fn run_probe_with_timeout<T: DeserializeOwned>(
-    python: &Path,
-    probe_name: &str,
-    source: &str,
-    args: &[String],
-    cwd: &Path,
-    env: BTreeMap<String, String>,
-    log_stem: &Path,
-    timeout: Duration,
-) -> Result<T, String> {
-    run_probe_in(
-        &[],
-        python,
-        probe_name,
-        source,
-        args,
-        cwd,
-        env,
-        log_stem,
-        timeout,
-    )
-}
+impl Probe<'_> {
+    /// Runs the probe and parses its stdout as `T`.
+    ///
+    /// # Errors
+    /// A sentence naming the probe, the interpreter, the status and the
+    /// output tail.
+    pub fn run<T: DeserializeOwned>(self) -> Result<T, String> {
+        self.run_flagged(&[], &[])
+    }
 
-/// [`run_probe_with_timeout`] under `wrapper` (a program and its arguments
-/// put before the interpreter, such as a network namespace's
-/// `unshare --net --`; empty: none).
-///
-/// # Errors
-/// As [`run_probe`].
-#[allow(clippy::too_many_arguments)]
-pub fn run_probe_in<T: DeserializeOwned>(
-    wrapper: &[String],
-    python: &Path,
-    probe_name: &str,
-    source: &str,
-    args: &[String],
-    cwd: &Path,
-    env: BTreeMap<String, String>,
-    log_stem: &Path,
-    timeout: Duration,
-) -> Result<T, String> {
-    run_probe_flagged(
-        wrapper,
-        &[],
-        python,
-        probe_name,
-        source,
-        args,
-        cwd,
-        env,
-        log_stem,
-        timeout,
-    )
-}
+    /// [`Probe::run`] under `wrapper` (a program and its arguments put before
+    /// the interpreter, such as a network namespace's `unshare --net --`;
+    /// empty: none).
+    ///
+    /// # Errors
+    /// As [`Probe::run`].
+    pub fn run_in<T: DeserializeOwned>(self, wrapper: &[String]) -> Result<T, String> {
+        self.run_flagged(wrapper, &[])
+    }
 
-/// [`run_probe_with_timeout`] with `-S` after `-I`: `site` does not run at
-/// start-up, so no `.pth` line and no `sitecustomize` of the interpreter's
-/// environment executes in the probe (`site_probe.py` runs `site.main()`
-/// itself, recording instead of executing).
-///
-/// # Errors
-/// As [`run_probe`].
-#[allow(clippy::too_many_arguments)]
-pub fn run_probe_without_site<T: DeserializeOwned>(
-    python: &Path,
-    probe_name: &str,
-    source: &str,
-    args: &[String],
-    cwd: &Path,
-    env: BTreeMap<String, String>,
-    log_stem: &Path,
-    timeout: Duration,
-) -> Result<T, String> {
-    run_probe_flagged(
-        &[],
-        &["-S"],
-        python,
-        probe_name,
-        source,
-        args,
-        cwd,
-        env,
-        log_stem,
-        timeout,
-    )
+    /// A probe of an interpreter environment that has not been judged yet
+    /// (the `sdk-record` gate's probes, before `environment-startup`
+    /// decides): run with `-I -S`, so `site` does not run and no `.pth`
+    /// line, `sitecustomize` or `usercustomize` of the environment executes
+    /// (a probe that needs the site directories on `sys.path` is given them
+    /// as an argument, read as data by the verifier), and, when bubblewrap is
+    /// available, in a sandbox where the whole filesystem is read-only but
+    /// the probe's own private roots: the interpreter's prefixes, the
+    /// verifier's bytecode cache and the run's `pycache_prefix` cannot be
+    /// written through it. Without bubblewrap it runs unconfined, still with
+    /// `-I -S`, and the returned record says so.
+    ///
+    /// # Errors
+    /// As [`Probe::run`], in the first element.
+    pub fn run_before_judgement<T: DeserializeOwned>(
+        self,
+        unjudged: &Unjudged<'_>,
+    ) -> (Result<T, String>, crate::evidence::sandbox::SandboxRecord) {
+        use crate::evidence::sandbox::Network;
+        use crate::isolation::sandbox::{self, SandboxPlan};
+        let (python, name, log_stem) = (self.python, self.name, self.log_stem);
+        let spec = self.spec(&[], &["-S"]);
+        let plan = SandboxPlan {
+            read_only: vec![PathBuf::from("/")],
+            writable: unjudged.writable.clone(),
+            network: Network::PrivateLoopback,
+            survey: None,
+        };
+        let (spec, record) = sandbox::confine(spec, &plan, unjudged.sandbox);
+        if let Some(folder) = log_stem.parent() {
+            let _ = std::fs::create_dir_all(folder);
+        }
+        let _ = std::fs::write(
+            log_stem.with_extension("sandbox.json"),
+            serde_json::to_vec_pretty(&record).unwrap_or_default(),
+        );
+        let out = if record.kind == "bwrap" {
+            process::run_sandboxed(&spec)
+        } else {
+            process::run(&spec)
+        };
+        (parse_probe(out, python, name), record)
+    }
+
+    fn run_flagged<T: DeserializeOwned>(
+        self,
+        wrapper: &[String],
+        flags: &[&str],
+    ) -> Result<T, String> {
+        let (python, name) = (self.python, self.name);
+        parse_probe(process::run(&self.spec(wrapper, flags)), python, name)
+    }
+
+    /// The child to start: `wrapper...` (if any), then the interpreter with
+    /// `-I`, `flags`, the bytecode options, `-c source` and the arguments.
+    fn spec(self, wrapper: &[String], flags: &[&str]) -> ChildSpec {
+        let mut full_args: Vec<String> = wrapper.iter().skip(1).cloned().collect();
+        if !wrapper.is_empty() {
+            full_args.push(self.python.display().to_string());
+        }
+        full_args.push("-I".to_string());
+        full_args.extend(flags.iter().map(|f| f.to_string()));
+        full_args.extend(bytecode_options());
+        full_args.extend(["-c".to_string(), self.source.to_string()]);
+        full_args.extend(self.args.iter().cloned());
+        let program = wrapper
+            .first()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.python.to_path_buf());
+        ChildSpec {
+            program,
+            args: full_args,
+            cwd: self.cwd.to_path_buf(),
+            env: self.env,
+            timeout: self.timeout,
+            log_stem: self.log_stem.to_path_buf(),
+            stdin: None,
+        }
+    }
 }
 
 /// Where and how a probe that observes an environment not yet judged runs
-/// ([`run_probe_before_judgement`]).
+/// ([`Probe::run_before_judgement`]).
 #[derive(Debug, Clone)]
 pub struct Unjudged<'a> {
     /// The run's sandbox (bwrap, or why there is none).
@@ -254,121 +261,6 @@ pub struct Unjudged<'a> {
     /// The probe's private roots (its HOME and TMPDIR): the only paths it
     /// may write.
     pub writable: Vec<PathBuf>,
-}
-
-/// A probe of an interpreter environment that has not been judged yet (the
-/// `sdk-record` gate's probes, before `environment-startup` decides): run
-/// with `-I -S`, so `site` does not run and no `.pth` line, `sitecustomize`
-/// or `usercustomize` of the environment executes (a probe that needs the
-/// site directories on `sys.path` is given them as an argument, read as data
-/// by the verifier), and, when bubblewrap is available, in a sandbox where
-/// the whole filesystem is read-only but the probe's own private roots: the
-/// interpreter's prefixes, the verifier's bytecode cache and the run's
-/// `pycache_prefix` cannot be written through it. Without bubblewrap it runs
-/// unconfined, still with `-I -S`, and the returned record says so.
-///
-/// # Errors
-/// As [`run_probe`].
-#[allow(clippy::too_many_arguments)]
-pub fn run_probe_before_judgement<T: DeserializeOwned>(
-    unjudged: &Unjudged<'_>,
-    python: &Path,
-    probe_name: &str,
-    source: &str,
-    args: &[String],
-    cwd: &Path,
-    env: BTreeMap<String, String>,
-    log_stem: &Path,
-    timeout: Duration,
-) -> (Result<T, String>, crate::evidence::sandbox::SandboxRecord) {
-    use crate::evidence::sandbox::Network;
-    use crate::isolation::sandbox::{self, SandboxPlan};
-    let spec = probe_spec(
-        &[],
-        &["-S"],
-        python,
-        source,
-        args,
-        cwd,
-        env,
-        log_stem,
-        timeout,
-    );
-    let plan = SandboxPlan {
-        read_only: vec![PathBuf::from("/")],
-        writable: unjudged.writable.clone(),
-        network: Network::PrivateLoopback,
-        survey: None,
-    };
-    let (spec, record) = sandbox::confine(spec, &plan, unjudged.sandbox);
-    if let Some(folder) = log_stem.parent() {
-        let _ = std::fs::create_dir_all(folder);
-    }
-    let _ = std::fs::write(
-        log_stem.with_extension("sandbox.json"),
-        serde_json::to_vec_pretty(&record).unwrap_or_default(),
-    );
-    let out = if record.kind == "bwrap" {
-        process::run_sandboxed(&spec)
-    } else {
-        process::run(&spec)
-    };
-    (parse_probe(out, python, probe_name), record)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn probe_spec(
-    wrapper: &[String],
-    flags: &[&str],
-    python: &Path,
-    source: &str,
-    args: &[String],
-    cwd: &Path,
-    env: BTreeMap<String, String>,
-    log_stem: &Path,
-    timeout: Duration,
-) -> ChildSpec {
-    let mut full_args: Vec<String> = wrapper.iter().skip(1).cloned().collect();
-    if !wrapper.is_empty() {
-        full_args.push(python.display().to_string());
-    }
-    full_args.push("-I".to_string());
-    full_args.extend(flags.iter().map(|f| f.to_string()));
-    full_args.extend(bytecode_options());
-    full_args.extend(["-c".to_string(), source.to_string()]);
-    full_args.extend(args.iter().cloned());
-    let program = wrapper
-        .first()
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| python.to_path_buf());
-    ChildSpec {
-        program,
-        args: full_args,
-        cwd: cwd.to_path_buf(),
-        env,
-        timeout,
-        log_stem: log_stem.to_path_buf(),
-        stdin: None,
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run_probe_flagged<T: DeserializeOwned>(
-    wrapper: &[String],
-    flags: &[&str],
-    python: &Path,
-    probe_name: &str,
-    source: &str,
-    args: &[String],
-    cwd: &Path,
-    env: BTreeMap<String, String>,
-    log_stem: &Path,
-    timeout: Duration,
-) -> Result<T, String> {
-    let spec = probe_spec(
-        wrapper, flags, python, source, args, cwd, env, log_stem, timeout,
-    );
-    parse_probe(process::run(&spec), python, probe_name)
 }
 
 /// The probe's answer parsed as `T`, or a sentence naming the probe, the

@@ -2,7 +2,7 @@
 
 Run as `python -I -S -B -c <this> DISTRIBUTION PACKAGE ENVIRONMENT`, in a
 sandbox where nothing is writable but its private roots (see
-`run_probe_before_judgement` in `src/python/mod.rs`). Prints one JSON object.
+`Probe::run_before_judgement` in `src/python/mod.rs`). Prints one JSON object.
 Imports nothing from the SDK: the package is located with find_spec, the
 distribution with importlib.metadata, so probing cannot execute SDK code.
 

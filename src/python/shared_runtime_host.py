@@ -508,6 +508,18 @@ def stop(runtime, obs):
     obs["stopped_workers"] = [w["pid"] for w in survivors]
 
 
+def loopback_up(spec):
+    """In a private network namespace (the verifier starts this host under
+    `unshare --net`, and says so with `ip`), bring its loopback up first: the
+    runtime's control server and this host talk over 127.0.0.1."""
+    ip = spec.get("ip")
+    if not ip:
+        return
+    done = subprocess.run([ip, "link", "set", "lo", "up"], capture_output=True, text=True, timeout=20)
+    if done.returncode != 0:
+        raise RuntimeError("`%s link set lo up` exited %d: %s" % (ip, done.returncode, done.stderr.strip()))
+
+
 def main():
     spec = json.load(open(sys.argv[1], encoding="utf-8"))
     work = spec["work_dir"]
@@ -515,9 +527,12 @@ def main():
     obs = {"fatal": None, "host_calls": [], "python": sys.executable, "extra_mounts": extra_mounts(),
            "placement": "requested by the host: apply_plugin_installation execution_mode shared-runtime-v1; unsigned archive"}
     try:
+        stage = "private network namespace"
+        loopback_up(spec)
+        stage = "nsjail"
         nsjail = check_nsjail(spec, obs)
     except Exception as exc:
-        obs["fatal"] = "nsjail: %s: %s" % (type(exc).__name__, exc)
+        obs["fatal"] = "%s: %s: %s" % (stage, type(exc).__name__, exc)
         with open(sys.argv[2], "w", encoding="utf-8") as f:
             json.dump(obs, f, indent=1)
         return

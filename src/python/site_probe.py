@@ -3,7 +3,7 @@ observed without running any of it.
 
 Run as `python -I -S -B -c <BYTECODE_LIBRARY = True + bytecode_probe.py +
 this> PACKAGE [CACHE_DIR]`, in a sandbox where nothing is writable but its
-private roots (see `run_probe_before_judgement` in `src/python/mod.rs`).
+private roots (see `Probe::run_before_judgement` in `src/python/mod.rs`).
 Prints one JSON object.
 
 `-S` keeps `site` from running at start-up, so no `.pth` line and no

@@ -47,15 +47,17 @@ impl ManifestReader {
                 log_stem,
             } => {
                 let args = [source.display().to_string(), archived.display().to_string()];
-                match crate::python::run_probe::<SdkReadings>(
+                let probe = crate::python::Probe {
                     python,
-                    "manifest_yaml_probe",
-                    crate::python::MANIFEST_YAML_PROBE,
-                    &args,
+                    name: "manifest_yaml_probe",
+                    source: crate::python::MANIFEST_YAML_PROBE,
+                    args: &args,
                     cwd,
-                    env.clone(),
+                    env: env.clone(),
                     log_stem,
-                ) {
+                    timeout: crate::python::PROBE_TIMEOUT,
+                };
+                match probe.run::<SdkReadings>() {
                     Ok(r) => ManifestObservation {
                         pyyaml: Some(r.pyyaml.clone()),
                         source_sdk: r.source.result(),

@@ -53,16 +53,17 @@ fn admission_attempt(
         "data_root": root.join("data").display().to_string(),
         "mode": "prepare",
     }]);
-    let report: Result<ProbeReport, String> = python::run_probe_with_timeout(
-        &ctx.python,
-        "dependencies_probe",
-        python::DEPENDENCIES_PROBE,
-        &[job.to_string()],
-        &root,
+    let report: Result<ProbeReport, String> = python::Probe {
+        python: &ctx.python,
+        name: "dependencies_probe",
+        source: python::DEPENDENCIES_PROBE,
+        args: &[job.to_string()],
+        cwd: &root,
         env,
-        &ctx.log_stem(GATE, key),
-        Duration::from_secs(opts.timeout_secs),
-    )
+        log_stem: &ctx.log_stem(GATE, key),
+        timeout: Duration::from_secs(opts.timeout_secs),
+    }
+    .run()
     .and_then(
         |outcomes: Vec<ProbeOutcome>| match outcomes.into_iter().next() {
             Some(ProbeOutcome::Report(r)) => Ok(r),

@@ -71,15 +71,17 @@ pub(crate) fn observe(
     let (home, tmp) = ctx
         .private_roots(super::GATE, "compile")
         .map_err(|e| format!("cannot create private roots for the compile probe: {e}"))?;
-    crate::python::run_probe(
-        &ctx.python,
-        "compile_probe",
-        crate::python::COMPILE_PROBE,
-        &args,
-        &home,
-        ctx.child_env(&home, &tmp),
-        &ctx.log_stem(super::GATE, "compile-probe"),
-    )
+    crate::python::Probe {
+        python: &ctx.python,
+        name: "compile_probe",
+        source: crate::python::COMPILE_PROBE,
+        args: &args,
+        cwd: &home,
+        env: ctx.child_env(&home, &tmp),
+        log_stem: &ctx.log_stem(super::GATE, "compile-probe"),
+        timeout: crate::python::PROBE_TIMEOUT,
+    }
+    .run()
     .map(Some)
 }
 

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
     // Nothing of the environment runs before `environment-startup` has
     // judged it: every probe here starts with `-I -S`, in a sandbox where
-    // only its private roots are writable (`run_probe_before_judgement`).
+    // only its private roots are writable (`Probe::run_before_judgement`).
     // The site probe runs first; the SDK and bytecode probes are given the
     // site path it found, read as data, instead of running `site`.
     let cache = python::bytecode_cache::dir();
@@ -126,17 +126,17 @@ fn run_site_probe(
         sandbox,
         writable: vec![home.clone(), tmp.clone()],
     };
-    Ok(python::run_probe_before_judgement::<SiteProbe>(
-        &unjudged,
-        &ctx.python,
-        "site_probe",
-        &python::site_probe_source(),
-        &probe_args(vec![PACKAGE.to_string()], cache),
-        &home,
-        ctx.child_env(&home, &tmp),
-        &ctx.log_stem("sdk-record", "site-probe"),
-        SITE_PROBE_TIMEOUT,
-    ))
+    let probe = python::Probe {
+        python: &ctx.python,
+        name: "site_probe",
+        source: &python::site_probe_source(),
+        args: &probe_args(vec![PACKAGE.to_string()], cache),
+        cwd: &home,
+        env: ctx.child_env(&home, &tmp),
+        log_stem: &ctx.log_stem("sdk-record", "site-probe"),
+        timeout: SITE_PROBE_TIMEOUT,
+    };
+    Ok(probe.run_before_judgement::<SiteProbe>(&unjudged))
 }
 
 fn private_roots(ctx: &RunContext, name: &str) -> Result<(PathBuf, PathBuf), String> {
@@ -291,21 +291,21 @@ fn observe_sdk(
         sandbox,
         writable: vec![home.clone(), tmp.clone()],
     };
-    let probe: SdkProbe = python::run_probe_before_judgement(
-        &unjudged,
-        &ctx.python,
-        "sdk_probe",
-        python::SDK_PROBE,
-        &[
+    let probe: SdkProbe = python::Probe {
+        python: &ctx.python,
+        name: "sdk_probe",
+        source: python::SDK_PROBE,
+        args: &[
             DISTRIBUTION.to_string(),
             PACKAGE.to_string(),
             sdk_probe_environment(site),
         ],
-        &home,
-        ctx.child_env(&home, &tmp),
-        &ctx.log_stem("sdk-record", "probe"),
-        python::PROBE_TIMEOUT,
-    )
+        cwd: &home,
+        env: ctx.child_env(&home, &tmp),
+        log_stem: &ctx.log_stem("sdk-record", "probe"),
+        timeout: python::PROBE_TIMEOUT,
+    }
+    .run_before_judgement(&unjudged)
     .0?;
     let mut obs = Observation {
         python: ctx.python.display().to_string(),
@@ -332,12 +332,11 @@ fn observe_sdk(
         return Ok(obs);
     }
     let prefix = site.map(|s| s.prefix.clone()).unwrap_or_default();
-    match python::run_probe_before_judgement::<BytecodeProbe>(
-        &unjudged,
-        &ctx.python,
-        "bytecode_probe",
-        python::BYTECODE_PROBE,
-        &probe_args(
+    let bytecode = python::Probe {
+        python: &ctx.python,
+        name: "bytecode_probe",
+        source: python::BYTECODE_PROBE,
+        args: &probe_args(
             vec![
                 site_packages.display().to_string(),
                 PACKAGE.to_string(),
@@ -345,13 +344,12 @@ fn observe_sdk(
             ],
             cache,
         ),
-        &home,
-        ctx.child_env(&home, &tmp),
-        &ctx.log_stem("sdk-record", "bytecode-probe"),
-        python::PROBE_TIMEOUT,
-    )
-    .0
-    {
+        cwd: &home,
+        env: ctx.child_env(&home, &tmp),
+        log_stem: &ctx.log_stem("sdk-record", "bytecode-probe"),
+        timeout: python::PROBE_TIMEOUT,
+    };
+    match bytecode.run_before_judgement::<BytecodeProbe>(&unjudged).0 {
         Ok(b) => record.bytecode = Some(b),
         Err(e) => record.bytecode_error = Some(e),
     }

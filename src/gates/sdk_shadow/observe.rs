@@ -102,15 +102,17 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
             let (home, tmp) = ctx.private_roots("sdk-shadow", &folder).map_err(|e| {
                 format!("sdk-shadow: cannot create private roots for {folder}: {e}")
             })?;
-            let probe: Result<ShadowProbe, String> = python::run_probe(
-                &ctx.python,
-                "shadow_probe",
-                python::SHADOW_PROBE,
-                &[PACKAGE.to_string(), code_dir.display().to_string()],
-                &code_dir,
-                ctx.child_env(&home, &tmp),
-                &ctx.log_stem("sdk-shadow", &folder),
-            );
+            let probe: Result<ShadowProbe, String> = python::Probe {
+                python: &ctx.python,
+                name: "shadow_probe",
+                source: python::SHADOW_PROBE,
+                args: &[PACKAGE.to_string(), code_dir.display().to_string()],
+                cwd: &code_dir,
+                env: ctx.child_env(&home, &tmp),
+                log_stem: &ctx.log_stem("sdk-shadow", &folder),
+                timeout: python::PROBE_TIMEOUT,
+            }
+            .run();
             if let Ok(p) = &probe {
                 c.real = Realpaths::of(p);
             }

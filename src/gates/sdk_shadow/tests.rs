@@ -395,15 +395,17 @@ fn probe_in(code_dir: &Path, logs: &Path) -> (ShadowProbe, VerifiedPaths) {
         || panic!("PYTHON is not set: run `cargo xtask test` (it provisions the SDK venv and sets PYTHON)"),
     );
     let env = crate::process::base_env();
-    let sdk: crate::gates::sdk_record::SdkProbe = python::run_probe(
-        &python,
-        "sdk_probe",
-        python::SDK_PROBE,
-        &["langbot-plugin".into(), PACKAGE.into()],
-        logs,
-        env.clone(),
-        &logs.join("sdk"),
-    )
+    let sdk: crate::gates::sdk_record::SdkProbe = python::Probe {
+        python: &python,
+        name: "sdk_probe",
+        source: python::SDK_PROBE,
+        args: &["langbot-plugin".into(), PACKAGE.into()],
+        cwd: logs,
+        env: env.clone(),
+        log_stem: &logs.join("sdk"),
+        timeout: python::PROBE_TIMEOUT,
+    }
+    .run()
     .unwrap();
     let site = PathBuf::from(sdk.site_packages.expect("the SDK is installed"));
     let verified = VerifiedPaths::of(&VerifiedSdk {
@@ -411,15 +413,17 @@ fn probe_in(code_dir: &Path, logs: &Path) -> (ShadowProbe, VerifiedPaths) {
         dist_info: PathBuf::from(sdk.dist_info.unwrap()),
         site_packages: site,
     });
-    let probe = python::run_probe(
-        &python,
-        "shadow_probe",
-        python::SHADOW_PROBE,
-        &[PACKAGE.into(), code_dir.display().to_string()],
-        code_dir,
+    let probe = python::Probe {
+        python: &python,
+        name: "shadow_probe",
+        source: python::SHADOW_PROBE,
+        args: &[PACKAGE.into(), code_dir.display().to_string()],
+        cwd: code_dir,
         env,
-        &logs.join("shadow"),
-    )
+        log_stem: &logs.join("shadow"),
+        timeout: python::PROBE_TIMEOUT,
+    }
+    .run()
     .unwrap();
     (probe, verified)
 }

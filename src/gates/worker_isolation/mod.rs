@@ -223,15 +223,17 @@ impl super::Gate for WorkerIsolation {
         let (home, tmp) = ctx
             .private_roots(GATE, "preflight")
             .map_err(|e| format!("cannot create {}: {e}", base.display()))?;
-        let host: InterpreterPaths = crate::python::run_probe(
-            &ctx.python,
-            "worker_paths",
-            crate::python::WORKER_PATHS_PROBE,
-            &[],
-            &base.join("preflight"),
-            ctx.child_env(&home, &tmp),
-            &ctx.log_stem(GATE, "worker-paths"),
-        )?;
+        let host: InterpreterPaths = crate::python::Probe {
+            python: &ctx.python,
+            name: "worker_paths",
+            source: crate::python::WORKER_PATHS_PROBE,
+            args: &[],
+            cwd: &base.join("preflight"),
+            env: ctx.child_env(&home, &tmp),
+            log_stem: &ctx.log_stem(GATE, "worker-paths"),
+            timeout: crate::python::PROBE_TIMEOUT,
+        }
+        .run()?;
         let read_only = backend::read_only_paths(&ctx.python, &host);
         let (selected, backend_obs) = backend::select(ctx, ctx.isolation, &base, &host, &read_only);
         let Some(backend) = selected else {
