@@ -509,6 +509,81 @@ pub fn verifier_only(repo: &Path, evidence: &Path, only: &str) -> Command {
     cmd
 }
 
+/// Runs the verifier in `repo` (its working directory) with `--evidence
+/// <fresh dir> --python PYTHON --only ONLY` and `extra`. Returns the output,
+/// the guard that keeps the evidence directory, and its path; panics, with
+/// the output, when no evidence was written.
+pub fn run_only(
+    repo: &Path,
+    python: &Path,
+    only: &str,
+    extra: &[&str],
+) -> (std::process::Output, TempDir, PathBuf) {
+    let (keep, dir) = evidence_dir();
+    let out = verifier()
+        .current_dir(repo)
+        .arg("--evidence")
+        .arg(&dir)
+        .arg("--python")
+        .arg(python)
+        .args(["--only", only])
+        .args(extra)
+        .output()
+        .expect("run the verifier");
+    assert!(
+        dir.join("evidence.json").is_file(),
+        "no evidence written; stdout:\n{}\nstderr:\n{}",
+        stdout_text(&out),
+        stderr_text(&out)
+    );
+    (out, keep, dir)
+}
+
+/// Writes `text` as `FOLDER/requirements.txt` of `repo` and commits it.
+pub fn commit_requirements(repo: &FixtureRepo, folder: &str, text: &str) {
+    std::fs::write(repo.root.join(folder).join("requirements.txt"), text)
+        .expect("write requirements.txt");
+    git(&repo.root, &["commit", "-q", "-a", "-m", "requirements"]);
+}
+
+/// What a verifier run on a fixture repository left: its exit code, its
+/// evidence, the evidence directory, and the guards that keep the
+/// repository and the directory alive.
+pub type FixtureRun = (i32, Value, PathBuf, (FixtureRepo, TempDir));
+
+/// The fixture repository with `Runner/codex-agent/requirements.txt`
+/// replaced by `requirements` and committed, certified by [`run_only`] with
+/// `python`, `--only ONLY` and `extra`; the evidence directory is made
+/// writable again so that the guard can remove it.
+pub fn run_with_codex_requirements(
+    requirements: &str,
+    python: &Path,
+    only: &str,
+    extra: &[&str],
+) -> FixtureRun {
+    let repo = fixture_repo(&[]);
+    commit_requirements(&repo, "Runner/codex-agent", requirements);
+    let (out, keep, dir) = run_only(&repo.root, python, only, extra);
+    let evidence = read_evidence(&dir);
+    make_writable(keep.path());
+    (exit_code(&out), evidence, dir, (repo, keep))
+}
+
+/// The output of a verifier run as text (`stdout:` then `stderr:`), once
+/// `dir` holds its evidence; panics with that text when it does not.
+pub fn expect_evidence(out: &std::process::Output, dir: &Path) -> String {
+    let text = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        stdout_text(out),
+        stderr_text(out)
+    );
+    assert!(
+        dir.join("evidence.json").is_file(),
+        "no evidence written; {text}"
+    );
+    text
+}
+
 /// Writes `text` as `profile.toml` in `keep` (the temporary folder that holds
 /// a test's evidence directory: outside the repository, so never part of the
 /// commit) and returns its path.

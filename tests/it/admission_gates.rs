@@ -30,21 +30,7 @@ const CANDIDATES: [&str; 3] = ["acp-agent-runner", "claude-code-agent", "codex-a
 /// `overlays`; returns the exit code and the evidence.
 fn run(overlays: &[&str], only: &str) -> (i32, Value) {
     let repo = fixture_repo(overlays);
-    let (keep, dir) = evidence_dir();
-    let out = verifier()
-        .current_dir(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .arg("--python")
-        .arg(python())
-        .args(["--only", only])
-        .output()
-        .expect("run the verifier");
-    assert!(
-        dir.join("evidence.json").is_file(),
-        "no evidence written: {}",
-        stderr_text(&out)
-    );
+    let (out, keep, dir) = common::run_only(&repo.root, &python(), only, &[]);
     let evidence = read_evidence(&dir);
     make_writable(keep.path());
     (out.status.code().expect("exited, not signalled"), evidence)
@@ -117,48 +103,9 @@ fn fixture_archives_are_admitted_and_their_environment_prepares_twice_with_one_d
     assert_eq!(ev["wheelhouse"]["index"], "wheelhouse/simple/");
 }
 
-/// A fixture repository whose `Runner/codex-agent/requirements.txt` is
-/// `requirements`, committed; `--only only`. Returns the exit code, the
-/// evidence, its directory, and what keeps both alive.
-fn run_with_codex_requirements(
-    requirements: &str,
-    only: &str,
-) -> (
-    i32,
-    Value,
-    PathBuf,
-    (common::FixtureRepo, tempfile::TempDir),
-) {
-    let repo = fixture_repo(&[]);
-    std::fs::write(
-        repo.root.join("Runner/codex-agent/requirements.txt"),
-        requirements,
-    )
-    .unwrap();
-    common::git(&repo.root, &["commit", "-q", "-a", "-m", "requirements"]);
-    let (keep, dir) = evidence_dir();
-    let out = verifier()
-        .current_dir(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .arg("--python")
-        .arg(python())
-        .args(["--only", only])
-        .output()
-        .expect("run the verifier");
-    assert!(
-        dir.join("evidence.json").is_file(),
-        "no evidence written: {}",
-        stderr_text(&out)
-    );
-    let evidence = read_evidence(&dir);
-    make_writable(keep.path());
-    (
-        out.status.code().expect("exited"),
-        evidence,
-        dir,
-        (repo, keep),
-    )
+/// [`common::run_with_codex_requirements`] with the SDK venv's interpreter.
+fn run_with_codex_requirements(requirements: &str, only: &str) -> common::FixtureRun {
+    common::run_with_codex_requirements(requirements, &python(), only, &[])
 }
 
 #[test]
@@ -358,16 +305,7 @@ fn b3_pin_fails_admission_naming_line_version_and_the_pin_only_trap() {
 #[test]
 fn a_candidate_failing_admission_stops_only_its_own_later_gates() {
     let repo = fixture_repo(&["b3-pin"]);
-    let (keep, dir) = evidence_dir();
-    let out = verifier()
-        .current_dir(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .arg("--python")
-        .arg(python())
-        .args(["--only", "discovery-rpc"])
-        .output()
-        .expect("run the verifier");
+    let (out, keep, dir) = common::run_only(&repo.root, &python(), "discovery-rpc", &[]);
     let ev = read_evidence(&dir);
     assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
     assert_eq!(ev["verdict"], "fail");

@@ -56,16 +56,7 @@ fn a_runner_completing_without_a_reply_fails_the_runner_probe() {
     std::fs::write(&runner, patched).unwrap();
     git(&repo.root, &["commit", "-q", "-a", "-m", "no reply"]);
 
-    let (_keep, dir) = evidence_dir();
-    let out = verifier()
-        .current_dir(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .arg("--python")
-        .arg(python())
-        .args(["--only", "discovery-rpc"])
-        .output()
-        .expect("run the verifier");
+    let (out, _keep, dir) = common::run_only(&repo.root, &python(), "discovery-rpc", &[]);
     let evidence = read_evidence(&dir);
     assert_nothing_survives(&dir);
     make_writable(&dir);
@@ -464,16 +455,7 @@ fn an_sdk_check_that_crashes_is_not_an_sdk_decision() {
     )
     .unwrap();
     git(&repo.root, &["commit", "-q", "-a", "-m", "crashing marker"]);
-    let (_keep, dir) = evidence_dir();
-    let out = verifier()
-        .current_dir(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .arg("--python")
-        .arg(python())
-        .args(["--only", "admission"])
-        .output()
-        .expect("run the verifier");
+    let (out, _keep, dir) = common::run_only(&repo.root, &python(), "admission", &[]);
     let evidence = read_evidence(&dir);
     assert_nothing_survives(&dir);
     make_writable(&dir);

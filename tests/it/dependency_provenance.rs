@@ -23,49 +23,10 @@ const SIX_WHEEL: &str = "six-1.16.0-py2.py3-none-any.whl";
 const SIX_SHA: &str = "8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254";
 
 /// The fixture with codex-agent's requirements replaced, committed; the
-/// verifier run with `--only dependencies` and `args`. Returns the exit
-/// code, the evidence, DIR, and what keeps them alive.
-fn run(
-    requirements: &str,
-    interpreter: &Path,
-    args: &[&str],
-) -> (
-    i32,
-    Value,
-    PathBuf,
-    (common::FixtureRepo, tempfile::TempDir),
-) {
-    let repo = fixture_repo(&[]);
-    std::fs::write(
-        repo.root.join("Runner/codex-agent/requirements.txt"),
-        requirements,
-    )
-    .unwrap();
-    common::git(&repo.root, &["commit", "-q", "-a", "-m", "requirements"]);
-    let (keep, dir) = evidence_dir();
-    let out = verifier()
-        .current_dir(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .arg("--python")
-        .arg(interpreter)
-        .args(["--only", "dependencies"])
-        .args(args)
-        .output()
-        .expect("run the verifier");
-    assert!(
-        dir.join("evidence.json").is_file(),
-        "no evidence written: {}",
-        stderr_text(&out)
-    );
-    let evidence = read_evidence(&dir);
-    make_writable(keep.path());
-    (
-        out.status.code().expect("exited"),
-        evidence,
-        dir,
-        (repo, keep),
-    )
+/// verifier run with `--only dependencies` and `args`
+/// ([`common::run_with_codex_requirements`]).
+fn run(requirements: &str, interpreter: &Path, args: &[&str]) -> common::FixtureRun {
+    common::run_with_codex_requirements(requirements, interpreter, "dependencies", args)
 }
 
 #[test]

@@ -19,25 +19,8 @@ use verify_coding_candidates::exit;
 /// Runs `--only sdk-record` on `repo` with `python`; returns the exit code,
 /// the evidence and the output text.
 fn run_sdk_record(repo: &Path, python: &Path) -> (i32, Value, String) {
-    let (_keep, dir) = evidence_dir();
-    let out = verifier()
-        .current_dir(repo)
-        .arg("--evidence")
-        .arg(&dir)
-        .arg("--python")
-        .arg(python)
-        .args(["--only", "sdk-record"])
-        .output()
-        .expect("run the verifier");
-    let text = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        stdout_text(&out),
-        stderr_text(&out)
-    );
-    assert!(
-        dir.join("evidence.json").is_file(),
-        "no evidence written; {text}"
-    );
+    let (out, _keep, dir) = common::run_only(repo, python, "sdk-record", &[]);
+    let text = common::expect_evidence(&out, &dir);
     (exit_code(&out), read_evidence(&dir), text)
 }
 
@@ -320,15 +303,7 @@ fn run_sdk_record_with_cache(repo: &Path, python: &Path, cache: &Path) -> (i32, 
         .args(["--only", "sdk-record"])
         .output()
         .expect("run the verifier");
-    let text = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        stdout_text(&out),
-        stderr_text(&out)
-    );
-    assert!(
-        dir.join("evidence.json").is_file(),
-        "no evidence written; {text}"
-    );
+    let text = common::expect_evidence(&out, &dir);
     (exit_code(&out), read_evidence(&dir), text)
 }
 

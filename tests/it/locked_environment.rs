@@ -35,15 +35,7 @@ fn run(repo: &Path, python: &Path, args: &[&str]) -> (i32, Value, tempfile::Temp
         .args(args)
         .output()
         .expect("run the verifier");
-    let text = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        stdout_text(&out),
-        stderr_text(&out)
-    );
-    assert!(
-        dir.join("evidence.json").is_file(),
-        "no evidence written; {text}"
-    );
+    let text = common::expect_evidence(&out, &dir);
     (exit_code(&out), read_evidence(&dir), keep, text)
 }
 

@@ -17,16 +17,8 @@ use serde_json::Value;
 #[test]
 fn a_shared_claim_without_its_proof_fails_by_name_and_the_statement_is_never_passed() {
     let repo = fixture_repo(&["shared-claim"]);
-    let (_keep, dir) = evidence_dir();
-    let out = verifier()
-        .current_dir(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .arg("--python")
-        .arg(python())
-        .args(["--only", "placement,archive-members"])
-        .output()
-        .unwrap();
+    let (out, _keep, dir) =
+        common::run_only(&repo.root, &python(), "placement,archive-members", &[]);
     let text = stdout_text(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     let ev = read_evidence(&dir);

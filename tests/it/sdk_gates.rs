@@ -33,15 +33,7 @@ fn run(repo: &Path, python: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32,
         cmd.env(k, v);
     }
     let out = cmd.output().expect("run the verifier");
-    let text = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        stdout_text(&out),
-        stderr_text(&out)
-    );
-    assert!(
-        dir.join("evidence.json").is_file(),
-        "no evidence written; {text}"
-    );
+    let text = common::expect_evidence(&out, &dir);
     (exit_code(&out), read_evidence(&dir), text)
 }
 
@@ -819,16 +811,7 @@ fn the_bytecode_cache_skips_only_pairs_found_equal_before() {
 /// seed list `logs/sdk-record/pycache-seed.txt`, if written.
 fn seed_list(python: &Path) -> (i32, Option<String>, String) {
     let repo = fixture_repo(&[]);
-    let (_keep, dir) = evidence_dir();
-    let out = verifier()
-        .current_dir(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .arg("--python")
-        .arg(python)
-        .args(["--only", "sdk-record"])
-        .output()
-        .expect("run the verifier");
+    let (out, _keep, dir) = common::run_only(&repo.root, &python, "sdk-record", &[]);
     let list = std::fs::read_to_string(dir.join("logs/sdk-record/pycache-seed.txt")).ok();
     assert!(
         !dir.join("roots/pycache").exists(),
@@ -874,16 +857,7 @@ fn a_passing_sdk_record_seeds_the_run_cache_with_exactly_the_verified_bytecode()
 fn the_standard_library_bytecode_found_equal_is_seeded_and_listed() {
     let python = python();
     let repo = fixture_repo(&[]);
-    let (_keep, dir) = evidence_dir();
-    let out = verifier()
-        .current_dir(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .arg("--python")
-        .arg(&python)
-        .args(["--only", "sdk-record"])
-        .output()
-        .expect("run the verifier");
+    let (out, _keep, dir) = common::run_only(&repo.root, &python, "sdk-record", &[]);
     assert_eq!(
         exit_code(&out),
         i32::from(exit::SUCCESS),

@@ -59,15 +59,7 @@ fn run_suites_with(
             .arg(common::profile_beside(&keep, text));
     }
     let out = cmd.output().expect("run the verifier");
-    let text = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        stdout_text(&out),
-        stderr_text(&out)
-    );
-    assert!(
-        dir.join("evidence.json").is_file(),
-        "no evidence written; {text}"
-    );
+    let text = common::expect_evidence(&out, &dir);
     (exit_code(&out), read_evidence(&dir), keep, dir, text)
 }
 
