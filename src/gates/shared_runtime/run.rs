@@ -9,6 +9,7 @@ use crate::context::RunContext;
 use crate::evidence::Check;
 use crate::gates::discovery_rpc::spec::ComponentId;
 use crate::gates::discovery_rpc::{self, calls, plan};
+use crate::netns::{self, NetKind, NetPlan};
 use crate::process::{self, ChildSpec};
 use crate::provision::nsjail::{self, Nsjail};
 use serde_json::{json, Value};
@@ -106,8 +107,10 @@ pub fn run(ctx: &RunContext, eligible: &[String]) -> Result<Vec<Check>, String> 
     let mut setup = Vec::new();
     let planned = plan::host_candidates(ctx, &roots.join("plans"), &mut setup);
     let mut checks = Vec::new();
-    // Provisioned once, and only when a candidate is about to run.
+    // Provisioned (and the network namespace planned) once, and only when a
+    // candidate is about to run.
     let mut nsjail = None;
+    let mut net = None;
     for folder in eligible {
         checks.push(super::sdk_check(folder, &version, has_shared));
         if !has_shared {
@@ -134,6 +137,7 @@ pub fn run(ctx: &RunContext, eligible: &[String]) -> Result<Vec<Check>, String> 
             continue;
         }
         let provisioned = nsjail.get_or_insert_with(|| provision_nsjail(ctx));
+        let net = net.get_or_insert_with(|| netns::plan(&log_dir, &process::base_env()));
         checks.push(nsjail_check(folder, provisioned));
         let Ok(binary) = provisioned.as_ref().map(|(n, _)| n.binary.clone()) else {
             continue;
@@ -143,18 +147,21 @@ pub fn run(ctx: &RunContext, eligible: &[String]) -> Result<Vec<Check>, String> 
             log_dir: &log_dir,
             agent: &agent,
             work: &roots.join("work").join(folder),
+            net,
         };
         checks.extend(run_candidate(ctx, cand, &binary, &dirs, &wheels)?);
     }
     Ok(checks)
 }
 
-/// The folders one candidate's host run uses.
+/// The folders one candidate's host run uses, and the network namespace it
+/// runs in.
 struct HostDirs<'a> {
     roots: &'a Path,
     log_dir: &'a Path,
     agent: &'a Path,
     work: &'a Path,
+    net: &'a NetPlan,
 }
 
 /// Runs the host for one candidate whose wheelhouse passed, and judges what
@@ -167,8 +174,10 @@ fn run_candidate(
     wheels: &deps::WheelhouseObservation,
 ) -> Result<Vec<Check>, String> {
     let folder = cand.folder.as_str();
-    let spec = host_spec(ctx, cand, nsjail, dirs.agent, dirs.work);
-    let mut obs = run_host(ctx, dirs.roots, dirs.log_dir, folder, &spec)?;
+    let mut spec = host_spec(ctx, cand, nsjail, dirs.agent, dirs.work);
+    // In a private network namespace the host brings its loopback up first.
+    spec["ip"] = json!(dirs.net.ip);
+    let mut obs = run_host(ctx, dirs, folder, &spec)?;
     obs.config_declared = declared_fields(ctx, folder);
     obs.not_called = spec["not_called"]
         .as_array()
@@ -187,7 +196,7 @@ fn run_candidate(
         &obs.launches,
     );
     checks.push(deps::decide_environment(&env, folder));
-    checks.push(exposure(folder));
+    checks.push(exposure(folder, dirs.net));
     Ok(checks)
 }
 
@@ -254,12 +263,7 @@ fn host_spec(
     calls.extend(runner_calls(cand));
     let (parsers, mut not_called) = parser_calls(cand);
     calls.extend(parsers);
-    not_called.extend(
-        cand.component_plans
-            .iter()
-            .filter(|p| p.component.kind != "Parser")
-            .filter_map(|p| Some(format!("{}: {}", p.component, p.not_called.as_ref()?))),
-    );
+    not_called.extend(plans_not_called(&cand.component_plans));
     json!({
         "archive": cand.archive, "sha256": cand.sha256, "author": cand.author, "name": cand.name,
         "nsjail_binary": nsjail, "nsjail_binary_sha256": nsjail::BINARY_SHA256,
@@ -267,6 +271,32 @@ fn host_spec(
         "base_config": cand.plugin_config, "calls": calls, "not_called": not_called,
         "wheelhouse_dir": crate::wheelhouse::dir(&ctx.evidence_dir), "index_url": deps::jail_index_url(),
     })
+}
+
+/// Why a Page component gets no call in this gate.
+pub(crate) const PAGE_NOT_CALLED: &str = "not called: the SDK's page API (the control \
+    action PAGE_API: plugin author and name, page id, endpoint, method, body) names no \
+    installation, so a Page call belongs to neither A nor B, and its endpoints are its own \
+    frontend's, which the gate cannot choose input for";
+
+/// Why each planned component other than a Parser (whose reasons
+/// [`parser_calls`] gives) gets no call: `COMPONENT: reason`, with a Page's
+/// reason [`PAGE_NOT_CALLED`].
+pub(crate) fn plans_not_called(
+    plans: &[crate::gates::discovery_rpc::spec::ComponentPlan],
+) -> Vec<String> {
+    plans
+        .iter()
+        .filter(|p| p.component.kind != "Parser")
+        .filter_map(|p| {
+            let why = if p.component.kind == "Page" {
+                PAGE_NOT_CALLED
+            } else {
+                p.not_called.as_deref()?
+            };
+            Some(format!("{}: {why}", p.component))
+        })
+        .collect()
 }
 
 /// The string fields of a component manifest's `spec.config` (as JSON),
@@ -397,13 +427,16 @@ fn parser_calls(
     (calls, not_called)
 }
 
+/// Runs the host (`shared_runtime_host.py`) for one candidate, in the
+/// private network namespace `dirs.net` when one could be made, and reads
+/// what it observed.
 fn run_host(
     ctx: &RunContext,
-    roots: &Path,
-    log_dir: &Path,
+    dirs: &HostDirs,
     folder: &str,
     spec: &Value,
 ) -> Result<HostObservation, String> {
+    let (roots, log_dir) = (dirs.roots, dirs.log_dir);
     let spec_path = log_dir.join(format!("{folder}.host-spec.json"));
     let out_path: PathBuf = log_dir.join(format!("{folder}.host-result.json"));
     write(
@@ -411,15 +444,18 @@ fn run_host(
         &serde_json::to_string_pretty(spec).map_err(|e| e.to_string())?,
     )?;
     let _ = std::fs::remove_file(&out_path);
+    let mut command: Vec<String> = dirs.net.wrapper.clone();
+    command.extend([
+        ctx.python.display().to_string(),
+        "-I".into(),
+        "-B".into(),
+        roots.join("shared_runtime_host.py").display().to_string(),
+        spec_path.display().to_string(),
+        out_path.display().to_string(),
+    ]);
     let outcome = process::run(&ChildSpec {
-        program: ctx.python.clone(),
-        args: vec![
-            "-I".into(),
-            "-B".into(),
-            roots.join("shared_runtime_host.py").display().to_string(),
-            spec_path.display().to_string(),
-            out_path.display().to_string(),
-        ],
+        program: PathBuf::from(&command[0]),
+        args: command[1..].to_vec(),
         cwd: roots.to_path_buf(),
         env: process::base_env(),
         timeout: Duration::from_secs(900),
@@ -442,8 +478,14 @@ fn run_host(
     }))
 }
 
-/// The runtime's control server binds 0.0.0.0 (SDK-FACTS.md): this gate runs
-/// it without a private network namespace, for the host's few seconds.
-fn exposure(folder: &str) -> Check {
-    Check::warn("network-exposure", Some(folder), format!("shared-runtime: the SDK runtime's control server bound all interfaces (0.0.0.0, token-protected) while {folder} was certified; this gate does not yet run it in a private network namespace as discovery-rpc does; {CLAIM} placement was asked by our host, the archive was not signed"))
+/// The runtime's control server binds 0.0.0.0 (SDK-FACTS.md): passed when
+/// the host, the runtime and its workers ran in a private network namespace
+/// (`net`, as discovery-rpc's), a warning naming the attempts when none
+/// could be made.
+pub(crate) fn exposure(folder: &str, net: &NetPlan) -> Check {
+    let observed = json!({"network": net.label(), "kind": net.kind, "attempts": net.attempts});
+    if net.kind == NetKind::None {
+        return Check::warn("network-exposure", Some(folder), format!("shared-runtime: the SDK runtime's control server bound all interfaces of the machine (0.0.0.0, token-protected) while {folder} was certified: no private network namespace could be made ({}); run as root or allow unprivileged user namespaces to keep it on a private loopback; {CLAIM} placement was asked by our host, the archive was not signed", net.attempts.join("; "))).with_observed(observed);
+    }
+    Check::pass("network-exposure", Some(folder), format!("shared-runtime: the host, the SDK runtime (its control server binds 0.0.0.0) and its workers ran in {}: reachable only over that namespace's loopback while {folder} was certified; {CLAIM} placement was asked by our host, the archive was not signed", net.label())).with_observed(observed)
 }

@@ -576,3 +576,66 @@ fn an_sdk_without_a_shared_runtime_fails_the_claim() {
     );
     assert_eq!(sdk_check("x", "0.7.18", true).result, CheckResult::Pass);
 }
+
+#[test]
+fn a_page_is_not_called_for_the_reason_that_it_names_no_installation() {
+    use crate::gates::discovery_rpc::spec::{ComponentId, ComponentPlan};
+    let plan = |kind: &str, not_called: Option<&str>| ComponentPlan {
+        component: ComponentId {
+            kind: kind.into(),
+            name: "x".into(),
+        },
+        action: None,
+        source: String::new(),
+        input: serde_json::Value::Null,
+        not_called: not_called.map(str::to_string),
+    };
+    let why = super::run::plans_not_called(&[
+        plan(
+            "Page",
+            Some("the gate has no host action for a Page component"),
+        ),
+        plan("Tool", None),
+        plan("Command", Some("bad input")),
+        plan("Parser", Some("a Parser's reason is parser_calls'")),
+    ]);
+    assert_eq!(
+        why,
+        vec![
+            format!("Page/x: {}", super::run::PAGE_NOT_CALLED),
+            "Command/x: bad input".to_string(),
+        ]
+    );
+    assert!(why[0].contains("names no installation"), "{why:?}");
+}
+
+#[test]
+fn network_exposure_passes_in_a_private_namespace_and_warns_naming_the_attempts_without_one() {
+    use crate::netns::{NetKind, NetPlan};
+    let private = NetPlan {
+        kind: NetKind::UnshareNet,
+        wrapper: vec!["/usr/bin/unshare".into(), "--net".into(), "--".into()],
+        ip: Some("/usr/sbin/ip".into()),
+        attempts: vec!["unshare --net: ok".into()],
+    };
+    let c = super::run::exposure("R/a", &private);
+    assert_eq!(c.result, CheckResult::Pass, "{}", c.detail);
+    assert!(
+        c.detail.contains("private network namespace"),
+        "{}",
+        c.detail
+    );
+    let none = NetPlan {
+        kind: NetKind::None,
+        wrapper: Vec::new(),
+        ip: None,
+        attempts: vec!["unshare --net: Operation not permitted".into()],
+    };
+    let c = super::run::exposure("R/a", &none);
+    assert_eq!(c.result, CheckResult::Warn, "{}", c.detail);
+    assert!(
+        c.detail.contains("0.0.0.0") && c.detail.contains("Operation not permitted"),
+        "{}",
+        c.detail
+    );
+}
