@@ -44,15 +44,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[];
 const NOT_YET_SPLIT: &[&str] = &[
     "gates::admission::lines_check",
     "gates::admission::requirement_checks",
-    "gates::discovery_rpc::calls::check",
-    "gates::discovery_rpc::candidate_checks",
-    "gates::discovery_rpc::components::read",
-    "gates::discovery_rpc::host::drive",
-    "gates::discovery_rpc::host::run",
-    "gates::discovery_rpc::host::wait_all",
-    "gates::discovery_rpc::observe::observe",
-    "gates::discovery_rpc::result_checks",
-    "gates::discovery_rpc::runner_check",
     "gates::lbp_build::single_archive",
     "gates::vendored_sdk::decide_candidate",
 ];
