@@ -358,96 +358,151 @@ fn requirement_checks(
     report: &ProbeReport,
     policy: AdmissionOptions,
 ) -> [Check; 2] {
-    let folder = obs.folder.as_str();
-    let req = &obs.requirements;
-    let req_rel = req.file.as_str();
-    if let Some(why) = &req.unreadable {
-        // One cause: the second check could not be taken for the same reason.
-        return [
-            Check::fail(
-                "sdk-requirement",
-                Some(folder),
-                format!("not observed: {why}"),
-            ),
-            Check::fail(
-                "requirement-lines",
-                Some(folder),
-                format!("not observed: {req_rel} could not be judged (see sdk-requirement: {why})"),
-            )
-            .consequence_of("sdk-requirement"),
-        ];
+    if let Some(why) = &obs.requirements.unreadable {
+        return unreadable_checks(obs, why);
     }
     let sdk_file = &report.file_requirements;
-    let ours_lines = &req.lines;
     let split_agrees = split_agrees(obs, report);
     let pinned = sdk_lines(obs, report);
 
     // --- sdk-requirement ---
-    let mut sdk_failures = Vec::new();
-    let mut sdk_passes = Vec::new();
+    let mut found = SdkFindings::default();
     if report.installed_sdk_version != obs.sdk_version {
-        sdk_failures.push(format!(
+        found.failures.push(format!(
             "the SDK compares against langbot-plugin {} (importlib.metadata in the interpreter), \
              but sdk-record recorded {}: the two decisions are not about the same SDK",
             report.installed_sdk_version, obs.sdk_version
         ));
     }
     for (o, s, decision) in &pinned {
-        let ours_accepts = o.kind.accepted();
-        let agree = s.decided() && ours_accepts == s.accepted && (!s.accepted || s.kept.is_empty());
-        let sdk_says = s.says();
-        if !agree {
-            sdk_failures.push(format!(
-                "{req_rel} line {} `{}`: the harness decides {} against langbot-plugin {} \
-                 (PEP 440, pre-releases allowed), but the SDK {sdk_says}; a disagreement between \
-                 the two evaluations is itself a failure: report both with the requirement and \
-                 the SDK version",
-                o.number,
-                o.text,
-                decision_word(*decision),
-                obs.sdk_version
-            ));
-            continue;
-        }
-        match decision {
-            RequirementDecision::Satisfied => sdk_passes.push(format!(
-                "line {} `{}` is satisfied by the installed langbot-plugin {} (PEP 440, \
-                 pre-releases allowed) and the SDK agrees: it {sdk_says}",
-                o.number, o.text, obs.sdk_version
-            )),
-            RequirementDecision::MarkerExcludes => sdk_passes.push(format!(
-                "line {} `{}` does not apply here (its environment marker is false) and the SDK \
-                 agrees: it {sdk_says}",
-                o.number, o.text
-            )),
-            RequirementDecision::NotSatisfied => sdk_failures.push(format!(
-                "{folder}: {req_rel} line {} `{}` is not satisfied by the installed \
-                 langbot-plugin {} (PEP 440, pre-releases allowed), and the SDK refuses it too, \
-                 before any install ({sdk_says}); the host will not admit this archive. A \
-                 pin-only change would hide the admission failure: port and re-test the \
-                 candidate against langbot-plugin {}, then pin that version",
-                o.number, o.text, obs.sdk_version, obs.sdk_version
-            )),
-            RequirementDecision::DirectUrl => sdk_failures.push(format!(
-                "{folder}: {req_rel} line {} `{}` names the runtime-provided SDK by direct URL, \
-                 which the SDK refuses ({sdk_says}): pin a version instead",
-                o.number, o.text
-            )),
-        }
+        judge_pin(obs, o, s, *decision, &mut found);
     }
+    judge_file(
+        obs,
+        report,
+        split_agrees,
+        pinned.is_empty(),
+        policy,
+        &mut found,
+    );
+    let sdk_check = sdk_check(obs, report, &pinned, found);
+
+    [sdk_check, lines_check(obs, report, split_agrees, sdk_file)]
+}
+
+/// Both checks failing when the requirements file could not be read
+/// (`why`): one cause, so `requirement-lines` is its consequence.
+fn unreadable_checks(obs: &Observation, why: &str) -> [Check; 2] {
+    let folder = obs.folder.as_str();
+    let req_rel = obs.requirements.file.as_str();
+    // One cause: the second check could not be taken for the same reason.
+    [
+        Check::fail(
+            "sdk-requirement",
+            Some(folder),
+            format!("not observed: {why}"),
+        ),
+        Check::fail(
+            "requirement-lines",
+            Some(folder),
+            format!("not observed: {req_rel} could not be judged (see sdk-requirement: {why})"),
+        )
+        .consequence_of("sdk-requirement"),
+    ]
+}
+
+/// What the `sdk-requirement` check found, in order.
+#[derive(Default)]
+struct SdkFindings {
+    /// Why it fails.
+    failures: Vec<String>,
+    /// What passed (the detail when nothing fails).
+    passes: Vec<String>,
+}
+
+/// Adds to `found` the harness's and the SDK's decisions on one
+/// `langbot-plugin` line `o` (the SDK's reading `s`, the harness's
+/// `decision`): a disagreement fails, and so does a requirement the
+/// installed SDK does not satisfy or a direct URL.
+fn judge_pin(
+    obs: &Observation,
+    o: &RequirementLine,
+    s: &SdkLine,
+    decision: RequirementDecision,
+    found: &mut SdkFindings,
+) {
+    let folder = obs.folder.as_str();
+    let req_rel = obs.requirements.file.as_str();
+    let ours_accepts = o.kind.accepted();
+    let agree = s.decided() && ours_accepts == s.accepted && (!s.accepted || s.kept.is_empty());
+    let sdk_says = s.says();
+    if !agree {
+        found.failures.push(format!(
+            "{req_rel} line {} `{}`: the harness decides {} against langbot-plugin {} \
+             (PEP 440, pre-releases allowed), but the SDK {sdk_says}; a disagreement between \
+             the two evaluations is itself a failure: report both with the requirement and \
+             the SDK version",
+            o.number,
+            o.text,
+            decision_word(decision),
+            obs.sdk_version
+        ));
+        return;
+    }
+    match decision {
+        RequirementDecision::Satisfied => found.passes.push(format!(
+            "line {} `{}` is satisfied by the installed langbot-plugin {} (PEP 440, \
+             pre-releases allowed) and the SDK agrees: it {sdk_says}",
+            o.number, o.text, obs.sdk_version
+        )),
+        RequirementDecision::MarkerExcludes => found.passes.push(format!(
+            "line {} `{}` does not apply here (its environment marker is false) and the SDK \
+             agrees: it {sdk_says}",
+            o.number, o.text
+        )),
+        RequirementDecision::NotSatisfied => found.failures.push(format!(
+            "{folder}: {req_rel} line {} `{}` is not satisfied by the installed \
+             langbot-plugin {} (PEP 440, pre-releases allowed), and the SDK refuses it too, \
+             before any install ({sdk_says}); the host will not admit this archive. A \
+             pin-only change would hide the admission failure: port and re-test the \
+             candidate against langbot-plugin {}, then pin that version",
+            o.number, o.text, obs.sdk_version, obs.sdk_version
+        )),
+        RequirementDecision::DirectUrl => found.failures.push(format!(
+            "{folder}: {req_rel} line {} `{}` names the runtime-provided SDK by direct URL, \
+             which the SDK refuses ({sdk_says}): pin a version instead",
+            o.number, o.text
+        )),
+    }
+}
+
+/// Adds to `found` what the whole file shows about the SDK pin: not UTF-8,
+/// split differently by the harness and the SDK, or (`no_pin`) no
+/// `langbot-plugin` line, which fails only when the profile requires one.
+fn judge_file(
+    obs: &Observation,
+    report: &ProbeReport,
+    split_agrees: bool,
+    no_pin: bool,
+    policy: AdmissionOptions,
+    found: &mut SdkFindings,
+) {
+    let req = &obs.requirements;
+    let req_rel = req.file.as_str();
     if let Some(e) = &req.not_utf8 {
-        sdk_failures.push(format!(
+        found.failures.push(format!(
             "{req_rel}: {e}; the SDK refuses it too ({}): save it as UTF-8",
-            sdk_file
+            report
+                .file_requirements
                 .error
                 .clone()
                 .unwrap_or_else(|| "it accepted it".into())
         ));
     } else if !split_agrees {
-        sdk_failures.push(format!(
+        found.failures.push(format!(
             "{req_rel}: the harness and the SDK split the file into different requirement lines \
              (ours {:?}, the SDK's {:?}); no decision can be compared: report this",
-            ours_lines
+            req.lines
                 .iter()
                 .map(|l| (l.number, l.text.as_str()))
                 .collect::<Vec<_>>(),
@@ -457,16 +512,16 @@ fn requirement_checks(
                 .map(|l| (l.number, l.text.as_str()))
                 .collect::<Vec<_>>()
         ));
-    } else if pinned.is_empty() {
+    } else if no_pin {
         if policy.require_sdk_pin {
-            sdk_failures.push(format!(
+            found.failures.push(format!(
                 "{req_rel}: expected a `langbot-plugin` requirement pinning the SDK the \
                  candidate was built and tested against (the profile's `[admission] \
                  require_sdk_pin`), found none; the host would run it against whatever SDK it \
                  provides: add `langbot-plugin==<version>` (the profile's requirement)"
             ));
         } else {
-            sdk_passes.push(format!(
+            found.passes.push(format!(
                 "no `langbot-plugin` requirement{}: the SDK admits that (the runtime provides \
                  the SDK and drops it from every install list), and the profile does not ask \
                  for a pin (`[admission] require_sdk_pin`); the host will run it against the \
@@ -479,6 +534,18 @@ fn requirement_checks(
             ));
         }
     }
+}
+
+/// The `sdk-requirement` check from what was found about the `pinned`
+/// lines: a pass listing the passes when nothing failed.
+fn sdk_check(
+    obs: &Observation,
+    report: &ProbeReport,
+    pinned: &[(&RequirementLine, &SdkLine, RequirementDecision)],
+    found: SdkFindings,
+) -> Check {
+    let folder = obs.folder.as_str();
+    let req_rel = obs.requirements.file.as_str();
     let sdk_observed = json!({
         "requirements_file": req_rel,
         "installed_sdk_version": obs.sdk_version,
@@ -490,93 +557,136 @@ fn requirement_checks(
             "sdk_decision": s.decision(),
         })).collect::<Vec<_>>(),
     });
-    let sdk_check = if sdk_failures.is_empty() {
+    if found.failures.is_empty() {
         Check::pass(
             "sdk-requirement",
             Some(folder),
-            format!("{req_rel}: {}", sdk_passes.join("; ")),
+            format!("{req_rel}: {}", found.passes.join("; ")),
         )
     } else {
-        Check::fail("sdk-requirement", Some(folder), sdk_failures.join("; "))
+        Check::fail("sdk-requirement", Some(folder), found.failures.join("; "))
     }
-    .with_observed(sdk_observed);
-
-    [sdk_check, lines_check(obs, report, split_agrees, sdk_file)]
+    .with_observed(sdk_observed)
 }
 
+/// The `requirement-lines` check: every line but the SDK pin read the same
+/// way by the harness and the SDK and none refused; the SDK's verdict on
+/// the whole file agrees with its verdicts on the lines and on the
+/// artifact store's copy. Fails as a consequence of `sdk-requirement` when
+/// all it found is what that check names.
 fn lines_check(
     obs: &Observation,
     report: &ProbeReport,
     split_agrees: bool,
     sdk_file: &SdkVerdict,
 ) -> Check {
-    let folder = obs.folder.as_str();
+    let mut found = line_findings(obs, report, split_agrees);
+    file_findings(obs, report, sdk_file, &mut found);
+    lines_verdict(obs, report, sdk_file, found)
+}
+
+/// What the `requirement-lines` check found: findings of its own, ones
+/// another check already names, and whether the SDK refused any line.
+struct LineFindings {
+    own: Vec<String>,
+    consequences: Vec<String>,
+    refused_by_line: bool,
+}
+
+/// The findings of each line but the SDK pin (when the harness and the SDK
+/// split the file alike), or why no line could be compared.
+fn line_findings(obs: &Observation, report: &ProbeReport, split_agrees: bool) -> LineFindings {
     let req = &obs.requirements;
-    let req_rel = req.file.as_str();
-    let ours_lines = &req.lines;
     // Findings of this check's own, and ones another check already names.
-    let mut own = Vec::new();
-    let mut consequences = Vec::new();
-    let mut refused_by_line = false;
+    let mut found = LineFindings {
+        own: Vec::new(),
+        consequences: Vec::new(),
+        refused_by_line: false,
+    };
     if split_agrees {
-        for (o, s) in ours_lines.iter().zip(&report.lines) {
-            refused_by_line |= !s.accepted;
+        for (o, s) in req.lines.iter().zip(&report.lines) {
+            found.refused_by_line |= !s.accepted;
             if matches!(o.kind, LineKind::Sdk(_)) {
                 continue; // judged by sdk-requirement
             }
-            let sdk_says = s.says();
-            let agree = s.decided()
-                && o.kind.accepted() == s.accepted
-                && (!s.accepted || o.kind.kept() != s.kept.is_empty());
-            match (&o.kind, agree) {
-                (_, false) => own.push(format!(
-                    "line {} `{}`: the harness reads it as {}, but the SDK {sdk_says} (kept {:?}); \
-                     a disagreement between the two readings is itself a failure: report it",
-                    o.number,
-                    o.text,
-                    kind_word(&o.kind),
-                    s.kept
-                )),
-                (LineKind::PipOption, true) => own.push(format!(
-                    "line {} `{}` is a pip option, which the SDK refuses in an archive's \
-                     requirements.txt ({sdk_says}): remove it (package indexes and install \
-                     options are host configuration, not plugin content)",
-                    o.number, o.text
-                )),
-                (LineKind::Invalid(why), true) if o.text.contains("://") => own.push(format!(
-                    "line {} `{}` is a URL, not a PEP 508 requirement ({why}), and the SDK \
-                     refuses it ({sdk_says}); {}",
-                    o.number,
-                    o.text,
-                    observe::URL_REFUSAL
-                )),
-                (LineKind::Invalid(why), true) => own.push(format!(
-                    "line {} `{}` is not a PEP 508 requirement ({why}), and the SDK refuses it \
-                     ({sdk_says}): correct it",
-                    o.number, o.text
-                )),
-                (LineKind::DirectUrl(url), true) => {
-                    own.push(format!(
-                    "line {} `{}` requires a distribution by direct URL ({url}); the SDK would \
-                     leave it to the installer ({sdk_says}), the harness refuses it: {}",
-                    o.number, o.text, observe::URL_REFUSAL
-                ))
-                }
-                _ => {}
+            if let Some(problem) = line_problem(o, s) {
+                found.own.push(problem);
             }
         }
     } else if req.not_utf8.is_none() {
-        consequences.push(
+        found.consequences.push(
             "the harness and the SDK read different requirement lines, so no line's decision \
              can be compared (see sdk-requirement)"
                 .to_string(),
         );
     }
     if req.not_utf8.is_some() {
-        consequences.push(
+        found.consequences.push(
             "the file is not UTF-8, so no line could be read (see sdk-requirement)".to_string(),
         );
     }
+    found
+}
+
+/// What is wrong with one line `o` the SDK read as `s`, if anything: the
+/// two readings disagree, or both refuse it (a pip option, an invalid
+/// requirement, a URL), or the harness refuses its direct URL.
+fn line_problem(o: &RequirementLine, s: &SdkLine) -> Option<String> {
+    let sdk_says = s.says();
+    let agree = s.decided()
+        && o.kind.accepted() == s.accepted
+        && (!s.accepted || o.kind.kept() != s.kept.is_empty());
+    match (&o.kind, agree) {
+        (_, false) => Some(format!(
+            "line {} `{}`: the harness reads it as {}, but the SDK {sdk_says} (kept {:?}); \
+             a disagreement between the two readings is itself a failure: report it",
+            o.number,
+            o.text,
+            kind_word(&o.kind),
+            s.kept
+        )),
+        (LineKind::PipOption, true) => Some(format!(
+            "line {} `{}` is a pip option, which the SDK refuses in an archive's \
+             requirements.txt ({sdk_says}): remove it (package indexes and install \
+             options are host configuration, not plugin content)",
+            o.number, o.text
+        )),
+        (LineKind::Invalid(why), true) if o.text.contains("://") => Some(format!(
+            "line {} `{}` is a URL, not a PEP 508 requirement ({why}), and the SDK \
+             refuses it ({sdk_says}); {}",
+            o.number,
+            o.text,
+            observe::URL_REFUSAL
+        )),
+        (LineKind::Invalid(why), true) => Some(format!(
+            "line {} `{}` is not a PEP 508 requirement ({why}), and the SDK refuses it \
+             ({sdk_says}): correct it",
+            o.number, o.text
+        )),
+        (LineKind::DirectUrl(url), true) => Some(format!(
+            "line {} `{}` requires a distribution by direct URL ({url}); the SDK would \
+             leave it to the installer ({sdk_says}), the harness refuses it: {}",
+            o.number,
+            o.text,
+            observe::URL_REFUSAL
+        )),
+        _ => None,
+    }
+}
+
+/// Adds to `found.own` what the SDK's verdict on the whole file shows: an
+/// undecided check, a file-level refusal no line explains, a line refused
+/// alone but accepted in the file, or a different verdict on the artifact
+/// store's copy.
+fn file_findings(
+    obs: &Observation,
+    report: &ProbeReport,
+    sdk_file: &SdkVerdict,
+    found: &mut LineFindings,
+) {
+    let req = &obs.requirements;
+    let req_rel = req.file.as_str();
+    let own = &mut found.own;
     if !sdk_file.accepted && !sdk_file.refusal {
         own.push(format!(
             "the SDK's check of the whole file did not decide: it raised {}, which is not the \
@@ -586,13 +696,13 @@ fn lines_check(
         ));
     }
     // File-level limits (size, count) only show on the whole file.
-    if !sdk_file.accepted && sdk_file.refusal && !refused_by_line && req.not_utf8.is_none() {
+    if !sdk_file.accepted && sdk_file.refusal && !found.refused_by_line && req.not_utf8.is_none() {
         own.push(format!(
             "the SDK refuses the file as a whole although it accepts every line: {}",
             sdk_file.error.clone().unwrap_or_default()
         ));
     }
-    if sdk_file.accepted && refused_by_line {
+    if sdk_file.accepted && found.refused_by_line {
         own.push(format!(
             "the SDK refuses a line alone but accepts the whole file (kept {:?}): report this",
             sdk_file.kept
@@ -607,6 +717,23 @@ fn lines_check(
             ));
         }
     }
+}
+
+/// The `requirement-lines` check from what was found.
+fn lines_verdict(
+    obs: &Observation,
+    report: &ProbeReport,
+    sdk_file: &SdkVerdict,
+    found: LineFindings,
+) -> Check {
+    let folder = obs.folder.as_str();
+    let req = &obs.requirements;
+    let req_rel = req.file.as_str();
+    let LineFindings {
+        mut own,
+        consequences,
+        ..
+    } = found;
     let observed = json!({
         "requirements_file": req_rel,
         "present": req.present,
@@ -620,7 +747,7 @@ fn lines_check(
         "requirements_sha256": sdk_file.digest,
     });
     if own.is_empty() && consequences.is_empty() {
-        let count = ours_lines.len();
+        let count = req.lines.len();
         return Check::pass(
             "requirement-lines",
             Some(folder),

@@ -322,82 +322,137 @@ fn discovery_record(c: Option<&HostCandidate>, o: &CandidateOutcome) -> Discover
     }
 }
 
+/// The gate's checks of the host's result, in order: `network-isolation`,
+/// `runtime-healthy` (when it fails, every candidate's `initialized` fails
+/// as its consequence and nothing else is checked), `control-token`,
+/// `control-handshake`, then each candidate's checks.
 fn result_checks(plan: &NetPlan, spec: &HostSpec, r: &HostResult) -> Vec<Check> {
     let mut checks = vec![network_check(plan, r)];
-    let rt = &r.runtime;
-    let log_tail = indent(&rt.log_tail);
-    let override_note = match spec.health_port_override {
+    if !r.runtime.healthy {
+        checks.push(unhealthy_check(spec, r));
+        checks.extend(spec.candidates.iter().map(never_installed_check));
+        return checks;
+    }
+    checks.push(healthy_check(spec, r));
+    if let Some(t) = &r.token_control {
+        checks.push(token_check(t));
+    }
+    let handshake = handshake_check(r);
+    checks.push(handshake.check);
+    for c in &spec.candidates {
+        match r.candidates.iter().find(|o| o.folder == c.folder) {
+            Some(o) => checks.extend(candidate_checks(c, o, r)),
+            None => checks.push(unreached_check(c, r, handshake.ok)),
+        }
+    }
+    checks
+}
+
+/// The note the `runtime-healthy` details add when the test hook
+/// [`TEST_HEALTH_PORT_ENV`] moved the health probe; empty otherwise.
+fn override_note(spec: &HostSpec) -> String {
+    match spec.health_port_override {
         Some(p) => format!(
             " (test override {TEST_HEALTH_PORT_ENV}: probed port {p} instead of the control port)"
         ),
         None => String::new(),
-    };
-    let runtime_observed = json!({
+    }
+}
+
+/// The `runtime-healthy` check's observed value: the runtime's command,
+/// pid, ports, health probe and log.
+fn runtime_observed(rt: &spec::RuntimeFacts) -> serde_json::Value {
+    json!({
         "command": rt.command, "pid": rt.pid, "control_port": rt.control_port,
         "debug_port": rt.debug_port, "health_port": rt.health_port, "health_ms": rt.health_ms,
         "health": rt.health, "log": rt.log,
-    });
-    if !rt.healthy {
-        let why = match (&rt.exited_early, &rt.health_error) {
-            (Some(status), _) => format!("the runtime exited ({status}) before answering"),
-            (None, Some(e)) => format!(
-                "no healthy answer within {} s (last probe: {e})",
-                spec.health_timeout_ms / 1000
-            ),
-            (None, None) => "it was never probed".into(),
-        };
-        let detail = match &r.fatal {
-            Some(f) => format!("the runtime could not be started: {f}"),
-            None => format!(
-                "`{}` did not become healthy on 127.0.0.1:{}{override_note}: {why}; expected GET /healthz to answer HTTP 200 with \"live\": true; runtime log tail:\n{log_tail}\nsee {}; check that the interpreter runs `lbp rt` and raise [discovery] health_timeout_secs on a slow machine",
-                rt.command.join(" "),
-                rt.health_port,
-                rt.log.display()
-            ),
-        };
-        checks.push(Check::fail("runtime-healthy", None, detail).with_observed(runtime_observed));
-        for c in &spec.candidates {
-            checks.push(
-                Check::fail(
-                    "initialized",
-                    Some(&c.folder),
-                    format!("{}: not installed: the runtime never became healthy (see the runtime-healthy check)", c.folder),
-                )
-                .consequence_of("runtime-healthy"),
-            );
-        }
-        return checks;
-    }
-    checks.push(
-        Check::pass(
-            "runtime-healthy",
-            None,
+    })
+}
+
+/// The failing `runtime-healthy` check: why the runtime never answered
+/// (or could not be started), with its log tail.
+fn unhealthy_check(spec: &HostSpec, r: &HostResult) -> Check {
+    let rt = &r.runtime;
+    let log_tail = indent(&rt.log_tail);
+    let override_note = override_note(spec);
+    let why = match (&rt.exited_early, &rt.health_error) {
+        (Some(status), _) => format!("the runtime exited ({status}) before answering"),
+        (None, Some(e)) => format!(
+            "no healthy answer within {} s (last probe: {e})",
+            spec.health_timeout_ms / 1000
+        ),
+        (None, None) => "it was never probed".into(),
+    };
+    let detail = match &r.fatal {
+        Some(f) => format!("the runtime could not be started: {f}"),
+        None => format!(
+            "`{}` did not become healthy on 127.0.0.1:{}{override_note}: {why}; expected GET /healthz to answer HTTP 200 with \"live\": true; runtime log tail:\n{log_tail}\nsee {}; check that the interpreter runs `lbp rt` and raise [discovery] health_timeout_secs on a slow machine",
+            rt.command.join(" "),
+            rt.health_port,
+            rt.log.display()
+        ),
+    };
+    Check::fail("runtime-healthy", None, detail).with_observed(runtime_observed(rt))
+}
+
+/// One candidate's failing `initialized` check when the runtime never
+/// became healthy: a consequence of `runtime-healthy`.
+fn never_installed_check(c: &HostCandidate) -> Check {
+    Check::fail(
+        "initialized",
+        Some(&c.folder),
+        format!(
+            "{}: not installed: the runtime never became healthy (see the runtime-healthy check)",
+            c.folder
+        ),
+    )
+    .consequence_of("runtime-healthy")
+}
+
+/// The passing `runtime-healthy` check.
+fn healthy_check(spec: &HostSpec, r: &HostResult) -> Check {
+    let rt = &r.runtime;
+    let override_note = override_note(spec);
+    Check::pass(
+        "runtime-healthy",
+        None,
+        format!(
+            "`{}` answered GET /healthz with \"live\": true after {} ms{override_note}",
+            rt.command.join(" "),
+            rt.health_ms.unwrap_or(0)
+        ),
+    )
+    .with_observed(runtime_observed(rt))
+}
+
+/// The `control-token` check: the runtime refused a wrong control token.
+fn token_check(t: &spec::TokenControl) -> Check {
+    Check::from_bool(
+        "control-token",
+        None,
+        t.refused,
+        if t.refused {
+            format!("positive control: {}; the control token is enforced", t.detail)
+        } else {
             format!(
-                "`{}` answered GET /healthz with \"live\": true after {} ms{override_note}",
-                rt.command.join(" "),
-                rt.health_ms.unwrap_or(0)
-            ),
-        )
-        .with_observed(runtime_observed),
-    );
-    if let Some(t) = &r.token_control {
-        checks.push(
-            Check::from_bool(
-                "control-token",
-                None,
-                t.refused,
-                if t.refused {
-                    format!("positive control: {}; the control token is enforced", t.detail)
-                } else {
-                    format!(
-                        "positive control failed: {}; expected the runtime (LANGBOT_PLUGIN_RUNTIME_CONTROL_TOKEN set) to refuse any other token with HTTP 401; the control server is not protected by its token",
-                        t.detail
-                    )
-                },
+                "positive control failed: {}; expected the runtime (LANGBOT_PLUGIN_RUNTIME_CONTROL_TOKEN set) to refuse any other token with HTTP 401; the control server is not protected by its token",
+                t.detail
             )
-            .with_observed(json!({"refused": t.refused, "status": t.status, "header": crate::rpc::TOKEN_HEADER})),
-        );
-    }
+        },
+    )
+    .with_observed(json!({"refused": t.refused, "status": t.status, "header": crate::rpc::TOKEN_HEADER}))
+}
+
+/// A check and whether it passed, for a caller whose next checks depend on it.
+struct Judged {
+    check: Check,
+    /// The check passed.
+    ok: bool,
+}
+
+/// The `control-handshake` check: `__ping` answered pong and
+/// `set_runtime_config` was accepted.
+fn handshake_check(r: &HostResult) -> Judged {
     let ping_ok = r
         .ping
         .as_ref()
@@ -414,37 +469,36 @@ fn result_checks(plan: &NetPlan, spec: &HostSpec, r: &HostResult) -> Vec<Check> 
             r.transcript.display()
         )
     };
-    checks.push(
-        Check::from_bool("control-handshake", None, ping_ok && config_ok, handshake_detail)
+    Judged {
+        check: Check::from_bool("control-handshake", None, ping_ok && config_ok, handshake_detail)
             .with_observed(json!({"ping": r.ping, "set_runtime_config": r.runtime_config, "transcript": r.transcript})),
-    );
-    for c in &spec.candidates {
-        match r.candidates.iter().find(|o| o.folder == c.folder) {
-            Some(o) => checks.extend(candidate_checks(c, o, r)),
-            None => {
-                let c = Check::fail(
-                    "initialized",
-                    Some(&c.folder),
-                    format!(
-                        "{}: the host did not reach this candidate{}; see {}",
-                        c.folder,
-                        r.fatal
-                            .as_ref()
-                            .map(|f| format!(" ({f})"))
-                            .unwrap_or_default(),
-                        r.transcript.display()
-                    ),
-                );
-                // A failed handshake is the one cause of every unreached candidate.
-                checks.push(if ping_ok && config_ok {
-                    c
-                } else {
-                    c.consequence_of("control-handshake")
-                });
-            }
-        }
+        ok: ping_ok && config_ok,
     }
-    checks
+}
+
+/// The failing `initialized` check of a candidate the host never reached;
+/// a consequence of `control-handshake` when that failed (`handshake_ok`
+/// false), its one cause then.
+fn unreached_check(c: &HostCandidate, r: &HostResult, handshake_ok: bool) -> Check {
+    let c = Check::fail(
+        "initialized",
+        Some(&c.folder),
+        format!(
+            "{}: the host did not reach this candidate{}; see {}",
+            c.folder,
+            r.fatal
+                .as_ref()
+                .map(|f| format!(" ({f})"))
+                .unwrap_or_default(),
+            r.transcript.display()
+        ),
+    );
+    // A failed handshake is the one cause of every unreached candidate.
+    if handshake_ok {
+        c
+    } else {
+        c.consequence_of("control-handshake")
+    }
 }
 
 fn network_check(plan: &NetPlan, r: &HostResult) -> Check {
@@ -490,10 +544,43 @@ fn network_check(plan: &NetPlan, r: &HostResult) -> Check {
     }
 }
 
+/// One candidate's checks, in order: `installation`, then (when installed)
+/// `initialized`, then (when initialized) `components`, `runner-probe`,
+/// `component-calls` and `uncalled`.
 fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> Vec<Check> {
     let folder = c.folder.as_str();
     let plugin = format!("{}/{}", c.author, c.name);
-    let mut checks = Vec::new();
+    let install = installation_check(c, o, r);
+    let mut checks = vec![install.check];
+    if !install.ok {
+        return checks;
+    }
+    let init = initialized_check(c, o, r, &plugin);
+    checks.push(init.check);
+    if !init.ok {
+        return checks;
+    }
+    checks.push(components_check(c, o, &plugin));
+    checks.push(runner_check(c, o, &plugin));
+    if let Some(check) = calls::check(
+        folder,
+        &plugin,
+        &c.component_plans,
+        &o.component_calls,
+        &c.author,
+        &c.name,
+    ) {
+        checks.push(check);
+    }
+    if let Some(check) = uncalled_check(c, o, &plugin) {
+        checks.push(check);
+    }
+    checks
+}
+
+/// The `installation` check of one candidate: the runtime accepted the
+/// upload and applied it, under a binding naming the archive's sha256.
+fn installation_check(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> Judged {
     let apply_ok = o.apply.as_ref().is_some_and(|a| a.ok);
     // The bytes the runtime received, and the binding they were applied
     // under, are the archive's: checked here, not only trusted from the host.
@@ -525,18 +612,28 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
             r.transcript.display()
         )
     };
-    checks.push(
-        Check::from_bool("installation", Some(folder), install_ok, install_detail).with_observed(
-            json!({
-                "archive": c.archive, "sha256": c.sha256, "uploaded_sha256": o.uploaded_sha256,
-                "uploaded_bytes": o.uploaded_bytes, "chunks": o.chunks, "binding": o.binding,
-                "apply": o.apply,
-            }),
-        ),
-    );
-    if !install_ok {
-        return checks;
+    let check = Check::from_bool("installation", Some(&c.folder), install_ok, install_detail)
+        .with_observed(json!({
+            "archive": c.archive, "sha256": c.sha256, "uploaded_sha256": o.uploaded_sha256,
+            "uploaded_bytes": o.uploaded_bytes, "chunks": o.chunks, "binding": o.binding,
+            "apply": o.apply,
+        }));
+    Judged {
+        check,
+        ok: install_ok,
     }
+}
+
+/// The `initialized` check of one installed candidate: listed
+/// `initialized`, still so after its batch, and the runtime asked the host
+/// for its settings.
+fn initialized_check(
+    c: &HostCandidate,
+    o: &CandidateOutcome,
+    r: &HostResult,
+    plugin: &str,
+) -> Judged {
+    let folder = c.folder.as_str();
     let settings_calls = r
         .inbound
         .iter()
@@ -558,86 +655,84 @@ fn candidate_checks(c: &HostCandidate, o: &CandidateOutcome, r: &HostResult) -> 
         "resident_with": o.resident_with, "released": o.released,
     });
     if !initialized {
-        let message = o
-            .runtime_messages
-            .iter()
-            .rev()
-            .find(|m| !m.starts_with('['))
-            .or_else(|| o.runtime_messages.last())
-            .cloned()
-            .unwrap_or_else(|| "(the runtime logged nothing about it)".into());
-        checks.push(
-            Check::fail(
-                "initialized",
-                Some(folder),
-                format!(
-                    "plugin {plugin} ({folder}) was not initialized by the runtime: {}; the runtime's message: {message}; expected list_plugins to show it `initialized`; {}",
-                    o.failure.clone().unwrap_or_else(|| if listed_initialized {
-                        "list_plugins showed it `initialized`, but the runtime never asked the host for its settings (get_plugin_settings with this installation_uuid), so it did not run with the settings LangBot gives it".to_string()
-                    } else {
-                        format!(
-                            "it was `initialized`, but after every candidate of its batch ({} resident at once) was installed list_plugins showed it {}",
-                            o.resident_with,
-                            o.final_status.as_deref().unwrap_or("no longer listed")
-                        )
-                    }),
-                    initialized_advice(o, &r.runtime.log)
-                ),
-            )
-            .with_observed(init_observed),
-        );
-        return checks;
-    }
-    checks.push(
-        Check::pass(
+        let check = Check::fail(
             "initialized",
             Some(folder),
-            format!(
-                "list_plugins shows {plugin} `initialized` {} ms after apply_plugin_installation and still after every candidate of its batch ({} resident at once) was installed and probed; the runtime asked the host for its settings (get_plugin_settings) {settings_calls} time(s)",
-                o.init_ms.unwrap_or(0),
-                o.resident_with
-            ),
+            not_initialized_detail(o, &r.runtime.log, plugin, folder, listed_initialized),
         )
-        .with_observed(init_observed),
-    );
+        .with_observed(init_observed);
+        return Judged { check, ok: false };
+    }
+    let check = Check::pass(
+        "initialized",
+        Some(folder),
+        format!(
+            "list_plugins shows {plugin} `initialized` {} ms after apply_plugin_installation and still after every candidate of its batch ({} resident at once) was installed and probed; the runtime asked the host for its settings (get_plugin_settings) {settings_calls} time(s)",
+            o.init_ms.unwrap_or(0),
+            o.resident_with
+        ),
+    )
+    .with_observed(init_observed);
+    Judged { check, ok: true }
+}
+
+/// The failing `initialized` check's detail: the failure, the runtime's
+/// last message and what to do (`listed_initialized`: list_plugins showed
+/// it `initialized` to the end, so only the settings call was missing).
+fn not_initialized_detail(
+    o: &CandidateOutcome,
+    log: &Path,
+    plugin: &str,
+    folder: &str,
+    listed_initialized: bool,
+) -> String {
+    let message = o
+        .runtime_messages
+        .iter()
+        .rev()
+        .find(|m| !m.starts_with('['))
+        .or_else(|| o.runtime_messages.last())
+        .cloned()
+        .unwrap_or_else(|| "(the runtime logged nothing about it)".into());
+    format!(
+        "plugin {plugin} ({folder}) was not initialized by the runtime: {}; the runtime's message: {message}; expected list_plugins to show it `initialized`; {}",
+        o.failure.clone().unwrap_or_else(|| if listed_initialized {
+            "list_plugins showed it `initialized`, but the runtime never asked the host for its settings (get_plugin_settings with this installation_uuid), so it did not run with the settings LangBot gives it".to_string()
+        } else {
+            format!(
+                "it was `initialized`, but after every candidate of its batch ({} resident at once) was installed list_plugins showed it {}",
+                o.resident_with,
+                o.final_status.as_deref().unwrap_or("no longer listed")
+            )
+        }),
+        initialized_advice(o, log)
+    )
+}
+
+/// The `components` check of one initialized candidate: the runtime lists
+/// exactly the components the manifest declares.
+fn components_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check {
     let declared: Vec<String> = c.declared.iter().map(ComponentId::to_string).collect();
     let listed: Vec<String> = o
         .listed_components
         .iter()
         .map(ComponentId::to_string)
         .collect();
-    checks.push(
-        Check::from_bool(
-            "components",
-            Some(folder),
-            declared == listed,
-            if declared == listed {
-                format!("the runtime lists exactly the components the manifest declares: {}", declared.join(", "))
-            } else {
-                format!(
-                    "{plugin}: expected the runtime to list the manifest's components [{}]; found [{}]; check spec.components and each component manifest's kind and metadata.name",
-                    declared.join(", "),
-                    listed.join(", ")
-                )
-            },
-        )
-        .with_observed(json!({"declared": declared, "listed": listed})),
-    );
-    checks.push(runner_check(c, o, &plugin));
-    if let Some(check) = calls::check(
-        folder,
-        &plugin,
-        &c.component_plans,
-        &o.component_calls,
-        &c.author,
-        &c.name,
-    ) {
-        checks.push(check);
-    }
-    if let Some(check) = uncalled_check(c, o, &plugin) {
-        checks.push(check);
-    }
-    checks
+    Check::from_bool(
+        "components",
+        Some(&c.folder),
+        declared == listed,
+        if declared == listed {
+            format!("the runtime lists exactly the components the manifest declares: {}", declared.join(", "))
+        } else {
+            format!(
+                "{plugin}: expected the runtime to list the manifest's components [{}]; found [{}]; check spec.components and each component manifest's kind and metadata.name",
+                declared.join(", "),
+                listed.join(", ")
+            )
+        },
+    )
+    .with_observed(json!({"declared": declared, "listed": listed}))
 }
 
 /// The `uncalled` check of one candidate: a warning naming every declared
@@ -745,96 +840,136 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
         )
         .with_observed(observed);
     }
-    let mut problems = Vec::new();
-    // Problems that are the runner-probe-setup finding seen again.
-    let mut unprepared = 0;
-    let mut generic = Vec::new();
-    let mut own_errors = Vec::new();
-    let mut passed = Vec::new();
+    let mut found = RunnerFindings::default();
     for r in &runners {
-        let name = r.name.as_str();
-        if !o.runners_listed.iter().any(|l| l == name) {
-            problems.push(format!("list_runners does not list `{name}`"));
-        }
-        if c.unprepared.iter().any(|u| u == name) {
-            problems.push(format!(
-                "`{name}` was not probed: its declared probe could not be prepared (see runner-probe-setup)"
-            ));
-            unprepared += 1;
-            continue;
-        }
-        let Some(p) = o.runner_probes.iter().find(|p| p.runner == name) else {
-            problems.push(format!("`{name}` was not probed"));
-            continue;
-        };
-        match &p.plan {
-            // Without an invocation config, a runner that ends its run in
-            // `run.failed` has answered for itself (n8n-agent: "webhook-url
-            // is required"): its own error, recorded and warned, as a
-            // component's own error is (`component-calls`); the request
-            // failing, or a run that never ends, is still a failure.
-            None if own_refusal(&p.call) => own_errors.push(format!(
-                "`{name}` → run.failed: {}",
-                p.call.error.as_deref().unwrap_or("(no error text)")
+        find_runner(c, o, r.name.as_str(), &mut found);
+    }
+    runner_verdict(&found, folder, plugin).with_observed(observed)
+}
+
+/// What the `runner-probe` check found over a candidate's Runners, each
+/// list holding one text per Runner, in declaration order.
+#[derive(Default)]
+struct RunnerFindings {
+    /// What failed.
+    problems: Vec<String>,
+    /// How many of `problems` are the runner-probe-setup finding seen again.
+    unprepared: usize,
+    /// Generic calls (no probe declared) that completed.
+    generic: Vec<String>,
+    /// Generic calls that ended in the runner's own `run.failed`.
+    own_errors: Vec<String>,
+    /// Declared probes that passed.
+    passed: Vec<String>,
+}
+
+/// Adds to `found` what the host observed of the Runner `name`: listed,
+/// prepared, probed, and how its call (generic or declared probe) ended.
+fn find_runner(c: &HostCandidate, o: &CandidateOutcome, name: &str, found: &mut RunnerFindings) {
+    if !o.runners_listed.iter().any(|l| l == name) {
+        found
+            .problems
+            .push(format!("list_runners does not list `{name}`"));
+    }
+    if c.unprepared.iter().any(|u| u == name) {
+        found.problems.push(format!(
+            "`{name}` was not probed: its declared probe could not be prepared (see runner-probe-setup)"
+        ));
+        found.unprepared += 1;
+        return;
+    }
+    let Some(p) = o.runner_probes.iter().find(|p| p.runner == name) else {
+        found.problems.push(format!("`{name}` was not probed"));
+        return;
+    };
+    match &p.plan {
+        // Without an invocation config, a runner that ends its run in
+        // `run.failed` has answered for itself (n8n-agent: "webhook-url
+        // is required"): its own error, recorded and warned, as a
+        // component's own error is (`component-calls`); the request
+        // failing, or a run that never ends, is still a failure.
+        None if own_refusal(&p.call) => found.own_errors.push(format!(
+            "`{name}` → run.failed: {}",
+            p.call.error.as_deref().unwrap_or("(no error text)")
+        )),
+        None => match completion_problem(&p.call, None) {
+            Some(e) => found.problems.push(format!(
+                "`{name}` (generic call: no runner probe declared, so the run context carried no invocation config): {e}"
             )),
-            None => match completion_problem(&p.call, None) {
-                Some(e) => problems.push(format!(
-                    "`{name}` (generic call: no runner probe declared, so the run context carried no invocation config): {e}"
-                )),
-                None => generic.push(format!(
-                    "`{name}` → {:?}",
-                    p.call.reply.as_deref().unwrap_or("")
-                )),
-            },
-            Some(plan) => {
-                let before = problems.len();
-                match &p.negative_control {
-                    None => problems.push(format!(
-                        "`{name}`: the negative control (invalid config) was not run"
-                    )),
-                    Some(n) => {
-                        if let Some(e) = negative_problem(n) {
-                            problems.push(format!("`{name}`: {e}"));
-                        }
-                    }
-                }
-                let builtin = plan.fixture.starts_with(crate::profile::BUILTIN_FIXTURE_PREFIX);
-                if builtin && saw_nonce(&p.fixture_transcript, &plan.control_nonce) {
-                    problems.push(format!(
-                        "`{name}`: the fixture's transcript ({}) shows it receiving the negative control's nonce {}: the runner reached the fixture with the invalid invocation config, so its run.failed is not a refusal of that config",
-                        plan.fixture_transcript.display(),
-                        plan.control_nonce
-                    ));
-                }
-                if let Some(e) = completion_problem(&p.call, Some(plan)) {
-                    problems.push(format!("`{name}`: {e}"));
-                } else if builtin && !saw_nonce(&p.fixture_transcript, &plan.nonce)
-                {
-                    problems.push(format!(
-                        "`{name}`: the reply carries the fixture's text, but the fixture's transcript ({}) does not show it receiving the prompt's nonce {}: the reply did not come from the fixture process",
-                        plan.fixture_transcript.display(),
-                        plan.nonce
-                    ));
-                }
-                if problems.len() == before {
-                    passed.push(format!(
-                        "`{name}`: invalid config → {}; {}{} → {:?}",
-                        p.negative_control
-                            .as_ref()
-                            .and_then(|n| n.error.as_deref())
-                            .unwrap_or("run.failed"),
-                        plan.fixture,
-                        if builtin {
-                            ""
-                        } else {
-                            " (a committed file: the repository's own fixture, whose transcript is not checked)"
-                        },
-                        p.call.reply.as_deref().unwrap_or("")
-                    ));
-                }
+            None => found.generic.push(format!(
+                "`{name}` → {:?}",
+                p.call.reply.as_deref().unwrap_or("")
+            )),
+        },
+        Some(plan) => find_probe(name, p, plan, found),
+    }
+}
+
+/// Adds to `found` how the declared probe `plan` of the Runner `name` went:
+/// its negative control refused, the fixture never saw that control's
+/// nonce, and its call completed through the fixture.
+fn find_probe(name: &str, p: &spec::RunnerProbe, plan: &ProbePlan, found: &mut RunnerFindings) {
+    let problems = &mut found.problems;
+    let before = problems.len();
+    match &p.negative_control {
+        None => problems.push(format!(
+            "`{name}`: the negative control (invalid config) was not run"
+        )),
+        Some(n) => {
+            if let Some(e) = negative_problem(n) {
+                problems.push(format!("`{name}`: {e}"));
             }
         }
     }
+    let builtin = plan
+        .fixture
+        .starts_with(crate::profile::BUILTIN_FIXTURE_PREFIX);
+    if builtin && saw_nonce(&p.fixture_transcript, &plan.control_nonce) {
+        problems.push(format!(
+            "`{name}`: the fixture's transcript ({}) shows it receiving the negative control's nonce {}: the runner reached the fixture with the invalid invocation config, so its run.failed is not a refusal of that config",
+            plan.fixture_transcript.display(),
+            plan.control_nonce
+        ));
+    }
+    if let Some(e) = completion_problem(&p.call, Some(plan)) {
+        problems.push(format!("`{name}`: {e}"));
+    } else if builtin && !saw_nonce(&p.fixture_transcript, &plan.nonce) {
+        problems.push(format!(
+            "`{name}`: the reply carries the fixture's text, but the fixture's transcript ({}) does not show it receiving the prompt's nonce {}: the reply did not come from the fixture process",
+            plan.fixture_transcript.display(),
+            plan.nonce
+        ));
+    }
+    if problems.len() == before {
+        found.passed.push(format!(
+            "`{name}`: invalid config → {}; {}{} → {:?}",
+            p.negative_control
+                .as_ref()
+                .and_then(|n| n.error.as_deref())
+                .unwrap_or("run.failed"),
+            plan.fixture,
+            if builtin {
+                ""
+            } else {
+                " (a committed file: the repository's own fixture, whose transcript is not checked)"
+            },
+            p.call.reply.as_deref().unwrap_or("")
+        ));
+    }
+}
+
+/// The `runner-probe` check (without its observed value) from what was
+/// found: a failure when anything failed (a consequence of
+/// runner-probe-setup when that is all), a warning when a generic call
+/// answered, a pass when every declared probe passed.
+fn runner_verdict(found: &RunnerFindings, folder: &str, plugin: &str) -> Check {
+    let RunnerFindings {
+        problems,
+        unprepared,
+        generic,
+        own_errors,
+        passed,
+    } = found;
     if !problems.is_empty() {
         let c = Check::fail(
             "runner-probe",
@@ -843,9 +978,8 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
                 "{plugin}: expected each Runner to refuse the invalid invocation config (run.failed) and to complete through its declared local protocol fixture; found: {}; see the RPC transcript and DIR/roots/discovery-rpc/probes/{folder}/",
                 problems.join("; ")
             ),
-        )
-        .with_observed(observed);
-        return if unprepared == problems.len() {
+        );
+        return if *unprepared == problems.len() {
             c.consequence_of("runner-probe-setup")
         } else {
             c
@@ -861,8 +995,7 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
                 if generic.is_empty() { String::new() } else { format!("; completed without a config: {}", generic.join("; ")) },
                 if passed.is_empty() { String::new() } else { format!("; probed: {}", passed.join("; ")) }
             ),
-        )
-        .with_observed(observed);
+        );
     }
     if !generic.is_empty() {
         return Check::warn(
@@ -873,8 +1006,7 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
                 generic.join("; "),
                 if passed.is_empty() { String::new() } else { format!("; probed: {}", passed.join("; ")) }
             ),
-        )
-        .with_observed(observed);
+        );
     }
     Check::pass(
         "runner-probe",
@@ -884,7 +1016,6 @@ fn runner_check(c: &HostCandidate, o: &CandidateOutcome, plugin: &str) -> Check 
             passed.join("; ")
         ),
     )
-    .with_observed(observed)
 }
 
 /// Why the negative control does not prove the probe can fail, if it does not.

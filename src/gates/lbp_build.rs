@@ -337,105 +337,130 @@ fn archive_root_cause(b: &CandidateBuild, run: &BuildRun) -> Option<&'static str
     }
 }
 
+/// The `single-archive` check: the build wrote exactly one regular file,
+/// named after the manifest's identity, and it was moved to packages/. A
+/// failure before the move is a consequence of [`archive_root_cause`].
 fn single_archive(b: &CandidateBuild, run: &BuildRun) -> Check {
-    let folder = Some(b.folder.as_str());
     let check = |c: Check| match archive_root_cause(b, run) {
         Some(root) if c.result != crate::evidence::CheckResult::Pass => c.consequence_of(root),
         _ => c,
     };
-    let entries = match &b.out_entries {
-        Some(Ok(e)) => e,
-        Some(Err(e)) => {
-            return check(
-                Check::fail(
-                    "single-archive",
-                    folder,
-                    format!("cannot list {}: {e}", b.out_dir),
-                )
-                .with_observed(json!({ "out_dir": b.out_dir, "error": e })),
-            )
-        }
-        None => {
-            return check(Check::fail(
-                "single-archive",
-                folder,
-                format!(
-                    "{} was not listed; this is a harness defect: report it",
-                    b.out_dir
-                ),
-            ))
-        }
+    let Some(Ok(entries)) = &b.out_entries else {
+        return check(unlisted(b));
     };
     let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     let observed =
         json!({"files": names, "manifest_not_found_printed": run.said_manifest_not_found});
+    if entries.is_empty() {
+        return check(no_archive(b, run).with_observed(observed));
+    }
+    let expected = match b.identity.as_ref().map(ManifestId::archive_name) {
+        Ok(e) => e,
+        Err(m) => return check(unconfirmed(b, &names, m).with_observed(observed)),
+    };
+    if !is_exactly(entries, &expected) {
+        return check(misnamed(b, &names, &expected).with_observed(observed));
+    }
+    moved_check(b, &expected, &names, observed)
+}
+
+/// The failing `single-archive` check when the build's out folder could
+/// not be listed (or, a harness defect, was not).
+fn unlisted(b: &CandidateBuild) -> Check {
+    let folder = Some(b.folder.as_str());
+    match &b.out_entries {
+        Some(Err(e)) => Check::fail(
+            "single-archive",
+            folder,
+            format!("cannot list {}: {e}", b.out_dir),
+        )
+        .with_observed(json!({ "out_dir": b.out_dir, "error": e })),
+        _ => Check::fail(
+            "single-archive",
+            folder,
+            format!(
+                "{} was not listed; this is a harness defect: report it",
+                b.out_dir
+            ),
+        ),
+    }
+}
+
+/// The failing `single-archive` check (without its observed value) when
+/// the build wrote `names` but the manifest's identity could not be read
+/// (`m`), so no archive name can be confirmed.
+fn unconfirmed(b: &CandidateBuild, names: &[&str], m: &str) -> Check {
+    Check::fail(
+        "single-archive",
+        Some(b.folder.as_str()),
+        format!(
+            "the build wrote {names:?} but the manifest's identity could not be read ({m}); \
+             the archive name cannot be confirmed: fix manifest.yaml"
+        ),
+    )
+}
+
+/// The failing `single-archive` check (without its observed value) when
+/// the out folder holds `names` rather than exactly the `expected` file.
+fn misnamed(b: &CandidateBuild, names: &[&str], expected: &str) -> Check {
+    Check::fail(
+        "single-archive",
+        Some(b.folder.as_str()),
+        format!(
+            "{} holds {names:?}; expected exactly one regular file {expected:?} named after manifest.yaml's \
+             author, name and version",
+            b.out_dir
+        ),
+    )
+}
+
+/// The failing `single-archive` check (without its observed value) when
+/// the build wrote no archive: what was expected, and the manifest's
+/// diagnosis or the failed build as the likely cause.
+fn no_archive(b: &CandidateBuild, run: &BuildRun) -> Check {
     let not_found = if run.said_manifest_not_found {
         " The build printed \"Plugin manifest not found\"."
     } else {
         ""
     };
     let expected = b.identity.as_ref().map(ManifestId::archive_name);
-    if entries.is_empty() {
-        let (diagnosis, advice) = match (&b.identity, run.success) {
-            (Err(m), _) => (
-                format!(" Manifest diagnosis: {m}."),
-                " The SDK's build exits 0 without an archive when the manifest is invalid: fix manifest.yaml \
-                 so the SDK's manifest model accepts it",
-            ),
-            (Ok(_), true) => (
-                String::new(),
-                " The SDK's build exits 0 without an archive when the manifest is invalid: fix manifest.yaml \
-                 so the SDK's manifest model accepts it",
-            ),
-            (Ok(_), false) => (
-                String::new(),
-                " The build failed before writing it: see the build-exit check for its output",
-            ),
-        };
-        return check(
-            Check::fail(
-                "single-archive",
-                folder,
-                format!(
-                    "the official build ({}) wrote no archive into {}; expected {}.{not_found}{diagnosis}{advice}",
-                    run.outcome,
-                    b.out_dir,
-                    expected.as_deref().unwrap_or("one <author>-<name>-<version>.lbpkg"),
-                ),
-            )
-            .with_observed(observed),
-        );
-    }
-    let expected = match expected {
-        Ok(e) => e,
-        Err(m) => {
-            return check(
-                Check::fail(
-                    "single-archive",
-                    folder,
-                    format!(
-                        "the build wrote {names:?} but the manifest's identity could not be read ({m}); \
-                         the archive name cannot be confirmed: fix manifest.yaml"
-                    ),
-                )
-                .with_observed(observed),
-            )
-        }
+    let (diagnosis, advice) = match (&b.identity, run.success) {
+        (Err(m), _) => (
+            format!(" Manifest diagnosis: {m}."),
+            " The SDK's build exits 0 without an archive when the manifest is invalid: fix manifest.yaml \
+             so the SDK's manifest model accepts it",
+        ),
+        (Ok(_), true) => (
+            String::new(),
+            " The SDK's build exits 0 without an archive when the manifest is invalid: fix manifest.yaml \
+             so the SDK's manifest model accepts it",
+        ),
+        (Ok(_), false) => (
+            String::new(),
+            " The build failed before writing it: see the build-exit check for its output",
+        ),
     };
-    if !is_exactly(entries, &expected) {
-        return check(
-            Check::fail(
-                "single-archive",
-                folder,
-                format!(
-                    "{} holds {names:?}; expected exactly one regular file {expected:?} named after manifest.yaml's \
-                     author, name and version",
-                    b.out_dir
-                ),
-            )
-            .with_observed(observed),
-        );
-    }
+    Check::fail(
+        "single-archive",
+        Some(b.folder.as_str()),
+        format!(
+            "the official build ({}) wrote no archive into {}; expected {}.{not_found}{diagnosis}{advice}",
+            run.outcome,
+            b.out_dir,
+            expected.as_deref().unwrap_or("one <author>-<name>-<version>.lbpkg"),
+        ),
+    )
+}
+
+/// The `single-archive` check once the one `expected` archive was written
+/// (the out folder held `names`): passes when it was moved to packages/.
+fn moved_check(
+    b: &CandidateBuild,
+    expected: &str,
+    names: &[&str],
+    observed: serde_json::Value,
+) -> Check {
+    let folder = Some(b.folder.as_str());
     match &b.moved {
         Some(Ok(m)) => Check::pass(
             "single-archive",

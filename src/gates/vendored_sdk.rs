@@ -173,7 +173,6 @@ pub fn decide(obs: &Observation) -> Vec<Check> {
 
 /// Decides the three checks of one covered candidate. Pure.
 pub fn decide_candidate(o: &VendoredObservation) -> Vec<Check> {
-    let folder = Some(o.folder.as_str());
     let unreadable = o.notice_error.as_ref().map(|why| {
         format!(
             "the notice {} {why}; expected it to name the SDK version, file and original sha256 \
@@ -181,10 +180,19 @@ pub fn decide_candidate(o: &VendoredObservation) -> Vec<Check> {
             o.notice
         )
     });
+    vec![
+        version_check(o, unreadable.as_deref()),
+        file_check(o, unreadable.is_some()),
+        license_check(o),
+    ]
+}
 
-    // sdk-version
-    let version = match (&unreadable, &o.fields.version) {
-        (Some(why), _) => Check::fail("sdk-version", folder, why.clone()),
+/// The `sdk-version` check: the notice names the pinned and installed SDK
+/// version; fails with `unreadable` (why the notice could not be read).
+fn version_check(o: &VendoredObservation, unreadable: Option<&str>) -> Check {
+    let folder = Some(o.folder.as_str());
+    match (unreadable, &o.fields.version) {
+        (Some(why), _) => Check::fail("sdk-version", folder, why.to_string()),
         (None, Field::Found(v)) if v == &o.pinned_version && v == &o.installed_version => {
             Check::pass(
                 "sdk-version",
@@ -216,11 +224,16 @@ pub fn decide_candidate(o: &VendoredObservation) -> Vec<Check> {
         "version": o.fields.version,
         "pinned_version": o.pinned_version,
         "installed_version": o.installed_version,
-    }));
+    }))
+}
 
-    // sdk-file
-    let file = match (&unreadable, &o.fields.file, &o.fields.sha256, &o.sdk_file) {
-        (Some(_), ..) => Check::fail(
+/// The `sdk-file` check: the file the notice names is the installed SDK's
+/// and hashes to the sha256 it claims; a consequence of `sdk-version` when
+/// the notice is `unreadable`.
+fn file_check(o: &VendoredObservation, unreadable: bool) -> Check {
+    let folder = Some(o.folder.as_str());
+    match (unreadable, &o.fields.file, &o.fields.sha256, &o.sdk_file) {
+        (true, ..) => Check::fail(
             "sdk-file",
             folder,
             format!(
@@ -230,8 +243,8 @@ pub fn decide_candidate(o: &VendoredObservation) -> Vec<Check> {
             ),
         )
         .consequence_of("sdk-version"),
-        (None, Field::Found(_), Field::Found(claimed), Some(f)) => sdk_file_check(o, claimed, f),
-        (None, file, sha, _) => {
+        (false, Field::Found(_), Field::Found(claimed), Some(f)) => sdk_file_check(o, claimed, f),
+        (false, file, sha, _) => {
             let problems: Vec<String> = [
                 field_problem("SDK file", file, &o.notice, "file_pattern"),
                 field_problem("original sha256", sha, &o.notice, "sha256_pattern"),
@@ -247,10 +260,14 @@ pub fn decide_candidate(o: &VendoredObservation) -> Vec<Check> {
         "file": o.fields.file,
         "sha256": o.fields.sha256,
         "installed": o.sdk_file,
-    }));
+    }))
+}
 
-    // license-copy
-    let license = match (&o.license_copy_state, &o.installed_license_state) {
+/// The `license-copy` check: the candidate's license copy is
+/// byte-identical to the installed distribution's license file.
+fn license_check(o: &VendoredObservation) -> Check {
+    let folder = Some(o.folder.as_str());
+    match (&o.license_copy_state, &o.installed_license_state) {
         (_, FileState::Unavailable { why }) => Check::fail(
             "license-copy",
             folder,
@@ -298,8 +315,7 @@ pub fn decide_candidate(o: &VendoredObservation) -> Vec<Check> {
         "license_copy_state": o.license_copy_state,
         "installed_license": o.installed_license,
         "installed_license_state": o.installed_license_state,
-    }));
-    vec![version, file, license]
+    }))
 }
 
 fn sdk_file_check(o: &VendoredObservation, claimed: &str, f: &SdkFile) -> Check {

@@ -447,54 +447,92 @@ pub fn check(
     if called.is_empty() {
         return None;
     }
-    let mut fails = Vec::new();
-    let mut warns = Vec::new();
-    let mut replies = Vec::new();
-    let mut observed = Vec::new();
+    let mut found = CallFindings::default();
     for p in called {
-        let c = &p.component;
-        let Some(call) = calls.iter().find(|k| &k.component == c) else {
-            fails.push(format!(
-                "{c} was planned and not called (no answer recorded)"
-            ));
-            observed.push(json!({"component": c.to_string(), "outcome": "missing"}));
-            continue;
-        };
-        let (outcome, reply) = judge(call, author, name);
-        let action = p.action.as_deref().unwrap_or("");
-        match outcome {
-            Outcome::Reply => replies.push(format!(
-                "{c} ({action}, {} input) → {}",
-                p.source,
-                truncate(&reply.clone().unwrap_or_default().to_string(), 200)
-            )),
-            Outcome::ComponentError => warns.push(format!(
-                "{c} ({action}) raised its own error: {}{}",
-                first_line(call.error.as_deref().unwrap_or("")),
-                // The SDK's Command base class fails a call whose first
-                // argument names no subcommand unless a `*` one exists
-                // (`Command._execute`): with no arguments that is the input.
-                if c.kind == "Command" && p.source == "declared" {
-                    " (called without arguments, which only a Command with a `*` subcommand accepts; give its `params` in [[discovery.component_probe]])"
-                } else {
-                    ""
-                }
-            )),
-            Outcome::ProtocolError => fails.push(format!(
-                "{c}: the {action} call failed: {}",
-                first_line(call.error.as_deref().unwrap_or("no answer"))
-            )),
-            Outcome::NoReply => fails.push(format!(
-                "{c}: {action} was answered without a reply ({})",
-                truncate(&Value::Array(call.answers.clone()).to_string(), 200)
-            )),
-            Outcome::NotHandled => {}
-        }
-        observed.push(json!({
-            "component": c.to_string(), "action": action, "input_source": p.source,
-            "input": p.input, "outcome": outcome.label(), "reply": reply, "error": call.error,
-        }));
+        find_call(p, calls, author, name, &mut found);
     }
+    verdict(found, folder, plugin)
+}
+
+/// What the `component-calls` check found over a candidate's called
+/// components, one text per component, in plan order.
+#[derive(Default)]
+struct CallFindings {
+    /// Protocol-level failures, missing calls and replyless answers.
+    fails: Vec<String>,
+    /// Components' own errors.
+    warns: Vec<String>,
+    /// Replies.
+    replies: Vec<String>,
+    /// One observed value per called component.
+    observed: Vec<Value>,
+}
+
+/// Adds to `found` how the planned call `p` went, judged from its answer
+/// among `calls` (the plugin is `author`/`name`).
+fn find_call(
+    p: &ComponentPlan,
+    calls: &[ComponentCall],
+    author: &str,
+    name: &str,
+    found: &mut CallFindings,
+) {
+    let c = &p.component;
+    let Some(call) = calls.iter().find(|k| &k.component == c) else {
+        found.fails.push(format!(
+            "{c} was planned and not called (no answer recorded)"
+        ));
+        found
+            .observed
+            .push(json!({"component": c.to_string(), "outcome": "missing"}));
+        return;
+    };
+    let (outcome, reply) = judge(call, author, name);
+    let action = p.action.as_deref().unwrap_or("");
+    match outcome {
+        Outcome::Reply => found.replies.push(format!(
+            "{c} ({action}, {} input) → {}",
+            p.source,
+            truncate(&reply.clone().unwrap_or_default().to_string(), 200)
+        )),
+        Outcome::ComponentError => found.warns.push(format!(
+            "{c} ({action}) raised its own error: {}{}",
+            first_line(call.error.as_deref().unwrap_or("")),
+            // The SDK's Command base class fails a call whose first
+            // argument names no subcommand unless a `*` one exists
+            // (`Command._execute`): with no arguments that is the input.
+            if c.kind == "Command" && p.source == "declared" {
+                " (called without arguments, which only a Command with a `*` subcommand accepts; give its `params` in [[discovery.component_probe]])"
+            } else {
+                ""
+            }
+        )),
+        Outcome::ProtocolError => found.fails.push(format!(
+            "{c}: the {action} call failed: {}",
+            first_line(call.error.as_deref().unwrap_or("no answer"))
+        )),
+        Outcome::NoReply => found.fails.push(format!(
+            "{c}: {action} was answered without a reply ({})",
+            truncate(&Value::Array(call.answers.clone()).to_string(), 200)
+        )),
+        Outcome::NotHandled => {}
+    }
+    found.observed.push(json!({
+        "component": c.to_string(), "action": action, "input_source": p.source,
+        "input": p.input, "outcome": outcome.label(), "reply": reply, "error": call.error,
+    }));
+}
+
+/// The `component-calls` check from what was found: fails on any failure,
+/// warns on a component's own error, passes when there were replies and
+/// nothing else; `None` when nothing replied, failed or erred.
+fn verdict(found: CallFindings, folder: &str, plugin: &str) -> Option<Check> {
+    let CallFindings {
+        fails,
+        warns,
+        replies,
+        observed,
+    } = found;
     let observed = json!({"calls": observed});
     if !fails.is_empty() {
         return Some(

@@ -44,33 +44,75 @@ pub fn read(archive: &Path) -> Result<Declared, String> {
     let mut zip = zip::ZipArchive::new(file)
         .map_err(|e| format!("{}: not a readable ZIP archive: {e}", archive.display()))?;
     let names: Vec<String> = zip.file_names().map(str::to_string).collect();
-    let mut read_yaml = |name: &str| -> Result<Value, String> {
-        let member = zip
-            .by_name(name)
-            .map_err(|e| format!("{}: member {name}: {e}", archive.display()))?;
-        let mut text = String::new();
-        member
-            .take(MAX_YAML_BYTES)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("{}: member {name}: {e}", archive.display()))?;
-        serde_yaml_ng::from_str(crate::manifest::strip_bom(&text))
-            .map_err(|e| format!("{}: member {name}: not valid YAML: {e}", archive.display()))
-    };
-    let manifest = read_yaml("manifest.yaml")?;
-    let meta = |k: &str| -> Result<String, String> {
-        manifest
-            .get("metadata")
-            .and_then(|m| m.get(k))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| {
-                format!(
-                    "{}: manifest.yaml has no metadata.{k} string",
-                    archive.display()
-                )
-            })
-    };
-    let (author, name) = (meta("author")?, meta("name")?);
+    let manifest = read_yaml(&mut zip, archive, "manifest.yaml")?;
+    let (author, name) = (
+        metadata(&manifest, archive, "author")?,
+        metadata(&manifest, archive, "name")?,
+    );
+    let config_defaults = config_defaults(&manifest);
+    let files = component_files(&manifest, &names);
+    let mut out = BTreeSet::new();
+    let mut specs = std::collections::BTreeMap::new();
+    for f in files {
+        let doc = read_yaml(&mut zip, archive, &f)?;
+        let Some((id, spec)) = component(&doc) else {
+            continue;
+        };
+        specs.insert(id.clone(), spec);
+        out.insert(id);
+    }
+    Ok(Declared {
+        author,
+        name,
+        components: out.into_iter().collect(),
+        config_defaults,
+        specs,
+    })
+}
+
+/// The YAML member `name` of `archive` (open as `zip`), at most
+/// [`MAX_YAML_BYTES`] of it, parsed.
+///
+/// # Errors
+/// A sentence naming the archive and the member when it is missing,
+/// unreadable or not valid YAML.
+fn read_yaml(
+    zip: &mut zip::ZipArchive<std::fs::File>,
+    archive: &Path,
+    name: &str,
+) -> Result<Value, String> {
+    let member = zip
+        .by_name(name)
+        .map_err(|e| format!("{}: member {name}: {e}", archive.display()))?;
+    let mut text = String::new();
+    member
+        .take(MAX_YAML_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{}: member {name}: {e}", archive.display()))?;
+    serde_yaml_ng::from_str(crate::manifest::strip_bom(&text))
+        .map_err(|e| format!("{}: member {name}: not valid YAML: {e}", archive.display()))
+}
+
+/// The manifest's `metadata.<k>` string.
+///
+/// # Errors
+/// A sentence naming the archive when it is missing or not a string.
+fn metadata(manifest: &Value, archive: &Path, k: &str) -> Result<String, String> {
+    manifest
+        .get("metadata")
+        .and_then(|m| m.get(k))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            format!(
+                "{}: manifest.yaml has no metadata.{k} string",
+                archive.display()
+            )
+        })
+}
+
+/// The manifest's `spec.config[]` items' `default`s by `name`.
+fn config_defaults(manifest: &Value) -> serde_json::Map<String, serde_json::Value> {
     let mut config_defaults = serde_json::Map::new();
     if let Some(Value::Sequence(items)) = manifest.get("spec").and_then(|s| s.get("config")) {
         for item in items {
@@ -84,6 +126,13 @@ pub fn read(archive: &Path) -> Result<Declared, String> {
             }
         }
     }
+    config_defaults
+}
+
+/// The members the manifest's `spec.components` names as component
+/// manifests: every `fromFiles` entry and, for each `fromDirs` entry, the
+/// archive's `names` that are YAML files within its `maxDepth`.
+fn component_files(manifest: &Value, names: &[String]) -> BTreeSet<String> {
     let mut files: BTreeSet<String> = BTreeSet::new();
     if let Some(Value::Mapping(groups)) = manifest.get("spec").and_then(|s| s.get("components")) {
         for (_kind, group) in groups {
@@ -94,61 +143,62 @@ pub fn read(archive: &Path) -> Result<Declared, String> {
             }
             if let Some(Value::Sequence(dirs)) = group.get("fromDirs") {
                 for d in dirs {
-                    let Some(path) = d.get("path").and_then(Value::as_str) else {
-                        continue;
-                    };
-                    let depth = d.get("maxDepth").and_then(Value::as_u64).unwrap_or(1) as usize;
-                    let dir = normalise(path);
-                    let prefix = if dir.is_empty() {
-                        String::new()
-                    } else {
-                        format!("{dir}/")
-                    };
-                    for name in &names {
-                        let Some(rest) = name.strip_prefix(&prefix) else {
-                            continue;
-                        };
-                        let is_yaml = rest.ends_with(".yaml") || rest.ends_with(".yml");
-                        if is_yaml && !rest.is_empty() && rest.split('/').count() <= depth {
-                            files.insert(name.clone());
-                        }
-                    }
+                    dir_files(d, names, &mut files);
                 }
             }
         }
     }
-    let mut out = BTreeSet::new();
-    let mut specs = std::collections::BTreeMap::new();
-    for f in files {
-        let doc = read_yaml(&f)?;
-        let has = |k: &str| doc.get(k).is_some();
-        if !(has("apiVersion") && has("kind") && has("metadata") && has("spec")) {
+    files
+}
+
+/// Adds to `files` the archive's `names` that one `fromDirs` entry `d`
+/// (`path`, `maxDepth` default 1) takes in: YAML files at most `maxDepth`
+/// levels under `path`.
+fn dir_files(d: &Value, names: &[String], files: &mut BTreeSet<String>) {
+    let Some(path) = d.get("path").and_then(Value::as_str) else {
+        return;
+    };
+    let depth = d.get("maxDepth").and_then(Value::as_u64).unwrap_or(1) as usize;
+    let dir = normalise(path);
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
+    for name in names {
+        let Some(rest) = name.strip_prefix(&prefix) else {
             continue;
-        }
-        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let name = doc
-            .get("metadata")
-            .and_then(|m| m.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let id = ComponentId {
-            kind: kind.to_string(),
-            name: name.to_string(),
         };
-        let spec = doc
-            .get("spec")
-            .and_then(|v| serde_json::to_value(v).ok())
-            .unwrap_or_default();
-        specs.insert(id.clone(), spec);
-        out.insert(id);
+        let is_yaml = rest.ends_with(".yaml") || rest.ends_with(".yml");
+        if is_yaml && !rest.is_empty() && rest.split('/').count() <= depth {
+            files.insert(name.clone());
+        }
     }
-    Ok(Declared {
-        author,
-        name,
-        components: out.into_iter().collect(),
-        config_defaults,
-        specs,
-    })
+}
+
+/// One component manifest's id (`kind`, `metadata.name`) and `spec` as
+/// JSON; `None` when `doc` lacks `apiVersion`, `kind`, `metadata` or `spec`
+/// (not a component manifest).
+fn component(doc: &Value) -> Option<(ComponentId, serde_json::Value)> {
+    let has = |k: &str| doc.get(k).is_some();
+    if !(has("apiVersion") && has("kind") && has("metadata") && has("spec")) {
+        return None;
+    }
+    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let name = doc
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let id = ComponentId {
+        kind: kind.to_string(),
+        name: name.to_string(),
+    };
+    let spec = doc
+        .get("spec")
+        .and_then(|v| serde_json::to_value(v).ok())
+        .unwrap_or_default();
+    Some((id, spec))
 }
 
 fn normalise(p: &str) -> String {

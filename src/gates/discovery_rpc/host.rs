@@ -95,29 +95,94 @@ pub fn main(spec_path: &Path) -> ExitCode {
     }
 }
 
+/// Brings the namespace's loopback up, starts the runtime, waits for it to
+/// be healthy, drives it over the control connection, then stops it; what
+/// went wrong goes to `result.fatal`.
 fn run(spec: &HostSpec, result: &mut HostResult) {
+    network(spec, result);
+    let control = match control() {
+        Ok(c) => c,
+        Err(e) => {
+            result.fatal = Some(e);
+            return;
+        }
+    };
+    let mut rt = match start_runtime(spec, &control, result) {
+        Ok(rt) => rt,
+        Err(e) => {
+            result.fatal = Some(e);
+            return;
+        }
+    };
+    wait_healthy(&mut rt, spec, result);
+    if result.runtime.healthy {
+        if let Err(e) = drive(
+            spec,
+            &control.token,
+            &control.wrong_token,
+            control.control_port,
+            &mut rt,
+            result,
+        ) {
+            result.fatal = Some(e);
+        }
+    }
+    result.runtime.log_tail = rt.tail(40);
+    teardown(rt, spec, result);
+}
+
+/// Brings up the loopback of the private namespace (when there is one) and
+/// records the interfaces the host sees.
+fn network(spec: &HostSpec, result: &mut HostResult) {
     if let Some(ip) = &spec.ip {
         if let Err(e) = loopback_up(ip, &spec.log_dir) {
             result.loopback_error = Some(e);
         }
     }
     result.interfaces = netns::interfaces();
+}
+
+/// The runtime's control token, another token for the positive control,
+/// and the two free ports its servers listen on.
+struct Control {
+    token: String,
+    wrong_token: String,
+    control_port: u16,
+    debug_port: u16,
+}
+
+/// Draws the tokens and the ports of [`Control`].
+///
+/// # Errors
+/// When no random token can be drawn or no free port found.
+fn control() -> Result<Control, String> {
     let (token, wrong_token) = match (random_token(), random_token()) {
         (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => {
-            result.fatal = Some(e);
-            return;
-        }
+        (Err(e), _) | (_, Err(e)) => return Err(e),
     };
-    let (control_port, debug_port) = match free_ports() {
-        Ok(p) => p,
-        Err(e) => {
-            result.fatal = Some(e);
-            return;
-        }
-    };
+    let (control_port, debug_port) = free_ports()?;
+    Ok(Control {
+        token,
+        wrong_token,
+        control_port,
+        debug_port,
+    })
+}
+
+/// Starts the runtime (`python -I -B -m langbot_plugin.cli rt`) with the
+/// control token, in its sandbox when one is available, and records its
+/// command, ports, sandbox, pid and log in `result.runtime`.
+///
+/// # Errors
+/// When the runtime cannot be spawned.
+fn start_runtime(
+    spec: &HostSpec,
+    control: &Control,
+    result: &mut HostResult,
+) -> Result<Running, String> {
+    let (control_port, debug_port) = (control.control_port, control.debug_port);
     let mut env = spec.env.clone();
-    env.insert(TOKEN_ENV.into(), token.clone());
+    env.insert(TOKEN_ENV.into(), control.token.clone());
     let args = vec![
         "-I".to_string(),
         "-B".into(),
@@ -145,6 +210,23 @@ fn run(spec: &HostSpec, result: &mut HostResult) {
     facts.control_port = control_port;
     facts.debug_port = debug_port;
     facts.health_port = spec.health_port_override.unwrap_or(control_port);
+    let (child, confined) = confine_runtime(spec, child, facts);
+    let mut rt = process::spawn(&child).map_err(|e| e.to_string())?;
+    if confined {
+        rt.sandboxed();
+    }
+    facts.pid = Some(rt.pid());
+    facts.log = rt.logs().1.clone();
+    Ok(rt)
+}
+
+/// The runtime's command confined to its sandbox (recorded in
+/// `facts.sandbox`), and whether it is confined.
+fn confine_runtime(
+    spec: &HostSpec,
+    child: ChildSpec,
+    facts: &mut super::spec::RuntimeFacts,
+) -> (ChildSpec, bool) {
     // The runtime and its plugin workers run the candidates' code: in a
     // sandbox of their own, sharing the host's (private) network namespace,
     // whose loopback the host speaks to them over.
@@ -161,29 +243,7 @@ fn run(spec: &HostSpec, result: &mut HostResult) {
     );
     let confined = record.confined();
     facts.sandbox = Some(record);
-    let mut rt = match process::spawn(&child) {
-        Ok(mut rt) => {
-            if confined {
-                rt.sandboxed();
-            }
-            rt
-        }
-        Err(e) => {
-            result.fatal = Some(e.to_string());
-            return;
-        }
-    };
-    facts.pid = Some(rt.pid());
-    facts.log = rt.logs().1.clone();
-
-    wait_healthy(&mut rt, spec, result);
-    if result.runtime.healthy {
-        if let Err(e) = drive(spec, &token, &wrong_token, control_port, &mut rt, result) {
-            result.fatal = Some(e);
-        }
-    }
-    result.runtime.log_tail = rt.tail(40);
-    teardown(rt, spec, result);
+    (child, confined)
 }
 
 fn loopback_up(ip: &Path, log_dir: &Path) -> Result<(), String> {
@@ -246,6 +306,13 @@ fn wait_healthy(rt: &mut Running, spec: &HostSpec, result: &mut HostResult) {
     }
 }
 
+/// Drives the healthy runtime over its control connection: the token's
+/// positive control, the handshake, then every candidate installed and
+/// probed in resident batches ([`install_and_probe`]); the candidates'
+/// outcomes go to `result` in the spec's order.
+///
+/// # Errors
+/// When the control connection fails.
 fn drive(
     spec: &HostSpec,
     token: &str,
@@ -256,7 +323,37 @@ fn drive(
 ) -> Result<(), String> {
     let call_timeout = Duration::from_millis(spec.call_timeout_ms);
     // Positive control first: a different token must not open a connection.
-    result.token_control = Some(match rpc::connect(port, wrong_token, call_timeout) {
+    result.token_control = Some(token_control(port, wrong_token, call_timeout));
+    // installation_uuid -> plugin_config, filled before each installation.
+    let settings: Rc<RefCell<BTreeMap<String, Value>>> = Rc::default();
+    let mut client = connect(port, token, call_timeout, result, Rc::clone(&settings))?;
+    let Some(instance_uuid) = handshake(&mut client, spec, call_timeout, result)? else {
+        client.close();
+        return Ok(());
+    };
+    let workspace_uuid = random_uuid()?;
+    let ids = Ids {
+        instance: &instance_uuid,
+        workspace: &workspace_uuid,
+        settings: &settings,
+    };
+    install_and_probe(&mut client, spec, rt, port, &ids, result)?;
+    // Evidence in the spec's candidate order, whatever order they finished in.
+    result.candidates.sort_by_key(|o| {
+        spec.candidates
+            .iter()
+            .position(|c| c.folder == o.folder)
+            .unwrap_or(usize::MAX)
+    });
+    result.inbound = client.inbound.clone();
+    client.close();
+    Ok(())
+}
+
+/// The positive control of the control token: a WebSocket upgrade with
+/// `wrong_token` must be refused with an HTTP status.
+fn token_control(port: u16, wrong_token: &str, call_timeout: Duration) -> TokenControl {
+    match rpc::connect(port, wrong_token, call_timeout) {
         Err(ConnectError::Refused { status, body }) => TokenControl {
             refused: true,
             status: Some(status),
@@ -279,16 +376,34 @@ fn drive(
                 detail: "a WebSocket with a different random token was accepted (HTTP 101)".into(),
             }
         }
-    });
+    }
+}
 
+/// The control connection with the runtime's own `token`, its messages
+/// written to `result.transcript`, answering the runtime's
+/// `get_plugin_settings` from `settings` ([`settings_handler`]).
+///
+/// # Errors
+/// When the connection or the transcript cannot be opened.
+fn connect(
+    port: u16,
+    token: &str,
+    call_timeout: Duration,
+    result: &HostResult,
+    settings: Rc<RefCell<BTreeMap<String, Value>>>,
+) -> Result<HostClient, String> {
     let ws = rpc::connect(port, token, call_timeout)
         .map_err(|e| format!("control connection with the runtime's own token: {e}"))?;
     let transcript = Transcript::create(&result.transcript)
         .map_err(|e| format!("{}: {e}", result.transcript.display()))?;
-    // installation_uuid -> plugin_config, filled before each installation.
-    let settings: Rc<RefCell<BTreeMap<String, Value>>> = Rc::default();
-    let answer_settings = Rc::clone(&settings);
-    let handler: rpc::InboundHandler = Box::new(move |action, _data, context| match action {
+    HostClient::new(ws, transcript, settings_handler(settings))
+}
+
+/// The host's answers to the runtime's own requests: `get_plugin_settings`
+/// from `settings` (installation_uuid -> plugin_config); any other action
+/// is refused.
+fn settings_handler(settings: Rc<RefCell<BTreeMap<String, Value>>>) -> rpc::InboundHandler {
+    Box::new(move |action, _data, context| match action {
         // The settings a freshly installed plugin gets from LangBot: enabled,
         // default priority, the configuration planned for it (its manifest's
         // defaults and the profile's plugin_config), bound to the installation.
@@ -297,7 +412,7 @@ fn drive(
             let config = installation
                 .as_ref()
                 .and_then(Value::as_str)
-                .and_then(|u| answer_settings.borrow().get(u).cloned())
+                .and_then(|u| settings.borrow().get(u).cloned())
                 .unwrap_or_else(|| json!({}));
             Ok(json!({
                 "enabled": true,
@@ -309,9 +424,21 @@ fn drive(
             }))
         }
         other => Err(format!("the certification host does not serve {other}")),
-    });
-    let mut client = HostClient::new(ws, transcript, handler)?;
+    })
+}
 
+/// `__ping`, then `set_runtime_config` with a fresh runtime identity, both
+/// recorded in `result`; returns the instance uuid, `None` when the
+/// configuration was refused.
+///
+/// # Errors
+/// When the control connection fails or no random uuid can be drawn.
+fn handshake(
+    client: &mut HostClient,
+    spec: &HostSpec,
+    call_timeout: Duration,
+    result: &mut HostResult,
+) -> Result<Option<String>, String> {
     let ping = client.call("__ping", json!({}), None, call_timeout)?;
     result.ping = Some(step(&ping));
     let instance_uuid = random_uuid()?;
@@ -335,95 +462,105 @@ fn drive(
         call_timeout,
     )?;
     result.runtime_config = Some(step(&config));
-    if !config.ok() {
-        client.close();
-        return Ok(());
-    }
-    let workspace_uuid = random_uuid()?;
-    let ids = Ids {
-        instance: &instance_uuid,
-        workspace: &workspace_uuid,
-        settings: &settings,
-    };
-    // Candidates start in a sliding window of `start_width`: an archive is
-    // uploaded and applied (the runtime answers apply_plugin_installation
-    // with `starting` and starts the worker in the background) whenever
-    // fewer than that many are starting, and the host waits for all of them
-    // at once, then probes each initialized one. The window, not the
-    // candidate count, bounds the starts that overlap: each plugin's
-    // `plugin_timeout_ms` runs from its own apply, so with every candidate
-    // applied at once the last one's start waited on all the others' (50
-    // candidates: 14-28 s each on two cores, against 3 s with 5), and the
-    // limit would have had to grow with the count. The one control
-    // connection is the SDK's limit: the runtime keeps a single active
-    // control handler and a new connection supersedes the previous one
-    // (`RuntimeApplication.set_control_handler`), and its `__file_chunk`
-    // writes are serialised by one lock (`Handler._file_transfer_lock`); so
-    // uploads and requests go one after another on this connection, and the
-    // overlap is in the runtime's own work (dependency preparation and worker
-    // start, the slow part).
-    // Installations stay resident in batches of `resident` ([`resident`]):
-    // a batch is installed, each of its initialized plugins probed and
-    // listed again (still `initialized` beside every other of the batch),
-    // then all of its installations are removed, which stops their workers
-    // (`PluginManager.remove_plugin_installation` revokes the worker), before
-    // the next batch starts. Each worker holds about 55 MiB; with every
-    // candidate resident at once the run's memory grew with the candidate
-    // count (2.8 GiB at 50 against 0.4 GiB at 5).
+    Ok(config.ok().then_some(instance_uuid))
+}
+
+/// Installs and probes every candidate, batch after batch.
+///
+/// Candidates start in a sliding window of `start_width`: an archive is
+/// uploaded and applied (the runtime answers apply_plugin_installation
+/// with `starting` and starts the worker in the background) whenever
+/// fewer than that many are starting, and the host waits for all of them
+/// at once, then probes each initialized one. The window, not the
+/// candidate count, bounds the starts that overlap: each plugin's
+/// `plugin_timeout_ms` runs from its own apply, so with every candidate
+/// applied at once the last one's start waited on all the others' (50
+/// candidates: 14-28 s each on two cores, against 3 s with 5), and the
+/// limit would have had to grow with the count. The one control
+/// connection is the SDK's limit: the runtime keeps a single active
+/// control handler and a new connection supersedes the previous one
+/// (`RuntimeApplication.set_control_handler`), and its `__file_chunk`
+/// writes are serialised by one lock (`Handler._file_transfer_lock`); so
+/// uploads and requests go one after another on this connection, and the
+/// overlap is in the runtime's own work (dependency preparation and worker
+/// start, the slow part).
+///
+/// Installations stay resident in batches of `resident` ([`resident`]):
+/// a batch is installed, each of its initialized plugins probed and
+/// listed again (still `initialized` beside every other of the batch),
+/// then all of its installations are removed, which stops their workers
+/// (`PluginManager.remove_plugin_installation` revokes the worker), before
+/// the next batch starts. Each worker holds about 55 MiB; with every
+/// candidate resident at once the run's memory grew with the candidate
+/// count (2.8 GiB at 50 against 0.4 GiB at 5).
+///
+/// # Errors
+/// When the control connection fails.
+fn install_and_probe(
+    client: &mut HostClient,
+    spec: &HostSpec,
+    rt: &mut Running,
+    port: u16,
+    ids: &Ids,
+    result: &mut HostResult,
+) -> Result<(), String> {
     let resident = resident(spec);
     for batch in spec.candidates.chunks(resident) {
         if interrupt::requested() {
             break;
         }
-        let waited = wait_all(
-            &mut client,
-            spec,
-            batch,
-            rt,
-            port,
-            &ids,
-            &mut result.candidates,
-        )?;
-        let mut outcomes = Vec::with_capacity(waited.len());
-        for (cand, mut outcome) in waited {
-            if outcome.failure.is_none() && !interrupt::requested() {
-                probe_runners(&mut client, spec, cand, &mut outcome)?;
-                call_components(&mut client, spec, cand, &mut outcome);
-            }
-            outcomes.push((cand, outcome));
-        }
-        // Every plugin of the batch must still be initialized once all of
-        // the batch are installed and probed: a later installation must not
-        // have disturbed an earlier one.
-        for (cand, out) in outcomes
-            .iter_mut()
-            .filter(|(_, o)| o.status.as_deref() == Some("initialized") && o.failure.is_none())
-        {
-            let listed =
-                client.call("list_plugins", json!({}), Some(&out.binding), call_timeout)?;
-            out.final_status = own_plugin(&listed.data, &cand.author, &cand.name)
-                .and_then(|p| p["status"].as_str())
-                .map(str::to_string);
-            out.resident_with = batch.len();
-        }
-        // Then the batch leaves, so that the next one starts beside none of
-        // it (a failed one was removed when it failed).
-        for (_, out) in outcomes.iter_mut().filter(|(_, o)| o.removed.is_none()) {
-            release(&mut client, rt, out, call_timeout)?;
-        }
-        result
-            .candidates
-            .extend(outcomes.into_iter().map(|(_, o)| o));
+        run_batch(client, spec, batch, rt, port, ids, result)?;
     }
-    // Evidence in the spec's candidate order, whatever order they finished in.
-    result.candidates.sort_by_key(|o| {
-        spec.candidates
-            .iter()
-            .position(|c| c.folder == o.folder)
-            .unwrap_or(usize::MAX)
-    });
-    result.inbound = client.inbound.clone();
-    client.close();
+    Ok(())
+}
+
+/// One resident batch: starts and waits for its candidates ([`wait_all`]),
+/// probes each initialized one, lists each again to see it still
+/// initialized beside the whole batch, then removes the batch's
+/// installations; the outcomes go to `result.candidates`.
+///
+/// # Errors
+/// When the control connection fails.
+fn run_batch(
+    client: &mut HostClient,
+    spec: &HostSpec,
+    batch: &[HostCandidate],
+    rt: &mut Running,
+    port: u16,
+    ids: &Ids,
+    result: &mut HostResult,
+) -> Result<(), String> {
+    let call_timeout = Duration::from_millis(spec.call_timeout_ms);
+    let waited = wait_all(client, spec, batch, rt, port, ids, &mut result.candidates)?;
+    let mut outcomes = Vec::with_capacity(waited.len());
+    for (cand, mut outcome) in waited {
+        if outcome.failure.is_none() && !interrupt::requested() {
+            probe_runners(client, spec, cand, &mut outcome)?;
+            call_components(client, spec, cand, &mut outcome);
+        }
+        outcomes.push((cand, outcome));
+    }
+    // Every plugin of the batch must still be initialized once all of
+    // the batch are installed and probed: a later installation must not
+    // have disturbed an earlier one.
+    for (cand, out) in outcomes
+        .iter_mut()
+        .filter(|(_, o)| o.status.as_deref() == Some("initialized") && o.failure.is_none())
+    {
+        let listed = client.call("list_plugins", json!({}), Some(&out.binding), call_timeout)?;
+        out.final_status = own_plugin(&listed.data, &cand.author, &cand.name)
+            .and_then(|p| p["status"].as_str())
+            .map(str::to_string);
+        out.resident_with = batch.len();
+    }
+    // Then the batch leaves, so that the next one starts beside none of
+    // it (a failed one was removed when it failed).
+    for (_, out) in outcomes.iter_mut().filter(|(_, o)| o.removed.is_none()) {
+        release(client, rt, out, call_timeout)?;
+    }
+    result
+        .candidates
+        .extend(outcomes.into_iter().map(|(_, o)| o));
     Ok(())
 }
 
@@ -631,97 +768,119 @@ fn wait_all<'a>(
     // The runtime's log as the batch begins: its messages about a failed
     // candidate are those logged since.
     let wave_mark = log_sizes(rt);
-    let call_timeout = Duration::from_millis(spec.call_timeout_ms);
-    let plugin_timeout = Duration::from_millis(spec.plugin_timeout_ms);
-    let width = window(spec.start_width, batch.len());
-    let mut queue = batch.iter();
-    let mut pending: Vec<Pending<'a>> = Vec::new();
-    let mut done = Vec::new();
-    let mut tally = RestartTally::from_mark(wave_mark);
-    // The installation still starting alone, and the failures counted
-    // before it was.
-    let mut alone_since: Option<(String, Option<u64>)> = None;
+    let mut wave = Wave {
+        queue: batch.iter(),
+        width: window(spec.start_width, batch.len()),
+        pending: Vec::new(),
+        done: Vec::new(),
+        tally: RestartTally::from_mark(wave_mark),
+        alone_since: None,
+        wave_mark,
+    };
     loop {
-        while pending.len() < width && !interrupt::requested() {
-            let Some(cand) = queue.next() else { break };
-            let before = pending.is_empty().then(|| restart_failures(port));
+        wave.fill(client, spec, rt, port, ids, early)?;
+        if wave.pending.is_empty() {
+            break;
+        }
+        client.pump(POLL)?;
+        wave.poll(client, spec, rt)?;
+        if wave.pending.is_empty() {
+            // The window has room: start the next ones, if any.
+            continue;
+        }
+        wave.tally.read_on(rt);
+        let alone = wave.alone_failures(port);
+        wave.count_failures(client, spec, rt, alone)?;
+    }
+    Ok(wave.done)
+}
+
+/// The state of one batch's starts ([`wait_all`]).
+struct Wave<'a> {
+    /// The batch's candidates not started yet.
+    queue: std::slice::Iter<'a, HostCandidate>,
+    /// At most this many start at once.
+    width: usize,
+    /// The installations starting.
+    pending: Vec<Pending<'a>>,
+    /// Candidates initialized or failed, in the order they finished.
+    done: Vec<(&'a HostCandidate, CandidateOutcome)>,
+    /// Failed worker starts per installation, from the runtime's log.
+    tally: RestartTally,
+    /// The installation still starting alone, and the failures counted
+    /// before it was.
+    alone_since: Option<(String, Option<u64>)>,
+    /// The runtime's log sizes as the batch began.
+    wave_mark: (u64, u64),
+}
+
+impl<'a> Wave<'a> {
+    /// Starts queued candidates ([`begin`]) until the window is full; one
+    /// whose upload or apply failed goes to `early`.
+    fn fill(
+        &mut self,
+        client: &mut HostClient,
+        spec: &HostSpec,
+        rt: &mut Running,
+        port: u16,
+        ids: &Ids,
+        early: &mut Vec<CandidateOutcome>,
+    ) -> Result<(), String> {
+        while self.pending.len() < self.width && !interrupt::requested() {
+            let Some(cand) = self.queue.next() else { break };
+            let before = self.pending.is_empty().then(|| restart_failures(port));
             match begin(client, spec, cand, rt, ids)? {
                 Begun::Done(outcome) => early.push(outcome),
                 Begun::Starting(p) => {
                     if let Some(before) = before {
                         let uuid = p.out.binding["installation_uuid"].as_str().unwrap_or("");
-                        alone_since = Some((uuid.to_string(), before));
+                        self.alone_since = Some((uuid.to_string(), before));
                     }
-                    pending.push(p);
+                    self.pending.push(p);
                 }
             }
         }
-        if pending.is_empty() {
-            break;
-        }
-        client.pump(POLL)?;
+        Ok(())
+    }
+
+    /// Lists each starting installation once: an initialized or failed one
+    /// goes to `done` (a failed one removed, with the runtime's messages
+    /// since the batch began); the others stay pending.
+    fn poll(
+        &mut self,
+        client: &mut HostClient,
+        spec: &HostSpec,
+        rt: &mut Running,
+    ) -> Result<(), String> {
+        let call_timeout = Duration::from_millis(spec.call_timeout_ms);
         let mut still = Vec::new();
-        for mut p in pending.drain(..) {
-            if interrupt::requested() {
-                p.out.failure = Some("interrupted while waiting for the plugin".into());
-            } else {
-                let listed = client.call(
-                    "list_plugins",
-                    json!({}),
-                    Some(&p.out.binding),
-                    call_timeout,
-                )?;
-                if !listed.ok() {
-                    p.out.failure = Some(format!("list_plugins was refused: {}", listed.message));
-                } else if let Some(plugin) = own_plugin(&listed.data, &p.cand.author, &p.cand.name)
-                {
-                    p.out.status = plugin["status"].as_str().map(str::to_string);
-                    if p.out.status.as_deref() == Some("initialized") {
-                        p.out.init_ms = Some(p.started.elapsed().as_millis() as u64);
-                        p.out.listed_components = listed_components(plugin);
-                        let code_dir = spec
-                            .data_root
-                            .join(p.apply["artifact_path"].as_str().unwrap_or_default());
-                        p.out.worker = observe_worker(rt.pid() as i32, &code_dir);
-                        done.push((p.cand, p.out));
-                        continue;
-                    }
-                }
-            }
-            if p.out.failure.is_none() {
-                if let Some(status) = rt.try_status() {
-                    p.out.failure = Some(format!(
-                        "the runtime exited ({status}) while the plugin was starting"
-                    ));
-                } else if p.started.elapsed() >= plugin_timeout {
-                    p.out.failure = Some(format!(
-                        "not listed as initialized within {} s (last status: {})",
-                        plugin_timeout.as_secs(),
-                        p.out.status.as_deref().unwrap_or("not listed")
-                    ));
-                }
+        for mut p in self.pending.drain(..) {
+            if poll_one(client, spec, rt, &mut p)? {
+                self.done.push((p.cand, p.out));
+                continue;
             }
             if p.out.failure.is_some() {
-                p.out.runtime_messages = runtime_messages(rt, wave_mark);
+                p.out.runtime_messages = runtime_messages(rt, self.wave_mark);
                 remove(client, rt, &mut p.out, call_timeout)?;
-                done.push((p.cand, p.out));
+                self.done.push((p.cand, p.out));
             } else {
                 still.push(p);
             }
         }
-        pending = still;
-        if pending.is_empty() {
-            // The window has room: start the next ones, if any.
-            continue;
-        }
-        tally.read_on(rt);
-        let alone = match pending.as_slice() {
+        self.pending = still;
+        Ok(())
+    }
+
+    /// Failed worker starts `/healthz` counts for the installation starting
+    /// alone since it became so; 0 when several are starting.
+    fn alone_failures(&mut self, port: u16) -> u64 {
+        match self.pending.as_slice() {
             [p] => {
                 let uuid = p.out.binding["installation_uuid"].as_str().unwrap_or("");
-                if alone_since.as_ref().is_none_or(|(u, _)| u != uuid) {
-                    alone_since = Some((uuid.to_string(), restart_failures(port)));
+                if self.alone_since.as_ref().is_none_or(|(u, _)| u != uuid) {
+                    self.alone_since = Some((uuid.to_string(), restart_failures(port)));
                 }
-                let base = alone_since.as_ref().and_then(|(_, b)| *b);
+                let base = self.alone_since.as_ref().and_then(|(_, b)| *b);
                 restart_failures(port)
                     .zip(base)
                     .map(|(now, before)| now.saturating_sub(before))
@@ -729,29 +888,97 @@ fn wait_all<'a>(
             }
             _ => {
                 // Not alone (any more): the count restarts when one is.
-                alone_since = None;
+                self.alone_since = None;
                 0
             }
-        };
+        }
+    }
+
+    /// Records each pending installation's failed worker starts (the larger
+    /// of its own tally and `alone`); one that reached the spec's
+    /// `failure_restarts` fails, is removed and goes to `done`.
+    fn count_failures(
+        &mut self,
+        client: &mut HostClient,
+        spec: &HostSpec,
+        rt: &mut Running,
+        alone: u64,
+    ) -> Result<(), String> {
+        let call_timeout = Duration::from_millis(spec.call_timeout_ms);
         let mut still = Vec::new();
-        for mut p in pending.drain(..) {
+        for mut p in self.pending.drain(..) {
             let uuid = p.out.binding["installation_uuid"].as_str().unwrap_or("");
-            let failures = tally.count(uuid).max(alone);
+            let failures = self.tally.count(uuid).max(alone);
             p.out.worker_failures = failures;
             if failures >= spec.failure_restarts {
                 p.out.failure = Some(format!(
                     "the runtime reported {failures} failed start(s) of the plugin's worker and never listed it as initialized"
                 ));
-                p.out.runtime_messages = runtime_messages(rt, wave_mark);
+                p.out.runtime_messages = runtime_messages(rt, self.wave_mark);
                 remove(client, rt, &mut p.out, call_timeout)?;
-                done.push((p.cand, p.out));
+                self.done.push((p.cand, p.out));
             } else {
                 still.push(p);
             }
         }
-        pending = still;
+        self.pending = still;
+        Ok(())
     }
-    Ok(done)
+}
+
+/// Lists one starting installation: true when it is `initialized` (its
+/// start time, components and worker recorded); otherwise sets its failure
+/// when listing was refused, the run was interrupted, the runtime exited or
+/// the plugin timeout passed.
+///
+/// # Errors
+/// When the control connection fails.
+fn poll_one(
+    client: &mut HostClient,
+    spec: &HostSpec,
+    rt: &mut Running,
+    p: &mut Pending,
+) -> Result<bool, String> {
+    let call_timeout = Duration::from_millis(spec.call_timeout_ms);
+    let plugin_timeout = Duration::from_millis(spec.plugin_timeout_ms);
+    if interrupt::requested() {
+        p.out.failure = Some("interrupted while waiting for the plugin".into());
+    } else {
+        let listed = client.call(
+            "list_plugins",
+            json!({}),
+            Some(&p.out.binding),
+            call_timeout,
+        )?;
+        if !listed.ok() {
+            p.out.failure = Some(format!("list_plugins was refused: {}", listed.message));
+        } else if let Some(plugin) = own_plugin(&listed.data, &p.cand.author, &p.cand.name) {
+            p.out.status = plugin["status"].as_str().map(str::to_string);
+            if p.out.status.as_deref() == Some("initialized") {
+                p.out.init_ms = Some(p.started.elapsed().as_millis() as u64);
+                p.out.listed_components = listed_components(plugin);
+                let code_dir = spec
+                    .data_root
+                    .join(p.apply["artifact_path"].as_str().unwrap_or_default());
+                p.out.worker = observe_worker(rt.pid() as i32, &code_dir);
+                return Ok(true);
+            }
+        }
+    }
+    if p.out.failure.is_none() {
+        if let Some(status) = rt.try_status() {
+            p.out.failure = Some(format!(
+                "the runtime exited ({status}) while the plugin was starting"
+            ));
+        } else if p.started.elapsed() >= plugin_timeout {
+            p.out.failure = Some(format!(
+                "not listed as initialized within {} s (last status: {})",
+                plugin_timeout.as_secs(),
+                p.out.status.as_deref().unwrap_or("not listed")
+            ));
+        }
+    }
+    Ok(false)
 }
 
 /// Lists the runners of an initialized candidate and probes each Runner.

@@ -59,6 +59,53 @@ pub struct HostFailure {
 /// When DIR's folders cannot be created, the spec cannot be written, or the
 /// host process cannot be started.
 pub fn observe(ctx: &RunContext) -> Result<Option<Observation>, String> {
+    let folders = folders(ctx)?;
+    let mut setup = Vec::new();
+    let candidates = plan::host_candidates(ctx, &folders.roots, &mut setup);
+    if candidates.is_empty() {
+        return Ok(Some(Observation {
+            setup,
+            ..Observation::default()
+        }));
+    }
+    let (plan, mut host_spec) = host_spec(ctx, &folders, candidates)?;
+    let spec_path = write_spec(ctx, &mut host_spec)?;
+    let ran = run_and_survey(&plan, &spec_path, &host_spec);
+    let host_out = match ran.outcome {
+        Err(_) if interrupt::requested() => return Ok(None),
+        Err(e) => return Err(format!("{ID}: could not run the host process: {e}")),
+        Ok(out) => out,
+    };
+    let host_failure = ran
+        .result
+        .is_none()
+        .then(|| host_failure(&host_out, &host_spec));
+    Ok(Some(Observation {
+        setup,
+        network: Some(plan),
+        spec: Some(host_spec),
+        result: ran.result,
+        host_failure,
+        survivors: ran.survivors,
+    }))
+}
+
+/// The gate's folders, created: `DIR/logs/discovery-rpc/`, and under
+/// `DIR/roots/discovery-rpc/` the runtime's private HOME, TMPDIR and data
+/// root.
+struct Folders {
+    log_dir: PathBuf,
+    roots: PathBuf,
+    home: PathBuf,
+    tmp: PathBuf,
+    data_root: PathBuf,
+}
+
+/// Creates the gate's [`Folders`].
+///
+/// # Errors
+/// A sentence naming the folder that cannot be created.
+fn folders(ctx: &RunContext) -> Result<Folders, String> {
     let log_dir = ctx.evidence_dir.join("logs").join(ID);
     let roots = ctx.evidence_dir.join("roots").join(ID);
     std::fs::create_dir_all(&log_dir)
@@ -69,29 +116,41 @@ pub fn observe(ctx: &RunContext) -> Result<Option<Observation>, String> {
     let data_root = roots.join("runtime").join("data");
     std::fs::create_dir_all(&data_root)
         .map_err(|e| format!("{}: cannot create: {e}", data_root.display()))?;
+    Ok(Folders {
+        log_dir,
+        roots,
+        home,
+        tmp,
+        data_root,
+    })
+}
 
-    let mut setup = Vec::new();
-    let candidates = plan::host_candidates(ctx, &roots, &mut setup);
-    if candidates.is_empty() {
-        return Ok(Some(Observation {
-            setup,
-            ..Observation::default()
-        }));
-    }
+/// The network isolation chosen and the host's spec for `candidates`: the
+/// runtime's environment (with a fresh marker and the run's wheelhouse),
+/// the profile's limits and the folders; `read_only` is still empty.
+///
+/// # Errors
+/// When no random marker can be drawn.
+fn host_spec(
+    ctx: &RunContext,
+    folders: &Folders,
+    candidates: Vec<spec::HostCandidate>,
+) -> Result<(NetPlan, HostSpec), String> {
     let marker = host::random_token()?;
-    let mut env = ctx.child_env(&home, &tmp);
+    let mut env = ctx.child_env(&folders.home, &folders.tmp);
     env.insert(survey::MARKER_NAME.into(), marker.clone());
     crate::wheelhouse::point_at_wheelhouse(&mut env, &ctx.evidence_dir);
 
     let opts = &ctx.profile.profile.discovery;
-    let plan = netns::plan(&log_dir, &process::base_env());
+    let log_dir = &folders.log_dir;
+    let plan = netns::plan(log_dir, &process::base_env());
     let health_port_override = std::env::var(TEST_HEALTH_PORT_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<u16>().ok());
-    let mut host_spec = HostSpec {
+    let host_spec = HostSpec {
         python: ctx.python.clone(),
-        data_root,
-        roots: roots.clone(),
+        data_root: folders.data_root.clone(),
+        roots: folders.roots.clone(),
         env,
         marker,
         log_dir: log_dir.clone(),
@@ -108,14 +167,39 @@ pub fn observe(ctx: &RunContext) -> Result<Option<Observation>, String> {
         candidates,
         read_only: Vec::new(),
     };
+    Ok((plan, host_spec))
+}
+
+/// Fills `host_spec.read_only` ([`runtime_inputs`]) and writes the spec to
+/// `DIR/logs/discovery-rpc/host-spec.json`; returns that path.
+///
+/// # Errors
+/// When the read-only inputs cannot be listed or the spec cannot be written.
+fn write_spec(ctx: &RunContext, host_spec: &mut HostSpec) -> Result<PathBuf, String> {
+    let log_dir = host_spec.log_dir.clone();
     let spec_path = log_dir.join("host-spec.json");
     host_spec.read_only = runtime_inputs(ctx, &log_dir)?;
     let text = serde_json::to_vec_pretty(&host_spec).map_err(|e| e.to_string())?;
     std::fs::write(&spec_path, text)
         .map_err(|e| format!("{}: cannot write: {e}", spec_path.display()))?;
+    Ok(spec_path)
+}
 
+/// How the host ran, what it reported and what outlived it.
+struct HostRun {
+    /// The host process's end, or why it could not be run.
+    outcome: Result<process::ChildOutput, String>,
+    /// The host's result file, when it wrote a readable one.
+    result: Option<HostResult>,
+    /// Processes tied to the run found (and stopped) after the host.
+    survivors: Vec<spec::Survivor>,
+}
+
+/// Runs the host, reads its result (adopting the signals it journaled),
+/// then stops whatever of the run outlived it.
+fn run_and_survey(plan: &NetPlan, spec_path: &Path, host_spec: &HostSpec) -> HostRun {
     let host_started_ms = process::journal::clock_ms();
-    let outcome = run_host(&plan, &spec_path, &host_spec);
+    let outcome = run_host(plan, spec_path, host_spec);
     let result: Option<HostResult> = std::fs::read(&host_spec.result_path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
@@ -130,13 +214,19 @@ pub fn observe(ctx: &RunContext) -> Result<Option<Observation>, String> {
         .map(|p| p as i32)
         .into_iter()
         .collect();
-    let survivors = survey::survey_and_stop(&roots, &pgids, &host_spec.marker, process::GRACE);
-    let host_out = match outcome {
-        Err(_) if interrupt::requested() => return Ok(None),
-        Err(e) => return Err(format!("{ID}: could not run the host process: {e}")),
-        Ok(out) => out,
-    };
-    let host_failure = result.is_none().then(|| HostFailure {
+    let survivors =
+        survey::survey_and_stop(&host_spec.roots, &pgids, &host_spec.marker, process::GRACE);
+    HostRun {
+        outcome,
+        result,
+        survivors,
+    }
+}
+
+/// How a host that wrote no result ended: its command, status, output
+/// tail and logs.
+fn host_failure(host_out: &process::ChildOutput, host_spec: &HostSpec) -> HostFailure {
+    HostFailure {
         program: format!(
             "{} {HOST_SUBCOMMAND}",
             std::env::current_exe()
@@ -147,15 +237,7 @@ pub fn observe(ctx: &RunContext) -> Result<Option<Observation>, String> {
         tail: host_out.tail(20),
         result_path: host_spec.result_path.display().to_string(),
         stderr_log: host_out.logs.1.display().to_string(),
-    });
-    Ok(Some(Observation {
-        setup,
-        network: Some(plan),
-        spec: Some(host_spec),
-        result,
-        host_failure,
-        survivors,
-    }))
+    }
 }
 
 /// What the runtime's sandbox binds read-only: the interpreter's folders
