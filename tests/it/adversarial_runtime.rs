@@ -6,8 +6,8 @@
 use crate::common;
 
 use common::{
-    candidate, check, detail, evidence_dir, fixture_repo, git, make_writable, processes_under,
-    python, read_evidence, shared_dependencies_run, verifier,
+    candidate, check, detail, fixture_repo, git, make_writable, processes_under, python,
+    read_evidence, shared_dependencies_run,
 };
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -6,11 +6,7 @@
 
 use crate::common;
 
-use common::{
-    check, detail, evidence_dir, fixture_repo, gate_result, make_writable, python, read_evidence,
-    stderr_text, verifier,
-};
-use serde_json::Value;
+use common::{check, detail, gate_result, python};
 use std::path::{Path, PathBuf};
 use verify_coding_candidates::hash;
 use verify_coding_candidates::profile::BUILTIN_CODING_RUNNERS;

@@ -10,7 +10,7 @@ use crate::common;
 
 use common::{
     check, copy_venv, detail, evidence_dir, exit_code, fixture_repo, python, read_evidence,
-    sdk_venv, site_packages, stderr_text, stdout_text, venv_python, verifier,
+    sdk_venv, site_packages, stderr_text, venv_python, verifier,
 };
 use serde_json::Value;
 use std::path::Path;

@@ -811,7 +811,7 @@ fn the_bytecode_cache_skips_only_pairs_found_equal_before() {
 /// seed list `logs/sdk-record/pycache-seed.txt`, if written.
 fn seed_list(python: &Path) -> (i32, Option<String>, String) {
     let repo = fixture_repo(&[]);
-    let (out, _keep, dir) = common::run_only(&repo.root, &python, "sdk-record", &[]);
+    let (out, _keep, dir) = common::run_only(&repo.root, python, "sdk-record", &[]);
     let list = std::fs::read_to_string(dir.join("logs/sdk-record/pycache-seed.txt")).ok();
     assert!(
         !dir.join("roots/pycache").exists(),

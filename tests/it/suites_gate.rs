@@ -12,7 +12,7 @@ use crate::common;
 
 use common::{
     both, check, checks, evidence_dir, exit_code, fixture_repo, gate_result, processes_under,
-    read_evidence, replay_output, shared_run, stderr_text, stdout_text, verifier,
+    read_evidence, replay_output, shared_run, stdout_text, verifier,
 };
 use serde_json::Value;
 use std::path::Path;
