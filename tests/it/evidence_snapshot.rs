@@ -317,36 +317,41 @@ impl Rules {
     }
 }
 
-/// The placeholders of paths whose real value differs between machines.
-const PLACES: &[&str] = &["<DIR>", "<REPO>", "<SDK>", "<BASE-PYTHON>"];
+/// Keys whose lists of paths the verifier keeps sorted by the real paths
+/// (a sandbox's mounts): once the paths are replaced by placeholders their
+/// order differs between machines (CI's checkout sorts the SDK venv before
+/// the base interpreter, this machine after it), so they compare sorted.
+/// Every other list keeps its order (a `sys.path` is compared as it is).
+const PATH_SET_KEYS: &[&str] = &["read_only", "writable"];
 
-/// `value` with every list of strings that names a place sorted: such a list
-/// (a sandbox's `read_only` mounts, say) is kept in the order of the real
-/// paths, which differs between machines once the paths are replaced (CI's
-/// checkout sorts the SDK venv before the base interpreter, this machine
-/// after it).
+/// `value` with every list of strings under a [`PATH_SET_KEYS`] key sorted.
 fn sort_place_lists(value: Value) -> Value {
+    sort_under(None, value)
+}
+
+fn sort_under(key: Option<&str>, value: Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.into_iter()
-                .map(|(k, v)| (k, sort_place_lists(v)))
+                .map(|(k, v)| {
+                    let v = sort_under(Some(&k), v);
+                    (k, v)
+                })
                 .collect(),
         ),
+        Value::Array(items)
+            if key.is_some_and(|k| PATH_SET_KEYS.contains(&k))
+                && items.iter().all(Value::is_string) =>
+        {
+            let mut strings: Vec<String> = items
+                .into_iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect();
+            strings.sort();
+            Value::Array(strings.into_iter().map(Value::String).collect())
+        }
         Value::Array(items) => {
-            let names_a_place = |v: &Value| {
-                v.as_str()
-                    .is_some_and(|s| PLACES.iter().any(|p| s.starts_with(p)))
-            };
-            if items.iter().all(Value::is_string) && items.iter().any(names_a_place) {
-                let mut strings: Vec<String> = items
-                    .into_iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect();
-                strings.sort();
-                Value::Array(strings.into_iter().map(Value::String).collect())
-            } else {
-                Value::Array(items.into_iter().map(sort_place_lists).collect())
-            }
+            Value::Array(items.into_iter().map(|v| sort_under(key, v)).collect())
         }
         other => other,
     }
@@ -600,7 +605,7 @@ mod rules {
     }
 
     #[test]
-    fn a_list_of_places_compares_in_any_machines_order_and_other_lists_keep_theirs() {
+    fn a_list_of_mounts_compares_in_any_machines_order_and_a_sys_path_keeps_its_own() {
         // On one machine the SDK venv sorts before the base interpreter, on
         // another after it: the same mounts.
         let on = |sdk: &str, base: &str| {
@@ -608,7 +613,7 @@ mod rules {
             d["sdk"] = json!({"base_prefix": base});
             d["gates"][0]["checks"][0]["observed"]["read_only"] =
                 json!([base, sdk, "/tmp/ev-1/ev/extracted"]);
-            d["gates"][0]["checks"][0]["observed"]["order"] = json!(["b", "a"]);
+            d["gates"][0]["checks"][0]["observed"]["sys_path"] = json!([sdk, base]);
             let mut p = places();
             p.sdk = PathBuf::from(sdk);
             sort_place_lists(normalize(&d, &p))
@@ -621,6 +626,7 @@ mod rules {
             observed["read_only"],
             json!(["<BASE-PYTHON>", "<DIR>/extracted", "<SDK>"])
         );
-        assert_eq!(observed["order"], json!(["b", "a"]));
+        // A sys.path keeps its order: it is what Python searches first.
+        assert_eq!(observed["sys_path"], json!(["<SDK>", "<BASE-PYTHON>"]));
     }
 }
