@@ -2,7 +2,7 @@
 //! the stateless-v1 contract the host exercised. A clause the observation
 //! cannot establish fails and says so; none passes unobserved.
 
-use super::observe::{Call, Found, HostObservation, Installation, Scan};
+use super::observe::{Call, Found, HostObservation, Installation, Launch, Scan};
 use crate::evidence::Check;
 use serde_json::{json, Value};
 
@@ -105,6 +105,12 @@ pub fn placement(obs: &HostObservation, c: Option<&str>) -> Check {
             ));
         }
     }
+    let unregistered = obs.installations.iter().any(|i| {
+        obs.status.get(&i.label).cloned().unwrap_or_default() != [Some("initialized".to_string())]
+    });
+    if unregistered && worker_tmp_read_only(&obs.launches) == Some(true) {
+        problems.push("the SDK launched the shared worker with nothing writable at /tmp (its nsjail arguments mount no tmpfs or directory there, and the chroot is read-only), so the worker cannot create its file-transfer root /tmp/lbp-rpc and never registers, whatever the plugin: a defect of this langbot-plugin's shared runtime (as in 0.7.4, whose runtime/plugin/worker_launcher.py build_shared_pool_nsjail_args drops the installation's /tmp mount; 0.7.18 mounts a tmpfs there), not of the plugin. Require a langbot-plugin whose shared worker gets a writable /tmp (e.g. ==0.7.18)".into());
+    }
     let (attached, invoked) = (
         workers(&obs.workers_attached),
         workers(&obs.workers_invoked),
@@ -126,6 +132,34 @@ pub fn placement(obs: &HostObservation, c: Option<&str>) -> Check {
     } else {
         Check::fail(PLACEMENT, c, format!("shared-runtime: expected both installations on one shared worker; found: {}. Read DIR/logs/shared-runtime/ (runtime.log)", problems.join("; "))).with_observed(observed)
     }
+}
+
+/// Whether the SDK's shared-worker launch (its nsjail arguments before
+/// `--`, as the SDK built them) leaves nothing writable at /tmp: no tmpfs or
+/// mount there, and no `--rw` (nsjail's chroot is read-only without it).
+/// The worker's transfer root is /tmp/lbp-rpc (`runtime/io/handler.py`,
+/// `SHARED_WORKER_FILE_STORAGE_DIR`); langbot-plugin 0.7.4 launches its
+/// shared worker so and the worker hangs after "Mounting plugin" (its
+/// handler raises "Invalid file transfer root" in a task nothing awaits).
+/// `None` when no worker launch was seen.
+pub fn worker_tmp_read_only(launches: &[Launch]) -> Option<bool> {
+    let launch = launches.iter().find(|l| l.kind == "worker")?;
+    let head = launch
+        .sdk_args
+        .split(|a| a == "--")
+        .next()
+        .unwrap_or_default();
+    let writable = head.iter().enumerate().any(|(i, flag)| {
+        let value = head.get(i + 1).map_or("", String::as_str);
+        match flag.as_str() {
+            "--rw" => true,
+            "--tmpfsmount" | "-T" => value == "/tmp",
+            "--bindmount" | "-B" => value.split(':').nth(1).unwrap_or(value) == "/tmp",
+            "--mount" | "-m" => value.split(':').nth(1) == Some("/tmp"),
+            _ => false,
+        }
+    });
+    Some(!writable)
 }
 
 fn canaries(i: &Installation) -> Vec<&str> {

@@ -490,6 +490,41 @@ fn two_workers_fail_placement_and_every_other_clause_follows_from_it() {
 }
 
 #[test]
+fn a_worker_launched_with_a_read_only_tmp_names_the_sdk_as_the_cause() {
+    // langbot-plugin 0.7.18 mounts a tmpfs at the shared worker's /tmp;
+    // 0.7.4 mounts nothing there, and its worker never registers.
+    let mut obs = observed("stateless-parser");
+    let launch = obs.launches.iter().find(|l| l.kind == "worker").unwrap();
+    assert!(launch.sdk_args.contains(&"--tmpfsmount".to_string()));
+    assert_eq!(worker_tmp_read_only(&obs.launches), Some(false));
+    for s in obs.status.values_mut() {
+        s.clear();
+    }
+    let unwritable = "nothing writable at /tmp";
+    let check = placement(&obs, None);
+    assert_eq!(check.result, CheckResult::Fail);
+    assert!(!check.detail.contains(unwritable), "{}", check.detail);
+    for l in obs.launches.iter_mut().filter(|l| l.kind == "worker") {
+        let at = l.sdk_args.iter().position(|a| a == "--tmpfsmount").unwrap();
+        l.sdk_args.drain(at..at + 2);
+    }
+    assert_eq!(worker_tmp_read_only(&obs.launches), Some(true));
+    let check = placement(&obs, None);
+    assert!(
+        check.detail.contains(unwritable)
+            && check.detail.contains("/tmp/lbp-rpc")
+            && check.detail.contains("not of the plugin"),
+        "{}",
+        check.detail
+    );
+    // Registered anyway (a /tmp the worker never needed): no such cause.
+    let mut registered = observed("stateless-parser");
+    registered.launches = obs.launches.clone();
+    assert!(!placement(&registered, None).detail.contains(unwritable));
+    assert_eq!(worker_tmp_read_only(&[]), None);
+}
+
+#[test]
 fn a_missing_or_failed_scan_is_never_a_pass() {
     let mut obs = observed("stateless");
     obs.scan_invoked = None;
