@@ -781,12 +781,23 @@ mod tests {
         let _serial = reaping();
         // One that obeys SIGTERM, one deaf to it; nothing else is selected
         // (other tests' children run in this process too).
+        // No inherited output: the deaf shell's `sleep 31` outlives the
+        // test (SIGKILL reaches the shell alone), and would hold the test's
+        // stdout (nextest reported the test leaky). Its own process group
+        // lets the test end that grandchild too.
+        use std::os::unix::process::CommandExt;
+        use std::process::Stdio;
         let obeys = std::process::Command::new("sleep")
             .arg("30")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
             .spawn()
             .unwrap();
         let deaf = std::process::Command::new("/bin/sh")
             .args(["-c", "trap '' TERM; echo > /dev/null; sleep 31 & wait"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .unwrap();
         let mine = [obeys.id() as i32, deaf.id() as i32];
@@ -807,6 +818,9 @@ mod tests {
         assert_eq!(by_pid[&mine[1]].ppid, getpid().as_raw_nonzero().get());
         for pid in mine {
             assert!(procfs::read(pid).is_none(), "{pid} was not reaped");
+        }
+        if let Some(group) = Pid::from_raw(mine[1]) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         }
         std::mem::forget(obeys);
         std::mem::forget(deaf);
