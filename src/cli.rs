@@ -246,7 +246,7 @@ pub enum Command {
     /// Check a signed archive against the certification: the SDK's own `verify_archive` (SDK 0.7,
     /// run by the verified interpreter of the evidence's run) with our Ed25519 key resolver, then
     /// the envelope's digest, plugin identity, version and runtime claims against the candidate
-    /// the evidence certified `shared-runtime-v1`. Exit 0 valid and matching, 1 invalid or not
+    /// the evidence certified as `shared-runtime-v1`. Exit 0 valid and matching, 1 invalid or not
     /// what was certified (the field is named), 2 cannot run.
     Signed {
         /// The evidence directory of the certification.

@@ -450,8 +450,8 @@ fn render_sdk(out: &mut String, scan: &Scan, pin: &Version) {
          # resolved as pip resolves it today (a pin to itself; a range, unpinned or absent to the\n\
          # newest release it accepts). The run's SDK (its default group) is the version most\n\
          # candidates resolve to; every other candidate is certified in the SDK group of its own\n\
-         # version, with that group's own interpreter: its `sdk = ...` line below. A version the\n\
-         # verifier carries no lock list for ({}) is locked on demand from the index.\n\
+         # version, with that group's own interpreter: its `sdk = ...` line below. The verifier\n\
+         # carries lock lists for {}; any other version is locked on demand from the index.\n\
          # The candidates' own requirements:",
         crate::provision::builtin::carried()
     );

@@ -202,7 +202,17 @@ fn test(extra: &[OsString]) -> Result<i32> {
         );
         &["test", "--workspace", "--no-fail-fast"]
     };
-    eprintln!("test: PYTHON={} cargo {}", python.display(), args.join(" "));
+    // The whole command, filter included: a copied line runs what this did.
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string())
+        .chain(extra.iter().map(|a| shell_word(Path::new(a))))
+        .collect();
+    eprintln!(
+        "test: PYTHON={} cargo {}",
+        shell_word(&python),
+        words.join(" ")
+    );
     eprintln!("test: {}", browser_note());
     // The verifier runs tests share (`tests/common/shared_run.rs`): made by
     // the first test that asks, read by the others, removed after the run.
