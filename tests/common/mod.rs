@@ -530,12 +530,7 @@ pub fn run_only(
         .args(extra)
         .output()
         .expect("run the verifier");
-    assert!(
-        dir.join("evidence.json").is_file(),
-        "no evidence written; stdout:\n{}\nstderr:\n{}",
-        stdout_text(&out),
-        stderr_text(&out)
-    );
+    expect_evidence(&out, &dir);
     (out, keep, dir)
 }
 
@@ -618,12 +613,7 @@ pub fn run_only_with_profile(
         .arg(&profile)
         .output()
         .expect("run the verifier");
-    assert!(
-        dir.join("evidence.json").is_file(),
-        "no evidence written; stdout:\n{}\nstderr:\n{}",
-        stdout_text(&out),
-        stderr_text(&out)
-    );
+    expect_evidence(&out, &dir);
     (out, keep, dir)
 }
 

@@ -1248,17 +1248,8 @@ fn probes_run_unconfined_are_a_warning_never_a_pass() {
         writable: vec!["/ev/roots/sdk-record/probe/home".into()],
         unconfined_because: None,
     };
-    let unconfined = SandboxRecord {
-        kind: "none".into(),
-        program: None,
-        version: None,
-        own_pid_namespace: false,
-        dies_with_verifier: false,
-        network: None,
-        read_only: Vec::new(),
-        writable: Vec::new(),
-        unconfined_because: Some("VCC_BWRAP=/nowhere: not found".into()),
-    };
+    let unconfined =
+        SandboxRecord::unconfined("none", Some("VCC_BWRAP=/nowhere: not found".into()));
     let result = |record: SandboxRecord| {
         let mut obs = observation(REAL_RECORD);
         obs.probe_sandbox = Some(record);

@@ -185,17 +185,10 @@ fn a_run_in_the_sandbox_passes_its_sandbox_check_and_an_unconfined_run_warns() {
     assert_eq!(sandbox.observed.as_ref().unwrap()["kind"], "bwrap");
 
     let mut unconfined = good_run("tree");
-    unconfined.sandbox = SandboxRecord {
-        kind: "none".into(),
-        program: None,
-        version: None,
-        own_pid_namespace: false,
-        dies_with_verifier: false,
-        network: None,
-        read_only: Vec::new(),
-        writable: Vec::new(),
-        unconfined_because: Some("no `bwrap` executable in the 2 folder(s) of PATH".into()),
-    };
+    unconfined.sandbox = SandboxRecord::unconfined(
+        "none",
+        Some("no `bwrap` executable in the 2 folder(s) of PATH".into()),
+    );
     let obs = Observation {
         runs: vec![unconfined, good_run("extracted")],
         ..good()
