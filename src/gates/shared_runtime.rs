@@ -23,6 +23,7 @@
 pub mod decide;
 pub mod dependencies;
 pub mod observe;
+pub mod outbound;
 pub mod run;
 #[cfg(test)]
 mod tests;

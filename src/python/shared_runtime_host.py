@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -78,6 +79,177 @@ BOOT = (
     "signal.signal(signal.SIGUSR1,_vcc_scan)\n"
     "runpy.run_module('langbot_plugin.cli.__init__', run_name='__main__', alter_sys=True)\n"
 )
+
+
+# ---- The outbound sink (docs/shared-runtime.md, "What leaves the worker") ----
+# In the private network namespace every IPv4 address is made local
+# (`ip route add local 0.0.0.0/0 dev lo`), so whatever a worker sends out
+# reaches this host instead of the network: DNS queries to the resolver of
+# /etc/resolv.conf (which nsjail mounts into the worker) are answered with
+# 127.0.0.1, and TCP connections to ports 80 and 443 are accepted, their
+# first bytes kept (a plain HTTP request's head and body; a TLS ClientHello's
+# server name), then refused with 502 or closed. Nothing is forwarded.
+SINK_PORTS = (80, 443)
+SINK_MAX_EVENTS = 400
+SINK_MAX_TEXT = 8192
+
+
+def dns_question(packet):
+    """(qname, qtype, end offset of the question) of a DNS query."""
+    i, labels = 12, []
+    while packet[i]:
+        n = packet[i]
+        labels.append(packet[i + 1:i + 1 + n].decode("ascii", "replace"))
+        i += 1 + n
+    qtype = int.from_bytes(packet[i + 1:i + 3], "big")
+    return ".".join(labels), qtype, i + 5
+
+
+def dns_answer(packet, qtype, end):
+    """The answer to a query: 127.0.0.1 for an A question, no record else."""
+    flags = b"\x81\x80"
+    head = packet[:2] + flags + b"\x00\x01" + (b"\x00\x01" if qtype == 1 else b"\x00\x00") + b"\x00\x00\x00\x00"
+    out = head + packet[12:end]
+    if qtype == 1:
+        out += b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x05\x00\x04" + bytes([127, 0, 0, 1])
+    return out
+
+
+def tls_server_name(data):
+    """The server name of a TLS ClientHello, None when there is none."""
+    try:
+        if data[0] != 0x16 or data[5] != 0x01:
+            return None
+        i = 5 + 4 + 2 + 32
+        i += 1 + data[i]
+        i += 2 + int.from_bytes(data[i:i + 2], "big")
+        i += 1 + data[i]
+        end = i + 2 + int.from_bytes(data[i:i + 2], "big")
+        i += 2
+        while i + 4 <= end:
+            kind, size = int.from_bytes(data[i:i + 2], "big"), int.from_bytes(data[i + 2:i + 4], "big")
+            if kind == 0:
+                n = int.from_bytes(data[i + 7:i + 9], "big")
+                return data[i + 9:i + 9 + n].decode("ascii", "replace")
+            i += 4 + size
+    except IndexError:
+        return None
+    return None
+
+
+class OutboundSink:
+    """What the workers send out, kept with the monotonic time it arrived."""
+
+    def __init__(self):
+        self.events, self.lock, self.errors, self.listening = [], threading.Lock(), [], []
+
+    def keep(self, kind, port, text):
+        with self.lock:
+            if len(self.events) < SINK_MAX_EVENTS:
+                self.events.append({"t": time.monotonic(), "kind": kind, "port": port, "text": text[:SINK_MAX_TEXT]})
+
+    def start(self, ip, outer):
+        """Routes every IPv4 address to the loopback and listens, only in a
+        network namespace of its own: never where `outer` (the verifier's
+        namespace, `net:[INODE]`) is this process's too."""
+        try:
+            mine = os.readlink("/proc/self/ns/net")
+        except OSError as exc:
+            mine = "unreadable (%s)" % exc
+        if not outer or mine == outer or not mine.startswith("net:"):
+            self.errors.append("not started: this host's network namespace %s is not shown to differ from the verifier's (%s)" % (mine, outer or "not given"))
+            return
+        for args in (["route", "add", "local", "0.0.0.0/0", "dev", "lo"],):
+            done = subprocess.run([ip] + args, capture_output=True, text=True, timeout=20)
+            if done.returncode != 0:
+                self.errors.append("`ip %s` exited %d: %s" % (" ".join(args), done.returncode, done.stderr.strip()))
+                return
+        for address in resolvers():
+            self.serve(self.dns, socket.SOCK_DGRAM, address, 53)
+        for port in SINK_PORTS:
+            self.serve(self.tcp, socket.SOCK_STREAM, "0.0.0.0", port)
+
+    def serve(self, loop, kind, address, port):
+        try:
+            s = socket.socket(socket.AF_INET, kind)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((address, port))
+            if kind == socket.SOCK_STREAM:
+                s.listen(64)
+        except OSError as exc:
+            self.errors.append("%s:%d: %s" % (address, port, exc))
+            return
+        self.listening.append("%s %s:%d" % ("udp" if kind == socket.SOCK_DGRAM else "tcp", address, port))
+        threading.Thread(target=loop, args=(s, port), daemon=True).start()
+
+    def dns(self, s, port):
+        while True:
+            packet, peer = s.recvfrom(4096)
+            try:
+                name, qtype, end = dns_question(packet)
+            except (IndexError, UnicodeError):
+                continue
+            self.keep("dns", port, name)
+            s.sendto(dns_answer(packet, qtype, end), peer)
+
+    def tcp(self, s, port):
+        while True:
+            conn, _ = s.accept()
+            threading.Thread(target=self.connection, args=(conn, port), daemon=True).start()
+
+    def connection(self, conn, port):
+        data = b""
+        conn.settimeout(2.0)
+        try:
+            while len(data) < SINK_MAX_TEXT:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+                if port == 443 or complete_http(data):
+                    break
+            if port == 443:
+                self.keep("tls", port, "server name: %s" % tls_server_name(data))
+            else:
+                self.keep("http", port, data.decode("latin-1"))
+                conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        except OSError:
+            if data:
+                self.keep("http" if port != 443 else "tls", port, data.decode("latin-1"))
+        finally:
+            conn.close()
+
+    def report(self):
+        with self.lock:
+            return {"listening": self.listening, "errors": self.errors, "events": list(self.events)}
+
+
+def complete_http(data):
+    """A whole HTTP request: its head, and as much body as Content-Length says."""
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            try:
+                return len(body) >= int(value.strip())
+            except ValueError:
+                return True
+    return True
+
+
+def resolvers():
+    """The IPv4 name servers of /etc/resolv.conf (the file nsjail mounts)."""
+    out = []
+    try:
+        for line in open("/etc/resolv.conf", encoding="utf-8", errors="replace"):
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "nameserver" and parts[1].count(".") == 3:
+                out.append(parts[1])
+    except OSError:
+        pass
+    return out or ["127.0.0.53"]
 
 
 def free_port():
@@ -277,8 +449,23 @@ def all_canaries(inst):
     return out
 
 
-def canary_config(fields, label):
-    return {name: "vcc-canary-%s-%s-%s" % (label, name, secrets.token_hex(8)) for name in fields}
+def canary_config(fields, label, base):
+    """A canary per field. A field whose planned value is an http(s) URL gets
+    a URL canary, `http://vcc-canary-<label>-<field>-<hex>.invalid<path>`
+    (lower case, a DNS name: the sink sees it in the worker's DNS query and
+    its request's Host header), so a plugin that calls its configured
+    endpoint shows which installation's configuration it read."""
+    out = {}
+    for name in fields:
+        hexits = secrets.token_hex(8)
+        planned = (base or {}).get(name)
+        if isinstance(planned, str) and planned.startswith(("http://", "https://")):
+            host = "vcc-canary-%s-%s-%s" % (label.lower(), "".join(c if c.isalnum() else "-" for c in name.lower()), hexits)
+            path = planned.split("://", 1)[1].partition("/")[2]
+            out[name] = "http://%s.invalid/%s" % (host, path)
+        else:
+            out[name] = "vcc-canary-%s-%s-%s" % (label, name, hexits)
+    return out
 
 
 def settings_for(spec, config):
@@ -291,9 +478,9 @@ def settings_for(spec, config):
 async def attach(client, spec, inst, digest, label, settings):
     binding = {"instance_uuid": inst, "workspace_uuid": str(uuid.uuid4()), "placement_generation": 1,
                "installation_uuid": str(uuid.uuid4()), "runtime_revision": 1, "artifact_digest": digest}
-    config = canary_config(spec["config_fields"], label)
+    config = canary_config(spec["config_fields"], label, spec.get("base_config"))
     settings[binding["installation_uuid"]] = settings_for(spec, config)
-    runner_config = {c["runner"]: canary_config(c.get("config_fields") or [], label)
+    runner_config = {c["runner"]: canary_config(c.get("config_fields") or [], label, c.get("config"))
                      for c in spec["calls"] if c.get("stream")}
     key = await upload(client, spec["archive"], digest, binding)
     r = await client.call("apply_plugin_installation", {
@@ -401,6 +588,14 @@ async def invoke_parser(client, inst, call, phase):
 
 
 async def invoke(client, inst, call, phase):
+    """One invocation, with its window on the sink's clock (`t0`, `t1`)."""
+    t0 = time.monotonic()
+    out = await invoke_once(client, inst, call, phase)
+    out["t0"], out["t1"] = t0, time.monotonic()
+    return out
+
+
+async def invoke_once(client, inst, call, phase):
     started = time.time()
     if call.get("document"):
         code, message, data, document = await invoke_parser(client, inst, call, phase)
@@ -526,9 +721,12 @@ def main():
     os.makedirs(work, exist_ok=True)
     obs = {"fatal": None, "host_calls": [], "python": sys.executable, "extra_mounts": extra_mounts(),
            "placement": "requested by the host: apply_plugin_installation execution_mode shared-runtime-v1; unsigned archive"}
+    sink = OutboundSink()
     try:
         stage = "private network namespace"
         loopback_up(spec)
+        if spec.get("ip"):
+            sink.start(spec["ip"], spec.get("outer_netns"))
         stage = "nsjail"
         nsjail = check_nsjail(spec, obs)
     except Exception as exc:
@@ -556,6 +754,7 @@ def main():
         obs["fatal"] = "%s: %s" % (type(exc).__name__, exc)
     finally:
         stop(runtime, obs)
+    obs["outbound"] = sink.report()
     obs["runtime_log"] = open(log_path, encoding="utf-8", errors="replace").read()[-200000:]
     obs["launches"] = read_launches(work)
     with open(sys.argv[2], "w", encoding="utf-8") as f:

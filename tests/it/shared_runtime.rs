@@ -4,9 +4,12 @@
 //! with a third-party requirement (`six==1.16.0`, which the runtime's own pip
 //! installs offline from the run's wheelhouse), a stateless Runner (its
 //! invocation config read from each run context), a stateless Parser (its
-//! plugin config read per document) and four counterexamples (one a Runner
-//! keeping its run's config on `self`, one a Parser keeping its config on
-//! `self`),
+//! plugin config read per document), a stateless Tool whose replies show
+//! nothing of its configuration but whose requests to its configured
+//! endpoint do (the host's outbound sink sees them), and five
+//! counterexamples (one a Runner keeping its run's config on `self`, one a
+//! Parser keeping its config on `self`, one a Tool sending every
+//! installation's request to the first endpoint it read),
 //! certified `--only shared-runtime` under a 0.7.18
 //! interpreter the verifier provisions (network to the package index the
 //! first time, as tests/it/sdk_groups.rs). Needs root (nsjail's namespaces).
@@ -60,6 +63,12 @@ path = "Shared/stateless-parser-plugin"
 
 [[candidate]]
 path = "Shared/parser-config-on-self-plugin"
+
+[[candidate]]
+path = "Shared/outbound-stateless-plugin"
+
+[[candidate]]
+path = "Shared/outbound-cached-endpoint-plugin"
 "#;
 
 fn repo() -> FixtureRepo {
@@ -97,6 +106,14 @@ fn repo() -> FixtureRepo {
             (
                 "shared-runtime/Shared/parser-config-on-self-plugin",
                 "Shared/parser-config-on-self-plugin",
+            ),
+            (
+                "shared-runtime/Shared/outbound-stateless-plugin",
+                "Shared/outbound-stateless-plugin",
+            ),
+            (
+                "shared-runtime/Shared/outbound-cached-endpoint-plugin",
+                "Shared/outbound-cached-endpoint-plugin",
             ),
         ],
     )
@@ -143,6 +160,7 @@ fn the_stateless_plugins_pass_and_each_counterexample_fails_naming_what_it_kept(
             "with-dependency-plugin",
             "stateless-runner-plugin",
             "stateless-parser-plugin",
+            "outbound-stateless-plugin",
         ] {
             let c = check(&ev, GATE, name, Some(folder));
             assert_eq!(
@@ -186,10 +204,11 @@ fn the_stateless_plugins_pass_and_each_counterexample_fails_naming_what_it_kept(
         detail(task)
     );
     runner_calls_were_streamed_and_the_counterexample_fails(&ev, &dir);
+    requests_sent_out_show_whose_configuration_was_read(&ev);
     parser_calls_parsed_own_documents_and_the_counterexample_fails(&ev, &dir);
     assert!(
         stdout.contains(
-            "passed: 4 of 8 candidate(s): stateless-plugin, with-dependency-plugin, stateless-runner-plugin, stateless-parser-plugin"
+            "passed: 5 of 10 candidate(s): stateless-plugin, with-dependency-plugin, stateless-runner-plugin, stateless-parser-plugin, outbound-stateless-plugin"
         ),
         "{stdout}"
     );
@@ -207,6 +226,38 @@ fn the_stateless_plugins_pass_and_each_counterexample_fails_naming_what_it_kept(
 /// The Runner fixtures: each `run_runner` streamed to its end with its own
 /// installation's invocation-config canary, and the Runner that keeps the
 /// run's config on `self` fails naming the attribute and the leak.
+/// A plugin whose replies show nothing of its configuration is established
+/// by the requests it sends (the host's outbound sink), and one that sends
+/// B's request to A's endpoint fails naming the request.
+fn requests_sent_out_show_whose_configuration_was_read(ev: &Value) {
+    let own = check(
+        ev,
+        GATE,
+        "own-configuration",
+        Some("outbound-stateless-plugin"),
+    );
+    for label in ["A", "B"] {
+        let shown = format!(
+            "{label} in an outbound DNS query for vcc-canary-{}-endpoint-",
+            label.to_lowercase()
+        );
+        assert!(detail(own).contains(&shown), "{}", detail(own));
+    }
+    assert!(
+        own["observed"]["outbound"]["http_requests"].as_u64() > Some(0),
+        "{own}"
+    );
+    let folder = Some("outbound-cached-endpoint-plugin");
+    let cross = check(ev, GATE, "no-cross-installation-canary", folder);
+    assert_eq!(cross["result"], "fail", "{}", detail(cross));
+    assert!(
+        detail(cross).contains("A's canary vcc-canary-a-endpoint-")
+            && detail(cross).contains("while only B's invocations ran"),
+        "{}",
+        detail(cross)
+    );
+}
+
 fn runner_calls_were_streamed_and_the_counterexample_fails(ev: &Value, dir: &Path) {
     let host: HostObservation = serde_json::from_slice(
         &std::fs::read(dir.join("logs/shared-runtime/stateless-runner-plugin.host-result.json"))
@@ -423,6 +474,17 @@ fn a_changed_or_incomplete_wheelhouse_fails_naming_the_cause(
     assert!(status.success(), "the host exited {status}");
     let obs: HostObservation =
         serde_json::from_slice(&std::fs::read(&out_path).unwrap()).expect("host observation");
+    // Run in this test's own network namespace (the verifier's), with the
+    // run's spec: the outbound sink must not route this machine's addresses.
+    assert!(obs.outbound.listening.is_empty(), "{:?}", obs.outbound);
+    assert!(
+        obs.outbound
+            .errors
+            .iter()
+            .any(|e| e.starts_with("not started: this host's network namespace")),
+        "{:?}",
+        obs.outbound
+    );
     let sha = ev["candidates"]
         .as_array()
         .unwrap()

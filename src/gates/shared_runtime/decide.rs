@@ -3,6 +3,7 @@
 //! cannot establish fails and says so; none passes unobserved.
 
 use super::observe::{Call, Found, HostObservation, Installation, Launch, Scan};
+use super::outbound;
 use crate::evidence::Check;
 use serde_json::{json, Value};
 
@@ -288,20 +289,15 @@ pub fn own_configuration(obs: &HostObservation, c: Option<&str>) -> Check {
         .with_observed(json!({"calls": obs.calls.len(), "config_declared": 0}));
     }
     let mut wrong = Vec::new();
-    let mut seen_own = std::collections::BTreeSet::new();
-    for (label, logs) in &obs.logs {
-        if let Some((me, _)) = pair(obs, label) {
-            if canaries(me).iter().any(|k| text_has(logs, k)) {
-                seen_own.insert(me.label.clone());
-            }
-        }
-    }
+    let mut seen_own = shown_outside_replies(obs);
     for call in obs.calls.iter().filter(|x| answered(x)) {
         let Some((me, other)) = pair(obs, &call.installation) else {
             continue;
         };
         if canaries(me).iter().any(|k| text_has(&call.reply, k)) {
-            seen_own.insert(me.label.clone());
+            seen_own
+                .entry(me.label.clone())
+                .or_insert_with(|| format!("a {} reply", call.component));
         } else if canaries(other).iter().any(|k| text_has(&call.reply, k)) {
             wrong.push(format!(
                 "{} {} for {} answered with the other installation's configuration",
@@ -315,21 +311,40 @@ pub fn own_configuration(obs: &HostObservation, c: Option<&str>) -> Check {
             ));
         }
     }
+    let sent: Vec<String> = outbound::sightings(obs)
+        .iter()
+        .filter(|s| s.foreign() && !s.active.is_empty())
+        .map(|s| {
+            let reader: Vec<_> = s.active.iter().copied().collect();
+            format!(
+                "an invocation for {} sent out {}'s configuration ({})",
+                reader.join(" and "),
+                s.owner.label,
+                outbound::describe(s.event)
+            )
+        })
+        .collect();
+    wrong.extend(counted(sent));
     let missing: Vec<_> = obs
         .installations
         .iter()
-        .filter(|i| !seen_own.contains(&i.label))
+        .filter(|i| !seen_own.contains_key(&i.label))
         .map(|i| i.label.clone())
         .collect();
-    let observed = json!({"calls": obs.calls.len(), "showed_own": seen_own, "config_declared": obs.config_declared});
+    let observed = json!({"calls": obs.calls.len(), "showed_own": seen_own, "config_declared": obs.config_declared, "outbound": outbound::summary(obs)});
     if wrong.is_empty() && missing.is_empty() {
+        let shown: Vec<String> = seen_own
+            .iter()
+            .map(|(label, how)| format!("{label} in {how}"))
+            .collect();
         return Check::pass(
             OWN_CONFIG,
             c,
             format!(
-                "every reply showed its own installation's canary configuration and none the \
-                 other's ({} canaried plugin field(s), {} canaried Runner invocation-config \
-                 field(s) per installation)",
+                "each installation's invocations showed its own canary configuration ({}) and no \
+                 reply the other's ({} canaried plugin field(s), {} canaried Runner \
+                 invocation-config field(s) per installation)",
+                shown.join("; "),
                 obs.installations.first().map_or(0, |i| i.config.len()),
                 obs.installations.first().map_or(0, |i| i
                     .runner_config
@@ -341,6 +356,41 @@ pub fn own_configuration(obs: &HostObservation, c: Option<&str>) -> Check {
         .with_observed(observed);
     }
     Check::fail(OWN_CONFIG, c, own_config_detail(&wrong, &missing, obs)).with_observed(observed)
+}
+
+/// Where each installation showed its own canary other than in a reply
+/// (label -> where, the first seen): its plugin logs, a host call made with
+/// its binding, or an outbound query or connection that arrived while only
+/// its own invocations were in progress ([`outbound::Sighting::own_alone`]).
+fn shown_outside_replies(obs: &HostObservation) -> std::collections::BTreeMap<String, String> {
+    let mut seen = std::collections::BTreeMap::new();
+    for (label, logs) in &obs.logs {
+        if let Some((me, _)) = pair(obs, label) {
+            if canaries(me).iter().any(|k| text_has(logs, k)) {
+                seen.entry(me.label.clone())
+                    .or_insert_with(|| "its plugin logs".to_string());
+            }
+        }
+    }
+    for me in &obs.installations {
+        let own_call = obs.host_calls.iter().find(|h| {
+            h.installation_uuid.as_deref() == Some(me.uuid())
+                && canaries(me).iter().any(|k| text_has(&h.data, k))
+        });
+        if let Some(h) = own_call {
+            seen.entry(me.label.clone())
+                .or_insert_with(|| format!("host call {} made with its binding", h.action));
+        }
+    }
+    for s in outbound::sightings(obs).iter().filter(|s| s.own_alone()) {
+        seen.entry(s.owner.label.clone()).or_insert_with(|| {
+            format!(
+                "an outbound {} during its own invocation",
+                outbound::describe(s.event)
+            )
+        });
+    }
+    seen
 }
 
 /// The canaried fields a call of `me` may show by name: the plugin
@@ -416,12 +466,14 @@ fn own_config_detail(wrong: &[String], missing: &[String], obs: &HostObservation
             format!("canaries were set in {fields}")
         };
         parts.push(format!(
-            "not established for {}: no reply or plugin log of that installation showed its own \
-             configuration ({fields}), so nothing observed tells which installation's configuration \
-             its invocations read. This is a limit of what the plugin shows, not a finding against \
-             its code; the shared claim stays uncertified until it is established (a component whose \
-             reply or log shows a configured value establishes it)",
-            missing.join(", ")
+            "not established for {}: no reply, plugin log, host call or outbound request of that \
+             installation showed its own configuration ({fields}; {}), so nothing observed tells \
+             which installation's configuration its invocations read. This is a limit of what the \
+             plugin shows, not a finding against its code; the shared claim stays uncertified until \
+             it is established (a component whose reply or log shows a configured value, or that \
+             calls a configured http(s) endpoint, establishes it)",
+            missing.join(", "),
+            sink_sentence(obs)
         ));
     }
     format!(
@@ -429,6 +481,45 @@ fn own_config_detail(wrong: &[String], missing: &[String], obs: &HostObservation
          canary); found: {}",
         parts.join(". ")
     )
+}
+
+/// `items` in first-seen order, each once, a repeated one followed by
+/// `(N times)`.
+fn counted(items: Vec<String>) -> Vec<String> {
+    let mut order: Vec<(String, usize)> = Vec::new();
+    for item in items {
+        match order.iter_mut().find(|(seen, _)| *seen == item) {
+            Some((_, n)) => *n += 1,
+            None => order.push((item, 1)),
+        }
+    }
+    order
+        .into_iter()
+        .map(|(item, n)| {
+            if n > 1 {
+                format!("{item} ({n} times)")
+            } else {
+                item
+            }
+        })
+        .collect()
+}
+
+/// What the outbound sink received, for a "not established" sentence.
+fn sink_sentence(obs: &HostObservation) -> String {
+    let o = &obs.outbound;
+    if o.listening.is_empty() {
+        let why = if o.errors.is_empty() {
+            "the host ran without a private network namespace".to_string()
+        } else {
+            o.errors.join("; ")
+        };
+        return format!("outbound requests were not observed: {why}");
+    }
+    match o.events.len() {
+        0 => "no outbound query or connection reached the sink".to_string(),
+        n => format!("{n} outbound query/queries or connection(s) reached the sink, none with a canary of its own installation alone"),
+    }
 }
 
 /// No canary of one installation in the other's replies, host calls or logs.
@@ -472,16 +563,23 @@ pub fn no_cross(obs: &HostObservation, c: Option<&str>) -> Check {
             )),
         }
     }
-    let observed = json!({"calls": obs.calls.len(), "host_calls": obs.host_calls.len(), "logs_read": obs.logs.keys().collect::<Vec<_>>()});
+    leaks.extend(
+        outbound::sightings(obs)
+            .iter()
+            .filter(|s| s.foreign())
+            .map(|s| format!("{}'s canary {} in {}", s.owner.label, s.mark, s.sentence())),
+    );
+    let leaks = counted(leaks);
+    let observed = json!({"calls": obs.calls.len(), "host_calls": obs.host_calls.len(), "logs_read": obs.logs.keys().collect::<Vec<_>>(), "outbound": outbound::summary(obs)});
     if leaks.is_empty() {
         Check::pass(
             NO_CROSS,
             c,
-            "no canary of A reached B's replies, host calls or plugin logs, nor the reverse",
+            "no canary of A reached B's replies, host calls, plugin logs or outbound requests, nor the reverse, and none left the worker outside its own installation's invocations",
         )
         .with_observed(observed)
     } else {
-        Check::fail(NO_CROSS, c, format!("shared-runtime: expected no installation's canary in the other's replies, host calls or logs; found: {}. Keep nothing of one invocation for the next", leaks.join("; "))).with_observed(observed)
+        Check::fail(NO_CROSS, c, format!("shared-runtime: expected no installation's canary in the other's replies, host calls, logs or outbound requests; found: {}. Keep nothing of one invocation for the next", leaks.join("; "))).with_observed(observed)
     }
 }
 

@@ -61,6 +61,47 @@ pub struct HostObservation {
     /// Every nsjail launch of the runtime our wrapper saw, in order.
     #[serde(default)]
     pub launches: Vec<Launch>,
+    /// What the runtime and its workers sent out, as the host's sink
+    /// received it (empty when the host ran without a private network
+    /// namespace).
+    #[serde(default)]
+    pub outbound: Outbound,
+}
+
+/// What reached the host's outbound sink (`OutboundSink` in
+/// `src/python/shared_runtime_host.py`): in the private network namespace
+/// every IPv4 address is local, so a worker's DNS query reaches the sink's
+/// resolver (answered 127.0.0.1) and its TCP connections to ports 80 and
+/// 443 reach the sink (kept, then refused). Nothing is forwarded.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Outbound {
+    /// What the sink listened on (`udp 10.255.255.53:53`, `tcp 0.0.0.0:80`);
+    /// empty when it was not started.
+    #[serde(default)]
+    pub listening: Vec<String>,
+    /// What could not be set up (a route, a port).
+    #[serde(default)]
+    pub errors: Vec<String>,
+    /// Every query or connection, in order of arrival (at most 400).
+    #[serde(default)]
+    pub events: Vec<OutboundEvent>,
+}
+
+/// One DNS query or TCP connection the sink received.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct OutboundEvent {
+    /// When it arrived, in seconds on the host's monotonic clock (the clock
+    /// of [`Call::t0`] and [`Call::t1`]).
+    pub t: f64,
+    /// `dns`, `http` or `tls`.
+    pub kind: String,
+    /// The port it was sent to (53, 80 or 443).
+    #[serde(default)]
+    pub port: u16,
+    /// The queried name, the request's first 8 KiB (Latin-1), or `server
+    /// name: NAME` of a TLS ClientHello.
+    #[serde(default)]
+    pub text: String,
 }
 
 /// One nsjail launch of the runtime, through our wrapper.
@@ -166,6 +207,12 @@ pub struct Call {
     /// A `run_runner` call's stream, folded (`None`: not a Runner call).
     #[serde(default)]
     pub runner: Option<RunnerOutcome>,
+    /// When the host sent the call, in seconds on its monotonic clock.
+    #[serde(default)]
+    pub t0: Option<f64>,
+    /// When the host had its whole answer (or gave up), same clock.
+    #[serde(default)]
+    pub t1: Option<f64>,
 }
 
 /// What one streamed `run_runner` call ended with.

@@ -177,6 +177,11 @@ fn run_candidate(
     let mut spec = host_spec(ctx, cand, nsjail, dirs.agent, dirs.work);
     // In a private network namespace the host brings its loopback up first.
     spec["ip"] = json!(dirs.net.ip);
+    // The host's outbound sink changes routes only in a namespace that is
+    // not this one (the host compares it with its own).
+    spec["outer_netns"] = json!(std::fs::read_link("/proc/self/ns/net")
+        .ok()
+        .map(|l| l.display().to_string()));
     let mut obs = run_host(ctx, dirs, folder, &spec)?;
     obs.config_declared = declared_fields(ctx, folder);
     obs.not_called = spec["not_called"]

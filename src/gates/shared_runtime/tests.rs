@@ -19,6 +19,10 @@ fn observed(name: &str) -> HostObservation {
         "stateless-runner" => include_str!("observed/stateless-runner-plugin.json"),
         "runner-config-on-self" => include_str!("observed/runner-config-on-self-plugin.json"),
         "stateless-parser" => include_str!("observed/stateless-parser-plugin.json"),
+        "outbound-stateless" => include_str!("observed/outbound-stateless-plugin.json"),
+        "outbound-cached-endpoint" => {
+            include_str!("observed/outbound-cached-endpoint-plugin.json")
+        }
         "parser-config-on-self" => include_str!("observed/parser-config-on-self-plugin.json"),
         other => panic!("no observation {other}"),
     };
@@ -27,10 +31,10 @@ fn observed(name: &str) -> HostObservation {
 
 fn run(name: &str) -> Vec<Check> {
     let plugin = format!("langbot-fixtures/shared-{name}");
-    let plugin = if name == "stateless" {
-        "langbot-fixtures/shared-stateless".into()
-    } else {
-        plugin
+    let plugin = match name {
+        "outbound-stateless" => "langbot-fixtures/shared-outbound".into(),
+        "outbound-cached-endpoint" => "langbot-fixtures/shared-outbound-cached".into(),
+        _ => plugin,
     };
     decide::decide(&observed(name), name, &plugin)
 }
@@ -107,6 +111,86 @@ fn a_plugin_that_never_shows_its_configuration_is_not_established_and_not_blamed
     );
     obs.config_declared = None;
     assert_eq!(own_configuration(&obs, Some("x")).result, CheckResult::Fail);
+}
+
+/// A plugin whose replies show nothing of its configuration is established
+/// by what it sends out: each installation's endpoint requested (DNS query,
+/// HTTP request with its key) while only its own invocation ran.
+#[test]
+fn requests_to_its_own_endpoint_establish_own_configuration_and_nothing_else_fails() {
+    let checks = run("outbound-stateless");
+    assert!(failing(&checks).is_empty(), "{checks:#?}");
+    let detail = &result(&checks, OWN_CONFIG).detail;
+    for label in ["A", "B"] {
+        let shown = format!(
+            "{label} in an outbound DNS query for vcc-canary-{}-endpoint-",
+            label.to_lowercase()
+        );
+        assert!(detail.contains(&shown), "{detail}");
+    }
+    // Without the sink's events nothing else shows it: not established.
+    let mut obs = observed("outbound-stateless");
+    obs.outbound.events.clear();
+    let check = own_configuration(&obs, Some("x"));
+    assert_eq!(check.result, CheckResult::Fail);
+    assert!(
+        check.detail.contains("not established for A, B"),
+        "{}",
+        check.detail
+    );
+    assert!(
+        check
+            .detail
+            .contains("no outbound query or connection reached the sink"),
+        "{}",
+        check.detail
+    );
+}
+
+/// A's endpoint requested while only B's invocation ran: a finding of
+/// `own-configuration` and a leak, each named once with its count.
+#[test]
+fn a_request_to_the_other_installations_endpoint_fails_naming_the_request() {
+    let checks = run("outbound-cached-endpoint");
+    let own = &result(&checks, OWN_CONFIG).detail;
+    assert!(
+        own.contains(
+            "an invocation for B sent out A's configuration (DNS query for vcc-canary-a-endpoint-"
+        ),
+        "{own}"
+    );
+    assert!(own.contains("never from a copy"), "{own}");
+    let cross = &result(&checks, NO_CROSS).detail;
+    assert!(
+        cross.contains("in an outbound HTTP request `GET /v1/search HTTP/1.1` to port 80 while only B's invocations ran"),
+        "{cross}"
+    );
+    assert!(cross.contains(" times)"), "{cross}");
+    assert_eq!(result(&checks, NO_CROSS).result, CheckResult::Fail);
+}
+
+/// A host call made with an installation's binding that carries its own
+/// canary establishes it, as a reply would.
+#[test]
+fn a_host_call_carrying_its_own_canary_establishes_own_configuration() {
+    let mut obs = showing_no_configuration();
+    obs.config_declared = Some(1);
+    for inst in obs.installations.clone() {
+        obs.host_calls.push(super::observe::HostCall {
+            installation_uuid: Some(inst.uuid().to_string()),
+            action: "set_binary_storage".into(),
+            data: serde_json::json!({"key": "k", "value": inst.canaries()[0]}),
+        });
+    }
+    let check = own_configuration(&obs, Some("x"));
+    assert_eq!(check.result, CheckResult::Pass, "{}", check.detail);
+    assert!(
+        check
+            .detail
+            .contains("A in host call set_binary_storage made with its binding"),
+        "{}",
+        check.detail
+    );
 }
 
 #[test]
