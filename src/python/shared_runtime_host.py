@@ -316,11 +316,17 @@ def read_launches(work):
     return out
 
 
+# The runtime's storage requests (plugin and Workspace storage both arrive
+# as binary storage, `owner_type` telling which).
+STORAGE_ACTIONS = ("set_binary_storage", "get_binary_storage", "get_binary_storage_keys", "delete_binary_storage")
+
+
 class Client:
     """One control connection: calls by seq_id, answers the runtime's requests."""
 
     def __init__(self, ws, settings, host_calls):
         self.ws, self.settings, self.host_calls = ws, settings, host_calls
+        self.stored = {}
         self.seq, self.waiting, self.streams = 0, {}, {}
 
     async def reader(self):
@@ -343,10 +349,33 @@ class Client:
             data = {"enabled": True, "priority": 0, "plugin_config": self.settings.get(inst, {}),
                     "install_source": "local", "install_info": {}, "installation_uuid": inst}
             out = {"seq_id": msg["seq_id"], "code": 0, "message": "success", "data": data}
+        elif msg["action"] in STORAGE_ACTIONS:
+            code, message, data = self.storage(msg["action"], msg.get("data") or {}, ctx)
+            out = {"seq_id": msg["seq_id"], "code": code, "message": message, "data": data}
         else:
             out = {"seq_id": msg["seq_id"], "code": 1, "message": "the certification host does not serve " + msg["action"], "data": {}}
         out["chunk_status"] = "continue"
         await self.ws.send(json.dumps(out))
+
+    def storage(self, action, data, ctx):
+        """LangBot's binary storage, as its host scopes it: by the binding's
+        Workspace, and plugin storage by installation too; a missing key is
+        LangBot's own error. In memory, for this run only."""
+        owner_type = data.get("owner_type")
+        scope = (ctx.get("workspace_uuid"), ctx.get("installation_uuid") if owner_type == "plugin" else None,
+                 owner_type, data.get("owner"))
+        if action == "get_binary_storage_keys":
+            return 0, "success", {"keys": sorted(k for (sc, k) in self.stored if sc == scope)}
+        key = (scope, data.get("key"))
+        if action == "set_binary_storage":
+            self.stored[key] = data.get("value_base64") or ""
+            return 0, "success", {}
+        if action == "delete_binary_storage":
+            self.stored.pop(key, None)
+            return 0, "success", {}
+        if key not in self.stored:
+            return 1, "Storage with key %s not found" % data.get("key"), {}
+        return 0, "success", {"value_base64": self.stored[key]}
 
     async def call(self, action, data, context=None, timeout=60):
         self.seq += 1
@@ -450,8 +479,8 @@ def all_canaries(inst):
 
 
 def canary_config(fields, label, base):
-    """A canary per field. A field whose planned value is an http(s) URL gets
-    a URL canary, `http://vcc-canary-<label>-<field>-<hex>.invalid<path>`
+    """A canary per field. A field whose planned value is an http(s) URL, or
+    whose name says it is one ([`url_named`]), gets a URL canary, `http://vcc-canary-<label>-<field>-<hex>.invalid<path>`
     (lower case, a DNS name: the sink sees it in the worker's DNS query and
     its request's Host header), so a plugin that calls its configured
     endpoint shows which installation's configuration it read."""
@@ -459,13 +488,20 @@ def canary_config(fields, label, base):
     for name in fields:
         hexits = secrets.token_hex(8)
         planned = (base or {}).get(name)
-        if isinstance(planned, str) and planned.startswith(("http://", "https://")):
+        planned = planned if isinstance(planned, str) else ""
+        if planned.startswith(("http://", "https://")) or url_named(name):
             host = "vcc-canary-%s-%s-%s" % (label.lower(), "".join(c if c.isalnum() else "-" for c in name.lower()), hexits)
             path = planned.split("://", 1)[1].partition("/")[2]
             out[name] = "http://%s.invalid/%s" % (host, path)
         else:
             out[name] = "vcc-canary-%s-%s-%s" % (label, name, hexits)
     return out
+
+
+def url_named(name):
+    """A field named as an address: `base-url`, `webhook_url`, `endpoint`."""
+    name = name.lower()
+    return name.endswith(("url", "uri", "endpoint")) or "webhook" in name
 
 
 def settings_for(spec, config):
@@ -480,7 +516,8 @@ async def attach(client, spec, inst, digest, label, settings):
                "installation_uuid": str(uuid.uuid4()), "runtime_revision": 1, "artifact_digest": digest}
     config = canary_config(spec["config_fields"], label, spec.get("base_config"))
     settings[binding["installation_uuid"]] = settings_for(spec, config)
-    runner_config = {c["runner"]: canary_config(c.get("config_fields") or [], label, c.get("config"))
+    runner_config = {c["runner"]: canary_config(c.get("config_fields") or [], label,
+                                                {**(c.get("config_defaults") or {}), **(c.get("config") or {})})
                      for c in spec["calls"] if c.get("stream")}
     key = await upload(client, spec["archive"], digest, binding)
     r = await client.call("apply_plugin_installation", {

@@ -204,7 +204,7 @@ fn the_stateless_plugins_pass_and_each_counterexample_fails_naming_what_it_kept(
         detail(task)
     );
     runner_calls_were_streamed_and_the_counterexample_fails(&ev, &dir);
-    requests_sent_out_show_whose_configuration_was_read(&ev);
+    requests_sent_out_show_whose_configuration_was_read(&ev, &dir);
     parser_calls_parsed_own_documents_and_the_counterexample_fails(&ev, &dir);
     assert!(
         stdout.contains(
@@ -229,7 +229,31 @@ fn the_stateless_plugins_pass_and_each_counterexample_fails_naming_what_it_kept(
 /// A plugin whose replies show nothing of its configuration is established
 /// by the requests it sends (the host's outbound sink), and one that sends
 /// B's request to A's endpoint fails naming the request.
-fn requests_sent_out_show_whose_configuration_was_read(ev: &Value) {
+fn requests_sent_out_show_whose_configuration_was_read(ev: &Value, dir: &Path) {
+    // Its plugin storage round trip, served per installation by the host.
+    let host: HostObservation = serde_json::from_slice(
+        &std::fs::read(dir.join("logs/shared-runtime/outbound-stateless-plugin.host-result.json"))
+            .expect("host result"),
+    )
+    .expect("host observation");
+    for me in &host.installations {
+        let stored = host
+            .host_calls
+            .iter()
+            .filter(|h| h.installation_uuid.as_deref() == Some(me.uuid()))
+            .filter(|h| h.action == "set_binary_storage")
+            .count();
+        // A: once alone, once at once with B; B also after A's revocation.
+        assert!(stored >= 2, "{} stored {stored} time(s)", me.label);
+    }
+    for call in host.calls.iter().filter(|c| c.phase != "after-revoke") {
+        let reply = &call.reply["tool_response"];
+        assert_eq!(
+            reply["stored"].as_str(),
+            Some(reply["status"].to_string().as_str()),
+            "{call:?}"
+        );
+    }
     let own = check(
         ev,
         GATE,

@@ -316,6 +316,18 @@ pub fn spec_string_fields(spec: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The defaults of the string fields of a component manifest's
+/// `spec.config` (field -> default), for the host's choice of a URL canary.
+fn spec_string_defaults(spec: &Value) -> serde_json::Map<String, Value> {
+    spec["config"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| Some((f["name"].as_str()?.to_string(), f.get("default")?.clone())))
+        .filter(|(_, d)| d.is_string())
+        .collect()
+}
+
 /// One streamed `run_runner` call per declared Runner component: the run
 /// context as discovery-rpc's `call_runner` builds it, without `run_id` and
 /// `config`, which the host sets per installation and call (`config`: the
@@ -344,6 +356,7 @@ fn runner_calls(cand: &crate::gates::discovery_rpc::spec::HostCandidate) -> Vec<
                 "runner": comp.name, "prompt": prompt,
                 "config": probe.map_or_else(|| json!({}), |p| p.config.clone()),
                 "config_fields": specs.get(comp).map(spec_string_fields).unwrap_or_default(),
+                "config_defaults": specs.get(comp).map(spec_string_defaults).unwrap_or_default(),
                 "data": {"plugin_author": cand.author, "plugin_name": cand.name,
                          "runner_name": comp.name, "context": context},
             })
