@@ -491,7 +491,7 @@ def canary_config(fields, label, base):
         planned = planned if isinstance(planned, str) else ""
         if planned.startswith(("http://", "https://")) or url_named(name):
             host = "vcc-canary-%s-%s-%s" % (label.lower(), "".join(c if c.isalnum() else "-" for c in name.lower()), hexits)
-            path = planned.split("://", 1)[1].partition("/")[2]
+            path = planned.split("://", 1)[1].partition("/")[2] if "://" in planned else ""
             out[name] = "http://%s.invalid/%s" % (host, path)
         else:
             out[name] = "vcc-canary-%s-%s-%s" % (label, name, hexits)

@@ -543,3 +543,56 @@ fn a_changed_or_incomplete_wheelhouse_fails_naming_the_cause(
         placement.detail
     );
 }
+
+/// The host's canaries: a field whose planned value is an http(s) URL, or
+/// whose name says it is an address, gets a URL canary on its planned path
+/// (an empty default included: n8n's `webhook-url`); any other field a
+/// plain one. Run with the test interpreter (the host's own functions).
+#[test]
+fn address_fields_get_url_canaries_and_other_fields_plain_ones() {
+    let scratch = tempfile::tempdir().unwrap();
+    let host = scratch.path().join("host.py");
+    std::fs::write(&host, shared_runtime::HOST).unwrap();
+    let script = r#"
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("host", sys.argv[1])
+host = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(host)
+fields = ["webhook-url", "base_url", "api_key", "endpoint", "name"]
+base = {"webhook-url": "", "base_url": "https://api.example.com/v1", "name": "https://x.example/"}
+print(json.dumps(host.canary_config(fields, "B", base)))
+"#;
+    let out = std::process::Command::new(common::python())
+        .args(["-I", "-c", script])
+        .arg(&host)
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: std::collections::BTreeMap<String, String> =
+        serde_json::from_slice(&out.stdout).expect("canaries as JSON");
+    let url = |field: &str, path: &str| {
+        let v = &got[field];
+        assert!(
+            v.starts_with(&format!("http://vcc-canary-b-{field}-").replace('_', "-"))
+                && v.ends_with(&format!(".invalid/{path}")),
+            "{field}: {v}"
+        );
+    };
+    url("webhook-url", "");
+    url("base_url", "v1");
+    url("endpoint", "");
+    url("name", "");
+    assert!(
+        got["api_key"].starts_with("vcc-canary-B-api_key-"),
+        "{got:?}"
+    );
+    let mark = shared_runtime::outbound::wire_mark(&got["base_url"]);
+    assert!(
+        mark.starts_with("vcc-canary-b-base-url-") && mark.ends_with(".invalid"),
+        "{mark}"
+    );
+}
