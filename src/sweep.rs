@@ -386,7 +386,10 @@ fn truncate(path: &Path, cap: u64) -> std::io::Result<()> {
 pub fn decide(entries: &[SweptEntry], errors: &[String]) -> Vec<(Option<String>, Check)> {
     type Key = (Option<String>, Option<String>, bool);
     let mut groups: BTreeMap<Key, Vec<&SweptEntry>> = BTreeMap::new();
-    for e in entries.iter().filter(|e| !is_pytest_current(e)) {
+    for e in entries
+        .iter()
+        .filter(|e| !is_pytest_current(e) && !is_sdk_jail_mirror(e, machine_link))
+    {
         let oversized = e.kind == SweptKind::Oversized;
         groups
             .entry((e.gate.clone(), e.candidate.clone(), oversized))
@@ -449,6 +452,61 @@ pub fn is_pytest_current(e: &SweptEntry) -> bool {
         at.is_empty()
     };
     e.kind == SweptKind::Symlink && numbered && sibling
+}
+
+/// The folders the SDK 0.7 runtime mirrors into each shared worker's jail
+/// root (`worker_launcher._READONLY_SYSTEM_MOUNTS`): where the machine's
+/// own `/<name>` is a link (a merged-/usr system: `/bin -> usr/bin`), the
+/// SDK makes the same link in the root (`_ensure_jail_mount_targets`).
+const SDK_JAIL_MIRRORS: [&str; 5] = ["bin", "lib", "lib64", "sbin", "usr"];
+
+/// Whether `e` is a link the SDK's shared runtime made in a worker's jail
+/// root as a copy of the machine's own: a removed symlink at
+/// `…roots/shared-runtime/…/data/plugin-runtime/shared-workers/<64 hex
+/// digits>/root/<bin|lib|lib64|sbin|usr>` that stays in DIR and whose
+/// target is exactly what `machine_link("/<name>")` reads on this machine.
+/// Every shared-runtime candidate leaves four of them; removed and recorded
+/// in `swept` like any link, but warned of, they said nothing about the
+/// plugin. A lookalike (another name, depth or target) is still judged.
+pub fn is_sdk_jail_mirror(e: &SweptEntry, machine_link: impl Fn(&str) -> Option<String>) -> bool {
+    let (Some(target), false, "removed", SweptKind::Symlink) =
+        (&e.target, e.leaves_dir, e.action.as_str(), &e.kind)
+    else {
+        return false;
+    };
+    let mut parts = e.path.rsplit('/');
+    let (
+        Some(name),
+        Some("root"),
+        Some(digest),
+        Some("shared-workers"),
+        Some("plugin-runtime"),
+        Some("data"),
+    ) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    )
+    else {
+        return false;
+    };
+    let hex = digest.len() == 64
+        && digest
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    hex && e.path.contains("roots/shared-runtime/")
+        && SDK_JAIL_MIRRORS.contains(&name)
+        && machine_link(&format!("/{name}")).as_deref() == Some(target.as_str())
+}
+
+/// `readlink` of a path of this machine, as text (`None`: not a link).
+fn machine_link(path: &str) -> Option<String> {
+    std::fs::read_link(path)
+        .ok()
+        .and_then(|t| t.to_str().map(str::to_string))
 }
 
 /// Where entries of `gate` were: the sentence's subject.

@@ -385,3 +385,59 @@ fn a_link_whose_name_is_not_utf8_is_removed_all_the_same() {
     assert_eq!(entries[0].action, "removed", "{entries:?}");
     assert!(std::fs::symlink_metadata(home.join(name)).is_err());
 }
+
+/// The links the SDK's shared runtime makes in each worker's jail root as
+/// copies of the machine's own (`root/bin -> usr/bin` on a merged-/usr
+/// system) make no check; a lookalike with another target, name or place
+/// still does.
+#[test]
+fn the_sdk_jail_roots_copies_of_the_machines_links_make_no_check_and_lookalikes_still_do() {
+    let root = format!(
+        "roots/shared-runtime/work/p/data/plugin-runtime/shared-workers/{}/root",
+        "ab".repeat(32)
+    );
+    let machine = |p: &str| (p == "/bin").then(|| "usr/bin".to_string());
+    let entry = |path: String, target: &str| SweptEntry {
+        path,
+        kind: SweptKind::Symlink,
+        target: Some(target.into()),
+        leaves_dir: false,
+        gate: Some("shared-runtime".into()),
+        candidate: Some("p".into()),
+        size: None,
+        action: "removed".into(),
+    };
+    assert!(is_sdk_jail_mirror(
+        &entry(format!("{root}/bin"), "usr/bin"),
+        machine
+    ));
+    for (path, target) in [
+        (format!("{root}/bin"), "/etc"),
+        (format!("{root}/etc"), "usr/bin"),
+        (format!("{root}/x/bin"), "usr/bin"),
+        (
+            format!(
+                "roots/suites/data/plugin-runtime/shared-workers/{}/root/bin",
+                "ab".repeat(32)
+            ),
+            "usr/bin",
+        ),
+        (root.replace("abab", "ABAB") + "/bin", "usr/bin"),
+    ] {
+        assert!(
+            !is_sdk_jail_mirror(&entry(path.clone(), target), machine),
+            "{path} -> {target}"
+        );
+    }
+    let mut kept = entry(format!("{root}/bin"), "usr/bin");
+    kept.action = "not removed: EPERM".into();
+    assert!(!is_sdk_jail_mirror(&kept, machine));
+    // On this machine, through decide: a link equal to the machine's own
+    // /bin makes no check; one to another place warns.
+    if let Some(own) = machine_link("/bin") {
+        let checks = decide(&[entry(format!("{root}/bin"), &own)], &[]);
+        assert!(checks.is_empty(), "{checks:?}");
+    }
+    let checks = decide(&[entry(format!("{root}/bin"), "usr/not-bin")], &[]);
+    assert_eq!(checks.len(), 1, "{checks:?}");
+}
