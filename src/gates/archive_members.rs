@@ -57,20 +57,22 @@ impl super::Gate for ArchiveMembers {
         if ctx.staged_root.is_none() {
             return Err("the staged source is missing (the `stage` gate did not record DIR/staging/source); run `stage` first".into());
         }
+        let mut single = Vec::new();
         let inputs: Vec<Input> = ctx
             .candidate_specs()
             .iter()
             .map(|c| {
                 let folder = c.folder().to_string();
-                let manifest_reader = match ctx.private_roots("archive-members", &folder) {
-                    Ok((home, tmp)) => ManifestReader::Sdk {
+                match ctx.private_roots("archive-members", &folder) {
+                    Ok((home, tmp)) => single.push(ManifestReader::Sdk {
                         python: ctx.python_for(&folder).to_path_buf(),
                         env: ctx.child_env(&home, &tmp),
                         cwd: home,
                         log_stem: ctx.log_stem("archive-members", &format!("{folder}-manifest-yaml")),
-                    },
+                    }),
                     Err(e) => return Err(format!("cannot create private roots for {folder}: {e}")),
                 };
+                let manifest_reader = ManifestReader::Deferred;
                 let archive = match ctx.candidates.iter().find(|r| r.folder == folder).and_then(|r| r.manifest.as_ref()) {
                     Some(id) => {
                         let name = id.archive_name();
@@ -90,21 +92,28 @@ impl super::Gate for ArchiveMembers {
                 })
             })
             .collect::<Result<_, String>>()?;
-        let results: Vec<(Vec<Check>, Option<ArchiveRecord>)> = crate::parallel::map(
+        let mut observed: Vec<Option<Observation>> = crate::parallel::map(
             &inputs,
             ctx.width(),
-            inspect,
-            |input| {
-                (
+            |i| Some(observe::observe(i)),
+            |_| None,
+        );
+        read_manifests(ctx, &inputs, &single, &mut observed)?;
+        let results: Vec<(Vec<Check>, Option<ArchiveRecord>)> = inputs
+            .iter()
+            .zip(observed)
+            .map(|(input, obs)| match obs {
+                Some(obs) => (decide(&obs), archive_record(&obs)),
+                None => (
                     vec![Check::fail(
                         "archive-digest",
                         Some(&input.folder),
                         "the harness thread inspecting this archive panicked; this is a harness defect: report it",
                     )],
                     None,
-                )
-            },
-        );
+                ),
+            })
+            .collect();
         let mut checks = Vec::new();
         // By folder: this gate may see some candidates only (a candidate that
         // failed `lbp-build` is left out), the record it updates holds all.
@@ -121,11 +130,104 @@ impl super::Gate for ArchiveMembers {
     }
 }
 
-/// Observes one candidate and decides: its checks, and its archive record
-/// when the members were read.
+/// Observes one candidate (its manifests read by its own reader) and
+/// decides: its checks, and its archive record when the members were read.
+#[cfg(test)]
 fn inspect(input: &Input) -> (Vec<Check>, Option<ArchiveRecord>) {
     let obs = observe::observe(input);
     (decide(&obs), archive_record(&obs))
+}
+
+/// Reads the two manifests of every candidate whose members were read, as
+/// the SDK reads them: one probe process per interpreter for all of them
+/// (`manifest_reader::read_batch`, logged at
+/// `DIR/logs/archive-members/manifest-yaml.*`, each candidate's answer kept
+/// at `<folder>-manifest-yaml.stdout` for `replay`), each reading put into
+/// its observation. `single[i]` reads input `i` alone when the batch fails.
+///
+/// # Errors
+/// When the batch's private folders cannot be made.
+fn read_manifests(
+    ctx: &RunContext,
+    inputs: &[Input],
+    single: &[ManifestReader],
+    observed: &mut [Option<Observation>],
+) -> Result<(), String> {
+    let mut pythons: Vec<&std::path::Path> = Vec::new();
+    for input in inputs {
+        let python = ctx.python_for(&input.folder);
+        if !pythons.contains(&python) {
+            pythons.push(python);
+        }
+    }
+    for (n, python) in pythons.into_iter().enumerate() {
+        let mut at = Vec::new();
+        for (i, input) in inputs.iter().enumerate() {
+            let read = observed[i]
+                .as_ref()
+                .and_then(|o| o.zip.as_ref())
+                .and_then(|z| z.data.as_ref())
+                .is_some_and(Result::is_ok);
+            if read && ctx.python_for(&input.folder) == python {
+                at.push(i);
+            }
+        }
+        if at.is_empty() {
+            continue;
+        }
+        let name = if n == 0 {
+            "manifest-yaml".to_string()
+        } else {
+            format!("manifest-yaml-{}", n + 1)
+        };
+        let (home, tmp) = ctx
+            .private_roots("archive-members", &name)
+            .map_err(|e| format!("cannot create private roots for the manifest probe: {e}"))?;
+        let log_stem = ctx.log_stem("archive-members", &name);
+        let batch = crate::python::batch::BatchProbe {
+            wrapper: &[],
+            python,
+            name: "manifest_yaml_probe",
+            source: crate::python::MANIFEST_YAML_PROBE,
+            cwd: &home,
+            log_stem: &log_stem,
+        };
+        let pairs: Vec<manifest_reader::Pair> = at
+            .iter()
+            .map(|&i| manifest_reader::Pair {
+                source: inputs[i].staged.join(crate::build_rules::MANIFEST),
+                archived: inputs[i].extract_abs.join(crate::build_rules::MANIFEST),
+            })
+            .collect();
+        let kept: Vec<_> = at
+            .iter()
+            .map(|&i| {
+                ctx.log_stem(
+                    "archive-members",
+                    &format!("{}-manifest-yaml.stdout", inputs[i].folder),
+                )
+            })
+            .collect();
+        let singles: Vec<ManifestReader> = at.iter().map(|&i| single[i].clone()).collect();
+        let readings = manifest_reader::read_batch(
+            &batch,
+            ctx.child_env(&home, &tmp),
+            &pairs,
+            &kept,
+            &singles,
+        );
+        for (&i, reading) in at.iter().zip(readings) {
+            if let Some(Ok(data)) = observed[i]
+                .as_mut()
+                .and_then(|o| o.zip.as_mut())
+                .and_then(|z| z.data.as_mut())
+            {
+                let yaml12 = data.manifest.source_yaml12.clone();
+                data.manifest = manifest_reader::from_readings(reading, yaml12);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The evidence's record of the archive: digests, members, content digest.

@@ -3,9 +3,13 @@
 # langbot_plugin.runtime.plugin.artifact read a plugin's manifest.
 #
 # Usage: python -I -B -c <this> SOURCE ARCHIVED
+#    or: python -I -B -c <this> JOBS
 #
 #   SOURCE    the staged source's manifest.yaml (DIR/staging/source/<folder>/)
 #   ARCHIVED  the archive's manifest.yaml as extracted (DIR/extracted/<folder>/)
+#   JOBS      a JSON list of {"source": SOURCE, "archived": ARCHIVED}, for
+#             every candidate at once (the SDK imported once); the answer is
+#             a JSON list with one {"report": DOCUMENT} per job, in order
 #
 # Prints one JSON document: {"pyyaml": VERSION, "source": DOC, "archived":
 # DOC, "build_pages": DOC or null}, where DOC is {"value": NODE} or {"error": TEXT}. A NODE keeps the
@@ -114,13 +118,24 @@ def build_pages(source):
         os.chdir(here)
 
 
-print(
-    json.dumps(
-        {
-            "pyyaml": yaml.__version__,
-            "source": read(sys.argv[1]),
-            "archived": read(sys.argv[2]),
-            "build_pages": build_pages(sys.argv[1]),
-        }
-    )
-)
+def report(source, archived):
+    return {
+        "pyyaml": yaml.__version__,
+        "source": read(source),
+        "archived": read(archived),
+        "build_pages": build_pages(source),
+    }
+
+
+if len(sys.argv) == 2:
+    # Batch (src/python/batch.rs): one JSON list of {"source", "archived"}
+    # jobs; one {"report": ...} or {"error": ...} per job, in order.
+    answers = []
+    for job in json.loads(sys.argv[1]):
+        try:
+            answers.append({"report": report(job["source"], job["archived"])})
+        except Exception as e:  # this job could not be observed
+            answers.append({"error": f"{type(e).__name__}: {e}"})
+    print(json.dumps(answers))
+else:
+    print(json.dumps(report(sys.argv[1], sys.argv[2])))
