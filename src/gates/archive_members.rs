@@ -140,13 +140,11 @@ fn inspect(input: &Input) -> (Vec<Check>, Option<ArchiveRecord>) {
 
 /// Reads the two manifests of every candidate whose members were read, as
 /// the SDK reads them: one probe process per interpreter for all of them
-/// (`manifest_reader::read_batch`, logged at
-/// `DIR/logs/archive-members/manifest-yaml.*`, each candidate's answer kept
-/// at `<folder>-manifest-yaml.stdout` for `replay`), each reading put into
-/// its observation. `single[i]` reads input `i` alone when the batch fails.
+/// ([`read_manifests_with`]), each reading put into its observation.
+/// `single[i]` reads input `i` alone when a batch fails.
 ///
 /// # Errors
-/// When the batch's private folders cannot be made.
+/// When a batch's private folders cannot be made.
 fn read_manifests(
     ctx: &RunContext,
     inputs: &[Input],
@@ -161,70 +159,73 @@ fn read_manifests(
         }
     }
     for (n, python) in pythons.into_iter().enumerate() {
-        let mut at = Vec::new();
-        for (i, input) in inputs.iter().enumerate() {
-            let read = observed[i]
-                .as_ref()
-                .and_then(|o| o.zip.as_ref())
-                .and_then(|z| z.data.as_ref())
-                .is_some_and(Result::is_ok);
-            if read && ctx.python_for(&input.folder) == python {
-                at.push(i);
-            }
-        }
-        if at.is_empty() {
-            continue;
-        }
-        let name = if n == 0 {
-            "manifest-yaml".to_string()
-        } else {
-            format!("manifest-yaml-{}", n + 1)
-        };
-        let (home, tmp) = ctx
-            .private_roots("archive-members", &name)
-            .map_err(|e| format!("cannot create private roots for the manifest probe: {e}"))?;
-        let log_stem = ctx.log_stem("archive-members", &name);
-        let batch = crate::python::batch::BatchProbe {
-            wrapper: &[],
-            python,
-            name: "manifest_yaml_probe",
-            source: crate::python::MANIFEST_YAML_PROBE,
-            cwd: &home,
-            log_stem: &log_stem,
-        };
-        let pairs: Vec<manifest_reader::Pair> = at
-            .iter()
-            .map(|&i| manifest_reader::Pair {
-                source: inputs[i].staged.join(crate::build_rules::MANIFEST),
-                archived: inputs[i].extract_abs.join(crate::build_rules::MANIFEST),
+        let at: Vec<usize> = (0..inputs.len())
+            .filter(|&i| ctx.python_for(&inputs[i].folder) == python)
+            .filter(|&i| {
+                observed[i]
+                    .as_ref()
+                    .and_then(|o| o.zip.as_ref())
+                    .and_then(|z| z.data.as_ref())
+                    .is_some_and(Result::is_ok)
             })
             .collect();
-        let kept: Vec<_> = at
-            .iter()
-            .map(|&i| {
-                ctx.log_stem(
-                    "archive-members",
-                    &format!("{}-manifest-yaml.stdout", inputs[i].folder),
-                )
-            })
-            .collect();
-        let singles: Vec<ManifestReader> = at.iter().map(|&i| single[i].clone()).collect();
-        let readings = manifest_reader::read_batch(
-            &batch,
-            ctx.child_env(&home, &tmp),
-            &pairs,
-            &kept,
-            &singles,
-        );
-        for (&i, reading) in at.iter().zip(readings) {
-            if let Some(Ok(data)) = observed[i]
-                .as_mut()
-                .and_then(|o| o.zip.as_mut())
-                .and_then(|z| z.data.as_mut())
-            {
-                let yaml12 = data.manifest.source_yaml12.clone();
-                data.manifest = manifest_reader::from_readings(reading, yaml12);
-            }
+        if !at.is_empty() {
+            let name = match n {
+                0 => "manifest-yaml".to_string(),
+                _ => format!("manifest-yaml-{}", n + 1),
+            };
+            read_manifests_with(ctx, python, &name, &at, inputs, single, observed)?;
+        }
+    }
+    Ok(())
+}
+
+/// One batch: the manifests of inputs `at` read by `python`, logged at
+/// `DIR/logs/archive-members/<name>.*`, each candidate's answer kept at
+/// `<folder>-manifest-yaml.stdout` for `replay`.
+fn read_manifests_with(
+    ctx: &RunContext,
+    python: &std::path::Path,
+    name: &str,
+    at: &[usize],
+    inputs: &[Input],
+    single: &[ManifestReader],
+    observed: &mut [Option<Observation>],
+) -> Result<(), String> {
+    let (home, tmp) = ctx
+        .private_roots("archive-members", name)
+        .map_err(|e| format!("cannot create private roots for the manifest probe: {e}"))?;
+    let log_stem = ctx.log_stem("archive-members", name);
+    let batch = crate::python::batch::BatchProbe {
+        wrapper: &[],
+        python,
+        name: "manifest_yaml_probe",
+        source: crate::python::MANIFEST_YAML_PROBE,
+        cwd: &home,
+        log_stem: &log_stem,
+    };
+    let pairs: Vec<manifest_reader::Pair> = at
+        .iter()
+        .map(|&i| manifest_reader::Pair {
+            source: inputs[i].staged.join(crate::build_rules::MANIFEST),
+            archived: inputs[i].extract_abs.join(crate::build_rules::MANIFEST),
+        })
+        .collect();
+    let kept: Vec<_> = at
+        .iter()
+        .map(|&i| {
+            let file = format!("{}-manifest-yaml.stdout", inputs[i].folder);
+            ctx.log_stem("archive-members", &file)
+        })
+        .collect();
+    let singles: Vec<ManifestReader> = at.iter().map(|&i| single[i].clone()).collect();
+    let env = ctx.child_env(&home, &tmp);
+    let readings = manifest_reader::read_batch(&batch, env, &pairs, &kept, &singles);
+    for (&i, reading) in at.iter().zip(readings) {
+        let data = observed[i].as_mut().and_then(|o| o.zip.as_mut());
+        if let Some(Ok(data)) = data.and_then(|z| z.data.as_mut()) {
+            let yaml12 = data.manifest.source_yaml12.clone();
+            data.manifest = manifest_reader::from_readings(reading, yaml12);
         }
     }
     Ok(())
