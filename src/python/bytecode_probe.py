@@ -203,6 +203,17 @@ def header(data, source_path):
     return out
 
 
+def relative(path, base):
+    """`os.path.relpath(path, base)` for a path found by walking below
+    `base`: the part after `base/`, without relpath's normalising of both
+    (a third of this probe's time on 3 000 files); anything else through
+    relpath itself."""
+    prefix = base if base.endswith("/") else base + "/"
+    if path.startswith(prefix) and "/./" not in path and "/../" not in path:
+        return path[len(prefix):]
+    return os.path.relpath(path, base)
+
+
 def examine_cached(path, rel):
     """One file inside a `__pycache__` folder."""
     entry = {"path": rel, "source": None, "optimize": None, "header": None,
@@ -227,7 +238,7 @@ def examine_cached(path, rel):
         return entry
     entry["optimize"] = optimize
     source_path = os.path.join(os.path.dirname(os.path.dirname(path)), parts[0] + ".py")
-    entry["source"] = os.path.relpath(source_path, site_packages)
+    entry["source"] = relative(source_path, site_packages)
     try:
         data = open(path, "rb").read()
     except OSError as exc:
@@ -301,7 +312,7 @@ def examine_tree(root, skip=()):
         in_cache = os.path.basename(dirpath) == "__pycache__"
         for name in sorted(filenames):
             path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, site_packages)
+            rel = relative(path, site_packages)
             if in_cache:
                 files.append(examine_cached(path, rel))
             elif name.endswith(".pyc"):

@@ -112,7 +112,7 @@ def examine_stdlib(root):
         for name in sorted(filenames):
             if name.endswith(suffix) and name.count(".") == 2:
                 path = os.path.join(dirpath, name)
-                files.append(examine_cached(path, os.path.relpath(path, root)))
+                files.append(examine_cached(path, relative(path, root)))
     return files
 
 

@@ -435,36 +435,81 @@ pub fn failed_checks<'a>(evidence: &'a Value, id: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// Copies the virtual environment at `src_venv` (`cp -a SRC/. DST`) into a
-/// fresh temporary directory, for tests that tamper with an SDK install. The
-/// returned directory is the copy's root: its interpreter is
-/// `<dir>/bin/python`, see [`venv_python`].
+/// A copy of a virtual environment made by [`copy_venv`], held for one
+/// test: its folder is locked (`flock`) until this is dropped.
+pub struct VenvCopy {
+    path: PathBuf,
+    _lock: std::fs::File,
+}
+
+impl VenvCopy {
+    /// The copy's root: its interpreter is `<path>/bin/python`.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// How many venv copies may be in use at once (the test threads, and one).
+const VENV_SLOTS: usize = 4;
+
+/// Copies the virtual environment at `src_venv` (`cp -a SRC/. DST`), for
+/// tests that tamper with an SDK install, into one of [`VENV_SLOTS`] fixed
+/// folders of this test run (`<shared runs>/venv-slot-N`, emptied first),
+/// locked for the caller until the returned [`VenvCopy`] is dropped. A
+/// fixed folder keeps the verifier's bytecode cache warm across the tests
+/// that take it (its pairs are keyed by path: a fresh folder made every
+/// test compile the whole SDK again, about 7 s of CPU each); a file a test
+/// changed has other digests and is compiled and compared as before.
 ///
 /// # Panics
 /// When the copy fails.
-pub fn copy_venv(src_venv: &Path) -> TempDir {
-    let dir = tempfile::Builder::new()
-        .prefix("vcc-venv-")
-        .tempdir()
-        .expect("create temp dir");
+pub fn copy_venv(src_venv: &Path) -> VenvCopy {
+    use rustix::fs::{flock, FlockOperation};
+    let root = shared_run::runs_root();
+    std::fs::create_dir_all(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
+    let open = |n: usize| {
+        let path = root.join(format!("venv-slot-{n}.lock"));
+        std::fs::File::create(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let free = (0..VENV_SLOTS).find_map(|n| {
+        let lock = open(n);
+        flock(&lock, FlockOperation::NonBlockingLockExclusive)
+            .ok()
+            .map(|()| (n, lock))
+    });
+    let (n, lock) = free.unwrap_or_else(|| {
+        let n = std::process::id() as usize % VENV_SLOTS;
+        let lock = open(n);
+        flock(&lock, FlockOperation::LockExclusive).expect("flock a venv slot");
+        (n, lock)
+    });
+    let dir = root.join(format!("venv-slot-{n}"));
+    if dir.exists() {
+        make_writable(&dir);
+        std::fs::remove_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    }
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let out = std::process::Command::new("cp")
         .arg("-a")
         .arg(src_venv.join("."))
-        .arg(dir.path())
+        .arg(&dir)
         .output()
         .expect("run cp");
     assert!(
         out.status.success(),
         "cp -a {} {}: {}",
         src_venv.display(),
-        dir.path().display(),
+        dir.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    dir
+    VenvCopy {
+        path: dir,
+        _lock: lock,
+    }
 }
 
 /// The interpreter of a venv copied by [`copy_venv`].
-pub fn venv_python(venv: &TempDir) -> PathBuf {
+pub fn venv_python(venv: &VenvCopy) -> PathBuf {
     venv.path().join("bin").join("python")
 }
 

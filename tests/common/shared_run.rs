@@ -98,8 +98,8 @@ pub fn shared_dependencies_run() -> SharedRun {
     shared_run(&[], &["--python", python, "--only", "dependencies"])
 }
 
-/// The folder of this test run's shared runs.
-fn runs_root() -> PathBuf {
+/// The folder of this test run's shared runs (and venv copies).
+pub(crate) fn runs_root() -> PathBuf {
     if let Some(dir) = std::env::var_os("VCC_SHARED_RUNS").filter(|v| !v.is_empty()) {
         return PathBuf::from(dir);
     }
