@@ -18,6 +18,7 @@ import base64
 import copy
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -92,6 +93,10 @@ BOOT = (
 SINK_PORTS = (80, 443)
 SINK_MAX_EVENTS = 400
 SINK_MAX_TEXT = 8192
+SINK_MAX_READ = 65536
+# What every canary starts with (the URL ones in lower case): an event that
+# carries one is never dropped, nor is the part of a request that holds it.
+CANARY_MARK = re.compile(rb"vcc-canary-[A-Za-z0-9_.-]*", re.IGNORECASE)
 
 
 def dns_question(packet):
@@ -142,11 +147,21 @@ class OutboundSink:
 
     def __init__(self):
         self.events, self.lock, self.errors, self.listening = [], threading.Lock(), [], []
+        self.dropped = 0
 
-    def keep(self, kind, port, text):
+    def keep(self, kind, port, data):
+        """One event: the first SINK_MAX_TEXT bytes (Latin-1), and every
+        canary-like token after them. Past SINK_MAX_EVENTS only events with
+        a canary-like token are kept; the others are counted as dropped."""
+        marks = [m.group().decode("ascii") for m in CANARY_MARK.finditer(data[SINK_MAX_TEXT:])]
+        text = data[:SINK_MAX_TEXT].decode("latin-1")
+        if marks:
+            text += "\n[canary-like tokens later in the data: %s]" % ", ".join(sorted(set(marks)))
         with self.lock:
-            if len(self.events) < SINK_MAX_EVENTS:
-                self.events.append({"t": time.monotonic(), "kind": kind, "port": port, "text": text[:SINK_MAX_TEXT]})
+            if len(self.events) < SINK_MAX_EVENTS or CANARY_MARK.search(data):
+                self.events.append({"t": time.monotonic(), "kind": kind, "port": port, "text": text})
+            else:
+                self.dropped += 1
 
     def start(self, ip, outer):
         """Routes every IPv4 address to the loopback and listens, only in a
@@ -189,7 +204,7 @@ class OutboundSink:
                 name, qtype, end = dns_question(packet)
             except (IndexError, UnicodeError):
                 continue
-            self.keep("dns", port, name)
+            self.keep("dns", port, name.encode("ascii", "replace"))
             s.sendto(dns_answer(packet, qtype, end), peer)
 
     def tcp(self, s, port):
@@ -201,7 +216,7 @@ class OutboundSink:
         data = b""
         conn.settimeout(2.0)
         try:
-            while len(data) < SINK_MAX_TEXT:
+            while len(data) < SINK_MAX_READ:
                 chunk = conn.recv(4096)
                 if not chunk:
                     break
@@ -209,19 +224,20 @@ class OutboundSink:
                 if port == 443 or complete_http(data):
                     break
             if port == 443:
-                self.keep("tls", port, "server name: %s" % tls_server_name(data))
+                self.keep("tls", port, b"server name: %s" % (tls_server_name(data) or "None").encode("ascii", "replace"))
             else:
-                self.keep("http", port, data.decode("latin-1"))
+                self.keep("http", port, data)
                 conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         except OSError:
             if data:
-                self.keep("http" if port != 443 else "tls", port, data.decode("latin-1"))
+                self.keep("http" if port != 443 else "tls", port, data)
         finally:
             conn.close()
 
     def report(self):
         with self.lock:
-            return {"listening": self.listening, "errors": self.errors, "events": list(self.events)}
+            return {"listening": self.listening, "errors": self.errors, "events": list(self.events),
+                    "dropped": self.dropped}
 
 
 def complete_http(data):

@@ -596,3 +596,60 @@ print(json.dumps(host.canary_config(fields, "B", base)))
         "{mark}"
     );
 }
+
+/// The host's outbound sink keeps what carries a canary: past its event
+/// limit only canary-bearing events are kept (a flood cannot push a leak
+/// out), a canary after the first 8 KiB of a request is appended to the
+/// kept text, and a DNS query is parsed and answered 127.0.0.1. Run with
+/// the test interpreter (the host's own functions, no sockets).
+#[test]
+fn the_outbound_sink_never_drops_what_carries_a_canary() {
+    let scratch = tempfile::tempdir().unwrap();
+    let host = scratch.path().join("host.py");
+    std::fs::write(&host, shared_runtime::HOST).unwrap();
+    let script = r#"
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("host", sys.argv[1])
+host = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(host)
+sink = host.OutboundSink()
+for i in range(450):
+    sink.keep("dns", 53, b"noise-%d.example" % i)
+sink.keep("dns", 53, b"vcc-canary-a-endpoint-00ff.invalid")
+sink.keep("http", 80, b"POST / HTTP/1.1\r\n\r\n" + b"x" * 9000 + b" key=vcc-canary-B-api_key-0a1b")
+query = bytes.fromhex("abcd01000001000000000000") + b"\x03api\x07example\x03com\x00" + b"\x00\x01\x00\x01"
+name, qtype, end = host.dns_question(query)
+answer = host.dns_answer(query, qtype, end)
+report = sink.report()
+print(json.dumps({"events": len(report["events"]), "dropped": report["dropped"],
+                  "last": report["events"][-1]["text"][-80:], "canary": report["events"][-2]["text"],
+                  "name": name, "qtype": qtype, "answer": answer.hex()}))
+"#;
+    let out = std::process::Command::new(common::python())
+        .args(["-I", "-c", script])
+        .arg(&host)
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(got["events"], 402, "{got}");
+    assert_eq!(got["dropped"], 50, "{got}");
+    assert_eq!(got["canary"], "vcc-canary-a-endpoint-00ff.invalid", "{got}");
+    assert!(
+        got["last"]
+            .as_str()
+            .unwrap()
+            .ends_with("[canary-like tokens later in the data: vcc-canary-B-api_key-0a1b]"),
+        "{got}"
+    );
+    assert_eq!(got["name"], "api.example.com");
+    assert_eq!(got["qtype"], 1);
+    // Same id, a response with one answer: 127.0.0.1.
+    let answer = got["answer"].as_str().unwrap();
+    assert!(answer.starts_with("abcd8180000100010000"), "{answer}");
+    assert!(answer.ends_with("7f000001"), "{answer}");
+}

@@ -82,9 +82,14 @@ pub struct Outbound {
     /// What could not be set up (a route, a port).
     #[serde(default)]
     pub errors: Vec<String>,
-    /// Every query or connection, in order of arrival (at most 400).
+    /// Every query or connection, in order of arrival: at most 400, past
+    /// which only those carrying a canary-like token (`vcc-canary-…`) are
+    /// kept.
     #[serde(default)]
     pub events: Vec<OutboundEvent>,
+    /// Events past the limit without a canary-like token, not kept.
+    #[serde(default)]
+    pub dropped: u64,
 }
 
 /// One DNS query or TCP connection the sink received.
@@ -98,8 +103,9 @@ pub struct OutboundEvent {
     /// The port it was sent to (53, 80 or 443).
     #[serde(default)]
     pub port: u16,
-    /// The queried name, the request's first 8 KiB (Latin-1), or `server
-    /// name: NAME` of a TLS ClientHello.
+    /// The queried name, the request's first 8 KiB (Latin-1; of at most
+    /// 64 KiB read, every canary-like token after them appended), or
+    /// `server name: NAME` of a TLS ClientHello.
     #[serde(default)]
     pub text: String,
 }

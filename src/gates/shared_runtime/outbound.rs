@@ -130,6 +130,7 @@ pub fn summary(obs: &HostObservation) -> serde_json::Value {
         "dns_queries": count("dns"),
         "http_requests": count("http"),
         "tls_connections": count("tls"),
+        "dropped_without_canary": obs.outbound.dropped,
     })
 }
 
