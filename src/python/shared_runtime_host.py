@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 import uuid
 
@@ -149,17 +150,21 @@ class OutboundSink:
         self.events, self.lock, self.errors, self.listening = [], threading.Lock(), [], []
         self.dropped = 0
 
-    def keep(self, kind, port, data):
-        """One event: the first SINK_MAX_TEXT bytes (Latin-1), and every
-        canary-like token after them. Past SINK_MAX_EVENTS only events with
-        a canary-like token are kept; the others are counted as dropped."""
+    def keep(self, kind, port, data, t=None):
+        """One event, stamped `t` (when its first bytes came; now if not
+        given): the first SINK_MAX_TEXT bytes (Latin-1), every canary-like
+        token after them, and what HTTP Basic credentials and
+        percent-encoding hide ([`decoded`]). Past SINK_MAX_EVENTS only
+        events with a canary-like token are kept; the others are counted as
+        dropped."""
+        data = data + decoded(data)
         marks = [m.group().decode("ascii") for m in CANARY_MARK.finditer(data[SINK_MAX_TEXT:])]
         text = data[:SINK_MAX_TEXT].decode("latin-1")
         if marks:
             text += "\n[canary-like tokens later in the data: %s]" % ", ".join(sorted(set(marks)))
         with self.lock:
             if len(self.events) < SINK_MAX_EVENTS or CANARY_MARK.search(data):
-                self.events.append({"t": time.monotonic(), "kind": kind, "port": port, "text": text})
+                self.events.append({"t": t or time.monotonic(), "kind": kind, "port": port, "text": text})
             else:
                 self.dropped += 1
 
@@ -179,7 +184,7 @@ class OutboundSink:
             if done.returncode != 0:
                 self.errors.append("`ip %s` exited %d: %s" % (" ".join(args), done.returncode, done.stderr.strip()))
                 return
-        for address in resolvers():
+        for address in resolvers() + ["0.0.0.0"]:
             self.serve(self.dns, socket.SOCK_DGRAM, address, 53)
         for port in SINK_PORTS:
             self.serve(self.tcp, socket.SOCK_STREAM, "0.0.0.0", port)
@@ -208,29 +213,44 @@ class OutboundSink:
             s.sendto(dns_answer(packet, qtype, end), peer)
 
     def tcp(self, s, port):
+        """Accepts for ever; an accept or thread that fails is recorded in
+        `errors` (what it missed is then not known), never ends the loop."""
         while True:
-            conn, _ = s.accept()
-            threading.Thread(target=self.connection, args=(conn, port), daemon=True).start()
+            try:
+                conn, _ = s.accept()
+                threading.Thread(target=self.connection, args=(conn, port), daemon=True).start()
+            except Exception as exc:  # EMFILE, no thread: keep listening
+                with self.lock:
+                    if len(self.errors) < 20:
+                        self.errors.append("port %d: %s: %s" % (port, type(exc).__name__, exc))
+                time.sleep(0.05)
 
     def connection(self, conn, port):
-        data = b""
+        """One connection: read (at most SINK_MAX_READ, 2 s of silence ends
+        it), kept stamped with the time its first bytes came; a TLS
+        ClientHello by its server name, anything else as sent."""
+        data, first = b"", None
         conn.settimeout(2.0)
         try:
             while len(data) < SINK_MAX_READ:
                 chunk = conn.recv(4096)
                 if not chunk:
                     break
+                first = first or time.monotonic()
                 data += chunk
-                if port == 443 or complete_http(data):
+                if (data[:1] == b"\x16" and port == 443) or complete_http(data):
                     break
-            if port == 443:
-                self.keep("tls", port, b"server name: %s" % (tls_server_name(data) or "None").encode("ascii", "replace"))
-            else:
-                self.keep("http", port, data)
+        except OSError:
+            pass
+        try:
+            if data[:1] == b"\x16":
+                name = (tls_server_name(data) or "None").encode("ascii", "replace")
+                self.keep("tls", port, b"server name: %s" % name, first)
+            elif data:
+                self.keep("http", port, data, first)
                 conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         except OSError:
-            if data:
-                self.keep("http" if port != 443 else "tls", port, data)
+            pass
         finally:
             conn.close()
 
@@ -241,18 +261,37 @@ class OutboundSink:
 
 
 def complete_http(data):
-    """A whole HTTP request: its head, and as much body as Content-Length says."""
+    """A whole HTTP request: its head, and as much body as Content-Length
+    says, or a chunked body up to its last (empty) chunk."""
     head, sep, body = data.partition(b"\r\n\r\n")
     if not sep:
         return False
     for line in head.split(b"\r\n")[1:]:
         name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
+        name, value = name.strip().lower(), value.strip().lower()
+        if name == b"transfer-encoding" and b"chunked" in value:
+            return body.endswith(b"0\r\n\r\n")
+        if name == b"content-length":
             try:
-                return len(body) >= int(value.strip())
+                return len(body) >= int(value)
             except ValueError:
                 return True
     return True
+
+
+def decoded(data):
+    """What a request carries encoded, appended for the canary search: the
+    credentials of `Authorization: Basic`, and the percent-decoded data
+    when it has a `%`."""
+    out = b""
+    for m in re.finditer(rb"(?i)authorization:\s*basic\s+([A-Za-z0-9+/=]+)", data[:SINK_MAX_READ]):
+        try:
+            out += b"\n[basic credentials: " + base64.b64decode(m.group(1), validate=False) + b"]"
+        except ValueError:
+            pass
+    if b"%" in data:
+        out += b"\n[percent-decoded: " + urllib.parse.unquote_to_bytes(data) + b"]"
+    return out
 
 
 def resolvers():
@@ -360,7 +399,15 @@ class Client:
     async def answer(self, msg):
         ctx = msg.get("context") or {}
         inst = ctx.get("installation_uuid")
-        self.host_calls.append({"installation_uuid": inst, "action": msg["action"], "data": msg.get("data")})
+        record = {"installation_uuid": inst, "action": msg["action"], "data": msg.get("data")}
+        value = (msg.get("data") or {}).get("value_base64") if isinstance(msg.get("data"), dict) else None
+        if isinstance(value, str):
+            # A stored value is base64 on the wire: decoded for the canary search.
+            try:
+                record["decoded"] = base64.b64decode(value).decode("latin-1")
+            except ValueError:
+                pass
+        self.host_calls.append(record)
         if msg["action"] == "get_plugin_settings":
             data = {"enabled": True, "priority": 0, "plugin_config": self.settings.get(inst, {}),
                     "install_source": "local", "install_info": {}, "installation_uuid": inst}
@@ -506,12 +553,21 @@ def canary_config(fields, label, base):
         planned = (base or {}).get(name)
         planned = planned if isinstance(planned, str) else ""
         if planned.startswith(("http://", "https://")) or url_named(name):
-            host = "vcc-canary-%s-%s-%s" % (label.lower(), "".join(c if c.isalnum() else "-" for c in name.lower()), hexits)
+            host = "vcc-canary-%s-%s-%s" % (label.lower(), dns_safe(name), hexits)
             path = planned.split("://", 1)[1].partition("/")[2] if "://" in planned else ""
             out[name] = "http://%s.invalid/%s" % (host, path)
         else:
             out[name] = "vcc-canary-%s-%s-%s" % (label, name, hexits)
     return out
+
+
+def dns_safe(name):
+    """A field name as part of one DNS label: ASCII letters, digits and `-`
+    only, at most 30 characters, so `vcc-canary-a-<this>-<16 hex>` stays
+    within the 63 a label may have (longer, the resolver refuses the name
+    and nothing reaches the sink)."""
+    out = "".join(c if c in "abcdefghijklmnopqrstuvwxyz0123456789" else "-" for c in name.lower())
+    return out[:30].strip("-") or "field"
 
 
 def url_named(name):

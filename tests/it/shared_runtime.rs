@@ -617,12 +617,23 @@ for i in range(450):
     sink.keep("dns", 53, b"noise-%d.example" % i)
 sink.keep("dns", 53, b"vcc-canary-a-endpoint-00ff.invalid")
 sink.keep("http", 80, b"POST / HTTP/1.1\r\n\r\n" + b"x" * 9000 + b" key=vcc-canary-B-api_key-0a1b")
+import base64, socket
+basic = base64.b64encode(b"user:vcc-canary-A-password-0c0d")
+sink.keep("http", 80, b"GET / HTTP/1.1\r\nAuthorization: Basic " + basic + b"\r\n\r\n")
+sink.keep("http", 80, b"GET /?k=vcc%2Dcanary%2DA%2Dkey%2D0e0f HTTP/1.1\r\n\r\n")
+here, there = socket.socketpair()
+there.sendall(b"GET /?k=vcc-canary-A-plain-443 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+there.sendall(b"5\r\nhello\r\n0\r\n\r\n")
+sink.connection(here, 443)
 query = bytes.fromhex("abcd01000001000000000000") + b"\x03api\x07example\x03com\x00" + b"\x00\x01\x00\x01"
 name, qtype, end = host.dns_question(query)
 answer = host.dns_answer(query, qtype, end)
 report = sink.report()
+texts = [e["text"] for e in report["events"]]
 print(json.dumps({"events": len(report["events"]), "dropped": report["dropped"],
-                  "last": report["events"][-1]["text"][-80:], "canary": report["events"][-2]["text"],
+                  "last": texts[-4][-80:], "canary": texts[-5], "basic": texts[-3], "percent": texts[-2],
+                  "on_443": [report["events"][-1]["kind"], texts[-1]],
+                  "labels": host.canary_config(["custom_openai_compatible_api_base_url", "adresse-été-url"], "A", {}),
                   "name": name, "qtype": qtype, "answer": answer.hex()}))
 "#;
     let out = std::process::Command::new(common::python())
@@ -636,8 +647,41 @@ print(json.dumps({"events": len(report["events"]), "dropped": report["dropped"],
         String::from_utf8_lossy(&out.stderr)
     );
     let got: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    assert_eq!(got["events"], 402, "{got}");
+    assert_eq!(got["events"], 405, "{got}");
     assert_eq!(got["dropped"], 50, "{got}");
+    assert!(
+        got["basic"]
+            .as_str()
+            .unwrap()
+            .contains("[basic credentials: user:vcc-canary-A-password-0c0d]"),
+        "{got}"
+    );
+    assert!(
+        got["percent"]
+            .as_str()
+            .unwrap()
+            .contains("vcc-canary-A-key-0e0f"),
+        "{got}"
+    );
+    // Plain HTTP to port 443 is kept as sent, its chunked body read to the end.
+    assert_eq!(got["on_443"][0], "http", "{got}");
+    let on_443 = got["on_443"][1].as_str().unwrap();
+    assert!(
+        on_443.contains("vcc-canary-A-plain-443") && on_443.contains("hello"),
+        "{got}"
+    );
+    // A DNS label has at most 63 characters, and only ASCII letters, digits and `-`.
+    for url in got["labels"].as_object().unwrap().values() {
+        let host = shared_runtime::outbound::wire_mark(url.as_str().unwrap());
+        let label = host.strip_suffix(".invalid").unwrap();
+        assert!(label.len() <= 63, "{label}");
+        assert!(
+            label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+            "{label}"
+        );
+    }
     assert_eq!(got["canary"], "vcc-canary-a-endpoint-00ff.invalid", "{got}");
     assert!(
         got["last"]

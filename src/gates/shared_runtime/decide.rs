@@ -249,7 +249,22 @@ fn not_called(obs: &HostObservation) -> String {
 }
 
 fn text_has(v: &Value, canary: &str) -> bool {
-    !canary.is_empty() && v.to_string().contains(canary)
+    str_has(&v.to_string(), canary)
+}
+
+/// `text` shows `canary`: the canary itself, or for a URL canary its host
+/// name in any case ([`outbound::wire_mark`]: a plugin that normalises its
+/// endpoint, `rstrip("/")` or a lower-cased URL, still shows it).
+fn str_has(text: &str, canary: &str) -> bool {
+    if canary.is_empty() {
+        return false;
+    }
+    let mark = outbound::wire_mark(canary);
+    text.contains(canary)
+        || (mark != canary
+            && text
+                .to_ascii_lowercase()
+                .contains(&mark.to_ascii_lowercase()))
 }
 
 fn pair<'a>(obs: &'a HostObservation, label: &str) -> Option<(&'a Installation, &'a Installation)> {
@@ -325,6 +340,7 @@ pub fn own_configuration(obs: &HostObservation, c: Option<&str>) -> Check {
         })
         .collect();
     wrong.extend(counted(sent));
+    wrong.extend(outbound::concurrent_swaps(obs));
     let missing: Vec<_> = obs
         .installations
         .iter()
@@ -375,7 +391,7 @@ fn shown_outside_replies(obs: &HostObservation) -> std::collections::BTreeMap<St
     for me in &obs.installations {
         let own_call = obs.host_calls.iter().find(|h| {
             h.installation_uuid.as_deref() == Some(me.uuid())
-                && canaries(me).iter().any(|k| text_has(&h.data, k))
+                && canaries(me).iter().any(|k| h.carries(k))
         });
         if let Some(h) = own_call {
             seen.entry(me.label.clone())
@@ -417,9 +433,7 @@ fn shown_field(
     match reply {
         Value::Object(map) => map.iter().find_map(|(k, v)| {
             let own = me.get(k).and_then(|canary| match v {
-                Value::String(s) if !s.contains(canary.as_str()) => {
-                    Some((k.clone(), format!("{s:?}")))
-                }
+                Value::String(s) if !str_has(s, canary) => Some((k.clone(), format!("{s:?}"))),
                 Value::Null => Some((k.clone(), "null".into())),
                 _ => None,
             });
@@ -543,7 +557,7 @@ pub fn no_cross(obs: &HostObservation, c: Option<&str>) -> Check {
             .iter()
             .filter(|h| h.installation_uuid.as_deref() == Some(me.uuid()))
         {
-            for k in canaries(other).into_iter().filter(|k| text_has(&h.data, k)) {
+            for k in canaries(other).into_iter().filter(|k| h.carries(k)) {
                 leaks.push(format!(
                     "{}'s canary {k} in host call {} made for {}",
                     other.label, h.action, me.label

@@ -283,6 +283,19 @@ pub struct HostCall {
     /// Request data.
     #[serde(default)]
     pub data: Value,
+    /// A storage request's `value_base64`, decoded (Latin-1), so a canary
+    /// stored is searched like one sent.
+    #[serde(default)]
+    pub decoded: Option<String>,
+}
+
+impl HostCall {
+    /// The request carries `canary`, in its data or its decoded value.
+    pub fn carries(&self, canary: &str) -> bool {
+        !canary.is_empty()
+            && (self.data.to_string().contains(canary)
+                || self.decoded.as_deref().is_some_and(|d| d.contains(canary)))
+    }
 }
 
 /// The in-worker scan's report (`src/python/shared_scan.py`).

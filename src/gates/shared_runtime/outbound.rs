@@ -43,6 +43,9 @@ pub struct Sighting<'a> {
     /// The labels of the installations with an invocation in progress when
     /// it arrived (empty: none).
     pub active: BTreeSet<&'a str>,
+    /// The phases of those invocations (`sequential`, `concurrent`,
+    /// `after-revoke`).
+    pub phases: BTreeSet<&'a str>,
 }
 
 impl Sighting<'_> {
@@ -94,12 +97,13 @@ pub fn describe(event: &OutboundEvent) -> String {
 pub fn sightings(obs: &HostObservation) -> Vec<Sighting<'_>> {
     let mut out = Vec::new();
     for event in &obs.outbound.events {
-        let active: BTreeSet<&str> = obs
+        let running: Vec<_> = obs
             .calls
             .iter()
             .filter(|c| matches!((c.t0, c.t1), (Some(a), Some(b)) if a <= event.t && event.t <= b))
-            .map(|c| c.installation.as_str())
             .collect();
+        let active: BTreeSet<&str> = running.iter().map(|c| c.installation.as_str()).collect();
+        let phases: BTreeSet<&str> = running.iter().map(|c| c.phase.as_str()).collect();
         for owner in &obs.installations {
             if let Some(canary) = owner.canaries().into_iter().find(|k| shows(event, k)) {
                 out.push(Sighting {
@@ -107,8 +111,52 @@ pub fn sightings(obs: &HostObservation) -> Vec<Sighting<'_>> {
                     owner,
                     mark: wire_mark(canary),
                     active: active.clone(),
+                    phases: phases.clone(),
                 });
             }
+        }
+    }
+    out
+}
+
+/// Requests swapped while A and B ran at once, which no single sighting
+/// shows (both installations' invocations were in progress): an
+/// installation whose sequential invocations sent its own canary out but
+/// none of whose canaries was seen in the concurrent phase, while the
+/// other's canary was seen there more often than in that installation's
+/// own sequential invocations. One sentence per such installation. (A
+/// plugin that caches a result sends less in the concurrent phase for
+/// both, and is not named.)
+pub fn concurrent_swaps(obs: &HostObservation) -> Vec<String> {
+    let seen = sightings(obs);
+    let count = |owner: &str, phase: &str, alone: bool| {
+        seen.iter()
+            .filter(|s| s.owner.label == owner && s.phases.contains(phase))
+            .filter(|s| !alone || (s.own_alone() && s.phases.len() == 1))
+            .count()
+    };
+    let mut out = Vec::new();
+    for me in &obs.installations {
+        let Some(other) = obs.installations.iter().find(|i| i.label != me.label) else {
+            continue;
+        };
+        let (mine_alone, mine_at_once) = (
+            count(&me.label, "sequential", true),
+            count(&me.label, "concurrent", false),
+        );
+        let (theirs_alone, theirs_at_once) = (
+            count(&other.label, "sequential", true),
+            count(&other.label, "concurrent", false),
+        );
+        if mine_alone > 0 && mine_at_once == 0 && theirs_at_once > theirs_alone {
+            out.push(format!(
+                "run at once with {o}, {m}'s invocations sent out no request with its own configuration \
+                 while {o}'s canary was seen {theirs_at_once} time(s) (one after the other, {m}'s own \
+                 was seen {mine_alone} time(s) and {o}'s {theirs_alone}): {m}'s concurrent invocations \
+                 read {o}'s configuration",
+                m = me.label,
+                o = other.label
+            ));
         }
     }
     out
@@ -167,6 +215,56 @@ mod tests {
             port: 53,
             text: name.into(),
         }
+    }
+
+    /// A's concurrent request went to B's endpoint: no single sighting is
+    /// foreign (both ran), but the counts show the swap; a plugin that
+    /// simply sends less at once (a cache) is not named.
+    #[test]
+    fn a_request_swapped_while_both_ran_is_named_by_the_counts() {
+        let a = "http://vcc-canary-a-endpoint-00aa.invalid/";
+        let b = "http://vcc-canary-b-endpoint-00bb.invalid/";
+        let mut calls = vec![call("A", 1.0, 2.0), call("B", 3.0, 4.0)];
+        for label in ["A", "B"] {
+            let mut c = call(label, 5.0, 6.0);
+            c.phase = "concurrent".into();
+            calls.push(c);
+        }
+        let mut obs = HostObservation {
+            installations: vec![inst("A", a), inst("B", b)],
+            calls,
+            outbound: super::super::observe::Outbound {
+                events: vec![
+                    dns(1.5, "vcc-canary-a-endpoint-00aa.invalid"),
+                    dns(3.5, "vcc-canary-b-endpoint-00bb.invalid"),
+                    dns(5.2, "vcc-canary-b-endpoint-00bb.invalid"),
+                    dns(5.3, "vcc-canary-b-endpoint-00bb.invalid"),
+                ],
+                ..Default::default()
+            },
+            ..HostObservation::default()
+        };
+        let swaps = concurrent_swaps(&obs);
+        assert_eq!(swaps.len(), 1, "{swaps:?}");
+        assert!(
+            swaps[0].starts_with("run at once with B, A's invocations sent out no request"),
+            "{swaps:?}"
+        );
+        obs.outbound.events.truncate(2);
+        assert!(
+            concurrent_swaps(&obs).is_empty(),
+            "a cache sends less: no finding"
+        );
+        obs.outbound
+            .events
+            .push(dns(5.2, "vcc-canary-a-endpoint-00aa.invalid"));
+        obs.outbound
+            .events
+            .push(dns(5.3, "vcc-canary-b-endpoint-00bb.invalid"));
+        assert!(
+            concurrent_swaps(&obs).is_empty(),
+            "each its own at once: no finding"
+        );
     }
 
     #[test]

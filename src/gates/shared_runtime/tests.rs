@@ -175,13 +175,28 @@ fn a_request_to_the_other_installations_endpoint_fails_naming_the_request() {
 fn a_host_call_carrying_its_own_canary_establishes_own_configuration() {
     let mut obs = showing_no_configuration();
     obs.config_declared = Some(1);
+    use base64::Engine as _;
     for inst in obs.installations.clone() {
+        // As the SDK stores it: base64 on the wire, decoded by the host.
+        let canary = inst.canaries()[0].to_string();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&canary);
         obs.host_calls.push(super::observe::HostCall {
             installation_uuid: Some(inst.uuid().to_string()),
             action: "set_binary_storage".into(),
-            data: serde_json::json!({"key": "k", "value": inst.canaries()[0]}),
+            data: serde_json::json!({"key": "k", "value_base64": b64}),
+            decoded: Some(canary),
         });
     }
+    let mut undecoded = obs.clone();
+    for h in &mut undecoded.host_calls {
+        h.decoded = None;
+    }
+    let not = own_configuration(&undecoded, Some("x"));
+    assert_eq!(
+        not.result,
+        CheckResult::Fail,
+        "base64 alone shows no canary"
+    );
     let check = own_configuration(&obs, Some("x"));
     assert_eq!(check.result, CheckResult::Pass, "{}", check.detail);
     assert!(
@@ -639,6 +654,7 @@ fn a_canary_in_a_host_call_or_the_other_installations_logs_fails() {
         installation_uuid: Some(b_uuid),
         action: "get_plugin_storage".into(),
         data: serde_json::json!({"k": a_key}),
+        decoded: None,
     });
     assert!(no_cross(&obs, None)
         .detail
