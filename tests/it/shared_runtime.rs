@@ -550,30 +550,13 @@ fn a_changed_or_incomplete_wheelhouse_fails_naming_the_cause(
 /// plain one. Run with the test interpreter (the host's own functions).
 #[test]
 fn address_fields_get_url_canaries_and_other_fields_plain_ones() {
-    let scratch = tempfile::tempdir().unwrap();
-    let host = scratch.path().join("host.py");
-    std::fs::write(&host, shared_runtime::HOST).unwrap();
     let script = r#"
-import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("host", sys.argv[1])
-host = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(host)
 fields = ["webhook-url", "base_url", "api_key", "endpoint", "name"]
 base = {"webhook-url": "", "base_url": "https://api.example.com/v1", "name": "https://x.example/"}
 print(json.dumps(host.canary_config(fields, "B", base)))
 "#;
-    let out = std::process::Command::new(common::python())
-        .args(["-I", "-c", script])
-        .arg(&host)
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let got: std::collections::BTreeMap<String, String> =
-        serde_json::from_slice(&out.stdout).expect("canaries as JSON");
+        serde_json::from_value(with_host_functions(script)).expect("canaries as JSON");
     let url = |field: &str, path: &str| {
         let v = &got[field];
         assert!(
@@ -604,14 +587,7 @@ print(json.dumps(host.canary_config(fields, "B", base)))
 /// the test interpreter (the host's own functions, no sockets).
 #[test]
 fn the_outbound_sink_never_drops_what_carries_a_canary() {
-    let scratch = tempfile::tempdir().unwrap();
-    let host = scratch.path().join("host.py");
-    std::fs::write(&host, shared_runtime::HOST).unwrap();
     let script = r#"
-import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("host", sys.argv[1])
-host = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(host)
 sink = host.OutboundSink()
 for i in range(450):
     sink.keep("dns", 53, b"noise-%d.example" % i)
@@ -636,17 +612,7 @@ print(json.dumps({"events": len(report["events"]), "dropped": report["dropped"],
                   "labels": host.canary_config(["custom_openai_compatible_api_base_url", "adresse-été-url"], "A", {}),
                   "name": name, "qtype": qtype, "answer": answer.hex()}))
 "#;
-    let out = std::process::Command::new(common::python())
-        .args(["-I", "-c", script])
-        .arg(&host)
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let got: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let got = with_host_functions(script);
     assert_eq!(got["events"], 405, "{got}");
     assert_eq!(got["dropped"], 50, "{got}");
     assert!(
@@ -696,4 +662,28 @@ print(json.dumps({"events": len(report["events"]), "dropped": report["dropped"],
     let answer = got["answer"].as_str().unwrap();
     assert!(answer.starts_with("abcd8180000100010000"), "{answer}");
     assert!(answer.ends_with("7f000001"), "{answer}");
+}
+
+/// Runs `script` with the test interpreter after `host = <the shared-runtime
+/// host module>` (its functions only: `main` is not run) and returns what
+/// it printed, as JSON.
+fn with_host_functions(script: &str) -> Value {
+    let scratch = tempfile::tempdir().unwrap();
+    let host = scratch.path().join("host.py");
+    std::fs::write(&host, shared_runtime::HOST).unwrap();
+    let prelude = "import importlib.util, json, sys\n\
+        spec = importlib.util.spec_from_file_location(\"host\", sys.argv[1])\n\
+        host = importlib.util.module_from_spec(spec)\n\
+        spec.loader.exec_module(host)\n";
+    let out = std::process::Command::new(common::python())
+        .args(["-I", "-c", &format!("{prelude}{script}")])
+        .arg(&host)
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the script's JSON")
 }

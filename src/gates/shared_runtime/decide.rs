@@ -326,21 +326,7 @@ pub fn own_configuration(obs: &HostObservation, c: Option<&str>) -> Check {
             ));
         }
     }
-    let sent: Vec<String> = outbound::sightings(obs)
-        .iter()
-        .filter(|s| s.foreign() && !s.active.is_empty())
-        .map(|s| {
-            let reader: Vec<_> = s.active.iter().copied().collect();
-            format!(
-                "an invocation for {} sent out {}'s configuration ({})",
-                reader.join(" and "),
-                s.owner.label,
-                outbound::describe(s.event)
-            )
-        })
-        .collect();
-    wrong.extend(counted(sent));
-    wrong.extend(outbound::concurrent_swaps(obs));
+    wrong.extend(sent_out_the_others(obs));
     let missing: Vec<_> = obs
         .installations
         .iter()
@@ -372,6 +358,29 @@ pub fn own_configuration(obs: &HostObservation, c: Option<&str>) -> Check {
         .with_observed(observed);
     }
     Check::fail(OWN_CONFIG, c, own_config_detail(&wrong, &missing, obs)).with_observed(observed)
+}
+
+/// The findings of the outbound sink against `own-configuration`: a
+/// request carrying one installation's canary sent while only the other's
+/// invocations ran (counted), and endpoints swapped while both ran
+/// ([`outbound::concurrent_swaps`]).
+fn sent_out_the_others(obs: &HostObservation) -> Vec<String> {
+    let sent: Vec<String> = outbound::sightings(obs)
+        .iter()
+        .filter(|s| s.foreign() && !s.active.is_empty())
+        .map(|s| {
+            let reader: Vec<_> = s.active.iter().copied().collect();
+            format!(
+                "an invocation for {} sent out {}'s configuration ({})",
+                reader.join(" and "),
+                s.owner.label,
+                outbound::describe(s.event)
+            )
+        })
+        .collect();
+    let mut out = counted(sent);
+    out.extend(outbound::concurrent_swaps(obs));
+    out
 }
 
 /// Where each installation showed its own canary other than in a reply
