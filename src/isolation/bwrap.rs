@@ -128,16 +128,19 @@ impl Bwrap {
             v.extend(["--setenv".into(), k.clone(), val.clone()]);
         }
         v.extend(system_dir_args());
-        for p in minimal_cover(&c.read_only) {
-            let s = p.display().to_string();
-            v.extend(["--ro-bind".into(), s.clone(), s]);
-        }
+        // `/proc` and `/dev` before the inputs: an input under `/dev/shm`
+        // (the host's RAM-backed file system) is then mounted on top of the
+        // new `/dev`, not hidden by it.
         v.extend([
             "--proc".into(),
             "/proc".into(),
             "--dev".into(),
             "/dev".into(),
         ]);
+        for p in minimal_cover(&c.read_only) {
+            let s = p.display().to_string();
+            v.extend(["--ro-bind".into(), s.clone(), s]);
+        }
         let root = c.root.display().to_string();
         v.extend(["--bind".into(), root.clone(), root]);
         v.extend(["--chdir".into(), c.cwd.display().to_string()]);

@@ -195,6 +195,9 @@ pub fn confine(
     }
 }
 
+/// The host's RAM-backed file system that bwrap's `--dev /dev` hides.
+const HOST_SHM: &str = "/dev/shm";
+
 /// The bwrap arguments running `program args` in `cwd`, confined by `plan`
 /// (see the module docs). bwrap passes its own environment on: start it
 /// with the step's.
@@ -229,6 +232,12 @@ pub fn step_args(plan: &SandboxPlan, cwd: &Path, program: &Path, args: &[String]
         }
     }
     v.extend(["--proc", "/proc", "--dev", "/dev"].map(String::from));
+    if whole_root && Path::new(HOST_SHM).is_dir() {
+        // `--dev` puts an empty `/dev/shm` over the host's, a file system
+        // like the others the whole root shows: an interpreter, or a folder
+        // a `.pth` names, may live there, and the probe must see it.
+        v.extend(["--ro-bind", HOST_SHM, HOST_SHM].map(String::from));
+    }
     if !whole_root {
         // With the whole root bound, the host's `/tmp` stays visible (and
         // read-only): the interpreter under review may live there.
@@ -597,6 +606,48 @@ mod tests {
         );
         assert!(!cache.join("new.pairs").exists());
         assert!(root.join("written").is_file());
+    }
+
+    /// `--dev /dev` hides the host's `/dev/shm`: with the whole root read
+    /// only, it is bound again, read-only, so an interpreter or a `.pth`
+    /// folder there is seen as on the host, and nothing is written to it.
+    #[test]
+    fn with_the_whole_root_read_only_the_hosts_dev_shm_is_seen_read_only() {
+        let Ok(shm) = tempfile::tempdir_in(HOST_SHM) else {
+            eprintln!("skipped: no writable {HOST_SHM}");
+            return;
+        };
+        std::fs::write(shm.path().join("marker"), "on the host\n").unwrap();
+        let top = tempfile::tempdir().unwrap();
+        let root = top.path().join("roots/probe");
+        std::fs::create_dir_all(&root).unwrap();
+        let available = preflight(&top.path().join("logs"));
+        let script = format!(
+            "cat {shm}/marker; \
+             if echo x > {shm}/new 2>/dev/null; then echo shm-writable; else echo shm-read-only; fi",
+            shm = shm.path().display(),
+        );
+        let spec = ChildSpec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script],
+            cwd: root.clone(),
+            env: BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string())]),
+            timeout: Duration::from_secs(60),
+            log_stem: top.path().join("logs/step"),
+            stdin: None,
+        };
+        let plan = SandboxPlan {
+            read_only: vec![PathBuf::from("/")],
+            writable: vec![root],
+            network: Network::PrivateLoopback,
+            survey: None,
+        };
+        let (spec, record) = confine(spec, &plan, &available);
+        assert!(record.confined());
+        let out = process::run_sandboxed(&spec).unwrap();
+        assert!(out.success(), "{}", out.tail(10));
+        assert_eq!(out.stdout_text(), "on the host\nshm-read-only\n");
+        assert!(!shm.path().join("new").exists());
     }
 
     #[test]

@@ -27,6 +27,7 @@ use verify_coding_candidates::exit;
 
 mod bench;
 mod mutants;
+mod ram_temp;
 mod wheel_records;
 
 /// The lock list of the extras the test suite needs in `target/sdk-venv`
@@ -214,19 +215,28 @@ fn test(extra: &[OsString]) -> Result<i32> {
         words.join(" ")
     );
     eprintln!("test: {}", browser_note());
+    // Fixture repositories and evidence go to a RAM-backed folder when there
+    // is one to spare (`ram_temp.rs`): the same tests, less kernel time.
+    let (temp, why) = ram_temp::choose()?;
+    eprintln!("test: temporary files: {why}");
     // The verifier runs tests share (`tests/common/shared_run.rs`): made by
     // the first test that asks, read by the others, removed after the run.
-    let shared = unique_temp_dir("vcc-shared-runs")?;
+    let shared = match &temp {
+        Some(dir) => dir.join("vcc-shared-runs"),
+        None => unique_temp_dir("vcc-shared-runs")?,
+    };
     // --no-fail-fast: one failing test must not hide the others' results.
-    let status = Command::new(cargo())
-        .current_dir(workspace_root())
+    let mut cmd = Command::new(cargo());
+    cmd.current_dir(workspace_root())
         .args(args)
         .args(extra)
         .env("PYTHON", &python)
-        .env("VCC_SHARED_RUNS", &shared)
-        .status()
-        .context("cannot start cargo");
-    remove_tree(&shared);
+        .env("VCC_SHARED_RUNS", &shared);
+    if let Some(dir) = &temp {
+        cmd.env("TMPDIR", dir);
+    }
+    let status = cmd.status().context("cannot start cargo");
+    remove_tree(temp.as_ref().unwrap_or(&shared));
     Ok(status?.code().unwrap_or(1))
 }
 
