@@ -406,10 +406,11 @@ fn partial_note(evidence: &Evidence) -> String {
             not_run.join(", ")
         ));
     }
-    format!(
-        " (partial: {}; not a certification of the commit)",
-        parts.join("; ")
-    )
+    // A working-tree run's own note says it already.
+    if evidence.source.worktree.is_none() {
+        parts.push("not a certification of the commit".to_string());
+    }
+    format!(" (partial: {})", parts.join("; "))
 }
 
 /// `--format json`: the summary as one JSON document (verdict, evidence
@@ -533,6 +534,21 @@ mod tests {
         );
         let text = summary(&partial, dir, false);
         assert!(text.contains("\nPASS (partial: "), "{text}");
+        assert_eq!(text.matches("not a certification").count(), 1, "{text}");
+        // A working-tree run with --only says it once, in the worktree note.
+        let mut worktree = partial.clone();
+        worktree.source.worktree = Some(crate::evidence::WorktreeSource {
+            label: "working tree, not a commit".into(),
+            digest: None,
+            files: None,
+            uncommitted: Vec::new(),
+        });
+        let text = summary(&worktree, dir, false);
+        assert!(
+            text.contains("(working tree, not a commit; not a certification of a commit) (partial: "),
+            "{text}"
+        );
+        assert_eq!(text.matches("not a certification").count(), 1, "{text}");
         // A grouped share names its candidates in every group it ran.
         let mut share = partial.clone();
         share.selection.partition = Some(crate::profile::Partition { index: 2, count: 2 });
