@@ -242,6 +242,31 @@ struct Ran {
     setup: Vec<String>,
 }
 
+impl Ran {
+    /// Appends what a later job recorded.
+    fn extend(&mut self, later: Ran) {
+        self.verifier_exits.extend(later.verifier_exits);
+        if later.merged != PathBuf::new() {
+            self.merged = later.merged;
+        }
+        self.runs.extend(later.runs);
+        self.setup.extend(later.setup);
+    }
+}
+
+/// Runs each of `jobs` in a thread of its own, as a CI runs the jobs that
+/// need no other at once, and returns what each returned, in order (a panic
+/// of one is raised again here).
+fn at_once<T: Send>(jobs: Vec<impl FnOnce() -> T + Send>) -> Vec<T> {
+    std::thread::scope(|scope| {
+        let running: Vec<_> = jobs.into_iter().map(|job| scope.spawn(job)).collect();
+        running
+            .into_iter()
+            .map(|job| job.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
 /// Checks shared by both recipes: every verifier call could run (exit 0 or
 /// 1, never 2), every run certified the plugin repository clone of its own
 /// job with the interpreter provisioned into the cache, and the merge of the
@@ -419,12 +444,48 @@ impl<'a> Github<'a> {
         }
     }
 
-    /// Runs every job of `yaml` in order, each matrix entry a job of its
-    /// own in a fresh folder under `base`.
+    /// A record of its own for one job run apart: the same repository,
+    /// group interpreter and artifact store, nothing recorded yet.
+    fn part(&self) -> Self {
+        Github::new(self.fixture, self.group.clone(), self.store.clone())
+    }
+
+    /// Appends what `part` recorded.
+    fn absorb(&mut self, part: Self) {
+        self.ran.extend(part.ran);
+        self.caches.extend(part.caches);
+        self.reports.extend(part.reports);
+        self.downloaded = part.downloaded.or(self.downloaded.take());
+    }
+
+    /// Runs every job of `yaml`, each matrix entry a job of its own in a
+    /// fresh folder under `base`: those that need no other at once
+    /// ([`at_once`]), then the others in order; recorded in the recipe's
+    /// order.
     fn walk(&mut self, yaml: &Yaml, base: &Path) {
-        for (n, (name, job, share, total)) in github_jobs(yaml).into_iter().enumerate() {
-            let root = base.join(format!("job-{}", n + 1));
-            self.job(name, job, share, total, &root);
+        let root = |n: usize| base.join(format!("job-{}", n + 1));
+        let (first, then): (Vec<_>, Vec<_>) = github_jobs(yaml)
+            .into_iter()
+            .enumerate()
+            .partition(|(_, (_, job, _, _))| job["needs"].is_null());
+        let (this, root) = (&*self, &root);
+        let parts = at_once(
+            first
+                .into_iter()
+                .map(|(n, (name, job, share, total))| {
+                    move || {
+                        let mut part = this.part();
+                        part.job(name, job, share, total, &root(n));
+                        part
+                    }
+                })
+                .collect(),
+        );
+        for part in parts {
+            self.absorb(part);
+        }
+        for (n, (name, job, share, total)) in then {
+            self.job(name, job, share, total, &root(n));
         }
     }
 
@@ -801,12 +862,40 @@ impl<'a> Gitlab<'a> {
         }
     }
 
-    /// Runs every job of `yaml` in order ([`gitlab_jobs`]); a job that
-    /// certifies nothing in a fresh folder under `base`.
+    /// A record of its own for one job run apart.
+    fn part(&self) -> Self {
+        Gitlab::new(self.fixture, self.group.clone())
+    }
+
+    /// Runs every job of `yaml` ([`gitlab_jobs`]): those that need no other
+    /// at once ([`at_once`]), then the others in order; recorded in the
+    /// recipe's order. A job that certifies nothing runs in a fresh folder
+    /// under `base`.
     fn walk(&mut self, yaml: &Yaml, base: &Path) {
-        for (n, (name, job, node)) in gitlab_jobs(yaml).into_iter().enumerate() {
-            let own = base.join(format!("job-{}/builds/plugins", n + 1));
-            self.job(&name, &job, &node, &own);
+        let own = |n: usize| base.join(format!("job-{}/builds/plugins", n + 1));
+        let (first, then): (Vec<_>, Vec<_>) = gitlab_jobs(yaml)
+            .into_iter()
+            .enumerate()
+            .partition(|(_, (_, job, _))| job["needs"].is_null());
+        let (this, own) = (&*self, &own);
+        let parts = at_once(
+            first
+                .into_iter()
+                .map(|(n, (name, job, node))| {
+                    move || {
+                        let mut part = this.part();
+                        part.job(&name, &job, &node, &own(n));
+                        part
+                    }
+                })
+                .collect(),
+        );
+        for part in parts {
+            self.ran.extend(part.ran);
+            self.runs.extend(part.runs);
+        }
+        for (n, (name, job, node)) in then {
+            self.job(&name, &job, &node, &own(n));
         }
     }
 

@@ -38,7 +38,8 @@
 //! Folders live under `runs_root()` (`$VCC_SHARED_RUNS`), one per invocation
 //! (`ci-<SHA-256>`), held under a `flock` while a job uses it
 //! ([`crate::common::hold_shared`]): nextest runs each test as a process of
-//! its own; a test holds one folder at a time.
+//! its own, and a test runs its independent jobs in threads of their own,
+//! each holding one folder at a time.
 
 use crate::common::{self, both, FixtureRepo};
 use std::collections::BTreeMap;
