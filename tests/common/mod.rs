@@ -11,7 +11,9 @@
 mod shared_run;
 // Not every test binary shares runs (`prerequisites.rs` does not).
 #[allow(unused_imports)]
-pub use shared_run::{shared_dependencies_run, shared_run, SharedRun};
+pub use shared_run::{
+    hold_shared, shared_dependencies_run, shared_key, shared_run, HeldFolder, SharedRun,
+};
 
 use assert_cmd::Command;
 use serde_json::Value;

@@ -12,6 +12,9 @@
 //!
 //! A test that changes the evidence (tampering, merging into it) copies it
 //! first ([`SharedRun::copy_evidence`]); nothing here may be written to.
+//!
+//! [`hold_shared`] is the lock alone, for runs made another way (the CI
+//! recipe tests' certification jobs, `tests/it/ci_recipes/shared.rs`).
 
 use super::{evidence_dir, fixture_repo_at, processes_under, tree_snapshot, verifier};
 use rustix::fs::{flock, FlockOperation};
@@ -74,19 +77,38 @@ impl SharedRun {
 /// cannot start (a failing run is shared like a passing one: its exit code
 /// is in [`SharedRun::code`]).
 pub fn shared_run(overlays: &[&str], args: &[&str]) -> SharedRun {
-    let key = run_key(overlays, args);
+    let held = hold_shared(&run_key(overlays, args));
+    if !held.dir.join("done").is_file() {
+        make(&held.dir, overlays, args);
+    }
+    read(&held.dir)
+}
+
+/// A folder of this test run's shared runs, held by one test process at a
+/// time: the lock is released when this is dropped (or the process ends).
+pub struct HeldFolder {
+    /// `runs_root()/<name>` (not made here: its maker makes it).
+    pub dir: PathBuf,
+    _lock: std::fs::File,
+}
+
+/// Waits until no other test holds the shared folder `name`, then holds it
+/// (an exclusive `flock` of `runs_root()/<name>.lock`).
+///
+/// # Panics
+/// When the lock file cannot be made or locked.
+pub fn hold_shared(name: &str) -> HeldFolder {
     let root = runs_root();
     std::fs::create_dir_all(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
-    let lock_path = root.join(format!("{key}.lock"));
+    let lock_path = root.join(format!("{name}.lock"));
     let lock = std::fs::File::create(&lock_path)
         .unwrap_or_else(|e| panic!("{}: {e}", lock_path.display()));
     flock(&lock, FlockOperation::LockExclusive)
         .unwrap_or_else(|e| panic!("flock {}: {e}", lock_path.display()));
-    let dir = root.join(&key);
-    if !dir.join("done").is_file() {
-        make(&dir, overlays, args);
+    HeldFolder {
+        dir: root.join(name),
+        _lock: lock,
     }
-    read(&dir)
 }
 
 /// [`shared_run`] of the unmodified fixture with `--python $PYTHON --only
@@ -109,8 +131,20 @@ pub(crate) fn runs_root() -> PathBuf {
 
 /// A file name for `overlays` and `args`: the SHA-256 of both, 16 hex digits.
 fn run_key(overlays: &[&str], args: &[&str]) -> String {
+    let parts: Vec<&str> = overlays
+        .iter()
+        .chain([&"\0args"])
+        .chain(args)
+        .copied()
+        .collect();
+    shared_key(&parts)
+}
+
+/// The SHA-256 of `parts` (each ended by a NUL byte), 16 hex digits: a
+/// folder name for [`hold_shared`].
+pub fn shared_key(parts: &[&str]) -> String {
     let mut h = Sha256::new();
-    for part in overlays.iter().chain([&"\0args"]).chain(args) {
+    for part in parts {
         h.update(part.as_bytes());
         h.update([0]);
     }

@@ -1,10 +1,18 @@
 //! The CI recipes (`examples/ci/github-actions.yml`,
-//! `examples/ci/gitlab-ci.yml`): validated against the GitHub workflow and
-//! GitLab CI JSON schemas (`tests/data/ci-schemas/`), then run as scripts
-//! against the fixture repository: each job in a fresh workspace with a fresh
-//! clone of the repository under review, every command that calls the
-//! verifier executed by bash as the CI would, artifacts passed between jobs
-//! by each CI's rules, and the downloaded evidence replayed.
+//! `examples/ci/gitlab-ci.yml`, and the whole-repository ones beside them):
+//! validated against the GitHub workflow and GitLab CI JSON schemas
+//! (`tests/data/ci-schemas/`), then run as scripts against a fixture
+//! repository: each job in a fresh workspace with a clone of the repository
+//! under review, every command that calls the verifier executed by bash as
+//! the CI would, artifacts passed between jobs by each CI's rules, and the
+//! downloaded evidence replayed.
+//!
+//! A certification command (a share, the suites) that another test of this
+//! test run already ran as the same invocation is not run again: that run's
+//! exit status, output and evidence are taken, and the job's checkout is the
+//! one that run certified (`ci_recipes/shared.rs` says when two commands are
+//! the same invocation). The GitHub and GitLab recipes of a pair make the
+//! same three, so each pair's certifications run once.
 //!
 //! Artifact rules imitated: GitHub's `actions/upload-artifact@v4` (v4.4 and
 //! later) leaves out every file or directory whose name starts with `.` (and
@@ -21,11 +29,14 @@
 //! of what `sdk --print-path` provisions), and asserts the recipes' setup
 //! commands are exactly the known ones, so a changed setup is noticed here.
 
+mod shared;
+
 use crate::common;
 
 use common::*;
 use serde_json::Value;
 use serde_yaml_ng::Value as Yaml;
+use shared::SharedJob;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -165,7 +176,12 @@ fn lay_out_verifier(binary: &Path, cache: &Path) -> PathBuf {
     let sdk = cache.join("verify-coding-candidates").join("sdk-venv");
     std::fs::create_dir_all(sdk.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(sdk_venv(), &sdk).unwrap();
-    sdk.join("bin").join("python")
+    laid_out_python(cache)
+}
+
+/// The interpreter [`lay_out_verifier`] lays out in `cache`.
+fn laid_out_python(cache: &Path) -> PathBuf {
+    cache.join("verify-coding-candidates/sdk-venv/bin/python")
 }
 
 /// A clone of the fixture repository at `dst`, as a CI checkout makes it.
@@ -214,6 +230,7 @@ fn replay(dir: &Path) -> (i32, String) {
 }
 
 /// What the test checks after the jobs ran.
+#[derive(Default)]
 struct Ran {
     /// Exit code of every command that invoked the verifier.
     verifier_exits: Vec<(String, i32)>,
@@ -223,6 +240,31 @@ struct Ran {
     runs: Vec<(PathBuf, PathBuf)>,
     /// Setup commands met (and emulated), in order.
     setup: Vec<String>,
+}
+
+impl Ran {
+    /// Appends what a later job recorded.
+    fn extend(&mut self, later: Ran) {
+        self.verifier_exits.extend(later.verifier_exits);
+        if later.merged != PathBuf::new() {
+            self.merged = later.merged;
+        }
+        self.runs.extend(later.runs);
+        self.setup.extend(later.setup);
+    }
+}
+
+/// Runs each of `jobs` in a thread of its own, as a CI runs the jobs that
+/// need no other at once, and returns what each returned, in order (a panic
+/// of one is raised again here).
+fn at_once<T: Send>(jobs: Vec<impl FnOnce() -> T + Send>) -> Vec<T> {
+    std::thread::scope(|scope| {
+        let running: Vec<_> = jobs.into_iter().map(|job| scope.spawn(job)).collect();
+        running
+            .into_iter()
+            .map(|job| job.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
 }
 
 /// Checks shared by both recipes: every verifier call could run (exit 0 or
@@ -286,6 +328,302 @@ fn check(ran: &Ran) {
     );
 }
 
+/// The verifier as a GitHub job's steps call it: the release build in the
+/// job's checkout of the verifier.
+const GITHUB_VERIFIER: &str = "verifier/target/release/verify-coding-candidates";
+
+/// The evidence folder a certification command names (`--evidence X`), its
+/// variables not yet replaced.
+fn evidence_arg(command: &str) -> &str {
+    command
+        .split("--evidence ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{command}: expected --evidence"))
+        .trim_matches('"')
+}
+
+/// Every job of the GitHub recipe `yaml` in order, each matrix entry a job
+/// of its own: its name, the job, its `matrix.share` and the matrix's size.
+fn github_jobs(yaml: &Yaml) -> Vec<(&str, &Yaml, Option<u64>, usize)> {
+    let mut jobs = Vec::new();
+    for (name, job) in yaml["jobs"].as_mapping().expect("jobs") {
+        let shares: Vec<Option<u64>> = match job["strategy"]["matrix"]["share"].as_sequence() {
+            Some(list) => list.iter().map(|v| Some(v.as_u64().unwrap())).collect(),
+            None => vec![None],
+        };
+        let total = shares.len();
+        let name = name.as_str().unwrap();
+        jobs.extend(shares.into_iter().map(|share| (name, job, share, total)));
+    }
+    jobs
+}
+
+/// One job of a GitHub recipe (one matrix entry), run in a workspace of its
+/// own.
+struct GithubJob<'a> {
+    name: &'a str,
+    work: PathBuf,
+    temp: PathBuf,
+    cache: PathBuf,
+    env: BTreeMap<&'static str, String>,
+    /// `${{ … }}` expressions of this job, with their values.
+    vars: Vec<(&'static str, String)>,
+    /// Where the job checks the plugin repository out, until its
+    /// certification command runs: that path then links to the checkout
+    /// shared by every test making the same run (`shared.rs`). A job that
+    /// certifies nothing gets a clone of its own there when it ends.
+    checkout: Option<PathBuf>,
+    /// A command failed: the later steps run only with `if: always()`.
+    failed: bool,
+}
+
+impl<'a> GithubJob<'a> {
+    /// The job `name`, matrix entry `share` of `total`, in the fresh folder
+    /// `root`.
+    fn new(name: &'a str, root: &Path, share: Option<u64>, total: usize) -> Self {
+        let (work, temp, cache) = (root.join("work"), root.join("temp"), root.join("cache"));
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::create_dir_all(&temp).unwrap();
+        let env = BTreeMap::from([
+            ("RUNNER_TEMP", temp.display().to_string()),
+            ("XDG_CACHE_HOME", cache.display().to_string()),
+        ]);
+        let share = share.map(|s| s.to_string()).unwrap_or_default();
+        GithubJob {
+            name,
+            work,
+            temp,
+            cache,
+            env,
+            vars: vec![
+                ("${{ matrix.share }}", share),
+                ("${{ strategy.job-total }}", total.to_string()),
+            ],
+            checkout: None,
+            failed: false,
+        }
+    }
+
+    fn expand(&self, s: &str) -> String {
+        let mut s = s.replace("${{ runner.temp }}", &self.temp.display().to_string());
+        for (k, v) in &self.vars {
+            s = s.replace(k, v);
+        }
+        s
+    }
+}
+
+/// What the jobs of a GitHub recipe share and leave: the repository under
+/// review, the artifact store, and what the test checks afterwards.
+struct Github<'a> {
+    fixture: &'a FixtureRepo,
+    /// The SDK group interpreter each job's cache holds too (the
+    /// repository recipe), linked there as a restored cache would hold it.
+    group: Option<PathBuf>,
+    store: PathBuf,
+    ran: Ran,
+    /// Every `actions/cache` step's path and key, in order.
+    caches: Vec<(String, String)>,
+    /// Every JUnit report step's `report_paths`, in order.
+    reports: Vec<String>,
+    /// Where `actions/download-artifact` put the artifacts.
+    downloaded: Option<PathBuf>,
+}
+
+impl<'a> Github<'a> {
+    fn new(fixture: &'a FixtureRepo, group: Option<PathBuf>, store: PathBuf) -> Self {
+        Github {
+            fixture,
+            group,
+            store,
+            ran: Ran::default(),
+            caches: Vec::new(),
+            reports: Vec::new(),
+            downloaded: None,
+        }
+    }
+
+    /// A record of its own for one job run apart: the same repository,
+    /// group interpreter and artifact store, nothing recorded yet.
+    fn part(&self) -> Self {
+        Github::new(self.fixture, self.group.clone(), self.store.clone())
+    }
+
+    /// Appends what `part` recorded.
+    fn absorb(&mut self, part: Self) {
+        self.ran.extend(part.ran);
+        self.caches.extend(part.caches);
+        self.reports.extend(part.reports);
+        self.downloaded = part.downloaded.or(self.downloaded.take());
+    }
+
+    /// Runs every job of `yaml`, each matrix entry a job of its own in a
+    /// fresh folder under `base`: those that need no other at once
+    /// ([`at_once`]), then the others in order; recorded in the recipe's
+    /// order.
+    fn walk(&mut self, yaml: &Yaml, base: &Path) {
+        let root = |n: usize| base.join(format!("job-{}", n + 1));
+        let (first, then): (Vec<_>, Vec<_>) = github_jobs(yaml)
+            .into_iter()
+            .enumerate()
+            .partition(|(_, (_, job, _, _))| job["needs"].is_null());
+        let (this, root) = (&*self, &root);
+        let parts = at_once(
+            first
+                .into_iter()
+                .map(|(n, (name, job, share, total))| {
+                    move || {
+                        let mut part = this.part();
+                        part.job(name, job, share, total, &root(n));
+                        part
+                    }
+                })
+                .collect(),
+        );
+        for part in parts {
+            self.absorb(part);
+        }
+        for (n, (name, job, share, total)) in then {
+            self.job(name, job, share, total, &root(n));
+        }
+    }
+
+    /// Runs `job`, matrix entry `share` of `total`, in the fresh folder
+    /// `root`.
+    fn job(&mut self, name: &str, job: &Yaml, share: Option<u64>, total: usize, root: &Path) {
+        let mut run = GithubJob::new(name, root, share, total);
+        for step in job["steps"].as_sequence().unwrap() {
+            if !run.failed || step["if"].as_str() == Some("always()") {
+                self.step(&mut run, step);
+            }
+        }
+        if let Some(path) = run.checkout.take() {
+            checkout(self.fixture, &path);
+        }
+    }
+
+    /// Emulates or runs one step of `job`.
+    fn step(&mut self, job: &mut GithubJob<'_>, step: &Yaml) {
+        let with = |key: &str| step["with"][key].as_str().map(|v| job.expand(v));
+        match step["uses"].as_str() {
+            Some("actions/checkout@v4") => {
+                let path = job.work.join(with("path").expect("checkout path"));
+                if with("repository").is_none() {
+                    job.checkout = Some(path);
+                    return;
+                }
+                let python = lay_out_verifier(&path.join("target/release").join(BIN), &job.cache);
+                if let Some(venv) = &self.group {
+                    lay_out_group(&job.cache, venv);
+                }
+                job.env
+                    .insert("PYTHON_LAID_OUT", python.display().to_string());
+            }
+            Some("actions/setup-python@v5") => {
+                assert_eq!(with("python-version").as_deref(), Some("3.11"));
+            }
+            Some("actions/cache@v4") => {
+                self.caches
+                    .push((with("path").unwrap(), with("key").unwrap()));
+            }
+            Some("actions/upload-artifact@v4") => {
+                let include = step["with"]["include-hidden-files"].as_bool() == Some(true);
+                assert!(include, "job {}: hidden files are evidence too", job.name);
+                let path = PathBuf::from(with("path").unwrap());
+                let files = github_artifact(&path, &self.store.join(with("name").unwrap()), true);
+                let shown = path.display();
+                assert!(files > 0, "job {}: uploaded nothing from {shown}", job.name);
+            }
+            Some("actions/download-artifact@v4") => {
+                assert_eq!(with("pattern").as_deref(), Some("evidence-*"));
+                let to = PathBuf::from(with("path").unwrap());
+                for entry in std::fs::read_dir(&self.store).unwrap() {
+                    let entry = entry.unwrap();
+                    copy_dir(&entry.path(), &to.join(entry.file_name()));
+                }
+                self.downloaded = Some(to);
+            }
+            Some("mikepenz/action-junit-report@v6.0.1") => {
+                self.reports.push(with("report_paths").unwrap());
+            }
+            Some(other) => panic!("job {}: unexpected action {other}", job.name),
+            None => self.run(job, step["run"].as_str().expect("a run step")),
+        }
+    }
+
+    /// One `run` step of `job`: a command that calls the verifier runs by
+    /// bash in the job's workspace (with the interpreter the setup laid out
+    /// as `PYTHON` once the job provisioned it), a certification through
+    /// [`Github::certify`]; any other is setup, recorded.
+    fn run(&mut self, job: &mut GithubJob<'_>, run: &str) {
+        let command = job.expand(run);
+        let command = command.trim();
+        if !command.starts_with(&format!("{GITHUB_VERIFIER} --repo "))
+            && !command.starts_with(&format!("{GITHUB_VERIFIER} merge "))
+        {
+            self.ran.setup.push(command.to_string());
+            return;
+        }
+        let mut env = job.env.clone();
+        let provisioned = self
+            .ran
+            .setup
+            .last()
+            .is_some_and(|l| l.contains("sdk --print-path"));
+        if let (true, Some(python)) = (provisioned, env.remove("PYTHON_LAID_OUT")) {
+            env.insert("PYTHON", python);
+        }
+        env.remove("PYTHON_LAID_OUT");
+        let out = if command.contains(" merge ") {
+            self.ran.merged = job.temp.join("evidence");
+            bash(command, &job.work, &env)
+        } else {
+            let temp = job.temp.display().to_string();
+            let dir = PathBuf::from(evidence_arg(command).replace("$RUNNER_TEMP", &temp));
+            let out = self.certify(job, command, &env, &dir);
+            self.ran.runs.push((dir, job.work.join("plugins")));
+            out
+        };
+        let code = out.status.code().unwrap_or(-1);
+        self.ran.verifier_exits.push((command.to_string(), code));
+        job.failed |= code != 0;
+    }
+
+    /// The certification `command` of `job`, writing `evidence`: run, or
+    /// taken from the test that already made the same invocation
+    /// (`shared.rs`). Either way the job's checkout path now links to that
+    /// run's checkout.
+    fn certify(
+        &self,
+        job: &mut GithubJob<'_>,
+        command: &str,
+        env: &BTreeMap<&str, String>,
+        evidence: &Path,
+    ) -> std::process::Output {
+        let checkout = job.checkout.take().expect("the job checks the plugins out");
+        let dirs = shared::JobDirs {
+            repo: checkout.clone(),
+            temp: job.temp.clone(),
+            cache: job.cache.clone(),
+        };
+        let invocation = shared::invocation(
+            command,
+            GITHUB_VERIFIER,
+            &job.work,
+            env,
+            &dirs,
+            self.fixture,
+        );
+        let held = SharedJob::hold(&invocation);
+        std::os::unix::fs::symlink(held.checkout(self.fixture), &checkout).unwrap();
+        let laid = shared::laid_out(GITHUB_VERIFIER, &job.work, &job.cache);
+        held.certify(&invocation, &laid, evidence, || {
+            bash(command, &job.work, env)
+        })
+    }
+}
+
 #[test]
 fn github_actions_recipe_reaches_passed_and_its_downloaded_artifacts_replay() {
     let fixture = fixture_repo(&[]);
@@ -295,130 +633,8 @@ fn github_actions_recipe_reaches_passed_and_its_downloaded_artifacts_replay() {
         .prefix("vcc-ci-")
         .tempdir()
         .unwrap();
-    let store = base.path().join("artifacts");
-    let mut ran = Ran {
-        verifier_exits: Vec::new(),
-        merged: PathBuf::new(),
-        runs: Vec::new(),
-        setup: Vec::new(),
-    };
-    let mut caches = Vec::new();
-    let mut reports = Vec::new();
-    let mut downloaded = PathBuf::new();
-    let jobs = yaml["jobs"].as_mapping().expect("jobs");
-    let mut n = 0;
-    for (name, job) in jobs {
-        let name = name.as_str().unwrap();
-        let shares: Vec<Option<String>> = match job["strategy"]["matrix"]["share"].as_sequence() {
-            Some(list) => list
-                .iter()
-                .map(|v| Some(v.as_u64().unwrap().to_string()))
-                .collect(),
-            None => vec![None],
-        };
-        for share in shares {
-            n += 1;
-            let root = base.path().join(format!("job-{n}"));
-            let (work, temp, cache) = (root.join("work"), root.join("temp"), root.join("cache"));
-            std::fs::create_dir_all(&work).unwrap();
-            std::fs::create_dir_all(&temp).unwrap();
-            let expand = |s: &str| {
-                s.replace("${{ runner.temp }}", &temp.display().to_string())
-                    .replace("${{ matrix.share }}", share.as_deref().unwrap_or(""))
-            };
-            let mut env = BTreeMap::from([
-                ("RUNNER_TEMP", temp.display().to_string()),
-                ("XDG_CACHE_HOME", cache.display().to_string()),
-            ]);
-            // Only the jobs that provision the SDK get an interpreter.
-            let provisions = job["steps"].as_sequence().unwrap().iter().any(|s| {
-                s["run"]
-                    .as_str()
-                    .is_some_and(|r| r.contains("sdk --print-path"))
-            });
-            let mut failed = false;
-            for step in job["steps"].as_sequence().unwrap() {
-                let always = step["if"].as_str() == Some("always()");
-                if failed && !always {
-                    continue;
-                }
-                let with = |key: &str| step["with"][key].as_str().map(&expand);
-                match step["uses"].as_str() {
-                    Some("actions/checkout@v4") => {
-                        let path = work.join(with("path").expect("checkout path"));
-                        if with("repository").is_some() {
-                            let python =
-                                lay_out_verifier(&path.join("target/release").join(BIN), &cache);
-                            if provisions {
-                                env.insert("PYTHON", python.display().to_string());
-                            }
-                        } else {
-                            checkout(&fixture, &path);
-                        }
-                    }
-                    Some("actions/setup-python@v5") => {
-                        assert_eq!(with("python-version").as_deref(), Some("3.11"));
-                    }
-                    Some("actions/cache@v4") => {
-                        caches.push((with("path").unwrap(), with("key").unwrap()));
-                    }
-                    Some("actions/upload-artifact@v4") => {
-                        let path = PathBuf::from(with("path").unwrap());
-                        let include = step["with"]["include-hidden-files"].as_bool() == Some(true);
-                        assert!(include, "job {name}: hidden files are evidence too");
-                        let files =
-                            github_artifact(&path, &store.join(with("name").unwrap()), include);
-                        assert!(
-                            files > 0,
-                            "job {name}: uploaded nothing from {}",
-                            path.display()
-                        );
-                    }
-                    Some("actions/download-artifact@v4") => {
-                        assert_eq!(with("pattern").as_deref(), Some("evidence-*"));
-                        downloaded = PathBuf::from(with("path").unwrap());
-                        for entry in std::fs::read_dir(&store).unwrap() {
-                            let entry = entry.unwrap();
-                            copy_dir(&entry.path(), &downloaded.join(entry.file_name()));
-                        }
-                    }
-                    Some("mikepenz/action-junit-report@v6.0.1") => {
-                        let report = PathBuf::from(with("report_paths").unwrap());
-                        assert!(report.is_file(), "job {name}: {}", report.display());
-                        reports.push(report);
-                    }
-                    Some(other) => panic!("job {name}: unexpected action {other}"),
-                    None => {
-                        let command = expand(step["run"].as_str().expect("a run step"));
-                        let command = command.trim();
-                        let verifier = "verifier/target/release/verify-coding-candidates";
-                        if !command.starts_with(&format!("{verifier} --repo "))
-                            && !command.starts_with(&format!("{verifier} merge "))
-                        {
-                            ran.setup.push(command.to_string());
-                            continue;
-                        }
-                        let out = bash(command, &work, &env);
-                        let code = out.status.code().unwrap_or(-1);
-                        ran.verifier_exits.push((command.to_string(), code));
-                        if command.contains(" merge ") {
-                            ran.merged = temp.join("evidence");
-                        } else {
-                            let dir = command
-                                .split("--evidence ")
-                                .nth(1)
-                                .and_then(|r| r.split_whitespace().next())
-                                .unwrap()
-                                .trim_matches('"')
-                                .replace("$RUNNER_TEMP", &temp.display().to_string());
-                            ran.runs.push((PathBuf::from(dir), work.join("plugins")));
-                        }
-                        failed |= code != 0;
-                    }
-                }
-            }
-        }
-    }
+    let mut github = Github::new(&fixture, None, base.path().join("artifacts"));
+    github.walk(&yaml, base.path());
     let setup_run = [
         "sudo apt-get update\nsudo apt-get install -y bubblewrap\nsudo sysctl -w \
          kernel.apparmor_restrict_unprivileged_userns=0",
@@ -435,22 +651,37 @@ fn github_actions_recipe_reaches_passed_and_its_downloaded_artifacts_replay() {
         &setup_merge[..],
     ]
     .concat();
-    assert_eq!(ran.setup, expected);
+    assert_eq!(github.ran.setup, expected);
     // The verifier build keyed on its commit (every job), the SDK on its pin
     // (the jobs that run it, not the merge).
-    let keys: Vec<&str> = caches.iter().map(|(_, k)| k.as_str()).collect();
+    let keys: Vec<&str> = github.caches.iter().map(|(_, k)| k.as_str()).collect();
     let build = "verify-coding-candidates-${{ runner.os }}-${{ steps.verifier.outputs.commit }}";
     let sdk = "verify-coding-candidates-sdk-${{ runner.os }}-${{ \
                hashFiles('verifier/gates/profiles/sdk/*.lock') }}";
     assert_eq!(keys, [build, sdk, build, sdk, build, sdk, build]);
-    assert!(caches
+    assert!(github
+        .caches
         .iter()
         .any(|(p, _)| p == "~/.cache/verify-coding-candidates"));
-    assert_eq!(reports.len(), 4, "every job's JUnit in the test view");
-    check(&ran);
+    assert_eq!(
+        github.reports.len(),
+        4,
+        "every job's JUnit in the test view"
+    );
+    for report in &github.reports {
+        assert!(Path::new(report).is_file(), "{report}");
+    }
+    check(&github.ran);
+    let downloaded = github.downloaded.expect("the merge job downloads");
+    downloaded_artifacts_replay(base.path(), &github.store, &downloaded);
+}
 
-    // What a reviewer downloads replays: each share, and the merged record.
-    let parts: Vec<PathBuf> = std::fs::read_dir(&downloaded)
+/// What a reviewer downloads from the GitHub recipe's run (the shares in
+/// `downloaded`, the merged record in `store`) replays; without
+/// include-hidden-files the shares lose files SHA256SUMS lists: replay names
+/// them, and merge refuses. Scratch folders go under `base`.
+fn downloaded_artifacts_replay(base: &Path, store: &Path, downloaded: &Path) {
+    let parts: Vec<PathBuf> = std::fs::read_dir(downloaded)
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
@@ -459,14 +690,12 @@ fn github_actions_recipe_reaches_passed_and_its_downloaded_artifacts_replay() {
         let (code, text) = replay(part);
         assert_eq!(code, 0, "{}: {text}", part.display());
     }
-    let merged = base.path().join("downloaded-evidence");
+    let merged = base.join("downloaded-evidence");
     github_artifact(&store.join("evidence"), &merged, true);
     let (code, text) = replay(&merged);
     assert_eq!(code, 0, "{text}");
 
-    // Without include-hidden-files the shares lose files SHA256SUMS lists:
-    // replay names them, and merge refuses.
-    let stripped = base.path().join("stripped");
+    let stripped = base.join("stripped");
     for part in &parts {
         github_artifact(part, &stripped.join(part.file_name().unwrap()), false);
     }
@@ -474,7 +703,7 @@ fn github_actions_recipe_reaches_passed_and_its_downloaded_artifacts_replay() {
     let (code, text) = replay(&share);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("/.gitignore: recorded"), "{text}");
-    let into = base.path().join("merged-stripped");
+    let into = base.join("merged-stripped");
     let out = merge_output(
         &into,
         &[
@@ -520,6 +749,251 @@ fn resolved(yaml: &Yaml, job: &Yaml) -> serde_yaml_ng::Mapping {
     merged
 }
 
+/// The verifier as a GitLab job's scripts call it: installed into the
+/// job's cache, beside the checkout.
+const GITLAB_VERIFIER: &str = "../cache/bin/verify-coding-candidates";
+
+/// The variables a GitLab job's lines run with when its checkout is
+/// `project`: its node's (`node`), `CI_PROJECT_DIR`, the cache its setup
+/// exports and, once it provisioned, the interpreter laid out there.
+fn gitlab_env(
+    project: &Path,
+    node: &BTreeMap<&'static str, String>,
+    provisions: bool,
+) -> BTreeMap<&'static str, String> {
+    let cache = project.join("../cache");
+    let mut env = node.clone();
+    env.insert("CI_PROJECT_DIR", project.display().to_string());
+    env.insert("XDG_CACHE_HOME", cache.display().to_string());
+    if provisions {
+        env.insert("PYTHON", laid_out_python(&cache).display().to_string());
+    }
+    env
+}
+
+/// The [`shared::invocation`] of the GitLab script `line` run in `project`
+/// with `env`: the evidence and the cache are beside the checkout.
+fn gitlab_invocation(
+    line: &str,
+    project: &Path,
+    env: &BTreeMap<&str, String>,
+    fixture: &FixtureRepo,
+) -> String {
+    let dirs = shared::JobDirs {
+        repo: project.to_path_buf(),
+        temp: project.join(".."),
+        cache: project.join("../cache"),
+    };
+    shared::invocation(line, GITLAB_VERIFIER, project, env, &dirs, fixture)
+}
+
+/// `s` with every `$NAME` of `env` replaced by its value.
+fn expand_vars(env: &BTreeMap<&str, String>, s: &str) -> String {
+    let mut s = s.to_string();
+    for (k, v) in env {
+        s = s.replace(&format!("${k}"), v);
+    }
+    s
+}
+
+/// Every job of the GitLab recipe `yaml` in order, `parallel: N` as N
+/// instances, templates left out: its name, the job with its `extends`
+/// applied, and its node's variables.
+fn gitlab_jobs(yaml: &Yaml) -> Vec<(String, Yaml, BTreeMap<&'static str, String>)> {
+    let mut jobs = Vec::new();
+    for (name, job) in yaml.as_mapping().unwrap() {
+        let name = name.as_str().unwrap().to_string();
+        if name.starts_with('.') || !job.is_mapping() || job["script"].is_null() {
+            continue;
+        }
+        let job = Yaml::Mapping(resolved(yaml, job));
+        let Some(total) = job["parallel"].as_u64() else {
+            jobs.push((name, job, BTreeMap::new()));
+            continue;
+        };
+        for i in 1..=total {
+            let node = BTreeMap::from([
+                ("CI_NODE_INDEX", i.to_string()),
+                ("CI_NODE_TOTAL", total.to_string()),
+            ]);
+            jobs.push((name.clone(), job.clone(), node));
+        }
+    }
+    jobs
+}
+
+/// One instance of a GitLab job, as it ran.
+struct GitlabRun {
+    name: String,
+    /// `$CI_PROJECT_DIR`: the checkout the job ran in.
+    project: PathBuf,
+    /// The variables its lines ran with.
+    env: BTreeMap<&'static str, String>,
+    /// The job, its `extends` applied.
+    job: Yaml,
+    /// Its artifact paths, relative to `project`.
+    paths: Vec<String>,
+}
+
+impl GitlabRun {
+    fn expand(&self, s: &str) -> String {
+        expand_vars(&self.env, s)
+    }
+}
+
+/// What the jobs of a GitLab recipe share and leave.
+struct Gitlab<'a> {
+    fixture: &'a FixtureRepo,
+    /// The SDK group interpreter each job's cache holds too (the
+    /// repository recipe).
+    group: Option<PathBuf>,
+    ran: Ran,
+    /// Every job instance, in the order run.
+    runs: Vec<GitlabRun>,
+}
+
+impl<'a> Gitlab<'a> {
+    fn new(fixture: &'a FixtureRepo, group: Option<PathBuf>) -> Self {
+        Gitlab {
+            fixture,
+            group,
+            ran: Ran::default(),
+            runs: Vec::new(),
+        }
+    }
+
+    /// A record of its own for one job run apart.
+    fn part(&self) -> Self {
+        Gitlab::new(self.fixture, self.group.clone())
+    }
+
+    /// Runs every job of `yaml` ([`gitlab_jobs`]): those that need no other
+    /// at once ([`at_once`]), then the others in order; recorded in the
+    /// recipe's order. A job that certifies nothing runs in a fresh folder
+    /// under `base`.
+    fn walk(&mut self, yaml: &Yaml, base: &Path) {
+        let own = |n: usize| base.join(format!("job-{}/builds/plugins", n + 1));
+        let (first, then): (Vec<_>, Vec<_>) = gitlab_jobs(yaml)
+            .into_iter()
+            .enumerate()
+            .partition(|(_, (_, job, _))| job["needs"].is_null());
+        let (this, own) = (&*self, &own);
+        let parts = at_once(
+            first
+                .into_iter()
+                .map(|(n, (name, job, node))| {
+                    move || {
+                        let mut part = this.part();
+                        part.job(&name, &job, &node, &own(n));
+                        part
+                    }
+                })
+                .collect(),
+        );
+        for part in parts {
+            self.ran.extend(part.ran);
+            self.runs.extend(part.runs);
+        }
+        for (n, (name, job, node)) in then {
+            self.job(&name, &job, &node, &own(n));
+        }
+    }
+
+    /// One instance of `job` with the node variables `node`. A job that
+    /// certifies runs in the checkout shared by every test making the same
+    /// run (`shared.rs`; its invocation found with the job's checkout at
+    /// `own`, which is not made), any other in a clone of its own at `own`.
+    fn job(&mut self, name: &str, job: &Yaml, node: &BTreeMap<&'static str, String>, own: &Path) {
+        let setup = lines(&job["before_script"]);
+        let provisions = setup.last().is_some_and(|l| l.contains("sdk --print-path"));
+        let certifies = lines(&job["script"])
+            .into_iter()
+            .find(|line| !line.contains(" merge "));
+        let held = certifies.map(|line| {
+            let env = gitlab_env(own, node, provisions);
+            SharedJob::hold(&gitlab_invocation(&line, own, &env, self.fixture))
+        });
+        let project = match &held {
+            Some(held) => held.checkout(self.fixture),
+            None => {
+                checkout(self.fixture, own);
+                own.to_path_buf()
+            }
+        };
+        for need in job["needs"].as_sequence().into_iter().flatten() {
+            for run in self.runs.iter().filter(|r| need.as_str() == Some(&r.name)) {
+                for p in &run.paths {
+                    let p = p.trim_end_matches('/');
+                    copy_dir(&run.project.join(p), &project.join(p));
+                }
+            }
+        }
+        // before_script: the setup, emulated.
+        self.ran.setup.extend(setup);
+        let cache = project.join("../cache");
+        lay_out_verifier(&project.join(GITLAB_VERIFIER), &cache);
+        if let Some(venv) = &self.group {
+            lay_out_group(&cache, venv);
+        }
+        let env = gitlab_env(&project, node, provisions);
+        let mut run = GitlabRun {
+            name: name.to_string(),
+            project,
+            env,
+            job: job.clone(),
+            paths: Vec::new(),
+        };
+        run.paths = self.script(&run, held.as_ref());
+        self.runs.push(run);
+    }
+
+    /// Runs the `script` of `run` (every line calls the verifier; a
+    /// certification through `held`, [`SharedJob::certify`]) and its
+    /// `after_script`; returns its artifact paths, once each exists.
+    fn script(&mut self, run: &GitlabRun, held: Option<&SharedJob>) -> Vec<String> {
+        let mut failed = false;
+        for line in lines(&run.job["script"]) {
+            if failed {
+                continue;
+            }
+            assert!(line.starts_with(&format!("{GITLAB_VERIFIER} ")), "{line}");
+            let out = if line.contains(" merge ") {
+                self.ran.merged = run.project.join("../evidence");
+                bash(&line, &run.project, &run.env)
+            } else {
+                let dir = PathBuf::from(run.expand(evidence_arg(&line)));
+                let invocation = gitlab_invocation(&line, &run.project, &run.env, self.fixture);
+                let laid =
+                    shared::laid_out(GITLAB_VERIFIER, &run.project, &run.project.join("../cache"));
+                let held = held.expect("a certifying job holds its shared folder");
+                let out = held.certify(&invocation, &laid, &dir, || {
+                    bash(&line, &run.project, &run.env)
+                });
+                self.ran.runs.push((dir, run.project.clone()));
+                out
+            };
+            let code = out.status.code().unwrap_or(-1);
+            self.ran.verifier_exits.push((line.clone(), code));
+            failed |= code != 0;
+        }
+        for line in lines(&run.job["after_script"]) {
+            let out = bash(&line, &run.project, &run.env);
+            assert!(out.status.success(), "after_script: {}", both(&out));
+        }
+        let paths: Vec<String> = run.job["artifacts"]["paths"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|p| run.expand(p.as_str().unwrap()))
+            .collect();
+        for p in &paths {
+            let name = &run.name;
+            assert!(run.project.join(p).is_dir(), "artifact {p} of job {name}");
+        }
+        paths
+    }
+}
+
 #[test]
 fn gitlab_recipe_reaches_passed_and_its_artifacts_replay() {
     let fixture = fixture_repo(&[]);
@@ -529,119 +1003,17 @@ fn gitlab_recipe_reaches_passed_and_its_artifacts_replay() {
         .prefix("vcc-ci-")
         .tempdir()
         .unwrap();
-    // Artifacts by job name: (project dir, relative paths) per instance.
-    let mut artifacts: BTreeMap<String, Vec<(PathBuf, Vec<String>)>> = BTreeMap::new();
-    let mut ran = Ran {
-        verifier_exits: Vec::new(),
-        merged: PathBuf::new(),
-        runs: Vec::new(),
-        setup: Vec::new(),
-    };
-    let mut n = 0;
-    let binary = "../cache/bin/verify-coding-candidates";
-    for (name, job) in yaml.as_mapping().unwrap() {
-        let name = name.as_str().unwrap();
-        if name.starts_with('.') || !job.is_mapping() || job["script"].is_null() {
-            continue;
-        }
-        let job = Yaml::Mapping(resolved(&yaml, job));
-        let total = job["parallel"].as_u64();
-        let nodes: Vec<Option<u64>> = match total {
-            Some(t) => (1..=t).map(Some).collect(),
-            None => vec![None],
-        };
-        for node in nodes {
-            n += 1;
-            let project = base
-                .path()
-                .join(format!("job-{n}"))
-                .join("builds")
-                .join("plugins");
-            checkout(&fixture, &project);
-            let cache = project.join("../cache");
-            let mut env = BTreeMap::from([("CI_PROJECT_DIR", project.display().to_string())]);
-            if let (Some(i), Some(t)) = (node, total) {
-                env.insert("CI_NODE_INDEX", i.to_string());
-                env.insert("CI_NODE_TOTAL", t.to_string());
-            }
-            let expand = |env: &BTreeMap<&str, String>, s: &str| {
-                let mut s = s.to_string();
-                for (k, v) in env {
-                    s = s.replace(&format!("${k}"), v);
-                }
-                s
-            };
-            for need in job["needs"].as_sequence().into_iter().flatten() {
-                for (dir, paths) in &artifacts[need.as_str().unwrap()] {
-                    for p in paths {
-                        let p = p.trim_end_matches('/');
-                        copy_dir(&dir.join(p), &project.join(p));
-                    }
-                }
-            }
-            // before_script: the setup, emulated.
-            for line in lines(&job["before_script"]) {
-                ran.setup.push(line);
-            }
-            let python = lay_out_verifier(&project.join(binary), &cache);
-            env.insert("XDG_CACHE_HOME", cache.display().to_string());
-            if ran
-                .setup
-                .last()
-                .is_some_and(|l| l.contains("sdk --print-path"))
-            {
-                env.insert("PYTHON", python.display().to_string());
-            }
-            let mut failed = false;
-            for line in lines(&job["script"]) {
-                if failed {
-                    continue;
-                }
-                assert!(line.starts_with(&format!("{binary} ")), "{line}");
-                let out = bash(&line, &project, &env);
-                let code = out.status.code().unwrap_or(-1);
-                ran.verifier_exits.push((line.clone(), code));
-                if line.contains(" merge ") {
-                    ran.merged = project.join("../evidence");
-                } else {
-                    let dir = expand(
-                        &env,
-                        line.split("--evidence ")
-                            .nth(1)
-                            .and_then(|r| r.split_whitespace().next())
-                            .unwrap()
-                            .trim_matches('"'),
-                    );
-                    ran.runs.push((PathBuf::from(dir), project.clone()));
-                }
-                failed |= code != 0;
-            }
-            for line in lines(&job["after_script"]) {
-                let out = bash(&line, &project, &env);
-                assert!(out.status.success(), "after_script: {}", both(&out));
-            }
-            assert!(
-                project
-                    .join(".vcc-cache/bin/verify-coding-candidates")
-                    .exists(),
-                "the cache is back in the checkout for GitLab to save"
-            );
-            let paths: Vec<String> = job["artifacts"]["paths"]
-                .as_sequence()
-                .unwrap()
-                .iter()
-                .map(|p| expand(&env, p.as_str().unwrap()))
-                .collect();
-            for p in &paths {
-                assert!(project.join(p).is_dir(), "artifact {p} of job {name}");
-            }
-            let junit = expand(&env, job["artifacts"]["reports"]["junit"].as_str().unwrap());
-            assert!(project.join(&junit).is_file(), "junit report {junit}");
-            artifacts
-                .entry(name.to_string())
-                .or_default()
-                .push((project.clone(), paths));
-        }
+    let mut gitlab = Gitlab::new(&fixture, None);
+    gitlab.walk(&yaml, base.path());
+    for run in &gitlab.runs {
+        assert!(
+            run.project
+                .join(".vcc-cache/bin/verify-coding-candidates")
+                .exists(),
+            "the cache is back in the checkout for GitLab to save"
+        );
+        let junit = run.expand(run.job["artifacts"]["reports"]["junit"].as_str().unwrap());
+        assert!(run.project.join(&junit).is_file(), "junit report {junit}");
     }
     let verifier = [
         "mv .vcc-cache ../cache || mkdir -p ../cache",
@@ -655,15 +1027,15 @@ fn gitlab_recipe_reaches_passed_and_its_artifacts_replay() {
     let provision: &[&str] = &["../cache/bin/verify-coding-candidates sdk --print-path"];
     let certify: Vec<&str> = [install, &verifier[..], provision].concat();
     let expected: Vec<&str> = [&certify[..], &certify[..], &certify[..], &verifier[..]].concat();
-    assert_eq!(ran.setup, expected);
+    assert_eq!(gitlab.ran.setup, expected);
     assert_eq!(
         yaml["default"]["cache"]["paths"],
         serde_yaml_ng::from_str::<Yaml>("[.vcc-cache/]").unwrap()
     );
-    check(&ran);
+    check(&gitlab.ran);
     // GitLab's artifacts keep hidden files: the merged one as uploaded replays.
-    let (dir, _) = &artifacts["merge"][0];
-    let (code, text) = replay(&dir.join("evidence"));
+    let merge = gitlab.runs.iter().find(|r| r.name == "merge").unwrap();
+    let (code, text) = replay(&merge.project.join("evidence"));
     assert_eq!(code, 0, "{text}");
 }
 
@@ -825,86 +1197,6 @@ fn repository_recipes_validate_against_the_github_workflow_and_gitlab_ci_schemas
     assert!(!schema_errors("gitlab-ci.json", &bad).is_empty());
 }
 
-/// One job of a GitHub recipe, run in a workspace of its own.
-struct GithubJob<'a> {
-    name: &'a str,
-    work: PathBuf,
-    temp: PathBuf,
-    cache: PathBuf,
-    env: BTreeMap<&'static str, String>,
-    /// `${{ … }}` expressions of this job, with their values.
-    vars: Vec<(&'static str, String)>,
-}
-
-impl GithubJob<'_> {
-    fn expand(&self, s: &str) -> String {
-        let mut s = s.replace("${{ runner.temp }}", &self.temp.display().to_string());
-        for (k, v) in &self.vars {
-            s = s.replace(k, v);
-        }
-        s
-    }
-}
-
-/// What the jobs of a GitHub recipe share and leave: the repository under
-/// review, the group interpreter to lay out, the artifact store, and what
-/// the test checks afterwards.
-struct Github<'a> {
-    fixture: &'a FixtureRepo,
-    venv: PathBuf,
-    store: PathBuf,
-    ran: Ran,
-    cache_keys: Vec<String>,
-    reports: usize,
-}
-
-impl Github<'_> {
-    /// Emulates or runs one step of `job`.
-    fn step(&mut self, job: &mut GithubJob<'_>, step: &Yaml) {
-        let with = |key: &str| step["with"][key].as_str().map(|v| job.expand(v));
-        match step["uses"].as_str() {
-            Some("actions/checkout@v4") => {
-                let path = job.work.join(with("path").unwrap());
-                if with("repository").is_none() {
-                    return checkout(self.fixture, &path);
-                }
-                let python = lay_out_verifier(&path.join("target/release").join(BIN), &job.cache);
-                lay_out_group(&job.cache, &self.venv);
-                job.env
-                    .insert("PYTHON_LAID_OUT", python.display().to_string());
-            }
-            Some("actions/setup-python@v5") => {
-                assert_eq!(with("python-version").as_deref(), Some("3.11"));
-            }
-            Some("actions/cache@v4") => self.cache_keys.push(with("key").unwrap()),
-            Some("actions/upload-artifact@v4") => {
-                assert_eq!(step["with"]["include-hidden-files"].as_bool(), Some(true));
-                let path = PathBuf::from(with("path").unwrap());
-                let files = github_artifact(&path, &self.store.join(with("name").unwrap()), true);
-                assert!(files > 0, "job {}: uploaded nothing", job.name);
-            }
-            Some("actions/download-artifact@v4") => {
-                assert_eq!(with("pattern").as_deref(), Some("evidence-*"));
-                let to = PathBuf::from(with("path").unwrap());
-                for entry in std::fs::read_dir(&self.store).unwrap() {
-                    let entry = entry.unwrap();
-                    copy_dir(&entry.path(), &to.join(entry.file_name()));
-                }
-            }
-            Some("mikepenz/action-junit-report@v6.0.1") => {
-                let glob = with("report_paths").unwrap();
-                let dir = glob
-                    .strip_suffix("/**/junit.xml")
-                    .expect("a glob over the run's JUnit files and its groups'");
-                assert!(!junit_files(Path::new(dir)).is_empty(), "{glob}");
-                self.reports += 1;
-            }
-            Some(other) => panic!("job {}: unexpected action {other}", job.name),
-            None => github_run(&mut self.ran, job, step["run"].as_str().unwrap()),
-        }
-    }
-}
-
 #[test]
 fn github_actions_repository_recipe_merges_every_sdk_group_and_its_artifacts_replay() {
     let fixture = grouped_repository();
@@ -913,56 +1205,9 @@ fn github_actions_repository_recipe_merges_every_sdk_group_and_its_artifacts_rep
         .prefix("vcc-ci-")
         .tempdir()
         .unwrap();
-    let mut github = Github {
-        fixture: &fixture,
-        venv: group_venv(),
-        store: base.path().join("artifacts"),
-        ran: Ran {
-            verifier_exits: Vec::new(),
-            merged: PathBuf::new(),
-            runs: Vec::new(),
-            setup: Vec::new(),
-        },
-        cache_keys: Vec::new(),
-        reports: 0,
-    };
-    let mut n = 0;
-    for (name, job) in yaml["jobs"].as_mapping().unwrap() {
-        let shares: Vec<Option<u64>> = match job["strategy"]["matrix"]["share"].as_sequence() {
-            Some(list) => list.iter().map(|v| v.as_u64()).collect(),
-            None => vec![None],
-        };
-        let total = shares.len();
-        for share in shares {
-            n += 1;
-            let root = base.path().join(format!("job-{n}"));
-            let mut job_env = GithubJob {
-                name: name.as_str().unwrap(),
-                work: root.join("work"),
-                temp: root.join("temp"),
-                cache: root.join("cache"),
-                env: BTreeMap::new(),
-                vars: vec![
-                    (
-                        "${{ matrix.share }}",
-                        share.map(|s| s.to_string()).unwrap_or_default(),
-                    ),
-                    ("${{ strategy.job-total }}", total.to_string()),
-                ],
-            };
-            std::fs::create_dir_all(&job_env.work).unwrap();
-            std::fs::create_dir_all(&job_env.temp).unwrap();
-            job_env
-                .env
-                .insert("RUNNER_TEMP", job_env.temp.display().to_string());
-            job_env
-                .env
-                .insert("XDG_CACHE_HOME", job_env.cache.display().to_string());
-            for step in job["steps"].as_sequence().unwrap() {
-                github.step(&mut job_env, step);
-            }
-        }
-    }
+    let store = base.path().join("artifacts");
+    let mut github = Github::new(&fixture, Some(group_venv()), store);
+    github.walk(&yaml, base.path());
     let sdk = "verifier/target/release/verify-coding-candidates sdk --print-path --profile \
                plugins/verify-coding-candidates.toml";
     let setup = [
@@ -981,56 +1226,27 @@ fn github_actions_repository_recipe_merges_every_sdk_group_and_its_artifacts_rep
     let build = "verify-coding-candidates-${{ runner.os }}-${{ steps.verifier.outputs.commit }}";
     let sdk_key = "verify-coding-candidates-sdk-${{ runner.os }}-${{ \
                    hashFiles('verifier/gates/profiles/sdk/*.lock', 'plugins/verify-coding-candidates.toml') }}";
+    let keys: Vec<&str> = github.caches.iter().map(|(_, k)| k.as_str()).collect();
     assert_eq!(
-        github.cache_keys,
+        keys,
         [build, sdk_key, build, sdk_key, build, sdk_key, build]
     );
-    assert_eq!(github.reports, 4, "every job's JUnit in the test view");
+    assert_eq!(
+        github.reports.len(),
+        4,
+        "every job's JUnit in the test view"
+    );
+    for glob in &github.reports {
+        let dir = glob
+            .strip_suffix("/**/junit.xml")
+            .expect("a glob over the run's JUnit files and its groups'");
+        assert!(!junit_files(Path::new(dir)).is_empty(), "{glob}");
+    }
     check_repository(&github.ran);
     // What a reviewer downloads replays: every share, and the merged record.
     for part in std::fs::read_dir(&github.store).unwrap() {
         let (code, text) = replay(&part.unwrap().path());
         assert_eq!(code, 0, "{text}");
-    }
-}
-
-/// One `run` step of a GitHub job: a command that calls the verifier runs
-/// by bash in the job's workspace (with the interpreter the setup laid out
-/// as `PYTHON` once the job provisioned it); any other is setup, recorded.
-fn github_run(ran: &mut Ran, job: &GithubJob<'_>, run: &str) {
-    let command = job.expand(run);
-    let command = command.trim();
-    let verifier = "verifier/target/release/verify-coding-candidates";
-    if !command.starts_with(&format!("{verifier} --repo "))
-        && !command.starts_with(&format!("{verifier} merge "))
-    {
-        ran.setup.push(command.to_string());
-        return;
-    }
-    let mut env = job.env.clone();
-    let provisioned = ran
-        .setup
-        .last()
-        .is_some_and(|l| l.contains("sdk --print-path"));
-    if let (true, Some(python)) = (provisioned, env.remove("PYTHON_LAID_OUT")) {
-        env.insert("PYTHON", python);
-    }
-    env.remove("PYTHON_LAID_OUT");
-    let out = bash(command, &job.work, &env);
-    ran.verifier_exits
-        .push((command.to_string(), out.status.code().unwrap_or(-1)));
-    if command.contains(" merge ") {
-        ran.merged = job.temp.join("evidence");
-    } else {
-        let dir = command
-            .split("--evidence ")
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .unwrap()
-            .trim_matches('"')
-            .replace("$RUNNER_TEMP", &job.temp.display().to_string());
-        ran.runs
-            .push((PathBuf::from(dir), job.work.join("plugins")));
     }
 }
 
@@ -1043,58 +1259,21 @@ fn gitlab_repository_recipe_merges_every_sdk_group_and_its_artifacts_replay() {
         .prefix("vcc-ci-")
         .tempdir()
         .unwrap();
-    let mut artifacts: BTreeMap<String, Vec<(PathBuf, Vec<String>)>> = BTreeMap::new();
-    let mut ran = Ran {
-        verifier_exits: Vec::new(),
-        merged: PathBuf::new(),
-        runs: Vec::new(),
-        setup: Vec::new(),
-    };
-    let mut n = 0;
-    for (name, job) in yaml.as_mapping().unwrap() {
-        let name = name.as_str().unwrap();
-        if name.starts_with('.') || !job.is_mapping() || job["script"].is_null() {
-            continue;
-        }
-        let job = Yaml::Mapping(resolved(&yaml, job));
-        let total = job["parallel"].as_u64();
-        let nodes: Vec<Option<u64>> = total.map_or(vec![None], |t| (1..=t).map(Some).collect());
-        for node in nodes {
-            n += 1;
-            let project = base.path().join(format!("job-{n}/builds/plugins"));
-            checkout(&fixture, &project);
-            let cache = project.join("../cache");
-            let mut env = BTreeMap::from([("CI_PROJECT_DIR", project.display().to_string())]);
-            if let (Some(i), Some(t)) = (node, total) {
-                env.insert("CI_NODE_INDEX", i.to_string());
-                env.insert("CI_NODE_TOTAL", t.to_string());
-            }
-            for need in job["needs"].as_sequence().into_iter().flatten() {
-                for (dir, paths) in &artifacts[need.as_str().unwrap()] {
-                    for p in paths {
-                        let p = p.trim_end_matches('/');
-                        copy_dir(&dir.join(p), &project.join(p));
-                    }
-                }
-            }
-            let setup = lines(&job["before_script"]);
-            let provisions = setup.last().is_some_and(|l| l.contains("sdk --print-path"));
-            ran.setup.extend(setup);
-            let python = lay_out_verifier(
-                &project.join("../cache/bin/verify-coding-candidates"),
-                &cache,
-            );
-            lay_out_group(&cache, &venv);
-            env.insert("XDG_CACHE_HOME", cache.display().to_string());
-            if provisions {
-                env.insert("PYTHON", python.display().to_string());
-            }
-            let paths = gitlab_job(&mut ran, &job, &project, &env);
-            artifacts
-                .entry(name.to_string())
-                .or_default()
-                .push((project, paths));
-        }
+    let mut gitlab = Gitlab::new(&fixture, Some(venv));
+    gitlab.walk(&yaml, base.path());
+    for run in &gitlab.runs {
+        // Each job's report names its own JUnit file and its groups'.
+        let reports: Vec<String> = lines(&run.job["artifacts"]["reports"]["junit"]);
+        let [own, groups] = &reports[..] else {
+            panic!("{reports:?}")
+        };
+        assert!(run.project.join(run.expand(own)).is_file(), "{own}");
+        let dir = run
+            .expand(own)
+            .strip_suffix("/junit.xml")
+            .unwrap()
+            .to_string();
+        assert_eq!(run.expand(groups), format!("{dir}/groups/*/junit.xml"));
     }
     let verifier = [
         "mv .vcc-cache ../cache || mkdir -p ../cache",
@@ -1111,79 +1290,122 @@ fn gitlab_repository_recipe_merges_every_sdk_group_and_its_artifacts_replay() {
     ];
     let certify: Vec<&str> = [install, &verifier[..], provision].concat();
     assert_eq!(
-        ran.setup,
+        gitlab.ran.setup,
         [&certify[..], &certify[..], &certify[..], &verifier[..]].concat()
     );
     assert_eq!(
         yaml["default"]["cache"]["key"]["files"],
         serde_yaml_ng::from_str::<Yaml>("[verify-coding-candidates.toml]").unwrap()
     );
-    check_repository(&ran);
+    check_repository(&gitlab.ran);
     // GitLab's artifacts keep hidden files: the merged one as uploaded replays.
-    let (dir, _) = &artifacts["merge"][0];
-    let (code, text) = replay(&dir.join("evidence"));
+    let merge = gitlab.runs.iter().find(|r| r.name == "merge").unwrap();
+    let (code, text) = replay(&merge.project.join("evidence"));
     assert_eq!(code, 0, "{text}");
 }
 
-/// Runs the `script` of a GitLab job (every line calls the verifier) and
-/// its `after_script` in `project` with `env`; returns its artifact paths,
-/// once each exists with the JUnit files its report names.
-fn gitlab_job(
-    ran: &mut Ran,
-    job: &Yaml,
-    project: &Path,
-    env: &BTreeMap<&str, String>,
-) -> Vec<String> {
-    let expand = |s: &str| {
-        let mut s = s.to_string();
-        for (k, v) in env {
-            s = s.replace(&format!("${k}"), v);
+/// The certification invocations of every job of the GitHub recipe `yaml`
+/// (the PYTHON its setup lays out given), each job laid out under `base`.
+fn github_invocations(yaml: &Yaml, base: &Path, fixture: &FixtureRepo) -> Vec<String> {
+    let mut found = Vec::new();
+    for (n, (name, job, share, total)) in github_jobs(yaml).into_iter().enumerate() {
+        let run = GithubJob::new(name, &base.join(format!("job-{n}")), share, total);
+        let mut env = run.env.clone();
+        env.insert("PYTHON", laid_out_python(&run.cache).display().to_string());
+        let dirs = shared::JobDirs {
+            repo: run.work.join("plugins"),
+            temp: run.temp.clone(),
+            cache: run.cache.clone(),
+        };
+        for step in job["steps"].as_sequence().unwrap() {
+            let command = run.expand(step["run"].as_str().unwrap_or_default());
+            let command = command.trim();
+            if command.starts_with(&format!("{GITHUB_VERIFIER} --repo ")) {
+                let cwd = &run.work;
+                found.push(shared::invocation(
+                    command,
+                    GITHUB_VERIFIER,
+                    cwd,
+                    &env,
+                    &dirs,
+                    fixture,
+                ));
+            }
         }
-        s
-    };
-    let binary = "../cache/bin/verify-coding-candidates";
-    let mut failed = false;
-    for line in lines(&job["script"]) {
-        if failed {
-            continue;
+    }
+    found
+}
+
+/// The certification invocations of every job of the GitLab recipe `yaml`,
+/// each job's checkout at a path under `base`.
+fn gitlab_invocations(yaml: &Yaml, base: &Path, fixture: &FixtureRepo) -> Vec<String> {
+    let mut found = Vec::new();
+    for (n, (_, job, node)) in gitlab_jobs(yaml).into_iter().enumerate() {
+        let project = base.join(format!("job-{n}/builds/plugins"));
+        let provisions = lines(&job["before_script"])
+            .last()
+            .is_some_and(|l| l.contains("sdk --print-path"));
+        let env = gitlab_env(&project, &node, provisions);
+        for line in lines(&job["script"]) {
+            if !line.contains(" merge ") {
+                found.push(gitlab_invocation(&line, &project, &env, fixture));
+            }
         }
-        assert!(line.starts_with(&format!("{binary} ")), "{line}");
-        let out = bash(&line, project, env);
-        let code = out.status.code().unwrap_or(-1);
-        ran.verifier_exits.push((line.clone(), code));
-        if line.contains(" merge ") {
-            ran.merged = project.join("../evidence");
-        } else {
-            let dir = line
-                .split("--evidence ")
-                .nth(1)
-                .and_then(|r| r.split_whitespace().next());
-            ran.runs.push((
-                PathBuf::from(expand(dir.unwrap().trim_matches('"'))),
-                project.to_path_buf(),
-            ));
-        }
-        failed |= code != 0;
     }
-    for line in lines(&job["after_script"]) {
-        let out = bash(&line, project, env);
-        assert!(out.status.success(), "after_script: {}", both(&out));
+    found
+}
+
+/// Why a pair of recipes runs each certification once (`shared.rs`): the
+/// GitHub and GitLab recipes of a pair make the same three invocations. And
+/// why that shares no wrong result: another argument, an evidence folder
+/// inside the checkout, no interpreter given or another fixture make
+/// another invocation, which runs on its own.
+#[test]
+fn a_recipe_pair_certifies_by_the_same_invocations_and_nothing_else_does() {
+    let base = tempfile::Builder::new()
+        .prefix("vcc-ci-")
+        .tempdir()
+        .unwrap();
+    let (fixture, grouped) = (fixture_repo(&[]), grouped_repository());
+    let pairs = [
+        ("github-actions.yml", "gitlab-ci.yml", &fixture),
+        (
+            "github-actions-repository.yml",
+            "gitlab-ci-repository.yml",
+            &grouped,
+        ),
+    ];
+    for (github, gitlab, fixture) in pairs {
+        let ours = github_invocations(&recipe(github), &base.path().join(github), fixture);
+        let theirs = gitlab_invocations(&recipe(gitlab), &base.path().join(gitlab), fixture);
+        assert_eq!(ours.len(), 3, "{ours:#?}");
+        assert_eq!(ours, theirs);
+        assert!(ours[0] != ours[1] && ours[1] != ours[2], "{ours:#?}");
     }
-    let paths: Vec<String> = job["artifacts"]["paths"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(|p| expand(p.as_str().unwrap()))
-        .collect();
-    for p in &paths {
-        assert!(project.join(p).is_dir(), "artifact {p}");
+    let project = base.path().join("job/builds/plugins");
+    let node = BTreeMap::from([("CI_NODE_INDEX", "1".into()), ("CI_NODE_TOTAL", "2".into())]);
+    let env = gitlab_env(&project, &node, true);
+    let line = format!(
+        "{GITLAB_VERIFIER} --repo . --evidence \"$CI_PROJECT_DIR/../evidence-$CI_NODE_INDEX\" \
+         --partition \"$CI_NODE_INDEX/$CI_NODE_TOTAL\""
+    );
+    let first = gitlab_invocation(&line, &project, &env, &fixture);
+    assert_eq!(
+        first,
+        gitlab_invocations(&recipe("gitlab-ci.yml"), base.path(), &fixture)[0]
+    );
+    let inside = line.replace("/../evidence", "/evidence");
+    for other in [
+        gitlab_invocation(&format!("{line} --jobs 1"), &project, &env, &fixture),
+        gitlab_invocation(&inside, &project, &env, &fixture),
+        gitlab_invocation(
+            &line,
+            &project,
+            &gitlab_env(&project, &node, false),
+            &fixture,
+        ),
+        gitlab_invocation(&line, &project, &env, &grouped),
+    ] {
+        assert_ne!(first, other);
     }
-    let reports: Vec<String> = lines(&job["artifacts"]["reports"]["junit"]);
-    let [own, groups] = &reports[..] else {
-        panic!("{reports:?}")
-    };
-    assert!(project.join(expand(own)).is_file(), "{own}");
-    let dir = expand(own).strip_suffix("/junit.xml").unwrap().to_string();
-    assert_eq!(expand(groups), format!("{dir}/groups/*/junit.xml"));
-    paths
 }
