@@ -545,7 +545,9 @@ mod tests {
         });
         let text = summary(&worktree, dir, false);
         assert!(
-            text.contains("(working tree, not a commit; not a certification of a commit) (partial: "),
+            text.contains(
+                "(working tree, not a commit; not a certification of a commit) (partial: "
+            ),
             "{text}"
         );
         assert_eq!(text.matches("not a certification").count(), 1, "{text}");

@@ -350,6 +350,13 @@ fn sort_under(key: Option<&str>, value: Value) -> Value {
             strings.sort();
             Value::Array(strings.into_iter().map(Value::String).collect())
         }
+        Value::Array(mut items) if key == Some("members") => {
+            // An archive's members in the order `lbp build` added them: the
+            // order the file system lists a folder (tmpfs newest first, a
+            // small ext4 folder as created), so they compare by name.
+            items.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+            Value::Array(items.into_iter().map(|v| sort_under(None, v)).collect())
+        }
         Value::Array(items) => {
             Value::Array(items.into_iter().map(|v| sort_under(key, v)).collect())
         }
@@ -628,5 +635,30 @@ mod rules {
         );
         // A sys.path keeps its order: it is what Python searches first.
         assert_eq!(observed["sys_path"], json!(["<SDK>", "<BASE-PYTHON>"]));
+    }
+
+    /// An archive built on tmpfs lists its members newest first, on ext4 as
+    /// created: the same members. Another member's bytes still differ.
+    #[test]
+    fn archive_members_compare_by_name_in_any_file_systems_order() {
+        let with = |members: Value| {
+            let mut d = doc("pass", 1, 200, &"9f".repeat(32));
+            d["candidates"] = json!([{"archive": {"members": members}}]);
+            sort_place_lists(normalize(&d, &places()))
+        };
+        let a = json!({"name": "a.py", "sha256": "11", "size": 1, "mode": 420});
+        let b = json!({"name": "b.py", "sha256": "22", "size": 2, "mode": 420});
+        let ext4 = with(json!([a.clone(), b.clone()]));
+        let tmpfs = with(json!([b.clone(), a.clone()]));
+        assert_eq!(compare(&ext4, &tmpfs), Vec::<String>::new());
+        let mut changed = b.clone();
+        changed["sha256"] = json!("33");
+        let other = with(json!([changed, a]));
+        assert_eq!(
+            compare(&ext4, &other).len(),
+            1,
+            "{:?}",
+            compare(&ext4, &other)
+        );
     }
 }
