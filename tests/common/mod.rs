@@ -11,7 +11,10 @@
 mod shared_run;
 // Not every test binary shares runs (`prerequisites.rs` does not).
 #[allow(unused_imports)]
-pub use shared_run::{shared_dependencies_run, shared_run, SharedRun};
+pub use shared_run::{
+    shared_certification, shared_dependencies_run, shared_run, shared_run_with_env,
+    shared_sdk_record_run, SharedRun, SIGNED_OFF_BY,
+};
 
 use assert_cmd::Command;
 use serde_json::Value;
