@@ -12,7 +12,8 @@ mod shared_run;
 // Not every test binary shares runs (`prerequisites.rs` does not).
 #[allow(unused_imports)]
 pub use shared_run::{
-    hold_shared, shared_dependencies_run, shared_key, shared_run, HeldFolder, SharedRun,
+    hold_shared, shared_certification, shared_dependencies_run, shared_key, shared_run,
+    shared_run_with_env, shared_sdk_record_run, HeldFolder, SharedRun, SIGNED_OFF_BY,
 };
 
 use assert_cmd::Command;

@@ -1,14 +1,16 @@
 //! One verifier run of a fixture repository, shared by every test of one
-//! test run that asks for the same fixture and arguments and only reads what
-//! the run left: its output, its evidence directory, the repository.
+//! test run that asks for the same fixture, arguments and environment and
+//! only reads what the run left: its output, its evidence directory, the
+//! repository.
 //!
 //! cargo-nextest runs each test in a process of its own, so the run is
 //! shared on disk, not in memory: under a folder of the test run (
 //! `$VCC_SHARED_RUNS`, which `cargo xtask test` makes and removes; else
 //! `<temp>/vcc-shared-runs-<$NEXTEST_RUN_ID or this process's id>`), one
-//! folder per fixture and arguments, made under an exclusive `flock` by the
-//! first test that asks and read by the others once it is complete. A run
-//! of an earlier test run is never read: the folder is keyed by the run.
+//! folder per fixture, arguments and environment, made under an exclusive
+//! `flock` by the first test that asks and read by the others once it is
+//! complete. A run of an earlier test run is never read: the folder is
+//! keyed by the run.
 //!
 //! A test that changes the evidence (tampering, merging into it) copies it
 //! first ([`SharedRun::copy_evidence`]); nothing here may be written to.
@@ -43,6 +45,25 @@ pub struct SharedRun {
 }
 
 impl SharedRun {
+    /// The run's output as text: `stdout:` then `stderr:`, as
+    /// [`super::expect_evidence`] shows it.
+    pub fn text(&self) -> String {
+        format!("stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr)
+    }
+
+    /// `evidence.json` of the run, parsed.
+    ///
+    /// # Panics
+    /// With the run's output, when it wrote no evidence.
+    pub fn read_evidence(&self) -> serde_json::Value {
+        assert!(
+            self.evidence.join("evidence.json").is_file(),
+            "no evidence written; {}",
+            self.text()
+        );
+        super::read_evidence(&self.evidence)
+    }
+
     /// A private copy of the evidence directory (`cp -a`), for a test that
     /// changes it. Returns the guard and the copy's path.
     ///
@@ -70,16 +91,27 @@ impl SharedRun {
 /// The run of the verifier (`PYTHON` set, [`verifier`]) with `--repo <the
 /// fixture repository with overlays> --evidence <a fresh folder>` and
 /// `args`, made once per test run and shared: every test asking for the
-/// same `overlays` and `args` gets the same run.
+/// same `overlays` and `args` gets the same run. [`shared_run_with_env`]
+/// with no variable of its own.
+///
+/// # Panics
+/// As [`shared_run_with_env`].
+pub fn shared_run(overlays: &[&str], args: &[&str]) -> SharedRun {
+    shared_run_with_env(overlays, args, &[])
+}
+
+/// [`shared_run`] with the variables `env` set for the verifier too (beside
+/// `PYTHON`): they are part of the run's key, so a run with other variables
+/// is another run.
 ///
 /// # Panics
 /// When the shared folder cannot be made, locked or read, or the verifier
 /// cannot start (a failing run is shared like a passing one: its exit code
 /// is in [`SharedRun::code`]).
-pub fn shared_run(overlays: &[&str], args: &[&str]) -> SharedRun {
-    let held = hold_shared(&run_key(overlays, args));
+pub fn shared_run_with_env(overlays: &[&str], args: &[&str], env: &[(&str, &str)]) -> SharedRun {
+    let held = hold_shared(&run_key(overlays, args, env));
     if !held.dir.join("done").is_file() {
-        make(&held.dir, overlays, args);
+        make(&held.dir, overlays, args, env);
     }
     read(&held.dir)
 }
@@ -111,13 +143,43 @@ pub fn hold_shared(name: &str) -> HeldFolder {
     }
 }
 
+/// Who signs off [`shared_certification`] (`--sign-off-by`).
+pub const SIGNED_OFF_BY: &str = "Release Reviewer";
+
+/// [`shared_run_with_env`] of the unmodified fixture with every gate (no
+/// `--only`), `--sign-off-by` [`SIGNED_OFF_BY`] and the verifier's bytecode
+/// cache off (`VCC_BYTECODE_CACHE=off`: its sentences do not depend on what
+/// an earlier run left in the cache): the fixture's one full certification,
+/// read by the tests of what a full run writes (`end_to_end`,
+/// `evidence_snapshot`).
+pub fn shared_certification() -> SharedRun {
+    shared_run_with_env(
+        &[],
+        &["--sign-off-by", SIGNED_OFF_BY],
+        &[("VCC_BYTECODE_CACHE", "off")],
+    )
+}
+
 /// [`shared_run`] of the unmodified fixture with `--python $PYTHON --only
 /// dependencies` (admission and dependencies over the archives): the run
 /// the admission and runtime tests read.
 pub fn shared_dependencies_run() -> SharedRun {
+    shared_only_run("dependencies")
+}
+
+/// [`shared_run`] of the unmodified fixture with `--python $PYTHON --only
+/// sdk-record` (tree-clean, stage and sdk-record over the genuine SDK
+/// interpreter): the run the tests of the genuine interpreter read.
+pub fn shared_sdk_record_run() -> SharedRun {
+    shared_only_run("sdk-record")
+}
+
+/// [`shared_run`] of the unmodified fixture with `--python $PYTHON --only
+/// ONLY`.
+fn shared_only_run(only: &str) -> SharedRun {
     let python = super::python();
     let python = python.to_str().expect("a UTF-8 interpreter path");
-    shared_run(&[], &["--python", python, "--only", "dependencies"])
+    shared_run(&[], &["--python", python, "--only", only])
 }
 
 /// The folder of this test run's shared runs (and venv copies).
@@ -129,13 +191,17 @@ pub(crate) fn runs_root() -> PathBuf {
     std::env::temp_dir().join(format!("vcc-shared-runs-{run}"))
 }
 
-/// A file name for `overlays` and `args`: the SHA-256 of both, 16 hex digits.
-fn run_key(overlays: &[&str], args: &[&str]) -> String {
+/// A file name for `overlays`, `args` and `env`: the SHA-256 of the three,
+/// 16 hex digits.
+fn run_key(overlays: &[&str], args: &[&str], env: &[(&str, &str)]) -> String {
+    let env = env.iter().flat_map(|(k, v)| [*k, *v]);
     let parts: Vec<&str> = overlays
         .iter()
-        .chain([&"\0args"])
-        .chain(args)
         .copied()
+        .chain(["\0args"])
+        .chain(args.iter().copied())
+        .chain(["\0env"])
+        .chain(env)
         .collect();
     shared_key(&parts)
 }
@@ -157,7 +223,7 @@ pub fn shared_key(parts: &[&str]) -> String {
 
 /// Makes the run in `dir` (anything an interrupted maker left is removed
 /// first) and marks it complete with `dir/done`.
-fn make(dir: &Path, overlays: &[&str], args: &[&str]) {
+fn make(dir: &Path, overlays: &[&str], args: &[&str], env: &[(&str, &str)]) {
     if dir.exists() {
         super::make_writable(dir);
         std::fs::remove_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
@@ -167,6 +233,7 @@ fn make(dir: &Path, overlays: &[&str], args: &[&str]) {
     let evidence = dir.join("evidence");
     let before = tree_snapshot(&repo);
     let out = verifier()
+        .envs(env.iter().copied())
         .arg("--repo")
         .arg(&repo)
         .arg("--evidence")

@@ -39,6 +39,18 @@ fn archive_members_copy() -> (SharedRun, tempfile::TempDir, std::path::PathBuf) 
     (run, keep, dir)
 }
 
+/// The shared run of the fixture with `args` ([`shared_run`]), asserted to
+/// leave the repository under review unchanged, as [`run_on`] asserts of a
+/// test's own run.
+fn shared_unchanged(args: &[&str]) -> SharedRun {
+    let run = shared_run(&[], args);
+    assert!(
+        run.repo_unchanged,
+        "the repository under review was modified"
+    );
+    run
+}
+
 /// `--repo REPO --evidence DIR --only ONLY` plus `extra`.
 fn run_only(repo: &FixtureRepo, evidence: &Path, only: &str, extra: &[&str]) -> Output {
     let mut args: Vec<&std::ffi::OsStr> = vec![
@@ -307,10 +319,10 @@ fn merge_refuses_partitions_of_different_commits() {
 
 #[test]
 fn replay_rederives_the_staged_tar_and_refuses_sums_outside_the_directory() {
-    let repo = fixture_repo(&[]);
-    let (_keep, dir) = evidence_dir();
-    let out = run_only(&repo, &dir, "stage", &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let run = shared_unchanged(&["--only", "stage"]);
+    assert_eq!(run.code, 0, "{}", run.text());
+    // Tampered with below: a copy of the shared evidence.
+    let (_keep, dir) = run.copy_evidence();
     let (code, doc) = replay(&dir);
     assert_eq!(code, 0, "{doc}");
     assert!(
@@ -353,7 +365,7 @@ fn replay_rederives_the_staged_tar_and_refuses_sums_outside_the_directory() {
 
     // A SHA256SUMS line naming a file outside the directory, with its true
     // digest, is not evidence of anything in the directory.
-    let outside = repo.root.join("README.md");
+    let outside = run.repo.join("README.md");
     let digest = verify_coding_candidates::hash::sha256_file(&outside)
         .unwrap()
         .hex();
@@ -415,11 +427,9 @@ fn an_only_run_says_it_is_partial_in_every_view() {
     // Every gate of the catalogue but the one run.
     const GATES: usize = 16;
     assert_eq!(verify_coding_candidates::catalogue::all().len(), GATES);
-    let repo = fixture_repo(&[]);
-    let (_keep, dir) = evidence_dir();
-    let out = run_only(&repo, &dir, "tree-clean", &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-    let text = stdout_text(&out);
+    let run = shared_unchanged(&["--only", "tree-clean"]);
+    assert_eq!(run.code, 0, "{}", run.text());
+    let text = &run.stdout;
     assert!(
         text.contains(&format!(
             "PASS (partial: --only tree-clean; {} of {GATES} gates not run",
@@ -427,9 +437,10 @@ fn an_only_run_says_it_is_partial_in_every_view() {
         )),
         "{text}"
     );
-    let st: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("statement.intoto.json")).unwrap())
-            .unwrap();
+    let st: Value = serde_json::from_str(
+        &std::fs::read_to_string(run.evidence.join("statement.intoto.json")).unwrap(),
+    )
+    .unwrap();
     let tool = st["predicate"]["configuration"]
         .as_array()
         .unwrap()
@@ -450,9 +461,8 @@ fn an_only_run_says_it_is_partial_in_every_view() {
     assert_eq!(not_run.len(), GATES - 1, "{tool}");
     assert!(not_run.iter().any(|g| g == "lbp-build"), "{tool}");
 
-    let (_keep2, dir2) = evidence_dir();
-    let out = run_only(&repo, &dir2, "tree-clean", &["--format", "json"]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = shared_unchanged(&["--only", "tree-clean", "--format", "json"]);
+    let doc: Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(doc["partial"], true, "{doc}");
     assert_eq!(doc["gates_not_run"].as_array().unwrap().len(), GATES - 1);
 }

@@ -9,7 +9,7 @@ use crate::common;
 
 use common::{
     assert_unchanged, evidence_dir, exit_code, fixture_repo, git, python, read_evidence,
-    stderr_text, stdout_text, tree_snapshot, verifier, verifier_on, verifier_only,
+    shared_run, stderr_text, stdout_text, tree_snapshot, verifier, verifier_on, verifier_only,
     verifier_without_python,
 };
 use verify_coding_candidates::{catalogue, exit};
@@ -590,14 +590,12 @@ fn quiet_silences_the_prerequisite_note_too() {
     );
     assert_exit(&out, exit::SUCCESS);
     assert_eq!(stderr_text(&out), "");
-    let (_keep2, dir2) = evidence_dir();
-    let out = run_on_fixture(
-        &repo,
-        verifier_on(&repo.root, &dir2).args(["--only", "stage"]),
-    );
-    assert_exit(&out, exit::SUCCESS);
+    // Without -q: the shared `--only stage` run of the fixture.
+    let run = shared_run(&[], &["--only", "stage"]);
+    assert!(run.repo_unchanged, "the repository under review changed");
+    assert_eq!(run.code, i32::from(exit::SUCCESS), "{}", run.stderr);
     assert_eq!(
-        stderr_text(&out),
+        run.stderr,
         "--only stage: also running prerequisite gate(s) tree-clean\n"
     );
 }

@@ -87,28 +87,20 @@ fn processes_tied_to(dir: &Path) -> Vec<String> {
     found
 }
 
+/// The fixture's full certification ([`shared_certification`]: every gate,
+/// signed off, one run per test run, read by the evidence snapshot too).
 #[test]
 fn every_gate_passes_on_the_fixture_repository_with_valid_evidence() {
-    let repo = fixture_repo(&[]);
-    let before = tree_snapshot(&repo.root);
-    let (_keep, dir) = evidence_dir();
-    let out = verifier()
-        .arg("--repo")
-        .arg(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .args(["--sign-off-by", "Release Reviewer"])
-        .output()
-        .unwrap();
-    let text = stdout_text(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}\n{}", stderr_text(&out));
-    assert_eq!(
-        tree_snapshot(&repo.root),
-        before,
+    let run = shared_certification();
+    let text = &run.stdout;
+    assert_eq!(run.code, 0, "{text}\n{}", run.stderr);
+    assert!(
+        run.repo_unchanged,
         "the repository under review was modified"
     );
+    let dir = &run.evidence;
 
-    let ev = read_evidence(&dir);
+    let ev = read_evidence(dir);
     assert_valid(&ev);
     // The console verdict and the statement agree: a full certification is
     // PASSED, a pass with warnings (the process backend warns) WARNED on both.
@@ -134,7 +126,7 @@ fn every_gate_passes_on_the_fixture_repository_with_valid_evidence() {
         "{text}"
     );
     // junit.xml, pytest testcases included, validates against the JUnit schema.
-    let junit_doc = read_junit(&dir);
+    let junit_doc = read_junit(dir);
     assert!(junit_doc["suites"]
         .as_array()
         .unwrap()
@@ -191,7 +183,7 @@ fn every_gate_passes_on_the_fixture_repository_with_valid_evidence() {
         assert_eq!(g["proves"], info.proves.as_str());
         assert_eq!(g["does_not_prove"], info.does_not_prove.as_str());
     }
-    assert_eq!(ev["sign_off"]["signed_off_by"], "Release Reviewer");
+    assert_eq!(ev["sign_off"]["signed_off_by"], SIGNED_OFF_BY);
     assert_eq!(ev["sign_off"]["archives_signed"], false);
     assert_eq!(
         ev["sign_off"]["evidence_sha256"].as_str().unwrap().len(),
@@ -257,10 +249,11 @@ fn every_gate_passes_on_the_fixture_repository_with_valid_evidence() {
     );
     assert!(junit.contains("classname=\"tree-clean\""));
 
-    let leftovers = processes_tied_to(&dir);
+    // Processes tied to the evidence directory, right after the run.
     assert!(
-        leftovers.is_empty(),
-        "processes of the run survived: {leftovers:?}"
+        run.leftovers.is_empty(),
+        "processes of the run survived: {:?}",
+        run.leftovers
     );
 }
 

@@ -24,8 +24,11 @@
 //!   gate's details and observations (a cancellation race, and which gates
 //!   ran beside the workers); its check names and results are compared.
 //!
-//! The run turns the verifier's bytecode cache off (`VCC_BYTECODE_CACHE=off`)
-//! so that its sentences do not depend on what an earlier run left there.
+//! The run is the fixture's one full certification of the test run
+//! (`common::shared_certification`, which `end_to_end` reads too): it turns
+//! the verifier's bytecode cache off (`VCC_BYTECODE_CACHE=off`) so that its
+//! sentences do not depend on what an earlier run left there, and is signed
+//! off by `common::SIGNED_OFF_BY` (the snapshot's `sign_off.signed_off_by`).
 //!
 //! To record the snapshot again (only when a change of evidence is meant):
 //! `VCC_UPDATE_EVIDENCE_SNAPSHOT=1 cargo xtask test -- --test it evidence_snapshot::`,
@@ -58,29 +61,14 @@ struct Places {
 
 #[test]
 fn a_certification_of_the_fixture_keeps_every_key_and_stable_value_of_the_snapshot() {
-    let repo = fixture_repo(&[]);
-    let (_keep, dir) = evidence_dir();
-    let out = verifier()
-        .env("VCC_BYTECODE_CACHE", "off")
-        .arg("--repo")
-        .arg(&repo.root)
-        .arg("--evidence")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let run = shared_certification();
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let places = Places {
-        dir: dir.clone(),
-        repo: repo.root.clone(),
+        dir: run.evidence.clone(),
+        repo: run.repo.clone(),
         sdk: sdk_venv(),
     };
-    let got = sort_place_lists(normalize(&read_evidence(&dir), &places));
+    let got = sort_place_lists(normalize(&read_evidence(&run.evidence), &places));
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(SNAPSHOT);
     if std::env::var_os(UPDATE).is_some() {
         let text = serde_json::to_string_pretty(&got).unwrap() + "\n";

@@ -9,8 +9,8 @@
 use crate::common;
 
 use common::{
-    check, copy_venv, detail, evidence_dir, exit_code, fixture_repo, python, read_evidence,
-    sdk_venv, site_packages, stderr_text, venv_python, verifier,
+    check, copy_venv, detail, evidence_dir, exit_code, fixture_repo, read_evidence, sdk_venv,
+    shared_sdk_record_run, site_packages, stderr_text, venv_python, verifier,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -53,12 +53,13 @@ fn result<'a>(ev: &'a Value, name: &str) -> &'a str {
 }
 
 /// (e) The genuine environment passes every environment check, and its
-/// interpreter facts are recorded.
+/// interpreter facts are recorded: the shared `--only sdk-record` run of the
+/// fixture with the genuine interpreter ([`shared_sdk_record_run`]).
 #[test]
 fn the_genuine_environment_passes_and_its_interpreter_is_recorded() {
-    let repo = fixture_repo(&[]);
-    let (code, ev, text) = run_sdk_record(&repo.root, &python());
-    assert_eq!(code, i32::from(exit::SUCCESS), "{text}");
+    let run = shared_sdk_record_run();
+    let ev = run.read_evidence();
+    assert_eq!(run.code, i32::from(exit::SUCCESS), "{}", run.text());
     for name in [
         "environment-records",
         "environment-bytecode",

@@ -788,22 +788,18 @@ fn replay_fails_an_evidence_json_turned_green_with_its_digests_recomputed() {
     assert_eq!(replay(&dir, &[]).0, 0, "restored");
 }
 
-/// One `--only stage --partition 1/1` share of the fixture (a share merge
-/// accepts on its own).
-fn stage_share(repo: &Path) -> (tempfile::TempDir, std::path::PathBuf) {
-    let (keep, dir) = evidence_dir();
-    let out = verifier_only(repo, &dir, "stage")
-        .args(["--partition", "1/1"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-    (keep, dir)
+/// The shared `--only stage --partition 1/1` share of the fixture (a share
+/// merge accepts on its own; [`shared_run`]), asserted to exit 0.
+fn stage_share() -> SharedRun {
+    let run = shared_run(&[], &["--only", "stage", "--partition", "1/1"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    run
 }
 
 #[test]
 fn merge_rehashes_every_file_of_a_share_and_names_the_one_that_differs() {
-    let repo = fixture_repo(&[]);
-    let (_k1, share) = stage_share(&repo.root);
+    // Tampered with below: a copy of the shared share.
+    let (_k1, share) = stage_share().copy_evidence();
     let refused = |what: &str, names: &str| {
         let (_k, into) = evidence_dir();
         let out = merge_output(&into, &[&share]);
@@ -862,14 +858,14 @@ fn merge_rehashes_every_file_of_a_share_and_names_the_one_that_differs() {
 
 #[test]
 fn merge_into_a_directory_whose_lock_is_held_exits_2_naming_the_holder() {
-    let repo = fixture_repo(&[]);
-    let (_k1, share) = stage_share(&repo.root);
+    let run = stage_share();
+    let share = &run.evidence;
     let (_k2, into) = evidence_dir();
     std::fs::create_dir_all(&into).unwrap();
     // This process stands for a run (or merge) writing into `into`: it holds
     // the lock a run takes, on the empty directory.
     let held = verify_coding_candidates::evidence::lock::acquire(&into).unwrap();
-    let out = merge_output(&into, &[&share]);
+    let out = merge_output(&into, &[share]);
     assert_eq!(out.status.code(), Some(2), "{}", both(&out));
     let err = stderr_text(&out);
     assert!(
@@ -883,7 +879,7 @@ fn merge_into_a_directory_whose_lock_is_held_exits_2_naming_the_holder() {
     );
     // A merge holds it too while it writes: once it is free, the merge runs.
     drop(held);
-    let out = merge_output(&into, &[&share]);
+    let out = merge_output(&into, &[share]);
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
 }
 

@@ -10,7 +10,7 @@ use crate::common;
 
 use common::{
     check, copy_venv, detail, evidence_dir, exit_code, fixture_repo, python, read_evidence,
-    sdk_venv, stderr_text, stdout_text, venv_python, verifier,
+    sdk_venv, shared_sdk_record_run, stderr_text, stdout_text, venv_python, verifier,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -59,10 +59,18 @@ fn sdk_paths(venv: &Path) -> (PathBuf, PathBuf) {
     (sp, dist_info)
 }
 
+/// The shared `--only sdk-record` run of the fixture with the genuine
+/// interpreter ([`shared_sdk_record_run`]: one per test run, read by every
+/// test of the genuine interpreter): the exit code, the evidence and the
+/// output text.
+fn genuine_sdk_record() -> (i32, Value, String) {
+    let run = shared_sdk_record_run();
+    (run.code, run.read_evidence(), run.text())
+}
+
 #[test]
 fn sdk_record_passes_with_the_genuine_sdk_and_records_its_counts() {
-    let repo = fixture_repo(&[]);
-    let (code, ev, text) = run(&repo.root, &python(), &["--only", "sdk-record"], &[]);
+    let (code, ev, text) = genuine_sdk_record();
     assert_eq!(code, i32::from(exit::SUCCESS), "{text}");
     assert_eq!(
         ev["gates"]
@@ -812,18 +820,26 @@ fn the_bytecode_cache_skips_only_pairs_found_equal_before() {
 fn seed_list(python: &Path) -> (i32, Option<String>, String) {
     let repo = fixture_repo(&[]);
     let (out, _keep, dir) = common::run_only(&repo.root, python, "sdk-record", &[]);
+    (exit_code(&out), seed_list_in(&dir), stderr_text(&out))
+}
+
+/// The seed list `logs/sdk-record/pycache-seed.txt` of the `--only
+/// sdk-record` run that wrote `dir`, if written; asserts the run's bytecode
+/// cache was removed before the evidence was sealed.
+fn seed_list_in(dir: &Path) -> Option<String> {
     let list = std::fs::read_to_string(dir.join("logs/sdk-record/pycache-seed.txt")).ok();
     assert!(
         !dir.join("roots/pycache").exists(),
         "the run's bytecode cache is removed before the evidence is sealed"
     );
-    (exit_code(&out), list, stderr_text(&out))
+    list
 }
 
 #[test]
 fn a_passing_sdk_record_seeds_the_run_cache_with_exactly_the_verified_bytecode() {
-    let (code, list, text) = seed_list(&python());
-    assert_eq!(code, i32::from(exit::SUCCESS), "{text}");
+    let run = shared_sdk_record_run();
+    let list = seed_list_in(&run.evidence);
+    assert_eq!(run.code, i32::from(exit::SUCCESS), "{}", run.stderr);
     let list = list.expect("a passing sdk-record writes its seed list");
     let (sp, _) = sdk_paths(&sdk_venv());
     let pyc = sp.join("langbot_plugin/__pycache__/__init__.cpython-311.pyc");
@@ -856,16 +872,11 @@ fn a_passing_sdk_record_seeds_the_run_cache_with_exactly_the_verified_bytecode()
 #[test]
 fn the_standard_library_bytecode_found_equal_is_seeded_and_listed() {
     let python = python();
-    let repo = fixture_repo(&[]);
-    let (out, _keep, dir) = common::run_only(&repo.root, &python, "sdk-record", &[]);
-    assert_eq!(
-        exit_code(&out),
-        i32::from(exit::SUCCESS),
-        "{}",
-        stderr_text(&out)
-    );
-    let list = std::fs::read_to_string(dir.join("logs/sdk-record/pycache-seed-stdlib.txt"))
-        .expect("the site probe's answer seeds the standard library and lists it");
+    let run = shared_sdk_record_run();
+    assert_eq!(run.code, i32::from(exit::SUCCESS), "{}", run.stderr);
+    let list =
+        std::fs::read_to_string(run.evidence.join("logs/sdk-record/pycache-seed-stdlib.txt"))
+            .expect("the site probe's answer seeds the standard library and lists it");
     // `json` is imported by every probe: its bytecode, where the
     // interpreter has one, is seeded by this gate or already cached.
     let stdlib = std::process::Command::new(&python)

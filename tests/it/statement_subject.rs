@@ -3,7 +3,8 @@
 
 use crate::common;
 
-use common::{evidence_dir, exit_code, fixture_repo, git, stderr_text, verifier_only};
+use common::{evidence_dir, exit_code, fixture_repo, git, shared_run, stderr_text, verifier_only};
+use std::path::Path;
 
 /// The statement's `gitCommit` subject name after an `--only tree-clean` run.
 fn source_subject(repo: &common::FixtureRepo) -> (String, serde_json::Value) {
@@ -12,6 +13,12 @@ fn source_subject(repo: &common::FixtureRepo) -> (String, serde_json::Value) {
         .output()
         .unwrap();
     assert_eq!(exit_code(&out), 0, "{}", stderr_text(&out));
+    subject_in(&dir)
+}
+
+/// The `gitCommit` subject name of the statement in evidence directory
+/// `dir`, and its evidence.
+fn subject_in(dir: &Path) -> (String, serde_json::Value) {
     let statement: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("statement.intoto.json")).unwrap()).unwrap();
     let subject = statement["subject"]
@@ -23,7 +30,7 @@ fn source_subject(repo: &common::FixtureRepo) -> (String, serde_json::Value) {
         .as_str()
         .unwrap()
         .to_string();
-    (subject, common::read_evidence(&dir))
+    (subject, common::read_evidence(dir))
 }
 
 #[test]
@@ -55,17 +62,17 @@ fn the_subject_is_the_origin_url_without_credentials() {
 
 #[test]
 fn without_an_origin_or_with_a_local_one_the_subject_is_the_folder_name() {
-    let repo = fixture_repo(&[]);
-    let folder = repo
-        .root
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let (subject, _) = source_subject(&repo);
+    // Without an origin: the shared `--only tree-clean` run of the fixture.
+    let run = shared_run(&[], &["--only", "tree-clean"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let folder = run.repo.file_name().unwrap().to_string_lossy().into_owned();
+    let (subject, _) = subject_in(&run.evidence);
     assert_eq!(subject, folder);
     assert!(!subject.contains('/'), "{subject}");
 
+    // With a local origin: a repository of the test's own.
+    let repo = fixture_repo(&[]);
+    assert_eq!(repo.root.file_name(), run.repo.file_name());
     git(
         &repo.root,
         &["remote", "add", "origin", "/srv/git/langbot-plugins.git"],
