@@ -88,7 +88,8 @@ fn processes_tied_to(dir: &Path) -> Vec<String> {
 }
 
 /// The fixture's full certification ([`shared_certification`]: every gate,
-/// signed off, one run per test run, read by the evidence snapshot too).
+/// signed off, the bytecode cache off; one run per test run, which the
+/// evidence snapshot reads too).
 #[test]
 fn every_gate_passes_on_the_fixture_repository_with_valid_evidence() {
     let run = shared_certification();
