@@ -567,7 +567,6 @@ mod tests {
         std::fs::create_dir_all(&cache).unwrap();
         std::fs::create_dir_all(&root).unwrap();
         std::fs::write(cache.join("k.pairs"), "genuine\n").unwrap();
-        let available = preflight(&top.path().join("logs"));
         let script = format!(
             "cat {cache}/k.pairs; \
              if echo poisoned >> {cache}/k.pairs 2>/dev/null; then echo cache-writable; else echo cache-read-only; fi; \
@@ -576,26 +575,7 @@ mod tests {
             cache = cache.display(),
             root = root.display(),
         );
-        let spec = ChildSpec {
-            program: "/bin/sh".into(),
-            args: vec!["-c".into(), script],
-            cwd: root.clone(),
-            env: BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string())]),
-            timeout: Duration::from_secs(60),
-            log_stem: top.path().join("logs/step"),
-            stdin: None,
-        };
-        let plan = SandboxPlan {
-            read_only: vec![PathBuf::from("/")],
-            writable: vec![root.clone()],
-            network: Network::PrivateLoopback,
-            survey: None,
-        };
-        let (spec, record) = confine(spec, &plan, &available);
-        assert!(record.confined());
-        assert_eq!(record.read_only, vec!["/"]);
-        let out = process::run_sandboxed(&spec).unwrap();
-        assert!(out.success(), "{}", out.tail(10));
+        let out = run_with_the_whole_root(top.path(), &root, script);
         let text = out.stdout_text();
         assert!(text.starts_with("genuine\n"), "{text}");
         assert!(text.contains("cache-read-only"), "{text}");
@@ -621,33 +601,42 @@ mod tests {
         let top = tempfile::tempdir().unwrap();
         let root = top.path().join("roots/probe");
         std::fs::create_dir_all(&root).unwrap();
-        let available = preflight(&top.path().join("logs"));
         let script = format!(
             "cat {shm}/marker; \
              if echo x > {shm}/new 2>/dev/null; then echo shm-writable; else echo shm-read-only; fi",
             shm = shm.path().display(),
         );
+        let out = run_with_the_whole_root(top.path(), &root, script);
+        assert_eq!(out.stdout_text(), "on the host\nshm-read-only\n");
+        assert!(!shm.path().join("new").exists());
+    }
+
+    /// Runs `sh -c script` in `root` under the plan of a probe of an
+    /// environment not yet judged (the whole root read-only, only `root`
+    /// writable); asserts it was confined and succeeded.
+    fn run_with_the_whole_root(top: &Path, root: &Path, script: String) -> process::ChildOutput {
+        let available = preflight(&top.join("logs"));
         let spec = ChildSpec {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script],
-            cwd: root.clone(),
+            cwd: root.to_path_buf(),
             env: BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string())]),
             timeout: Duration::from_secs(60),
-            log_stem: top.path().join("logs/step"),
+            log_stem: top.join("logs/step"),
             stdin: None,
         };
         let plan = SandboxPlan {
             read_only: vec![PathBuf::from("/")],
-            writable: vec![root],
+            writable: vec![root.to_path_buf()],
             network: Network::PrivateLoopback,
             survey: None,
         };
         let (spec, record) = confine(spec, &plan, &available);
         assert!(record.confined());
+        assert_eq!(record.read_only, vec!["/"]);
         let out = process::run_sandboxed(&spec).unwrap();
         assert!(out.success(), "{}", out.tail(10));
-        assert_eq!(out.stdout_text(), "on the host\nshm-read-only\n");
-        assert!(!shm.path().join("new").exists());
+        out
     }
 
     #[test]
