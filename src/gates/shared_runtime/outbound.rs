@@ -217,33 +217,43 @@ mod tests {
         }
     }
 
+    /// Installations A and B with their endpoint canaries, `calls` and the
+    /// sink's `events`.
+    fn observed(calls: Vec<Call>, events: Vec<OutboundEvent>) -> HostObservation {
+        HostObservation {
+            installations: vec![
+                inst("A", "http://vcc-canary-a-endpoint-00aa.invalid/"),
+                inst("B", "http://vcc-canary-b-endpoint-00bb.invalid/"),
+            ],
+            calls,
+            outbound: super::super::observe::Outbound {
+                events,
+                ..Default::default()
+            },
+            ..HostObservation::default()
+        }
+    }
+
     /// A's concurrent request went to B's endpoint: no single sighting is
     /// foreign (both ran), but the counts show the swap; a plugin that
     /// simply sends less at once (a cache) is not named.
     #[test]
     fn a_request_swapped_while_both_ran_is_named_by_the_counts() {
-        let a = "http://vcc-canary-a-endpoint-00aa.invalid/";
-        let b = "http://vcc-canary-b-endpoint-00bb.invalid/";
         let mut calls = vec![call("A", 1.0, 2.0), call("B", 3.0, 4.0)];
         for label in ["A", "B"] {
             let mut c = call(label, 5.0, 6.0);
             c.phase = "concurrent".into();
             calls.push(c);
         }
-        let mut obs = HostObservation {
-            installations: vec![inst("A", a), inst("B", b)],
+        let mut obs = observed(
             calls,
-            outbound: super::super::observe::Outbound {
-                events: vec![
-                    dns(1.5, "vcc-canary-a-endpoint-00aa.invalid"),
-                    dns(3.5, "vcc-canary-b-endpoint-00bb.invalid"),
-                    dns(5.2, "vcc-canary-b-endpoint-00bb.invalid"),
-                    dns(5.3, "vcc-canary-b-endpoint-00bb.invalid"),
-                ],
-                ..Default::default()
-            },
-            ..HostObservation::default()
-        };
+            vec![
+                dns(1.5, "vcc-canary-a-endpoint-00aa.invalid"),
+                dns(3.5, "vcc-canary-b-endpoint-00bb.invalid"),
+                dns(5.2, "vcc-canary-b-endpoint-00bb.invalid"),
+                dns(5.3, "vcc-canary-b-endpoint-00bb.invalid"),
+            ],
+        );
         let swaps = concurrent_swaps(&obs);
         assert_eq!(swaps.len(), 1, "{swaps:?}");
         assert!(
@@ -281,22 +291,15 @@ mod tests {
 
     #[test]
     fn a_sighting_is_own_in_its_installations_window_and_foreign_in_the_others() {
-        let a = "http://vcc-canary-a-endpoint-00aa.invalid/";
-        let b = "http://vcc-canary-b-endpoint-00bb.invalid/";
-        let obs = HostObservation {
-            installations: vec![inst("A", a), inst("B", b)],
-            calls: vec![call("A", 1.0, 2.0), call("B", 3.0, 4.0)],
-            outbound: super::super::observe::Outbound {
-                events: vec![
-                    dns(1.5, "vcc-canary-a-endpoint-00aa.invalid"),
-                    dns(3.5, "vcc-canary-a-endpoint-00aa.invalid"),
-                    dns(5.0, "vcc-canary-b-endpoint-00bb.invalid"),
-                    dns(3.6, "api.example.com"),
-                ],
-                ..Default::default()
-            },
-            ..HostObservation::default()
-        };
+        let obs = observed(
+            vec![call("A", 1.0, 2.0), call("B", 3.0, 4.0)],
+            vec![
+                dns(1.5, "vcc-canary-a-endpoint-00aa.invalid"),
+                dns(3.5, "vcc-canary-a-endpoint-00aa.invalid"),
+                dns(5.0, "vcc-canary-b-endpoint-00bb.invalid"),
+                dns(3.6, "api.example.com"),
+            ],
+        );
         let seen = sightings(&obs);
         assert_eq!(seen.len(), 3, "{seen:?}");
         assert!(seen[0].own_alone() && !seen[0].foreign());
