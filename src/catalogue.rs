@@ -31,6 +31,15 @@ pub struct GateInfo {
     /// none.
     #[serde(default)]
     pub after: Vec<String>,
+    /// Ids of earlier gates (its prerequisites or theirs) whose `pass` lets
+    /// this gate start before the rest of `requires` ended, when `--jobs` is above 1: its first part
+    /// runs on what those left, and it waits inside for the rest
+    /// ([`crate::gates::Gate::run_early`]), blocked as any gate when one of
+    /// them does not pass (`suites`: the tree run needs only the staged
+    /// source and the verified interpreter). Empty (default), or with
+    /// `--jobs 1`: it starts once all of `requires` passed.
+    #[serde(default)]
+    pub early_requires: Vec<String>,
     /// `global` (runs once per run, in every partition), `candidate`
     /// (checks each candidate; `--partition` splits these) or `whole`
     /// (needs every candidate; not run in a partition).
@@ -83,10 +92,12 @@ fn default_cost() -> f64 {
 /// while no other gate does.
 pub const EVIDENCE_DIRECTORY: &str = "evidence-directory";
 
-/// The machine's CPU time, which every gate takes: a gate whose outcome
-/// depends on timing (the repository's own timing-sensitive tests) names it
-/// in `exclusive` and so runs while no other gate does, facing only the load
-/// the repository's own run would face.
+/// The machine's CPU time, which every gate takes: a gate naming it in
+/// `exclusive` runs while no other gate does. No gate does today: the
+/// timing-sensitive suites are `foreground` instead (every other step idles
+/// while their pytest runs are active, `process::priority`), and run alone
+/// only where that cannot be undone ([`crate::pipeline`]'s
+/// `foreground_alone`).
 pub const MACHINE: &str = "machine";
 
 impl GateInfo {
@@ -147,6 +158,13 @@ pub fn all() -> &'static [GateInfo] {
                 assert!(
                     cat.gate[..i].iter().any(|p| &p.id == r),
                     "gate {} requires {r}, which is not an earlier gate",
+                    g.id
+                );
+            }
+            for r in &g.early_requires {
+                assert!(
+                    cat.gate[..i].iter().any(|p| &p.id == r),
+                    "gate {}: early_requires names {r}, which is not an earlier gate",
                     g.id
                 );
             }
@@ -231,7 +249,7 @@ pub fn with_prerequisites(ids: &[String]) -> Vec<String> {
     let mut i = 0;
     while i < wanted.len() {
         if let Some(g) = get(&wanted[i]) {
-            for r in &g.requires {
+            for r in g.requires.iter().chain(&g.early_requires) {
                 if !wanted.contains(r) {
                     wanted.push(r.clone());
                 }
@@ -272,25 +290,25 @@ mod tests {
     }
 
     #[test]
-    fn only_the_suites_run_alone_and_exclusive_resources_still_keep_gates_apart() {
+    fn no_gate_runs_alone_the_suites_take_the_cpu_first_and_exclusive_resources_keep_gates_apart() {
         for g in all() {
             assert!(
-                !g.exclusive.iter().any(|r| r == EVIDENCE_DIRECTORY),
-                "{} needs DIR to itself",
+                !g.exclusive
+                    .iter()
+                    .any(|r| r == EVIDENCE_DIRECTORY || r == MACHINE),
+                "{} runs alone",
                 g.id
             );
-            // The repository's timing-sensitive tests face no gate of ours.
-            let alone = g.exclusive.iter().any(|r| r == MACHINE);
-            assert_eq!(alone, g.id == "suites", "{}", g.id);
+            // Only the suites are foreground work (`process::priority`), and
+            // they start once the staged source and the interpreter passed.
+            assert_eq!(g.foreground, g.id == "suites", "{}", g.id);
+            assert_eq!(g.early_requires.is_empty(), g.id != "suites", "{}", g.id);
         }
-        let suites = get("suites").unwrap();
-        for g in all().iter().filter(|g| g.id != "suites") {
-            assert!(
-                suites.conflicts_with(g) && g.conflicts_with(suites),
-                "{}",
-                g.id
-            );
-        }
+        assert_eq!(
+            get("suites").unwrap().early_requires,
+            ["stage", "sdk-record"]
+        );
+        assert!(with_prerequisites(&["suites".into()]).contains(&"stage".to_string()));
         let (stage, lbp_build) = (get("stage").unwrap(), get("lbp-build").unwrap());
         assert!(!stage.conflicts_with(lbp_build) && !lbp_build.conflicts_with(stage));
         let mut a = stage.clone();

@@ -119,11 +119,13 @@ pub struct Cli {
     pub release_dir: Option<PathBuf>,
 
     /// Gates run at once: a gate starts as soon as every gate it requires has passed, at most N
-    /// at a time (default: the available cores); evidence, JUnit and the summary keep catalogue
-    /// order whatever the finishing order. Inside a gate, per-candidate steps (builds, admissions,
-    /// preparations, downloads, the two suites runs, the runtime's worker starts) run at once.
-    /// `--jobs 1` is a serial run: one gate at a time, and one step at a time inside it (the two
-    /// isolation workers, which must live together, excepted).
+    /// at a time (default: the available cores), and `suites` beside them, taking no slot: it
+    /// starts once `stage` and `sdk-record` passed, and while its pytest runs are active every
+    /// other step is idle (SCHED_IDLE); evidence, JUnit and the summary keep catalogue order
+    /// whatever the finishing order. Inside a gate, per-candidate steps (builds, admissions,
+    /// preparations, downloads, the runtime's worker starts) run at once; the suites' runs go
+    /// one after the other. `--jobs 1` is a serial run: one gate at a time, and one step at a
+    /// time inside it (the two isolation workers, which must live together, excepted).
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
 

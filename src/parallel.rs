@@ -33,10 +33,15 @@ pub fn map<I: Sync, T: Send>(
     // The gate this thread works for is its steps' too (the journal of
     // signals names it).
     let gate = crate::process::journal::current_gate();
+    // A foreground gate's pool threads are foreground work too.
+    let foreground = crate::process::priority::is_foreground_thread();
     std::thread::scope(|s| {
         for _ in 0..threads {
             let (f, next, results, gate) = (&f, &next, &results, gate.clone());
             s.spawn(move || {
+                if foreground {
+                    crate::process::priority::mark_foreground_thread();
+                }
                 crate::process::journal::in_gate(gate.as_deref(), || loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(input) = inputs.get(i) else { break };

@@ -146,6 +146,13 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             only: opts.only.as_deref(),
             partitioned: opts.partition.is_some(),
             jobs: opts.jobs,
+            foreground_alone: !process::priority::can_restore()
+                || matches!(
+                    crate::isolation::sandbox::availability(
+                        &evidence_dir.join("logs").join("sandbox")
+                    ),
+                    crate::isolation::sandbox::Availability::Unavailable(_)
+                ),
             residue: &process::residue::after_gate_of,
         },
         progress,
@@ -857,6 +864,13 @@ enum Slot {
         started: Instant,
         span: usize,
         left_out: Vec<String>,
+        /// A gate started early ([`catalogue::GateInfo::early_requires`])
+        /// and still waiting for the rest of its prerequisites: where its
+        /// context goes once they ended.
+        rest: Option<std::sync::mpsc::Sender<Option<std::sync::Arc<RunContext>>>>,
+        /// Why a gate started early was blocked after all (it returns at
+        /// once; its record says this, and nothing it observed).
+        blocked: Option<String>,
     },
     /// Ended: its record is final.
     Done(Box<GateRecord>),
@@ -887,6 +901,13 @@ struct Graph<'a> {
     partitioned: bool,
     /// At most this many gates at once.
     jobs: usize,
+    /// Whether a foreground gate (`suites`) runs alone, as `exclusive =
+    /// ["machine"]` would make it: when the kernel would not restore the
+    /// steps it demotes to `SCHED_IDLE` (no `CAP_SYS_NICE`), or without
+    /// bubblewrap (an unconfined suites run must not run beside gates whose
+    /// inputs it could write). Else it starts early, takes no job, and the
+    /// other gates fill the cores it leaves idle.
+    foreground_alone: bool,
     /// The residue check after a gate ended, given every gate's span
     /// ([`process::residue::after_gate_of`]).
     residue: &'a dyn Fn(&[process::residue::Span]) -> Vec<Check>,
@@ -929,9 +950,11 @@ fn start_order(catalogue: &[catalogue::GateInfo], required: &[String]) -> Vec<us
 }
 
 /// Runs the required gates as the catalogue's graph: a gate starts as soon as
-/// every gate it requires has passed, at most `jobs` at a time, never beside a
-/// running gate that declares one of its exclusive resources; a gate whose
-/// prerequisite ended without passing is `blocked`. Each gate reads the
+/// every gate it requires has passed (or, with `early_requires`, once those
+/// passed: [`Schedule::hand_over`]), at most `jobs` at a time (a foreground
+/// gate takes no job unless it runs alone: [`Graph::foreground_alone`]),
+/// never beside a running gate that declares one of its exclusive resources;
+/// a gate whose prerequisite ended without passing is `blocked`. Each gate reads the
 /// context as the gates ended before it started left it. Records come back in
 /// catalogue order whatever the finishing order.
 fn run_gates(
@@ -1002,6 +1025,10 @@ impl<'r, 'a> Schedule<'r, 'a> {
     fn consider(&mut self, i: usize, progress: &mut dyn Progress) {
         let catalogue = self.graph.catalogue;
         let info = &catalogue[i];
+        if matches!(self.slots[i], Slot::Running { rest: Some(_), .. }) {
+            self.hand_over(i);
+            return;
+        }
         if !matches!(self.slots[i], Slot::Waiting) {
             return;
         }
@@ -1011,8 +1038,13 @@ impl<'r, 'a> Schedule<'r, 'a> {
             self.slots[i] = Slot::Done(Box::new(record));
             return;
         }
-        let Some((next, ended)) = self.ready(info) else {
-            return; // a prerequisite, or a gate it runs after, has not ended yet
+        let (next, ended, early) = match self.ready(info) {
+            Some((next, ended)) => (next, ended, false),
+            None => match self.early_ready(info) {
+                Some(next) => (next, Vec::new(), true),
+                // A prerequisite, or a gate it runs after, has not ended yet.
+                None => return,
+            },
         };
         if interrupt::requested() {
             record.reason = Some("the run was interrupted before this gate started".into());
@@ -1041,14 +1073,92 @@ impl<'r, 'a> Schedule<'r, 'a> {
                 return;
             }
         };
+        if !self.job_free(info) {
+            return;
+        }
+        self.start(i, gate, view, left_out, early, progress);
+    }
+
+    /// Whether gate `info` may start beside the running gates: no running
+    /// gate conflicts with it, and a job is free. With `--jobs` above 1 a
+    /// foreground gate (the suites, whose steps take the CPU first while
+    /// every other step idles: `process::priority`) takes no job and needs
+    /// none: the other gates fill the cores it leaves idle.
+    fn job_free(&self, info: &catalogue::GateInfo) -> bool {
+        let catalogue = self.graph.catalogue;
+        let jobs = self.graph.jobs.max(1);
+        let alone = jobs == 1 || self.graph.foreground_alone;
+        let takes_a_job = |g: &catalogue::GateInfo| alone || !g.foreground;
         let running: Vec<usize> = (0..self.slots.len())
             .filter(|k| matches!(self.slots[*k], Slot::Running { .. }))
             .collect();
-        let busy = running.iter().any(|k| catalogue[*k].conflicts_with(info));
-        if running.len() >= self.graph.jobs.max(1) || busy {
-            return;
+        if running.iter().any(|k| catalogue[*k].conflicts_with(info)) {
+            return false;
         }
-        self.start(i, gate, view, left_out, progress);
+        // Run alone, a foreground gate starts once nothing runs, and nothing
+        // starts beside it.
+        if self.graph.foreground_alone
+            && ((info.foreground && !running.is_empty())
+                || running.iter().any(|k| catalogue[*k].foreground))
+        {
+            return false;
+        }
+        let taken = running
+            .iter()
+            .filter(|k| takes_a_job(&catalogue[**k]))
+            .count();
+        !takes_a_job(info) || taken < jobs
+    }
+
+    /// What gate `info` does when it may start early: its
+    /// `early_requires` have all ended (the rest of `requires` have not)
+    /// and the run has more than one job. `None` otherwise.
+    fn early_ready(&self, info: &catalogue::GateInfo) -> Option<Next> {
+        if info.early_requires.is_empty() || self.graph.jobs <= 1 || self.graph.foreground_alone {
+            return None;
+        }
+        let catalogue = self.graph.catalogue;
+        let mut prerequisites = Vec::new();
+        for r in &info.early_requires {
+            let k = catalogue.iter().position(|g| &g.id == r)?;
+            match &self.slots[k] {
+                Slot::Done(g) => prerequisites.push((&catalogue[k], g.as_ref())),
+                _ => return None,
+            }
+        }
+        Some(next_step(info, &prerequisites, &self.run_candidates))
+    }
+
+    /// Gate `i`, started early: once the rest of its prerequisites ended,
+    /// its context is handed over (without the candidates it runs
+    /// without), or `None` when it is blocked (the reason kept for its
+    /// record) or the run was interrupted.
+    fn hand_over(&mut self, i: usize) {
+        let info = &self.graph.catalogue[i];
+        // Interrupted: the gate ends at once and is judged as any gate the
+        // interrupt stopped while it ran (skipped, nothing judged).
+        let (context, why) = if interrupt::requested() {
+            (None, None)
+        } else {
+            match self.ready(info) {
+                None => return,
+                Some((Next::Blocked(reason), _)) => (None, Some(reason)),
+                Some((next, ended)) => {
+                    if let (Next::Run { left_out: l }, Slot::Running { left_out, .. }) =
+                        (&next, &mut self.slots[i])
+                    {
+                        left_out.clone_from(l);
+                    }
+                    (Some(self.view(&next, ended)), None)
+                }
+            }
+        };
+        if let Slot::Running { rest, blocked, .. } = &mut self.slots[i] {
+            if let Some(tx) = rest.take() {
+                let _ = tx.send(context);
+            }
+            *blocked = why;
+        }
     }
 
     /// Why a gate the run does not require is skipped.
@@ -1115,16 +1225,25 @@ impl<'r, 'a> Schedule<'r, 'a> {
         gate: Box<dyn gates::Gate>,
         view: std::sync::Arc<RunContext>,
         left_out: Vec<String>,
+        early: bool,
         progress: &mut dyn Progress,
     ) {
         let catalogue = self.graph.catalogue;
         let info = &catalogue[i];
         self.spans.push(process::residue::Span::start(&info.id));
         self.ctx.activity.started(&info.id);
+        let (rest_tx, rest) = if early {
+            let (tx, rx) = std::sync::mpsc::channel();
+            (Some(tx), Some(gates::Rest::new(rx)))
+        } else {
+            (None, None)
+        };
         self.slots[i] = Slot::Running {
             started: Instant::now(),
             span: self.spans.len() - 1,
             left_out,
+            rest: rest_tx,
+            blocked: None,
         };
         let mut names: Vec<&str> = (0..self.slots.len())
             .filter(|k| matches!(self.slots[*k], Slot::Running { .. }))
@@ -1144,7 +1263,9 @@ impl<'r, 'a> Schedule<'r, 'a> {
         let spawned = std::thread::Builder::new()
             .name(format!("gate {}", info.id))
             .spawn(move || {
-                if !foreground {
+                if foreground {
+                    process::priority::mark_foreground_thread();
+                } else {
                     process::run_in_background();
                 }
                 let mut updates = crate::context::Updates::default();
@@ -1152,7 +1273,10 @@ impl<'r, 'a> Schedule<'r, 'a> {
                 // evidence behind (verdict `fail`), never abort the run.
                 // Every signal this thread sends is journalled as this gate's.
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    process::journal::in_gate(Some(&gate_id), || gate.run(&snapshot, &mut updates))
+                    process::journal::in_gate(Some(&gate_id), || match &rest {
+                        Some(rest) => gate.run_early(&snapshot, rest, &mut updates),
+                        None => gate.run(&snapshot, &mut updates),
+                    })
                 }));
                 let _ = thread_tx.send(Finished {
                     index: i,
@@ -1178,11 +1302,14 @@ impl<'r, 'a> Schedule<'r, 'a> {
             started,
             span,
             ref mut left_out,
+            ref mut blocked,
+            ..
         } = self.slots[i]
         else {
             return;
         };
         let left_out = std::mem::take(left_out);
+        let blocked = blocked.take();
         self.spans[span].end();
         let info = &self.graph.catalogue[i];
         self.ctx.activity.ended(&info.id);
@@ -1204,7 +1331,25 @@ impl<'r, 'a> Schedule<'r, 'a> {
             u64::try_from(started.duration_since(self.run_started).as_millis()).unwrap_or(u64::MAX),
         );
         record.candidates_left_out = left_out;
-        judge(&mut record, checks, gate.headline_check());
+        match blocked {
+            // Started early, then blocked: what it observed is not judged,
+            // but a residue it was charged with (a process another gate left,
+            // judged once this one ended) still is.
+            Some(reason) => {
+                let residue: Vec<Check> = checks
+                    .into_iter()
+                    .filter(|c| c.result == CheckResult::Fail)
+                    .filter(|c| c.name == process::residue::CHECK)
+                    .collect();
+                if residue.is_empty() {
+                    record.result = GateResult::Blocked;
+                    record.reason = Some(reason);
+                } else {
+                    judge(&mut record, residue, None);
+                }
+            }
+            None => judge(&mut record, checks, gate.headline_check()),
+        }
         progress.gate_finished(&record);
         self.slots[i] = Slot::Done(Box::new(record));
     }
@@ -1880,6 +2025,29 @@ mod tests {
             fn id(&self) -> &'static str {
                 self.id
             }
+            fn run_early(
+                &self,
+                early: &RunContext,
+                rest: &crate::gates::Rest,
+                out: &mut Updates,
+            ) -> Result<Vec<Check>, String> {
+                let seen = early.source.commit.clone();
+                self.log
+                    .lock()
+                    .unwrap()
+                    .push(format!("early {} saw {seen}", self.id));
+                match rest.wait() {
+                    Some(ctx) => self.run(&ctx, out),
+                    None => {
+                        self.log.lock().unwrap().push(format!("held {}", self.id));
+                        Ok(vec![Check::pass(
+                            "x",
+                            None,
+                            "observed before it was blocked",
+                        )])
+                    }
+                }
+            }
             fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
                 let seen = ctx.source.commit.clone();
                 self.log
@@ -1945,6 +2113,7 @@ mod tests {
                 does_not_prove: String::new(),
                 requires: requires.iter().map(|r| r.to_string()).collect(),
                 after: Vec::new(),
+                early_requires: Vec::new(),
                 scope: Scope::Global,
                 exclusive: exclusive.iter().map(|r| r.to_string()).collect(),
                 cost: 1.0,
@@ -2070,6 +2239,7 @@ mod tests {
                     only: None,
                     partitioned: false,
                     jobs,
+                    foreground_alone: FOREGROUND_ALONE.with(std::cell::Cell::get),
                     residue: &residue,
                 },
                 &mut events,
@@ -2111,6 +2281,96 @@ mod tests {
             );
             let (a, b) = (&records[0], &records[1]);
             assert!(b.started_ms.unwrap() >= a.started_ms.unwrap() + a.duration_ms);
+        }
+
+        thread_local! {
+            /// [`Graph::foreground_alone`] of the next [`run_with`] on this thread.
+            static FOREGROUND_ALONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        }
+
+        #[test]
+        fn a_foreground_gate_runs_alone_when_idle_steps_could_not_be_restored() {
+            let cat = early_catalogue();
+            let ms = [("a", 20), ("b", 50), ("c", 250), ("s", 20)];
+            FOREGROUND_ALONE.with(|a| a.set(true));
+            let (records, _, log, _) = run(&cat, &ms, &[], &[], 2);
+            FOREGROUND_ALONE.with(|a| a.set(false));
+            assert!(!log.iter().any(|l| l.starts_with("early")), "{log:?}");
+            // s waits for c, which it does not need: nothing runs beside it.
+            assert!(
+                position(&log, "end c") < position(&log, "start s"),
+                "{log:?}"
+            );
+            assert_eq!(records[3].result, GateResult::Pass);
+        }
+
+        /// a, then b and c (each needing a), then s, which needs b and may
+        /// start once a passed; s is foreground (it takes no job).
+        fn early_catalogue() -> [GateInfo; 4] {
+            let mut s = info("s", &["b"], &[]);
+            s.early_requires = vec!["a".into()];
+            s.foreground = true;
+            [
+                info("a", &[], &[]),
+                info("b", &["a"], &[]),
+                info("c", &["a"], &[]),
+                s,
+            ]
+        }
+
+        #[test]
+        fn a_gate_starts_once_its_early_requires_passed_beside_two_jobs_and_gets_the_rest_later() {
+            let cat = early_catalogue();
+            let ms = [("a", 20), ("b", 200), ("c", 200), ("s", 20)];
+            let (records, _, log, _) = run(&cat, &ms, &[], &[], 2);
+            // s starts on what a left, beside b and c (it takes no job) ...
+            assert!(log.contains(&"early s saw c+a".to_string()), "{log:?}");
+            assert!(
+                position(&log, "early s") < position(&log, "end b"),
+                "{log:?}"
+            );
+            assert!(
+                position(&log, "start c") < position(&log, "end b"),
+                "{log:?}"
+            );
+            // ... and goes on once b, which it requires, ended.
+            assert!(
+                position(&log, "end b") < position(&log, "start s saw"),
+                "{log:?}"
+            );
+            assert!(
+                log.iter()
+                    .any(|l| l.starts_with("start s saw") && l.contains("+b")),
+                "{log:?}"
+            );
+            assert_eq!(records[3].result, GateResult::Pass);
+            // Its record spans both parts.
+            assert!(records[3].started_ms.unwrap() < records[1].started_ms.unwrap() + 150);
+
+            // With one job the run is serial: s starts once b ended, no earlier.
+            let (_, _, log, _) = run(&cat, &ms, &[], &[], 1);
+            assert!(!log.iter().any(|l| l.starts_with("early")), "{log:?}");
+            assert!(
+                position(&log, "end b") < position(&log, "start s"),
+                "{log:?}"
+            );
+        }
+
+        #[test]
+        fn a_gate_started_early_whose_other_prerequisite_fails_is_blocked_and_its_checks_dropped() {
+            let cat = early_catalogue();
+            let ms = [("a", 20), ("b", 100), ("c", 20), ("s", 20)];
+            let (records, _, log, events) = run(&cat, &ms, &["b"], &[], 2);
+            assert!(log.contains(&"held s".to_string()), "{log:?}");
+            assert!(!log.iter().any(|l| l.starts_with("start s")), "{log:?}");
+            let s = &records[3];
+            assert_eq!(s.result, GateResult::Blocked);
+            assert_eq!(
+                s.reason.as_deref(),
+                Some("prerequisite gate(s) did not pass: b")
+            );
+            assert!(s.checks.is_empty(), "{:?}", s.checks);
+            assert!(events.contains(&"s blocked".to_string()), "{events:?}");
         }
 
         #[test]

@@ -19,6 +19,7 @@
 pub mod disk;
 pub mod journal;
 pub mod log_cap;
+pub mod priority;
 pub mod procfs;
 pub mod residue;
 pub mod survey;
@@ -120,6 +121,7 @@ pub fn run_in_background() {
     if nice > 0 {
         let _ = rustix::process::setpriority_process(None, nice);
     }
+    priority::join_background();
 }
 
 /// The variable that replaces [`BACKGROUND_NICE`] (see [`run_in_background`]).
@@ -591,6 +593,7 @@ fn start(
     let started = Instant::now();
     let pid = handle.pids()[0];
     held().insert(pid);
+    priority::started(pid);
     let pgid = Pid::from_raw(pid as i32).expect("a started child has a positive pid");
     let mut cmd_text = format!(
         "cwd: {}\nprogram: {}\n",
@@ -992,6 +995,7 @@ impl Running {
             );
         }
         held().remove(&self.pid);
+        priority::reaped(self.pid);
         let stopped = Stopped {
             status,
             exited_on_its_own,

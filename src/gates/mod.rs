@@ -74,6 +74,54 @@ pub trait Gate: Send + Sync {
     fn not_applicable(&self, _ctx: &RunContext) -> Option<String> {
         None
     }
+
+    /// Runs a gate the pipeline started before all of its prerequisites
+    /// ended (its catalogue `early_requires` passed, the rest of `requires`
+    /// had not ended yet): `early` is the context those gates left, and
+    /// [`Rest::wait`] blocks until the rest ended, giving the context the
+    /// gate would have started with (without the candidates it runs without),
+    /// or `None` when it is blocked or the run was interrupted: the gate then
+    /// returns at once and the pipeline records why. Default: waits, then
+    /// [`Gate::run`].
+    ///
+    /// # Errors
+    /// As [`Gate::run`].
+    fn run_early(
+        &self,
+        early: &RunContext,
+        rest: &Rest,
+        out: &mut Updates,
+    ) -> Result<Vec<Check>, String> {
+        let _ = early;
+        match rest.wait() {
+            Some(ctx) => self.run(&ctx, out),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// What a gate started early waits for ([`Gate::run_early`]): the pipeline
+/// sends the full context once the rest of the gate's prerequisites ended,
+/// or `None` when they did not all pass for it (blocked) or the run was
+/// interrupted.
+pub struct Rest(std::sync::Mutex<std::sync::mpsc::Receiver<Option<std::sync::Arc<RunContext>>>>);
+
+impl Rest {
+    /// The receiving end of the pipeline's channel.
+    pub fn new(rx: std::sync::mpsc::Receiver<Option<std::sync::Arc<RunContext>>>) -> Self {
+        Self(std::sync::Mutex::new(rx))
+    }
+
+    /// Blocks until the pipeline hands the context over; `None`: blocked or
+    /// interrupted (also when the pipeline is gone).
+    pub fn wait(&self) -> Option<std::sync::Arc<RunContext>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .recv()
+            .ok()
+            .flatten()
+    }
 }
 
 /// Every implemented gate.

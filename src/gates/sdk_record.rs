@@ -259,6 +259,7 @@ impl super::Gate for SdkRecord {
                     &obs,
                     prefix,
                     &ctx.log_stem("sdk-record", "pycache-seed.txt"),
+                    ctx.width(),
                 );
             }
         }

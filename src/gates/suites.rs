@@ -39,7 +39,8 @@
 //! XPASSes are not passes, so an all-skipped suite fails), `strict-xfail` (no
 //! strict xfail passed or was reported as a pass), and for `extracted` also
 //! `source-root` (DIR/extracted holds exactly the candidate folders) and
-//! `extraction-unchanged` (the runs did not modify DIR/extracted). After both
+//! `extraction-unchanged` (the extraction run did not modify DIR/extracted;
+//! the tree run never sees it: it is not in that run's sandbox). After both
 //! runs, `extracted/same-outcomes`: both reports hold the same test ids
 //! (`classname::name`) with the same outcomes, so fewer passes on
 //! DIR/extracted than on the tree fail, naming the ids that differ.
@@ -141,58 +142,93 @@ impl super::Gate for Suites {
     }
 
     fn run(&self, ctx: &RunContext, out: &mut Updates) -> Result<Vec<Check>, String> {
-        let mut opts = ctx.profile.profile.suites.clone();
-        // A non-default SDK group's run: its candidates' own tests only. The
-        // repository-level runs are the default group's run's, and its
-        // DIR/extracted never holds this group's candidates, so `covers`
-        // cannot apply to them (they are untested unless they have tests).
-        if ctx.group_run {
-            if let Some(o) = &mut opts {
-                o.covers.clear();
-            }
-        }
-        // The commit's every file (export-ignored ones too: export
-        // attributes decide what a build sees, not what the tests run on).
-        let staged = ctx.committed_root.clone().or_else(|| ctx.staged_root.clone()).ok_or(
-            "the staged source is missing (the `stage` gate did not record DIR/staging/source); run `stage` first",
-        )?;
-        // The candidates earlier gates failed (the pipeline runs this gate
-        // for the others): the repository-level runs read every candidate.
-        let left_out: Vec<String> = this_groups_candidates(ctx)
-            .map(|c| c.folder().to_string())
-            .filter(|f| !ctx.selected.iter().any(|s| s.folder() == f))
-            .collect();
-        let RepositoryRuns {
-            mut checks,
-            mut record,
-            touched,
-        } = repository_runs(ctx, opts.as_ref(), &staged, &left_out)?;
-        // Each candidate's own tests, one candidate after the other (after
-        // the repository-level runs, which keep their place and names).
-        let mut own = candidates::observe(ctx, opts.as_ref(), &staged)?;
-        for c in own
-            .iter_mut()
-            .filter(|c| c.source == candidates::TestsSource::Repository)
-        {
-            c.read_by_repository_run = touched.as_ref().map(|t| t.contains(&c.folder));
-        }
-        for c in &own {
-            let mut decided = candidates::decide(c, opts.as_ref());
-            let requirement = sdk_requirement_line(&staged.join(&c.path));
-            super::sdk_mismatch::annotate(
-                &mut decided,
-                &output_text(&c.runs),
-                ctx.profile.profile.sdk.version(),
-                Some(requirement.as_deref()),
-            );
-            checks.extend(decided);
-        }
-        add_own_runs(&mut record, &own, opts.as_ref());
-        if let Some(record) = record {
-            out.set(move |ctx| ctx.suites = Some(record));
-        }
-        Ok(checks)
+        run_with(ctx, None, out)
     }
+
+    /// The tree run at once (it needs only the staged source and the
+    /// verified interpreter), then the rest once the archives are built and
+    /// the dependencies prepared.
+    fn run_early(
+        &self,
+        early: &RunContext,
+        rest: &super::Rest,
+        out: &mut Updates,
+    ) -> Result<Vec<Check>, String> {
+        let tree = match (&early.profile.profile.suites, staged_root(early)) {
+            (Some(opts), Ok(staged)) if !early.group_run => {
+                observe::observe_tree(early, opts, &staged)?
+            }
+            _ => None,
+        };
+        match rest.wait() {
+            Some(ctx) => run_with(&ctx, tree, out),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// The commit's every file (export-ignored ones too: export attributes
+/// decide what a build sees, not what the tests run on).
+fn staged_root(ctx: &RunContext) -> Result<std::path::PathBuf, String> {
+    ctx.committed_root.clone().or_else(|| ctx.staged_root.clone()).ok_or_else(|| {
+        "the staged source is missing (the `stage` gate did not record DIR/staging/source); run `stage` first".into()
+    })
+}
+
+/// The gate, with the tree run made already when the pipeline started the
+/// gate early (`tree`).
+fn run_with(
+    ctx: &RunContext,
+    tree: Option<observe::TreeRun>,
+    out: &mut Updates,
+) -> Result<Vec<Check>, String> {
+    let mut opts = ctx.profile.profile.suites.clone();
+    // A non-default SDK group's run: its candidates' own tests only. The
+    // repository-level runs are the default group's run's, and its
+    // DIR/extracted never holds this group's candidates, so `covers`
+    // cannot apply to them (they are untested unless they have tests).
+    if ctx.group_run {
+        if let Some(o) = &mut opts {
+            o.covers.clear();
+        }
+    }
+    let staged = staged_root(ctx)?;
+    // The candidates earlier gates failed (the pipeline runs this gate
+    // for the others): the repository-level runs read every candidate.
+    let left_out: Vec<String> = this_groups_candidates(ctx)
+        .map(|c| c.folder().to_string())
+        .filter(|f| !ctx.selected.iter().any(|s| s.folder() == f))
+        .collect();
+    let RepositoryRuns {
+        mut checks,
+        mut record,
+        touched,
+    } = repository_runs(ctx, opts.as_ref(), &staged, &left_out, tree)?;
+    // Each candidate's own tests, one candidate after the other (after
+    // the repository-level runs, which keep their place and names).
+    let mut own = candidates::observe(ctx, opts.as_ref(), &staged)?;
+    for c in own
+        .iter_mut()
+        .filter(|c| c.source == candidates::TestsSource::Repository)
+    {
+        c.read_by_repository_run = touched.as_ref().map(|t| t.contains(&c.folder));
+    }
+    for c in &own {
+        let mut decided = candidates::decide(c, opts.as_ref());
+        let requirement = sdk_requirement_line(&staged.join(&c.path));
+        super::sdk_mismatch::annotate(
+            &mut decided,
+            &output_text(&c.runs),
+            ctx.profile.profile.sdk.version(),
+            Some(requirement.as_deref()),
+        );
+        checks.extend(decided);
+    }
+    add_own_runs(&mut record, &own, opts.as_ref());
+    if let Some(record) = record {
+        out.set(move |ctx| ctx.suites = Some(record));
+    }
+    Ok(checks)
 }
 
 /// What the repository-level runs decided.
@@ -216,6 +252,7 @@ fn repository_runs(
     opts: Option<&SuitesOptions>,
     staged: &std::path::Path,
     left_out: &[String],
+    tree: Option<observe::TreeRun>,
 ) -> Result<RepositoryRuns, String> {
     let mut checks = Vec::new();
     let mut record = None;
@@ -225,7 +262,7 @@ fn repository_runs(
         None => checks.push(no_suites_check()),
         Some(_) if !left_out.is_empty() => checks.push(repository_runs_left_out(left_out)),
         Some(opts) => {
-            let obs = observe::observe(ctx, opts, staged)?;
+            let obs = observe::observe(ctx, opts, staged, tree)?;
             touched = extraction_read(&obs);
             let mut decided = decide(&obs, opts);
             super::sdk_mismatch::annotate(

@@ -30,12 +30,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod gate_cpu;
+mod reliability;
 mod scale;
+
+use gate_cpu::ByGate;
+use reliability::Reliability;
 
 /// Target: median wall of the default jobs over `--jobs 1`.
 pub(crate) const JOBS_TARGET: f64 = 0.6;
-/// Target: our full certification over the repository's own checks (wall).
-pub(crate) const PEER_TARGET: f64 = 0.5;
+/// Target: our full certification over the repository's own checks (wall):
+/// the floor the suites leave (they run one after the other, as the
+/// repository's own checks run them, and get the CPU first), issue 37.
+pub(crate) const PEER_TARGET: f64 = 0.8;
 /// Target: our full certification over the repository's own checks (CPU):
 /// at most 1.2 times the peer's CPU, although we check more.
 pub(crate) const PEER_CPU_TARGET: f64 = 1.2;
@@ -45,9 +52,9 @@ const POLL: Duration = Duration::from_millis(20);
 const TREE_POLLS: u64 = 5;
 
 pub(crate) const USAGE: &str = "\
-usage: cargo xtask bench [--runs N] [--repo DIR] [--peer CMD] [--skip-scale] [--candidates N]
-                         [--sizes N,N,..] [--scale-runs N] [--python PATH] [--debug] [--streaming]
-                         [--keep]
+usage: cargo xtask bench [--runs N] [--repo DIR] [--peer CMD] [--skip-jobs1] [--skip-scale]
+                         [--candidates N] [--sizes N,N,..] [--scale-runs N] [--python PATH] [--debug]
+                         [--streaming] [--keep]
 
   --runs N         measured runs of each variant (default 3), alternating jobs1, default[, peer];
                    every run is timed, and each whose verdict is not PASS (exit code not 0)
@@ -56,6 +63,7 @@ usage: cargo xtask bench [--runs N] [--repo DIR] [--peer CMD] [--skip-scale] [--
                    instead of a fresh copy of fixtures/candidate-repo; skips the scale part
   --peer CMD       also time `sh -c CMD` in the repository, alternating with ours; it sees
                    PYTHON (the interpreter) and BENCH_DIR (a fresh empty folder per run)
+  --skip-jobs1     do not time `--jobs 1` (the rounds are then default[, peer])
   --skip-scale     skip the generated many-candidate repositories
   --candidates N   the largest generated repository (default 30); sizes 5, N/2 and N are measured
   --sizes N,N,..   the generated repositories' sizes instead (e.g. 5,25,50); the largest is judged
@@ -74,6 +82,7 @@ pub(crate) struct Options {
     pub runs: usize,
     pub repo: Option<PathBuf>,
     pub peer: Option<String>,
+    pub skip_jobs1: bool,
     pub skip_scale: bool,
     pub candidates: usize,
     /// `--sizes`; `None`: [`scale::default_sizes`] of `candidates`.
@@ -91,6 +100,7 @@ impl Default for Options {
             runs: 3,
             repo: None,
             peer: None,
+            skip_jobs1: false,
             skip_scale: false,
             candidates: 30,
             sizes: None,
@@ -128,6 +138,7 @@ pub(crate) fn parse_options(args: &[OsString]) -> Result<Option<Options>> {
             "--runs" => o.runs = count("--runs", value("--runs")?, 1)?,
             "--repo" => o.repo = Some(PathBuf::from(value("--repo")?)),
             "--peer" => o.peer = Some(value("--peer")?),
+            "--skip-jobs1" => o.skip_jobs1 = true,
             "--skip-scale" => o.skip_scale = true,
             "--candidates" => o.candidates = count("--candidates", value("--candidates")?, 1)?,
             "--sizes" => o.sizes = Some(scale::parse_sizes(&value("--sizes")?)?),
@@ -661,9 +672,14 @@ impl Variant {
     }
 }
 
-/// The measured runs in order: rounds of jobs1, default (, peer).
-pub(crate) fn schedule(runs: usize, peer: bool) -> Vec<Variant> {
-    let mut round = vec![Variant::Jobs1, Variant::Default];
+/// The measured runs in order: rounds of jobs1 (unless `skip_jobs1`),
+/// default (, peer).
+pub(crate) fn schedule(runs: usize, peer: bool, skip_jobs1: bool) -> Vec<Variant> {
+    let mut round = if skip_jobs1 {
+        vec![Variant::Default]
+    } else {
+        vec![Variant::Jobs1, Variant::Default]
+    };
     if peer {
         round.push(Variant::Peer);
     }
@@ -895,7 +911,9 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
     // with its failing checks at the end, and its folder kept.
     let mut not_passed = Vec::new();
     let mut sources = Vec::new();
-    let rounds = schedule(opts.runs, opts.peer.is_some());
+    let rounds = schedule(opts.runs, opts.peer.is_some(), opts.skip_jobs1);
+    let mut by_gate = ByGate::default();
+    let mut reliability = Reliability::default();
     let timed = rounds.len();
     for (i, variant) in rounds.into_iter().enumerate() {
         let run = base.join(format!("run-{i:02}"));
@@ -903,7 +921,13 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
         let log = run.join("output.log");
         let (sample, why) = match variant {
             Variant::Jobs1 => verifier.certify(&repo, &run.join("evidence"), Some(1), &log)?,
-            Variant::Default => verifier.certify(&repo, &run.join("evidence"), None, &log)?,
+            Variant::Default => {
+                let accounting = by_gate.start(&run);
+                let measured = verifier.certify(&repo, &run.join("evidence"), None, &log)?;
+                by_gate.stop(accounting, &run.join("evidence"));
+                reliability.ours(&run.join("evidence"));
+                measured
+            }
             Variant::Peer => peer_run(
                 opts.peer.as_deref().unwrap_or_default(),
                 &repo,
@@ -920,6 +944,9 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
             if why.is_some() { "NOT PASS" } else { "PASS" }
         );
         sources.push(sample.cpu_source);
+        if variant == Variant::Peer {
+            reliability.peer(why.is_none());
+        }
         match variant {
             Variant::Jobs1 => jobs1.push(sample),
             Variant::Default => default.push(sample),
@@ -936,25 +963,29 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
             None => {}
         }
     }
-    let j1 = summarize(Variant::Jobs1.label(), &jobs1).context("no --jobs 1 run")?;
+    let j1 = summarize(Variant::Jobs1.label(), &jobs1);
     let df = summarize(Variant::Default.label(), &default).context("no default run")?;
-    let mut rows = vec![j1.clone(), df.clone()];
+    let mut rows: Vec<Summary> = j1.iter().cloned().collect();
+    rows.push(df.clone());
     let pr = summarize(Variant::Peer.label(), &peer);
     rows.extend(pr.clone());
-    let mut lines = vec![format_ratio(
-        "default/jobs1 wall",
-        df.wall,
-        j1.wall,
-        JOBS_TARGET,
-    )];
-    lines.push(format!(
-        "default/jobs1 cpu: {:.2}",
-        if j1.cpu > 0.0 {
-            df.cpu / j1.cpu
-        } else {
-            f64::NAN
-        }
-    ));
+    let mut lines = Vec::new();
+    if let Some(j1) = &j1 {
+        lines.push(format_ratio(
+            "default/jobs1 wall",
+            df.wall,
+            j1.wall,
+            JOBS_TARGET,
+        ));
+        lines.push(format!(
+            "default/jobs1 cpu: {:.2}",
+            if j1.cpu > 0.0 {
+                df.cpu / j1.cpu
+            } else {
+                f64::NAN
+            }
+        ));
+    }
     if let Some(pr) = &pr {
         lines.push(format_ratio(
             "ours/peer wall",
@@ -969,9 +1000,11 @@ pub(crate) fn bench(args: &[OsString]) -> Result<i32> {
             PEER_CPU_TARGET,
         ));
     }
+    lines.extend(reliability.lines(pr.is_some()));
     lines.extend(format_not_passed(timed, &not_passed));
 
     print_block(&rows, &lines);
+    print!("{}", by_gate.table());
     let mut lines = Vec::new();
     let mut scale_passed = true;
     let mut scale_met = true;
@@ -1316,9 +1349,13 @@ mod tests {
     #[test]
     fn runs_alternate_jobs1_default_and_the_peer() {
         use Variant::*;
-        assert_eq!(schedule(2, false), vec![Jobs1, Default, Jobs1, Default]);
-        assert_eq!(schedule(1, true), vec![Jobs1, Default, Peer]);
-        assert_eq!(schedule(3, true).len(), 9);
+        assert_eq!(
+            schedule(2, false, false),
+            vec![Jobs1, Default, Jobs1, Default]
+        );
+        assert_eq!(schedule(1, true, false), vec![Jobs1, Default, Peer]);
+        assert_eq!(schedule(3, true, false).len(), 9);
+        assert_eq!(schedule(2, true, true), vec![Default, Peer, Default, Peer]);
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub(crate) fn observe(ctx: &RunContext) -> Result<Observation, String> {
             site,
             prefix,
             &ctx.log_stem("sdk-record", "pycache-seed-stdlib.txt"),
+            ctx.width(),
         );
     }
     let mut obs = observe_sdk(ctx, sandbox, cache.as_deref(), site.as_ref().ok())?;

@@ -144,8 +144,8 @@ pub(crate) fn prefixed_path(prefix: &Path, source: &Path, pyc_name: &str) -> Opt
 /// Puts every file of [`verified_files`] into `prefix` and writes the list
 /// to `log`. Never fails the gate: a file it cannot seed is compiled by the
 /// step that needs it, as without a seed.
-pub(crate) fn seed(obs: &Observation, prefix: &Path, log: &Path) -> SeedReport {
-    seed_files(verified_files(obs), prefix, log)
+pub(crate) fn seed(obs: &Observation, prefix: &Path, log: &Path, width: usize) -> SeedReport {
+    seed_files(verified_files(obs), prefix, log, width)
 }
 
 /// Puts every file of [`stdlib_files`] into `prefix` and writes the list to
@@ -153,8 +153,8 @@ pub(crate) fn seed(obs: &Observation, prefix: &Path, log: &Path) -> SeedReport {
 /// verdict (the standard library is not judged; a file equal to the
 /// compilation of its source loads exactly as that source compiles): the
 /// gate's own later probes then do not compile the standard library either.
-pub(crate) fn seed_stdlib(site: &SiteProbe, prefix: &Path, log: &Path) -> SeedReport {
-    seed_files(stdlib_files(site), prefix, log)
+pub(crate) fn seed_stdlib(site: &SiteProbe, prefix: &Path, log: &Path, width: usize) -> SeedReport {
+    seed_files(stdlib_files(site), prefix, log, width)
 }
 
 /// Seeds `files` (bytecode file, source, SHA-256) and lists them in `log`:
@@ -163,22 +163,36 @@ pub(crate) fn seed_stdlib(site: &SiteProbe, prefix: &Path, log: &Path) -> SeedRe
 /// verified bytes, `replaced: <path>: found sha256 X, expected Y` for each
 /// one that existed with other bytes (re-verified, never kept as it was),
 /// then `left out: <file>: why`.
-fn seed_files(files: Vec<(PathBuf, PathBuf, String)>, prefix: &Path, log: &Path) -> SeedReport {
+///
+/// The files are copied `width` at a time (the run's width: the seed is on
+/// the way of every later gate, the suites' first run among them, and the
+/// copies are many small files); the list keeps their order.
+fn seed_files(
+    files: Vec<(PathBuf, PathBuf, String)>,
+    prefix: &Path,
+    log: &Path,
+    width: usize,
+) -> SeedReport {
     let mut report = SeedReport::default();
     let mut lines = String::new();
     let mut cached = Vec::new();
-    for (pyc, source, sha) in files {
-        let Some(name) = pyc.file_name().and_then(|n| n.to_str()) else {
+    let results = crate::parallel::map(
+        &files,
+        width,
+        |(pyc, source, sha)| seed_one(pyc, source, sha, prefix),
+        |(pyc, _, _)| {
+            Some(Err(format!(
+                "{}: the copy's thread panicked",
+                pyc.display()
+            )))
+        },
+    );
+    for ((pyc, _, sha), result) in files.iter().zip(results) {
+        let Some(result) = result else {
             continue;
         };
-        let Some(dest) = prefixed_path(prefix, &source, name) else {
-            report
-                .left_out
-                .push(format!("{}: not an absolute source folder", pyc.display()));
-            continue;
-        };
-        match copy_if_digest(&pyc, &dest, &sha) {
-            Ok(Seeded::Copied) => {
+        match result {
+            Ok((Seeded::Copied, dest)) => {
                 report.seeded += 1;
                 lines.push_str(&format!(
                     "{sha}  {}  ->  {}\n",
@@ -186,13 +200,13 @@ fn seed_files(files: Vec<(PathBuf, PathBuf, String)>, prefix: &Path, log: &Path)
                     dest.display()
                 ));
             }
-            Ok(Seeded::AlreadyVerified) => cached.push(dest),
-            Ok(Seeded::Replaced(found)) => report.replaced.push(format!(
+            Ok((Seeded::AlreadyVerified, dest)) => cached.push(dest),
+            Ok((Seeded::Replaced(found), dest)) => report.replaced.push(format!(
                 "{}: found sha256 {found}, expected {sha} (the verified {})",
                 dest.display(),
                 pyc.display()
             )),
-            Err(why) => report.left_out.push(format!("{}: {why}", pyc.display())),
+            Err(why) => report.left_out.push(why),
         }
     }
     for path in &cached {
@@ -208,6 +222,29 @@ fn seed_files(files: Vec<(PathBuf, PathBuf, String)>, prefix: &Path, log: &Path)
         let _ = f.write_all(lines.as_bytes());
     }
     report
+}
+
+/// Seeds one bytecode file `pyc` of `source`'s folder: what
+/// [`copy_if_digest`] did and the destination, `Err` (`<file>: why`) when it
+/// was left out; `None` for a file without a UTF-8 name (skipped).
+fn seed_one(
+    pyc: &Path,
+    source: &Path,
+    sha: &str,
+    prefix: &Path,
+) -> Option<Result<(Seeded, PathBuf), String>> {
+    let name = pyc.file_name().and_then(|n| n.to_str())?;
+    let Some(dest) = prefixed_path(prefix, source, name) else {
+        return Some(Err(format!(
+            "{}: not an absolute source folder",
+            pyc.display()
+        )));
+    };
+    Some(
+        copy_if_digest(pyc, &dest, sha)
+            .map(|seeded| (seeded, dest))
+            .map_err(|why| format!("{}: {why}", pyc.display())),
+    )
 }
 
 /// Puts a copy of `from` at `to` when its bytes' SHA-256 is `sha256` (hex).
@@ -243,6 +280,22 @@ fn copy_if_digest(from: &Path, to: &Path, sha256: &str) -> Result<Seeded, String
         .is_some_and(|e| e.eq_ignore_ascii_case(sha256))
     {
         return Ok(Seeded::AlreadyVerified);
+    }
+    if existing.is_none() {
+        // A new file, written in place: nothing reads the cache before
+        // the gate ends (every Python step of a later gate needs it), and a
+        // file that appeared meanwhile makes `create_new` fail, left out.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(to)
+            .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+        if let Err(e) = std::io::Write::write_all(&mut file, &bytes) {
+            // A torn file would stop the import that reads it: none is left.
+            let _ = std::fs::remove_file(to);
+            return Err(format!("cannot write {}: {e}", to.display()));
+        }
+        return Ok(Seeded::Copied);
     }
     let mut file = tempfile::NamedTempFile::new_in(folder)
         .map_err(|e| format!("cannot write in {}: {e}", folder.display()))?;
@@ -406,6 +459,7 @@ mod tests {
             vec![(pyc.clone(), source.clone(), sha.clone())],
             &prefix,
             &log,
+            2,
         );
         assert_eq!(std::fs::read(&dest).unwrap(), b"verified bytes");
         assert_eq!(report.seeded, 0);
@@ -421,7 +475,7 @@ mod tests {
         );
 
         // Run again: the destination now holds the verified bytes.
-        let report = seed_files(vec![(pyc, source, sha)], &prefix, &log);
+        let report = seed_files(vec![(pyc, source, sha)], &prefix, &log, 2);
         assert!(report.replaced.is_empty() && report.left_out.is_empty());
         let text = std::fs::read_to_string(&log).unwrap();
         assert!(text.contains("already cached, verified: "), "{text}");

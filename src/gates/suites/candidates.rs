@@ -378,7 +378,8 @@ pub(super) fn observe(
         if !inputs.contains_key(&python) {
             inputs.insert(
                 python.clone(),
-                SandboxInputs::observe(ctx, &python, &private_config)?,
+                SandboxInputs::observe(ctx, &python, &private_config)?
+                    .with_read_only(ctx.extracted_root()),
             );
         }
         let sandbox = &inputs[&python];

@@ -70,7 +70,55 @@ impl RunPlan {
     }
 }
 
-/// Observes the suites of `opts` against the staged tree `staged`.
+/// The tree run of the repository-level runs, with the sandbox inputs it
+/// was run with, handed on to [`observe`].
+pub(super) struct TreeRun {
+    run: Result<RunObservation, String>,
+    inputs: SandboxInputs,
+}
+
+/// Whether the repository-level runs cannot run: a path of `opts` missing
+/// from `staged`, or a configuration file it names.
+fn cannot_run(opts: &SuitesOptions, staged: &Path) -> bool {
+    opts.paths.iter().any(|p| !staged.join(p).exists())
+        || opts
+            .config
+            .as_ref()
+            .is_some_and(|c| !staged.join(c).is_file())
+}
+
+/// Runs the suites against the private copy of the committed tree `staged`
+/// (the run named `tree`), which needs only the staged source and the
+/// verified interpreter, so the pipeline can start it before the archives
+/// are built (catalogue `early_requires`). `None` when the repository-level
+/// runs cannot run ([`observe`] then says why).
+///
+/// # Errors
+/// A sentence when the gate's own machinery fails (a private root cannot be
+/// written, the interpreter's paths cannot be read).
+pub(super) fn observe_tree(
+    ctx: &RunContext,
+    opts: &SuitesOptions,
+    staged: &Path,
+) -> Result<Option<TreeRun>, String> {
+    if cannot_run(opts, staged) {
+        return Ok(None);
+    }
+    let private_config = private_config_path(ctx);
+    if opts.config.is_none() {
+        write_private_config(ctx)?;
+    }
+    // The tree run reads no archive: DIR/extracted is not in its sandbox.
+    let inputs = SandboxInputs::observe(ctx, &ctx.python, &private_config)?;
+    let plan = RunPlan::repository("tree", None, staged, &ctx.python);
+    let run = observe_run(ctx, opts, &private_config, &inputs, &plan);
+    Ok(Some(TreeRun { run, inputs }))
+}
+
+/// Observes the suites of `opts` against the staged tree `staged`: the tree
+/// run (`tree`, the one [`observe_tree`] made earlier, else made now), then
+/// the run against DIR/extracted, one after the other as the repository's
+/// own checks run them.
 ///
 /// # Errors
 /// A sentence when the gate's own machinery fails (a private root cannot be
@@ -79,62 +127,52 @@ pub(super) fn observe(
     ctx: &RunContext,
     opts: &SuitesOptions,
     staged: &Path,
+    tree: Option<TreeRun>,
 ) -> Result<Observation, String> {
-    let missing_paths: Vec<String> = opts
-        .paths
-        .iter()
-        .filter(|p| !staged.join(p).exists())
-        .cloned()
-        .collect();
-    let missing_historical: Vec<String> = opts
-        .historical
-        .iter()
-        .filter(|p| !staged.join(p).is_file())
-        .cloned()
-        .collect();
-    let config_present = opts.config.as_ref().map(|c| staged.join(c).is_file());
     let mut obs = Observation {
         commit: ctx.source.commit.clone(),
-        missing_paths,
-        missing_historical,
-        config_present,
+        missing_paths: opts
+            .paths
+            .iter()
+            .filter(|p| !staged.join(p).exists())
+            .cloned()
+            .collect(),
+        missing_historical: opts
+            .historical
+            .iter()
+            .filter(|p| !staged.join(p).is_file())
+            .cloned()
+            .collect(),
+        config_present: opts.config.as_ref().map(|c| staged.join(c).is_file()),
         runs: Vec::new(),
         extraction: None,
     };
-    if config_present == Some(false) || !obs.missing_paths.is_empty() {
+    let tree = match tree {
+        Some(tree) => Some(tree),
+        None => observe_tree(ctx, opts, staged)?,
+    };
+    let Some(TreeRun { run: tree, inputs }) = tree else {
         return Ok(obs);
-    }
-
+    };
     let private_config = private_config_path(ctx);
-    if opts.config.is_none() {
-        write_private_config(ctx)?;
-    }
-
     // `suites` has scope `whole`: the pipeline never runs it in a
     // `--partition` run, so DIR/extracted holds every candidate here.
     let root = ctx.extracted_root();
-    let tree_plan = RunPlan::repository("tree", None, staged, &ctx.python);
     let extracted_plan = RunPlan::repository("extracted", Some(root.clone()), staged, &ctx.python);
-    let sandbox_inputs = SandboxInputs::observe(ctx, &ctx.python, &private_config)?;
     let (entries, dirs) = list_root(&root);
-    // The digests bracket both runs: a write
-    // to DIR/extracted by either is a change the extraction run cannot rule
-    // out.
+    // The digests bracket the extraction run: a write to DIR/extracted by it
+    // is a change it cannot rule out (the tree run never sees DIR/extracted).
     let before = crate::hash::tree_digests(&root)?;
-    // One run after the other, as the repository's own checks run them: side
-    // by side on a small machine each took CPU from the other's
-    // timing-sensitive tests, and the extracted run failed a pid-file race
-    // the repository's own run passes (docs/trust-boundary.md).
-    let mut runs = crate::parallel::map(
-        &[&tree_plan, &extracted_plan],
-        1,
-        |plan| observe_run(ctx, opts, &private_config, &sandbox_inputs, plan),
-        |plan| Err(format!("the {} run's thread panicked", plan.name)),
-    )
-    .into_iter();
-    let (tree, extracted) = (
-        runs.next().expect("two runs"),
-        runs.next().expect("two runs"),
+    // After the tree run, never beside it: side by side on a small machine
+    // each took CPU from the other's timing-sensitive tests, and the
+    // extracted run failed a pid-file race the repository's own run passes
+    // (docs/trust-boundary.md).
+    let extracted = observe_run(
+        ctx,
+        opts,
+        &private_config,
+        &inputs.with_read_only(root.clone()),
+        &extracted_plan,
     );
     let after = crate::hash::tree_digests(&root)?;
     obs.runs = vec![tree?, extracted?];
@@ -199,9 +237,10 @@ pub(super) fn list_root(root: &Path) -> (Result<Vec<String>, String>, Vec<String
     }
 }
 
-/// What both runs' sandboxes read: whether bwrap is usable, and the
-/// read-only inputs (the interpreter's folders, DIR/extracted, the run's
-/// bytecode cache, the private pytest configuration).
+/// What a run's sandbox reads: whether bwrap is usable, and the read-only
+/// inputs (the interpreter's folders, the run's bytecode cache, the private
+/// pytest configuration, and DIR/extracted for the runs that read it:
+/// [`SandboxInputs::with_read_only`]).
 pub(super) struct SandboxInputs {
     available: &'static sandbox::Availability,
     read_only: Vec<PathBuf>,
@@ -224,7 +263,6 @@ impl SandboxInputs {
             )?,
             sandbox::Availability::Unavailable(_) => Vec::new(),
         };
-        read_only.push(ctx.extracted_root());
         let pycache = ctx.evidence_dir.join("roots").join("pycache");
         std::fs::create_dir_all(&pycache)
             .map_err(|e| format!("cannot create {}: {e}", pycache.display()))?;
@@ -234,6 +272,17 @@ impl SandboxInputs {
             available,
             read_only,
         })
+    }
+
+    /// These inputs and `path`, read-only too (DIR/extracted for the runs
+    /// that read the archives' extractions).
+    pub(super) fn with_read_only(&self, path: PathBuf) -> Self {
+        let mut read_only = self.read_only.clone();
+        read_only.push(path);
+        Self {
+            available: self.available,
+            read_only,
+        }
     }
 }
 
@@ -402,11 +451,15 @@ impl RunSetup<'_> {
             &sandbox_plan(inputs, plan, base, &files.survey_inside),
             inputs.available,
         );
+        // The suites get the CPU first: every other step of the run is idle
+        // while pytest runs (`process::priority`).
+        let foreground = process::priority::foreground();
         let ran = if sandbox.confined() {
             process::run_sandboxed(&spec)
         } else {
             process::run(&spec)
         };
+        drop(foreground);
         let left_running = files.collect(&sandbox)?;
         let (mut collection, pytest) =
             process_outcome(ran, &files.record_abs, &rel(&files.record_abs), &log_stem)?;
