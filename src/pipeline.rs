@@ -146,13 +146,7 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
             only: opts.only.as_deref(),
             partitioned: opts.partition.is_some(),
             jobs: opts.jobs,
-            foreground_alone: !process::priority::can_restore()
-                || matches!(
-                    crate::isolation::sandbox::availability(
-                        &evidence_dir.join("logs").join("sandbox")
-                    ),
-                    crate::isolation::sandbox::Availability::Unavailable(_)
-                ),
+            foreground_alone: foreground_alone(&evidence_dir),
             residue: &process::residue::after_gate_of,
         },
         progress,
@@ -911,6 +905,17 @@ struct Graph<'a> {
     /// The residue check after a gate ended, given every gate's span
     /// ([`process::residue::after_gate_of`]).
     residue: &'a dyn Fn(&[process::residue::Span]) -> Vec<Check>,
+}
+
+/// [`Graph::foreground_alone`] for a run into `evidence_dir`: the kernel
+/// would not restore a step demoted to `SCHED_IDLE`, or bubblewrap cannot be
+/// used (its preflight's logs go to `DIR/logs/sandbox`).
+fn foreground_alone(evidence_dir: &Path) -> bool {
+    !process::priority::can_restore()
+        || matches!(
+            crate::isolation::sandbox::availability(&evidence_dir.join("logs").join("sandbox")),
+            crate::isolation::sandbox::Availability::Unavailable(_)
+        )
 }
 
 /// The order in which ready gates are considered: the longest remaining
