@@ -153,11 +153,9 @@ pub fn run(opts: &RunOptions, progress: &mut dyn Progress) -> Result<Outcome, Se
     );
     let (required, not_applicable) = applicable(required, &records);
     let swept = settle(&evidence_dir, &mut records, &ctx.candidates);
-    // The bytecode cache is the run's working state, not evidence: nothing of
-    // the run is alive now to read it. Removing its thousands of files takes
-    // up to seconds on a busy disk, and a CI cancel's SIGKILL waits for no
-    // one: it leaves DIR at once (a rename) and is removed beside the
-    // sealing.
+    // The bytecode cache is working state, not evidence: removing its
+    // thousands of files takes seconds on a busy disk (a CI cancel's SIGKILL
+    // waits for no one), so it leaves DIR at once and goes beside the sealing.
     let pycache_aside = set_aside(&evidence_dir.join("roots").join("pycache"), &evidence_dir)
         .map(|aside| std::thread::spawn(move || std::fs::remove_dir_all(aside)));
     let mut evidence = assemble(
