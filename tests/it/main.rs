@@ -55,6 +55,7 @@ mod statement_subject;
 mod suites_candidates;
 mod suites_gate;
 mod suites_outcomes;
+mod suites_priority;
 mod suites_reruns;
 mod worker_isolation;
 mod worktree;
