@@ -1120,15 +1120,7 @@ impl<'r, 'a> Schedule<'r, 'a> {
         if info.early_requires.is_empty() || self.graph.jobs <= 1 || self.graph.foreground_alone {
             return None;
         }
-        let catalogue = self.graph.catalogue;
-        let mut prerequisites = Vec::new();
-        for r in &info.early_requires {
-            let k = catalogue.iter().position(|g| &g.id == r)?;
-            match &self.slots[k] {
-                Slot::Done(g) => prerequisites.push((&catalogue[k], g.as_ref())),
-                _ => return None,
-            }
-        }
+        let prerequisites = self.ended(&info.early_requires)?;
         Some(next_step(info, &prerequisites, &self.run_candidates))
     }
 
@@ -1182,23 +1174,24 @@ impl<'r, 'a> Schedule<'r, 'a> {
     /// What gate `info` does next, and the records of the gates it runs
     /// after, once all of those and its prerequisites have ended.
     fn ready(&self, info: &catalogue::GateInfo) -> Option<(Next, Vec<GateRecord>)> {
-        let catalogue = self.graph.catalogue;
-        let prerequisites: Vec<Option<(&catalogue::GateInfo, &GateRecord)>> = info
-            .requires
-            .iter()
-            .map(|r| {
-                catalogue
-                    .iter()
-                    .position(|g| &g.id == r)
-                    .and_then(|k| match &self.slots[k] {
-                        Slot::Done(g) => Some((&catalogue[k], g.as_ref())),
-                        _ => None,
-                    })
-            })
-            .collect();
-        let prerequisites = prerequisites.into_iter().collect::<Option<Vec<_>>>()?;
-        let ended = ended_after(info, catalogue, &self.slots)?;
+        let prerequisites = self.ended(&info.requires)?;
+        let ended = ended_after(info, self.graph.catalogue, &self.slots)?;
         Some((next_step(info, &prerequisites, &self.run_candidates), ended))
+    }
+
+    /// The gates `ids` with their records, once every one has ended; `None`
+    /// while any is waiting or running (or not in the catalogue).
+    fn ended(&self, ids: &[String]) -> Option<Vec<(&catalogue::GateInfo, &GateRecord)>> {
+        let catalogue = self.graph.catalogue;
+        ids.iter()
+            .map(|r| {
+                let k = catalogue.iter().position(|g| &g.id == r)?;
+                match &self.slots[k] {
+                    Slot::Done(g) => Some((&catalogue[k], g.as_ref())),
+                    _ => None,
+                }
+            })
+            .collect()
     }
 
     /// The context a starting gate sees: without the candidates it runs
