@@ -5,7 +5,8 @@
 //!   `xtask/test-extras.lock`, hash-checked, re-verified on reuse), and prints
 //!   its path (last line of stdout).
 //! - `demo`: certifies a copy of `fixtures/candidate-repo` end to end.
-//! - `test`: provisions the SDK, then `cargo nextest run --workspace` (or
+//! - `test`: provisions the SDK while the test binaries build, then
+//!   `cargo nextest run --workspace` (or
 //!   `cargo test --workspace` where cargo-nextest is missing) with `PYTHON` set.
 //! - `schema`: regenerates `evidence-schema/v1/evidence.schema.json`.
 //! - `wheel-records`: regenerates the `.records` file beside each carried
@@ -43,8 +44,8 @@ commands:
   sdk      create (or re-verify and reuse) target/sdk-venv: the locked langbot-plugin==0.6.0b5 set plus the
            test extras, every wheel hash-checked; print its python
   demo     build the verifier and certify a copy of fixtures/candidate-repo; keep and print the paths
-  test     provision the SDK, then `cargo nextest run --workspace` with PYTHON set (cargo test where
-           cargo-nextest is missing; extra args go to either)
+  test     provision the SDK while the test binaries build, then `cargo nextest run --workspace` with
+           PYTHON set (cargo test where cargo-nextest is missing; extra args go to either)
   schema   write evidence-schema/v1/evidence.schema.json from the evidence types
   wheel-records  download every locked wheel (by hash) and write, beside each lock list, its .records file:
            what each wheel's own RECORD says (src/provision/wheel_records.rs)
@@ -183,7 +184,17 @@ fn sdk() -> Result<PathBuf> {
 
 /// `cargo xtask test [ARGS]`: SDK, then `cargo test --workspace ARGS` with `PYTHON`.
 fn test(extra: &[OsString]) -> Result<i32> {
-    let python = sdk()?;
+    // The SDK venv is mostly downloads and unpacking, the test build mostly
+    // compiling: on a fresh machine each took about half a minute of the
+    // other's wait, so both run at once and the tests start after both.
+    let provision = std::thread::spawn(sdk);
+    let built = prebuild();
+    let python = provision
+        .join()
+        .map_err(|_| anyhow::anyhow!("sdk: provisioning panicked"))??;
+    if let Err(code) = built {
+        return Ok(code);
+    }
     // cargo-nextest runs every test as its own process, several at a time
     // across binaries (`.config/nextest.toml`); `cargo test` runs one binary
     // after another, so each binary's slowest test leaves cores idle. The
@@ -238,6 +249,28 @@ fn test(extra: &[OsString]) -> Result<i32> {
     let status = cmd.status().context("cannot start cargo");
     remove_tree(temp.as_ref().unwrap_or(&shared));
     Ok(status?.code().unwrap_or(1))
+}
+
+/// Builds every test binary of the workspace (`cargo test --workspace
+/// --no-run`: what `cargo nextest run` and `cargo test` build before they
+/// run anything) while [`sdk`] provisions. `Err(exit code)` when the build
+/// failed: its errors are already on stderr.
+fn prebuild() -> Result<(), i32> {
+    eprintln!("test: building the test binaries while the SDK is provisioned");
+    let status = Command::new(cargo())
+        .current_dir(workspace_root())
+        .args(["test", "--workspace", "--no-run"])
+        .stdin(Stdio::null())
+        .stdout(std::io::stderr())
+        .status();
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(s.code().unwrap_or(1)),
+        Err(e) => {
+            eprintln!("test: cannot start cargo: {e}");
+            Err(1)
+        }
+    }
 }
 
 /// Removes `dir` and everything under it, owner write permission restored
