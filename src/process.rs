@@ -1077,7 +1077,8 @@ pub fn live_group_members(pgid: Pid) -> Vec<u32> {
 }
 
 /// "exit status 3" or "killed by signal 9".
-fn describe_status(status: ExitStatus) -> String {
+/// "exit status 3", "killed by signal 9".
+pub(crate) fn describe_status(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exit status {code}"),
         (None, Some(sig)) => format!("killed by signal {sig}"),
@@ -1104,14 +1105,16 @@ fn create_log(path: &Path) -> Result<File, RunError> {
     })
 }
 
-fn with_ext(stem: &Path, ext: &str) -> PathBuf {
+/// `<stem>.<ext>`: a step's log file (`stdout`, `stderr`, `cmd`).
+pub(crate) fn with_ext(stem: &Path, ext: &str) -> PathBuf {
     let mut s = stem.as_os_str().to_owned();
     s.push(".");
     s.push(ext);
     PathBuf::from(s)
 }
 
-fn read_capped(path: &Path) -> Vec<u8> {
+/// The first 64 MiB of the log at `path` (empty when it cannot be read).
+pub(crate) fn read_capped(path: &Path) -> Vec<u8> {
     let mut buf = Vec::new();
     if let Ok(f) = File::open(path) {
         let _ = f.take(CAPTURE_LIMIT).read_to_end(&mut buf);
@@ -1119,7 +1122,8 @@ fn read_capped(path: &Path) -> Vec<u8> {
     buf
 }
 
-fn last_lines(text: &str, lines: usize) -> String {
+/// The last `lines` lines of `text`.
+pub(crate) fn last_lines(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -35,6 +35,7 @@ use std::time::Duration;
 
 mod compiles;
 mod file_errors;
+mod host;
 mod observe;
 
 pub(crate) use file_errors::FileError;

@@ -118,6 +118,11 @@ pub const SIGNED_PROBE: &str = include_str!("signed_probe.py");
 /// line (see `compile_probe.py`).
 pub const COMPILE_PROBE: &str = include_str!("compile_probe.py");
 
+/// Imports `langbot_plugin.cli` once and runs the official build of each
+/// candidate in a child forked from it, as `-m langbot_plugin.cli build -o
+/// OUT` would run (see `build_host.py`).
+pub const BUILD_HOST: &str = include_str!("build_host.py");
+
 /// What to do when a probe did not answer: the usual cause is an
 /// interpreter that is not the SDK venv's Python.
 const NOT_AN_INTERPRETER_HINT: &str = "check that --python (or PYTHON) names a CPython 3.10+ \

@@ -1,13 +1,13 @@
 //! What `lbp-build` observes: per candidate, the manifest's identity, the
-//! official build run from the staged copy (all candidates in parallel),
-//! its output directory, and the staged source before and after.
+//! official build run from the staged copy (all candidates through one
+//! build host, `host.rs`, up to `--jobs` at a time), its output directory,
+//! and the staged source before and after.
 
-use super::{
-    is_exactly, official_build_spec, BuildRun, CandidateBuild, MovedArchive, OutEntry, GATE,
-};
+use super::{host, is_exactly, official_build_spec, CandidateBuild, MovedArchive, OutEntry, GATE};
 use crate::context::RunContext;
 use crate::manifest;
-use crate::process::{self, ChildSpec};
+use crate::process::ChildSpec;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ struct BuildInput {
     spec: Result<ChildSpec, String>,
 }
 
-/// Builds every candidate of the run, in parallel; results in profile order.
+/// Builds every candidate of the run; results in profile order.
 pub(super) fn observe(ctx: &RunContext) -> Vec<CandidateBuild> {
     let timeout = Duration::from_secs(ctx.profile.profile.build.timeout_secs);
     let inputs: Vec<BuildInput> = ctx
@@ -58,8 +58,7 @@ pub(super) fn observe(ctx: &RunContext) -> Vec<CandidateBuild> {
             }
         })
         .collect();
-    let mut builds = crate::parallel::map(&inputs, ctx.width(), build_one, |input| {
-        CandidateBuild {
+    let on_panic = |input: &BuildInput| CandidateBuild {
         setup_error: Some(
             "the harness thread running this build panicked; this is a harness defect: report it"
                 .into(),
@@ -69,8 +68,19 @@ pub(super) fn observe(ctx: &RunContext) -> Vec<CandidateBuild> {
             &input.out,
             Err("not read: the harness thread panicked".into()),
         )
-    }
+    };
+    let mut prepared = crate::parallel::map(&inputs, ctx.width(), prepare, |input| Prepared {
+        build: on_panic(input),
+        before: None,
     });
+    run_builds(ctx, &inputs, &mut prepared);
+    let pairs: Vec<(&BuildInput, &Prepared)> = inputs.iter().zip(&prepared).collect();
+    let mut builds = crate::parallel::map(
+        &pairs,
+        ctx.width(),
+        |(i, p)| finish(i, p),
+        |(i, _)| on_panic(i),
+    );
     if builds
         .iter()
         .any(|b| b.run.as_ref().is_some_and(|r| !r.file_errors.is_empty()))
@@ -126,27 +136,38 @@ pub(super) fn unsafe_identity_fields(path: &Path) -> Vec<String> {
         .collect()
 }
 
-fn build_one(input: &BuildInput) -> CandidateBuild {
+/// A candidate before its build: what was observed so far, and the staged
+/// tree's digests when the build is to run (`None`: it is not, and `build`
+/// says why).
+struct Prepared {
+    build: CandidateBuild,
+    before: Option<BTreeMap<String, String>>,
+}
+
+/// Everything before the build: the manifest's identity (an unsafe one is
+/// never built), the spec, the staged tree's digests and the output folder.
+fn prepare(input: &BuildInput) -> Prepared {
     let manifest_path = input.staged.join("manifest.yaml");
     let mut b = CandidateBuild::new(&input.folder, &input.out, manifest::read_id(&manifest_path));
+    let stop = |b: CandidateBuild| Prepared {
+        build: b,
+        before: None,
+    };
     if b.identity.is_err() {
         b.unsafe_fields = unsafe_identity_fields(&manifest_path);
         if !b.unsafe_fields.is_empty() {
-            return b;
+            return stop(b);
         }
     }
-    let spec = match &input.spec {
-        Ok(spec) => spec,
-        Err(m) => {
-            b.setup_error = Some(m.clone());
-            return b;
-        }
-    };
+    if let Err(m) = &input.spec {
+        b.setup_error = Some(m.clone());
+        return stop(b);
+    }
     let before = match crate::hash::tree_digests(&input.staged) {
         Ok(t) => t,
         Err(m) => {
             b.unreadable_before = Some(m);
-            return b;
+            return stop(b);
         }
     };
     b.source_entries = before.len();
@@ -155,36 +176,60 @@ fn build_one(input: &BuildInput) -> CandidateBuild {
             "cannot create the output directory {}: {e}",
             input.out.display()
         ));
-        return b;
+        return stop(b);
     }
-    let output = match process::run(spec) {
-        Ok(o) => o,
-        Err(e) => {
-            b.setup_error = Some(e.to_string());
-            return b;
+    Prepared {
+        build: b,
+        before: Some(before),
+    }
+}
+
+/// Runs the builds of every prepared candidate through one build host
+/// (`host.rs`), setting each one's `run` (or `setup_error` when the host
+/// gave no result for it).
+fn run_builds(ctx: &RunContext, inputs: &[BuildInput], prepared: &mut [Prepared]) {
+    let ready: Vec<usize> = (0..inputs.len())
+        .filter(|&i| prepared[i].before.is_some())
+        .collect();
+    let specs: Vec<&ChildSpec> = ready
+        .iter()
+        .filter_map(|&i| inputs[i].spec.as_ref().ok())
+        .collect();
+    if specs.is_empty() {
+        return;
+    }
+    let results = ctx
+        .private_roots(GATE, "build-host")
+        .map_err(|e| format!("cannot create the build host's private HOME/TMP: {e}"))
+        .and_then(|(home, tmp)| {
+            host::host_spec(
+                ctx.python_for(&inputs[ready[0]].folder),
+                &specs,
+                ctx.width(),
+                (&home, &tmp),
+                ctx.log_stem(GATE, "build-host"),
+            )
+        })
+        .and_then(|host| {
+            host::create_logs(&specs).map_err(|e| format!("cannot create a build's log: {e}"))?;
+            Ok((host::run(&host, specs.len())?, host))
+        });
+    for (k, &i) in ready.iter().enumerate() {
+        let b = &mut prepared[i].build;
+        match &results {
+            Ok((results, host)) => b.run = Some(host::build_run(specs[k], host, &results[k])),
+            Err(e) => b.setup_error = Some(e.clone()),
         }
+    }
+}
+
+/// Everything after the build: the output folder, the archive moved, the
+/// staged tree again.
+fn finish(input: &BuildInput, prepared: &Prepared) -> CandidateBuild {
+    let mut b = prepared.build.clone();
+    let (Some(before), Some(_)) = (&prepared.before, &b.run) else {
+        return b;
     };
-    b.run = Some(BuildRun {
-        status: output.status.code(),
-        success: output.success(),
-        timed_out: output.timed_out,
-        stragglers_killed: output.stragglers_killed,
-        duration_ms: output.duration.as_millis() as u64,
-        outcome: output.describe(),
-        tail: output.tail(20),
-        logs: format!(
-            "{} and {}",
-            output.logs.0.display(),
-            output.logs.1.display()
-        ),
-        said_manifest_not_found: output.stdout_text().contains("Plugin manifest not found")
-            || output.stderr_text().contains("Plugin manifest not found"),
-        file_errors: super::file_errors::parse(&format!(
-            "{}\n{}",
-            output.stdout_text(),
-            output.stderr_text()
-        )),
-    });
     b.out_entries = Some(list_out(&input.out));
     if let (Some(Ok(entries)), Ok(id)) = (&b.out_entries, &b.identity) {
         let expected = id.archive_name();
@@ -193,7 +238,7 @@ fn build_one(input: &BuildInput) -> CandidateBuild {
         }
     }
     b.source_changes = Some(
-        crate::hash::tree_digests(&input.staged).map(|after| super::tree_changes(&before, &after)),
+        crate::hash::tree_digests(&input.staged).map(|after| super::tree_changes(before, &after)),
     );
     b
 }
@@ -289,7 +334,9 @@ mod tests {
             "apiVersion: v1\nkind: Plugin\nmetadata:\n  author: a\n  name: ../../evil\n  version: '1'\n",
         )
         .unwrap();
-        let b = build_one(&inp);
+        let p = prepare(&inp);
+        assert!(p.before.is_none(), "not to be built");
+        let b = p.build;
         assert!(b.identity.is_err());
         assert_eq!(b.unsafe_fields, ["metadata.name = \"../../evil\""]);
         assert_eq!(b.run, None);
@@ -301,7 +348,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let inp = input(d.path());
         std::fs::create_dir_all(&inp.staged).unwrap();
-        let b = build_one(&inp);
+        let p = prepare(&inp);
+        assert!(p.before.is_none(), "not to be built");
+        let b = p.build;
         assert_eq!(b.setup_error.as_deref(), Some("unused"));
         assert_eq!(b.run, None);
         assert!(b.unsafe_fields.is_empty());

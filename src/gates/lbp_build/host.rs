@@ -1,0 +1,346 @@
+//! The official builds of a run, from one interpreter (`src/python/build_host.py`).
+//!
+//! Each candidate's build is the `ChildSpec` of [`super::official_build_spec`]
+//! (its working directory, environment, output folder, timeout and log
+//! stem). Run as a process each, every build paid the SDK's import of
+//! `langbot_plugin.cli` (about 0.5 s of CPU, most of a build's: measured on
+//! the fixture, three builds took 2.1 CPU-s as processes and 0.7 forked).
+//! The build host imports it once and forks one child per build; a child
+//! runs the package's `__main__` as `-m` does, in the spec's directory and
+//! environment, in its own process group, with its output in the spec's
+//! log files. The host's own logs are `logs/lbp-build/build-host.*`; each
+//! build still gets `<stem>.stdout`, `.stderr` and a `.cmd` that says it
+//! was forked from the host.
+
+use super::BuildRun;
+use crate::process::{self, log_cap, ChildSpec};
+use serde::Deserialize;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What the host reports for one build (`build_host.py`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub(super) struct HostResult {
+    /// The forked child's pid (its process group too).
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// Exit status, when it exited.
+    #[serde(default)]
+    pub code: Option<i32>,
+    /// The signal that ended it, when one did.
+    #[serde(default)]
+    pub signal: Option<i32>,
+    /// Stopped at the spec's timeout.
+    #[serde(default)]
+    pub timed_out: bool,
+    /// Its group still had members once it exited; they were stopped.
+    #[serde(default)]
+    pub stragglers_killed: bool,
+    /// Wall-clock time from the fork to the reap.
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// Why the host could not start it.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// The host's process: `python -I <bytecode options> -c BUILD_HOST JOBS`,
+/// from its own private HOME, in the first build's environment with that
+/// HOME and TMPDIR (so whatever the SDK reads from the environment at
+/// import time, such as `LANG`, is what each build has).
+///
+/// # Errors
+/// When `specs` is empty.
+pub(super) fn host_spec(
+    python: &Path,
+    specs: &[&ChildSpec],
+    width: usize,
+    roots: (&Path, &Path),
+    log_stem: PathBuf,
+) -> Result<ChildSpec, String> {
+    let first = specs.first().ok_or("no build to run")?;
+    let mut env = first.env.clone();
+    env.insert("HOME".into(), roots.0.display().to_string());
+    env.insert("TMPDIR".into(), roots.1.display().to_string());
+    let jobs: Vec<serde_json::Value> = specs
+        .iter()
+        .map(|s| {
+            let (stdout, stderr) = logs(s);
+            json!({
+                "cwd": s.cwd, "out": out_arg(s), "stdout": stdout, "stderr": stderr,
+                "env": s.env, "timeout_secs": s.timeout.as_secs_f64(),
+            })
+        })
+        .collect();
+    // Every build may run after every other, each to its timeout, plus
+    // each one's TERM grace: the host's own limit is never the one hit.
+    let total: Duration = specs
+        .iter()
+        .map(|s| s.timeout + Duration::from_secs(6))
+        .sum();
+    Ok(ChildSpec {
+        program: python.to_path_buf(),
+        args: ["-I".to_string()]
+            .into_iter()
+            .chain(crate::python::bytecode_options())
+            .chain([
+                "-c".into(),
+                crate::python::BUILD_HOST.into(),
+                json!({ "width": width, "jobs": jobs }).to_string(),
+            ])
+            .collect(),
+        cwd: roots.0.to_path_buf(),
+        env,
+        timeout: total + Duration::from_secs(30),
+        log_stem,
+        stdin: None,
+    })
+}
+
+/// The `-o` argument of an official build spec.
+fn out_arg(spec: &ChildSpec) -> &str {
+    spec.args.last().map(String::as_str).unwrap_or_default()
+}
+
+/// `<stem>.stdout`, `<stem>.stderr` of a build.
+fn logs(spec: &ChildSpec) -> (PathBuf, PathBuf) {
+    (
+        process::with_ext(&spec.log_stem, "stdout"),
+        process::with_ext(&spec.log_stem, "stderr"),
+    )
+}
+
+/// Creates (empty) every build's log files, which the forked children
+/// append to.
+///
+/// # Errors
+/// The first file that cannot be created.
+pub(super) fn create_logs(specs: &[&ChildSpec]) -> Result<(), String> {
+    for s in specs {
+        let (out, err) = logs(s);
+        for p in [&out, &err] {
+            if let Some(dir) = p.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            }
+            std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs the host and returns one result per spec, in order, or why the host
+/// gave none (it could not start, was interrupted, or ended without a
+/// result for every build).
+pub(super) fn run(host: &ChildSpec, n: usize) -> Result<Vec<HostResult>, String> {
+    let out = process::run(host).map_err(|e| e.to_string())?;
+    let results: Vec<HostResult> = out
+        .stdout_text()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    if results.len() != n {
+        return Err(format!(
+            "the build host {} with {} of {n} build results; last output:\n{}\nfull output in {} and {}",
+            out.describe(),
+            results.len(),
+            out.tail(20),
+            out.logs.0.display(),
+            out.logs.1.display()
+        ));
+    }
+    Ok(results)
+}
+
+/// One build's [`BuildRun`] from the host's result and its log files
+/// (capped first, as every step's are), and its `.cmd` record written.
+pub(super) fn build_run(spec: &ChildSpec, host: &ChildSpec, result: &HostResult) -> BuildRun {
+    let (out_path, err_path) = logs(spec);
+    for log in [&out_path, &err_path] {
+        let _ = log_cap::cap_log(log, log_cap::LOG_HEAD, log_cap::LOG_TAIL);
+    }
+    let stdout = String::from_utf8_lossy(&process::read_capped(&out_path)).into_owned();
+    let stderr = String::from_utf8_lossy(&process::read_capped(&err_path)).into_owned();
+    let outcome = outcome(result);
+    write_cmd(spec, host, result, &outcome);
+    let tail = process::last_lines(
+        if stderr.trim().is_empty() {
+            &stdout
+        } else {
+            &stderr
+        },
+        20,
+    );
+    BuildRun {
+        status: result.code,
+        success: result.code == Some(0) && !result.timed_out,
+        timed_out: result.timed_out,
+        stragglers_killed: result.stragglers_killed,
+        duration_ms: result.duration_ms,
+        outcome,
+        tail,
+        logs: format!("{} and {}", out_path.display(), err_path.display()),
+        said_manifest_not_found: stdout.contains("Plugin manifest not found")
+            || stderr.contains("Plugin manifest not found"),
+        file_errors: super::file_errors::parse(&format!("{stdout}\n{stderr}")),
+    }
+}
+
+/// How a build ended, in the words of [`process::ChildOutput::describe`].
+fn outcome(result: &HostResult) -> String {
+    match (result.timed_out, result.code, result.signal, &result.error) {
+        (_, _, _, Some(e)) => format!("could not be started by the build host: {e}"),
+        (true, ..) => "timed out and was stopped".into(),
+        (_, Some(code), ..) => format!("exit status {code}"),
+        (_, None, Some(sig), _) => format!("killed by signal {sig}"),
+        _ => "unknown status".into(),
+    }
+}
+
+/// `<stem>.cmd`: what ran, in the shape of every step's record, saying it
+/// was forked from the host rather than started by the verifier.
+fn write_cmd(spec: &ChildSpec, host: &ChildSpec, result: &HostResult, outcome: &str) {
+    let mut text = format!(
+        "cwd: {}\nprogram: {}\nforked-from: {} (the build host: imported langbot_plugin.cli, then forked; \
+         this build ran the package's __main__ as -m does, with these arguments)\n",
+        spec.cwd.display(),
+        spec.program.display(),
+        process::with_ext(&host.log_stem, "cmd").display(),
+    );
+    for a in &spec.args {
+        text.push_str(&format!("arg: {a}\n"));
+    }
+    for k in spec.env.keys() {
+        text.push_str(&format!("env: {k}\n"));
+    }
+    if let Some(pid) = result.pid {
+        text.push_str(&format!("pid: {pid}\n"));
+    }
+    text.push_str(&format!(
+        "status: {outcome}\ntimed_out: {}\nstragglers_killed: {}\nduration_ms: {}\n",
+        result.timed_out, result.stragglers_killed, result.duration_ms
+    ));
+    let _ = std::fs::write(process::with_ext(&spec.log_stem, "cmd"), text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn python() -> PathBuf {
+        match std::env::var_os("PYTHON") {
+            Some(p) if !p.is_empty() => p.into(),
+            _ => panic!("PYTHON is not set: run `cargo xtask test` (it provisions the SDK venv and sets PYTHON)"),
+        }
+    }
+
+    /// A plugin folder the SDK builds (`acme-p-0.1.0.lbpkg`).
+    fn plugin(dir: &Path) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(
+            dir.join("manifest.yaml"),
+            "apiVersion: v1\nkind: Plugin\nmetadata:\n  author: acme\n  name: p\n  version: '0.1.0'\n  \
+             label:\n    en_US: P\nspec:\n  components: {}\nexecution:\n  python:\n    path: main.py\n    attr: P\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("main.py"), "class P: pass\n").unwrap();
+    }
+
+    /// Three builds through the genuine SDK's host: one that builds, one
+    /// from a folder without a manifest (the SDK says so and writes
+    /// nothing), and one whose timeout is already over (stopped, and said
+    /// so). Each gets its own result, logs and `.cmd`, in order.
+    #[test]
+    fn each_build_is_its_own_child_with_its_own_outcome_and_logs() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        let mut specs = Vec::new();
+        for (name, timeout) in [("good", 120.0), ("empty", 120.0), ("late", 0.0)] {
+            let src = root.join("src").join(name);
+            if name == "empty" {
+                std::fs::create_dir_all(&src).unwrap();
+            } else {
+                plugin(&src);
+            }
+            let home = root.join("home").join(name);
+            std::fs::create_dir_all(&home).unwrap();
+            let mut env = process::base_env();
+            env.insert("HOME".into(), home.display().to_string());
+            env.insert("TMPDIR".into(), home.display().to_string());
+            specs.push(super::super::official_build_spec(
+                &python(),
+                &src,
+                &root.join("out").join(name),
+                env,
+                Duration::from_secs_f64(timeout),
+                root.join("logs").join(name),
+            ));
+        }
+        let refs: Vec<&ChildSpec> = specs.iter().collect();
+        let host_home = root.join("host");
+        std::fs::create_dir_all(&host_home).unwrap();
+        let host = host_spec(
+            &python(),
+            &refs,
+            3,
+            (&host_home, &host_home),
+            root.join("logs/host"),
+        )
+        .unwrap();
+        create_logs(&refs).unwrap();
+        let results = run(&host, 3).unwrap();
+        let runs: Vec<BuildRun> = (0..3)
+            .map(|i| build_run(refs[i], &host, &results[i]))
+            .collect();
+
+        assert!(runs[0].success, "{:?}", runs[0]);
+        assert!(root.join("out/good/acme-p-0.1.0.lbpkg").is_file());
+        let cmd = std::fs::read_to_string(root.join("logs/good.cmd")).unwrap();
+        assert!(
+            cmd.contains("forked-from: ") && cmd.contains("arg: build\n"),
+            "{cmd}"
+        );
+        assert!(
+            cmd.contains(&format!("pid: {}\n", results[0].pid.unwrap())),
+            "{cmd}"
+        );
+        assert!(std::fs::read_to_string(root.join("logs/good.stdout"))
+            .unwrap()
+            .contains("Building plugin"));
+
+        assert!(runs[1].said_manifest_not_found, "{:?}", runs[1]);
+        assert!(!root.join("out/empty").join("acme-p-0.1.0.lbpkg").exists());
+
+        assert!(runs[2].timed_out && !runs[2].success, "{:?}", runs[2]);
+        assert_eq!(runs[2].outcome, "timed out and was stopped");
+        assert!(!root.join("out/late/acme-p-0.1.0.lbpkg").exists());
+        // Three children of their own, none the host itself.
+        let pids: std::collections::BTreeSet<u32> = results.iter().filter_map(|r| r.pid).collect();
+        assert_eq!(pids.len(), 3);
+    }
+
+    #[test]
+    fn an_outcome_reads_as_a_process_outcome_does() {
+        let r = |code, signal, timed_out| HostResult {
+            pid: Some(7),
+            code,
+            signal,
+            timed_out,
+            stragglers_killed: false,
+            duration_ms: 1,
+            error: None,
+        };
+        assert_eq!(outcome(&r(Some(0), None, false)), "exit status 0");
+        assert_eq!(outcome(&r(Some(2), None, false)), "exit status 2");
+        assert_eq!(outcome(&r(None, Some(9), false)), "killed by signal 9");
+        assert_eq!(
+            outcome(&r(None, Some(9), true)),
+            "timed out and was stopped"
+        );
+        let e = HostResult {
+            error: Some("cannot fork".into()),
+            ..r(None, None, false)
+        };
+        assert!(outcome(&e).contains("cannot fork"));
+    }
+}
