@@ -1,56 +1,184 @@
 # build_host: the official `lbp build` of several candidates, from one
 # interpreter that imported the SDK's command-line package once.
 #
-# Usage: python -I <bytecode options> -c <this> JOBS
+# Usage: python -I <bytecode options> -c <this>   (JOBS on stdin)
 #
 #   JOBS  a JSON object {"width": N, "jobs": [JOB, ...]}; a JOB is
-#         {"cwd": DIR, "out": DIR, "stdout": FILE, "stderr": FILE,
-#          "env": {NAME: VALUE}, "timeout_secs": S}
+#         {"argv": [PROGRAM, ARG...], "cwd": DIR, "out": DIR,
+#          "stdout": FILE, "stderr": FILE, "env": {NAME: VALUE},
+#          "timeout_secs": S}; ARGV is the build's own command line
+#         (`python -I <bytecode options> -m langbot_plugin.cli build -o OUT`)
 #
 # Importing `langbot_plugin.cli` (what `python -m langbot_plugin.cli` imports
 # before it runs: its `__main__` is `from langbot_plugin.cli import main;
 # main()`) costs about half a second of CPU, most of a build's. This process
 # imports it once, then forks one child per job, at most `width` at a time.
-# Each child is what `python -I -m langbot_plugin.cli build -o OUT` started
-# from DIR would be: its own process group, stdin /dev/null, stdout and stderr
-# the job's files (the verifier created them and caps them afterwards), DIR
-# its working directory, exactly the job's environment (which differs from
-# this process's only in HOME and TMPDIR), `sys.argv` the module's command
-# line, and the package's `__main__` run by `runpy` as `-m` runs it. The
-# child ends as the interpreter would: a SystemExit's code, 1 with the
-# traceback on stderr for any other exception, atexit handlers run.
+# Each child is what ARGV started from DIR would be: its own process group,
+# stdin /dev/null, stdout and stderr the job's files (the verifier created
+# them and caps them afterwards), DIR its working directory, exactly the
+# job's environment (which differs from this process's only in HOME and
+# TMPDIR), `sys.argv` the module's command line, and the package's `__main__`
+# run by `runpy` as `-m` runs it, after writing to its stdout and stderr what
+# the import printed (what a fresh interpreter would have printed first). The
+# child ends as the interpreter would: a
+# SystemExit's code, 1 with the traceback on stderr for any other exception,
+# atexit handlers run.
+#
+# What the import read could differ for a build: the SDK reads files relative
+# to the working directory at import time (0.6 and 0.7: `RuntimeSettings()`
+# reads `data/.env`). So the import runs with every path it looks up
+# recorded (open, stat, lstat, access, listdir, scandir). A child whose
+# working directory holds any relative path the import looked up, or any
+# child when the import looked up anything under the host's HOME or TMPDIR,
+# does not use the import: it replaces itself with ARGV (`os.execve`), a
+# fresh interpreter, and says why (`fresh`). HOME and TMPDIR are fresh empty
+# folders for the host and for each build alike, so a value the import read
+# without looking anything up names an equally empty folder.
 #
 # The parent stops a child's group at its timeout (TERM, then KILL 5 s
 # later), and stops what a child left in its group once it exited (TERM,
 # KILL 5 s later: `stragglers_killed`). Stopped itself with TERM (the
-# verifier's timeout or an interrupt), it KILLs every running build's group. Prints
-# one JSON line per job, in job order, once all ended:
+# verifier's timeout or an interrupt), it KILLs every running build's group.
+# Prints one JSON line per job, in job order, once all ended:
 #   {"pid": P, "code": C or null, "signal": S or null, "timed_out": bool,
-#    "stragglers_killed": bool, "duration_ms": MS}
-# or {"error": TEXT} for a job that could not be started.
+#    "stragglers_killed": bool, "duration_ms": MS, "cpu_ms": MS,
+#    "fresh": REASON or null}
+# or {"error": TEXT} for a job that could not be started; then one line
+# {"import_lookups": [PATH...]}: the relative paths the import looked up.
 import json
 import os
 import signal
 import sys
 import time
 
-import langbot_plugin.cli  # noqa: F401  (the import every build shares)
-
 GRACE = 5.0
 
 
-def run_child(job):
+class Lookups:
+    """Every path the import looks up."""
+
+    def __init__(self):
+        self.paths = set()
+        self.active = True
+        self.printed = {1: b"", 2: b""}  # what the import wrote to stdout, stderr
+
+    def path(self, p):
+        if self.active:
+            try:
+                self.paths.add(os.fsdecode(p) if not isinstance(p, int) else "")
+            except Exception:
+                pass
+
+
+def import_recorded():
+    """Imports `langbot_plugin.cli` with its path lookups recorded; returns
+    the record."""
+    seen = Lookups()
+
+    def audit(event, args):
+        if event in ("open", "os.listdir", "os.scandir") and args:
+            seen.path(args[0])
+
+    sys.addaudithook(audit)
+    saved = {}
+
+    # `os.stat in os.supports_dir_fd` and the like are how code asks what a
+    # function supports (SDK 0.7 does, at import): each recorder stands in
+    # those sets for the function it wraps while the import runs.
+    capability_sets = [getattr(os, n) for n in ("supports_dir_fd", "supports_fd",
+                                                 "supports_follow_symlinks", "supports_effective_ids")
+                       if isinstance(getattr(os, n, None), set)]
+
+    def wrap(name):
+        real = getattr(os, name)
+        saved[name] = real
+
+        def recorded(p, *args, **kwargs):
+            seen.path(p)
+            return real(p, *args, **kwargs)
+
+        setattr(os, name, recorded)
+        for caps in capability_sets:
+            if real in caps:
+                caps.add(recorded)
+                caps.discard(real)
+
+    def unwrap(name, real):
+        recorded = getattr(os, name)
+        setattr(os, name, real)
+        for caps in capability_sets:
+            if recorded in caps:
+                caps.discard(recorded)
+                caps.add(real)
+
+    for name in ("stat", "lstat", "access"):
+        wrap(name)
+
+    # What the import prints (SDK 0.7 warns on stderr about its platform) is
+    # what each build's fresh interpreter would print first: kept, and
+    # written by each child before its build.
+    kept = [os.dup(1), os.dup(2)]
+    capture = []
+    for fd in (1, 2):
+        r = os.memfd_create(f"import-{fd}")
+        capture.append(r)
+        os.dup2(r, fd)
+    try:
+        import langbot_plugin.cli  # noqa: F401  (the import every build shares)
+    finally:
+        seen.active = False
+        for name, real in saved.items():
+            unwrap(name, real)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        for fd, old, r in zip((1, 2), kept, capture):
+            os.dup2(old, fd)
+            os.close(old)
+            os.lseek(r, 0, os.SEEK_SET)
+            chunks = []
+            while chunk := os.read(r, 65536):
+                chunks.append(chunk)
+            os.close(r)
+            seen.printed[fd] = b"".join(chunks)
+            os.write(fd, seen.printed[fd])
+    return seen
+
+
+def fresh_reason(seen, home, tmp):
+    """Why this child (already in its working directory) must not use the
+    import, or None."""
+    for p in sorted(seen.paths):
+        if not p:
+            continue
+        if os.path.isabs(p):
+            if any(p == r or p.startswith(r + os.sep) for r in (home, tmp)):
+                return f"the import looked up {p}, under the build host's HOME or TMPDIR"
+            continue
+        if os.path.lexists(p):
+            return f"the import looked up {p} relative to the working directory, which this candidate has"
+    return None
+
+
+def run_child(job, seen, host_roots):
     """In the forked child: become the build, never return."""
     code = 1
     try:
         os.setpgid(0, 0)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
+        os.close(null)
         for fd, path in ((1, job["stdout"]), (2, job["stderr"])):
             f = os.open(path, os.O_WRONLY | os.O_APPEND)
             os.dup2(f, fd)
             os.close(f)
         os.chdir(job["cwd"])
+        reason = fresh_reason(seen, *host_roots)
+        if reason is not None:
+            os.write(3, (reason + "\n").encode())
+            os.execve(job["argv"][0], job["argv"], job["env"])
+        os.close(3)
+        for fd in (1, 2):
+            os.write(fd, seen.printed[fd])
         os.environ.clear()
         os.environ.update(job["env"])
         import tempfile
@@ -117,7 +245,7 @@ def stop_stragglers(pgid):
     return True
 
 
-RUNNING = {}  # pid -> {"index", "started", "deadline", "termed"}
+RUNNING = {}  # pid -> {"index", "started", "deadline", "termed", "said"}
 
 
 def stop_all(signum, frame):
@@ -128,8 +256,9 @@ def stop_all(signum, frame):
     os._exit(128 + signum)
 
 
-def start(i, job):
-    """Forks job i's child; its pid, or an error result."""
+def start(i, job, seen, host_roots):
+    """Forks job i's child; None, or an error result."""
+    said_r, said_w = os.pipe()  # fd 3 of the child: why it went fresh
     # TERM is blocked across the fork: the child must never run this
     # process's handler (`stop_all`); it unblocks once TERM is its default.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
@@ -137,19 +266,27 @@ def start(i, job):
         pid = os.fork()
     except OSError as e:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        return None, {"error": f"cannot fork: {e}"}
+        os.close(said_r)
+        os.close(said_w)
+        return {"error": f"cannot fork: {e}"}
     if pid == 0:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        run_child(job)
+        os.close(said_r)
+        if said_w != 3:
+            os.dup2(said_w, 3, inheritable=False)
+            os.close(said_w)
+        run_child(job, seen, host_roots)
+    os.close(said_w)
     try:
         os.setpgid(pid, pid)  # as the child does: no moment where it shares ours
     except OSError:
         pass
     now = time.monotonic()
-    RUNNING[pid] = {"index": i, "started": now, "deadline": now + float(job["timeout_secs"]), "termed": None}
+    RUNNING[pid] = {"index": i, "started": now, "deadline": now + float(job["timeout_secs"]),
+                    "termed": None, "said": said_r}
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-    return pid, None
+    return None
 
 
 def enforce_timeouts():
@@ -163,9 +300,31 @@ def enforce_timeouts():
             kill_group(pid, signal.SIGKILL)
 
 
+def reaped(pid, status, usage):
+    """The result of a build whose child was just reaped."""
+    r = RUNNING.pop(pid)
+    with os.fdopen(r["said"], "rb") as f:
+        said = f.read().decode("utf-8", "replace").strip() or None
+    timed_out = r["termed"] is not None
+    if timed_out:
+        kill_group(pid, signal.SIGKILL)  # the rest of a stopped build
+    return r["index"], {
+        "pid": pid,
+        "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "timed_out": timed_out,
+        "stragglers_killed": not timed_out and stop_stragglers(pid),
+        "duration_ms": int((time.monotonic() - r["started"]) * 1000),
+        "cpu_ms": int((usage.ru_utime + usage.ru_stime) * 1000),
+        "fresh": said,
+    }
+
+
 def main():
     signal.signal(signal.SIGTERM, stop_all)
-    spec = json.loads(sys.argv[1])
+    spec = json.load(sys.stdin)
+    seen = import_recorded()
+    host_roots = (os.environ.get("HOME", "\0"), os.environ.get("TMPDIR", "\0"))
     jobs = spec["jobs"]
     width = max(1, int(spec.get("width", 1)))
     results = [None] * len(jobs)
@@ -175,31 +334,18 @@ def main():
     while waiting or RUNNING:
         while waiting and len(RUNNING) < width:
             i = waiting.pop(0)
-            _, error = start(i, jobs[i])
-            if error is not None:
-                results[i] = error
+            results[i] = start(i, jobs[i], seen, host_roots)
         enforce_timeouts()
-        pid, status = os.waitpid(-1, os.WNOHANG)
+        pid, status, usage = os.wait4(-1, os.WNOHANG)
         if pid == 0:
             time.sleep(0.01)
             continue
-        r = RUNNING.pop(pid, None)
-        if r is None:
-            continue
-        duration_ms = int((time.monotonic() - r["started"]) * 1000)
-        timed_out = r["termed"] is not None
-        if timed_out:
-            kill_group(pid, signal.SIGKILL)  # the rest of a stopped build
-        results[r["index"]] = {
-            "pid": pid,
-            "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-            "timed_out": timed_out,
-            "stragglers_killed": not timed_out and stop_stragglers(pid),
-            "duration_ms": duration_ms,
-        }
+        if pid in RUNNING:
+            i, result = reaped(pid, status, usage)
+            results[i] = result
     for r in results:
         print(json.dumps(r))
+    print(json.dumps({"import_lookups": sorted(p for p in seen.paths if p and not os.path.isabs(p))}))
 
 
 main()

@@ -325,6 +325,44 @@ fn unsafe_manifest_name_is_never_built() {
     }
 }
 
+/// The SDK's import reads `data/.env` from the working directory
+/// (`RuntimeSettings()`). The builds share one import (the build host), made
+/// elsewhere: a candidate with that file must get a build of its own, which
+/// here fails as `lbp build` run in its folder does (the bytes are not
+/// UTF-8), while the other candidates still build from the shared import.
+#[test]
+fn a_file_the_sdks_import_reads_gets_its_candidate_a_build_of_its_own() {
+    let repo = fixture_repo(&[]);
+    let env = repo.root.join("Runner/acp-agent-runner/data/.env");
+    std::fs::create_dir_all(env.parent().unwrap()).unwrap();
+    std::fs::write(&env, b"CLOUD_SERVICE_URL=\xff\xfe\n").unwrap();
+    git(
+        &repo.root,
+        &["add", "-f", "Runner/acp-agent-runner/data/.env"],
+    );
+    git(&repo.root, &["commit", "-q", "-m", "a data/.env"]);
+    let (_keep, ev_dir) = evidence_dir();
+    let (code, ev) = run_only(&repo.root, &ev_dir, "lbp-build");
+    assert_eq!(code, 1);
+    let c = check_of(&ev, "lbp-build", "build-exit", "acp-agent-runner");
+    assert_eq!(c["result"], "fail", "{c:#}");
+    assert!(detail(c).contains("UnicodeDecodeError"), "{c:#}");
+    for other in ["claude-code-agent", "codex-agent"] {
+        assert_eq!(
+            check_of(&ev, "lbp-build", "build-exit", other)["result"],
+            "pass"
+        );
+        let cmd =
+            std::fs::read_to_string(ev_dir.join(format!("logs/lbp-build/{other}.cmd"))).unwrap();
+        assert!(cmd.contains("then forked; this build ran"), "{cmd}");
+    }
+    let cmd = std::fs::read_to_string(ev_dir.join("logs/lbp-build/acp-agent-runner.cmd")).unwrap();
+    assert!(
+        cmd.contains("fresh interpreter") && cmd.contains("data/.env"),
+        "{cmd}"
+    );
+}
+
 /// The fixture repository with `files` (`(path, text)` relative to the
 /// repository; `.gitignore` lines are appended to the existing file) written
 /// and committed in a second commit; `forced` are added with `git add -f`

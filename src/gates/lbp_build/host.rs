@@ -40,6 +40,13 @@ pub(super) struct HostResult {
     /// Wall-clock time from the fork to the reap.
     #[serde(default)]
     pub duration_ms: u64,
+    /// CPU time of the child and what it waited for (user + system).
+    #[serde(default)]
+    pub cpu_ms: Option<u64>,
+    /// Why the child did not use the host's import and replaced itself with
+    /// a fresh interpreter of the build's own command line.
+    #[serde(default)]
+    pub fresh: Option<String>,
     /// Why the host could not start it.
     #[serde(default)]
     pub error: Option<String>,
@@ -67,8 +74,11 @@ pub(super) fn host_spec(
         .iter()
         .map(|s| {
             let (stdout, stderr) = logs(s);
+            let argv: Vec<String> = std::iter::once(s.program.display().to_string())
+                .chain(s.args.iter().cloned())
+                .collect();
             json!({
-                "cwd": s.cwd, "out": out_arg(s), "stdout": stdout, "stderr": stderr,
+                "argv": argv, "cwd": s.cwd, "out": out_arg(s), "stdout": stdout, "stderr": stderr,
                 "env": s.env, "timeout_secs": s.timeout.as_secs_f64(),
             })
         })
@@ -84,17 +94,19 @@ pub(super) fn host_spec(
         args: ["-I".to_string()]
             .into_iter()
             .chain(crate::python::bytecode_options())
-            .chain([
-                "-c".into(),
-                crate::python::BUILD_HOST.into(),
-                json!({ "width": width, "jobs": jobs }).to_string(),
-            ])
+            .chain(["-c".into(), crate::python::BUILD_HOST.into()])
             .collect(),
         cwd: roots.0.to_path_buf(),
         env,
         timeout: total + Duration::from_secs(30),
         log_stem,
-        stdin: None,
+        // On stdin: a command line holds 128 KiB at most per argument,
+        // about 140 candidates' jobs.
+        stdin: Some(
+            json!({ "width": width, "jobs": jobs })
+                .to_string()
+                .into_bytes(),
+        ),
     })
 }
 
@@ -134,10 +146,13 @@ pub(super) fn create_logs(specs: &[&ChildSpec]) -> Result<(), String> {
 /// result for every build).
 pub(super) fn run(host: &ChildSpec, n: usize) -> Result<Vec<HostResult>, String> {
     let out = process::run(host).map_err(|e| e.to_string())?;
+    // One line per build, then the import's lookups (kept in the log).
     let results: Vec<HostResult> = out
         .stdout_text()
         .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("import_lookups").is_none())
+        .filter_map(|v| serde_json::from_value(v).ok())
         .collect();
     if results.len() != n {
         return Err(format!(
@@ -200,9 +215,16 @@ fn outcome(result: &HostResult) -> String {
 /// `<stem>.cmd`: what ran, in the shape of every step's record, saying it
 /// was forked from the host rather than started by the verifier.
 fn write_cmd(spec: &ChildSpec, host: &ChildSpec, result: &HostResult, outcome: &str) {
+    let how = match &result.fresh {
+        None => "imported langbot_plugin.cli, then forked; this build ran the package's __main__ \
+                 as -m does, with these arguments"
+            .to_string(),
+        Some(why) => format!(
+            "forked, then replaced itself with a fresh interpreter of these arguments (execve): {why}"
+        ),
+    };
     let mut text = format!(
-        "cwd: {}\nprogram: {}\nforked-from: {} (the build host: imported langbot_plugin.cli, then forked; \
-         this build ran the package's __main__ as -m does, with these arguments)\n",
+        "cwd: {}\nprogram: {}\nforked-from: {} (the build host: {how})\n",
         spec.cwd.display(),
         spec.program.display(),
         process::with_ext(&host.log_stem, "cmd").display(),
@@ -220,6 +242,9 @@ fn write_cmd(spec: &ChildSpec, host: &ChildSpec, result: &HostResult, outcome: &
         "status: {outcome}\ntimed_out: {}\nstragglers_killed: {}\nduration_ms: {}\n",
         result.timed_out, result.stragglers_killed, result.duration_ms
     ));
+    if let Some(cpu) = result.cpu_ms {
+        text.push_str(&format!("cpu_ms: {cpu}\n"));
+    }
     let _ = std::fs::write(process::with_ext(&spec.log_stem, "cmd"), text);
 }
 
@@ -246,21 +271,35 @@ mod tests {
         std::fs::write(dir.join("main.py"), "class P: pass\n").unwrap();
     }
 
-    /// Three builds through the genuine SDK's host: one that builds, one
+    /// Four builds through the genuine SDK's host: one that builds, one
     /// from a folder without a manifest (the SDK says so and writes
-    /// nothing), and one whose timeout is already over (stopped, and said
-    /// so). Each gets its own result, logs and `.cmd`, in order.
+    /// nothing), one whose timeout is already over (stopped, and said so),
+    /// and one whose folder holds a file the SDK's import reads (it must not
+    /// use the host's import). Each gets its own result, logs and `.cmd`.
     #[test]
     fn each_build_is_its_own_child_with_its_own_outcome_and_logs() {
         let d = tempfile::tempdir().unwrap();
         let root = d.path();
         let mut specs = Vec::new();
-        for (name, timeout) in [("good", 120.0), ("empty", 120.0), ("late", 0.0)] {
+        let names = [
+            ("good", 120.0),
+            ("empty", 120.0),
+            ("late", 0.0),
+            ("dotenv", 120.0),
+        ];
+        for (name, timeout) in names {
             let src = root.join("src").join(name);
             if name == "empty" {
                 std::fs::create_dir_all(&src).unwrap();
             } else {
                 plugin(&src);
+            }
+            if name == "dotenv" {
+                // The SDK's import reads `data/.env` from the working
+                // directory (`RuntimeSettings()`); not UTF-8, it fails the
+                // import, so a build that used the host's import would pass.
+                std::fs::create_dir_all(src.join("data")).unwrap();
+                std::fs::write(src.join("data/.env"), b"CLOUD_SERVICE_URL=\xff\xfe\n").unwrap();
             }
             let home = root.join("home").join(name);
             std::fs::create_dir_all(&home).unwrap();
@@ -288,8 +327,8 @@ mod tests {
         )
         .unwrap();
         create_logs(&refs).unwrap();
-        let results = run(&host, 3).unwrap();
-        let runs: Vec<BuildRun> = (0..3)
+        let results = run(&host, 4).unwrap();
+        let runs: Vec<BuildRun> = (0..4)
             .map(|i| build_run(refs[i], &host, &results[i]))
             .collect();
 
@@ -314,9 +353,28 @@ mod tests {
         assert!(runs[2].timed_out && !runs[2].success, "{:?}", runs[2]);
         assert_eq!(runs[2].outcome, "timed out and was stopped");
         assert!(!root.join("out/late/acme-p-0.1.0.lbpkg").exists());
-        // Three children of their own, none the host itself.
+        // The one with `data/.env` ran as a fresh interpreter, and failed as
+        // a build started as a process of its own does; the others forked.
+        assert!(!runs[3].success, "{:?}", runs[3]);
+        assert!(
+            runs[3].tail.contains("UnicodeDecodeError"),
+            "{}",
+            runs[3].tail
+        );
+        let why = results[3].fresh.as_deref().unwrap_or_default();
+        assert!(why.contains("data/.env"), "{:?}", results[3]);
+        let cmd = std::fs::read_to_string(root.join("logs/dotenv.cmd")).unwrap();
+        assert!(
+            cmd.contains("fresh interpreter") && cmd.contains("data/.env"),
+            "{cmd}"
+        );
+        assert!(
+            results[..2].iter().all(|r| r.fresh.is_none()),
+            "{results:?}"
+        );
+        // Four children of their own, none the host itself.
         let pids: std::collections::BTreeSet<u32> = results.iter().filter_map(|r| r.pid).collect();
-        assert_eq!(pids.len(), 3);
+        assert_eq!(pids.len(), 4);
     }
 
     #[test]
@@ -328,6 +386,8 @@ mod tests {
             timed_out,
             stragglers_killed: false,
             duration_ms: 1,
+            cpu_ms: None,
+            fresh: None,
             error: None,
         };
         assert_eq!(outcome(&r(Some(0), None, false)), "exit status 0");

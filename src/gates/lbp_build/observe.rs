@@ -199,7 +199,7 @@ fn run_builds(ctx: &RunContext, inputs: &[BuildInput], prepared: &mut [Prepared]
         return;
     }
     let results = ctx
-        .private_roots(GATE, "build-host")
+        .private_roots(GATE, "host/build-host")
         .map_err(|e| format!("cannot create the build host's private HOME/TMP: {e}"))
         .and_then(|(home, tmp)| {
             host::host_spec(
@@ -207,7 +207,9 @@ fn run_builds(ctx: &RunContext, inputs: &[BuildInput], prepared: &mut [Prepared]
                 &specs,
                 ctx.width(),
                 (&home, &tmp),
-                ctx.log_stem(GATE, "build-host"),
+                // A folder of its own: a candidate named `build-host` has
+                // `build-host.*` logs and `roots/lbp-build/build-host/`.
+                ctx.log_stem(GATE, "host/build-host"),
             )
         })
         .and_then(|host| {
