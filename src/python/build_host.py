@@ -44,7 +44,9 @@
 #    "stragglers_killed": bool, "duration_ms": MS, "cpu_ms": MS,
 #    "fresh": REASON or null}
 # or {"error": TEXT} for a job that could not be started; then one line
-# {"import_lookups": [PATH...]}: the relative paths the import looked up.
+# {"import_lookups": [PATH...], "signals": [RECORD...]}: the relative paths
+# the import looked up, and every signal this process sent and every build
+# it reaped (the evidence's SignalRecord, at_ms from this process's start).
 import json
 import os
 import signal
@@ -52,6 +54,37 @@ import sys
 import time
 
 GRACE = 5.0
+T0 = time.monotonic()
+# Every signal this process sends and every build it reaps, in the shape of
+# the evidence's `signals` (src/evidence/model.rs, SignalRecord), its clock
+# this process's start; the verifier adopts them into the run's journal.
+SIGNALS = []
+COMMANDS = {}  # pid -> the build's command line, as the journal shows it
+STARTS = {}  # pid -> its /proc start time, read when it was forked
+
+
+def ms():
+    return int((time.monotonic() - T0) * 1000)
+
+
+def proc_start_time(pid):
+    """/proc/<pid>/stat field 22 (start time in clock ticks), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b") ", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def note(action, pid, why, group=None, started_ms=None):
+    record = {
+        "at_ms": ms(), "action": action, "pid": pid, "start_time": STARTS.get(pid),
+        "ppid": os.getpid(), "group": group, "cmdline": COMMANDS.get(pid, "")[:200],
+        "gate": None, "why": why, "descends_from_run": True,
+    }
+    if started_ms is not None:
+        record["started_ms"] = started_ms
+    SIGNALS.append(record)
 
 
 class Lookups:
@@ -63,11 +96,17 @@ class Lookups:
         self.printed = {1: b"", 2: b""}  # what the import wrote to stdout, stderr
 
     def path(self, p):
-        if self.active:
-            try:
-                self.paths.add(os.fsdecode(p) if not isinstance(p, int) else "")
-            except Exception:
-                pass
+        """Records `p`; a lookup it cannot read as a path (a bytes path
+        that does not decode) counts as the working directory itself,
+        which every candidate has."""
+        if not self.active or isinstance(p, int):
+            return
+        if p is None:  # listdir() and scandir() without an argument
+            p = "."
+        try:
+            self.paths.add(os.fsdecode(p))
+        except Exception:
+            self.paths.add(".")
 
 
 def import_recorded():
@@ -93,9 +132,9 @@ def import_recorded():
         real = getattr(os, name)
         saved[name] = real
 
-        def recorded(p, *args, **kwargs):
-            seen.path(p)
-            return real(p, *args, **kwargs)
+        def recorded(*args, **kwargs):
+            seen.path(args[0] if args else kwargs.get("path"))
+            return real(*args, **kwargs)
 
         setattr(os, name, recorded)
         for caps in capability_sets:
@@ -151,8 +190,10 @@ def fresh_reason(seen, home, tmp):
         if not p:
             continue
         if os.path.isabs(p):
-            if any(p == r or p.startswith(r + os.sep) for r in (home, tmp)):
-                return f"the import looked up {p}, under the build host's HOME or TMPDIR"
+            for root in (home, tmp):
+                for a, b in ((p, root), (os.path.realpath(p), os.path.realpath(root))):
+                    if a == b or a.startswith(b.rstrip(os.sep) + os.sep):
+                        return f"the import looked up {p}, under the build host's HOME or TMPDIR"
             continue
         if os.path.lexists(p):
             return f"the import looked up {p} relative to the working directory, which this candidate has"
@@ -198,21 +239,40 @@ def run_child(job, seen, host_roots):
             else:
                 print(e.code, file=sys.stderr)
                 code = 1
-        import atexit
-
-        atexit._run_exitfuncs()
+        finalize_code = finalize()
+        if finalize_code is not None:
+            code = finalize_code
     except BaseException:  # what an uncaught exception does to an interpreter
         import traceback
 
         traceback.print_exc()
         code = 1
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
+        try:
+            sys.stderr.flush()
+        except Exception:
+            pass
         os._exit(code)
+
+
+def finalize():
+    """What an interpreter does at exit: waits for its non-daemon threads,
+    runs the atexit handlers, flushes stdout; 120 when that flush fails (as
+    `Py_RunMain` exits), else None."""
+    if "threading" in sys.modules:
+        sys.modules["threading"]._shutdown()
+    import atexit
+
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+    except Exception as e:
+        try:
+            print(f"Exception ignored in: {sys.stdout!r}\n{type(e).__name__}: {e}", file=sys.stderr)
+        except Exception:
+            pass
+        return 120
+    return None
 
 
 def group_alive(pgid):
@@ -225,7 +285,10 @@ def group_alive(pgid):
         return True
 
 
-def kill_group(pgid, sig):
+def kill_group(pgid, sig, why):
+    if not group_alive(pgid):
+        return
+    note("SIGTERM" if sig == signal.SIGTERM else "SIGKILL", pgid, why, group=pgid)
     try:
         os.killpg(pgid, sig)
     except OSError:
@@ -237,11 +300,11 @@ def stop_stragglers(pgid):
     the grace is over; True when anything was left."""
     if not group_alive(pgid):
         return False
-    kill_group(pgid, signal.SIGTERM)
+    kill_group(pgid, signal.SIGTERM, "after-exit")
     deadline = time.monotonic() + GRACE
     while time.monotonic() < deadline and group_alive(pgid):
         time.sleep(0.02)
-    kill_group(pgid, signal.SIGKILL)
+    kill_group(pgid, signal.SIGKILL, "after-exit")
     return True
 
 
@@ -252,7 +315,10 @@ def stop_all(signum, frame):
     """The verifier stops this process's group (its timeout, an interrupt):
     every build's group goes with it."""
     for pid in list(RUNNING):
-        kill_group(pid, signal.SIGKILL)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
     os._exit(128 + signum)
 
 
@@ -283,8 +349,11 @@ def start(i, job, seen, host_roots):
     except OSError:
         pass
     now = time.monotonic()
-    RUNNING[pid] = {"index": i, "started": now, "deadline": now + float(job["timeout_secs"]),
-                    "termed": None, "said": said_r}
+    COMMANDS[pid] = " ".join(job["argv"])
+    STARTS[pid] = proc_start_time(pid)
+    RUNNING[pid] = {"index": i, "started": now, "started_ms": ms(),
+                    "deadline": now + float(job["timeout_secs"]),
+                    "termed": None, "killed": False, "said": said_r}
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     return None
 
@@ -295,25 +364,30 @@ def enforce_timeouts():
     for pid, r in RUNNING.items():
         if r["termed"] is None and now >= r["deadline"]:
             r["termed"] = now
-            kill_group(pid, signal.SIGTERM)
-        elif r["termed"] is not None and now >= r["termed"] + GRACE:
-            kill_group(pid, signal.SIGKILL)
+            kill_group(pid, signal.SIGTERM, "timeout")
+        elif r["termed"] is not None and not r["killed"] and now >= r["termed"] + GRACE:
+            r["killed"] = True
+            kill_group(pid, signal.SIGKILL, "timeout")
 
 
 def reaped(pid, status, usage):
-    """The result of a build whose child was just reaped."""
-    r = RUNNING.pop(pid)
+    """The result of a build whose child was just reaped (its group stays
+    in RUNNING, for `stop_all`, until what it left is stopped)."""
+    r = RUNNING[pid]
+    note("reap", pid, "timeout" if r["termed"] is not None else "exited", started_ms=r["started_ms"])
     with os.fdopen(r["said"], "rb") as f:
         said = f.read().decode("utf-8", "replace").strip() or None
     timed_out = r["termed"] is not None
     if timed_out:
-        kill_group(pid, signal.SIGKILL)  # the rest of a stopped build
+        kill_group(pid, signal.SIGKILL, "timeout")  # the rest of a stopped build
+    stragglers = not timed_out and stop_stragglers(pid)
+    del RUNNING[pid]
     return r["index"], {
         "pid": pid,
         "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "timed_out": timed_out,
-        "stragglers_killed": not timed_out and stop_stragglers(pid),
+        "stragglers_killed": stragglers,
         "duration_ms": int((time.monotonic() - r["started"]) * 1000),
         "cpu_ms": int((usage.ru_utime + usage.ru_stime) * 1000),
         "fresh": said,
@@ -345,7 +419,8 @@ def main():
             results[i] = result
     for r in results:
         print(json.dumps(r))
-    print(json.dumps({"import_lookups": sorted(p for p in seen.paths if p and not os.path.isabs(p))}))
+    print(json.dumps({"import_lookups": sorted(p for p in seen.paths if p and not os.path.isabs(p)),
+                      "signals": SIGNALS}))
 
 
 main()

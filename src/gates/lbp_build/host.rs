@@ -13,6 +13,7 @@
 //! was forked from the host.
 
 use super::BuildRun;
+use crate::evidence::SignalRecord;
 use crate::process::{self, log_cap, ChildSpec};
 use serde::Deserialize;
 use serde_json::json;
@@ -145,12 +146,22 @@ pub(super) fn create_logs(specs: &[&ChildSpec]) -> Result<(), String> {
 /// gave none (it could not start, was interrupted, or ended without a
 /// result for every build).
 pub(super) fn run(host: &ChildSpec, n: usize) -> Result<Vec<HostResult>, String> {
+    let started_ms = process::journal::clock_ms();
     let out = process::run(host).map_err(|e| e.to_string())?;
-    // One line per build, then the import's lookups (kept in the log).
-    let results: Vec<HostResult> = out
+    // One line per build, then the import's lookups (kept in the log) and
+    // the host's signals and reaps, which join the run's journal.
+    let lines: Vec<serde_json::Value> = out
         .stdout_text()
         .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    if let Some(signals) = lines.iter().find_map(|v| v.get("signals")) {
+        let records: Vec<SignalRecord> =
+            serde_json::from_value(signals.clone()).unwrap_or_default();
+        process::journal::adopt(records, started_ms, super::GATE);
+    }
+    let results: Vec<HostResult> = lines
+        .into_iter()
         .filter(|v| v.get("import_lookups").is_none())
         .filter_map(|v| serde_json::from_value(v).ok())
         .collect();
@@ -372,6 +383,22 @@ mod tests {
             results[..2].iter().all(|r| r.fresh.is_none()),
             "{results:?}"
         );
+        // Each build's reap is in the run's journal, and the late one's TERM.
+        let journal = process::journal::snapshot();
+        for r in &results {
+            let pid = r.pid.unwrap() as i32;
+            assert!(
+                journal.iter().any(|j| j.pid == pid
+                    && matches!(j.action, crate::evidence::SignalAction::Reap)
+                    && j.gate.as_deref() == Some(super::super::GATE)),
+                "{journal:?}"
+            );
+        }
+        let late = results[2].pid.unwrap() as i32;
+        assert!(journal
+            .iter()
+            .any(|j| j.group == Some(late)
+                && matches!(j.action, crate::evidence::SignalAction::Term)));
         // Four children of their own, none the host itself.
         let pids: std::collections::BTreeSet<u32> = results.iter().filter_map(|r| r.pid).collect();
         assert_eq!(pids.len(), 4);
