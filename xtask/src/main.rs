@@ -182,7 +182,8 @@ fn sdk() -> Result<PathBuf> {
     Ok(ready.python)
 }
 
-/// `cargo xtask test [ARGS]`: SDK, then `cargo test --workspace ARGS` with `PYTHON`.
+/// `cargo xtask test [ARGS]`: the SDK and the test build at once, then
+/// `cargo nextest run --workspace ARGS` (or `cargo test`) with `PYTHON`.
 fn test(extra: &[OsString]) -> Result<i32> {
     // The SDK venv is mostly downloads and unpacking, the test build mostly
     // compiling: on a fresh machine each took about half a minute of the

@@ -8,9 +8,12 @@
 //! The build host imports it once and forks one child per build; a child
 //! runs the package's `__main__` as `-m` does, in the spec's directory and
 //! environment, in its own process group, with its output in the spec's
-//! log files. The host's own logs are `logs/lbp-build/build-host.*`; each
-//! build still gets `<stem>.stdout`, `.stderr` and a `.cmd` that says it
-//! was forked from the host.
+//! log files. A child whose folder holds a path the import looked up
+//! (`data/.env`) replaces itself with a fresh interpreter of the build's
+//! command line instead. The host's own logs are
+//! `logs/lbp-build/host/build-host.*`; each build still gets `<stem>.stdout`,
+//! `.stderr` and a `.cmd` that says how it ran; the host's signals and
+//! reaps join the run's journal.
 
 use super::BuildRun;
 use crate::evidence::SignalRecord;
@@ -53,8 +56,9 @@ pub(super) struct HostResult {
     pub error: Option<String>,
 }
 
-/// The host's process: `python -I <bytecode options> -c BUILD_HOST JOBS`,
-/// from its own private HOME, in the first build's environment with that
+/// The host's process: `python -I <bytecode options> -c BUILD_HOST`, the
+/// jobs (each spec's command line, folder, environment, logs and timeout)
+/// as JSON on stdin, from its own private HOME, in the first build's environment with that
 /// HOME and TMPDIR (so whatever the SDK reads from the environment at
 /// import time, such as `LANG`, is what each build has).
 ///

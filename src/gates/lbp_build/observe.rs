@@ -188,13 +188,10 @@ fn prepare(input: &BuildInput) -> Prepared {
 /// (`host.rs`), setting each one's `run` (or `setup_error` when the host
 /// gave no result for it).
 fn run_builds(ctx: &RunContext, inputs: &[BuildInput], prepared: &mut [Prepared]) {
-    let ready: Vec<usize> = (0..inputs.len())
+    let (ready, specs): (Vec<usize>, Vec<&ChildSpec>) = (0..inputs.len())
         .filter(|&i| prepared[i].before.is_some())
-        .collect();
-    let specs: Vec<&ChildSpec> = ready
-        .iter()
-        .filter_map(|&i| inputs[i].spec.as_ref().ok())
-        .collect();
+        .filter_map(|i| inputs[i].spec.as_ref().ok().map(|s| (i, s)))
+        .unzip();
     if specs.is_empty() {
         return;
     }
