@@ -183,24 +183,32 @@ def import_recorded():
     return seen
 
 
-def fresh_reason(seen, home, tmp):
+def under_host_roots(seen, home, tmp):
+    """Why no build may use the import (it looked up something under the
+    host's HOME or TMPDIR, which differ for each build), or None. Once, in
+    the host."""
+    roots = [r for r in (home, tmp) if r]
+    roots += [os.path.realpath(r) for r in roots]
+    prefixes = [r.rstrip(os.sep) + os.sep for r in roots]
+    for p in sorted(q for q in seen.paths if os.path.isabs(q)):
+        for q in (p, os.path.realpath(p)):
+            if q in roots or any(q.startswith(prefix) for prefix in prefixes):
+                return f"the import looked up {p}, under the build host's HOME or TMPDIR"
+    return None
+
+
+def fresh_reason(seen, shared_reason):
     """Why this child (already in its working directory) must not use the
     import, or None."""
-    for p in sorted(seen.paths):
-        if not p:
-            continue
-        if os.path.isabs(p):
-            for root in (home, tmp):
-                for a, b in ((p, root), (os.path.realpath(p), os.path.realpath(root))):
-                    if a == b or a.startswith(b.rstrip(os.sep) + os.sep):
-                        return f"the import looked up {p}, under the build host's HOME or TMPDIR"
-            continue
+    if shared_reason is not None:
+        return shared_reason
+    for p in sorted(q for q in seen.paths if q and not os.path.isabs(q)):
         if os.path.lexists(p):
             return f"the import looked up {p} relative to the working directory, which this candidate has"
     return None
 
 
-def run_child(job, seen, host_roots):
+def run_child(job, seen, shared_reason):
     """In the forked child: become the build, never return."""
     code = 1
     try:
@@ -213,7 +221,7 @@ def run_child(job, seen, host_roots):
             os.dup2(f, fd)
             os.close(f)
         os.chdir(job["cwd"])
-        reason = fresh_reason(seen, *host_roots)
+        reason = fresh_reason(seen, shared_reason)
         if reason is not None:
             os.write(3, (reason + "\n").encode())
             os.execve(job["argv"][0], job["argv"], job["env"])
@@ -322,7 +330,7 @@ def stop_all(signum, frame):
     os._exit(128 + signum)
 
 
-def start(i, job, seen, host_roots):
+def start(i, job, seen, shared_reason):
     """Forks job i's child; None, or an error result."""
     said_r, said_w = os.pipe()  # fd 3 of the child: why it went fresh
     # TERM is blocked across the fork: the child must never run this
@@ -342,7 +350,7 @@ def start(i, job, seen, host_roots):
         if said_w != 3:
             os.dup2(said_w, 3, inheritable=False)
             os.close(said_w)
-        run_child(job, seen, host_roots)
+        run_child(job, seen, shared_reason)
     os.close(said_w)
     try:
         os.setpgid(pid, pid)  # as the child does: no moment where it shares ours
@@ -398,7 +406,7 @@ def main():
     signal.signal(signal.SIGTERM, stop_all)
     spec = json.load(sys.stdin)
     seen = import_recorded()
-    host_roots = (os.environ.get("HOME", "\0"), os.environ.get("TMPDIR", "\0"))
+    shared_reason = under_host_roots(seen, os.environ.get("HOME"), os.environ.get("TMPDIR"))
     jobs = spec["jobs"]
     width = max(1, int(spec.get("width", 1)))
     results = [None] * len(jobs)
@@ -408,7 +416,7 @@ def main():
     while waiting or RUNNING:
         while waiting and len(RUNNING) < width:
             i = waiting.pop(0)
-            results[i] = start(i, jobs[i], seen, host_roots)
+            results[i] = start(i, jobs[i], seen, shared_reason)
         enforce_timeouts()
         pid, status, usage = os.wait4(-1, os.WNOHANG)
         if pid == 0:
