@@ -202,11 +202,7 @@ impl ChildOutput {
 
     /// The last `lines` lines of stderr then stdout, for error messages.
     pub fn tail(&self, lines: usize) -> String {
-        let mut text = self.stderr_text();
-        if text.trim().is_empty() {
-            text = self.stdout_text();
-        }
-        last_lines(&text, lines)
+        output_tail(&self.stdout_text(), &self.stderr_text(), lines)
     }
 
     /// "exit status 3", "killed by signal 9" or "timed out".
@@ -724,11 +720,7 @@ impl Running {
     /// The last `lines` lines of the stderr log, else of the stdout log.
     pub fn tail(&self, lines: usize) -> String {
         let read = |p: &Path| String::from_utf8_lossy(&read_capped(p)).into_owned();
-        let mut text = read(&self.logs.1);
-        if text.trim().is_empty() {
-            text = read(&self.logs.0);
-        }
-        last_lines(&text, lines)
+        output_tail(&read(&self.logs.0), &read(&self.logs.1), lines)
     }
 
     /// Writes `line` and a newline to the child's stdin (and to `<stem>.stdin`).
@@ -1077,8 +1069,7 @@ pub fn live_group_members(pgid: Pid) -> Vec<u32> {
 }
 
 /// "exit status 3" or "killed by signal 9".
-/// "exit status 3", "killed by signal 9".
-pub(crate) fn describe_status(status: ExitStatus) -> String {
+fn describe_status(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exit status {code}"),
         (None, Some(sig)) => format!("killed by signal {sig}"),
@@ -1087,7 +1078,7 @@ pub(crate) fn describe_status(status: ExitStatus) -> String {
 }
 
 /// Creates the folder that holds the logs of `stem` (and its parents).
-fn create_log_dir(stem: &Path) -> Result<(), RunError> {
+pub(crate) fn create_log_dir(stem: &Path) -> Result<(), RunError> {
     if let Some(parent) = stem.parent() {
         fs::create_dir_all(parent).map_err(|source| RunError::Log {
             path: parent.display().to_string(),
@@ -1098,7 +1089,7 @@ fn create_log_dir(stem: &Path) -> Result<(), RunError> {
 }
 
 /// Creates (or truncates) the log file `path`.
-fn create_log(path: &Path) -> Result<File, RunError> {
+pub(crate) fn create_log(path: &Path) -> Result<File, RunError> {
     File::create(path).map_err(|source| RunError::Log {
         path: path.display().to_string(),
         source,
@@ -1122,8 +1113,20 @@ pub(crate) fn read_capped(path: &Path) -> Vec<u8> {
     buf
 }
 
-/// The last `lines` lines of `text`.
-pub(crate) fn last_lines(text: &str, lines: usize) -> String {
+/// The last `lines` lines of a step's `stderr`, or of its `stdout` when
+/// its stderr is blank: what a failure message quotes.
+pub(crate) fn output_tail(stdout: &str, stderr: &str, lines: usize) -> String {
+    last_lines(
+        if stderr.trim().is_empty() {
+            stdout
+        } else {
+            stderr
+        },
+        lines,
+    )
+}
+
+fn last_lines(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }

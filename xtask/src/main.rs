@@ -193,9 +193,7 @@ fn test(extra: &[OsString]) -> Result<i32> {
     let python = provision
         .join()
         .map_err(|_| anyhow::anyhow!("sdk: provisioning panicked"))??;
-    if let Err(code) = built {
-        return Ok(code);
-    }
+    built?;
     // cargo-nextest runs every test as its own process, several at a time
     // across binaries (`.config/nextest.toml`); `cargo test` runs one binary
     // after another, so each binary's slowest test leaves cores idle. The
@@ -254,24 +252,20 @@ fn test(extra: &[OsString]) -> Result<i32> {
 
 /// Builds every test binary of the workspace (`cargo test --workspace
 /// --no-run`: what `cargo nextest run` and `cargo test` build before they
-/// run anything) while [`sdk`] provisions. `Err(exit code)` when the build
-/// failed: its errors are already on stderr.
-fn prebuild() -> Result<(), i32> {
+/// run anything) while [`sdk`] provisions.
+///
+/// # Errors
+/// When the build fails (its errors are already on stderr).
+fn prebuild() -> Result<()> {
     eprintln!("test: building the test binaries while the SDK is provisioned");
-    let status = Command::new(cargo())
-        .current_dir(workspace_root())
-        .args(["test", "--workspace", "--no-run"])
-        .stdin(Stdio::null())
-        .stdout(std::io::stderr())
-        .status();
-    match status {
-        Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(s.code().unwrap_or(1)),
-        Err(e) => {
-            eprintln!("test: cannot start cargo: {e}");
-            Err(1)
-        }
-    }
+    run_to_stderr(
+        Command::new(cargo()).current_dir(workspace_root()).args([
+            "test",
+            "--workspace",
+            "--no-run",
+        ]),
+        "test: building the test binaries",
+    )
 }
 
 /// Removes `dir` and everything under it, owner write permission restored

@@ -135,12 +135,10 @@ fn logs(spec: &ChildSpec) -> (PathBuf, PathBuf) {
 /// The first file that cannot be created.
 pub(super) fn create_logs(specs: &[&ChildSpec]) -> Result<(), String> {
     for s in specs {
+        process::create_log_dir(&s.log_stem).map_err(|e| e.to_string())?;
         let (out, err) = logs(s);
         for p in [&out, &err] {
-            if let Some(dir) = p.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            }
-            std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            process::create_log(p).map_err(|e| e.to_string())?;
         }
     }
     Ok(())
@@ -193,14 +191,7 @@ pub(super) fn build_run(spec: &ChildSpec, host: &ChildSpec, result: &HostResult)
     let stderr = String::from_utf8_lossy(&process::read_capped(&err_path)).into_owned();
     let outcome = outcome(result);
     write_cmd(spec, host, result, &outcome);
-    let tail = process::last_lines(
-        if stderr.trim().is_empty() {
-            &stdout
-        } else {
-            &stderr
-        },
-        20,
-    );
+    let tail = process::output_tail(&stdout, &stderr, 20);
     BuildRun {
         status: result.code,
         success: result.code == Some(0) && !result.timed_out,
@@ -286,50 +277,50 @@ mod tests {
         std::fs::write(dir.join("main.py"), "class P: pass\n").unwrap();
     }
 
-    /// Four builds through the genuine SDK's host: one that builds, one
-    /// from a folder without a manifest (the SDK says so and writes
-    /// nothing), one whose timeout is already over (stopped, and said so),
-    /// and one whose folder holds a file the SDK's import reads (it must not
-    /// use the host's import). Each gets its own result, logs and `.cmd`.
-    #[test]
-    fn each_build_is_its_own_child_with_its_own_outcome_and_logs() {
-        let d = tempfile::tempdir().unwrap();
-        let root = d.path();
-        let mut specs = Vec::new();
+    /// The four builds' sources under `root/src` and their specs: `good`
+    /// builds, `empty` has no manifest, `late`'s timeout is already over,
+    /// and `dotenv` holds the `data/.env` the SDK's import reads
+    /// (`RuntimeSettings()`), not UTF-8: it fails that import, so a build
+    /// that used the host's import would pass.
+    fn four_builds(root: &Path) -> Vec<ChildSpec> {
         let names = [
             ("good", 120.0),
             ("empty", 120.0),
             ("late", 0.0),
             ("dotenv", 120.0),
         ];
-        for (name, timeout) in names {
-            let src = root.join("src").join(name);
-            if name == "empty" {
-                std::fs::create_dir_all(&src).unwrap();
-            } else {
-                plugin(&src);
-            }
-            if name == "dotenv" {
-                // The SDK's import reads `data/.env` from the working
-                // directory (`RuntimeSettings()`); not UTF-8, it fails the
-                // import, so a build that used the host's import would pass.
-                std::fs::create_dir_all(src.join("data")).unwrap();
-                std::fs::write(src.join("data/.env"), b"CLOUD_SERVICE_URL=\xff\xfe\n").unwrap();
-            }
-            let home = root.join("home").join(name);
-            std::fs::create_dir_all(&home).unwrap();
-            let mut env = process::base_env();
-            env.insert("HOME".into(), home.display().to_string());
-            env.insert("TMPDIR".into(), home.display().to_string());
-            specs.push(super::super::official_build_spec(
-                &python(),
-                &src,
-                &root.join("out").join(name),
-                env,
-                Duration::from_secs_f64(timeout),
-                root.join("logs").join(name),
-            ));
-        }
+        names
+            .iter()
+            .map(|&(name, timeout)| {
+                let src = root.join("src").join(name);
+                if name == "empty" {
+                    std::fs::create_dir_all(&src).unwrap();
+                } else {
+                    plugin(&src);
+                }
+                if name == "dotenv" {
+                    std::fs::create_dir_all(src.join("data")).unwrap();
+                    std::fs::write(src.join("data/.env"), b"CLOUD_SERVICE_URL=\xff\xfe\n").unwrap();
+                }
+                let home = root.join("home").join(name);
+                std::fs::create_dir_all(&home).unwrap();
+                let mut env = process::base_env();
+                env.insert("HOME".into(), home.display().to_string());
+                env.insert("TMPDIR".into(), home.display().to_string());
+                super::super::official_build_spec(
+                    &python(),
+                    &src,
+                    &root.join("out").join(name),
+                    env,
+                    Duration::from_secs_f64(timeout),
+                    root.join("logs").join(name),
+                )
+            })
+            .collect()
+    }
+
+    /// Runs `specs` through the host, as `run_builds` does.
+    fn through_the_host(root: &Path, specs: &[ChildSpec]) -> (Vec<HostResult>, Vec<BuildRun>) {
         let refs: Vec<&ChildSpec> = specs.iter().collect();
         let host_home = root.join("host");
         std::fs::create_dir_all(&host_home).unwrap();
@@ -342,10 +333,41 @@ mod tests {
         )
         .unwrap();
         create_logs(&refs).unwrap();
-        let results = run(&host, 4).unwrap();
-        let runs: Vec<BuildRun> = (0..4)
-            .map(|i| build_run(refs[i], &host, &results[i]))
+        let results = run(&host, refs.len()).unwrap();
+        let runs = refs
+            .iter()
+            .zip(&results)
+            .map(|(spec, r)| build_run(spec, &host, r))
             .collect();
+        (results, runs)
+    }
+
+    /// Each build's reap is in the run's journal, and `late`'s TERM.
+    fn assert_journaled(results: &[HostResult], late: &HostResult) {
+        let journal = process::journal::snapshot();
+        for r in results {
+            let pid = r.pid.unwrap() as i32;
+            assert!(
+                journal.iter().any(|j| j.pid == pid
+                    && matches!(j.action, crate::evidence::SignalAction::Reap)
+                    && j.gate.as_deref() == Some(super::super::GATE)),
+                "{journal:?}"
+            );
+        }
+        let late = late.pid.unwrap() as i32;
+        assert!(journal
+            .iter()
+            .any(|j| j.group == Some(late)
+                && matches!(j.action, crate::evidence::SignalAction::Term)));
+    }
+
+    /// Four builds through the genuine SDK's host ([`four_builds`]). Each
+    /// gets its own result, logs and `.cmd`.
+    #[test]
+    fn each_build_is_its_own_child_with_its_own_outcome_and_logs() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        let (results, runs) = through_the_host(root, &four_builds(root));
 
         assert!(runs[0].success, "{:?}", runs[0]);
         assert!(root.join("out/good/acme-p-0.1.0.lbpkg").is_file());
@@ -358,9 +380,8 @@ mod tests {
             cmd.contains(&format!("pid: {}\n", results[0].pid.unwrap())),
             "{cmd}"
         );
-        assert!(std::fs::read_to_string(root.join("logs/good.stdout"))
-            .unwrap()
-            .contains("Building plugin"));
+        let stdout = std::fs::read_to_string(root.join("logs/good.stdout")).unwrap();
+        assert!(stdout.contains("Building plugin"));
 
         assert!(runs[1].said_manifest_not_found, "{:?}", runs[1]);
         assert!(!root.join("out/empty").join("acme-p-0.1.0.lbpkg").exists());
@@ -368,6 +389,7 @@ mod tests {
         assert!(runs[2].timed_out && !runs[2].success, "{:?}", runs[2]);
         assert_eq!(runs[2].outcome, "timed out and was stopped");
         assert!(!root.join("out/late/acme-p-0.1.0.lbpkg").exists());
+
         // The one with `data/.env` ran as a fresh interpreter, and failed as
         // a build started as a process of its own does; the others forked.
         assert!(!runs[3].success, "{:?}", runs[3]);
@@ -387,22 +409,8 @@ mod tests {
             results[..2].iter().all(|r| r.fresh.is_none()),
             "{results:?}"
         );
-        // Each build's reap is in the run's journal, and the late one's TERM.
-        let journal = process::journal::snapshot();
-        for r in &results {
-            let pid = r.pid.unwrap() as i32;
-            assert!(
-                journal.iter().any(|j| j.pid == pid
-                    && matches!(j.action, crate::evidence::SignalAction::Reap)
-                    && j.gate.as_deref() == Some(super::super::GATE)),
-                "{journal:?}"
-            );
-        }
-        let late = results[2].pid.unwrap() as i32;
-        assert!(journal
-            .iter()
-            .any(|j| j.group == Some(late)
-                && matches!(j.action, crate::evidence::SignalAction::Term)));
+
+        assert_journaled(&results, &results[2]);
         // Four children of their own, none the host itself.
         let pids: std::collections::BTreeSet<u32> = results.iter().filter_map(|r| r.pid).collect();
         assert_eq!(pids.len(), 4);
