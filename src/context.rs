@@ -61,6 +61,14 @@ pub struct RunContext {
     pub suites: Option<crate::evidence::SuitesRecord>,
     /// DIR/wheelhouse as the `dependencies` gate built it, once it ran.
     pub wheelhouse: Option<crate::evidence::WheelhouseRecord>,
+    /// Per candidate folder, the `spec.pages` the SDK's build writes for
+    /// its staged source, as `lbp-build`'s build host computed them
+    /// (`build_pages` of `src/python/manifest_pages.py`: `{"value": NODE}`,
+    /// `{"error": TEXT}`, or null for an SDK whose build has no pages
+    /// step); the `archive-members` gate's manifest probe takes them instead
+    /// of importing the SDK again. Not evidence: that probe's kept answer
+    /// holds them.
+    pub build_pages: BTreeMap<String, serde_json::Value>,
     /// `--release-dir`: historical archives for the `historical-admission`
     /// gate (absolute); none: that gate is skipped.
     pub release_dir: Option<PathBuf>,
@@ -238,6 +246,7 @@ impl RunContext {
             isolation: crate::isolation::IsolationChoice::default(),
             suites: None,
             wheelhouse: None,
+            build_pages: BTreeMap::new(),
             release_dir: None,
             activity: GateActivity::default(),
             jobs: 2,

@@ -582,6 +582,7 @@ fn run_context(
         isolation: opts.isolation,
         suites: None,
         wheelhouse: None,
+        build_pages: std::collections::BTreeMap::new(),
         release_dir,
         activity: crate::context::GateActivity::default(),
         jobs: opts.jobs.max(1),

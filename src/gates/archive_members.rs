@@ -209,6 +209,7 @@ fn read_manifests_with(
         .map(|&i| manifest_reader::Pair {
             source: inputs[i].staged.join(crate::build_rules::MANIFEST),
             archived: inputs[i].extract_abs.join(crate::build_rules::MANIFEST),
+            build_pages: ctx.build_pages.get(&inputs[i].folder).cloned(),
         })
         .collect();
     let kept: Vec<_> = at

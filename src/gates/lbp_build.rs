@@ -123,6 +123,11 @@ pub(crate) struct CandidateBuild {
     /// own times), read when the build reported files it could not add (a
     /// date before 1980 is one cause).
     pub stamp: Option<file_errors::Stamp>,
+    /// The `spec.pages` the SDK's build writes for this source, as the
+    /// build host computed them (handed to `archive-members`); `None` when
+    /// it did not.
+    #[serde(skip)]
+    pub build_pages: Option<serde_json::Value>,
 }
 
 impl CandidateBuild {
@@ -141,6 +146,7 @@ impl CandidateBuild {
             source_changes: None,
             source_entries: 0,
             stamp: None,
+            build_pages: None,
         }
     }
 }
@@ -166,7 +172,11 @@ impl super::Gate for LbpBuild {
         let builds = observe::observe(ctx);
         for b in &builds {
             let (folder, manifest) = (b.folder.clone(), b.identity.clone().ok());
+            let pages = b.build_pages.clone();
             out.set(move |ctx| {
+                if let Some(pages) = pages {
+                    ctx.build_pages.insert(folder.clone(), pages);
+                }
                 if let Some(record) = ctx.record_mut(&folder) {
                     record.manifest = manifest;
                 }

@@ -39,16 +39,27 @@
 # later), and stops what a child left in its group once it exited (TERM,
 # KILL 5 s later: `stragglers_killed`). Stopped itself with TERM (the
 # verifier's timeout or an interrupt), it KILLs every running build's group.
+# Before the builds, the host computes each job's `spec.pages` as the SDK's
+# build writes them (`build_pages` of `manifest_pages.py`, over DIR's
+# manifest.yaml and component manifests: YAML only, no plugin code), each in
+# a forked child of its own in its own process group, with the job's
+# environment and timeout, its output on the host's stderr and its answer on
+# a pipe: the `archive-members` gate's manifest probe takes it from here
+# instead of importing the SDK again. Never in this process, whose state
+# every build forks from.
+#
 # Prints one JSON line per job, in job order, once all ended:
 #   {"pid": P, "code": C or null, "signal": S or null, "timed_out": bool,
 #    "stragglers_killed": bool, "duration_ms": MS, "cpu_ms": MS,
-#    "fresh": REASON or null}
-# or {"error": TEXT} for a job that could not be started; then one line
+#    "fresh": REASON or null, "build_pages": {"report": DOC or null}}
+# ("build_pages" only when its child answered; DOC as `build_pages` returns
+# it) or {"error": TEXT} for a job that could not be started; then one line
 # {"import_lookups": [PATH...], "signals": [RECORD...]}: the relative paths
 # the import looked up, and every signal this process sent and every build
 # it reaped (the evidence's SignalRecord, at_ms from this process's start).
 import json
 import os
+import select
 import signal
 import sys
 import time
@@ -366,6 +377,94 @@ def start(i, job, seen, shared_reason):
     return None
 
 
+def pages_of(job):
+    """The job's `spec.pages` ({"report": DOC or null}), from a forked child
+    of this process, or None when the child gave no answer (it is stopped
+    at the job's timeout; the host's stderr says why)."""
+    r, w = os.pipe()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        pid = os.fork()
+    except OSError as e:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        os.close(r)
+        os.close(w)
+        print(f"build host: cannot fork the pages of {job['cwd']}: {e}", file=sys.stderr)
+        return None
+    if pid == 0:
+        pages_child(job, r, w)
+    os.close(w)
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass
+    COMMANDS[pid] = f"build pages of {job['cwd']}"
+    STARTS[pid] = proc_start_time(pid)
+    RUNNING[pid] = {"pages": True}
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    started, started_ms = time.monotonic(), ms()
+    deadline = started + float(job["timeout_secs"])
+    chunks, timed_out = [], False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                kill_group(pid, signal.SIGKILL, "timeout")
+                break
+            if select.select([r], [], [], left)[0]:
+                chunk = os.read(r, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    finally:
+        os.close(r)
+    _, status = os.waitpid(pid, 0)
+    note("reap", pid, "timeout" if timed_out else "exited", started_ms=started_ms)
+    if not timed_out:
+        stop_stragglers(pid)
+    del RUNNING[pid]
+    try:
+        answer = json.loads(b"".join(chunks)) if status == 0 and not timed_out else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or "report" not in answer:
+        why = "timed out" if timed_out else f"wait status {status}"
+        print(f"build host: no pages of {job['cwd']} ({why})", file=sys.stderr)
+        return None
+    return answer
+
+
+def pages_child(job, r, w):
+    """In the forked child: `build_pages` of the job's folder on pipe `w`,
+    never return."""
+    code = 1
+    try:
+        os.close(r)
+        os.setpgid(0, 0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(2, 1)  # what the SDK prints goes to the host's stderr
+        os.environ.clear()
+        os.environ.update(job["env"])
+        os.chdir(job["cwd"])
+        answer = json.dumps({"report": build_pages(os.path.join(job["cwd"], "manifest.yaml"))})
+        with os.fdopen(w, "wb") as f:
+            f.write(answer.encode())
+        code = 0
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stderr.flush()
+        except Exception:
+            pass
+        os._exit(code)
+
+
 def enforce_timeouts():
     """TERM each build's group at its timeout, KILL it once the grace is over."""
     now = time.monotonic()
@@ -413,6 +512,7 @@ def main():
     waiting = list(range(len(jobs)))
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
+    pages = [pages_of(job) for job in jobs]
     while waiting or RUNNING:
         while waiting and len(RUNNING) < width:
             i = waiting.pop(0)
@@ -425,7 +525,9 @@ def main():
         if pid in RUNNING:
             i, result = reaped(pid, status, usage)
             results[i] = result
-    for r in results:
+    for r, p in zip(results, pages):
+        if p is not None and r is not None and "error" not in r:
+            r["build_pages"] = p
         print(json.dumps(r))
     print(json.dumps({"import_lookups": sorted(p for p in seen.paths if p and not os.path.isabs(p)),
                       "signals": SIGNALS}))

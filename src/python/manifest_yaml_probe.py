@@ -8,8 +8,11 @@
 #   SOURCE    the staged source's manifest.yaml (DIR/staging/source/<folder>/)
 #   ARCHIVED  the archive's manifest.yaml as extracted (DIR/extracted/<folder>/)
 #   JOBS      a JSON list of {"source": SOURCE, "archived": ARCHIVED}, for
-#             every candidate at once (the SDK imported once); the answer is
-#             a JSON list with one {"report": DOCUMENT} per job, in order
+#             every candidate at once; the answer is a JSON list with one
+#             {"report": DOCUMENT} per job, in order. A job may carry
+#             "build_pages": DOC or null, computed already (by the build
+#             host, from the same interpreter's SDK): the report gives it as
+#             is, and the SDK is imported only for a job without one
 #
 # Prints one JSON document: {"pyyaml": VERSION, "source": DOC, "archived":
 # DOC, "build_pages": DOC or null}, where DOC is {"value": NODE} or {"error": TEXT}. A NODE keeps the
@@ -23,62 +26,12 @@
 # read from SOURCE's folder; component YAML only, no plugin code is imported),
 # or null for an SDK whose build has no such step (it writes `pages: []`).
 # Nothing is decided here.
-import base64
-import contextlib
-import os
-import datetime
+#
+# `manifest_pages.py` comes first (src/python/mod.rs,
+# `manifest_yaml_probe_source`): `encode`, `build_pages`.
 import json
-import sys
 
 import yaml
-
-# Aliases can make a small document expand exponentially; a manifest never
-# needs this many nodes.
-NODE_BUDGET = 100_000
-
-
-class TooLarge(Exception):
-    pass
-
-
-def encode(value, budget, active):
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise TooLarge(f"more than {NODE_BUDGET} nodes once aliases are expanded")
-    if value is None:
-        return {"t": "null"}
-    if isinstance(value, bool):
-        return {"t": "bool", "v": value}
-    if isinstance(value, int):
-        return {"t": "int", "v": str(value)}
-    if isinstance(value, float):
-        return {"t": "float", "v": repr(value)}
-    if isinstance(value, str):
-        return {"t": "str", "v": value}
-    if isinstance(value, bytes):
-        return {"t": "bytes", "v": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, (datetime.datetime, datetime.date)):
-        return {"t": "timestamp", "v": value.isoformat()}
-    if isinstance(value, (list, tuple, dict, set)):
-        if id(value) in active:
-            raise TooLarge("a recursive alias (a node that contains itself)")
-        active.add(id(value))
-        try:
-            if isinstance(value, dict):
-                return {
-                    "t": "map",
-                    "v": [[encode(k, budget, active), encode(v, budget, active)] for k, v in value.items()],
-                }
-            if isinstance(value, set):
-                # !!set: a mapping of keys to null, unordered in Python.
-                return {
-                    "t": "map",
-                    "v": [[encode(k, budget, active), {"t": "null"}] for k in sorted(value, key=repr)],
-                }
-            return {"t": "seq", "v": [encode(v, budget, active) for v in value]}
-        finally:
-            active.discard(id(value))
-    return {"t": "other", "v": repr(value)}
 
 
 def read(path):
@@ -90,50 +43,24 @@ def read(path):
         return {"error": f"{type(e).__name__}: {e}"}
 
 
-def build_pages(source):
-    try:
-        from langbot_plugin.cli.utils.page_components import (
-            discover_plugin_components,
-            populate_plugin_pages,
-        )
-        from langbot_plugin.utils.discover.engine import ComponentDiscoveryEngine
-    except ImportError:
-        return None
-    here = os.getcwd()
-    try:
-        os.chdir(os.path.dirname(os.path.abspath(source)))
-        # The SDK's loaders may print; stdout carries only our document.
-        with contextlib.redirect_stdout(sys.stderr):
-            engine = ComponentDiscoveryEngine()
-            plugin = engine.load_component_manifest(
-                path="manifest.yaml", owner="builtin", no_save=True
-            )
-            if plugin is None:
-                return {"error": "the SDK did not load manifest.yaml"}
-            populate_plugin_pages(plugin, discover_plugin_components(plugin, engine))
-        return {"value": encode(plugin.manifest["spec"]["pages"], [NODE_BUDGET], set())}
-    except Exception as e:  # the build would fail the same way: report why
-        return {"error": f"{type(e).__name__}: {e}"}
-    finally:
-        os.chdir(here)
-
-
-def report(source, archived):
+def report(source, archived, job=None):
+    given = job is not None and "build_pages" in job
     return {
         "pyyaml": yaml.__version__,
         "source": read(source),
         "archived": read(archived),
-        "build_pages": build_pages(source),
+        "build_pages": job["build_pages"] if given else build_pages(source),
     }
 
 
 if len(sys.argv) == 2:
     # Batch (src/python/batch.rs): one JSON list of {"source", "archived"}
-    # jobs; one {"report": ...} or {"error": ...} per job, in order.
+    # jobs (with "build_pages" when computed already); one {"report": ...}
+    # or {"error": ...} per job, in order.
     answers = []
     for job in json.loads(sys.argv[1]):
         try:
-            answers.append({"report": report(job["source"], job["archived"])})
+            answers.append({"report": report(job["source"], job["archived"], job)})
         except Exception as e:  # this job could not be observed
             answers.append({"error": f"{type(e).__name__}: {e}"})
     print(json.dumps(answers))

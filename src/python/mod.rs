@@ -106,8 +106,14 @@ pub const PYTEST_PATCHES: &str = include_str!("pytest_patches.py");
 
 /// Reads two `manifest.yaml` files with PyYAML's `yaml.safe_load`, as the
 /// SDK does (YAML 1.1), and reports the typed values (see
-/// `manifest_yaml_probe.py`).
-pub const MANIFEST_YAML_PROBE: &str = include_str!("manifest_yaml_probe.py");
+/// `manifest_yaml_probe.py`), after `manifest_pages.py` (what the SDK's
+/// build writes as `spec.pages`, and the typed encoding of a PyYAML value:
+/// a library the build host shares).
+pub const MANIFEST_YAML_PROBE: &str = concat!(
+    "# manifest_yaml_probe: how the SDK reads two manifest.yaml files\n",
+    include_str!("manifest_pages.py"),
+    include_str!("manifest_yaml_probe.py")
+);
 
 /// Runs the SDK's own `certification.verify_archive` over a signed archive
 /// with a resolver that records what it is asked to verify (`signed`).
@@ -120,8 +126,13 @@ pub const COMPILE_PROBE: &str = include_str!("compile_probe.py");
 
 /// Imports `langbot_plugin.cli` once and runs the official build of each
 /// candidate in a child forked from it, as `-m langbot_plugin.cli build -o
-/// OUT` would run (see `build_host.py`).
-pub const BUILD_HOST: &str = include_str!("build_host.py");
+/// OUT` would run, after computing each one's `spec.pages` in a child of
+/// its own (see `build_host.py`, after `manifest_pages.py`).
+pub const BUILD_HOST: &str = concat!(
+    "# build_host: the official builds of a run, from one import of the SDK\n",
+    include_str!("manifest_pages.py"),
+    include_str!("build_host.py")
+);
 
 /// What to do when a probe did not answer: the usual cause is an
 /// interpreter that is not the SDK venv's Python.

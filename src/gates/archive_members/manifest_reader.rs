@@ -70,6 +70,11 @@ pub struct Pair {
     pub source: PathBuf,
     /// The archive's manifest.yaml as extracted.
     pub archived: PathBuf,
+    /// The source's `spec.pages` as the SDK's build writes them, when
+    /// `lbp-build`'s host computed them already (the probe then gives them
+    /// as they are and imports no SDK for this pair).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_pages: Option<serde_json::Value>,
 }
 
 /// Reads every pair with one probe process of `python` (the SDK is imported
@@ -188,10 +193,12 @@ mod tests {
             Pair {
                 source: dir.path().join("a/manifest.yaml"),
                 archived: dir.path().join("b/manifest.yaml"),
+                build_pages: None,
             },
             Pair {
                 source: dir.path().join("c/manifest.yaml"),
                 archived: dir.path().join("d/manifest.yaml"),
+                build_pages: None,
             },
         ];
         let single = vec![

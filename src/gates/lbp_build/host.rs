@@ -54,6 +54,19 @@ pub(super) struct HostResult {
     /// Why the host could not start it.
     #[serde(default)]
     pub error: Option<String>,
+    /// The candidate's `spec.pages` as the SDK's build writes them,
+    /// computed by the host before the builds; `None` when its child gave
+    /// no answer.
+    #[serde(default)]
+    pub build_pages: Option<PagesAnswer>,
+}
+
+/// The host's answer for one candidate's pages: `build_pages` of
+/// `manifest_pages.py` (`{"value": NODE}`, `{"error": TEXT}`, or null).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub(super) struct PagesAnswer {
+    /// The document, as the manifest probe reports it.
+    pub report: serde_json::Value,
 }
 
 /// The host's process: `python -I <bytecode options> -c BUILD_HOST`, the
@@ -371,6 +384,21 @@ mod tests {
 
         assert!(runs[0].success, "{:?}", runs[0]);
         assert!(root.join("out/good/acme-p-0.1.0.lbpkg").is_file());
+        // Each candidate's pages, from a child of their own: a value for a
+        // plugin, the SDK's refusal without a manifest, none past the
+        // timeout.
+        let pages = |i: usize| results[i].build_pages.as_ref().map(|p| &p.report);
+        assert!(
+            pages(0).is_some_and(|p| p.get("value").is_some()),
+            "{:?}",
+            results[0]
+        );
+        assert!(
+            pages(1).is_some_and(|p| p.get("error").is_some()),
+            "{:?}",
+            results[1]
+        );
+        assert_eq!(pages(2), None, "{:?}", results[2]);
         let cmd = std::fs::read_to_string(root.join("logs/good.cmd")).unwrap();
         assert!(
             cmd.contains("forked-from: ") && cmd.contains("arg: build\n"),
@@ -428,6 +456,7 @@ mod tests {
             cpu_ms: None,
             fresh: None,
             error: None,
+            build_pages: None,
         };
         assert_eq!(outcome(&r(Some(0), None, false)), "exit status 0");
         assert_eq!(outcome(&r(Some(2), None, false)), "exit status 2");

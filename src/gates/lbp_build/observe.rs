@@ -216,7 +216,10 @@ fn run_builds(ctx: &RunContext, inputs: &[BuildInput], prepared: &mut [Prepared]
     for (k, &i) in ready.iter().enumerate() {
         let b = &mut prepared[i].build;
         match &results {
-            Ok((results, host)) => b.run = Some(host::build_run(specs[k], host, &results[k])),
+            Ok((results, host)) => {
+                b.run = Some(host::build_run(specs[k], host, &results[k]));
+                b.build_pages = results[k].build_pages.clone().map(|p| p.report);
+            }
             Err(e) => b.setup_error = Some(e.clone()),
         }
     }
