@@ -1,5 +1,8 @@
-//! One probe process for many jobs: the jobs go in as one JSON list (the
-//! probe's only argument), one answer per job comes back, in order, as a
+//! One probe process for many jobs: the jobs go in as one JSON list on the
+//! probe's stdin (its only argument is `-`; kept in `<log stem>.stdin`: a
+//! command line holds 128 KiB at most per argument, which a few hundred
+//! jobs, or one job carrying a manifest's pages, exceed), one answer per
+//! job comes back, in order, as a
 //! JSON list whose items are `{"report": ...}` (what the SDK did, its
 //! refusals included) or `{"error": "<type>: <message>"}` (the probe could
 //! not observe that job; never read as the SDK's decision). Used by the
@@ -53,7 +56,20 @@ pub fn run_batch<J: Serialize, R: DeserializeOwned>(
     if jobs.is_empty() {
         return Vec::new();
     }
-    let args = vec![serde_json::to_string(jobs).expect("jobs serialize")];
+    let args = vec!["-".to_string()];
+    let stdin = serde_json::to_vec(jobs).expect("jobs serialize");
+    let kept = crate::process::with_ext(probe.log_stem, "stdin");
+    let keep = crate::process::create_log_dir(probe.log_stem)
+        .map_err(|e| e.to_string())
+        .and_then(|()| std::fs::write(&kept, &stdin).map_err(|e| e.to_string()));
+    if let Err(e) = keep {
+        let why = format!(
+            "cannot keep the {} jobs at {}: {e}",
+            probe.name,
+            kept.display()
+        );
+        return jobs.iter().map(|_| Err(why.clone())).collect();
+    }
     let count = u32::try_from(jobs.len()).unwrap_or(u32::MAX);
     let answers: Result<Vec<Answer<R>>, String> = super::Probe {
         python: probe.python,
@@ -65,7 +81,7 @@ pub fn run_batch<J: Serialize, R: DeserializeOwned>(
         log_stem: probe.log_stem,
         timeout: per_job.saturating_mul(count),
     }
-    .run_in(probe.wrapper)
+    .run_in_with_stdin(probe.wrapper, stdin)
     .and_then(|answers: Vec<Answer<R>>| {
         if answers.len() == jobs.len() {
             Ok(answers)
@@ -91,5 +107,41 @@ pub fn run_batch<J: Serialize, R: DeserializeOwned>(
             })
             .collect(),
         Err(e) => jobs.iter().map(|_| Err(e.clone())).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Jobs far past the 128 KiB one argument holds go in on stdin, arrive
+    /// whole, and are kept at `<log stem>.stdin`.
+    #[test]
+    fn jobs_longer_than_an_argument_holds_reach_the_probe_and_are_kept() {
+        let python = std::env::var_os("PYTHON")
+            .filter(|p| !p.is_empty())
+            .expect("PYTHON is set (`cargo xtask test`)");
+        let d = tempfile::tempdir().unwrap();
+        let log_stem = d.path().join("logs/probe");
+        let probe = BatchProbe {
+            wrapper: &[],
+            python: Path::new(&python),
+            name: "echo_probe",
+            source: "import json, sys\n\
+                     jobs = json.load(sys.stdin) if sys.argv[1] == '-' else None\n\
+                     print(json.dumps([{'report': len(j['text'])} for j in jobs]))\n",
+            cwd: d.path(),
+            log_stem: &log_stem,
+        };
+        let big = "x".repeat(300 * 1024);
+        let jobs = vec![
+            serde_json::json!({ "text": big }),
+            serde_json::json!({ "text": "y" }),
+        ];
+        let answers: Vec<Result<usize, String>> =
+            run_batch(&probe, &jobs, BTreeMap::new(), Duration::from_secs(60));
+        assert_eq!(answers, vec![Ok(300 * 1024), Ok(1)]);
+        let kept = std::fs::read(d.path().join("logs/probe.stdin")).unwrap();
+        assert_eq!(kept, serde_json::to_vec(&jobs).unwrap());
     }
 }

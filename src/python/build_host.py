@@ -3,7 +3,7 @@
 #
 # Usage: python -I <bytecode options> -c <this>   (JOBS on stdin)
 #
-#   JOBS  a JSON object {"width": N, "jobs": [JOB, ...]}; a JOB is
+#   JOBS  a JSON object {"width": N, "pages_budget_secs": S, "jobs": [JOB, ...]}; a JOB is
 #         {"argv": [PROGRAM, ARG...], "cwd": DIR, "out": DIR,
 #          "stdout": FILE, "stderr": FILE, "env": {NAME: VALUE},
 #          "timeout_secs": S}; ARGV is the build's own command line
@@ -43,10 +43,12 @@
 # build writes them (`build_pages` of `manifest_pages.py`, over DIR's
 # manifest.yaml and component manifests: YAML only, no plugin code), each in
 # a forked child of its own in its own process group, with the job's
-# environment and timeout, its output on the host's stderr and its answer on
-# a pipe: the `archive-members` gate's manifest probe takes it from here
-# instead of importing the SDK again. Never in this process, whose state
-# every build forks from.
+# environment, its output on the host's stderr and its answer on a pipe,
+# `width` at a time and all within PAGES_BUDGET seconds (the spec's
+# "pages_budget_secs"; a job whose child has not answered by then has
+# none): the `archive-members` gate's manifest probe takes them from here
+# instead of importing the SDK again, and computes itself any that are
+# missing. Never in this process, whose state every build forks from.
 #
 # Prints one JSON line per job, in job order, once all ended:
 #   {"pid": P, "code": C or null, "signal": S or null, "timed_out": bool,
@@ -379,10 +381,47 @@ def start(i, job, seen, shared_reason):
     return None
 
 
-def pages_of(job):
-    """The job's `spec.pages` ({"report": DOC or null}), from a forked child
-    of this process, or None when the child gave no answer (it is stopped
-    at the job's timeout; the host's stderr says why)."""
+def all_pages(jobs, width, budget):
+    """Each job's `spec.pages` ({"report": DOC or null}), or None where its
+    child gave no answer: one forked child per job, `width` at a time, all
+    within `budget` seconds together (what is still running then is
+    killed, what never started is not computed: the `archive-members`
+    probe computes those itself), so the builds start at most `budget`
+    seconds late whatever a manifest makes its child do. The host's stderr
+    says why a job has none."""
+    answers = [None] * len(jobs)
+    waiting = list(range(len(jobs)))
+    running = {}  # the answer pipe's read end -> the child
+    deadline = time.monotonic() + budget
+    while waiting or running:
+        while waiting and len(running) < width and time.monotonic() < deadline:
+            i = waiting.pop(0)
+            child = fork_pages(i, jobs[i])
+            if child is not None:
+                running[child["r"]] = child
+        left = deadline - time.monotonic()
+        if left <= 0:
+            for child in running.values():
+                kill_group(child["pid"], signal.SIGKILL, "timeout")
+                end_pages(child, True)
+            for i in waiting:
+                print(f"build host: pages of {jobs[i]['cwd']} not computed: "
+                      f"{budget:.0f} s for every candidate's pages were spent", file=sys.stderr)
+            break
+        if not running:
+            continue
+        for r in select.select(list(running), [], [], left)[0]:
+            chunk = os.read(r, 65536)
+            if chunk:
+                running[r]["chunks"].append(chunk)
+            else:
+                child = running.pop(r)
+                answers[child["i"]] = end_pages(child, False)
+    return answers
+
+
+def fork_pages(i, job):
+    """Forks job i's pages child: its state here, or None."""
     r, w = os.pipe()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     try:
@@ -394,6 +433,8 @@ def pages_of(job):
         print(f"build host: cannot fork the pages of {job['cwd']}: {e}", file=sys.stderr)
         return None
     if pid == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         pages_child(job, r, w)
     os.close(w)
     try:
@@ -402,37 +443,28 @@ def pages_of(job):
         pass
     COMMANDS[pid] = f"build pages of {job['cwd']}"
     STARTS[pid] = proc_start_time(pid)
-    RUNNING[pid] = {"pages": True}
+    RUNNING[pid] = {"pages": True}  # for `stop_all`
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-    started, started_ms = time.monotonic(), ms()
-    deadline = started + float(job["timeout_secs"])
-    chunks, timed_out = [], False
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                kill_group(pid, signal.SIGKILL, "timeout")
-                break
-            if select.select([r], [], [], left)[0]:
-                chunk = os.read(r, 65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-    finally:
-        os.close(r)
+    return {"i": i, "pid": pid, "r": r, "cwd": job["cwd"], "chunks": [], "started_ms": ms()}
+
+
+def end_pages(child, killed):
+    """Reaps a pages child (its pipe at end of file, or `killed`); its
+    answer, or None."""
+    pid = child["pid"]
+    os.close(child["r"])
     _, status = os.waitpid(pid, 0)
-    note("reap", pid, "timeout" if timed_out else "exited", started_ms=started_ms)
-    if not timed_out:
+    note("reap", pid, "timeout" if killed else "exited", started_ms=child["started_ms"])
+    if not killed:
         stop_stragglers(pid)
     del RUNNING[pid]
     try:
-        answer = json.loads(b"".join(chunks)) if status == 0 and not timed_out else None
+        answer = json.loads(b"".join(child["chunks"])) if status == 0 and not killed else None
     except ValueError:
         answer = None
     if not isinstance(answer, dict) or "report" not in answer:
-        why = "timed out" if timed_out else f"wait status {status}"
-        print(f"build host: no pages of {job['cwd']} ({why})", file=sys.stderr)
+        why = "stopped: the pages' time was spent" if killed else f"wait status {status}"
+        print(f"build host: no pages of {child['cwd']} ({why})", file=sys.stderr)
         return None
     return answer
 
@@ -522,7 +554,7 @@ def main():
     waiting = list(range(len(jobs)))
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    pages = [pages_of(job) for job in jobs]
+    pages = all_pages(jobs, width, float(spec.get("pages_budget_secs", 30)))
     while waiting or RUNNING:
         while waiting and len(RUNNING) < width:
             i = waiting.pop(0)

@@ -3,6 +3,7 @@
 # langbot_plugin.runtime.plugin.artifact read a plugin's manifest.
 #
 # Usage: python -I -B -c <this> SOURCE ARCHIVED
+#    or: python -I -B -c <this> -      (JOBS on stdin)
 #    or: python -I -B -c <this> JOBS
 #
 #   SOURCE    the staged source's manifest.yaml (DIR/staging/source/<folder>/)
@@ -27,8 +28,8 @@
 # or null for an SDK whose build has no such step (it writes `pages: []`).
 # Nothing is decided here.
 #
-# `manifest_pages.py` comes first (src/python/mod.rs,
-# `manifest_yaml_probe_source`): `encode`, `build_pages`.
+# `manifest_pages.py` comes first (src/python/mod.rs, `MANIFEST_YAML_PROBE`):
+# `encode`, `build_pages`.
 import json
 
 import yaml
@@ -58,7 +59,7 @@ if len(sys.argv) == 2:
     # jobs (with "build_pages" when computed already); one {"report": ...}
     # or {"error": ...} per job, in order.
     answers = []
-    for job in json.loads(sys.argv[1]):
+    for job in json.load(sys.stdin) if sys.argv[1] == "-" else json.loads(sys.argv[1]):
         try:
             answers.append({"report": report(job["source"], job["archived"], job)})
         except Exception as e:  # this job could not be observed

@@ -187,6 +187,22 @@ impl Probe<'_> {
         self.run_flagged(wrapper, &[])
     }
 
+    /// [`Probe::run_in`] with `stdin` written to the probe's standard input
+    /// (then closed).
+    ///
+    /// # Errors
+    /// As [`Probe::run`].
+    pub fn run_in_with_stdin<T: DeserializeOwned>(
+        self,
+        wrapper: &[String],
+        stdin: Vec<u8>,
+    ) -> Result<T, String> {
+        let (python, name) = (self.python, self.name);
+        let mut spec = self.spec(wrapper, &[]);
+        spec.stdin = Some(stdin);
+        parse_probe(process::run(&spec), python, name)
+    }
+
     /// A probe of an interpreter environment that has not been judged yet
     /// (the `sdk-record` gate's probes, before `environment-startup`
     /// decides): run with `-I -S`, so `site` does not run and no `.pth`

@@ -69,6 +69,13 @@ pub(super) struct PagesAnswer {
     pub report: serde_json::Value,
 }
 
+/// How long the host may spend on every candidate's pages together before
+/// the builds start (`build_host.py`'s `all_pages`): a child that has not
+/// answered by then is stopped, and the `archive-members` probe computes
+/// those pages itself. Each takes milliseconds; a manifest that makes its
+/// child hang delays the run's builds by this much at most.
+pub(super) const PAGES_BUDGET: Duration = Duration::from_secs(30);
+
 /// The host's process: `python -I <bytecode options> -c BUILD_HOST`, the
 /// jobs (each spec's command line, folder, environment, logs and timeout)
 /// as JSON on stdin, from its own private HOME, in the first build's environment with that
@@ -101,12 +108,14 @@ pub(super) fn host_spec(
             })
         })
         .collect();
-    // Every build may run after every other, each to its timeout, plus
-    // each one's TERM grace: the host's own limit is never the one hit.
-    let total: Duration = specs
-        .iter()
-        .map(|s| s.timeout + Duration::from_secs(6))
-        .sum();
+    // The pages first, then every build may run after every other, each to
+    // its timeout, plus each one's TERM grace: the host's own limit is never
+    // the one hit.
+    let total: Duration = PAGES_BUDGET
+        + specs
+            .iter()
+            .map(|s| s.timeout + Duration::from_secs(6))
+            .sum::<Duration>();
     Ok(ChildSpec {
         program: python.to_path_buf(),
         args: ["-I".to_string()]
@@ -121,7 +130,7 @@ pub(super) fn host_spec(
         // On stdin: a command line holds 128 KiB at most per argument,
         // about 140 candidates' jobs.
         stdin: Some(
-            json!({ "width": width, "jobs": jobs })
+            json!({ "width": width, "pages_budget_secs": PAGES_BUDGET.as_secs_f64(), "jobs": jobs })
                 .to_string()
                 .into_bytes(),
         ),
@@ -385,8 +394,7 @@ mod tests {
         assert!(runs[0].success, "{:?}", runs[0]);
         assert!(root.join("out/good/acme-p-0.1.0.lbpkg").is_file());
         // Each candidate's pages, from a child of their own: a value for a
-        // plugin, the SDK's refusal without a manifest, none past the
-        // timeout.
+        // plugin, the SDK's refusal without a manifest.
         let pages = |i: usize| results[i].build_pages.as_ref().map(|p| &p.report);
         assert!(
             pages(0).is_some_and(|p| p.get("value").is_some()),
@@ -398,7 +406,12 @@ mod tests {
             "{:?}",
             results[1]
         );
-        assert_eq!(pages(2), None, "{:?}", results[2]);
+        // The pages do not share the build's timeout: `late`'s are there.
+        assert!(
+            pages(2).is_some_and(|p| p.get("value").is_some()),
+            "{:?}",
+            results[2]
+        );
         let cmd = std::fs::read_to_string(root.join("logs/good.cmd")).unwrap();
         assert!(
             cmd.contains("forked-from: ") && cmd.contains("arg: build\n"),
@@ -442,6 +455,58 @@ mod tests {
         // Four children of their own, none the host itself.
         let pids: std::collections::BTreeSet<u32> = results.iter().filter_map(|r| r.pid).collect();
         assert_eq!(pids.len(), 4);
+    }
+
+    /// A pages child that never answers (here `build_pages` replaced by an
+    /// endless sleep, as a manifest that makes the SDK's reader block would
+    /// do) is killed once the pages' budget is spent: the candidate has no
+    /// pages (the `archive-members` probe computes them), and its build
+    /// still runs, forked, and passes.
+    #[test]
+    fn a_pages_child_that_never_answers_is_stopped_at_the_budget_and_the_build_still_runs() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        let specs = four_builds(root);
+        let refs: Vec<&ChildSpec> = vec![&specs[0]];
+        let home = root.join("host");
+        std::fs::create_dir_all(&home).unwrap();
+        let mut host =
+            host_spec(&python(), &refs, 2, (&home, &home), root.join("logs/host")).unwrap();
+        let hanging = crate::python::BUILD_HOST.replacen(
+            "\ndef all_pages(",
+            "\ndef build_pages(source):\n    time.sleep(3600)\n\n\ndef all_pages(",
+            1,
+        );
+        assert_ne!(hanging, crate::python::BUILD_HOST);
+        for a in &mut host.args {
+            if a == crate::python::BUILD_HOST {
+                a.clone_from(&hanging);
+            }
+        }
+        let mut jobs: serde_json::Value =
+            serde_json::from_slice(host.stdin.as_ref().unwrap()).unwrap();
+        assert_eq!(jobs["pages_budget_secs"], PAGES_BUDGET.as_secs_f64());
+        jobs["pages_budget_secs"] = json!(1.0);
+        host.stdin = Some(jobs.to_string().into_bytes());
+        create_logs(&refs).unwrap();
+        let results = run(&host, 1).unwrap();
+
+        assert_eq!(results[0].build_pages, None, "{results:?}");
+        let run = build_run(&specs[0], &host, &results[0]);
+        assert!(run.success, "{run:?}");
+        let stderr = std::fs::read_to_string(root.join("logs/host.stderr")).unwrap();
+        assert!(
+            stderr.contains("no pages of") && stderr.contains("time was spent"),
+            "{stderr}"
+        );
+        let journal = process::journal::snapshot();
+        assert!(
+            journal
+                .iter()
+                .any(|j| matches!(j.action, crate::evidence::SignalAction::Kill)
+                    && j.cmdline.starts_with("build pages of ")),
+            "{journal:?}"
+        );
     }
 
     #[test]
