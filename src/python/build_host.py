@@ -345,39 +345,60 @@ def stop_all(signum, frame):
     os._exit(128 + signum)
 
 
-def start(i, job, seen, shared_reason):
-    """Forks job i's child; None, or an error result."""
-    said_r, said_w = os.pipe()  # fd 3 of the child: why it went fresh
-    # TERM is blocked across the fork: the child must never run this
-    # process's handler (`stop_all`); it unblocks once TERM is its default.
+def forked(command, entry, body):
+    """Forks a child in a process group of its own that runs `body(w)` and
+    never returns, `w` the write end of a pipe whose read end `r` the
+    parent keeps. TERM is blocked across the fork: the child must never run
+    this process's handler (`stop_all`); it unblocks once TERM is its
+    default. In the parent the child is named `command` for the journal and
+    is in RUNNING (`entry(r)`) before TERM is unblocked, so `stop_all`
+    always finds it. Returns (pid, r); raises OSError when it cannot fork."""
+    r, w = os.pipe()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     try:
         pid = os.fork()
-    except OSError as e:
+    except OSError:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        os.close(said_r)
-        os.close(said_w)
-        return {"error": f"cannot fork: {e}"}
+        os.close(r)
+        os.close(w)
+        raise
     if pid == 0:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        os.close(said_r)
-        if said_w != 3:
-            os.dup2(said_w, 3, inheritable=False)
-            os.close(said_w)
-        run_child(job, seen, shared_reason)
-    os.close(said_w)
+        os.close(r)
+        body(w)
+    os.close(w)
     try:
         os.setpgid(pid, pid)  # as the child does: no moment where it shares ours
     except OSError:
         pass
-    now = time.monotonic()
-    COMMANDS[pid] = " ".join(job["argv"])
+    COMMANDS[pid] = command
     STARTS[pid] = proc_start_time(pid)
-    RUNNING[pid] = {"index": i, "started": now, "started_ms": ms(),
-                    "deadline": now + float(job["timeout_secs"]),
-                    "termed": None, "killed": False, "said": said_r}
+    RUNNING[pid] = entry(r)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    return pid, r
+
+
+def start(i, job, seen, shared_reason):
+    """Forks job i's child; None, or an error result. Its pipe is the
+    child's fd 3: why it went fresh."""
+
+    def child(said_w):
+        if said_w != 3:
+            os.dup2(said_w, 3, inheritable=False)
+            os.close(said_w)
+        run_child(job, seen, shared_reason)
+
+    def entry(said_r):
+        now = time.monotonic()
+        return {"index": i, "started": now, "started_ms": ms(),
+                "deadline": now + float(job["timeout_secs"]),
+                "termed": None, "killed": False, "said": said_r}
+
+    try:
+        forked(" ".join(job["argv"]), entry, child)
+    except OSError as e:
+        return {"error": f"cannot fork: {e}"}
     return None
 
 
@@ -422,30 +443,14 @@ def all_pages(jobs, width, budget):
 
 def fork_pages(i, job):
     """Forks job i's pages child: its state here, or None."""
-    r, w = os.pipe()
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    started_ms = ms()
     try:
-        pid = os.fork()
+        pid, r = forked(f"build pages of {job['cwd']}", lambda r: {"pages": True},
+                        lambda w: pages_child(job, w))
     except OSError as e:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        os.close(r)
-        os.close(w)
         print(f"build host: cannot fork the pages of {job['cwd']}: {e}", file=sys.stderr)
         return None
-    if pid == 0:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        pages_child(job, r, w)
-    os.close(w)
-    try:
-        os.setpgid(pid, pid)
-    except OSError:
-        pass
-    COMMANDS[pid] = f"build pages of {job['cwd']}"
-    STARTS[pid] = proc_start_time(pid)
-    RUNNING[pid] = {"pages": True}  # for `stop_all`
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-    return {"i": i, "pid": pid, "r": r, "cwd": job["cwd"], "chunks": [], "started_ms": ms()}
+    return {"i": i, "pid": pid, "r": r, "cwd": job["cwd"], "chunks": [], "started_ms": started_ms}
 
 
 def end_pages(child, killed):
@@ -469,13 +474,12 @@ def end_pages(child, killed):
     return answer
 
 
-def pages_child(job, r, w):
+def pages_child(job, w):
     """In the forked child: `build_pages` of the job's folder on pipe `w`,
     never return."""
     code = 1
     gc.enable()
     try:
-        os.close(r)
         os.setpgid(0, 0)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
