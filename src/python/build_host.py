@@ -222,15 +222,29 @@ def fresh_reason(seen, shared_reason):
     return None
 
 
+def exit_now(code):
+    """In a forked child: ends it with `code`, its stderr flushed first
+    (nothing else of this process's exit runs)."""
+    try:
+        sys.stderr.flush()
+    except Exception:
+        pass
+    os._exit(code)
+
+
+def own_group_no_stdin():
+    """In a forked child: a process group of its own, stdin /dev/null."""
+    os.setpgid(0, 0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+
+
 def run_child(job, seen, shared_reason):
     """In the forked child: become the build, never return."""
     code = 1
-    gc.enable()
     try:
-        os.setpgid(0, 0)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+        own_group_no_stdin()
         for fd, path in ((1, job["stdout"]), (2, job["stderr"])):
             f = os.open(path, os.O_WRONLY | os.O_APPEND)
             os.dup2(f, fd)
@@ -271,11 +285,7 @@ def run_child(job, seen, shared_reason):
         traceback.print_exc()
         code = 1
     finally:
-        try:
-            sys.stderr.flush()
-        except Exception:
-            pass
-        os._exit(code)
+        exit_now(code)
 
 
 def finalize():
@@ -366,6 +376,7 @@ def forked(command, entry, body):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         os.close(r)
+        gc.enable()  # off in this process only (see `main`)
         body(w)
     os.close(w)
     try:
@@ -478,12 +489,8 @@ def pages_child(job, w):
     """In the forked child: `build_pages` of the job's folder on pipe `w`,
     never return."""
     code = 1
-    gc.enable()
     try:
-        os.setpgid(0, 0)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+        own_group_no_stdin()
         os.dup2(2, 1)  # what the SDK prints goes to the host's stderr
         os.environ.clear()
         os.environ.update(job["env"])
@@ -497,11 +504,7 @@ def pages_child(job, w):
 
         traceback.print_exc()
     finally:
-        try:
-            sys.stderr.flush()
-        except Exception:
-            pass
-        os._exit(code)
+        exit_now(code)
 
 
 def enforce_timeouts():
