@@ -2,7 +2,6 @@
 # interpreter start (the SDK imported once) for every candidate of a run.
 #
 # Usage: python -I <bytecode options> -c <this> -     (JOBS on stdin)
-#    or: python -I <bytecode options> -c <this> JOBS
 #
 #   JOBS  a JSON list of jobs, one per archive, each an object:
 #     archive       the exact .lbpkg file (DIR/packages/<folder>/<file>.lbpkg)
@@ -150,7 +149,7 @@ def admit(archive, expected, data_root, requirements, lines_root):
 
 def main():
     outcomes = []
-    for job in json.load(sys.stdin) if sys.argv[1] == "-" else json.loads(sys.argv[1]):
+    for job in json.load(sys.stdin):
         try:
             report = admit(
                 job["archive"],

@@ -4,7 +4,6 @@
 #
 # Usage: python -I -B -c <this> SOURCE ARCHIVED
 #    or: python -I -B -c <this> -      (JOBS on stdin)
-#    or: python -I -B -c <this> JOBS
 #
 #   SOURCE    the staged source's manifest.yaml (DIR/staging/source/<folder>/)
 #   ARCHIVED  the archive's manifest.yaml as extracted (DIR/extracted/<folder>/)
@@ -59,7 +58,7 @@ if len(sys.argv) == 2:
     # jobs (with "build_pages" when computed already); one {"report": ...}
     # or {"error": ...} per job, in order.
     answers = []
-    for job in json.load(sys.stdin) if sys.argv[1] == "-" else json.loads(sys.argv[1]):
+    for job in json.load(sys.stdin):
         try:
             answers.append({"report": report(job["source"], job["archived"], job)})
         except Exception as e:  # this job could not be observed

@@ -46,33 +46,26 @@ fn admission_attempt(
         "LANGBOT_PLUGIN_PYPI_INDEX_URL".into(),
         format!("file://{}/", empty_index.display()),
     );
-    // The probe takes a list of jobs: here, one.
-    let job = serde_json::json!([{
+    // The batch probe of the `dependencies` gate, with one job.
+    let job = serde_json::json!({
         "archive": path.display().to_string(),
         "sha256": file.sha256,
         "data_root": root.join("data").display().to_string(),
         "mode": "prepare",
-    }]);
-    let report: Result<ProbeReport, String> = python::Probe {
+    });
+    let log_stem = ctx.log_stem(GATE, key);
+    let probe = python::batch::BatchProbe {
+        wrapper: &[],
         python: &ctx.python,
         name: "dependencies_probe",
         source: python::DEPENDENCIES_PROBE,
-        args: &[job.to_string()],
         cwd: &root,
-        env,
-        log_stem: &ctx.log_stem(GATE, key),
-        timeout: Duration::from_secs(opts.timeout_secs),
-    }
-    .run()
-    .and_then(
-        |outcomes: Vec<ProbeOutcome>| match outcomes.into_iter().next() {
-            Some(ProbeOutcome::Report(r)) => Ok(r),
-            Some(ProbeOutcome::Error(e)) => Err(format!(
-                "the dependencies probe could not observe this archive: {e}"
-            )),
-            None => Err("the dependencies probe answered no job".into()),
-        },
-    );
+        log_stem: &log_stem,
+    };
+    let report: Result<ProbeReport, String> =
+        python::batch::run_batch(&probe, &[job], env, Duration::from_secs(opts.timeout_secs))
+            .pop()
+            .unwrap_or_else(|| Err("the dependencies probe answered no job".into()));
     Ok(report.map(|r| AdmissionAttempt {
         refusal: r.error,
         kept_requirements: r.requirements,
@@ -131,16 +124,6 @@ pub(super) fn observe(
         release_dir: dir.display().to_string(),
         files: observations,
     })
-}
-
-/// What the probe printed for a job (`dependencies_probe.py`).
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum ProbeOutcome {
-    /// What the SDK did (its refusal included).
-    Report(ProbeReport),
-    /// Why the probe could not observe the job (never the SDK's refusal).
-    Error(String),
 }
 
 /// The probe's report (`dependencies_probe.py`), the fields used here.
