@@ -561,7 +561,7 @@ def main():
     waiting = list(range(len(jobs)))
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    pages = all_pages(jobs, width, float(spec.get("pages_budget_secs", 30)))
+    pages = all_pages(jobs, width, float(spec["pages_budget_secs"]))
     while waiting or RUNNING:
         while waiting and len(RUNNING) < width:
             i = waiting.pop(0)

@@ -174,20 +174,13 @@ impl Probe<'_> {
     /// A sentence naming the probe, the interpreter, the status and the
     /// output tail.
     pub fn run<T: DeserializeOwned>(self) -> Result<T, String> {
-        self.run_flagged(&[], &[])
+        let (python, name) = (self.python, self.name);
+        parse_probe(process::run(&self.spec(&[], &[])), python, name)
     }
 
     /// [`Probe::run`] under `wrapper` (a program and its arguments put before
     /// the interpreter, such as a network namespace's `unshare --net --`;
-    /// empty: none).
-    ///
-    /// # Errors
-    /// As [`Probe::run`].
-    pub fn run_in<T: DeserializeOwned>(self, wrapper: &[String]) -> Result<T, String> {
-        self.run_flagged(wrapper, &[])
-    }
-
-    /// [`Probe::run_in`] with `stdin` written to the probe's standard input
+    /// empty: none), with `stdin` written to the probe's standard input
     /// (then closed).
     ///
     /// # Errors
@@ -245,15 +238,6 @@ impl Probe<'_> {
             process::run(&spec)
         };
         (parse_probe(out, python, name), record)
-    }
-
-    fn run_flagged<T: DeserializeOwned>(
-        self,
-        wrapper: &[String],
-        flags: &[&str],
-    ) -> Result<T, String> {
-        let (python, name) = (self.python, self.name);
-        parse_probe(process::run(&self.spec(wrapper, flags)), python, name)
     }
 
     /// The child to start: `wrapper...` (if any), then the interpreter with
