@@ -69,6 +69,15 @@ pub struct RunContext {
     /// of importing the SDK again. Not evidence: that probe's kept answer
     /// holds them.
     pub build_pages: BTreeMap<String, serde_json::Value>,
+    /// Per candidate folder whose archive the SDK's artifact store accepted
+    /// in `admission`, the requirements the SDK keeps for its installer
+    /// (`_read_requirements` of the artifact installed from the exact
+    /// archive: the `kept` list of `admission_probe.py`'s
+    /// `artifact_requirements`), or why it did not keep them (its refusal,
+    /// `ExceptionType: message`); the `dependencies` gate takes them instead
+    /// of importing the SDK again to read them. Not evidence: admission's
+    /// kept probe answer (`logs/admission/probe.stdout`) holds them.
+    pub admitted_requirements: BTreeMap<String, Result<Vec<String>, String>>,
     /// `--release-dir`: historical archives for the `historical-admission`
     /// gate (absolute); none: that gate is skipped.
     pub release_dir: Option<PathBuf>,
@@ -247,6 +256,7 @@ impl RunContext {
             suites: None,
             wheelhouse: None,
             build_pages: BTreeMap::new(),
+            admitted_requirements: BTreeMap::new(),
             release_dir: None,
             activity: GateActivity::default(),
             jobs: 2,

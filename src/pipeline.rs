@@ -583,6 +583,7 @@ fn run_context(
         suites: None,
         wheelhouse: None,
         build_pages: std::collections::BTreeMap::new(),
+        admitted_requirements: std::collections::BTreeMap::new(),
         release_dir,
         activity: crate::context::GateActivity::default(),
         jobs: opts.jobs.max(1),

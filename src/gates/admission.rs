@@ -79,6 +79,26 @@ pub fn record(obs: &Observation) -> Option<AdmissionRecord> {
     })
 }
 
+/// What the SDK keeps of an accepted archive's `requirements.txt` for its
+/// installer (`Ok`: the `kept` list of its `_read_requirements` on the
+/// installed artifact), or why it keeps nothing (`Err`: its refusal, or its
+/// check crashing), for the `dependencies` gate
+/// ([`RunContext::admitted_requirements`]). `None` when the store refused
+/// the archive or the probe did not report.
+pub fn kept_requirements(obs: &Observation) -> Option<Result<Vec<String>, String>> {
+    let report = obs.report.as_ref()?;
+    report.artifact.as_ref()?;
+    let verdict = report.artifact_requirements.as_ref()?;
+    Some(if verdict.accepted {
+        Ok(verdict.kept.clone())
+    } else {
+        Err(verdict
+            .error
+            .clone()
+            .unwrap_or_else(|| "no requirements and no error reported".into()))
+    })
+}
+
 /// Whether the harness and the SDK split the file into the same lines.
 fn split_agrees(obs: &Observation, report: &ProbeReport) -> bool {
     let ours = &obs.requirements.lines;
@@ -814,6 +834,12 @@ impl super::Gate for Admission {
                         if let Some(c) = ctx.record_mut(&folder) {
                             c.admission = Some(r);
                         }
+                    });
+                }
+                if let Some(kept) = kept_requirements(obs) {
+                    let folder = obs.folder.clone();
+                    out.set(move |ctx| {
+                        ctx.admitted_requirements.insert(folder, kept);
                     });
                 }
             }

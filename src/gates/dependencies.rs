@@ -15,10 +15,15 @@
 //! for the candidates whose first run succeeded. A candidate the probe
 //! could not observe fails its own `prepare` only.
 //!
-//! Before that, the gate builds the run's wheelhouse ([`crate::wheelhouse`]):
-//! a first probe process (mode `requirements`, every candidate on its own
-//! scratch data root, log `DIR/logs/dependencies/requirements`) reports the
-//! requirements the SDK keeps after dropping its own pin; one `pip wheel`
+//! Before that, the gate builds the run's wheelhouse ([`crate::wheelhouse`])
+//! from the requirements the SDK keeps after dropping its own pin. Those
+//! are `admission`'s reading, handed on (its probe ran the SDK's
+//! `_read_requirements` on the artifact the SDK's store installed from the
+//! same archive: [`crate::context::RunContext::admitted_requirements`]), so
+//! the SDK is not imported again to read them; a candidate admission did
+//! not hand on is read by a probe process of this gate (mode
+//! `requirements`, on its own scratch data root, log
+//! `DIR/logs/dependencies/requirements`). One `pip wheel`
 //! of the verified interpreter per distinct requirement set downloads their
 //! whole dependency closure into `DIR/wheelhouse/`, and a PEP 503 index is
 //! written over it. This download is the only place the run reaches the

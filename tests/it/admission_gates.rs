@@ -162,6 +162,9 @@ fn a_real_requirement_is_downloaded_once_and_installed_offline_from_the_wheelhou
     );
     let deps = &candidate(&ev, "codex-agent")["dependencies"];
     assert_eq!(deps["requirements"], serde_json::json!(["six==1.16.0"]));
+    // Those are admission's reading, handed on: the gate started no probe
+    // of its own to read them again.
+    assert!(!dir.join("logs/dependencies/requirements.cmd").exists());
     assert_eq!(
         deps["installed"],
         serde_json::json!([{"name": "six", "version": "1.16.0"}])

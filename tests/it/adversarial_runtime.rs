@@ -279,8 +279,9 @@ fn an_unreadable_archive_is_not_a_dependency_refusal() {
     make_writable(tmp.path());
 }
 
-/// The gate prepares every candidate through one probe process per kind
-/// (the requirements, run 1, run 2), whatever the number of candidates; in
+/// The gate prepares every candidate through one probe process per
+/// preparation run (the requirements are admission's, handed on), whatever
+/// the number of candidates; in
 /// such a batch, an archive the probe cannot read is that candidate's "not
 /// observed" alone: the next candidate's requirements are still read and its
 /// environment still prepared twice, with one digest, by the SDK.
@@ -310,8 +311,9 @@ fn one_unreadable_archive_in_a_batch_spoils_only_its_own_preparation() {
     probes.sort();
     assert_eq!(
         probes,
-        ["requirements.cmd", "run-1.cmd", "run-2.cmd"],
-        "one probe process per kind for the three candidates"
+        ["run-1.cmd", "run-2.cmd"],
+        "one probe process per preparation run for the three candidates, and \
+         none to read the requirements admission handed on"
     );
     for folder in ["acp-agent-runner", "claude-code-agent", "codex-agent"] {
         assert!(

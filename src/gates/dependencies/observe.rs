@@ -540,14 +540,59 @@ pub fn read_requirements_batch(
                 outcome.map_err(|e| format!("not observed: reading the requirements: {e}"))?;
             match (report.error, report.requirements) {
                 (None, Some(requirements)) => Ok(requirements),
-                (error, _) => Err(format!(
-                    "{}: expected the SDK to read the archive's requirements.txt, found it refused: {}; \
-                     the host would fail this installation with `dependency_prepare_failed`: fix the \
-                     candidate's requirements.txt",
-                    relative(&input.evidence_dir, &input.archive),
-                    error.unwrap_or_else(|| "no requirements and no error reported".into())
+                (error, _) => Err(refused(
+                    input,
+                    &error.unwrap_or_else(|| "no requirements and no error reported".into()),
                 )),
             }
+        })
+        .collect()
+}
+
+/// The `wheelhouse` sentence for an archive whose requirements the SDK
+/// refused (`why`: its message).
+fn refused(input: &DependencyInput, why: &str) -> String {
+    format!(
+        "{}: expected the SDK to read the archive's requirements.txt, found it refused: {why}; \
+         the host would fail this installation with `dependency_prepare_failed`: fix the \
+         candidate's requirements.txt",
+        relative(&input.evidence_dir, &input.archive),
+    )
+}
+
+/// Each input's requirements as the SDK reads them, in `inputs` order (as
+/// [`read_requirements_batch`]): those `admission` handed on
+/// ([`RunContext::admitted_requirements`]: its probe read them from the
+/// artifact the SDK's store installed from the same archive, so the SDK is
+/// not imported again for them); the others, if any, read by one
+/// `requirements` probe process (log `DIR/logs/dependencies/requirements`).
+pub(crate) fn requirements_of(
+    ctx: &RunContext,
+    process: &ProbeProcess,
+    inputs: &[DependencyInput],
+) -> Vec<Result<Vec<String>, String>> {
+    let handed: Vec<Option<Result<Vec<String>, String>>> = inputs
+        .iter()
+        .map(|i| {
+            let kept = ctx.admitted_requirements.get(&i.folder)?;
+            Some(kept.clone().map_err(|why| refused(i, &why)))
+        })
+        .collect();
+    let left: Vec<DependencyInput> = inputs
+        .iter()
+        .zip(&handed)
+        .filter(|(_, h)| h.is_none())
+        .map(|(i, _)| i.clone())
+        .collect();
+    let mut read = read_requirements_batch(process, &left).into_iter();
+    handed
+        .into_iter()
+        .map(|h| {
+            h.unwrap_or_else(|| {
+                read.next().unwrap_or_else(|| {
+                    Err("not observed: reading the requirements: no answer".into())
+                })
+            })
         })
         .collect()
 }
@@ -631,8 +676,8 @@ pub fn prepare_batch(
 }
 
 /// Every candidate of the run: admitted or not, its requirements as the SDK
-/// reads them (one probe process for all, log `DIR/logs/dependencies/
-/// requirements`), the run's wheelhouse (one `pip wheel` per distinct
+/// reads them ([`requirements_of`]: admission's reading, handed on), the
+/// run's wheelhouse (one `pip wheel` per distinct
 /// requirement set, the run's only package-index access), then, offline,
 /// each downloaded candidate's two preparations (one probe process per run
 /// for all of them, logs `DIR/logs/dependencies/run-1` and `run-2`;
@@ -661,7 +706,7 @@ pub fn observe_all(ctx: &RunContext) -> Result<RunObservation, String> {
     // What each candidate needs, as the SDK reads it; then one download per
     // distinct requirement set.
     let reads = match &process {
-        Some(process) => read_requirements_batch(process, &inputs),
+        Some(process) => requirements_of(ctx, process, &inputs),
         None => Vec::new(),
     };
     let mut wanted: Vec<(String, Vec<String>)> = Vec::new();

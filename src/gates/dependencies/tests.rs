@@ -909,3 +909,74 @@ fn refuses_a_distribution_whose_files_are_not_its_wheelhouse_wheels() {
         mismatch
     );
 }
+
+/// The requirements `admission` handed on (`RunContext::admitted_requirements`)
+/// are taken as the SDK read them, a refusal named as the SDK's, and start
+/// no probe; only a candidate admission did not hand on goes to the
+/// `requirements` probe (here one whose interpreter cannot start).
+#[test]
+fn requirements_admission_handed_on_start_no_probe_and_a_refusal_names_the_archive() {
+    use std::collections::BTreeMap;
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctx = crate::context::RunContext::for_tests();
+    ctx.admitted_requirements
+        .insert("a".into(), Ok(vec!["six==1.16.0".into()]));
+    ctx.admitted_requirements.insert(
+        "b".into(),
+        Err("DependencyEnvironmentPreparationError: pip options are not allowed".into()),
+    );
+    let missing = dir.path().join("no-python");
+    let input = |folder: &str| DependencyInput {
+        python: missing.clone(),
+        evidence_dir: dir.path().to_path_buf(),
+        folder: folder.into(),
+        archive: dir.path().join("packages").join(folder).join("x.lbpkg"),
+        archive_sha256: "0".repeat(64),
+        root: dir.path().join(folder),
+        env: BTreeMap::new(),
+        log_dir: dir.path().join("logs"),
+        wrapper: Vec::new(),
+        network: String::new(),
+        wheelhouse_files: Vec::new(),
+    };
+    let process = ProbeProcess {
+        python: missing.clone(),
+        cwd: dir.path().to_path_buf(),
+        env: BTreeMap::new(),
+        log_dir: dir.path().join("logs"),
+        wrapper: Vec::new(),
+    };
+    let inputs = [input("a"), input("b"), input("c")];
+    let reads = observe::requirements_of(&ctx, &process, &inputs);
+    assert_eq!(reads.len(), 3);
+    assert_eq!(reads[0], Ok(vec!["six==1.16.0".to_string()]));
+    let b = reads[1].as_ref().unwrap_err();
+    assert!(
+        b.starts_with("packages/b/x.lbpkg: expected the SDK to read the archive's requirements.txt, found it refused: DependencyEnvironmentPreparationError: pip options"),
+        "{b}"
+    );
+    let c = reads[2].as_ref().unwrap_err();
+    assert!(
+        c.starts_with("not observed: reading the requirements"),
+        "{c}"
+    );
+    // The probe was given c's job alone.
+    let jobs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("logs/requirements.stdin")).unwrap())
+            .unwrap();
+    assert_eq!(jobs.as_array().map(Vec::len), Some(1), "{jobs}");
+    assert!(jobs[0]["archive"]
+        .as_str()
+        .unwrap()
+        .ends_with("packages/c/x.lbpkg"));
+
+    // Everything handed on: no probe process, no log.
+    let logs = dir.path().join("logs2");
+    let process = ProbeProcess {
+        log_dir: logs.clone(),
+        ..process
+    };
+    let reads = observe::requirements_of(&ctx, &process, &inputs[..2]);
+    assert!(reads[0].is_ok() && reads[1].is_err());
+    assert!(!logs.exists(), "no requirements probe ran");
+}
