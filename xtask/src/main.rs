@@ -5,8 +5,7 @@
 //!   `xtask/test-extras.lock`, hash-checked, re-verified on reuse), and prints
 //!   its path (last line of stdout).
 //! - `demo`: certifies a copy of `fixtures/candidate-repo` end to end.
-//! - `test`: provisions the SDK (and, for the whole suite, the other SDK
-//!   interpreters the tests use) while the test binaries build, then
+//! - `test`: provisions the SDK while the test binaries build, then
 //!   `cargo nextest run --workspace` (or
 //!   `cargo test --workspace` where cargo-nextest is missing) with `PYTHON` set.
 //! - `schema`: regenerates `evidence-schema/v1/evidence.schema.json`.
@@ -46,8 +45,7 @@ commands:
            test extras, every wheel hash-checked; print its python
   demo     build the verifier and certify a copy of fixtures/candidate-repo; keep and print the paths
   test     provision the SDK while the test binaries build, then `cargo nextest run --workspace` with
-           PYTHON set (cargo test where cargo-nextest is missing; extra args go to either); without
-           args, also the other SDKs the tests use (0.6.1, 0.7.18) into the user's cache
+           PYTHON set (cargo test where cargo-nextest is missing; extra args go to either)
   schema   write evidence-schema/v1/evidence.schema.json from the evidence types
   wheel-records  download every locked wheel (by hash) and write, beside each lock list, its .records file:
            what each wheel's own RECORD says (src/provision/wheel_records.rs)
@@ -184,37 +182,6 @@ fn sdk() -> Result<PathBuf> {
     Ok(ready.python)
 }
 
-/// The other SDK interpreters the tests provision into the user's cache:
-/// the `langbot-plugin==0.6.1` group of `tests/it/sdk_groups.rs` and the CI
-/// recipe tests, and `tests/common`'s `python_0718`. A pin missing here only
-/// costs time: the first test that needs it provisions it.
-const TEST_SDK_PINS: &[&str] = &["langbot-plugin==0.6.1", "langbot-plugin==0.7.18"];
-
-/// Provisions (or reuses and verifies) each of [`TEST_SDK_PINS`] in the
-/// user's cache, as the tests that need them do. A failure is reported, not
-/// fatal: the tests that need that interpreter provision it themselves, or
-/// say why they cannot.
-fn test_sdks() {
-    use verify_coding_candidates::{profile::SdkPin, provision};
-    for requirement in TEST_SDK_PINS {
-        let pin = SdkPin {
-            requirement: (*requirement).to_string(),
-            wheel_sha256: None,
-            record_sha256: None,
-            extra_distributions: Vec::new(),
-            groups: Vec::new(),
-        };
-        let label = format!("sdk {requirement}");
-        let mut progress = |line: &str| eprintln!("{label}: {line}");
-        if let Err(e) = provision::provision_sdk(&pin, provision::DEFAULT_INDEX_URL, &mut progress)
-        {
-            eprintln!(
-                "{label}: not provisioned ahead of the tests ({e}); a test that needs it will"
-            );
-        }
-    }
-}
-
 /// `cargo xtask test [ARGS]`: the SDK and the test build at once, then
 /// `cargo nextest run --workspace ARGS` (or `cargo test`) with `PYTHON`.
 fn test(extra: &[OsString]) -> Result<i32> {
@@ -222,20 +189,10 @@ fn test(extra: &[OsString]) -> Result<i32> {
     // compiling: on a fresh machine each took about half a minute of the
     // other's wait, so both run at once and the tests start after both.
     let provision = std::thread::spawn(sdk);
-    // The whole suite (no filter) also needs the other SDKs the tests use:
-    // on a fresh machine each is about 20 CPU-s of downloading, installing
-    // and verifying, which a test would otherwise spend while the tests
-    // keep both cores busy; here it fills the build's idle core.
-    let others = extra.is_empty().then(|| std::thread::spawn(test_sdks));
     let built = prebuild();
     let python = provision
         .join()
         .map_err(|_| anyhow::anyhow!("sdk: provisioning panicked"))??;
-    if let Some(others) = others {
-        others
-            .join()
-            .map_err(|_| anyhow::anyhow!("sdk: provisioning the tests' other SDKs panicked"))?;
-    }
     built?;
     // cargo-nextest runs every test as its own process, several at a time
     // across binaries (`.config/nextest.toml`); `cargo test` runs one binary
